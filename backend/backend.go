@@ -1,0 +1,38 @@
+// Package backend defines the small interface every place that can run jobs implements
+// (this machine, a Kubernetes cluster), and the errors callers branch on. Everything
+// durable about a job lives in the store; a backend only starts, observes, stops and
+// cleans up what runs. backendtest is the conformance suite all backends pass.
+package backend
+
+import (
+	"context"
+	"errors"
+
+	"github.com/kinetic-run/kinetic/job"
+)
+
+// Backend runs jobs whose handle and spec are already in the store.
+//
+// Implementations must:
+//   - return from Submit quickly; the job runs on after the submitting process exits;
+//   - never leave a job PENDING or RUNNING after whatever runs it is gone: report FAILED
+//     with a reason a person can act on (killed supervisor, unpullable image, ...);
+//   - report NOT_FOUND for a job they know nothing about;
+//   - make Cancel and Cleanup idempotent, and Cancel of a finished job a no-op.
+type Backend interface {
+	// Name is the handle's backend field, e.g. "local" or "gke".
+	Name() string
+	// Submit starts the job.
+	Submit(ctx context.Context, h *job.Handle) error
+	// Status returns the job's state and, when FAILED, why.
+	Status(ctx context.Context, h *job.Handle) (job.State, string, error)
+	// Cancel stops the job: gracefully first, then forcibly after a grace period. It
+	// returns once the job is terminal.
+	Cancel(ctx context.Context, h *job.Handle) error
+	// Cleanup removes what the backend holds for the job (processes, workspaces,
+	// Kubernetes objects), stopping it first if it still runs. It never touches the store.
+	Cleanup(ctx context.Context, h *job.Handle) error
+}
+
+// ErrUnavailable means the backend cannot be reached or used from here.
+var ErrUnavailable = errors.New("backend unavailable")

@@ -1,0 +1,273 @@
+// Package local is the embedded default backend: jobs run on this machine, each under a
+// detached supervisor process that outlives the process that submitted it.
+//
+// The supervisor holds an exclusive flock on its job's lock file for as long as it
+// lives, so anyone on this machine can tell a live supervisor from a dead one without
+// trusting PIDs (which are reused): if the lock can be taken, the supervisor is gone. A
+// fixed number of slot locks bounds how many jobs run at once; the rest wait as PENDING.
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/store"
+)
+
+// Name is the backend's name in handles.
+const Name = "local"
+
+// Options configure the local backend.
+type Options struct {
+	// StateDir holds workspaces, locks and slot files (default: $DATA/local).
+	StateDir string
+	// Exe is the kinetic binary that runs supervisors and runners (default: this one).
+	Exe string
+	// Slots bounds how many jobs run at once (default: KINETIC_LOCAL_SLOTS or the
+	// number of CPUs).
+	Slots int
+	// Grace is how long cancel waits after SIGTERM before SIGKILL (default 10 s).
+	Grace time.Duration
+}
+
+// Backend is the local backend.
+type Backend struct {
+	st *store.Store
+	o  Options
+}
+
+// New returns a local backend over st.
+func New(st *store.Store, o Options) (*Backend, error) {
+	if o.StateDir == "" {
+		return nil, errors.New("local backend: no state directory")
+	}
+	if o.Exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("local backend: find the kinetic binary: %w", err)
+		}
+		o.Exe = exe
+	}
+	if o.Slots <= 0 {
+		o.Slots = DefaultSlots()
+	}
+	if o.Grace <= 0 {
+		o.Grace = 10 * time.Second
+	}
+	return &Backend{st: st, o: o}, nil
+}
+
+// DefaultSlots is KINETIC_LOCAL_SLOTS, else the number of CPUs.
+func DefaultSlots() int {
+	if n, err := strconv.Atoi(os.Getenv("KINETIC_LOCAL_SLOTS")); err == nil && n > 0 {
+		return n
+	}
+	return runtime.NumCPU()
+}
+
+// Name implements backend.Backend.
+func (b *Backend) Name() string { return Name }
+
+func (b *Backend) workspace(id string) string { return filepath.Join(b.o.StateDir, "jobs", id) }
+
+// Submit starts a detached supervisor and returns once it holds its lock and has
+// recorded itself in status.json, so the job can never be lost between the two.
+func (b *Backend) Submit(ctx context.Context, h *job.Handle) error {
+	ws := b.workspace(h.JobID)
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return fmt.Errorf("local backend: %w", err)
+	}
+	logf, err := os.OpenFile(filepath.Join(ws, "supervisor.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("local backend: %w", err)
+	}
+	defer logf.Close()
+	rd, wr, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	cmd := exec.Command(b.o.Exe, "supervise",
+		"--store", b.st.URL(), "--job", h.JobID, "--state-dir", b.o.StateDir,
+		"--slots", strconv.Itoa(b.o.Slots), "--grace", b.o.Grace.String())
+	cmd.Stdin = nil
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{wr} // fd 3: "ready" once the supervisor is set up
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		wr.Close()
+		return fmt.Errorf("local backend: start supervisor: %w", err)
+	}
+	wr.Close()
+	go cmd.Wait() // reap it if this process lives long enough; it is detached otherwise
+	ready := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 64)
+		n, err := rd.Read(buf)
+		if err == nil && strings.HasPrefix(string(buf[:n]), "ready") {
+			ready <- nil
+			return
+		}
+		ready <- fmt.Errorf("local backend: the supervisor exited during start-up (see %s)", filepath.Join(ws, "supervisor.log"))
+	}()
+	select {
+	case err := <-ready:
+		return err
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		return fmt.Errorf("local backend: the supervisor did not start within 30s (see %s)", filepath.Join(ws, "supervisor.log"))
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Status implements backend.Backend: status.json, corrected by a liveness check of the
+// supervisor's lock.
+func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string, error) {
+	st, err := ReadStatus(ctx, b.st, h.JobID)
+	if store.IsNotFound(err) {
+		if ok, _ := b.st.Exists(ctx, store.HandleKey(h.JobID)); ok {
+			return job.Pending, "", nil
+		}
+		return job.NotFound, "", nil
+	}
+	if err != nil {
+		return "", "", err
+	}
+	if st.State.Terminal() {
+		return st.State, st.Reason, nil
+	}
+	if alive, known := supervisorAlive(st.Local); known && !alive {
+		// Read again: the supervisor writes its final status before releasing the lock.
+		st2, err := ReadStatus(ctx, b.st, h.JobID)
+		if err == nil && st2.State.Terminal() {
+			return st2.State, st2.Reason, nil
+		}
+		reason := fmt.Sprintf("the job's supervisor (pid %d) stopped without reporting a result: it was killed or the machine restarted; see %s", st.Local.SupervisorPID, filepath.Join(st.Local.Workspace, "supervisor.log"))
+		if err := WriteStatus(ctx, b.st, h.JobID, &job.Status{State: job.Failed, Reason: reason}); err != nil {
+			return "", "", err
+		}
+		return job.Failed, reason, nil
+	}
+	return st.State, st.Reason, nil
+}
+
+// supervisorAlive checks the supervisor's lock. known is false when the job ran on
+// another machine (or another boot of this one) and nothing can be said from here.
+func supervisorAlive(p *job.LocalProcess) (alive, known bool) {
+	if p == nil || p.LockPath == "" {
+		return false, false
+	}
+	if p.BootID != bootID() {
+		return false, p.BootID != "" && hostBootKnown()
+	}
+	f, err := os.Open(p.LockPath)
+	if err != nil {
+		return false, true // the workspace is gone, and the supervisor with it
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
+		return true, true
+	}
+	unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	return false, true
+}
+
+// hostBootKnown: a different boot ID on a machine whose boot ID we can read means this
+// machine restarted since the job started, so its supervisor is certainly gone. (A
+// store shared between machines with the local backend is not supported.)
+func hostBootKnown() bool { return bootID() != "" }
+
+func bootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// Cancel implements backend.Backend: SIGTERM to the supervisor, which stops the job's
+// process group gracefully and then forcibly, and records FAILED "cancelled".
+func (b *Backend) Cancel(ctx context.Context, h *job.Handle) error {
+	st, err := ReadStatus(ctx, b.st, h.JobID)
+	if store.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if st.State.Terminal() {
+		return nil
+	}
+	if alive, _ := supervisorAlive(st.Local); !alive {
+		_, _, err := b.Status(ctx, h) // records the dead supervisor
+		return err
+	}
+	if err := syscall.Kill(st.Local.SupervisorPID, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("cancel %s: %w", h.JobID, err)
+	}
+	deadline := time.Now().Add(b.o.Grace + 15*time.Second)
+	for delay := 10 * time.Millisecond; time.Now().Before(deadline); delay = min(delay*2, 250*time.Millisecond) {
+		state, _, err := b.Status(ctx, h)
+		if err != nil {
+			return err
+		}
+		if state.Terminal() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+	}
+	return fmt.Errorf("cancel %s: the job did not stop within %s", h.JobID, b.o.Grace+15*time.Second)
+}
+
+// Cleanup implements backend.Backend: stop the job if needed and remove its workspace.
+func (b *Backend) Cleanup(ctx context.Context, h *job.Handle) error {
+	if err := b.Cancel(ctx, h); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(b.workspace(h.JobID)); err != nil {
+		return fmt.Errorf("cleanup %s: %w", h.JobID, err)
+	}
+	return nil
+}
+
+// ReadStatus reads status.json.
+func ReadStatus(ctx context.Context, st *store.Store, id string) (*job.Status, error) {
+	b, err := st.Get(ctx, store.StatusKey(id))
+	if err != nil {
+		return nil, err
+	}
+	var s job.Status
+	if err := jsonUnmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("status.json of %s: %w", id, err)
+	}
+	return &s, nil
+}
+
+// WriteStatus writes status.json atomically.
+func WriteStatus(ctx context.Context, st *store.Store, id string, s *job.Status) error {
+	if s.UpdatedAt.IsZero() {
+		s.UpdatedAt = time.Now().UTC()
+	}
+	b, err := jsonMarshal(s)
+	if err != nil {
+		return err
+	}
+	return st.Put(ctx, store.StatusKey(id), b)
+}

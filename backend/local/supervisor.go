@@ -1,0 +1,206 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/store"
+)
+
+// SuperviseOptions are the arguments of `kinetic supervise`.
+type SuperviseOptions struct {
+	StoreURL string
+	JobID    string
+	StateDir string
+	Slots    int
+	Grace    time.Duration
+	Exe      string
+	// Ready, if set, is written "ready\n" and closed once the supervisor holds its lock
+	// and has recorded itself.
+	Ready *os.File
+}
+
+// Supervise runs one job to completion: wait for a slot (PENDING), run the runner in its
+// own process group (RUNNING), record the outcome (SUCCEEDED or FAILED). SIGTERM
+// cancels: the process group gets SIGTERM, then SIGKILL after the grace period.
+func Supervise(ctx context.Context, o SuperviseOptions) error {
+	ctx = context.WithoutCancel(ctx) // cancellation is by signal, handled below
+	st, err := store.Open(ctx, o.StoreURL)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if !job.ValidName(o.JobID) {
+		return fmt.Errorf("supervise: invalid job ID %q", o.JobID)
+	}
+	ws := filepath.Join(o.StateDir, "jobs", o.JobID)
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return err
+	}
+	lockPath := filepath.Join(ws, "supervisor.lock")
+	lock, err := lockFile(lockPath, true)
+	if err != nil {
+		return fmt.Errorf("supervise %s: %w", o.JobID, err)
+	}
+	defer lock.Close()
+	proc := &job.LocalProcess{BootID: bootID(), SupervisorPID: os.Getpid(), LockPath: lockPath, Workspace: ws}
+	if err := WriteStatus(ctx, st, o.JobID, &job.Status{State: job.Pending, Local: proc}); err != nil {
+		return err
+	}
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	if o.Ready != nil {
+		o.Ready.WriteString("ready\n")
+		o.Ready.Close()
+	}
+
+	slot, err := acquireSlot(filepath.Join(o.StateDir, "slots"), o.Slots, term)
+	if errors.Is(err, errCancelled) {
+		return WriteStatus(ctx, st, o.JobID, &job.Status{State: job.Failed, Reason: "cancelled while pending", Local: proc})
+	}
+	if err != nil {
+		WriteStatus(ctx, st, o.JobID, &job.Status{State: job.Failed, Reason: "no slot: " + err.Error(), Local: proc})
+		return err
+	}
+	defer slot.Close()
+
+	if err := WriteStatus(ctx, st, o.JobID, &job.Status{State: job.Running, Local: proc}); err != nil {
+		return err
+	}
+	runLog, err := os.OpenFile(filepath.Join(ws, "runner.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer runLog.Close()
+	cmd := exec.Command(o.Exe, "runner", "--store", o.StoreURL, "--job", o.JobID, "--workspace", ws)
+	cmd.Stdout, cmd.Stderr = runLog, runLog
+	cmd.Dir = ws
+	// Its own process group, so cancel reaches everything the job started; killed with
+	// us if we die, so nothing runs on unsupervised.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return WriteStatus(ctx, st, o.JobID, &job.Status{State: job.Failed, Reason: "cannot start the runner: " + err.Error(), Local: proc})
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	cancelled := false
+	var waitErr error
+wait:
+	for {
+		select {
+		case waitErr = <-done:
+			break wait
+		case <-term:
+			if cancelled {
+				continue
+			}
+			cancelled = true
+			pgid := cmd.Process.Pid
+			syscall.Kill(-pgid, syscall.SIGTERM)
+			go func() {
+				time.Sleep(o.Grace)
+				syscall.Kill(-pgid, syscall.SIGKILL)
+			}()
+		}
+	}
+	final := outcome(ctx, st, o.JobID, waitErr, cancelled)
+	final.Local = proc
+	return WriteStatus(ctx, st, o.JobID, final)
+}
+
+// outcome turns the runner's exit and envelope into the job's final status.
+func outcome(ctx context.Context, st *store.Store, id string, waitErr error, cancelled bool) *job.Status {
+	raw, err := st.Get(ctx, store.EnvelopeKey(id))
+	var env *job.Envelope
+	if err == nil {
+		env, _ = job.DecodeEnvelope(raw)
+	}
+	switch {
+	case env != nil && env.Success:
+		return &job.Status{State: job.Succeeded, ExitCode: env.ExitCode}
+	case cancelled:
+		return &job.Status{State: job.Failed, Reason: "cancelled"}
+	case env != nil:
+		return &job.Status{State: job.Failed, Reason: EnvelopeReason(env), ExitCode: env.ExitCode}
+	default:
+		reason := "the runner exited without a result"
+		var ee *exec.ExitError
+		if errors.As(waitErr, &ee) {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				reason = "the runner was killed by signal " + ws.Signal().String()
+			} else {
+				reason += " (exit code " + strconv.Itoa(ee.ExitCode()) + ")"
+			}
+		}
+		return &job.Status{State: job.Failed, Reason: reason}
+	}
+}
+
+// EnvelopeReason is the one-line reason of a failed envelope.
+func EnvelopeReason(env *job.Envelope) string {
+	msg := env.ExcType
+	if env.ExcMessage != "" {
+		msg += ": " + env.ExcMessage
+	}
+	if len(msg) > 500 {
+		msg = msg[:500] + "..."
+	}
+	return fmt.Sprintf("%s (phase %s)", msg, env.Phase)
+}
+
+var errCancelled = errors.New("cancelled")
+
+// acquireSlot takes one of n slot locks, polling while all are held. A signal on term
+// gives up.
+func acquireSlot(dir string, n int, term <-chan os.Signal) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	start := os.Getpid() % n // spread the first tries
+	for delay := 5 * time.Millisecond; ; delay = min(delay*2, 200*time.Millisecond) {
+		for i := 0; i < n; i++ {
+			f, err := lockFile(filepath.Join(dir, fmt.Sprintf("%d.lock", (start+i)%n)), false)
+			if err == nil {
+				return f, nil
+			}
+			if !errors.Is(err, errLocked) {
+				return nil, err
+			}
+		}
+		select {
+		case <-term:
+			return nil, errCancelled
+		case <-time.After(delay):
+		}
+	}
+}
+
+var errLocked = errors.New("locked")
+
+// lockFile opens path and takes an exclusive flock on it without blocking. must means
+// the lock has to be free (it is ours alone); otherwise errLocked is returned.
+func lockFile(path string, must bool) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if must {
+			return nil, fmt.Errorf("%s is held by another supervisor", path)
+		}
+		return nil, errLocked
+	}
+	return f, nil
+}

@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestConfigShow(t *testing.T) {
+	cfgEnv(t)
+	must(t, "profile", "create", "dev", "--project", "p-dev", "--zone", "europe-west4-a")
+	t.Setenv("KINETIC_CLUSTER", "env-cluster")
+	t.Setenv("GOOGLE_CLOUD_PROJECT", "ignored")
+
+	out := must(t, "config", "show", "--namespace", "team-a", "--json")
+	var got struct {
+		Profile       string `json:"profile"`
+		ProfileSource string `json:"profile_source"`
+		Values        []struct {
+			Key, Value, Source string
+		} `json:"values"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	type kv struct{ Value, Source string }
+	m := map[string]kv{}
+	for _, v := range got.Values {
+		m[v.Key] = kv{v.Value, v.Source}
+	}
+	want := map[string]kv{
+		"project":   {"p-dev", "profile dev"},
+		"zone":      {"europe-west4-a", "profile dev"},
+		"cluster":   {"env-cluster", "env KINETIC_CLUSTER"},
+		"namespace": {"team-a", "argument"},
+		"backend":   {"local", "default"},
+	}
+	for k, w := range want {
+		if diff := cmp.Diff(w, m[k]); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", k, diff)
+		}
+	}
+	if got.Profile != "dev" || len(got.Values) != 14 {
+		t.Errorf("profile %q, %d values", got.Profile, len(got.Values))
+	}
+}
+
+func TestConfigShowTable(t *testing.T) {
+	cfgEnv(t)
+	t.Setenv("KINETIC_HOME", "/kh")
+	t.Setenv("GOOGLE_CLOUD_PROJECT", "gp")
+	want := "" +
+		"KEY              VALUE             SOURCE\n" +
+		"project          gp                env GOOGLE_CLOUD_PROJECT\n" +
+		"zone             us-central1-a     default\n" +
+		"cluster          kinetic-cluster   default\n" +
+		"namespace        default           default\n" +
+		"backend          k8s               argument\n" +
+		"store            file:///kh/store  default\n" +
+		"output_dir       -                 unset\n" +
+		"base_image_repo  -                 unset\n" +
+		"image_registry   -                 unset\n" +
+		"service_account  -                 unset\n" +
+		"kubeconfig       -                 unset\n" +
+		"kube_context     -                 unset\n" +
+		"cluster_type     -                 unset\n" +
+		"gcs_endpoint     -                 unset\n"
+	if diff := cmp.Diff(want, must(t, "config", "show", "--backend", "k8s")); diff != "" {
+		t.Errorf("config show (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,27 @@
+package cli
+
+import (
+	"encoding/json"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/engine"
+)
+
+// newEngine builds the engine for a command, with its explicit config flags on top.
+func newEngine(cmd *cobra.Command, g *Globals, args map[config.Key]string) (*engine.Engine, error) {
+	e, err := engine.New(config.Options{Args: args, Profile: g.Profile})
+	if err != nil {
+		return nil, err
+	}
+	e.Warn = func(s string) { cmd.PrintErrln("kinetic: warning:", s) }
+	return e, nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

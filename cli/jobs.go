@@ -1,0 +1,239 @@
+package cli
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/engine"
+)
+
+func init() { register(newJobsCmd) }
+
+func newJobsCmd(g *Globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "jobs", Short: "Observe and manage jobs: list, status, logs, result, cancel, cleanup"}
+	cmd.AddCommand(newJobsListCmd(g), newJobsStatusCmd(g), newJobsLogsCmd(g), newJobsResultCmd(g), newJobsCancelCmd(g), newJobsCleanupCmd(g))
+	return cmd
+}
+
+// jobFlags are the flags every per-job command shares.
+type jobFlags struct {
+	store  string
+	asJSON bool
+}
+
+func (f *jobFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.store, "store", "", "store URL holding the job (default: the configured store)")
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print JSON")
+}
+
+// attach resolves the job named on the command line.
+func (f *jobFlags) attach(cmd *cobra.Command, g *Globals, id string) (*engine.Engine, *engine.Job, error) {
+	args := map[config.Key]string{}
+	if f.store != "" {
+		args[config.Store] = f.store
+	}
+	e, err := newEngine(cmd, g, args)
+	if err != nil {
+		return nil, nil, err
+	}
+	j, err := e.Attach(cmd.Context(), id, "")
+	if err != nil {
+		e.Close()
+		return nil, nil, err
+	}
+	return e, j, nil
+}
+
+func newJobsListCmd(g *Globals) *cobra.Command {
+	var f jobFlags
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the jobs in the store, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			args := map[config.Key]string{}
+			if f.store != "" {
+				args[config.Store] = f.store
+			}
+			e, err := newEngine(cmd, g, args)
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			rows, err := e.List(cmd.Context(), "")
+			if err != nil {
+				return err
+			}
+			if f.asJSON {
+				if rows == nil {
+					rows = []engine.Listed{}
+				}
+				return writeJSON(cmd.OutOrStdout(), rows)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "JOB ID\tSTATUS\tFUNCTION\tACCELERATOR\tBACKEND\tCREATED")
+			for _, r := range rows {
+				h := r.Handle
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", h.JobID, r.State, h.DisplayName, h.Accelerator, h.Backend, h.CreatedAt)
+			}
+			return tw.Flush()
+		},
+	}
+	f.add(cmd)
+	return cmd
+}
+
+func newJobsStatusCmd(g *Globals) *cobra.Command {
+	var f jobFlags
+	cmd := &cobra.Command{
+		Use:   "status JOB_ID",
+		Short: "Print a job's status (PENDING, RUNNING, SUCCEEDED, FAILED, NOT_FOUND)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			e, j, err := f.attach(cmd, g, args[0])
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			state, reason, err := j.Status(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if f.asJSON {
+				return writeJSON(cmd.OutOrStdout(), engine.Listed{Handle: j.Handle, State: state, Reason: reason})
+			}
+			if reason != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", state, reason)
+			} else {
+				fmt.Fprintln(cmd.OutOrStdout(), state)
+			}
+			return nil
+		},
+	}
+	f.add(cmd)
+	return cmd
+}
+
+func newJobsLogsCmd(g *Globals) *cobra.Command {
+	var (
+		f      jobFlags
+		follow bool
+		tail   int
+	)
+	cmd := &cobra.Command{
+		Use:   "logs JOB_ID",
+		Short: "Print a job's logs (-f to follow until it ends, -n N for the last N lines)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			e, j, err := f.attach(cmd, g, args[0])
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			if tail > 0 {
+				s, err := j.Tail(cmd.Context(), tail)
+				if err != nil {
+					return err
+				}
+				if f.asJSON {
+					return writeJSON(cmd.OutOrStdout(), map[string]string{"job_id": j.Handle.JobID, "logs": s})
+				}
+				_, err = fmt.Fprint(cmd.OutOrStdout(), s)
+				return err
+			}
+			return j.Logs(cmd.Context(), cmd.OutOrStdout(), follow)
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output until the job ends")
+	cmd.Flags().IntVarP(&tail, "tail", "n", 0, "print only the last N lines")
+	return cmd
+}
+
+func newJobsResultCmd(g *Globals) *cobra.Command {
+	var f jobFlags
+	cmd := &cobra.Command{
+		Use:   "result JOB_ID",
+		Short: "Wait for a job and print its return value (repr) or its failure",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			e, j, err := f.attach(cmd, g, args[0])
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			res, err := j.Result(cmd.Context(), "")
+			if err != nil && res == nil {
+				return err
+			}
+			return printResult(cmd, res, err, f.asJSON)
+		},
+	}
+	f.add(cmd)
+	return cmd
+}
+
+func newJobsCancelCmd(g *Globals) *cobra.Command {
+	var f jobFlags
+	cmd := &cobra.Command{
+		Use:   "cancel JOB_ID",
+		Short: "Stop a job: SIGTERM, then SIGKILL after a grace period",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			e, j, err := f.attach(cmd, g, args[0])
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			if err := j.Cancel(cmd.Context()); err != nil {
+				return err
+			}
+			state, reason, err := j.Status(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if f.asJSON {
+				return writeJSON(cmd.OutOrStdout(), engine.Listed{Handle: j.Handle, State: state, Reason: reason})
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: %s is %s\n", j.Handle.JobID, state)
+			return nil
+		},
+	}
+	f.add(cmd)
+	return cmd
+}
+
+func newJobsCleanupCmd(g *Globals) *cobra.Command {
+	var (
+		f             jobFlags
+		keepBackend   bool
+		keepArtifacts bool
+	)
+	cmd := &cobra.Command{
+		Use:   "cleanup JOB_ID",
+		Short: "Remove a job's backend resources and store artifacts (outputs are kept)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			e, j, err := f.attach(cmd, g, args[0])
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			if err := j.Cleanup(cmd.Context(), !keepBackend, !keepArtifacts); err != nil {
+				return err
+			}
+			if f.asJSON {
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"job_id": j.Handle.JobID, "backend": !keepBackend, "store": !keepArtifacts})
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: cleaned up %s\n", j.Handle.JobID)
+			return nil
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().BoolVar(&keepBackend, "keep-backend", false, "keep the backend's resources (k8s=False)")
+	cmd.Flags().BoolVar(&keepArtifacts, "keep-artifacts", false, "keep the store artifacts (gcs=False)")
+	return cmd
+}

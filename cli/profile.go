@@ -1,0 +1,237 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kinetic-run/kinetic/config"
+)
+
+func init() { register(newProfileCmd) }
+
+func newProfileCmd(g *Globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "profile",
+		Short: "Manage named configuration profiles",
+		Long: "Manage named configuration profiles, kept in ~/.kinetic/profiles.json\n" +
+			"(KINETIC_PROFILES_FILE overrides the path). The active profile is --profile,\n" +
+			"else KINETIC_PROFILE, else the one chosen with \"kinetic profile use\".",
+	}
+	cmd.AddCommand(newProfileCreateCmd(), newProfileListCmd(g), newProfileUseCmd(),
+		newProfileShowCmd(g), newProfileRemoveCmd(), newProfileUnsetCmd())
+	return cmd
+}
+
+func newProfileCreateCmd() *cobra.Command {
+	var use, force bool
+	cmd := &cobra.Command{
+		Use:   "create NAME [--project P] [--zone Z] [--cluster C] [...]",
+		Short: "Create a profile (it becomes active if none is, or with --use)",
+		Args:  cobra.ExactArgs(1),
+	}
+	vals := keyFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		name, p := args[0], config.Profile{}
+		for k, v := range keyFlagArgs(vals) {
+			p[string(k)] = v
+		}
+		var activated bool
+		err := config.Update(config.ProfilesPath(nil), func(f *config.File) error {
+			if err := f.Create(name, p, force); err != nil {
+				return err
+			}
+			// Like gcloud configurations: a first profile is what the user means to use.
+			if use || f.Current == "" {
+				f.Current, activated = name, true
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		msg := fmt.Sprintf("created profile %s", name)
+		if activated {
+			msg += " (now active)"
+		}
+		fmt.Fprintln(cmd.ErrOrStderr(), msg)
+		return nil
+	}
+	cmd.Flags().BoolVar(&use, "use", false, "make the new profile the active one")
+	cmd.Flags().BoolVar(&force, "force", false, "replace a profile of the same name")
+	return cmd
+}
+
+func newProfileListCmd(g *Globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List profiles; the active one is marked with *",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			path := config.ProfilesPath(nil)
+			f, err := config.LoadProfiles(path)
+			if err != nil {
+				return err
+			}
+			active, origin := config.ActiveName(f, g.Profile, nil, path)
+			if _, ok := f.Profiles[active]; active != "" && !ok {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: active profile %q (named by %s) does not exist\n", active, origin)
+			}
+			type item struct {
+				Name     string         `json:"name"`
+				Active   bool           `json:"active"`
+				Settings config.Profile `json:"settings"`
+			}
+			items := []item{}
+			rows := [][]string{}
+			for _, name := range f.Names() {
+				p := f.Profiles[name]
+				items = append(items, item{name, name == active, p})
+				mark := ""
+				if name == active {
+					mark = "*"
+				}
+				row := []string{mark, name}
+				for _, k := range profileColumns {
+					row = append(row, profileCell(p.Get(k)))
+				}
+				rows = append(rows, row)
+			}
+			if asJSON {
+				return configJSON(cmd.OutOrStdout(), items)
+			}
+			if len(items) == 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "no profiles in %s; create one with \"kinetic profile create NAME\"\n", path)
+				return nil
+			}
+			header := []string{"", "NAME"}
+			for _, k := range profileColumns {
+				header = append(header, keyHeader(k))
+			}
+			return configTable(cmd.OutOrStdout(), header, rows)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// profileColumns are the keys "profile ls" shows; "profile show" has them all.
+var profileColumns = []config.Key{config.Project, config.Zone, config.Cluster, config.Namespace, config.Backend}
+
+func newProfileUseCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "use NAME",
+		Short: "Make a profile the active one",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			if err := config.Update(config.ProfilesPath(nil), func(f *config.File) error { return f.Use(name) }); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "active profile: %s\n", name)
+			if env := os.Getenv("KINETIC_PROFILE"); env != "" && env != name {
+				fmt.Fprintf(cmd.ErrOrStderr(), "note: KINETIC_PROFILE=%s is set and takes precedence in this shell\n", env)
+			}
+			return nil
+		},
+	}
+}
+
+func newProfileShowCmd(g *Globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show [NAME]",
+		Short: "Show the settings a profile holds (default: the active one)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := config.ProfilesPath(nil)
+			f, err := config.LoadProfiles(path)
+			if err != nil {
+				return err
+			}
+			active, _ := config.ActiveName(f, g.Profile, nil, path)
+			name := active
+			if len(args) == 1 {
+				name = args[0]
+			}
+			if name == "" {
+				return fmt.Errorf("no active profile: name one, or create one with \"kinetic profile create NAME\"")
+			}
+			p, err := f.Get(name)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return configJSON(cmd.OutOrStdout(), struct {
+					Name     string         `json:"name"`
+					Active   bool           `json:"active"`
+					Settings config.Profile `json:"settings"`
+				}{name, name == active, p})
+			}
+			return configTable(cmd.OutOrStdout(), []string{"KEY", "VALUE"}, configRows(p.Settings(), false))
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newProfileRemoveCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "rm NAME",
+		Aliases: []string{"remove", "delete"},
+		Short:   "Delete a profile",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var wasCurrent bool
+			err := config.Update(config.ProfilesPath(nil), func(f *config.File) (err error) {
+				wasCurrent, err = f.Remove(args[0])
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "removed profile %s\n", args[0])
+			if wasCurrent {
+				fmt.Fprintln(cmd.ErrOrStderr(), "it was the active profile; no profile is active now")
+			}
+			return nil
+		},
+	}
+}
+
+func newProfileUnsetCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "unset",
+		Short: "Clear the active profile (defaults and KINETIC_* variables apply)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var was string
+			err := config.Update(config.ProfilesPath(nil), func(f *config.File) error {
+				was, f.Current = f.Current, ""
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			if was == "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), "no profile was active")
+			} else {
+				fmt.Fprintf(cmd.ErrOrStderr(), "profile %s is no longer active\n", was)
+			}
+			return nil
+		},
+	}
+}
+
+func profileCell(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func keyHeader(k config.Key) string { return strings.ToUpper(keyFlagName(k)) }

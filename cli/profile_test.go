@@ -1,0 +1,193 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kinetic-run/kinetic/config"
+)
+
+// cfgEnv isolates a test from the user's configuration: a temporary home and profiles
+// file, and none of the variables that feed resolution. It returns the profiles file.
+func cfgEnv(t *testing.T) string {
+	t.Helper()
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("KINETIC_HOME", filepath.Join(home, "data"))
+	for _, k := range config.Keys() {
+		t.Setenv(k.EnvVar(), "")
+	}
+	for _, v := range []string{"KINETIC_PROFILE", "GOOGLE_CLOUD_PROJECT", "KUBECONFIG"} {
+		t.Setenv(v, "")
+	}
+	path := filepath.Join(home, "kinetic", "profiles.json")
+	t.Setenv("KINETIC_PROFILES_FILE", path)
+	return path
+}
+
+// kinetic runs the command tree with args and returns stdout and stderr.
+func kinetic(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	root := NewRoot()
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetArgs(args)
+	err = root.Execute()
+	return out.String(), errb.String(), err
+}
+
+// must runs a command that has to succeed and returns its stdout.
+func must(t *testing.T, args ...string) string {
+	t.Helper()
+	out, errOut, err := kinetic(t, args...)
+	if err != nil {
+		t.Fatalf("kinetic %s: %v\nstderr: %s", strings.Join(args, " "), err, errOut)
+	}
+	return out
+}
+
+func TestProfileLifecycle(t *testing.T) {
+	path := cfgEnv(t)
+
+	_, stderr, err := kinetic(t, "profile", "create", "dev", "--project", "p1", "--zone", "europe-west4-a",
+		"--cluster", "c1", "--store", "/srv/store", "--output-dir", "/out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr, "created profile dev (now active)") {
+		t.Errorf("first create: stderr %q", stderr)
+	}
+	must(t, "profile", "create", "prod", "--project", "p2", "--backend", "gke", "--namespace", "jobs")
+
+	wantLs := "" +
+		"   NAME  PROJECT  ZONE            CLUSTER  NAMESPACE  BACKEND\n" +
+		"*  dev   p1       europe-west4-a  c1       -          -\n" +
+		"   prod  p2       -               -        jobs       gke\n"
+	if diff := cmp.Diff(wantLs, must(t, "profile", "ls")); diff != "" {
+		t.Errorf("profile ls (-want +got):\n%s", diff)
+	}
+
+	wantShow := "" +
+		"KEY         VALUE\n" +
+		"project     p1\n" +
+		"zone        europe-west4-a\n" +
+		"cluster     c1\n" +
+		"store       file:///srv/store\n" +
+		"output_dir  /out\n"
+	if diff := cmp.Diff(wantShow, must(t, "profile", "show")); diff != "" {
+		t.Errorf("profile show (-want +got):\n%s", diff)
+	}
+
+	must(t, "profile", "use", "prod")
+	var ls []struct {
+		Name     string            `json:"name"`
+		Active   bool              `json:"active"`
+		Settings map[string]string `json:"settings"`
+	}
+	if err := json.Unmarshal([]byte(must(t, "profile", "ls", "--json")), &ls); err != nil {
+		t.Fatal(err)
+	}
+	if len(ls) != 2 || ls[0].Active || !ls[1].Active || ls[1].Settings["backend"] != "gke" {
+		t.Errorf("profile ls --json after use prod: %+v", ls)
+	}
+
+	// The global --profile overrides the file's current for show.
+	var shown struct {
+		Name     string            `json:"name"`
+		Active   bool              `json:"active"`
+		Settings map[string]string `json:"settings"`
+	}
+	if err := json.Unmarshal([]byte(must(t, "--profile", "dev", "profile", "show", "--json")), &shown); err != nil {
+		t.Fatal(err)
+	}
+	if shown.Name != "dev" || !shown.Active || shown.Settings["zone"] != "europe-west4-a" {
+		t.Errorf("show --profile dev: %+v", shown)
+	}
+
+	_, stderr, err = kinetic(t, "profile", "rm", "prod")
+	if err != nil || !strings.Contains(stderr, "no profile is active now") {
+		t.Errorf("rm active profile: %v, %q", err, stderr)
+	}
+	must(t, "profile", "use", "dev")
+	must(t, "profile", "unset")
+	f, err := config.LoadProfiles(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Current != "" || len(f.Profiles) != 1 {
+		t.Errorf("after rm and unset: current %q, profiles %v", f.Current, f.Names())
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("profiles file mode: %v %v", st, err)
+	}
+}
+
+func TestProfileErrors(t *testing.T) {
+	cfgEnv(t)
+	must(t, "profile", "create", "dev", "--zone", "z")
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"profile", "use", "dve"}, `profile "dve" does not exist; existing profiles: dev`},
+		{[]string{"profile", "show", "nope"}, `profile "nope" does not exist`},
+		{[]string{"profile", "rm", "nope"}, `profile "nope" does not exist`},
+		{[]string{"profile", "create", "dev"}, `profile "dev" already exists (use --force`},
+		{[]string{"profile", "create", "x", "--backend", "slurm"}, `invalid backend "slurm": must be one of local, gke, k8s, pathways`},
+		{[]string{"profile", "create", "y", "--namespace", "Bad_NS"}, `invalid namespace "Bad_NS"`},
+		{[]string{"profile", "create", "bad/name"}, `invalid profile name "bad/name"`},
+		{[]string{"--profile", "ghost", "config", "show"}, `profile "ghost" does not exist (named by --profile); existing profiles: dev`},
+	}
+	for _, tc := range tests {
+		_, _, err := kinetic(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("kinetic %s: error %v, want it to contain %q", strings.Join(tc.args, " "), err, tc.want)
+		}
+	}
+	// --force replaces.
+	must(t, "profile", "create", "dev", "--zone", "z2", "--force")
+	if out := must(t, "profile", "show", "dev"); !strings.Contains(out, "z2") {
+		t.Errorf("after --force: %q", out)
+	}
+}
+
+func TestProfileCorruptFile(t *testing.T) {
+	path := cfgEnv(t)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(`{"profiles": `), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"profile", "ls"}, {"config", "show"}, {"profile", "create", "x"}} {
+		_, _, err := kinetic(t, args...)
+		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "fix it by hand") {
+			t.Errorf("kinetic %s on a corrupt file: %v", strings.Join(args, " "), err)
+		}
+	}
+}
+
+func TestProfileEmpty(t *testing.T) {
+	path := cfgEnv(t)
+	out, stderr, err := kinetic(t, "profile", "ls")
+	if err != nil || out != "" || !strings.Contains(stderr, "no profiles") {
+		t.Errorf("ls with no file: %q, %q, %v", out, stderr, err)
+	}
+	if out := must(t, "profile", "ls", "--json"); out != "[]\n" {
+		t.Errorf("ls --json with no file: %q", out)
+	}
+	if _, _, err := kinetic(t, "profile", "show"); err == nil || !strings.Contains(err.Error(), "no active profile") {
+		t.Errorf("show with no profile: %v", err)
+	}
+	must(t, "profile", "unset")
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("unset with nothing to do wrote the file: %v", err)
+	}
+}

@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/job"
+)
+
+func init() { register(newRunCmd) }
+
+func newRunCmd(g *Globals) *cobra.Command {
+	var (
+		acc, image, python string
+		capture                       []string
+		async, asJSON, spot           bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run [flags] FILE.py::FUNC [ARGS...] | run [flags] -- CMD [ARGS...]",
+		Short: "Run a Python function or a command on an accelerator and print its result",
+		Long: `Run a Python function (FILE.py::FUNC, with ARGS parsed as Python literals, else
+strings) or a command (after --) as a job, stream its logs to stderr, and print the
+function's return value (its repr) to stdout. With --async, print the job's handle
+and return at once; follow it with "kinetic jobs".`,
+		Example: `  kinetic run examples/hello.py::add 1 2
+  kinetic run --accelerator tpu-v6e-8 train.py::train 3e-4
+  kinetic run --async -- python3 -c 'print("hi")'`,
+	}
+	vals := keyFlags(cmd)
+	f := cmd.Flags()
+	f.StringVarP(&acc, "accelerator", "a", "cpu", "accelerator, e.g. cpu, gpu-l4, tpu-v6e-8 (see `kinetic accelerators`)")
+	f.StringVar(&image, "container-image", "", `"bundled" (default), "prebuilt", or an image URI`)
+	f.StringVar(&python, "python", "", "Python interpreter for the local backend (default: python3 on PATH)")
+	f.StringArrayVar(&capture, "capture-env", nil, "environment variable (NAME or PREFIX*) to send with the job; repeatable")
+	f.BoolVar(&spot, "spot", false, "run on spot capacity")
+	f.BoolVar(&async, "async", false, "submit, print the handle, and return")
+	f.BoolVar(&asJSON, "json", false, "print the result (or the handle with --async) as JSON")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		req := &engine.SubmitRequest{Accelerator: acc, ContainerImage: image, Python: python, CaptureEnv: capture, Spot: spot}
+		if dash := cmd.ArgsLenAtDash(); dash >= 0 {
+			if dash != 0 {
+				return fmt.Errorf("give either FILE.py::FUNC or -- CMD, not both")
+			}
+			req.Kind, req.Command = job.KindCommand, args
+		} else {
+			if len(args) == 0 {
+				return errors.New("nothing to run: give FILE.py::FUNC [ARGS...] or -- CMD [ARGS...]")
+			}
+			file, fn, ok := strings.Cut(args[0], "::")
+			if !ok || file == "" || fn == "" || !strings.HasSuffix(file, ".py") {
+				return fmt.Errorf("%q is not FILE.py::FUNC (e.g. train.py::main); to run a command, put it after --", args[0])
+			}
+			if _, err := os.Stat(file); err != nil {
+				return fmt.Errorf("%s: %w", file, err)
+			}
+			req.Kind, req.Entry = job.KindEntry, &job.Entry{File: file, Func: fn, Args: args[1:]}
+		}
+		e, err := newEngine(cmd, g, keyFlagArgs(vals))
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		ctx := cmd.Context()
+		j, err := e.Submit(ctx, req)
+		if err != nil {
+			return err
+		}
+		if async {
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), j.Handle)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), j.Handle.JobID)
+			return nil
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: job %s submitted (%s on %s)\n", j.Handle.JobID, j.Handle.Accelerator, j.Handle.Backend)
+		logsDone := make(chan error, 1)
+		go func() { logsDone <- j.Logs(ctx, cmd.ErrOrStderr(), true) }()
+		res, err := j.Result(ctx, "")
+		<-logsDone
+		if err != nil && res == nil {
+			return err
+		}
+		return printResult(cmd, res, err, asJSON)
+	}
+	return cmd
+}
+
+// printResult prints a finished job's value (stdout) or failure (stderr) and turns a
+// failure into a non-zero exit: the command's own exit code for command jobs.
+func printResult(cmd *cobra.Command, res *engine.Result, resErr error, asJSON bool) error {
+	if asJSON {
+		if err := writeJSON(cmd.OutOrStdout(), res); err != nil {
+			return err
+		}
+	}
+	env := res.Envelope
+	if env != nil && env.Success {
+		if !asJSON && env.ValueRepr != "" {
+			fmt.Fprintln(cmd.OutOrStdout(), env.ValueRepr)
+		}
+		return nil
+	}
+	if env == nil {
+		return &ExitError{Code: 1, Err: resErr}
+	}
+	code := 1
+	if env.ExitCode != nil && *env.ExitCode != 0 {
+		code = *env.ExitCode
+	}
+	if env.Traceback != "" && !asJSON {
+		fmt.Fprint(cmd.ErrOrStderr(), "remote traceback:\n"+env.Traceback)
+	}
+	return &ExitError{Code: code, Err: fmt.Errorf("job failed in phase %s: %s: %s", env.Phase, env.ExcType, env.ExcMessage)}
+}

@@ -1,0 +1,105 @@
+package config
+
+import "strings"
+
+// Key names one setting. Its string form is the key used in the profiles file and in
+// "kinetic config show"; its environment variable is KINETIC_ followed by the upper-cased key.
+type Key string
+
+// The settings Kinetic knows. The first four are the reference implementation's; the rest
+// are ours, for the store, the backends and the image pipeline.
+const (
+	Project        Key = "project"         // Google Cloud project
+	Zone           Key = "zone"            // compute zone of the cluster
+	Cluster        Key = "cluster"         // Kubernetes cluster name
+	Namespace      Key = "namespace"       // Kubernetes namespace for jobs
+	Backend        Key = "backend"         // where jobs run: local, gke, k8s, pathways
+	Store          Key = "store"           // store URL: file://, mem://, gs://, s3://
+	OutputDir      Key = "output_dir"      // where a job's outputs are written
+	BaseImageRepo  Key = "base_image_repo" // repository of the prebuilt base images
+	ImageRegistry  Key = "image_registry"  // registry bundled images are pushed to
+	ServiceAccount Key = "service_account" // Kubernetes service account of job pods
+	Kubeconfig     Key = "kubeconfig"      // kubeconfig file for the k8s backends
+	KubeContext    Key = "kube_context"    // context within the kubeconfig
+	ClusterType    Key = "cluster_type"    // "gke" or "generic"
+	GCSEndpoint    Key = "gcs_endpoint"    // GCS endpoint override (emulators, private endpoints)
+)
+
+// keyInfo is everything the package knows about one key. Keeping it in one table means a
+// new key is one line here, and resolution, validation, docs and CLI flags follow.
+type keyInfo struct {
+	key  Key
+	help string
+	// fallback gives the value used when no argument, env var or profile sets the key,
+	// and its source ("default", "env GOOGLE_CLOUD_PROJECT"); "" means unset.
+	fallback func(getenv func(string) string) (value, source string)
+	// check validates a value and returns its normal form; nil accepts anything.
+	check func(string) (string, error)
+}
+
+func fixed(v string) func(func(string) string) (string, string) {
+	return func(func(string) string) (string, string) { return v, SourceDefault }
+}
+
+// fromEnv falls back to a variable other tools already set, so a user with a working
+// gcloud or kubectl setup needs no Kinetic-specific configuration.
+func fromEnv(name string) func(func(string) string) (string, string) {
+	return func(getenv func(string) string) (string, string) {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v, "env " + name
+		}
+		return "", ""
+	}
+}
+
+// keyTable is in display order: the order of Keys, Entries and "kinetic config show".
+var keyTable = []keyInfo{
+	{key: Project, help: "Google Cloud project", fallback: fromEnv("GOOGLE_CLOUD_PROJECT")},
+	{key: Zone, help: "compute zone of the cluster", fallback: fixed("us-central1-a")},
+	{key: Cluster, help: "Kubernetes cluster name", fallback: fixed("kinetic-cluster")},
+	{key: Namespace, help: "Kubernetes namespace for jobs", fallback: fixed("default"), check: checkNamespace},
+	{key: Backend, help: "where jobs run: " + strings.Join(Backends, ", "), fallback: fixed("local"), check: checkBackend},
+	{key: Store, help: "store URL (file://, mem://, gs://, s3://) or an absolute path", fallback: defaultStore, check: checkStore},
+	{key: OutputDir, help: "directory a job's outputs are written to"},
+	{key: BaseImageRepo, help: "repository of the prebuilt base images"},
+	{key: ImageRegistry, help: "registry bundled images are pushed to"},
+	{key: ServiceAccount, help: "Kubernetes service account of job pods"},
+	{key: Kubeconfig, help: "kubeconfig file for the Kubernetes backends", fallback: fromEnv("KUBECONFIG")},
+	{key: KubeContext, help: "context within the kubeconfig"},
+	{key: ClusterType, help: "kind of cluster: " + strings.Join(ClusterTypes, ", "), check: checkClusterType},
+	{key: GCSEndpoint, help: "GCS endpoint URL (emulators, private endpoints)", check: checkHTTPURL},
+}
+
+// Sources reported by Resolved.Source besides "env NAME" and "profile NAME".
+const (
+	SourceArgument = "argument"
+	SourceDefault  = "default"
+	SourceUnset    = "unset"
+)
+
+// Keys returns every key, in display order.
+func Keys() []Key {
+	ks := make([]Key, len(keyTable))
+	for i, ki := range keyTable {
+		ks[i] = ki.key
+	}
+	return ks
+}
+
+func lookup(k Key) (keyInfo, bool) {
+	for _, ki := range keyTable {
+		if ki.key == k {
+			return ki, true
+		}
+	}
+	return keyInfo{}, false
+}
+
+// Known reports whether k is one of Keys.
+func Known(k Key) bool { _, ok := lookup(k); return ok }
+
+// EnvVar is the environment variable that sets k: KINETIC_ZONE for Zone.
+func (k Key) EnvVar() string { return "KINETIC_" + strings.ToUpper(string(k)) }
+
+// Help is a short description of k, for flag help and docs.
+func (k Key) Help() string { ki, _ := lookup(k); return ki.help }

@@ -1,0 +1,346 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Profile is one named set of settings, keyed by Key strings. It is a plain map so keys
+// this version does not know (written by a newer Kinetic, or by hand) survive a rewrite.
+type Profile map[string]string
+
+// Get returns the profile's value for k ("" if unset).
+func (p Profile) Get(k Key) string { return p[string(k)] }
+
+// File is the content of the profiles file.
+type File struct {
+	// Current is the profile the file marks active ("" for none).
+	Current string
+	// Profiles maps names to profiles.
+	Profiles map[string]Profile
+	// extra keeps unknown top-level fields (compacted JSON) so rewriting the file never
+	// drops what a newer version or another tool put there.
+	extra map[string]json.RawMessage
+	// path is where LoadProfiles read the file from, for error messages.
+	path string
+}
+
+// maxFileSize bounds what we read: the file holds a handful of short strings, and a
+// runaway file should fail clearly rather than exhaust memory.
+const maxFileSize = 8 << 20
+
+// ProfilesPath is the profiles file: $KINETIC_PROFILES_FILE, else ~/.kinetic/profiles.json.
+// getenv nil means os.Getenv.
+func ProfilesPath(getenv func(string) string) string {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if p := getenv("KINETIC_PROFILES_FILE"); p != "" {
+		return p
+	}
+	return filepath.Join(homeDir(getenv), ".kinetic", "profiles.json")
+}
+
+// LoadProfiles reads the profiles file at path. A missing file is an empty File, not an
+// error: having no profiles is the normal state of a fresh install.
+func LoadProfiles(path string) (*File, error) {
+	fh, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &File{path: path}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read profiles file: %w", err)
+	}
+	defer fh.Close()
+	data, err := io.ReadAll(io.LimitReader(fh, maxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read profiles file %s: %w", path, err)
+	}
+	if len(data) > maxFileSize {
+		return nil, &CorruptFileError{Path: path, Err: fmt.Errorf("larger than %d bytes", maxFileSize)}
+	}
+	f, err := ParseProfiles(data)
+	if err != nil {
+		return nil, &CorruptFileError{Path: path, Err: err}
+	}
+	f.path = path
+	return f, nil
+}
+
+// ParseProfiles parses the content of a profiles file. It is lenient where leniency is
+// safe and strict where a guess could run a job in the wrong place:
+//   - an empty file, null values and empty strings mean "not set";
+//   - unknown top-level fields are kept, unknown string settings are kept, unknown
+//     settings of other types are dropped;
+//   - a known setting, "current" or "profiles" of the wrong type is an error.
+func ParseProfiles(data []byte) (*File, error) {
+	f := &File{}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return f, nil
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, fmt.Errorf("not a JSON object: %w", err)
+	}
+	for field, raw := range top {
+		switch field {
+		case "current":
+			if err := unmarshalOptional(raw, &f.Current); err != nil {
+				return nil, fmt.Errorf(`"current" must be a string: %w`, err)
+			}
+		case "profiles":
+			ps, err := parseProfileMap(raw)
+			if err != nil {
+				return nil, err
+			}
+			f.Profiles = ps
+		default:
+			var buf bytes.Buffer
+			if err := json.Compact(&buf, raw); err != nil {
+				return nil, err // cannot happen: Unmarshal validated it
+			}
+			if f.extra == nil {
+				f.extra = map[string]json.RawMessage{}
+			}
+			f.extra[field] = buf.Bytes()
+		}
+	}
+	return f, nil
+}
+
+func parseProfileMap(raw json.RawMessage) (map[string]Profile, error) {
+	var byName map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &byName); err != nil {
+		return nil, fmt.Errorf(`"profiles" must be an object mapping names to profiles: %w`, err)
+	}
+	if len(byName) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]Profile, len(byName))
+	for name, praw := range byName {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(praw, &fields); err != nil {
+			return nil, fmt.Errorf("profile %q must be an object: %w", name, err)
+		}
+		if fields == nil { // "name": null — treat as absent
+			continue
+		}
+		p := Profile{}
+		for k, vraw := range fields {
+			var v string
+			if err := unmarshalOptional(vraw, &v); err != nil {
+				if Known(Key(k)) {
+					return nil, fmt.Errorf("profile %q: %q must be a string: %w", name, k, err)
+				}
+				continue // unknown and not a string: not ours to interpret
+			}
+			if v != "" {
+				p[k] = v
+			}
+		}
+		out[name] = p
+	}
+	return out, nil
+}
+
+// unmarshalOptional decodes a JSON string into dst, leaving it "" for null.
+func unmarshalOptional(raw json.RawMessage, dst *string) error {
+	if string(raw) == "null" {
+		return nil
+	}
+	return json.Unmarshal(raw, dst)
+}
+
+// referenceKeys are always written, as null when unset, because the reference reads them
+// from every profile and may not tolerate their absence.
+var referenceKeys = []Key{Project, Zone, Cluster, Namespace}
+
+// Marshal renders f as the profiles file: indented JSON, keys sorted, trailing newline.
+func (f *File) Marshal() ([]byte, error) {
+	top := map[string]any{}
+	for k, v := range f.extra {
+		top[k] = v
+	}
+	if f.Current != "" {
+		top["current"] = f.Current
+	} else {
+		top["current"] = nil
+	}
+	profiles := map[string]map[string]any{}
+	for name, p := range f.Profiles {
+		m := map[string]any{}
+		for _, k := range referenceKeys {
+			m[string(k)] = nil
+		}
+		for k, v := range p {
+			if v != "" {
+				m[k] = v
+			}
+		}
+		profiles[name] = m
+	}
+	top["profiles"] = profiles
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	// Values are paths and URLs; HTML escaping would only make them unreadable by hand.
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(top); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Save writes f to path atomically (see writeFileAtomic), creating the directory (0700)
+// if needed. The file is 0600: it names projects and clusters, which are nobody else's
+// business.
+func (f *File) Save(path string) error {
+	data, err := f.Marshal()
+	if err != nil {
+		return fmt.Errorf("encode profiles: %w", err)
+	}
+	if err := writeFileAtomic(path, data, 0o600); err != nil {
+		return fmt.Errorf("save profiles file: %w", err)
+	}
+	return nil
+}
+
+// Names returns the profile names, sorted.
+func (f *File) Names() []string { return slices.Sorted(maps.Keys(f.Profiles)) }
+
+// Get returns the named profile, or a ProfileNotFoundError.
+func (f *File) Get(name string) (Profile, error) {
+	p, ok := f.Profiles[name]
+	if !ok {
+		return nil, &ProfileNotFoundError{Name: name, Existing: f.Names(), File: f.path}
+	}
+	return p, nil
+}
+
+// profileName keeps new names easy to type and safe in file names and labels. Names
+// already in a file are accepted whatever they are: the reference did not restrict them.
+var profileName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
+// ValidateProfileName checks a name for a new profile.
+func ValidateProfileName(name string) error {
+	if !profileName.MatchString(name) {
+		return fmt.Errorf("invalid profile name %q: use up to 63 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
+	}
+	return nil
+}
+
+// Put stores p under name, replacing any profile of that name. Values are validated and
+// normalised, so a bad value fails at "profile create", not at the next job.
+func (f *File) Put(name string, p Profile) error {
+	if err := ValidateProfileName(name); err != nil {
+		return err
+	}
+	clean := Profile{}
+	for k, v := range p {
+		if Known(Key(k)) {
+			nv, err := Validate(Key(k), v)
+			if err != nil {
+				return err
+			}
+			v = nv
+		}
+		if v = strings.TrimSpace(v); v != "" {
+			clean[k] = v
+		}
+	}
+	if f.Profiles == nil {
+		f.Profiles = map[string]Profile{}
+	}
+	f.Profiles[name] = clean
+	return nil
+}
+
+// Remove deletes the named profile. If it was current, the file is left with no current
+// profile rather than pointing at nothing; it reports whether that happened.
+func (f *File) Remove(name string) (wasCurrent bool, err error) {
+	if _, err := f.Get(name); err != nil {
+		return false, err
+	}
+	delete(f.Profiles, name)
+	if f.Current == name {
+		f.Current = ""
+		return true, nil
+	}
+	return false, nil
+}
+
+// Use makes the named profile current.
+func (f *File) Use(name string) error {
+	if _, err := f.Get(name); err != nil {
+		return err
+	}
+	f.Current = name
+	return nil
+}
+
+// Update loads the profiles file, applies fn and saves the result, holding an advisory
+// lock on the file's directory so two concurrent "kinetic profile" commands cannot lose
+// each other's changes. fn returning an error leaves the file untouched.
+func Update(path string, fn func(*File) error) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create profiles directory: %w", err)
+	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return fmt.Errorf("lock profiles directory: %w", err)
+	}
+	defer unlock()
+	f, err := LoadProfiles(path)
+	if err != nil {
+		return err
+	}
+	before, err := f.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := fn(f); err != nil {
+		return err
+	}
+	// Skip no-op writes, so e.g. "profile unset" on a fresh install creates no file.
+	if after, err := f.Marshal(); err == nil && bytes.Equal(before, after) {
+		return nil
+	}
+	return f.Save(path)
+}
+
+// Create adds a profile under a new name; replace allows overwriting an existing one.
+// Refusing by default protects a hand-tuned profile from a mistyped create.
+func (f *File) Create(name string, p Profile, replace bool) error {
+	if _, exists := f.Profiles[name]; exists && !replace {
+		return fmt.Errorf("profile %q already exists (use --force to replace it)", name)
+	}
+	return f.Put(name, p)
+}
+
+// Settings lists the profile's keys in display order: known keys in the order of Keys,
+// then unknown ones sorted.
+func (p Profile) Settings() []Entry {
+	var out []Entry
+	for _, k := range Keys() {
+		if v := p[string(k)]; v != "" {
+			out = append(out, Entry{Key: k, Value: v})
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(p)) {
+		if !Known(Key(k)) && p[k] != "" {
+			out = append(out, Entry{Key: Key(k), Value: p[k]})
+		}
+	}
+	return out
+}

@@ -1,0 +1,253 @@
+package config
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// got is the part of a Resolved a resolution test looks at.
+type got struct{ Value, Source string }
+
+func TestResolveOrder(t *testing.T) {
+	file := writeFile(t, twoProfiles)
+	home := t.TempDir()
+	tests := []struct {
+		name    string
+		args    map[Key]string
+		profile string
+		env     env
+		noFile  bool // no profiles file at all
+		key     Key
+		want    got
+	}{
+		{name: "default", key: Zone, noFile: true, want: got{"us-central1-a", "default"}},
+		{name: "profile beats default", key: Zone, want: got{"europe-west4-a", "profile dev"}},
+		{name: "env beats profile", key: Zone, env: env{"KINETIC_ZONE": "asia-east1-c"}, want: got{"asia-east1-c", "env KINETIC_ZONE"}},
+		{name: "argument beats env", key: Zone, args: map[Key]string{Zone: "us-west1-b"},
+			env: env{"KINETIC_ZONE": "asia-east1-c"}, want: got{"us-west1-b", "argument"}},
+		{name: "empty argument is not given", key: Zone, args: map[Key]string{Zone: ""},
+			env: env{"KINETIC_ZONE": "asia-east1-c"}, want: got{"asia-east1-c", "env KINETIC_ZONE"}},
+		{name: "blank env is not set", key: Zone, env: env{"KINETIC_ZONE": "  "}, want: got{"europe-west4-a", "profile dev"}},
+		{name: "explicit profile beats current", key: Zone, profile: "prod", want: got{"us-east5-b", "profile prod"}},
+		{name: "KINETIC_PROFILE beats current", key: Cluster, env: env{"KINETIC_PROFILE": "prod"}, want: got{"c-prod", "profile prod"}},
+		{name: "explicit profile beats KINETIC_PROFILE", key: Cluster, profile: "dev",
+			env: env{"KINETIC_PROFILE": "prod"}, want: got{"c-dev", "profile dev"}},
+		{name: "null in profile falls to default", key: Namespace, profile: "prod", want: got{"default", "default"}},
+		{name: "profile beats GOOGLE_CLOUD_PROJECT", key: Project, profile: "prod",
+			env: env{"GOOGLE_CLOUD_PROJECT": "gp"}, want: got{"p-prod", "profile prod"}},
+		{name: "GOOGLE_CLOUD_PROJECT is the last resort", key: Project, noFile: true,
+			env: env{"GOOGLE_CLOUD_PROJECT": "gp"}, want: got{"gp", "env GOOGLE_CLOUD_PROJECT"}},
+		{name: "KINETIC_PROJECT beats GOOGLE_CLOUD_PROJECT", key: Project, noFile: true,
+			env: env{"GOOGLE_CLOUD_PROJECT": "gp", "KINETIC_PROJECT": "kp"}, want: got{"kp", "env KINETIC_PROJECT"}},
+		{name: "project unset", key: Project, noFile: true, want: got{"", "unset"}},
+		{name: "backend from profile", key: Backend, want: got{"gke", "profile dev"}},
+		{name: "backend default", key: Backend, profile: "prod", want: got{"local", "default"}},
+		{name: "store default under KINETIC_HOME", key: Store, env: env{"KINETIC_HOME": "/srv/kn"},
+			want: got{"file:///srv/kn/store", "default"}},
+		{name: "store path becomes URL", key: Store, env: env{"KINETIC_STORE": "/data/my store"},
+			want: got{"file:///data/my%20store", "env KINETIC_STORE"}},
+		{name: "output_dir unset", key: OutputDir, want: got{"", "unset"}},
+		{name: "output_dir from env", key: OutputDir, env: env{"KINETIC_OUTPUT_DIR": "/out"}, want: got{"/out", "env KINETIC_OUTPUT_DIR"}},
+		{name: "base_image_repo from env", key: BaseImageRepo, env: env{"KINETIC_BASE_IMAGE_REPO": "ghcr.io/k/base"},
+			want: got{"ghcr.io/k/base", "env KINETIC_BASE_IMAGE_REPO"}},
+		{name: "kubeconfig falls back to KUBECONFIG", key: Kubeconfig, env: env{"KUBECONFIG": "/k/config"},
+			want: got{"/k/config", "env KUBECONFIG"}},
+		{name: "KINETIC_KUBECONFIG beats KUBECONFIG", key: Kubeconfig,
+			env: env{"KUBECONFIG": "/k/config", "KINETIC_KUBECONFIG": "/k/other"}, want: got{"/k/other", "env KINETIC_KUBECONFIG"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := env{"HOME": home}
+			for k, v := range tc.env {
+				e[k] = v
+			}
+			o := Options{Args: tc.args, Profile: tc.profile, Getenv: e.get, ProfilesFile: file}
+			if tc.noFile {
+				o.ProfilesFile = filepath.Join(t.TempDir(), "none.json")
+			}
+			r, err := Resolve(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got{r.Get(tc.key), r.Source(tc.key)}); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", tc.key, diff)
+			}
+		})
+	}
+}
+
+// TestResolveEveryKeyEveryLayer checks, for every key, that each layer beats all below.
+func TestResolveEveryKeyEveryLayer(t *testing.T) {
+	sample := map[Key]string{Namespace: "ns-", Backend: "", Store: "mem://", ClusterType: "", GCSEndpoint: "http://h/"}
+	valueFor := func(k Key, layer string) string {
+		switch k {
+		case Backend:
+			return map[string]string{"arg": "k8s", "env": "pathways", "profile": "gke"}[layer]
+		case ClusterType:
+			return map[string]string{"arg": "gke", "env": "generic", "profile": "gke"}[layer]
+		}
+		if p, ok := sample[k]; ok {
+			return p + layer
+		}
+		return string(k) + "-" + layer
+	}
+	for _, k := range Keys() {
+		prof := Profile{string(k): valueFor(k, "profile")}
+		f := &File{Current: "p"}
+		if err := f.Put("p", prof); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "profiles.json")
+		if err := f.Save(path); err != nil {
+			t.Fatal(err)
+		}
+		layers := []struct {
+			name string
+			o    Options
+			want string
+		}{
+			{"argument", Options{Args: map[Key]string{k: valueFor(k, "arg")}, Getenv: env{k.EnvVar(): valueFor(k, "env")}.get}, "argument"},
+			{"env", Options{Getenv: env{k.EnvVar(): valueFor(k, "env")}.get}, "env " + k.EnvVar()},
+			{"profile", Options{Getenv: env{}.get}, "profile p"},
+		}
+		for _, l := range layers {
+			l.o.ProfilesFile = path
+			r, err := Resolve(l.o)
+			if err != nil {
+				t.Fatalf("%s/%s: %v", k, l.name, err)
+			}
+			if r.Source(k) != l.want {
+				t.Errorf("%s: layer %s: source %q, want %q", k, l.name, r.Source(k), l.want)
+			}
+		}
+	}
+}
+
+func TestResolveEntries(t *testing.T) {
+	e := env{"HOME": "/home/u", "GOOGLE_CLOUD_PROJECT": "gp"}
+	r, err := Resolve(Options{Getenv: e.get, Args: map[Key]string{Cluster: "mine"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Entry{
+		{Project, "gp", "env GOOGLE_CLOUD_PROJECT"},
+		{Zone, "us-central1-a", "default"},
+		{Cluster, "mine", "argument"},
+		{Namespace, "default", "default"},
+		{Backend, "local", "default"},
+		{Store, "file:///home/u/.local/share/kinetic/store", "default"},
+		{OutputDir, "", "unset"},
+		{BaseImageRepo, "", "unset"},
+		{ImageRegistry, "", "unset"},
+		{ServiceAccount, "", "unset"},
+		{Kubeconfig, "", "unset"},
+		{KubeContext, "", "unset"},
+		{ClusterType, "", "unset"},
+		{GCSEndpoint, "", "unset"},
+	}
+	if diff := cmp.Diff(want, r.Entries()); diff != "" {
+		t.Errorf("Entries (-want +got):\n%s", diff)
+	}
+	if r.ProfileName() != "" || r.ProfilesFile() != "/home/u/.kinetic/profiles.json" {
+		t.Errorf("profile %q from %q", r.ProfileName(), r.ProfilesFile())
+	}
+}
+
+func TestResolveErrors(t *testing.T) {
+	file := writeFile(t, twoProfiles)
+	tests := []struct {
+		name string
+		o    Options
+		is   error
+		want []string // substrings of the message
+	}{
+		{"bad backend", Options{Args: map[Key]string{Backend: "slurm"}}, ErrInvalid,
+			[]string{`invalid backend "slurm" (from argument)`, "local, gke, k8s, pathways"}},
+		{"bad namespace from env", Options{Getenv: env{"KINETIC_NAMESPACE": "My_NS"}.get}, ErrInvalid,
+			[]string{`invalid namespace "My_NS" (from env KINETIC_NAMESPACE)`}},
+		{"relative store", Options{Args: map[Key]string{Store: "data/store"}}, ErrInvalid, []string{"absolute path"}},
+		{"unknown scheme", Options{Args: map[Key]string{Store: "ftp://h/x"}}, ErrInvalid, []string{`"ftp"`, "gs://"}},
+		{"bad cluster type", Options{Args: map[Key]string{ClusterType: "eks"}}, ErrInvalid, []string{"gke, generic"}},
+		{"unknown key", Options{Args: map[Key]string{"zoen": "x"}}, nil, []string{`unknown configuration key "zoen"`, "zone"}},
+		{"missing explicit profile", Options{Profile: "staging"}, ErrProfileNotFound,
+			[]string{`profile "staging" does not exist (named by --profile)`, "existing profiles: dev, prod"}},
+		{"missing env profile", Options{Getenv: env{"KINETIC_PROFILE": "qa"}.get}, ErrProfileNotFound,
+			[]string{`"qa"`, "KINETIC_PROFILE", "dev, prod"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.o.Getenv == nil {
+				tc.o.Getenv = env{}.get
+			}
+			tc.o.ProfilesFile = file
+			_, err := Resolve(tc.o)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Errorf("error %v is not %v", err, tc.is)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestResolveDanglingCurrent(t *testing.T) {
+	file := writeFile(t, `{"current": "gone", "profiles": {}}`)
+	_, err := Resolve(Options{Getenv: env{}.get, ProfilesFile: file})
+	var nf *ProfileNotFoundError
+	if !errors.As(err, &nf) {
+		t.Fatalf("got %v, want ProfileNotFoundError", err)
+	}
+	if !strings.Contains(err.Error(), "current in "+file) || !strings.Contains(err.Error(), "kinetic profile create gone") {
+		t.Errorf("message %q", err)
+	}
+}
+
+func TestResolveCorruptFile(t *testing.T) {
+	file := writeFile(t, `{"current": "dev", "profiles": {`)
+	_, err := Resolve(Options{Getenv: env{}.get, ProfilesFile: file})
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("got %v, want ErrCorrupt", err)
+	}
+	for _, w := range []string{file, "fix it by hand", "KINETIC_PROFILES_FILE"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not mention %q", err, w)
+		}
+	}
+}
+
+func TestDataDir(t *testing.T) {
+	tests := []struct {
+		name string
+		env  env
+		want string
+	}{
+		{"KINETIC_HOME", env{"KINETIC_HOME": "/kh", "XDG_DATA_HOME": "/xdg", "HOME": "/h"}, "/kh"},
+		{"XDG_DATA_HOME", env{"XDG_DATA_HOME": "/xdg", "HOME": "/h"}, "/xdg/kinetic"},
+		{"relative XDG ignored", env{"XDG_DATA_HOME": "xdg", "HOME": "/h"}, "/h/.local/share/kinetic"},
+		{"home", env{"HOME": "/h"}, "/h/.local/share/kinetic"},
+	}
+	for _, tc := range tests {
+		if got := dataDir(tc.env.get); got != tc.want {
+			t.Errorf("%s: dataDir = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestProfilesPath(t *testing.T) {
+	if got := ProfilesPath(env{"HOME": "/h"}.get); got != "/h/.kinetic/profiles.json" {
+		t.Errorf("default: %q", got)
+	}
+	if got := ProfilesPath(env{"HOME": "/h", "KINETIC_PROFILES_FILE": "/x.json"}.get); got != "/x.json" {
+		t.Errorf("override: %q", got)
+	}
+}

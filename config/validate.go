@@ -1,0 +1,141 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Backends are the accepted values of the backend key.
+var Backends = []string{"local", "gke", "k8s", "pathways"}
+
+// ClusterTypes are the accepted values of the cluster_type key.
+var ClusterTypes = []string{"gke", "generic"}
+
+// StoreSchemes are the URL schemes the store accepts: the gocloud blob drivers we link.
+var StoreSchemes = []string{"file", "mem", "gs", "s3"}
+
+// ErrInvalid is wrapped by every ValueError, for callers that only need to branch.
+var ErrInvalid = errors.New("invalid configuration value")
+
+// ValueError reports a value that failed validation, and where it came from, so the user
+// knows which flag, variable or profile to fix.
+type ValueError struct {
+	Key    Key
+	Value  string
+	Source string // as Resolved.Source; "" when validating outside Resolve
+	Reason string
+}
+
+func (e *ValueError) Error() string {
+	from := ""
+	if e.Source != "" {
+		from = " (from " + e.Source + ")"
+	}
+	return fmt.Sprintf("invalid %s %q%s: %s", e.Key, e.Value, from, e.Reason)
+}
+
+func (e *ValueError) Unwrap() error { return ErrInvalid }
+
+// Validate checks v as a value of k and returns its normal form (an absolute store path
+// becomes a file:// URL). Empty values are valid: they mean "not set".
+func Validate(k Key, v string) (string, error) {
+	ki, ok := lookup(k)
+	if !ok {
+		return "", fmt.Errorf("unknown configuration key %q (keys: %s)", k, keyList())
+	}
+	v = strings.TrimSpace(v)
+	if v == "" || ki.check == nil {
+		return v, nil
+	}
+	nv, err := ki.check(v)
+	if err != nil {
+		return "", &ValueError{Key: k, Value: v, Reason: err.Error()}
+	}
+	return nv, nil
+}
+
+func keyList() string {
+	var s []string
+	for _, k := range Keys() {
+		s = append(s, string(k))
+	}
+	return strings.Join(s, ", ")
+}
+
+func oneOf(choices []string) func(string) (string, error) {
+	return func(v string) (string, error) {
+		if !slices.Contains(choices, v) {
+			return "", fmt.Errorf("must be one of %s", strings.Join(choices, ", "))
+		}
+		return v, nil
+	}
+}
+
+var (
+	checkBackend     = oneOf(Backends)
+	checkClusterType = oneOf(ClusterTypes)
+)
+
+// dns1123Label is the Kubernetes rule for namespace names (RFC 1123 label).
+var dns1123Label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+func checkNamespace(v string) (string, error) {
+	if len(v) > 63 || !dns1123Label.MatchString(v) {
+		return "", errors.New("a namespace must be at most 63 lowercase letters, digits or '-', starting and ending with a letter or digit")
+	}
+	return v, nil
+}
+
+// checkStore accepts a store URL, or an absolute path, which it turns into a file:// URL
+// so everything downstream deals with URLs only.
+func checkStore(v string) (string, error) {
+	if filepath.IsAbs(v) {
+		return fileURL(v), nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || u.Scheme == "" {
+		return "", fmt.Errorf("must be a URL with scheme %s, or an absolute path", schemeList())
+	}
+	switch u.Scheme {
+	case "file":
+		// file://relative would silently put "relative" in the host; refuse it.
+		if (u.Host != "" && u.Host != "localhost") || !strings.HasPrefix(u.Path, "/") {
+			return "", errors.New("a file:// URL needs an absolute path, as in file:///var/kinetic/store")
+		}
+	case "gs", "s3":
+		if u.Host == "" {
+			return "", fmt.Errorf("a %s:// URL needs a bucket, as in %s://my-bucket/prefix", u.Scheme, u.Scheme)
+		}
+	case "mem":
+	default:
+		return "", fmt.Errorf("unsupported scheme %q: must be one of %s", u.Scheme, schemeList())
+	}
+	return v, nil
+}
+
+func schemeList() string {
+	var s []string
+	for _, sc := range StoreSchemes {
+		s = append(s, sc+"://")
+	}
+	return strings.Join(s, ", ")
+}
+
+// fileURL turns an absolute path into a file:// URL, escaping what a URL must escape
+// (spaces, '#', '?') so the store driver gets the same path back.
+func fileURL(path string) string {
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(path)}).String()
+}
+
+func checkHTTPURL(v string) (string, error) {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", errors.New("must be an http:// or https:// URL")
+	}
+	return v, nil
+}

@@ -1,0 +1,148 @@
+// Package engine is the whole client side of Kinetic: plan → package → submit →
+// observe. The CLI, the JSON-lines server behind the Python SDK, and the Go SDK are thin
+// faces over it. It resolves configuration, validates everything before writing
+// anything, writes the job's objects to the store, hands the job to its backend, and
+// reads status, logs and results back from anywhere the store is reachable.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/backend/local"
+	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/store"
+)
+
+// ErrNotFound means a job ID names no job in the store.
+var ErrNotFound = errors.New("job not found")
+
+// Engine is the client side of Kinetic. It is safe for concurrent use.
+type Engine struct {
+	opts config.Options
+	cfg  *config.Resolved
+	// Exe is the kinetic binary the local backend starts (default: this process's).
+	Exe string
+	// Warn receives warnings meant for a person (dropped requirements, secrets, ...).
+	Warn func(string)
+
+	mu     sync.Mutex
+	stores map[string]*store.Store
+}
+
+// New returns an engine with the configuration resolved from o.
+func New(o config.Options) (*Engine, error) {
+	cfg, err := config.Resolve(o)
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{opts: o, cfg: cfg, stores: map[string]*store.Store{}, Warn: func(s string) { fmt.Fprintln(os.Stderr, "kinetic: warning:", s) }}, nil
+}
+
+// Config returns the engine's resolved configuration.
+func (e *Engine) Config() *config.Resolved { return e.cfg }
+
+// resolve returns the configuration for one call, with its explicit arguments on top.
+func (e *Engine) resolve(args map[config.Key]string) (*config.Resolved, error) {
+	if len(args) == 0 {
+		return e.cfg, nil
+	}
+	o := e.opts
+	merged := map[config.Key]string{}
+	for k, v := range o.Args {
+		merged[k] = v
+	}
+	for k, v := range args {
+		if v != "" {
+			merged[k] = v
+		}
+	}
+	o.Args = merged
+	return config.Resolve(o)
+}
+
+// Store opens (once) the store at url.
+func (e *Engine) Store(ctx context.Context, url string) (*store.Store, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s, ok := e.stores[url]; ok {
+		return s, nil
+	}
+	s, err := store.Open(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	e.stores[url] = s
+	return s, nil
+}
+
+// DefaultStore opens the configured store.
+func (e *Engine) DefaultStore(ctx context.Context) (*store.Store, error) {
+	return e.Store(ctx, e.cfg.Get(config.Store))
+}
+
+// Close releases the engine's stores.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, s := range e.stores {
+		s.Close()
+	}
+	e.stores = map[string]*store.Store{}
+	return nil
+}
+
+// backendFor returns the backend that runs jobs named backend over st.
+func (e *Engine) backendFor(name string, st *store.Store) (backend.Backend, error) {
+	switch name {
+	case "", local.Name:
+		return local.New(st, local.Options{StateDir: filepath.Join(config.DataDir(), "local"), Exe: e.Exe})
+	case "gke", "k8s", "pathways":
+		return nil, fmt.Errorf("backend %q: %w: this build runs jobs on the local backend only; the Kubernetes backend is not available yet (use --backend local)", name, backend.ErrUnavailable)
+	default:
+		return nil, fmt.Errorf("unknown backend %q: use local, gke or pathways", name)
+	}
+}
+
+// Job is a handle bound to its store and backend: the unit every observe call works on.
+type Job struct {
+	Handle  *job.Handle
+	Store   *store.Store
+	Backend backend.Backend
+}
+
+// Attach finds job id in the configured store (or storeURL, if given).
+func (e *Engine) Attach(ctx context.Context, id, storeURL string) (*Job, error) {
+	if !job.ValidName(id) {
+		return nil, fmt.Errorf("%q is not a job ID (IDs look like job-0123456789abcdefghijklm): %w", id, ErrNotFound)
+	}
+	if storeURL == "" {
+		storeURL = e.cfg.Get(config.Store)
+	}
+	st, err := e.Store(ctx, storeURL)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := st.Get(ctx, store.HandleKey(id))
+	if store.IsNotFound(err) {
+		return nil, fmt.Errorf("no job %s in the store %s (check the ID, or use --store / the profile the job was submitted with; `kinetic jobs list` shows the jobs there): %w", id, storeURL, ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	h, err := job.DecodeHandle(raw)
+	if err != nil {
+		return nil, fmt.Errorf("job %s: %w", id, err)
+	}
+	be, err := e.backendFor(h.Backend, st)
+	if err != nil {
+		return nil, err
+	}
+	return &Job{Handle: h, Store: st, Backend: be}, nil
+}

@@ -1,0 +1,72 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// envBlocklist are variables a wildcard capture never takes: they describe this
+// machine, not the job, and would break the worker's environment.
+var envBlocklist = []string{"PATH", "HOME", "PWD", "OLDPWD", "SHELL", "USER", "LOGNAME", "HOSTNAME", "TERM", "TMPDIR", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "SHLVL", "_", "DISPLAY", "SSH_AUTH_SOCK", "SSH_CONNECTION", "SSH_CLIENT", "SSH_TTY", "LANG", "KINETIC_OUTPUT_DIR", "KINETIC_JOB_ID", "KINETIC_HOST_INDEX"}
+var envBlockPrefixes = []string{"LD_", "CONDA_", "PYENV_", "XDG_", "DBUS_", "KUBERNETES_"}
+
+var secretName = regexp.MustCompile(`(?i)TOKEN|SECRET|KEY|PASSWORD|PASSWD|CREDENTIAL`)
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*\*?$|^\*$`)
+
+func blocked(name string) bool {
+	for _, b := range envBlocklist {
+		if name == b {
+			return true
+		}
+	}
+	for _, p := range envBlockPrefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// captureEnv selects the variables named by patterns (exact names, PREFIX*, or * for
+// all but the blocklist) from environ (default: this process's environment).
+func captureEnv(patterns []string, environ map[string]string, warn func(string)) (map[string]string, error) {
+	if len(patterns) == 0 {
+		return nil, nil
+	}
+	if environ == nil {
+		environ = map[string]string{}
+		for _, kv := range os.Environ() {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				environ[k] = v
+			}
+		}
+	}
+	out := map[string]string{}
+	for _, p := range patterns {
+		if !envName.MatchString(p) {
+			return nil, fmt.Errorf("capture_env_vars: %q is not a variable name or a PREFIX* pattern", p)
+		}
+		prefix, wild := strings.CutSuffix(p, "*")
+		for k, v := range environ {
+			if (wild && strings.HasPrefix(k, prefix) && !blocked(k)) || (!wild && k == p) {
+				out[k] = v
+			}
+		}
+	}
+	var secrets []string
+	for k := range out {
+		if secretName.MatchString(k) {
+			secrets = append(secrets, k)
+		}
+	}
+	if len(secrets) > 0 && warn != nil {
+		sort.Strings(secrets)
+		warn(fmt.Sprintf("capturing %s, which look like secrets: their values travel with the job (never in logs, specs or handles)", strings.Join(secrets, ", ")))
+	}
+	return out, nil
+}
+
+func sortStrings(s []string) { sort.Strings(s) }

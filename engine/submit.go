@@ -1,0 +1,309 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kinetic-run/kinetic/accel"
+	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/pack"
+	"github.com/kinetic-run/kinetic/store"
+)
+
+// SubmitRequest is one call to run somewhere else.
+type SubmitRequest struct {
+	// Kind is job.KindPickle, job.KindEntry or job.KindCommand.
+	Kind string `json:"kind"`
+	// Payload is the pickled (func, args, kwargs) of a KindPickle job.
+	Payload []byte `json:"-"`
+	// PayloadPath is a file holding Payload (the Python SDK hands over a temp file).
+	PayloadPath string `json:"payload_path,omitempty"`
+	// Entry is FILE.py::FUNC for KindEntry (File as given, relative to Cwd or absolute).
+	Entry *job.Entry `json:"entry,omitempty"`
+	// Command is the argv of a KindCommand job.
+	Command []string `json:"command,omitempty"`
+
+	FuncName    string `json:"func_name,omitempty"`
+	DisplayName string `json:"display_name,omitempty"`
+	// SourceFile is the file that defines the function: the shipped root is found from it.
+	SourceFile string `json:"source_file,omitempty"`
+	// Cwd is the submitter's working directory (default: this process's).
+	Cwd string `json:"cwd,omitempty"`
+	// Python is the interpreter the local backend runs (the SDK sends sys.executable, so
+	// pickles load in the same Python that made them).
+	Python string `json:"python,omitempty"`
+
+	Accelerator    string            `json:"accelerator,omitempty"`
+	ContainerImage string            `json:"container_image,omitempty"`
+	CaptureEnv     []string          `json:"capture_env_vars,omitempty"`
+	Environ        map[string]string `json:"environ,omitempty"` // the submitter's environment, for CaptureEnv
+	OutputDir      string            `json:"output_dir,omitempty"`
+	Spot           bool              `json:"spot,omitempty"`
+	Debug          bool              `json:"debug,omitempty"`
+	// NoWorkdir skips shipping the working directory.
+	NoWorkdir bool `json:"no_workdir,omitempty"`
+
+	// Config are per-call arguments (project, zone, cluster, namespace, backend, store).
+	Config map[config.Key]string `json:"config,omitempty"`
+}
+
+// plan is a validated request, ready to write.
+type plan struct {
+	cfg     *config.Resolved
+	st      *store.Store
+	spec    *job.Spec
+	handle  *job.Handle
+	payload []byte
+	workdir []byte
+	env     map[string]string
+}
+
+// Submit validates req, writes the job to the store and starts it. Bad input fails
+// before anything is written; a failure after the first write removes what was written.
+func (e *Engine) Submit(ctx context.Context, req *SubmitRequest) (*Job, error) {
+	p, err := e.plan(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	be, err := e.backendFor(p.handle.Backend, p.st)
+	if err != nil {
+		return nil, err
+	}
+	id := p.handle.JobID
+	if err := e.write(ctx, p); err != nil {
+		p.st.DeletePrefix(context.WithoutCancel(ctx), store.JobPrefix(id))
+		return nil, err
+	}
+	if err := be.Submit(ctx, p.handle); err != nil {
+		p.st.DeletePrefix(context.WithoutCancel(ctx), store.JobPrefix(id))
+		return nil, fmt.Errorf("submit %s: %w", id, err)
+	}
+	return &Job{Handle: p.handle, Store: p.st, Backend: be}, nil
+}
+
+func (e *Engine) plan(ctx context.Context, req *SubmitRequest) (*plan, error) {
+	cfg, err := e.resolve(req.Config)
+	if err != nil {
+		return nil, err
+	}
+	acc := req.Accelerator
+	if acc == "" {
+		acc = "cpu"
+	}
+	spec, err := accel.Parse(acc)
+	if err != nil {
+		return nil, err
+	}
+	if req.Spot && !spec.Spot {
+		if spec, err = accel.Parse(spec.Name + ":spot"); err != nil {
+			return nil, err
+		}
+	}
+	if req.Debug {
+		return nil, errors.New("debug=True is not supported yet: remote debugging comes with the debug-attach capability; run without debug")
+	}
+	cwd := req.Cwd
+	if cwd == "" {
+		if cwd, err = os.Getwd(); err != nil {
+			return nil, err
+		}
+	}
+	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("working directory %q cannot be read: %v (run from a directory you can read)", cwd, err)
+	}
+	p := &plan{cfg: cfg}
+	id := job.NewID()
+	p.spec = &job.Spec{Version: job.SpecVersion, JobID: id, Kind: req.Kind, Python: req.Python, Accelerator: spec.Name}
+
+	switch req.Kind {
+	case job.KindPickle:
+		p.payload = req.Payload
+		if req.PayloadPath != "" {
+			if p.payload, err = os.ReadFile(req.PayloadPath); err != nil {
+				return nil, fmt.Errorf("payload: %w", err)
+			}
+		}
+		if len(p.payload) == 0 {
+			return nil, errors.New("empty payload: the function could not be pickled")
+		}
+	case job.KindEntry:
+		if req.Entry == nil || req.Entry.File == "" || req.Entry.Func == "" {
+			return nil, errors.New("an entry needs FILE.py::FUNC")
+		}
+	case job.KindCommand:
+		if len(req.Command) == 0 {
+			return nil, errors.New("no command given after --")
+		}
+	default:
+		return nil, fmt.Errorf("unknown job kind %q", req.Kind)
+	}
+
+	// Environment capture is validated now so a bad pattern writes nothing.
+	if p.env, err = captureEnv(req.CaptureEnv, req.Environ, e.Warn); err != nil {
+		return nil, err
+	}
+	for k := range p.env {
+		p.spec.EnvNames = append(p.spec.EnvNames, k)
+	}
+	sortStrings(p.spec.EnvNames)
+
+	// The shipped root.
+	if !req.NoWorkdir {
+		root, err := shippedRoot(req, cwd)
+		if err != nil {
+			return nil, err
+		}
+		var buf bytes.Buffer
+		if _, err := pack.Archive(ctx, root, &buf, pack.Options{}); err != nil {
+			return nil, fmt.Errorf("working directory %s: %w (make it readable, or exclude the unreadable part in .kineticignore)", root, err)
+		}
+		p.workdir = buf.Bytes()
+		if rel, err := filepath.Rel(root, cwd); err == nil && !strings.HasPrefix(rel, "..") {
+			p.spec.Cwd = filepath.ToSlash(rel)
+		}
+		if req.Kind == job.KindEntry {
+			f := req.Entry.File
+			if !filepath.IsAbs(f) {
+				f = filepath.Join(cwd, f)
+			}
+			if _, err := os.Stat(f); err != nil {
+				return nil, fmt.Errorf("entry file %s: %w", req.Entry.File, err)
+			}
+			rel, err := filepath.Rel(root, f)
+			if err != nil || strings.HasPrefix(rel, "..") {
+				return nil, fmt.Errorf("entry file %s is outside the shipped root %s", req.Entry.File, root)
+			}
+			p.spec.Entry = &job.Entry{File: filepath.ToSlash(rel), Func: req.Entry.Func, Args: req.Entry.Args}
+		}
+	} else if req.Kind == job.KindEntry {
+		return nil, errors.New("an entry job needs its working directory")
+	}
+	p.spec.Command = req.Command
+
+	st, err := e.Store(ctx, cfg.Get(config.Store))
+	if err != nil {
+		return nil, err
+	}
+	p.st = st
+	outDir := req.OutputDir
+	if outDir == "" {
+		outDir = cfg.Get(config.OutputDir)
+	}
+	if outDir == "" {
+		outDir = defaultOutputDir(st, id)
+	}
+	p.spec.OutputDir = outDir
+	name := req.FuncName
+	if name == "" {
+		switch req.Kind {
+		case job.KindEntry:
+			name = req.Entry.Func
+		case job.KindCommand:
+			name = filepath.Base(req.Command[0])
+		}
+	}
+	display := req.DisplayName
+	if display == "" {
+		display = name
+	}
+	p.handle = &job.Handle{
+		JobID: id, Backend: cfg.Get(config.Backend), Project: cfg.Get(config.Project),
+		ClusterName: cfg.Get(config.Cluster), Zone: cfg.Get(config.Zone), Namespace: cfg.Get(config.Namespace),
+		BucketName: st.Bucket(), K8sName: id, ImageURI: req.ContainerImage, Accelerator: spec.Name,
+		FuncName: name, DisplayName: display, CreatedAt: time.Now().UTC().Format(time.RFC3339Nano),
+		Debug: strconv.FormatBool(req.Debug), Store: st.URL(), OutputDir: outDir,
+	}
+	if p.handle.Backend == "" {
+		p.handle.Backend = "local"
+	}
+	return p, nil
+}
+
+// write puts the job's objects in the store; handle.json goes last, since its presence
+// is what makes a job exist.
+func (e *Engine) write(ctx context.Context, p *plan) error {
+	id := p.handle.JobID
+	if p.workdir != nil {
+		key, sum, err := p.st.PutBlob(ctx, p.workdir)
+		if err != nil {
+			return err
+		}
+		p.spec.Workdir = &job.BlobRef{Key: key, SHA256: sum, Size: int64(len(p.workdir)), Format: "tar.gz"}
+	}
+	if p.payload != nil {
+		sum := sha256.Sum256(p.payload)
+		p.spec.Payload = &job.BlobRef{Key: store.PayloadKey(id), SHA256: hex.EncodeToString(sum[:]), Size: int64(len(p.payload))}
+		if err := p.st.Put(ctx, store.PayloadKey(id), p.payload); err != nil {
+			return err
+		}
+	}
+	if len(p.env) > 0 {
+		b, _ := json.Marshal(p.env)
+		if err := p.st.Put(ctx, store.EnvKey(id), b); err != nil {
+			return err
+		}
+	}
+	if err := p.st.Put(ctx, store.SpecKey(id), p.spec.Encode()); err != nil {
+		return err
+	}
+	return p.st.Put(ctx, store.HandleKey(id), p.handle.Encode())
+}
+
+func shippedRoot(req *SubmitRequest, cwd string) (string, error) {
+	if r := os.Getenv("KINETIC_PACKAGE_ROOT"); r != "" {
+		return filepath.Abs(r)
+	}
+	start := cwd
+	if req.SourceFile != "" {
+		if fi, err := os.Stat(req.SourceFile); err == nil && !fi.IsDir() {
+			start = filepath.Dir(req.SourceFile)
+		}
+	}
+	if req.Kind == job.KindEntry {
+		f := req.Entry.File
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(cwd, f)
+		}
+		start = filepath.Dir(f)
+	}
+	home, _ := os.UserHomeDir()
+	root := pack.FindRoot(start, home)
+	// The submitter's cwd inside the root is where the job starts; if the function's
+	// file lives under cwd but the root is elsewhere, the root still wins.
+	return root, nil
+}
+
+// Root returns the shipped root for code in sourceFile (the Python SDK pickles modules
+// under it by value).
+func Root(sourceFile, cwd string) (string, error) {
+	return shippedRoot(&SubmitRequest{SourceFile: sourceFile}, cwd)
+}
+
+func defaultOutputDir(st *store.Store, id string) string {
+	u := st.URL()
+	if strings.HasPrefix(u, "/") {
+		return filepath.Join(u, "outputs", id)
+	}
+	if strings.HasPrefix(u, "file://") {
+		path := strings.TrimPrefix(u, "file://")
+		if i := strings.IndexByte(path, '?'); i >= 0 {
+			path = path[:i]
+		}
+		return filepath.Join(path, "outputs", id)
+	}
+	if i := strings.IndexByte(u, '?'); i >= 0 {
+		u = u[:i]
+	}
+	return strings.TrimSuffix(u, "/") + "/outputs/" + id
+}

@@ -1,0 +1,54 @@
+package job
+
+import "encoding/json"
+
+// Phases in which a job can fail, in the order the runner goes through them.
+const (
+	PhaseSubmit   = "submit"
+	PhaseDownload = "download"
+	PhaseVerify   = "verify"
+	PhaseExtract  = "extract"
+	PhasePlan     = "plan"
+	PhaseUnpickle = "unpickle"
+	PhaseEnv      = "env"
+	PhaseData     = "data"
+	PhaseCall     = "call"
+	PhaseResult   = "result"
+	PhaseSystem   = "system" // killed, cancelled, lost: nothing the function did
+)
+
+// Envelope is result.json: how the job ended. The value itself (a pickle on success, the
+// pickled exception on failure) is in result.pkl beside it; Envelope is written after it,
+// so an envelope that exists always has its value.
+type Envelope struct {
+	Success bool `json:"success"`
+	// Phase is the phase that failed ("" on success).
+	Phase string `json:"phase,omitempty"`
+	// Host is the index of the host that wrote the envelope ("0" on single-host jobs).
+	Host string `json:"host"`
+	// HasValue says result.pkl holds the pickled value (success) or exception (failure).
+	HasValue bool `json:"has_value"`
+	// ValueRepr is repr(value), cut to 2,000 characters, for readers without Python.
+	ValueRepr string `json:"value_repr,omitempty"`
+	// ExcType is the exception's qualified type name, e.g. "builtins.ValueError".
+	ExcType    string `json:"exc_type,omitempty"`
+	ExcMessage string `json:"exc_message,omitempty"`
+	Traceback  string `json:"traceback,omitempty"`
+	// ExitCode is set for command jobs and for Python jobs that called sys.exit.
+	ExitCode *int `json:"exit_code,omitempty"`
+}
+
+// DecodeEnvelope parses result.json.
+func DecodeEnvelope(b []byte) (*Envelope, error) {
+	var e Envelope
+	if err := json.Unmarshal(b, &e); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// Encode returns the envelope as JSON.
+func (e *Envelope) Encode() []byte {
+	b, _ := json.MarshalIndent(e, "", "  ")
+	return append(b, '\n')
+}

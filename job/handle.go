@@ -1,0 +1,70 @@
+package job
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Handle is handle.json: the durable description of a submitted job, with the seeds'
+// JobHandle fields. Every field is a string so that any language reads it without a
+// schema; unknown keys are ignored on read so older clients read newer handles.
+type Handle struct {
+	JobID       string `json:"job_id"`
+	Backend     string `json:"backend"`
+	Project     string `json:"project"`
+	ClusterName string `json:"cluster_name"`
+	Zone        string `json:"zone"`
+	Namespace   string `json:"namespace"`
+	BucketName  string `json:"bucket_name"`
+	K8sName     string `json:"k8s_name"`
+	ImageURI    string `json:"image_uri"`
+	Accelerator string `json:"accelerator"`
+	FuncName    string `json:"func_name"`
+	DisplayName string `json:"display_name"`
+	CreatedAt   string `json:"created_at"`
+	GroupID     string `json:"group_id,omitempty"`
+	GroupKind   string `json:"group_kind,omitempty"`
+	GroupIndex  string `json:"group_index,omitempty"`
+	Debug       string `json:"debug,omitempty"`
+	// Store is the full URL of the store holding the job: with it, any machine can attach.
+	Store string `json:"store"`
+	// OutputDir is the job's KINETIC_OUTPUT_DIR.
+	OutputDir string `json:"output_dir,omitempty"`
+}
+
+// DecodeHandle parses handle.json. Unknown keys are ignored; non-string values of known
+// keys (as older or foreign writers may produce, e.g. group_index as a number) are
+// accepted and turned into strings.
+func DecodeHandle(b []byte) (*Handle, error) {
+	var raw map[string]any
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, fmt.Errorf("handle.json is not a JSON object: %w", err)
+	}
+	flat := make(map[string]string, len(raw))
+	for k, v := range raw {
+		switch v := v.(type) {
+		case nil:
+		case string:
+			flat[k] = v
+		case bool, float64:
+			flat[k] = fmt.Sprint(v)
+		case json.Number:
+			flat[k] = v.String()
+		}
+	}
+	fb, _ := json.Marshal(flat)
+	var h Handle
+	if err := json.Unmarshal(fb, &h); err != nil {
+		return nil, fmt.Errorf("handle.json: %w", err)
+	}
+	if !ValidName(h.JobID) {
+		return nil, fmt.Errorf("handle.json: job_id %q is not a valid job ID", h.JobID)
+	}
+	return &h, nil
+}
+
+// Encode returns the handle as indented JSON.
+func (h *Handle) Encode() []byte {
+	b, _ := json.MarshalIndent(h, "", "  ")
+	return append(b, '\n')
+}

@@ -1,0 +1,89 @@
+package job
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Kinds of work a job can carry.
+const (
+	KindPickle  = "python-pickle" // a cloudpickled (func, args, kwargs) from the Python SDK
+	KindEntry   = "python-entry"  // FILE.py::FUNC with literal arguments, from the CLI
+	KindCommand = "command"       // an argv, from `kinetic run -- CMD ...`
+)
+
+// Spec is spec.json: everything the runner needs to run the job, and nothing secret
+// (captured environment values travel in env.json, never here).
+type Spec struct {
+	Version int    `json:"version"`
+	JobID   string `json:"job_id"`
+	Kind    string `json:"kind"`
+	// Payload is the pickled call for KindPickle.
+	Payload *BlobRef `json:"payload,omitempty"`
+	// Workdir is the packaged working directory, if any.
+	Workdir *BlobRef `json:"workdir,omitempty"`
+	// Cwd is the submitter's working directory relative to the shipped root.
+	Cwd string `json:"cwd,omitempty"`
+	// Entry is the FILE::FUNC call for KindEntry.
+	Entry *Entry `json:"entry,omitempty"`
+	// Command is the argv for KindCommand.
+	Command []string `json:"command,omitempty"`
+	// EnvNames lists the captured variable names (values are in env.json).
+	EnvNames  []string `json:"env_names,omitempty"`
+	OutputDir string   `json:"output_dir,omitempty"`
+	// Python is the interpreter to run on the local backend ("" = python3 on PATH).
+	Python      string `json:"python,omitempty"`
+	Accelerator string `json:"accelerator,omitempty"`
+}
+
+// BlobRef points at content in the store and says how to check it.
+type BlobRef struct {
+	Key    string `json:"key"`
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+	Format string `json:"format,omitempty"` // "tar.gz" for working directories
+}
+
+// Entry is a FILE.py::FUNC call with arguments given on the command line.
+type Entry struct {
+	File string   `json:"file"`
+	Func string   `json:"func"`
+	Args []string `json:"args,omitempty"`
+}
+
+// SpecVersion is the spec format this runner writes and reads.
+const SpecVersion = 1
+
+// DecodeSpec parses and checks spec.json.
+func DecodeSpec(b []byte) (*Spec, error) {
+	var s Spec
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("spec.json: %w", err)
+	}
+	if s.Version != SpecVersion {
+		return nil, fmt.Errorf("spec.json has version %d, this runner reads version %d: use the same kinetic version to submit and run", s.Version, SpecVersion)
+	}
+	switch s.Kind {
+	case KindPickle:
+		if s.Payload == nil {
+			return nil, fmt.Errorf("spec.json: %s job without a payload", s.Kind)
+		}
+	case KindEntry:
+		if s.Entry == nil {
+			return nil, fmt.Errorf("spec.json: %s job without an entry", s.Kind)
+		}
+	case KindCommand:
+		if len(s.Command) == 0 {
+			return nil, fmt.Errorf("spec.json: command job without a command")
+		}
+	default:
+		return nil, fmt.Errorf("spec.json: unknown kind %q", s.Kind)
+	}
+	return &s, nil
+}
+
+// Encode returns the spec as JSON.
+func (s *Spec) Encode() []byte {
+	b, _ := json.MarshalIndent(s, "", "  ")
+	return append(b, '\n')
+}

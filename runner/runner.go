@@ -1,0 +1,322 @@
+// Package runner is what runs on the worker (`kinetic runner`): it fetches the job's
+// spec, payload and working directory from the store, verifies their SHA-256,
+// materialises the tree, applies the captured environment and KINETIC_OUTPUT_DIR, runs
+// the call (the embedded Python bootstrap, or a command), mirrors the output into the
+// store, and uploads the result envelope. Every failure names the phase it happened in.
+package runner
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/pack"
+	"github.com/kinetic-run/kinetic/store"
+)
+
+//go:embed bootstrap.py
+var bootstrap []byte
+
+// Options say which job to run and where.
+type Options struct {
+	StoreURL string
+	JobID    string
+	// Workspace is a private directory for this job (created if missing).
+	Workspace string
+	// Host is this worker's index in a multi-host job ("0" otherwise).
+	Host string
+	// Stdout receives the job's output as well as the store (e.g. for kubectl logs).
+	Stdout io.Writer
+}
+
+// phaseError is a failure of the runner itself in a given phase.
+type phaseError struct {
+	phase string
+	err   error
+}
+
+func (e *phaseError) Error() string { return e.phase + ": " + e.err.Error() }
+func (e *phaseError) Unwrap() error { return e.err }
+
+func inPhase(phase string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &phaseError{phase, err}
+}
+
+// Run runs the job and uploads its envelope. It returns the envelope it uploaded; an
+// error means the envelope itself could not be written.
+func Run(ctx context.Context, o Options) (*job.Envelope, error) {
+	if o.Host == "" {
+		o.Host = "0"
+	}
+	if o.Stdout == nil {
+		o.Stdout = io.Discard
+	}
+	st, err := store.Open(ctx, o.StoreURL)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	sink := NewLogSink(context.WithoutCancel(ctx), st, o.JobID, 0)
+	out := io.MultiWriter(sink, o.Stdout)
+	env, value, runErr := run(ctx, st, o, out)
+	if runErr != nil {
+		var pe *phaseError
+		phase := job.PhaseSystem
+		if errors.As(runErr, &pe) {
+			phase = pe.phase
+		}
+		fmt.Fprintf(out, "kinetic: %v\n", runErr)
+		env = &job.Envelope{Success: false, Phase: phase, Host: o.Host, ExcType: "kinetic.RunnerError", ExcMessage: runErr.Error()}
+	}
+	sinkErr := sink.Close()
+	if value != nil {
+		if _, err := st.PutFrom(context.WithoutCancel(ctx), store.ResultKey(o.JobID), value); err != nil {
+			return env, err
+		}
+		value.Close()
+	}
+	if err := st.Put(context.WithoutCancel(ctx), store.EnvelopeKey(o.JobID), env.Encode()); err != nil {
+		return env, err
+	}
+	if sinkErr != nil {
+		return env, fmt.Errorf("logs: %w", sinkErr)
+	}
+	return env, nil
+}
+
+// run does the work; it returns the envelope and the result file to upload, or an error
+// in a phase before the call could produce an envelope.
+func run(ctx context.Context, st *store.Store, o Options, out io.Writer) (*job.Envelope, *os.File, error) {
+	// download
+	raw, err := st.Get(ctx, store.SpecKey(o.JobID))
+	if err != nil {
+		return nil, nil, inPhase(job.PhaseDownload, err)
+	}
+	spec, err := job.DecodeSpec(raw)
+	if err != nil {
+		return nil, nil, inPhase(job.PhaseDownload, err)
+	}
+	work := filepath.Join(o.Workspace, "root")
+	outDir := filepath.Join(o.Workspace, "out")
+	for _, d := range []string{work, outDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, nil, inPhase(job.PhaseDownload, err)
+		}
+	}
+	var payloadPath string
+	switch spec.Kind {
+	case job.KindPickle:
+		// download + verify
+		b, err := st.GetVerified(ctx, spec.Payload.Key, spec.Payload.SHA256)
+		if err != nil {
+			return nil, nil, inPhase(job.PhaseVerify, err)
+		}
+		payloadPath = filepath.Join(o.Workspace, "payload.pkl")
+		if err := os.WriteFile(payloadPath, b, 0o600); err != nil {
+			return nil, nil, inPhase(job.PhaseDownload, err)
+		}
+	case job.KindEntry:
+		b, _ := json.Marshal(spec.Entry)
+		payloadPath = filepath.Join(o.Workspace, "entry.json")
+		if err := os.WriteFile(payloadPath, b, 0o600); err != nil {
+			return nil, nil, inPhase(job.PhaseDownload, err)
+		}
+	}
+	// extract
+	if spec.Workdir != nil {
+		b, err := st.GetVerified(ctx, spec.Workdir.Key, spec.Workdir.SHA256)
+		if err != nil {
+			return nil, nil, inPhase(job.PhaseVerify, err)
+		}
+		if err := pack.Extract(bytes.NewReader(b), work); err != nil {
+			return nil, nil, inPhase(job.PhaseExtract, err)
+		}
+	}
+	// plan
+	cwd, err := within(work, spec.Cwd)
+	if err != nil {
+		return nil, nil, inPhase(job.PhasePlan, err)
+	}
+	if err := os.MkdirAll(cwd, 0o755); err != nil {
+		return nil, nil, inPhase(job.PhasePlan, err)
+	}
+	// env
+	environ, err := buildEnv(ctx, st, spec, o)
+	if err != nil {
+		return nil, nil, inPhase(job.PhaseEnv, err)
+	}
+	if spec.Kind == job.KindCommand {
+		return runCommand(ctx, spec, cwd, environ, out, o.Host)
+	}
+	if spec.Kind == job.KindEntry {
+		file, err := within(work, spec.Entry.File)
+		if err != nil {
+			return nil, nil, inPhase(job.PhasePlan, err)
+		}
+		b, _ := json.Marshal(job.Entry{File: file, Func: spec.Entry.Func, Args: spec.Entry.Args})
+		if err := os.WriteFile(payloadPath, b, 0o600); err != nil {
+			return nil, nil, inPhase(job.PhaseDownload, err)
+		}
+	}
+	return runPython(ctx, spec, payloadPath, work, cwd, outDir, o, environ, out)
+}
+
+// within joins rel onto root and refuses results outside root.
+func within(root, rel string) (string, error) {
+	if filepath.IsAbs(rel) {
+		return "", fmt.Errorf("path %q must be relative to the shipped root", rel)
+	}
+	p := filepath.Join(root, rel)
+	if p != root && !strings.HasPrefix(p, root+string(filepath.Separator)) {
+		return "", fmt.Errorf("path %q leaves the shipped root", rel)
+	}
+	return p, nil
+}
+
+func buildEnv(ctx context.Context, st *store.Store, spec *job.Spec, o Options) ([]string, error) {
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	if len(spec.EnvNames) > 0 {
+		b, err := st.Get(ctx, store.EnvKey(o.JobID))
+		if err != nil {
+			return nil, fmt.Errorf("captured environment: %w", err)
+		}
+		var captured map[string]string
+		if err := json.Unmarshal(b, &captured); err != nil {
+			return nil, fmt.Errorf("captured environment: %w", err)
+		}
+		for k, v := range captured { // captured values override the image's
+			env[k] = v
+		}
+	}
+	env["KINETIC_JOB_ID"] = o.JobID
+	env["KINETIC_HOST_INDEX"] = o.Host
+	env["PYTHONUNBUFFERED"] = "1"
+	if spec.OutputDir != "" {
+		env["KINETIC_OUTPUT_DIR"] = spec.OutputDir
+		if strings.HasPrefix(spec.OutputDir, "/") {
+			if err := os.MkdirAll(spec.OutputDir, 0o755); err != nil {
+				return nil, fmt.Errorf("KINETIC_OUTPUT_DIR %s: %w", spec.OutputDir, err)
+			}
+		}
+	}
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Python returns the interpreter the runner uses for spec.
+func Python(spec *job.Spec) string {
+	if p := os.Getenv("KINETIC_PYTHON"); p != "" {
+		return p
+	}
+	if spec.Python != "" {
+		if _, err := os.Stat(spec.Python); err == nil {
+			return spec.Python
+		}
+	}
+	return "python3"
+}
+
+func runPython(ctx context.Context, spec *job.Spec, payload, root, cwd, outDir string, o Options, environ []string, out io.Writer) (*job.Envelope, *os.File, error) {
+	bs := filepath.Join(o.Workspace, "kinetic_bootstrap.py")
+	if err := os.WriteFile(bs, bootstrap, 0o644); err != nil {
+		return nil, nil, inPhase(job.PhasePlan, err)
+	}
+	py := Python(spec)
+	cmd := exec.CommandContext(ctx, py, bs, spec.Kind, payload, outDir, root, cwd)
+	cmd.Dir = cwd
+	cmd.Env = environ
+	cmd.Stdout, cmd.Stderr = out, out
+	graceful(cmd)
+	runErr := cmd.Run()
+	raw, err := os.ReadFile(filepath.Join(outDir, "envelope.json"))
+	if err != nil {
+		// The interpreter died before it could report: a crash, a signal, or no python.
+		var ee *exec.ExitError
+		switch {
+		case errors.As(runErr, &ee):
+			return nil, nil, inPhase(job.PhaseCall, fmt.Errorf("python exited without a result (%s)", exitText(ee)))
+		case runErr != nil:
+			return nil, nil, inPhase(job.PhasePlan, fmt.Errorf("cannot start %s: %w (install Python 3 or set KINETIC_PYTHON)", py, runErr))
+		default:
+			return nil, nil, inPhase(job.PhaseCall, errors.New("python exited without a result"))
+		}
+	}
+	var env job.Envelope
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return nil, nil, inPhase(job.PhaseResult, fmt.Errorf("bootstrap envelope: %w", err))
+	}
+	env.Host = o.Host
+	var value *os.File
+	if env.HasValue {
+		if value, err = os.Open(filepath.Join(outDir, "result.pkl")); err != nil {
+			return nil, nil, inPhase(job.PhaseResult, err)
+		}
+	}
+	return &env, value, nil
+}
+
+func runCommand(ctx context.Context, spec *job.Spec, cwd string, environ []string, out io.Writer, host string) (*job.Envelope, *os.File, error) {
+	cmd := exec.CommandContext(ctx, spec.Command[0], spec.Command[1:]...)
+	cmd.Dir = cwd
+	cmd.Env = environ
+	cmd.Stdout, cmd.Stderr = out, out
+	graceful(cmd)
+	err := cmd.Run()
+	code := 0
+	env := &job.Envelope{Host: host}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		env.Success = true
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+		env.Phase, env.ExcType = job.PhaseCall, "kinetic.CommandError"
+		env.ExcMessage = fmt.Sprintf("command %q failed: %s", strings.Join(spec.Command, " "), exitText(ee))
+	default:
+		return nil, nil, inPhase(job.PhasePlan, fmt.Errorf("cannot start command %q: %w", spec.Command[0], err))
+	}
+	env.ExitCode = &code
+	return env, nil, nil
+}
+
+// Grace is how long a cancelled call gets between SIGTERM and SIGKILL.
+var Grace = 10 * time.Second
+
+// graceful makes cancellation of ctx a SIGTERM (so the user's code can save a
+// checkpoint), SIGKILL only after Grace, and death of the runner a SIGKILL.
+func graceful(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = Grace
+}
+
+func exitText(ee *exec.ExitError) string {
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return "killed by signal " + ws.Signal().String()
+	}
+	return fmt.Sprintf("exit code %d", ee.ExitCode())
+}

@@ -1,0 +1,303 @@
+// Package store is Kinetic's durable state: a portable bucket (gocloud.dev/blob) with
+// the job layout on top. file:// is the embedded default, mem:// serves unit tests, gs://
+// and s3:// serve clusters. Everything another process reads is written with one
+// atomic object write, so a reader sees the old object or the new one, never a part.
+//
+// Layout (all keys relative to the store URL's prefix):
+//
+//	jobs/{id}/handle.json     the JobHandle
+//	jobs/{id}/spec.json       what the runner does
+//	jobs/{id}/payload.pkl     the pickled call (Python SDK jobs)
+//	jobs/{id}/env.json        captured environment values (never in spec or handle)
+//	jobs/{id}/status.json     what the backend last recorded
+//	jobs/{id}/result.pkl      the pickled value or exception
+//	jobs/{id}/result.json     the result envelope, written after result.pkl
+//	jobs/{id}/logs/{seq}.log  log chunks, in order
+//	groups/{id}/manifest.json batch manifests
+//	blobs/sha256/{hex}        content-addressed blobs (working directories, data)
+//	outputs/{id}/             KINETIC_OUTPUT_DIR by default; never removed by cleanup
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gocloud.dev/blob"
+	_ "gocloud.dev/blob/fileblob" // file://
+	_ "gocloud.dev/blob/gcsblob"  // gs://
+	_ "gocloud.dev/blob/memblob"  // mem://
+	_ "gocloud.dev/blob/s3blob"   // s3://
+	"gocloud.dev/gcerrors"
+)
+
+// ErrNotFound is returned when a key does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Store is a bucket with Kinetic's layout.
+type Store struct {
+	url    string
+	bucket *blob.Bucket
+}
+
+// Open opens the store at rawURL. A plain absolute path means file://PATH. For file://
+// stores the directory is created, temporary files are made next to their target (so
+// the final rename is atomic on one file system) and no metadata sidecars are written.
+func Open(ctx context.Context, rawURL string) (*Store, error) {
+	u, err := normalise(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	b, err := blob.OpenBucket(ctx, u)
+	if err != nil {
+		return nil, fmt.Errorf("open store %q: %w (check the URL, the credentials, and that the bucket or directory exists)", rawURL, err)
+	}
+	if strings.HasPrefix(u, "file://") {
+		// fileblob creates the directory lazily; make sure it is writable now, so a bad
+		// path fails here with its name rather than later in the middle of a submission.
+		if err := b.WriteAll(ctx, ".kinetic-store", []byte("kinetic store\n"), nil); err != nil {
+			b.Close()
+			return nil, fmt.Errorf("open store %q: the directory is not writable: %w", rawURL, err)
+		}
+	}
+	return &Store{url: rawURL, bucket: b}, nil
+}
+
+func normalise(raw string) (string, error) {
+	if raw == "" {
+		return "", errors.New("no store URL: set KINETIC_STORE or a profile's store, e.g. file:///var/lib/kinetic or gs://bucket")
+	}
+	if strings.HasPrefix(raw, "/") {
+		raw = "file://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("store URL %q: %w", raw, err)
+	}
+	switch u.Scheme {
+	case "file":
+		if (u.Host != "" && u.Host != "localhost") || u.Path == "" || !filepath.IsAbs(u.Path) {
+			return "", fmt.Errorf("store URL %q: a file store needs an absolute path, e.g. file:///home/me/kinetic-store", raw)
+		}
+		if err := os.MkdirAll(u.Path, 0o755); err != nil {
+			return "", fmt.Errorf("store URL %q: cannot create the directory: %w", raw, err)
+		}
+		q := u.Query()
+		for k, v := range map[string]string{"no_tmp_dir": "1", "metadata": "skip"} {
+			if q.Get(k) == "" {
+				q.Set(k, v)
+			}
+		}
+		u.RawQuery = q.Encode()
+	case "mem", "gs", "s3":
+	default:
+		return "", fmt.Errorf("store URL %q: unsupported scheme %q (use file://, gs://, s3:// or mem://)", raw, u.Scheme)
+	}
+	return u.String(), nil
+}
+
+// URL returns the URL the store was opened with.
+func (s *Store) URL() string { return s.url }
+
+// Bucket returns the store's bucket name: the host of gs:// and s3:// URLs, the path of
+// file:// URLs (the handle's bucket_name).
+func (s *Store) Bucket() string {
+	u, err := url.Parse(s.url)
+	if err != nil {
+		return s.url
+	}
+	if u.Host != "" {
+		return u.Host
+	}
+	return u.Path
+}
+
+// Close releases the bucket.
+func (s *Store) Close() error { return s.bucket.Close() }
+
+// Put writes one object atomically.
+func (s *Store) Put(ctx context.Context, key string, data []byte) error {
+	if err := s.bucket.WriteAll(ctx, key, data, &blob.WriterOptions{ContentType: "application/octet-stream"}); err != nil {
+		return fmt.Errorf("write %s: %w", key, err)
+	}
+	return nil
+}
+
+// PutFrom streams r into one object. The object appears only when r is fully copied: if
+// ctx is cancelled or r fails, nothing is written.
+func (s *Store) PutFrom(ctx context.Context, key string, r io.Reader) (int64, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := s.bucket.NewWriter(wctx, key, &blob.WriterOptions{ContentType: "application/octet-stream"})
+	if err != nil {
+		return 0, fmt.Errorf("write %s: %w", key, err)
+	}
+	n, err := io.Copy(w, r)
+	if err != nil {
+		cancel() // abandons the write
+		w.Close()
+		return n, fmt.Errorf("write %s: %w", key, err)
+	}
+	if err := w.Close(); err != nil {
+		return n, fmt.Errorf("write %s: %w", key, err)
+	}
+	return n, nil
+}
+
+// Get reads one object. A missing key gives an error that wraps ErrNotFound.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	b, err := s.bucket.ReadAll(ctx, key)
+	if err != nil {
+		return nil, s.wrap(key, err)
+	}
+	return b, nil
+}
+
+// NewReader opens one object for streaming.
+func (s *Store) NewReader(ctx context.Context, key string) (io.ReadCloser, error) {
+	r, err := s.bucket.NewReader(ctx, key, nil)
+	if err != nil {
+		return nil, s.wrap(key, err)
+	}
+	return r, nil
+}
+
+// Exists reports whether key exists.
+func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
+	ok, err := s.bucket.Exists(ctx, key)
+	if err != nil {
+		return false, fmt.Errorf("check %s: %w", key, err)
+	}
+	return ok, nil
+}
+
+// Delete removes one object; a missing key is not an error.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if err := s.bucket.Delete(ctx, key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+		return fmt.Errorf("delete %s: %w", key, err)
+	}
+	return nil
+}
+
+// Object is one listed object.
+type Object struct {
+	Key  string
+	Size int64
+}
+
+// List returns the objects under prefix, recursively, in lexical key order.
+func (s *Store) List(ctx context.Context, prefix string) ([]Object, error) {
+	var out []Object
+	it := s.bucket.List(&blob.ListOptions{Prefix: prefix})
+	for {
+		o, err := it.Next(ctx)
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", prefix, err)
+		}
+		if o.IsDir {
+			continue
+		}
+		out = append(out, Object{Key: o.Key, Size: o.Size})
+	}
+}
+
+// ListDirs returns the names of the immediate "directories" under prefix (which must
+// end in "/"), e.g. the job IDs under "jobs/".
+func (s *Store) ListDirs(ctx context.Context, prefix string) ([]string, error) {
+	var out []string
+	it := s.bucket.List(&blob.ListOptions{Prefix: prefix, Delimiter: "/"})
+	for {
+		o, err := it.Next(ctx)
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", prefix, err)
+		}
+		if o.IsDir {
+			out = append(out, strings.TrimSuffix(strings.TrimPrefix(o.Key, prefix), "/"))
+		}
+	}
+}
+
+// DeletePrefix removes every object under prefix.
+func (s *Store) DeletePrefix(ctx context.Context, prefix string) error {
+	objs, err := s.List(ctx, prefix)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if err := s.Delete(ctx, o.Key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) wrap(key string, err error) error {
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return fmt.Errorf("%s: %w", key, ErrNotFound)
+	}
+	return fmt.Errorf("read %s: %w", key, err)
+}
+
+// PutBlob stores data content-addressed and returns its key and hex SHA-256. Content the
+// store already holds is not written again.
+func (s *Store) PutBlob(ctx context.Context, data []byte) (key, sum string, err error) {
+	h := sha256.Sum256(data)
+	sum = hex.EncodeToString(h[:])
+	key = BlobKey(sum)
+	ok, err := s.Exists(ctx, key)
+	if err != nil {
+		return "", "", err
+	}
+	if !ok {
+		if err := s.Put(ctx, key, data); err != nil {
+			return "", "", err
+		}
+	}
+	return key, sum, nil
+}
+
+// GetVerified reads key and checks that its SHA-256 is sum.
+func (s *Store) GetVerified(ctx context.Context, key, sum string) ([]byte, error) {
+	b, err := s.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.Sum256(b)
+	if got := hex.EncodeToString(h[:]); got != sum {
+		return nil, fmt.Errorf("%s: SHA-256 is %s, expected %s: the object was changed or corrupted after upload", key, got, sum)
+	}
+	return b, nil
+}
+
+// Keys of the job layout.
+func JobPrefix(id string) string   { return "jobs/" + id + "/" }
+func HandleKey(id string) string   { return JobPrefix(id) + "handle.json" }
+func SpecKey(id string) string     { return JobPrefix(id) + "spec.json" }
+func PayloadKey(id string) string  { return JobPrefix(id) + "payload.pkl" }
+func EnvKey(id string) string      { return JobPrefix(id) + "env.json" }
+func StatusKey(id string) string   { return JobPrefix(id) + "status.json" }
+func ResultKey(id string) string   { return JobPrefix(id) + "result.pkl" }
+func EnvelopeKey(id string) string { return JobPrefix(id) + "result.json" }
+func LogsPrefix(id string) string  { return JobPrefix(id) + "logs/" }
+func LogChunkKey(id string, seq int) string {
+	return fmt.Sprintf("%s%08d.log", LogsPrefix(id), seq)
+}
+func GroupManifestKey(id string) string { return "groups/" + id + "/manifest.json" }
+func BlobKey(sum string) string         { return "blobs/sha256/" + sum }
+func OutputsPrefix(id string) string    { return "outputs/" + id + "/" }
+
+// IsNotFound reports whether err means a missing object.
+func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

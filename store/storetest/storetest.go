@@ -1,0 +1,180 @@
+// Package storetest is the conformance suite every store URL must pass: the layout's
+// guarantees (atomic writes, not-found errors, ordered listing, content addressing)
+// checked against a real bucket.
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kinetic-run/kinetic/store"
+)
+
+// Run runs the suite. open must return a fresh, empty store for each call.
+func Run(t *testing.T, open func(t *testing.T) *store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	t.Run("PutGet", func(t *testing.T) {
+		s := open(t)
+		for _, n := range []int{0, 1, 1 << 20} {
+			want := bytes.Repeat([]byte{byte(n)}, n)
+			key := fmt.Sprintf("jobs/a/obj-%d", n)
+			if err := s.Put(ctx, key, want); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.Get(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("%s: got %d bytes, want %d", key, len(got), len(want))
+			}
+		}
+	})
+	t.Run("NotFound", func(t *testing.T) {
+		s := open(t)
+		_, err := s.Get(ctx, "jobs/none/handle.json")
+		if !store.IsNotFound(err) {
+			t.Fatalf("Get of a missing key: got %v, want ErrNotFound", err)
+		}
+		if _, err := s.NewReader(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("NewReader of a missing key: got %v, want ErrNotFound", err)
+		}
+		if ok, err := s.Exists(ctx, "nope"); err != nil || ok {
+			t.Fatalf("Exists of a missing key = %v, %v", ok, err)
+		}
+		if err := s.Delete(ctx, "nope"); err != nil {
+			t.Fatalf("Delete of a missing key: %v", err)
+		}
+	})
+	t.Run("ListOrderAndDirs", func(t *testing.T) {
+		s := open(t)
+		keys := []string{"jobs/b/logs/00000002.log", "jobs/a/handle.json", "jobs/b/logs/00000001.log", "jobs/b/handle.json", "groups/g/manifest.json"}
+		for _, k := range keys {
+			if err := s.Put(ctx, k, []byte(k)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		objs, err := s.List(ctx, "jobs/b/logs/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, o := range objs {
+			got = append(got, o.Key)
+		}
+		if d := cmp.Diff([]string{"jobs/b/logs/00000001.log", "jobs/b/logs/00000002.log"}, got); d != "" {
+			t.Errorf("List (-want +got):\n%s", d)
+		}
+		dirs, err := s.ListDirs(ctx, "jobs/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff([]string{"a", "b"}, dirs); d != "" {
+			t.Errorf("ListDirs (-want +got):\n%s", d)
+		}
+		if err := s.DeletePrefix(ctx, "jobs/b/"); err != nil {
+			t.Fatal(err)
+		}
+		if objs, _ := s.List(ctx, "jobs/b/"); len(objs) != 0 {
+			t.Errorf("after DeletePrefix: %v", objs)
+		}
+		if ok, _ := s.Exists(ctx, "jobs/a/handle.json"); !ok {
+			t.Error("DeletePrefix removed a sibling")
+		}
+	})
+	t.Run("AbortedWriteLeavesNothing", func(t *testing.T) {
+		s := open(t)
+		_, err := s.PutFrom(ctx, "jobs/x/result.pkl", io.MultiReader(strings.NewReader("partial"), errReader{}))
+		if err == nil {
+			t.Fatal("PutFrom with a failing reader succeeded")
+		}
+		if ok, _ := s.Exists(ctx, "jobs/x/result.pkl"); ok {
+			t.Fatal("a failed PutFrom left an object behind")
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if _, err := s.PutFrom(cctx, "jobs/x/result.pkl", strings.NewReader("data")); err == nil {
+			if ok, _ := s.Exists(ctx, "jobs/x/result.pkl"); ok {
+				// Some drivers finish tiny writes before looking at ctx; that is atomic too.
+				got, _ := s.Get(ctx, "jobs/x/result.pkl")
+				if string(got) != "data" {
+					t.Fatalf("cancelled write left %q", got)
+				}
+			}
+		}
+	})
+	t.Run("ReadersSeeWholeObjects", func(t *testing.T) {
+		s := open(t)
+		versions := [][]byte{bytes.Repeat([]byte("a"), 300<<10), bytes.Repeat([]byte("b"), 10), bytes.Repeat([]byte("c"), 700<<10)}
+		if err := s.Put(ctx, "jobs/r/status.json", versions[0]); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 30; i++ {
+				if err := s.Put(ctx, "jobs/r/status.json", versions[i%len(versions)]); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			close(stop)
+		}()
+		for done := false; !done; {
+			select {
+			case <-stop:
+				done = true
+			default:
+			}
+			got, err := s.Get(ctx, "jobs/r/status.json")
+			if err != nil {
+				t.Fatalf("reader during rewrite: %v", err)
+			}
+			whole := false
+			for _, v := range versions {
+				whole = whole || bytes.Equal(got, v)
+			}
+			if !whole {
+				t.Fatalf("reader saw a partial object of %d bytes", len(got))
+			}
+		}
+		wg.Wait()
+	})
+	t.Run("ContentAddressed", func(t *testing.T) {
+		s := open(t)
+		k1, sum1, err := s.PutBlob(ctx, []byte("hello"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		k2, sum2, err := s.PutBlob(ctx, []byte("hello"))
+		if err != nil || k1 != k2 || sum1 != sum2 {
+			t.Fatalf("same content gave %s/%s and %s/%s (%v)", k1, sum1, k2, sum2, err)
+		}
+		if sum1 != "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824" {
+			t.Fatalf("sum = %s", sum1)
+		}
+		if _, err := s.GetVerified(ctx, k1, sum1); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Put(ctx, k1, []byte("tampered")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.GetVerified(ctx, k1, sum1); err == nil || !strings.Contains(err.Error(), "SHA-256") {
+			t.Fatalf("GetVerified of a corrupted blob: %v", err)
+		}
+	})
+}
+
+type errReader struct{}
+
+func (errReader) Read([]byte) (int, error) { return 0, errors.New("disk on fire") }

@@ -1,0 +1,24 @@
+"""Kinetic: run a Python function on a TPU, GPU or CPU somewhere else and get the value back.
+
+    import kinetic
+
+    @kinetic.run(accelerator="cpu")
+    def add(a, b):
+        return a + b
+
+    assert add(1, 2) == 3
+
+All orchestration happens in the ``kinetic`` Go binary; this package pickles calls,
+talks to it (docs/protocol.md) and unpickles what comes back.
+"""
+
+from . import job_status
+from ._decorator import RemoteFunction, run
+from .exceptions import JobNotFoundError, KineticError, RemoteError
+from .job_status import JobStatus
+from .jobs import JobHandle, attach, list_jobs
+
+__version__ = "0.1.0"
+
+__all__ = ["run", "attach", "list_jobs", "JobHandle", "JobStatus", "RemoteFunction", "KineticError",
+           "JobNotFoundError", "RemoteError", "job_status"]

@@ -1,0 +1,150 @@
+"""The @kinetic.run decorator: pickles the call and hands it to the engine."""
+
+import functools
+import inspect
+import os
+import sys
+import tempfile
+from typing import Any, Dict, List, Optional
+
+from ._engine import engine
+from .exceptions import KineticError
+from .jobs import JobHandle
+
+_roots = {}
+
+
+def _root_for(source_file):
+    cwd = os.getcwd()
+    key = (source_file, cwd)
+    if key not in _roots:
+        _roots[key] = engine().call("root", {"source_file": source_file or "", "cwd": cwd})["root"]
+    return _roots[key]
+
+
+def _modules_under(root):
+    """Modules loaded from files under root (but not from environments inside it)."""
+    root = os.path.realpath(root) + os.sep
+    out = []
+    for name, mod in list(sys.modules.items()):
+        f = getattr(mod, "__file__", None)
+        if not f or name == "__main__":
+            continue
+        f = os.path.realpath(f)
+        if f.startswith(root) and "site-packages" not in f and "dist-packages" not in f:
+            out.append(mod)
+    return out
+
+
+def _pickle_call(func, args, kwargs, root):
+    try:
+        import cloudpickle
+    except ImportError:
+        raise KineticError("cloudpickle is required to send Python functions: pip install cloudpickle") from None
+    # Code under the shipped root is pickled by value, so the worker never depends on how
+    # this process happened to put it on sys.path.
+    registered = []
+    for mod in _modules_under(root):
+        try:
+            cloudpickle.register_pickle_by_value(mod)
+            registered.append(mod)
+        except (ValueError, AttributeError):
+            pass
+    try:
+        return cloudpickle.dumps((func, args, kwargs))
+    except Exception as e:
+        name = getattr(func, "__qualname__", repr(func))
+        raise TypeError(
+            "kinetic: cannot send %s to the worker: the function, its arguments or something it "
+            "refers to cannot be pickled (%s: %s). Pass plain data as arguments and create "
+            "resources such as open files, locks, sockets or clients inside the function."
+            % (name, type(e).__name__, e)) from e
+    finally:
+        for mod in registered:
+            try:
+                cloudpickle.unregister_pickle_by_value(mod)
+            except (ValueError, AttributeError):
+                pass
+
+
+class RemoteFunction:
+    """A function that runs remotely when called."""
+
+    def __init__(self, func, options):
+        self._func = func
+        self._options = options
+        functools.update_wrapper(self, func)
+
+    def __call__(self, *args, **kwargs):
+        handle = self.run_async(*args, **kwargs)
+        return handle.result(stream_logs=True)
+
+    def run_async(self, *args, **kwargs) -> JobHandle:
+        """Submit the call and return its JobHandle at once."""
+        o = self._options
+        try:
+            source = inspect.getsourcefile(self._func)
+        except TypeError:
+            source = None
+        root = _root_for(source)
+        payload = _pickle_call(self._func, args, kwargs, root)
+        fd, path = tempfile.mkstemp(prefix="kinetic-payload-", suffix=".pkl")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(payload)
+            req = {
+                "kind": "python-pickle",
+                "payload_path": path,
+                "func_name": getattr(self._func, "__qualname__", "function"),
+                "source_file": source or "",
+                "cwd": os.getcwd(),
+                "python": sys.executable,
+                "accelerator": o["accelerator"],
+                "container_image": o.get("container_image") or "",
+                "capture_env_vars": o.get("capture_env_vars") or [],
+                "output_dir": o.get("output_dir") or "",
+                "spot": bool(o.get("spot")),
+                "debug": bool(o.get("debug")),
+                "config": {k: v for k, v in (
+                    ("project", o.get("project")), ("zone", o.get("zone")), ("cluster", o.get("cluster")),
+                    ("namespace", o.get("namespace")), ("backend", o.get("backend")), ("store", o.get("store")),
+                    ("base_image_repo", o.get("base_image_repo"))) if v},
+            }
+            if req["capture_env_vars"]:
+                req["environ"] = dict(os.environ)
+            return JobHandle.from_dict(engine().call("submit", req))
+        finally:
+            os.unlink(path)
+
+    def run_async_map(self, inputs, **kwargs):
+        raise KineticError("run_async_map is not supported yet in this version of kinetic: "
+                           "submit the inputs one by one with run_async for now")
+
+
+def run(accelerator: str = "tpu-v5e-1", container_image: Optional[str] = None,
+        base_image_repo: Optional[str] = None, zone: Optional[str] = None, project: Optional[str] = None,
+        capture_env_vars: Optional[List[str]] = None, cluster: Optional[str] = None,
+        backend: Optional[str] = None, namespace: Optional[str] = None,
+        volumes: Optional[Dict[str, Any]] = None, spot: bool = False, output_dir: Optional[str] = None,
+        debug: bool = False, store: Optional[str] = None):
+    """Execute the decorated function on a remote TPU, GPU or CPU.
+
+    Calling the decorated function blocks, streams its logs and returns its value;
+    ``f.run_async(...)`` returns a JobHandle at once. Configuration falls back through
+    KINETIC_* variables, the active profile and the defaults (see docs/configuration.md);
+    with nothing configured, jobs run on this machine (the local backend).
+    """
+    if volumes:
+        raise KineticError("volumes= is not supported yet in this version of kinetic: "
+                           "pass paths as arguments, or ship files in the working directory")
+    options = dict(accelerator=accelerator, container_image=container_image, base_image_repo=base_image_repo,
+                   zone=zone, project=project, capture_env_vars=list(capture_env_vars or []), cluster=cluster,
+                   backend=backend, namespace=namespace, spot=spot, output_dir=output_dir, debug=debug,
+                   store=store)
+
+    def decorate(func):
+        if not callable(func):
+            raise TypeError("kinetic.run decorates functions, not %r" % (func,))
+        return RemoteFunction(func, options)
+
+    return decorate

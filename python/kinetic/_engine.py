@@ -1,0 +1,185 @@
+"""The SDK's link to the Go engine: one long-lived ``kinetic serve --stdio`` subprocess
+per Python process, speaking JSON lines (docs/protocol.md). All orchestration lives in
+the engine; this module only sends requests, routes events and maps errors."""
+
+import atexit
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+
+from .exceptions import JobNotFoundError, KineticError
+
+PROTOCOL = 1
+
+
+def find_binary():
+    """Locate the kinetic binary: $KINETIC_BIN, the one shipped in the package, PATH."""
+    env = os.environ.get("KINETIC_BIN")
+    if env:
+        if not os.access(env, os.X_OK):
+            raise KineticError("KINETIC_BIN=%s is not an executable file" % env)
+        return env
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bin", "kinetic")
+    if os.access(here, os.X_OK):
+        return here
+    found = shutil.which("kinetic")
+    if found:
+        return found
+    raise KineticError(
+        "the kinetic binary was not found: build it with `go build -o bin/kinetic ./cmd/kinetic` "
+        "in the kinetic repository and put it on PATH, or set KINETIC_BIN to its path")
+
+
+class _Pending:
+    __slots__ = ("event", "reply", "on_event")
+
+    def __init__(self, on_event):
+        self.event = threading.Event()
+        self.reply = None
+        self.on_event = on_event
+
+
+class Engine:
+    """A running engine subprocess."""
+
+    def __init__(self, binary=None):
+        self.binary = binary or find_binary()
+        self._proc = subprocess.Popen(
+            [self.binary, "serve", "--stdio"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None,
+            bufsize=0, close_fds=True)
+        self._wlock = threading.Lock()
+        self._plock = threading.Lock()
+        self._pending = {}
+        self._ids = itertools.count(1)
+        self._dead = None
+        greeting = self._proc.stdout.readline()
+        try:
+            hello = json.loads(greeting)
+        except ValueError:
+            raise KineticError("%s did not start the engine (it said %r)" % (self.binary, greeting[:200]))
+        if hello.get("protocol") != PROTOCOL:
+            raise KineticError(
+                "%s speaks engine protocol %r but this SDK speaks %d: install matching versions of "
+                "the kinetic binary and the Python package" % (self.binary, hello.get("protocol"), PROTOCOL))
+        self.version = hello.get("kinetic")
+        self._reader = threading.Thread(target=self._read, name="kinetic-engine", daemon=True)
+        self._reader.start()
+
+    def _read(self):
+        for line in self._proc.stdout:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            with self._plock:
+                p = self._pending.get(msg.get("id"))
+            if p is None:
+                continue
+            if "event" in msg:
+                if p.on_event is not None:
+                    try:
+                        p.on_event(msg["event"], msg.get("data"))
+                    except Exception:  # a callback must never break the engine link
+                        pass
+                continue
+            p.reply = msg
+            p.event.set()
+        self._dead = "the kinetic engine (%s) exited with code %s" % (self.binary, self._proc.wait())
+        with self._plock:
+            for p in self._pending.values():
+                p.event.set()
+
+    def alive(self):
+        return self._dead is None and self._proc.poll() is None
+
+    def call(self, method, params=None, on_event=None):
+        """Send one request and wait for its reply; events go to on_event(name, data)."""
+        if self._dead:
+            raise KineticError(self._dead)
+        rid = next(self._ids)
+        p = _Pending(on_event)
+        with self._plock:
+            self._pending[rid] = p
+        line = json.dumps({"id": rid, "method": method, "params": params or {}}) + "\n"
+        try:
+            with self._wlock:
+                self._proc.stdin.write(line.encode())
+            try:
+                while not p.event.wait(0.5):
+                    pass
+            except KeyboardInterrupt:
+                self._cancel(rid)
+                raise
+        finally:
+            with self._plock:
+                self._pending.pop(rid, None)
+        if p.reply is None:
+            raise KineticError(self._dead or "no reply from the kinetic engine")
+        err = p.reply.get("error")
+        if err:
+            raise _exception(err)
+        return p.reply.get("result")
+
+    def _cancel(self, rid):
+        try:
+            line = json.dumps({"id": -rid, "method": "cancel_request", "params": {"request_id": rid}}) + "\n"
+            with self._wlock:
+                self._proc.stdin.write(line.encode())
+        except OSError:
+            pass
+
+    def close(self):
+        try:
+            self._proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self._proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+
+
+def _exception(err):
+    typ, msg = err.get("type"), err.get("message", "")
+    if typ == "NotFound":
+        return JobNotFoundError(msg)
+    if typ == "Timeout":
+        return TimeoutError(msg)
+    if typ == "NoResult":
+        return RuntimeError(msg)
+    if typ == "Cancelled":
+        return KeyboardInterrupt(msg)
+    return KineticError(msg)
+
+
+_engine = None
+_engine_lock = threading.Lock()
+
+
+def engine():
+    """The process's engine, started on first use (and again after a fork or a crash)."""
+    global _engine
+    with _engine_lock:
+        if _engine is None or not _engine.alive():
+            _engine = Engine()
+        return _engine
+
+
+def _reset_after_fork():
+    global _engine, _engine_lock
+    _engine, _engine_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+@atexit.register
+def _close():
+    if _engine is not None:
+        _engine.close()

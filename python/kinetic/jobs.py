@@ -1,0 +1,197 @@
+"""Durable handles to submitted jobs."""
+
+import dataclasses
+import os
+import pickle
+import sys
+import tempfile
+from typing import Any, Callable, Optional
+
+from ._engine import engine
+from .exceptions import RemoteError
+from .job_status import JobStatus
+
+_STRING_FIELDS = ("job_id", "backend", "project", "cluster_name", "zone", "namespace", "bucket_name",
+                  "k8s_name", "image_uri", "accelerator", "func_name", "display_name", "created_at")
+
+
+@dataclasses.dataclass
+class JobHandle:
+    """Durable description of a submitted remote job.
+
+    All fields serialise to strings. No function or closure state is kept: only what is
+    needed to observe, collect and clean up the job from any machine that reaches its
+    store.
+    """
+
+    job_id: str
+    backend: str = ""
+    project: str = ""
+    cluster_name: str = ""
+    zone: str = ""
+    namespace: str = ""
+    bucket_name: str = ""
+    k8s_name: str = ""
+    image_uri: str = ""
+    accelerator: str = ""
+    func_name: str = ""
+    display_name: str = ""
+    created_at: str = ""
+    group_id: Optional[str] = None
+    group_kind: Optional[str] = None
+    group_index: Optional[int] = None
+    debug: bool = False
+    store: str = ""
+    output_dir: str = ""
+
+    # -- serialisation -------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, d):
+        """Rebuild a handle from a dict; unknown keys are ignored."""
+        kw = {}
+        for f in dataclasses.fields(cls):
+            if f.name not in d or d[f.name] is None:
+                continue
+            v = d[f.name]
+            if f.name == "group_index":
+                v = int(v) if str(v) != "" else None
+            elif f.name == "debug":
+                v = v if isinstance(v, bool) else str(v).lower() == "true"
+            elif f.name in ("group_id", "group_kind"):
+                v = str(v) or None
+            else:
+                v = str(v)
+            kw[f.name] = v
+        return cls(**kw)
+
+    def to_dict(self):
+        """The handle as a JSON-safe dict of strings."""
+        out = {}
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if v is None:
+                continue
+            if isinstance(v, bool):
+                v = "true" if v else "false"
+            out[f.name] = str(v)
+        return out
+
+    def _params(self, **kw):
+        p = {"job_id": self.job_id, "store": self.store}
+        p.update(kw)
+        return p
+
+    # -- observation ---------------------------------------------------------------
+    def status(self) -> JobStatus:
+        """The job's current status."""
+        return JobStatus(engine().call("status", self._params())["status"])
+
+    def status_reason(self) -> str:
+        """Why the job is FAILED (empty otherwise)."""
+        return engine().call("status", self._params()).get("reason", "")
+
+    def logs(self, follow: bool = False) -> Optional[str]:
+        """Return the logs, or with follow=True print them as they come until the job ends."""
+        if not follow:
+            return engine().call("logs", self._params())["logs"]
+        engine().call("logs", self._params(follow=True), on_event=_print_logs)
+        return None
+
+    def tail(self, n: int = 100) -> str:
+        """The last n log lines."""
+        return engine().call("tail", self._params(n=n))["logs"]
+
+    def result(self, timeout: Optional[float] = None, cleanup: Optional[bool] = None,
+               cleanup_timeout: float = 180, cleanup_poll_interval: float = 2,
+               stream_logs: Optional[bool] = None,
+               on_status_change: Optional[Callable[[JobStatus], None]] = None) -> Any:
+        """Wait for the job and return its value, or re-raise the remote exception.
+
+        Raises TimeoutError after ``timeout`` seconds (the job keeps running and the handle
+        stays valid), RuntimeError if the job failed without a result.
+        """
+        if cleanup is None:
+            cleanup = not self.debug
+        if stream_logs is None:
+            stream_logs = False
+
+        def on_event(name, data):
+            if name == "log":
+                _print_logs(name, data)
+            elif name == "status" and on_status_change is not None:
+                try:
+                    on_status_change(JobStatus(data))
+                except Exception as e:  # never break result collection
+                    sys.stderr.write("kinetic: on_status_change raised %r (ignored)\n" % (e,))
+            elif name == "warning":
+                sys.stderr.write("kinetic: warning: %s\n" % data)
+
+        res = engine().call("result", self._params(
+            timeout=timeout or 0, stream_logs=bool(stream_logs), status_events=on_status_change is not None,
+            value_dir=tempfile.gettempdir(), cleanup=bool(cleanup)), on_event=on_event)
+        return _unpack(res)
+
+    def cancel(self, cleanup_timeout: float = 180, cleanup_poll_interval: float = 2) -> None:
+        """Stop the job: SIGTERM (or pod deletion), then a forced stop after a grace period."""
+        engine().call("cancel", self._params(timeout=cleanup_timeout))
+
+    def cleanup(self, k8s: bool = True, gcs: bool = True, cleanup_timeout: float = 180,
+                cleanup_poll_interval: float = 2) -> None:
+        """Remove the backend's resources (k8s) and the store artifacts (gcs); outputs stay."""
+        engine().call("cleanup", self._params(k8s=k8s, gcs=gcs, timeout=cleanup_timeout))
+
+    def __repr__(self):
+        return "JobHandle(job_id=%r, func_name=%r, accelerator=%r, backend=%r)" % (
+            self.job_id, self.func_name, self.accelerator, self.backend)
+
+
+def _print_logs(name, data):
+    if name == "log":
+        sys.stdout.write(data)
+        sys.stdout.flush()
+
+
+def _load(path):
+    try:
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    finally:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def _unpack(res):
+    env = res.get("envelope") or {}
+    path = res.get("value_path")
+    if env.get("success"):
+        return _load(path) if path else None
+    tb = env.get("traceback", "")
+    phase = env.get("phase", "")
+    exc = None
+    if path:
+        try:
+            exc = _load(path)
+        except Exception:
+            exc = None
+    if not isinstance(exc, BaseException):
+        exc = RemoteError(env.get("exc_type", "Exception"), env.get("exc_message", ""), tb, phase)
+    exc.remote_traceback = tb
+    exc.remote_phase = phase
+    if tb and hasattr(exc, "add_note"):
+        exc.add_note("\nRemote traceback (phase %s):\n%s" % (phase, tb.rstrip()))
+    raise exc
+
+
+def attach(job_id: str, project: Optional[str] = None, cluster: Optional[str] = None,
+           store: Optional[str] = None) -> JobHandle:
+    """Rebuild the handle of a submitted job from the store, from any process or machine."""
+    return JobHandle.from_dict(engine().call("attach", {"job_id": job_id, "store": store or ""}))
+
+
+def list_jobs(project: Optional[str] = None, zone: Optional[str] = None, cluster: Optional[str] = None,
+              namespace: Optional[str] = None, store: Optional[str] = None):
+    """Handles of the jobs the backend knows, newest first."""
+    rows = engine().call("list", {"store": store or ""})
+    return [JobHandle.from_dict(r["handle"]) for r in rows]

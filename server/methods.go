@@ -1,0 +1,270 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/job"
+)
+
+// jobParams name a job, optionally in a store other than the configured one (a handle
+// always sends its own store, so it works whatever the active profile is).
+type jobParams struct {
+	JobID   string  `json:"job_id"`
+	Store   string  `json:"store,omitempty"`
+	Timeout float64 `json:"timeout,omitempty"` // seconds; 0 = none
+}
+
+type waitParams struct {
+	jobParams
+	StreamLogs   bool   `json:"stream_logs,omitempty"`
+	StatusEvents bool   `json:"status_events,omitempty"`
+	ValueDir     string `json:"value_dir,omitempty"`
+	Cleanup      bool   `json:"cleanup,omitempty"`
+}
+
+type statusReply struct {
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+}
+
+func (s *Server) attach(ctx context.Context, p *jobParams) (*engine.Job, error) {
+	return s.eng.Attach(ctx, p.JobID, p.Store)
+}
+
+func withTimeout(ctx context.Context, seconds float64) (context.Context, context.CancelFunc) {
+	if seconds <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, time.Duration(seconds*float64(time.Second)))
+}
+
+// logWriter turns written log bytes into "log" events.
+type logWriter struct {
+	s  *Server
+	id int64
+}
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.s.event(w.id, "log", string(p))
+	return len(p), nil
+}
+
+func (s *Server) dispatch(ctx context.Context, req *Request) (any, error) {
+	switch req.Method {
+	case "hello":
+		return map[string]any{"kinetic": Version, "protocol": Protocol}, nil
+
+	case "cancel_request":
+		var p struct {
+			RequestID int64 `json:"request_id"`
+		}
+		if err := decode(req.Params, &p); err != nil {
+			return nil, err
+		}
+		return map[string]bool{"cancelled": s.cancelRequest(p.RequestID)}, nil
+
+	case "root":
+		var p struct {
+			SourceFile string `json:"source_file"`
+			Cwd        string `json:"cwd"`
+		}
+		if err := decode(req.Params, &p); err != nil {
+			return nil, err
+		}
+		root, err := engine.Root(p.SourceFile, p.Cwd)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]string{"root": root}, nil
+
+	case "config":
+		var p struct {
+			Config map[config.Key]string `json:"config"`
+		}
+		if err := decode(req.Params, &p); err != nil {
+			return nil, err
+		}
+		return s.eng.Config().Entries(), nil
+
+	case "submit":
+		var p engine.SubmitRequest
+		if err := decode(req.Params, &p); err != nil {
+			return nil, err
+		}
+		j, err := s.eng.Submit(ctx, &p)
+		if err != nil {
+			return nil, &typedError{ErrInvalid, err}
+		}
+		return j.Handle, nil
+
+	case "attach":
+		var p jobParams
+		if err := decode(req.Params, &p); err != nil {
+			return nil, err
+		}
+		j, err := s.attach(ctx, &p)
+		if err != nil {
+			return nil, err
+		}
+		return j.Handle, nil
+
+	case "status":
+		var p jobParams
+		if err := decode(req.Params, &p); err != nil {
+			return nil, err
+		}
+		j, err := s.attach(ctx, &p)
+		if err != nil {
+			if isNotFound(err) {
+				return statusReply{Status: string(job.NotFound)}, nil
+			}
+			return nil, err
+		}
+		state, reason, err := j.Status(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return statusReply{string(state), reason}, nil
+
+	case "wait", "result":
+		var p waitParams
+		if err := decode(req.Params, &p); err != nil {
+			return nil, err
+		}
+		j, err := s.attach(ctx, &p.jobParams)
+		if err != nil {
+			return nil, err
+		}
+		wctx, cancel := withTimeout(ctx, p.Timeout)
+		defer cancel()
+		var logsDone chan error
+		if p.StreamLogs {
+			logsDone = make(chan error, 1)
+			go func() { logsDone <- j.Logs(wctx, logWriter{s, req.ID}, true) }()
+		}
+		var onChange func(job.State)
+		if p.StatusEvents {
+			onChange = func(st job.State) { s.event(req.ID, "status", string(st)) }
+		}
+		state, reason, err := j.Wait(wctx, onChange)
+		if logsDone != nil {
+			<-logsDone // the follower stops by itself once the job is terminal
+		}
+		if err != nil {
+			return nil, err
+		}
+		if req.Method == "wait" {
+			return statusReply{string(state), reason}, nil
+		}
+		res, err := j.Result(wctx, p.ValueDir)
+		if err != nil {
+			return nil, err
+		}
+		if p.Cleanup && res.Envelope != nil && res.Envelope.Success {
+			if err := j.Cleanup(context.WithoutCancel(ctx), true, true); err != nil {
+				s.event(req.ID, "warning", fmt.Sprintf("cleanup of %s failed: %v", p.JobID, err))
+			}
+		}
+		return res, nil
+
+	case "logs":
+		var p struct {
+			jobParams
+			Follow bool `json:"follow"`
+		}
+		if err := decode(req.Params, &p); err != nil {
+			return nil, err
+		}
+		j, err := s.attach(ctx, &p.jobParams)
+		if err != nil {
+			return nil, err
+		}
+		if p.Follow {
+			return nil, j.Logs(ctx, logWriter{s, req.ID}, true)
+		}
+		var b stringsBuilder
+		if err := j.Logs(ctx, &b, false); err != nil {
+			return nil, err
+		}
+		return map[string]string{"logs": b.String()}, nil
+
+	case "tail":
+		var p struct {
+			jobParams
+			N int `json:"n"`
+		}
+		if err := decode(req.Params, &p); err != nil {
+			return nil, err
+		}
+		j, err := s.attach(ctx, &p.jobParams)
+		if err != nil {
+			return nil, err
+		}
+		t, err := j.Tail(ctx, p.N)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]string{"logs": t}, nil
+
+	case "cancel":
+		var p jobParams
+		if err := decode(req.Params, &p); err != nil {
+			return nil, err
+		}
+		j, err := s.attach(ctx, &p)
+		if err != nil {
+			return nil, err
+		}
+		cctx, cancel := withTimeout(ctx, p.Timeout)
+		defer cancel()
+		if err := j.Cancel(cctx); err != nil {
+			return nil, err
+		}
+		state, reason, err := j.Status(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return statusReply{string(state), reason}, nil
+
+	case "cleanup":
+		var p struct {
+			jobParams
+			K8s bool `json:"k8s"`
+			GCS bool `json:"gcs"`
+		}
+		if err := decode(req.Params, &p); err != nil {
+			return nil, err
+		}
+		j, err := s.attach(ctx, &p.jobParams)
+		if err != nil {
+			if isNotFound(err) {
+				return nil, nil // already gone: cleanup is idempotent
+			}
+			return nil, err
+		}
+		cctx, cancel := withTimeout(ctx, p.Timeout)
+		defer cancel()
+		return nil, j.Cleanup(cctx, p.K8s, p.GCS)
+
+	case "list":
+		var p struct {
+			Store string `json:"store,omitempty"`
+		}
+		if err := decode(req.Params, &p); err != nil {
+			return nil, err
+		}
+		rows, err := s.eng.List(ctx, p.Store)
+		if err != nil {
+			return nil, err
+		}
+		if rows == nil {
+			rows = []engine.Listed{}
+		}
+		return rows, nil
+	}
+	return nil, &typedError{ErrInvalid, fmt.Errorf("unknown method %q (this engine speaks protocol %d)", req.Method, Protocol)}
+}

@@ -16,9 +16,9 @@ func init() { register(newRunCmd) }
 
 func newRunCmd(g *Globals) *cobra.Command {
 	var (
-		acc, image, python string
-		capture                       []string
-		async, asJSON, spot           bool
+		acc, image, python  string
+		capture             []string
+		async, asJSON, spot bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] FILE.py::FUNC [ARGS...] | run [flags] -- CMD [ARGS...]",

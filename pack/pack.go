@@ -1,6 +1,11 @@
-// Package pack ships the user's working directory with a job: it finds the root to ship,
-// walks it with the default excludes, writes it as a tar.gz archive, and materialises
-// such an archive on the worker without letting any entry escape the destination.
+// Package pack ships the user's working directory with a job. FindRoot finds the root to
+// ship; Scan walks it (default excludes, .kineticignore, skipped Data paths) and hashes
+// every file into a Manifest; Upload stores only the content the store does not already
+// hold (large files as blobs, small ones concatenated into packs) and then the manifest;
+// Materialize rebuilds the tree on the worker from the manifest, verifying every file and
+// never writing outside the destination. See docs/packaging.md.
+//
+// Archive and Extract are the older whole-tree tar.gz form.
 package pack
 
 import (
@@ -12,8 +17,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 )
 
 // rootMarkers are the files that make a directory a project root.
@@ -59,12 +62,19 @@ func hasMarker(d string) bool {
 	return false
 }
 
-// Options tune what Archive includes.
+// Options tune what Scan and Archive include.
 type Options struct {
-	// Excludes are names skipped anywhere in the tree (default: DefaultExcludes).
+	// Excludes are names (of files or directories) skipped anywhere in the tree. nil
+	// means DefaultExcludes, or none with NoDefaultExcludes. AlwaysExcludes are skipped
+	// whatever this says.
 	Excludes []string
-	// Skip are root-relative slash paths left out (e.g. local Data paths).
+	// NoDefaultExcludes leaves out only AlwaysExcludes (and Excludes, if set):
+	// KINETIC_NO_DEFAULT_EXCLUDES (see OptionsFromEnv).
+	NoDefaultExcludes bool
+	// Skip are root-relative slash paths left out (e.g. local Data paths; see SkipPaths).
 	Skip []string
+	// CacheDir holds Scan's hash cache ("" = no cache: every file is read and hashed).
+	CacheDir string
 }
 
 // Stats describe an archive.
@@ -75,48 +85,20 @@ type Stats struct {
 
 // Archive writes root as a tar.gz to w. Entries are sorted, so the same tree gives the
 // same archive. Regular files keep their mode; symlinks are kept as links; everything
-// else (sockets, devices) is skipped.
+// else (sockets, devices) is skipped. It applies the same excludes, .kineticignore and
+// Skip as Scan.
+//
+// Deprecated: Scan, Upload and Materialize ship only what the store lacks.
 func Archive(ctx context.Context, root string, w io.Writer, o Options) (Stats, error) {
 	var st Stats
-	excl := o.Excludes
-	if excl == nil {
-		excl = DefaultExcludes
-	}
-	skip := map[string]bool{}
-	for _, s := range o.Skip {
-		skip[strings.Trim(filepath.ToSlash(s), "/")] = true
-	}
-	var paths []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return fmt.Errorf("read working directory: %w", err)
-		}
-		if p == root {
-			return nil
-		}
-		rel, _ := filepath.Rel(root, p)
-		rel = filepath.ToSlash(rel)
-		for _, e := range excl {
-			if d.Name() == e {
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-		}
-		if skip[rel] {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		paths = append(paths, p)
-		return nil
-	})
+	entries, err := walk(root, o)
 	if err != nil {
 		return st, err
 	}
-	sort.Strings(paths)
+	paths := make([]string, len(entries))
+	for i, e := range entries {
+		paths[i] = e.abs
+	}
 	gz := gzip.NewWriter(w)
 	tw := tar.NewWriter(gz)
 	for _, p := range paths {

@@ -9,6 +9,7 @@ package local
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -254,7 +255,7 @@ func ReadStatus(ctx context.Context, st *store.Store, id string) (*job.Status, e
 		return nil, err
 	}
 	var s job.Status
-	if err := jsonUnmarshal(b, &s); err != nil {
+	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("status.json of %s: %w", id, err)
 	}
 	return &s, nil
@@ -265,7 +266,7 @@ func WriteStatus(ctx context.Context, st *store.Store, id string, s *job.Status)
 	if s.UpdatedAt.IsZero() {
 		s.UpdatedAt = time.Now().UTC()
 	}
-	b, err := jsonMarshal(s)
+	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -116,7 +116,7 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest) (*plan, error) {
 	cwd := req.Cwd
 	if cwd == "" {
 		if cwd, err = os.Getwd(); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("the current working directory cannot be read (%v): cd into an existing directory and submit again", err)
 		}
 	}
 	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {

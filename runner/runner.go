@@ -257,6 +257,8 @@ func runPython(ctx context.Context, spec *job.Spec, payload, root, cwd, outDir s
 		// The interpreter died before it could report: a crash, a signal, or no python.
 		var ee *exec.ExitError
 		switch {
+		case ctx.Err() != nil:
+			return nil, nil, inPhase(job.PhaseCall, errors.New("stopped: the job was cancelled"))
 		case errors.As(runErr, &ee):
 			return nil, nil, inPhase(job.PhaseCall, fmt.Errorf("python exited without a result (%s)", exitText(ee)))
 		case runErr != nil:
@@ -292,6 +294,8 @@ func runCommand(ctx context.Context, spec *job.Spec, cwd string, environ []strin
 	switch {
 	case err == nil:
 		env.Success = true
+	case ctx.Err() != nil:
+		return nil, nil, inPhase(job.PhaseCall, errors.New("stopped: the job was cancelled"))
 	case errors.As(err, &ee):
 		code = ee.ExitCode()
 		env.Phase, env.ExcType = job.PhaseCall, "kinetic.CommandError"

@@ -45,6 +45,8 @@ var ErrNotFound = errors.New("not found")
 type Store struct {
 	url    string
 	bucket *blob.Bucket
+	// dir is the root directory of a file:// store ("" otherwise).
+	dir string
 }
 
 // Open opens the store at rawURL. A plain absolute path means file://PATH. For file://
@@ -67,7 +69,11 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 			return nil, fmt.Errorf("open store %q: the directory is not writable: %w", rawURL, err)
 		}
 	}
-	return &Store{url: rawURL, bucket: b}, nil
+	s := &Store{url: rawURL, bucket: b}
+	if pu, err := url.Parse(u); err == nil && pu.Scheme == "file" {
+		s.dir = pu.Path
+	}
+	return s, nil
 }
 
 func normalise(raw string) (string, error) {
@@ -241,7 +247,25 @@ func (s *Store) DeletePrefix(ctx context.Context, prefix string) error {
 			return err
 		}
 	}
+	if s.dir != "" && strings.HasSuffix(prefix, "/") {
+		removeEmptyDirs(filepath.Join(s.dir, filepath.FromSlash(prefix)))
+	}
 	return nil
+}
+
+// removeEmptyDirs removes dir and the directories under it that are empty, deepest
+// first: a file store would otherwise keep an empty directory per deleted job.
+func removeEmptyDirs(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			removeEmptyDirs(filepath.Join(dir, e.Name()))
+		}
+	}
+	os.Remove(dir) // fails, as it should, if anything is left
 }
 
 func (s *Store) wrap(key string, err error) error {

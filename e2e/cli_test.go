@@ -1,0 +1,219 @@
+// Package e2e drives the built kinetic binary the way a person does: through the CLI,
+// with a real file store and the local backend.
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kinetic-run/kinetic/internal/testbin"
+)
+
+type env struct {
+	t     *testing.T
+	bin   string
+	home  string
+	store string
+	dir   string
+}
+
+func newEnv(t *testing.T) *env {
+	home := t.TempDir()
+	// A small project of its own, so jobs do not ship the whole repository.
+	dir := filepath.Join(home, "proj")
+	os.MkdirAll(filepath.Join(dir, "examples"), 0o755)
+	b, err := os.ReadFile(filepath.Join(repoRoot(), "examples", "hello.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "examples", "hello.py"), b, 0o644)
+	os.WriteFile(filepath.Join(dir, "requirements.txt"), nil, 0o644)
+	return &env{t: t, bin: testbin.Path(t), home: home, store: filepath.Join(home, "data", "store"), dir: dir}
+}
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(file))
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func (e *env) run(args ...string) result {
+	e.t.Helper()
+	return e.runIn(e.dir, args...)
+}
+
+func (e *env) runIn(dir string, args ...string) result {
+	e.t.Helper()
+	cmd := exec.Command(e.bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "KINETIC_HOME="+filepath.Join(e.home, "data"), "KINETIC_PROFILES_FILE="+filepath.Join(e.home, "profiles.json"), "HOME="+e.home)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		e.t.Fatal(err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+// jobsInStore lists the job prefixes in the store.
+func (e *env) jobsInStore() []string {
+	ents, _ := os.ReadDir(filepath.Join(e.store, "jobs"))
+	var out []string
+	for _, d := range ents {
+		out = append(out, d.Name())
+	}
+	return out
+}
+
+func TestRunFunction(t *testing.T) {
+	e := newEnv(t)
+	r := e.run("run", "examples/hello.py::main", "2")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "{'sum': 3, 'steps': 2}" {
+		t.Fatalf("run: code %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "step 2/2") {
+		t.Errorf("logs were not streamed to stderr: %q", r.stderr)
+	}
+}
+
+func TestRunCommandExitCode(t *testing.T) {
+	e := newEnv(t)
+	r := e.run("run", "--", "sh", "-c", "echo out; exit 4")
+	if r.code != 4 || !strings.Contains(r.stderr, "exit code 4") {
+		t.Fatalf("code %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestRemoteExceptionCLI(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "bad.py"), []byte("def f():\n    raise KeyError('missing')\n"), 0o644)
+	r := e.runIn(dir, "run", "bad.py::f")
+	if r.code != 1 || !strings.Contains(r.stderr, "KeyError") || !strings.Contains(r.stderr, "raise KeyError('missing')") {
+		t.Fatalf("code %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestAsyncLifecycle(t *testing.T) {
+	e := newEnv(t)
+	r := e.run("run", "--async", "--json", "--", "sh", "-c", "echo begin; sleep 300")
+	if r.code != 0 {
+		t.Fatalf("submit: %d %s", r.code, r.stderr)
+	}
+	var h map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &h); err != nil {
+		t.Fatalf("handle JSON: %v: %q", err, r.stdout)
+	}
+	id := h["job_id"].(string)
+	for k, v := range h {
+		if _, ok := v.(string); !ok {
+			t.Errorf("handle field %s is %T, want a string", k, v)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r = e.run("jobs", "status", id)
+		if strings.TrimSpace(r.stdout) == "RUNNING" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never RUNNING: %q %q", r.stdout, r.stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r = e.run("jobs", "list", "--json")
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil || len(rows) != 1 || rows[0]["status"] != "RUNNING" {
+		t.Fatalf("list: %v %q", err, r.stdout)
+	}
+	if r = e.run("jobs", "cancel", id); r.code != 0 {
+		t.Fatalf("cancel: %d %s", r.code, r.stderr)
+	}
+	r = e.run("jobs", "status", "--json", id)
+	var st map[string]any
+	json.Unmarshal([]byte(r.stdout), &st)
+	if st["status"] != "FAILED" || st["reason"] != "cancelled" {
+		t.Fatalf("status after cancel: %q", r.stdout)
+	}
+	if r = e.run("jobs", "logs", "-n", "2", id); !strings.HasPrefix(r.stdout, "begin\n") || !strings.Contains(r.stdout, "cancelled") {
+		t.Fatalf("logs -n 2: %q", r.stdout)
+	}
+	if r = e.run("jobs", "cleanup", id); r.code != 0 {
+		t.Fatalf("cleanup: %d %s", r.code, r.stderr)
+	}
+	if r = e.run("jobs", "status", id); r.code == 0 || !strings.Contains(r.stderr, "no job") {
+		t.Fatalf("status after cleanup: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if got := e.jobsInStore(); len(got) != 0 {
+		out, _ := exec.Command("find", filepath.Join(e.store, "jobs")).CombinedOutput()
+		t.Fatalf("cleanup left %v in the store: %s", got, out)
+	}
+}
+
+// TestBadInput: each bad input names itself and the fix, exits non-zero, and leaves
+// nothing in the store.
+func TestBadInput(t *testing.T) {
+	e := newEnv(t)
+	gone := filepath.Join(t.TempDir(), "gone")
+	os.Mkdir(gone, 0o755)
+	for name, tc := range map[string]struct {
+		dir  string
+		args []string
+		want []string
+	}{
+		"unknown accelerator": {"", []string{"run", "-a", "tpu-v6e-7", "examples/hello.py::add", "1", "2"}, []string{`"tpu-v6e-7"`, "did you mean tpu-v6e-8"}},
+		"not FILE::FUNC":      {"", []string{"run", "examples/hello.py"}, []string{"FILE.py::FUNC"}},
+		"missing file":        {"", []string{"run", "nope.py::f"}, []string{"nope.py"}},
+		"bad store URL":       {"", []string{"run", "--store", "ftp://x/y", "examples/hello.py::add"}, []string{"ftp://x/y"}},
+		"unknown job":         {"", []string{"jobs", "status", "job-0000000000000000000000a"}, []string{"no job job-0000000000000000000000a", "kinetic jobs list"}},
+		"not a job ID":        {"", []string{"jobs", "result", "../../etc"}, []string{`"../../etc" is not a job ID`}},
+		"deleted workdir":     {gone, []string{"run", "--", "true"}, []string{"working directory"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := e.dir
+			if tc.dir != "" {
+				dir = tc.dir
+				if tc.dir == gone {
+					// A working directory that vanished under the shell.
+					cmd := exec.Command("sh", "-c", "cd "+gone+" && rmdir "+gone+" && exec \"$@\"", "sh", e.bin)
+					cmd.Args = append(cmd.Args, tc.args...)
+					cmd.Env = append(os.Environ(), "KINETIC_HOME="+filepath.Join(e.home, "data"))
+					out, err := cmd.CombinedOutput()
+					if err == nil || !strings.Contains(string(out), "working directory") {
+						t.Fatalf("err %v, output %q", err, out)
+					}
+					return
+				}
+			}
+			r := e.runIn(dir, tc.args...)
+			if r.code == 0 {
+				t.Fatalf("exit 0; stdout %q", r.stdout)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("stderr %q lacks %q", r.stderr, w)
+				}
+			}
+			if got := e.jobsInStore(); len(got) != 0 {
+				t.Fatalf("bad input left %v in the store", got)
+			}
+		})
+	}
+}

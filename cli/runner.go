@@ -52,14 +52,6 @@ func newSuperviseCmd(g *Globals) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			// /proc/self/exe stays executable even if the binary is replaced or deleted
-			// (as `go run` does) while the job waits for a slot.
-			o.Exe = "/proc/self/exe"
-			if _, err := os.Stat(o.Exe); err != nil {
-				if o.Exe, err = os.Executable(); err != nil {
-					return err
-				}
-			}
 			o.Ready = os.NewFile(3, "ready")
 			return local.Supervise(cmd.Context(), o)
 		},

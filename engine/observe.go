@@ -24,16 +24,24 @@ func (j *Job) Status(ctx context.Context) (job.State, string, error) {
 	return j.Backend.Status(ctx, j.Handle)
 }
 
-// poller yields growing delays: fast at first, so short jobs return quickly, then
-// slower, so long waits cost little.
-type poller struct{ d, max time.Duration }
+// poller yields growing delays: every few milliseconds for the first seconds, so short
+// jobs return quickly (a status check of a local job costs a file read), then slower, so
+// long waits cost little.
+type poller struct {
+	start time.Time
+	d     time.Duration
+}
 
-func newPoller() *poller { return &poller{d: 5 * time.Millisecond, max: 500 * time.Millisecond} }
+func newPoller() *poller { return &poller{start: time.Now(), d: 2 * time.Millisecond} }
 
 func (p *poller) wait(ctx context.Context) error {
 	t := time.NewTimer(p.d)
 	defer t.Stop()
-	p.d = min(p.d*3/2, p.max)
+	limit := 20 * time.Millisecond
+	if time.Since(p.start) > 3*time.Second {
+		limit = 500 * time.Millisecond
+	}
+	p.d = min(p.d*5/4+time.Millisecond, limit)
 	select {
 	case <-ctx.Done():
 		return ctx.Err()

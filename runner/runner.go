@@ -250,8 +250,7 @@ func runPython(ctx context.Context, spec *job.Spec, payload, root, cwd, outDir s
 	cmd.Dir = cwd
 	cmd.Env = environ
 	cmd.Stdout, cmd.Stderr = out, out
-	graceful(cmd)
-	runErr := cmd.Run()
+	runErr := runGroup(cmd)
 	raw, err := os.ReadFile(filepath.Join(outDir, "envelope.json"))
 	if err != nil {
 		// The interpreter died before it could report: a crash, a signal, or no python.
@@ -286,8 +285,7 @@ func runCommand(ctx context.Context, spec *job.Spec, cwd string, environ []strin
 	cmd.Dir = cwd
 	cmd.Env = environ
 	cmd.Stdout, cmd.Stderr = out, out
-	graceful(cmd)
-	err := cmd.Run()
+	err := runGroup(cmd)
 	code := 0
 	env := &job.Envelope{Host: host}
 	var ee *exec.ExitError
@@ -312,10 +310,23 @@ var Grace = 10 * time.Second
 
 // graceful makes cancellation of ctx a SIGTERM (so the user's code can save a
 // checkpoint), SIGKILL only after Grace, and death of the runner a SIGKILL.
+// The call runs in its own process group, so signals reach whatever it started.
 func graceful(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = Grace
+}
+
+// runGroup runs cmd and, once it ends, kills what is left of its process group: a job's
+// processes end with the job.
+func runGroup(cmd *exec.Cmd) error {
+	graceful(cmd)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	err := cmd.Wait()
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	return err
 }
 
 func exitText(ee *exec.ExitError) string {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/kinetic-run/kinetic/config"
@@ -165,9 +166,11 @@ func (s *Server) dispatch(ctx context.Context, req *Request) (any, error) {
 			return nil, err
 		}
 		if p.Cleanup && res.Envelope != nil && res.Envelope.Success {
-			if err := j.Cleanup(context.WithoutCancel(ctx), true, true); err != nil {
-				s.event(req.ID, "warning", fmt.Sprintf("cleanup of %s failed: %v", p.JobID, err))
-			}
+			return afterReply{res, func() {
+				if err := j.Cleanup(context.WithoutCancel(ctx), true, true); err != nil {
+					fmt.Fprintf(os.Stderr, "kinetic: warning: cleanup of %s failed: %v\n", p.JobID, err)
+				}
+			}}, nil
 		}
 		return res, nil
 

@@ -109,10 +109,17 @@ func Serve(ctx context.Context, eng *engine.Engine, r io.Reader, w io.Writer) er
 				s.send(Message{ID: req.ID, Error: toError(err)})
 				return
 			}
+			after, _ := res.(afterReply)
+			if after.then != nil {
+				res = after.result
+			}
 			if res == nil {
 				res = struct{}{}
 			}
 			s.send(Message{ID: req.ID, Result: res})
+			if after.then != nil {
+				after.then() // e.g. cleanup: the caller has its value already
+			}
 		}()
 	}
 	return sc.Err()
@@ -137,6 +144,12 @@ func (s *Server) cancelRequest(id int64) bool {
 		return true
 	}
 	return false
+}
+
+// afterReply is a result with work to do once it has been sent.
+type afterReply struct {
+	result any
+	then   func()
 }
 
 // typedError lets handlers choose the error type.

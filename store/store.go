@@ -64,7 +64,9 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	if strings.HasPrefix(u, "file://") {
 		// fileblob creates the directory lazily; make sure it is writable now, so a bad
 		// path fails here with its name rather than later in the middle of a submission.
-		if err := b.WriteAll(ctx, ".kinetic-store", []byte("kinetic store\n"), nil); err != nil {
+		if ok, _ := b.Exists(ctx, ".kinetic-store"); ok {
+			// already set up
+		} else if err := b.WriteAll(ctx, ".kinetic-store", []byte("kinetic store\n"), nil); err != nil {
 			b.Close()
 			return nil, fmt.Errorf("open store %q: the directory is not writable: %w", rawURL, err)
 		}

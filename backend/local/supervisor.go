@@ -5,16 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/runner"
 	"github.com/kinetic-run/kinetic/store"
 )
 
@@ -25,7 +25,6 @@ type SuperviseOptions struct {
 	StateDir string
 	Slots    int
 	Grace    time.Duration
-	Exe      string
 	// Ready, if set, is written "ready\n" and closed once the supervisor holds its lock
 	// and has recorded itself.
 	Ready *os.File
@@ -83,67 +82,37 @@ func Supervise(ctx context.Context, o SuperviseOptions) error {
 		return err
 	}
 	defer runLog.Close()
-	cmd := exec.Command(o.Exe, "runner", "--store", o.StoreURL, "--job", o.JobID, "--workspace", ws)
-	cmd.Stdout, cmd.Stderr = runLog, runLog
-	cmd.Dir = ws
-	// Its own process group, so cancel reaches everything the job started; killed with
-	// us if we die, so nothing runs on unsupervised.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return WriteStatus(ctx, st, o.JobID, &job.Status{State: job.Failed, Reason: "cannot start the runner: " + err.Error(), Local: proc})
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	cancelled := false
-	var waitErr error
-wait:
-	for {
-		select {
-		case waitErr = <-done:
-			break wait
-		case <-term:
-			if cancelled {
-				continue
-			}
-			cancelled = true
-			pgid := cmd.Process.Pid
-			syscall.Kill(-pgid, syscall.SIGTERM)
-			go func() {
-				time.Sleep(o.Grace)
-				syscall.Kill(-pgid, syscall.SIGKILL)
-			}()
+	// The runner runs in this process: one exec less per job, and nothing to lose track
+	// of. The job's own processes form a process group that dies with us (Pdeathsig).
+	rctx, rcancel := context.WithCancel(ctx)
+	defer rcancel()
+	var cancelled atomic.Bool
+	go func() {
+		if _, ok := <-term; ok {
+			cancelled.Store(true)
+			rcancel()
 		}
-	}
-	final := outcome(ctx, st, o.JobID, waitErr, cancelled)
+	}()
+	runner.Grace = o.Grace
+	env, runErr := runner.Run(rctx, runner.Options{StoreURL: o.StoreURL, JobID: o.JobID, Workspace: ws, Stdout: runLog})
+	final := outcome(env, runErr, cancelled.Load())
 	final.Local = proc
 	return WriteStatus(ctx, st, o.JobID, final)
 }
 
-// outcome turns the runner's exit and envelope into the job's final status.
-func outcome(ctx context.Context, st *store.Store, id string, waitErr error, cancelled bool) *job.Status {
-	raw, err := st.Get(ctx, store.EnvelopeKey(id))
-	var env *job.Envelope
-	if err == nil {
-		env, _ = job.DecodeEnvelope(raw)
-	}
+// outcome turns the runner's envelope into the job's final status.
+func outcome(env *job.Envelope, runErr error, cancelled bool) *job.Status {
 	switch {
-	case env != nil && env.Success:
+	case env != nil && env.Success && runErr == nil:
 		return &job.Status{State: job.Succeeded, ExitCode: env.ExitCode}
 	case cancelled:
 		return &job.Status{State: job.Failed, Reason: "cancelled"}
+	case runErr != nil:
+		return &job.Status{State: job.Failed, Reason: "the result could not be stored: " + runErr.Error()}
 	case env != nil:
 		return &job.Status{State: job.Failed, Reason: EnvelopeReason(env), ExitCode: env.ExitCode}
 	default:
-		reason := "the runner exited without a result"
-		var ee *exec.ExitError
-		if errors.As(waitErr, &ee) {
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				reason = "the runner was killed by signal " + ws.Signal().String()
-			} else {
-				reason += " (exit code " + strconv.Itoa(ee.ExitCode()) + ")"
-			}
-		}
-		return &job.Status{State: job.Failed, Reason: reason}
+		return &job.Status{State: job.Failed, Reason: "the runner ended without a result"}
 	}
 }
 

@@ -25,12 +25,15 @@ def _root_for(source_file):
 def _modules_under(root):
     """Modules loaded from files under root (but not from environments inside it)."""
     root = os.path.realpath(root) + os.sep
+    own = os.path.dirname(os.path.abspath(__file__)) + os.sep
     out = []
     for name, mod in list(sys.modules.items()):
         f = getattr(mod, "__file__", None)
         if not f or name == "__main__":
             continue
         f = os.path.realpath(f)
+        if f.startswith(own):
+            continue  # the SDK itself is never needed on the worker
         if f.startswith(root) and "site-packages" not in f and "dist-packages" not in f:
             out.append(mod)
     return out

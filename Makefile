@@ -1,0 +1,31 @@
+# Kinetic. `make demo` runs the main job on this machine; `make test` runs every test.
+GO      ?= go
+# Debian's python3 carries pytest and cloudpickle from apt (see .ci/run).
+PYTHON  ?= $(shell command -v /usr/bin/python3 || command -v python3)
+BIN     := bin/kinetic
+
+.PHONY: build demo test test-go test-python vet fmt bench clean
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/kinetic
+
+demo: build
+	$(BIN) run examples/hello.py::main
+
+vet:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+
+test-go:
+	$(GO) test ./...
+
+test-python: build
+	cd python && KINETIC_BIN=$(CURDIR)/$(BIN) $(PYTHON) -m pytest -q tests
+
+test: vet test-go test-python
+
+bench: build
+	$(GO) run ./bench -bin $(BIN)
+
+clean:
+	rm -rf bin

@@ -1,0 +1,325 @@
+"""The Python SDK end to end on the local backend."""
+
+import dataclasses
+import hashlib
+import io
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+import pytest
+
+import kinetic
+from kinetic import JobStatus
+
+
+@kinetic.run(accelerator="cpu")
+def add(a, b):
+    return a + b
+
+
+def test_seed_example():
+    assert add(1, 2) == 3
+
+
+@dataclasses.dataclass
+class Point:
+    x: float
+    y: float
+
+
+@kinetic.run(accelerator="cpu")
+def echo(value):
+    return value
+
+
+def test_nested_values_round_trip():
+    value = {"list": [1, 2.5, None, True], "tuple": (1, ("a", b"\x00\xff")), "set": {3, 4},
+             "nested": {"deep": [{"k": "v"}]}, "point": Point(1.0, -2.0), "big": 10 ** 40}
+    assert echo(value) == value
+
+
+@kinetic.run(accelerator="cpu")
+def big_value(n):
+    import os
+    return os.urandom(n)
+
+
+def test_fifty_megabyte_return_value():
+    h = big_value.run_async(50 * 1024 * 1024)
+    data = h.result()
+    assert len(data) == 50 * 1024 * 1024
+    assert hashlib.sha256(data).hexdigest() != hashlib.sha256(bytes(len(data))).hexdigest()
+
+
+class CustomError(Exception):
+    pass
+
+
+@kinetic.run(accelerator="cpu")
+def fails(kind):
+    def inner():
+        if kind == "value":
+            raise ValueError("the remote value was wrong")
+        raise CustomError("custom failure")
+    inner()
+
+
+def test_exception_round_trip_with_remote_traceback():
+    with pytest.raises(ValueError, match="the remote value was wrong") as info:
+        fails("value")
+    tb = info.value.remote_traceback
+    assert "in inner" in tb and 'raise ValueError("the remote value was wrong")' in tb
+    assert info.value.remote_phase == "call"
+    with pytest.raises(CustomError, match="custom failure"):
+        fails("custom")
+
+
+@kinetic.run(accelerator="cpu")
+def sleeper(seconds, value=None):
+    import time
+    print("sleeping", seconds, flush=True)
+    time.sleep(seconds)
+    return value
+
+
+def test_job_outlives_submitter_and_attaches_from_another_process(run_script):
+    p = run_script(
+        "import kinetic\n"
+        "@kinetic.run(accelerator='cpu')\n"
+        "def slow():\n"
+        "    import time; time.sleep(2); return 'done late'\n"
+        "print(slow.run_async().job_id)\n")
+    job_id = p.stdout.strip().splitlines()[-1]
+    h = kinetic.attach(job_id)
+    assert h.job_id == job_id and h.func_name == "slow"
+    assert h.status() in (JobStatus.PENDING, JobStatus.RUNNING)
+    assert h.result(timeout=60) == "done late"
+
+
+def test_attach_from_fresh_process(run_script):
+    h = sleeper.run_async(0.5, value={"answer": 42})
+    p = run_script("import kinetic, json\nprint(json.dumps(kinetic.attach(%r).result(timeout=60)))\n" % h.job_id)
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == {"answer": 42}
+
+
+def _wait_for(h, status, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        s = h.status()
+        if s == status:
+            return
+        assert not s.terminal, "job became %s while waiting for %s" % (s, status)
+        time.sleep(0.05)
+    raise AssertionError("job not %s within %ss" % (status, timeout))
+
+
+def test_cancel_sleeping_job():
+    h = sleeper.run_async(300)
+    _wait_for(h, JobStatus.RUNNING)
+    t = time.time()
+    h.cancel()
+    assert time.time() - t < 20
+    assert h.status() == JobStatus.FAILED
+    assert "cancel" in h.status_reason()
+    with pytest.raises(Exception):
+        h.result(timeout=10)
+    h.cleanup()
+
+
+def test_list_jobs_shows_the_job():
+    h = sleeper.run_async(30)
+    try:
+        ids = [j.job_id for j in kinetic.list_jobs()]
+        assert h.job_id in ids
+    finally:
+        h.cancel()
+        h.cleanup()
+
+
+@kinetic.run(accelerator="cpu")
+def chatty(n, delay):
+    import time
+    for i in range(n):
+        print("line", i, flush=True)
+        time.sleep(delay)
+    return n
+
+
+class _Recorder(io.TextIOBase):
+    def __init__(self):
+        self.events = []
+
+    def write(self, s):
+        self.events.append((time.time(), s))
+        return len(s)
+
+    def flush(self):
+        pass
+
+
+def test_logs_follow_shows_lines_while_printed(monkeypatch):
+    rec = _Recorder()
+    monkeypatch.setattr(sys, "stdout", rec)
+    h = chatty.run_async(12, 0.25)
+    h.logs(follow=True)
+    end = time.time()
+    text = "".join(s for _, s in rec.events)
+    assert "line 0\n" in text and "line 11\n" in text
+    first = next(t for t, s in rec.events if "line 0" in s)
+    # The job takes about 3 s; the first line must arrive long before it ends.
+    assert end - first > 1.5, "first line arrived %.2fs before the end" % (end - first)
+    assert h.tail(2) == "line 10\nline 11\n"
+    assert h.result() == 12
+
+
+def test_killed_supervisor_reports_failed(store_dir):
+    h = sleeper.run_async(300)
+    _wait_for(h, JobStatus.RUNNING)
+    with open(os.path.join(store_dir, "jobs", h.job_id, "status.json")) as f:
+        pid = json.load(f)["local"]["supervisor_pid"]
+    os.kill(pid, signal.SIGKILL)
+    t = time.time()
+    while h.status() != JobStatus.FAILED:
+        assert time.time() - t < 10, "still %s" % h.status()
+        time.sleep(0.1)
+    assert "supervisor" in h.status_reason()
+    with pytest.raises(RuntimeError, match="supervisor"):
+        h.result(timeout=10)
+
+
+def test_result_timeout_leaves_job_running():
+    h = sleeper.run_async(2, value="finally")
+    with pytest.raises(TimeoutError):
+        h.result(timeout=0.2)
+    assert h.status() in (JobStatus.PENDING, JobStatus.RUNNING)
+    assert h.result(timeout=60) == "finally"
+
+
+def test_on_status_change_sees_every_state_and_survives_errors():
+    seen = []
+
+    def cb(s):
+        seen.append(s)
+        raise RuntimeError("callback bug")
+
+    h = sleeper.run_async(0.5, value=1)
+    assert h.result(on_status_change=cb) == 1
+    assert seen[-1] == JobStatus.SUCCEEDED
+    assert len(seen) == len(set(seen))
+
+
+@kinetic.run(accelerator="cpu")
+def exits(code):
+    import sys
+    sys.exit(code)
+
+
+def test_sys_exit():
+    assert exits(0) is None
+    with pytest.raises(RuntimeError, match=r"sys.exit\(3\)"):
+        exits(3)
+
+
+@kinetic.run(accelerator="cpu")
+def returns_lock():
+    import threading
+    return threading.Lock()
+
+
+def test_unpicklable_return_value_names_its_repr():
+    with pytest.raises(TypeError, match="could not be pickled.*unlocked _thread.lock"):
+        returns_lock()
+
+
+def _store_jobs(store_dir):
+    d = os.path.join(store_dir, "jobs")
+    return set(os.listdir(d)) if os.path.isdir(d) else set()
+
+
+def test_unpicklable_function_writes_nothing(store_dir):
+    lock = threading.Lock()
+
+    @kinetic.run(accelerator="cpu")
+    def uses_lock():
+        with lock:
+            return 1
+
+    before = _store_jobs(store_dir)
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        uses_lock()
+    assert _store_jobs(store_dir) == before
+
+
+def test_unknown_accelerator_writes_nothing(store_dir):
+    before = _store_jobs(store_dir)
+
+    @kinetic.run(accelerator="tpu-v9x-8")
+    def f():
+        return 1
+
+    with pytest.raises(kinetic.KineticError, match="tpu-v9x-8"):
+        f()
+    assert _store_jobs(store_dir) == before
+
+
+def test_bad_store_url():
+    @kinetic.run(accelerator="cpu", store="ftp://nowhere/x")
+    def f():
+        return 1
+
+    with pytest.raises(kinetic.KineticError, match="ftp://nowhere/x"):
+        f()
+
+
+def test_attach_unknown_job():
+    with pytest.raises(kinetic.JobNotFoundError, match="no job"):
+        kinetic.attach("job-0000000000000000000000z")
+
+
+def test_handle_dict_round_trip():
+    h = add.run_async(2, 3)
+    d = h.to_dict()
+    assert all(isinstance(v, str) for v in d.values())
+    for field in ("job_id", "backend", "project", "cluster_name", "zone", "namespace", "bucket_name", "k8s_name",
+                  "image_uri", "accelerator", "func_name", "display_name", "created_at"):
+        assert field in d
+    d2 = dict(d, some_future_field="ignored")
+    h2 = kinetic.JobHandle.from_dict(d2)
+    assert h2 == h
+    assert h2.result() == 5
+
+
+@kinetic.run(accelerator="cpu", capture_env_vars=["KN_TEST_EXACT", "KN_WILD_*"])
+def read_env():
+    import os
+    return {k: v for k, v in os.environ.items() if k.startswith("KN_")} | {"out": os.environ.get("KINETIC_OUTPUT_DIR")}
+
+
+def test_capture_env_vars(monkeypatch):
+    monkeypatch.setenv("KN_TEST_EXACT", "exact")
+    monkeypatch.setenv("KN_WILD_A", "a")
+    monkeypatch.setenv("KN_WILD_B", "b")
+    monkeypatch.setenv("KN_OTHER", "not captured")
+    got = read_env()
+    assert got.pop("out")
+    assert got == {"KN_TEST_EXACT": "exact", "KN_WILD_A": "a", "KN_WILD_B": "b"}
+
+
+@kinetic.run(accelerator="cpu")
+def writes_output():
+    import os
+    path = os.path.join(os.environ["KINETIC_OUTPUT_DIR"], "ckpt.txt")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write("checkpoint")
+    return path
+
+
+def test_output_dir_survives_cleanup():
+    path = writes_output()  # the sync call cleans up on success
+    with open(path) as f:
+        assert f.read() == "checkpoint"

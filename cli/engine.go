@@ -17,6 +17,7 @@ func newEngine(cmd *cobra.Command, g *Globals, args map[config.Key]string) (*eng
 		return nil, err
 	}
 	e.Warn = func(s string) { cmd.PrintErrln("kinetic: warning:", s) }
+	e.Notice = cmd.ErrOrStderr()
 	return e, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -29,8 +30,10 @@ type Engine struct {
 	cfg  *config.Resolved
 	// Exe is the kinetic binary the local backend starts (default: this process's).
 	Exe string
-	// Warn receives warnings meant for a person (dropped requirements, secrets, ...).
+	// Warn receives warnings meant for a person (secrets captured, ...).
 	Warn func(string)
+	// Notice receives ready-made notices for a person (dropped requirements, ...).
+	Notice io.Writer
 
 	mu     sync.Mutex
 	stores map[string]*store.Store
@@ -42,7 +45,7 @@ func New(o config.Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{opts: o, cfg: cfg, stores: map[string]*store.Store{}, Warn: func(s string) { fmt.Fprintln(os.Stderr, "kinetic: warning:", s) }}, nil
+	return &Engine{opts: o, cfg: cfg, stores: map[string]*store.Store{}, Notice: os.Stderr, Warn: func(s string) { fmt.Fprintln(os.Stderr, "kinetic: warning:", s) }}, nil
 }
 
 // Config returns the engine's resolved configuration.

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,9 +17,11 @@ import (
 
 	"github.com/kinetic-run/kinetic/accel"
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/deps"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/pack"
 	"github.com/kinetic-run/kinetic/store"
+	"github.com/kinetic-run/kinetic/version"
 )
 
 // SubmitRequest is one call to run somewhere else.
@@ -190,6 +193,11 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest) (*plan, error) {
 		return nil, errors.New("an entry job needs its working directory")
 	}
 	p.spec.Command = req.Command
+	if req.Kind != job.KindCommand {
+		if err := e.planDeps(p.spec, req, cwd, spec.Category()); err != nil {
+			return nil, err
+		}
+	}
 
 	st, err := e.Store(ctx, cfg.Get(config.Store))
 	if err != nil {
@@ -306,4 +314,46 @@ func defaultOutputDir(st *store.Store, id string) string {
 		u = u[:i]
 	}
 	return strings.TrimSuffix(u, "/") + "/outputs/" + id
+}
+
+// planDeps discovers the job's requirements (from the function's directory up to the
+// shipped root), drops the accelerator runtimes, says so, and keys the environment.
+func (e *Engine) planDeps(s *job.Spec, req *SubmitRequest, cwd, category string) error {
+	if req.NoWorkdir {
+		return nil
+	}
+	start := cwd
+	if req.SourceFile != "" {
+		start = filepath.Dir(req.SourceFile)
+	}
+	if req.Kind == job.KindEntry {
+		f := req.Entry.File
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(cwd, f)
+		}
+		start = filepath.Dir(f)
+	}
+	root, err := shippedRoot(req, cwd)
+	if err != nil {
+		return err
+	}
+	reqs, err := deps.Discover(start, root)
+	if err != nil {
+		return err
+	}
+	kept, dropped := reqs.Filtered()
+	if msg := deps.DroppedMessage(dropped); msg != "" && e.Notice != nil {
+		io.WriteString(e.Notice, msg)
+	}
+	s.Requirements, s.Constraints, s.RequirementsSource = kept.Lines(), kept.ConstraintLines(), reqs.Source
+	// Locally the "base image" is the interpreter the environment is made from.
+	base := "python:" + req.Python
+	if req.Python == "" {
+		base = "python:python3"
+	}
+	if p, err := filepath.EvalSymlinks(req.Python); err == nil {
+		base = "python:" + p
+	}
+	s.EnvKey = deps.EnvKey(kept, base, category, version.Version)
+	return nil
 }

@@ -32,8 +32,15 @@ type Spec struct {
 	EnvNames  []string `json:"env_names,omitempty"`
 	OutputDir string   `json:"output_dir,omitempty"`
 	// Python is the interpreter to run on the local backend ("" = python3 on PATH).
-	Python      string `json:"python,omitempty"`
-	Accelerator string `json:"accelerator,omitempty"`
+	Python string `json:"python,omitempty"`
+	// Requirements are the filtered requirement lines (with index directives, in order)
+	// and Constraints the -c lines; EnvKey identifies the environment they make.
+	Requirements []string `json:"requirements,omitempty"`
+	Constraints  []string `json:"constraints,omitempty"`
+	EnvKey       string   `json:"env_key,omitempty"`
+	// RequirementsSource is the dependency file they came from, for messages.
+	RequirementsSource string `json:"requirements_source,omitempty"`
+	Accelerator        string `json:"accelerator,omitempty"`
 }
 
 // BlobRef points at content in the store and says how to check it.

@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/version"
 )
 
 // Protocol is the protocol's major version. A client that reads a different value in
@@ -22,7 +23,7 @@ import (
 const Protocol = 1
 
 // Version is the kinetic version reported in the greeting.
-var Version = "dev"
+var Version = version.Version
 
 // Request is one line from the client.
 type Request struct {

@@ -1,0 +1,130 @@
+// Command bench measures Kinetic against the physical limits of this machine and prints
+// a Markdown table (docs/benchmarks.md keeps the results, with the machine and the
+// command).
+//
+//	go run ./bench -bin bin/kinetic [-n 30] [-python /usr/bin/python3]
+//
+// sync-call: the overhead of a sync call of a no-op function through the Python SDK on
+// the local backend, against the same function run by a bare `python3 -c` in the same
+// run.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+)
+
+const syncScript = `
+import json, subprocess, sys, time
+import kinetic
+
+@kinetic.run(accelerator="cpu")
+def noop():
+    return None
+
+n = int(sys.argv[1])
+noop()  # starts the engine; the first call is not what a user repeats
+sdk, bare = [], []
+for _ in range(n):
+    t = time.perf_counter(); noop(); sdk.append(time.perf_counter() - t)
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "def noop():\n    return None\nnoop()"], check=True)
+    bare.append(time.perf_counter() - t)
+print(json.dumps({"sdk": sdk, "bare": bare}))
+`
+
+func main() {
+	bin := flag.String("bin", "bin/kinetic", "kinetic binary")
+	n := flag.Int("n", 30, "samples per measurement")
+	python := flag.String("python", defaultPython(), "Python with cloudpickle")
+	flag.Parse()
+	abs, err := filepath.Abs(*bin)
+	check(err)
+	repo, err := os.Getwd()
+	check(err)
+
+	home, err := os.MkdirTemp("", "kinetic-bench-")
+	check(err)
+	defer os.RemoveAll(home)
+	proj := filepath.Join(home, "proj")
+	check(os.MkdirAll(proj, 0o755))
+	check(os.WriteFile(filepath.Join(proj, "bench_sync.py"), []byte(syncScript), 0o644))
+	check(os.WriteFile(filepath.Join(proj, "requirements.txt"), nil, 0o644))
+
+	cmd := exec.Command(*python, "bench_sync.py", fmt.Sprint(*n))
+	cmd.Dir = proj
+	cmd.Env = append(os.Environ(), "KINETIC_BIN="+abs, "KINETIC_HOME="+filepath.Join(home, "data"),
+		"PYTHONPATH="+filepath.Join(repo, "python"), "KINETIC_PROFILES_FILE="+filepath.Join(home, "profiles.json"))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	check(cmd.Run())
+	var res struct{ SDK, Bare []float64 }
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	check(json.Unmarshal([]byte(lines[len(lines)-1]), &res))
+
+	sdk, bare := stats(res.SDK), stats(res.Bare)
+	fmt.Printf("Machine: %s, %d cores, %s, %s\n\n", cpuModel(), runtime.NumCPU(), runtime.Version(), pythonVersion(*python))
+	fmt.Printf("Command: `go run ./bench -bin %s -n %d -python %s`\n\n", *bin, *n, *python)
+	fmt.Println("| measurement | median | p10 | p90 |")
+	fmt.Println("|---|---|---|---|")
+	row := func(name string, s [3]float64) {
+		fmt.Printf("| %s | %.1f ms | %.1f ms | %.1f ms |\n", name, s[0]*1e3, s[1]*1e3, s[2]*1e3)
+	}
+	row("sync call of a no-op, Python SDK, local backend", sdk)
+	row("bare `python3 -c` running the same no-op", bare)
+	fmt.Printf("| **overhead (median − median)** | **%.1f ms** | | |\n", (sdk[0]-bare[0])*1e3)
+	fmt.Printf("\nTarget: at most 150 ms of overhead at the median. Samples: %d each, interleaved.\n", *n)
+}
+
+func stats(xs []float64) [3]float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	q := func(p float64) float64 { return s[int(p*float64(len(s)-1)+0.5)] }
+	return [3]float64{q(0.5), q(0.1), q(0.9)}
+}
+
+func defaultPython() string {
+	if _, err := os.Stat("/usr/bin/python3"); err == nil {
+		return "/usr/bin/python3"
+	}
+	return "python3"
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return runtime.GOARCH
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "model name") {
+			if _, v, ok := strings.Cut(l, ":"); ok {
+				return strings.TrimSpace(v)
+			}
+		}
+	}
+	return runtime.GOARCH
+}
+
+func pythonVersion(py string) string {
+	out, err := exec.Command(py, "--version").CombinedOutput()
+	if err != nil {
+		return py
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+

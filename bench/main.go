@@ -127,4 +127,3 @@ func check(err error) {
 		os.Exit(1)
 	}
 }
-

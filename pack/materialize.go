@@ -1,0 +1,296 @@
+package pack
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/kinetic-run/kinetic/store"
+)
+
+// FetchManifest reads the manifest ref names, checks its SHA-256 and validates it.
+func FetchManifest(ctx context.Context, st *store.Store, ref ManifestRef) (*Manifest, error) {
+	if !isHex256(ref.SHA256) || ref.Key != store.BlobKey(ref.SHA256) {
+		return nil, fmt.Errorf("%w: reference %q / %q is not a content-addressed manifest", ErrBadManifest, ref.Key, ref.SHA256)
+	}
+	b, err := st.GetVerified(ctx, ref.Key, ref.SHA256)
+	if err != nil {
+		return nil, fmt.Errorf("working directory manifest: %w", err)
+	}
+	return ParseManifest(b)
+}
+
+// Materialize rebuilds the tree ref names under dest (created if missing). It verifies
+// the manifest's SHA-256, fetches each blob and each pack once (in parallel), checks every
+// file's SHA-256 before the file appears under its name, keeps file and directory modes,
+// and creates symlinks last. Nothing is written outside dest: the manifest is validated
+// (ParseManifest), existing directories on the way must be real directories, files are
+// written to a fresh temporary name and renamed into place (never opened through a
+// symlink), and no entry lies below a symlink.
+func Materialize(ctx context.Context, st *store.Store, ref ManifestRef, dest string) error {
+	m, err := FetchManifest(ctx, st, ref)
+	if err != nil {
+		return err
+	}
+	return materialize(ctx, st, m, dest)
+}
+
+// maxBufferedFile is the largest file read from a pack into memory and written by
+// another goroutine; bigger ones (only in hostile or hand-made manifests) are streamed.
+const maxBufferedFile = 4 << 20
+
+// content is one distinct file content and the entries that hold it.
+type content struct {
+	entries []*Entry
+}
+
+func materialize(ctx context.Context, st *store.Store, m *Manifest, dest string) error {
+	dest, err := filepath.Abs(dest)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dest, 0o755); err != nil {
+		return fmt.Errorf("materialise working directory: %w", err)
+	}
+
+	// Directories: declared ones and every parent, parents first.
+	dirs := map[string]bool{}
+	for _, e := range m.Entries {
+		if e.Type == TypeDir {
+			dirs[e.Path] = true
+		}
+		for d := path.Dir(e.Path); d != "."; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	dirList := make([]string, 0, len(dirs))
+	for d := range dirs {
+		dirList = append(dirList, d)
+	}
+	sort.Strings(dirList)
+	for _, d := range dirList {
+		p := filepath.Join(dest, filepath.FromSlash(d))
+		fi, err := os.Lstat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if err := os.Mkdir(p, 0o700); err != nil {
+				return fmt.Errorf("materialise %s: %w", d, err)
+			}
+		case err != nil:
+			return fmt.Errorf("materialise %s: %w", d, err)
+		case !fi.IsDir():
+			return fmt.Errorf("materialise %s: refusing to write through a %s already at that path", d, describe(fi))
+		}
+	}
+
+	// Files, grouped by content, then by where the content lives.
+	byContent := map[string]*content{}
+	var blobs []*content
+	packs := map[int][]*content{}
+	var empty []*Entry
+	for i := range m.Entries {
+		e := &m.Entries[i]
+		if e.Type != TypeFile {
+			continue
+		}
+		if e.Size == 0 {
+			empty = append(empty, e)
+			continue
+		}
+		c, ok := byContent[e.SHA256]
+		if !ok {
+			c = &content{}
+			byContent[e.SHA256] = c
+			if e.Pack == nil {
+				blobs = append(blobs, c)
+			} else {
+				packs[*e.Pack] = append(packs[*e.Pack], c)
+			}
+		}
+		c.entries = append(c.entries, e)
+	}
+	// Readers fetch objects; small files read from a pack are handed to writers, so
+	// one pack of many files is not written one file at a time.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(DefaultParallelism)
+	w, wctx := errgroup.WithContext(gctx)
+	w.SetLimit(2 * DefaultParallelism)
+	for _, c := range blobs {
+		g.Go(func() error {
+			e := c.entries[0]
+			key := store.BlobKey(e.SHA256)
+			r, err := st.NewReader(gctx, key)
+			if err != nil {
+				return fmt.Errorf("materialise %s: %w", e.Path, err)
+			}
+			defer r.Close()
+			return writeContent(dest, key, c, r)
+		})
+	}
+	for pi, cs := range packs {
+		g.Go(func() error {
+			sort.Slice(cs, func(i, j int) bool { return cs[i].entries[0].Offset < cs[j].entries[0].Offset })
+			key := store.BlobKey(m.Packs[pi].SHA256)
+			r, err := st.NewReader(gctx, key)
+			if err != nil {
+				return fmt.Errorf("materialise %s: %w", cs[0].entries[0].Path, err)
+			}
+			defer r.Close()
+			var pos int64
+			for _, c := range cs {
+				e := c.entries[0]
+				if e.Offset < pos {
+					return fmt.Errorf("%w: file %q overlaps another in pack %s", ErrBadManifest, e.Path, m.Packs[pi].SHA256)
+				}
+				if _, err := io.CopyN(io.Discard, r, e.Offset-pos); err != nil {
+					return fmt.Errorf("materialise %s: pack %s: %w", e.Path, key, err)
+				}
+				pos = e.Offset + e.Size
+				if e.Size > maxBufferedFile {
+					if err := writeContent(dest, key, c, r); err != nil {
+						return err
+					}
+					continue
+				}
+				buf := make([]byte, e.Size)
+				if n, err := io.ReadFull(r, buf); err != nil {
+					return fmt.Errorf("materialise %s: %s ended after %d of %d bytes: %w", e.Path, key, e.Offset+int64(n), pos, err)
+				}
+				if err := wctx.Err(); err != nil {
+					return err
+				}
+				w.Go(func() error { return writeContent(dest, key, c, bytes.NewReader(buf)) })
+			}
+			return nil
+		})
+	}
+	for _, e := range empty {
+		w.Go(func() error {
+			return writeContent(dest, "", &content{entries: []*Entry{e}}, eofReader{})
+		})
+	}
+	gerr := g.Wait()
+	if err := w.Wait(); err != nil {
+		return err
+	}
+	if gerr != nil {
+		return gerr
+	}
+
+	// Symlinks last: nothing is written after them, so nothing is written through them.
+	for _, e := range m.Entries {
+		if e.Type != TypeSymlink {
+			continue
+		}
+		p := filepath.Join(dest, filepath.FromSlash(e.Path))
+		if fi, err := os.Lstat(p); err == nil {
+			if fi.Mode()&fs.ModeSymlink == 0 {
+				return fmt.Errorf("materialise %s: a %s is already at that path", e.Path, describe(fi))
+			}
+			if err := os.Remove(p); err != nil {
+				return fmt.Errorf("materialise %s: %w", e.Path, err)
+			}
+		}
+		if err := os.Symlink(filepath.FromSlash(e.Target), p); err != nil {
+			return fmt.Errorf("materialise %s: %w", e.Path, err)
+		}
+	}
+	// Directory modes last, deepest first, so read-only directories could be filled.
+	for i := len(m.Entries) - 1; i >= 0; i-- {
+		e := m.Entries[i]
+		if e.Type == TypeDir {
+			if err := os.Chmod(filepath.Join(dest, filepath.FromSlash(e.Path)), e.Mode); err != nil {
+				return fmt.Errorf("materialise %s: %w", e.Path, err)
+			}
+		}
+	}
+	return nil
+}
+
+func describe(fi fs.FileInfo) string {
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return "symlink"
+	case fi.IsDir():
+		return "directory"
+	case fi.Mode().IsRegular():
+		return "file"
+	}
+	return "special file"
+}
+
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
+
+// writeContent copies c's bytes from r into its first entry, verifying size and SHA-256,
+// then copies that file to c's other entries.
+func writeContent(dest, key string, c *content, r io.Reader) error {
+	first := c.entries[0]
+	if err := writeEntry(dest, key, first, r); err != nil {
+		return err
+	}
+	for _, e := range c.entries[1:] {
+		f, err := os.Open(filepath.Join(dest, filepath.FromSlash(first.Path)))
+		if err != nil {
+			return fmt.Errorf("materialise %s: %w", e.Path, err)
+		}
+		err = writeEntry(dest, key, e, f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeEntry writes e's size bytes from r to a new temporary file next to e's path, checks
+// them, and renames the file into place.
+func writeEntry(dest, key string, e *Entry, r io.Reader) error {
+	final := filepath.Join(dest, filepath.FromSlash(e.Path))
+	f, err := os.CreateTemp(filepath.Dir(final), ".kinetic-tmp-*")
+	if err != nil {
+		return fmt.Errorf("materialise %s: %w", e.Path, err)
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(r, e.Size))
+	if err != nil {
+		return fmt.Errorf("materialise %s: read %s: %w", e.Path, key, err)
+	}
+	if n != e.Size {
+		return fmt.Errorf("materialise %s: %s ended after %d of %d bytes: the store object is truncated or corrupted", e.Path, key, n, e.Size)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != e.SHA256 {
+		return fmt.Errorf("materialise %s: content SHA-256 is %s, the manifest says %s: %s was corrupted or changed in the store", e.Path, got, e.SHA256, key)
+	}
+	if err := f.Chmod(e.Mode); err != nil {
+		return fmt.Errorf("materialise %s: %w", e.Path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("materialise %s: %w", e.Path, err)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return fmt.Errorf("materialise %s: %w", e.Path, err)
+	}
+	ok = true
+	return nil
+}

@@ -1,0 +1,518 @@
+package pack
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/kinetic-run/kinetic/store"
+)
+
+// Defaults for UploadOptions.
+const (
+	DefaultLargeFileSize = 1 << 20 // files this big or bigger are blobs of their own
+	DefaultPackSize      = 4 << 20 // packs are cut between this and 4× this
+	DefaultParallelism   = 8
+)
+
+// ErrFileChanged is wrapped when a file no longer has the content Scan recorded: scan
+// again and retry.
+var ErrFileChanged = errors.New("file changed since it was scanned")
+
+// ManifestRef names an uploaded manifest: the job spec carries it to the runner.
+type ManifestRef struct {
+	Key    string `json:"key"`    // store.BlobKey(SHA256)
+	SHA256 string `json:"sha256"` // of the manifest's bytes
+	Size   int64  `json:"size"`
+}
+
+// UploadOptions tune Upload.
+type UploadOptions struct {
+	// CacheDir holds the pack index: which file contents this machine already put into
+	// which pack of which store. "" = no index (unchanged trees are still not uploaded
+	// again, since packs are cut deterministically, but changed trees re-upload more).
+	CacheDir string
+	// Parallelism bounds concurrent store calls (default DefaultParallelism).
+	Parallelism int
+	// LargeFileSize: files at least this big are stored as blobs of their own
+	// (default DefaultLargeFileSize).
+	LargeFileSize int64
+	// PackSize: small files are concatenated into packs of PackSize to 4×PackSize bytes
+	// (default DefaultPackSize).
+	PackSize int64
+	// Progress, if set, is called with the bytes uploaded (or found already stored) so
+	// far and the bytes that may need uploading, from one goroutine at a time.
+	Progress func(done, total int64)
+}
+
+// UploadStats report what Upload did.
+type UploadStats struct {
+	Files           int   // regular files in the manifest
+	Bytes           int64 // their total size
+	UploadedBytes   int64 // bytes written to the store, the manifest included
+	UploadedObjects int   // objects written, the manifest included
+	ReusedFiles     int   // files whose bytes the store already held
+}
+
+// unit is one distinct file content.
+type unit struct {
+	sum    string
+	size   int64
+	rel    string // the first path holding it
+	large  bool
+	pack   string // pack SHA-256 once placed in a pack
+	off    int64
+	stored bool // the store held it before this upload
+}
+
+// Upload stores what the store lacks of m's content, fills in m's locations (m.Packs and
+// each file's Pack and Offset), and stores the manifest itself content-addressed. Files
+// are read from m.Root and checked against the hashes Scan recorded (ErrFileChanged).
+//
+// Large files become blobs (store.BlobKey of their SHA-256), uploaded only if missing.
+// Small files the pack index says are in a pack of this store are reused after one
+// Exists per such pack; the rest are concatenated into new packs, cut at file boundaries
+// chosen by content, so the same files give the same packs and an unchanged tree uploads
+// nothing even without the index. A pack is never referenced unless Exists confirmed it
+// or this call wrote it.
+func Upload(ctx context.Context, st *store.Store, m *Manifest, o UploadOptions) (ManifestRef, UploadStats, error) {
+	var stats UploadStats
+	if m.Root == "" {
+		return ManifestRef{}, stats, errors.New("upload working directory: the manifest has no local root (use the one Scan returned)")
+	}
+	if o.Parallelism <= 0 {
+		o.Parallelism = DefaultParallelism
+	}
+	if o.LargeFileSize <= 0 {
+		o.LargeFileSize = DefaultLargeFileSize
+	}
+	if o.PackSize <= 0 {
+		o.PackSize = DefaultPackSize
+	}
+
+	// Distinct contents, in path order.
+	units := map[string]*unit{}
+	var order []*unit
+	for _, e := range m.Entries {
+		if e.Type != TypeFile {
+			continue
+		}
+		stats.Files++
+		stats.Bytes += e.Size
+		if e.Size == 0 {
+			continue
+		}
+		if _, ok := units[e.SHA256]; !ok {
+			u := &unit{sum: e.SHA256, size: e.Size, rel: e.Path, large: e.Size >= o.LargeFileSize}
+			units[e.SHA256] = u
+			order = append(order, u)
+		}
+	}
+
+	// What the store already holds: large blobs, and packs the index points to.
+	idx := loadPackIndex(o.CacheDir, st.URL())
+	check := map[string]bool{} // key → exists
+	for _, u := range order {
+		if u.large {
+			check[store.BlobKey(u.sum)] = false
+		} else if loc, ok := idx.Files[u.sum]; ok {
+			check[store.BlobKey(loc.Pack)] = false
+		}
+	}
+	if err := existAll(ctx, st, check, o.Parallelism); err != nil {
+		return ManifestRef{}, stats, err
+	}
+	packSizes := map[string]int64{}
+	useful := map[string]int64{}
+	for _, u := range order {
+		if u.large {
+			u.stored = check[store.BlobKey(u.sum)]
+			continue
+		}
+		if loc, ok := idx.Files[u.sum]; ok && check[store.BlobKey(loc.Pack)] && idx.Packs[loc.Pack] > 0 {
+			useful[loc.Pack] += u.size
+		}
+	}
+	for _, u := range order {
+		if u.large {
+			continue
+		}
+		loc, ok := idx.Files[u.sum]
+		if !ok || !check[store.BlobKey(loc.Pack)] {
+			continue
+		}
+		size := idx.Packs[loc.Pack]
+		// Reuse a pack only if this tree needs at least a quarter of it: the runner
+		// fetches whole packs, so a mostly stale pack is cheaper to repack.
+		if size <= 0 || loc.Off < 0 || loc.Off+u.size > size || useful[loc.Pack]*4 < size {
+			continue
+		}
+		u.pack, u.off, u.stored = loc.Pack, loc.Off, true
+		packSizes[loc.Pack] = size
+	}
+
+	// Cut new packs from the small contents not yet stored.
+	var chunks [][]*unit
+	var cur []*unit
+	var curSize int64
+	maxPack := 4 * o.PackSize
+	for _, u := range order {
+		if u.large || u.stored {
+			continue
+		}
+		if len(cur) > 0 && curSize+u.size > maxPack {
+			chunks, cur, curSize = append(chunks, cur), nil, 0
+		}
+		cur = append(cur, u)
+		curSize += u.size
+		// A content-chosen cut point (a quarter of files qualify) once the pack is big
+		// enough: an edit moves at most the cuts next to it.
+		if curSize >= o.PackSize && u.sum[63]&3 == 0 {
+			chunks, cur, curSize = append(chunks, cur), nil, 0
+		}
+	}
+	if len(cur) > 0 {
+		chunks = append(chunks, cur)
+	}
+
+	var total int64
+	for _, c := range chunks {
+		for _, u := range c {
+			total += u.size
+		}
+	}
+	for _, u := range order {
+		if u.large && !u.stored {
+			total += u.size
+		}
+	}
+	prog := &progress{fn: o.Progress, total: total}
+	prog.add(0)
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(o.Parallelism)
+	var mu sync.Mutex
+	wrote := func(n int64) {
+		mu.Lock()
+		stats.UploadedBytes += n
+		stats.UploadedObjects++
+		mu.Unlock()
+	}
+	newPacks := map[string]int64{}
+	for _, c := range chunks {
+		g.Go(func() error {
+			sum, size, written, err := putPack(gctx, st, m.Root, c, prog)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			newPacks[sum] = size
+			packSizes[sum] = size
+			for _, u := range c {
+				u.pack = sum
+				u.stored = !written
+			}
+			mu.Unlock()
+			if written {
+				wrote(size)
+			}
+			return nil
+		})
+	}
+	for _, u := range order {
+		if !u.large || u.stored {
+			continue
+		}
+		g.Go(func() error {
+			if err := putFile(gctx, st, m.Root, u, prog); err != nil {
+				return err
+			}
+			wrote(u.size)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return ManifestRef{}, stats, err
+	}
+
+	// Locations.
+	sums := make([]string, 0, len(packSizes))
+	for s := range packSizes {
+		sums = append(sums, s)
+	}
+	sort.Strings(sums)
+	packIdx := map[string]int{}
+	m.Packs = make([]PackRef, len(sums))
+	for i, s := range sums {
+		m.Packs[i] = PackRef{SHA256: s, Size: packSizes[s]}
+		packIdx[s] = i
+	}
+	for i := range m.Entries {
+		e := &m.Entries[i]
+		e.Pack, e.Offset = nil, 0
+		if e.Type != TypeFile {
+			continue
+		}
+		u := units[e.SHA256]
+		if u == nil || u.stored {
+			stats.ReusedFiles++
+		}
+		if u != nil && u.pack != "" {
+			p := packIdx[u.pack]
+			e.Pack, e.Offset = &p, u.off
+		}
+	}
+	if err := m.validate(); err != nil {
+		return ManifestRef{}, stats, fmt.Errorf("upload working directory: %w", err)
+	}
+	b, err := m.Marshal()
+	if err != nil {
+		return ManifestRef{}, stats, err
+	}
+	h := sha256.Sum256(b)
+	ref := ManifestRef{SHA256: hex.EncodeToString(h[:]), Size: int64(len(b))}
+	ref.Key = store.BlobKey(ref.SHA256)
+	ok, err := st.Exists(ctx, ref.Key)
+	if err != nil {
+		return ManifestRef{}, stats, err
+	}
+	if !ok {
+		if err := st.Put(ctx, ref.Key, b); err != nil {
+			return ManifestRef{}, stats, err
+		}
+		wrote(int64(len(b)))
+	}
+
+	// Remember the packs, forgetting those the store turned out not to hold.
+	for key, ok := range check {
+		if !ok {
+			idx.forgetPack(key[len(store.BlobKey("")):])
+		}
+	}
+	for _, u := range order {
+		if u.pack != "" {
+			if _, isNew := newPacks[u.pack]; isNew {
+				idx.Files[u.sum] = packLoc{Pack: u.pack, Off: u.off}
+			}
+		}
+	}
+	for s, size := range newPacks {
+		idx.Packs[s] = size
+	}
+	idx.save()
+	return ref, stats, nil
+}
+
+func existAll(ctx context.Context, st *store.Store, keys map[string]bool, par int) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(par)
+	var mu sync.Mutex
+	list := make([]string, 0, len(keys))
+	for k := range keys {
+		list = append(list, k)
+	}
+	for _, k := range list {
+		g.Go(func() error {
+			ok, err := st.Exists(gctx, k)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			keys[k] = ok
+			mu.Unlock()
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// putPack builds one pack from files under root, checking each against its hash, and
+// stores it unless the store already holds it. It sets each unit's offset.
+func putPack(ctx context.Context, st *store.Store, root string, c []*unit, prog *progress) (sum string, size int64, written bool, err error) {
+	var n int64
+	for _, u := range c {
+		n += u.size
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, n))
+	for _, u := range c {
+		if err := ctx.Err(); err != nil {
+			return "", 0, false, err
+		}
+		u.off = int64(buf.Len())
+		if err := readChecked(filepath.Join(root, filepath.FromSlash(u.rel)), u, buf); err != nil {
+			return "", 0, false, err
+		}
+	}
+	h := sha256.Sum256(buf.Bytes())
+	sum = hex.EncodeToString(h[:])
+	key := store.BlobKey(sum)
+	ok, err := st.Exists(ctx, key)
+	if err != nil {
+		return "", 0, false, err
+	}
+	if ok {
+		prog.add(n)
+		return sum, n, false, nil
+	}
+	if _, err := st.PutFrom(ctx, key, &countingReader{r: buf, prog: prog}); err != nil {
+		return "", 0, false, err
+	}
+	return sum, n, true, nil
+}
+
+func readChecked(p string, u *unit, w io.Writer) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return fmt.Errorf("upload working directory: %w", err)
+	}
+	defer f.Close()
+	cr := &checkedReader{r: io.LimitReader(f, u.size+1), h: sha256.New(), u: u}
+	if _, err := io.Copy(w, cr); err != nil {
+		return err
+	}
+	return nil
+}
+
+// putFile streams one large file into its blob; the blob appears only if the bytes read
+// have the hash Scan recorded.
+func putFile(ctx context.Context, st *store.Store, root string, u *unit, prog *progress) error {
+	f, err := os.Open(filepath.Join(root, filepath.FromSlash(u.rel)))
+	if err != nil {
+		return fmt.Errorf("upload working directory: %w", err)
+	}
+	defer f.Close()
+	cr := &checkedReader{r: io.LimitReader(f, u.size+1), h: sha256.New(), u: u}
+	_, err = st.PutFrom(ctx, store.BlobKey(u.sum), &countingReader{r: cr, prog: prog})
+	return err
+}
+
+// checkedReader passes r through and, at EOF, fails unless the bytes had u's size and
+// hash. Failing instead of returning EOF makes store.PutFrom abandon the object.
+type checkedReader struct {
+	r io.Reader
+	h hash.Hash
+	n int64
+	u *unit
+}
+
+func (c *checkedReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.h.Write(p[:n])
+	c.n += int64(n)
+	if c.n > c.u.size {
+		return n, fmt.Errorf("%s: %w (it grew)", c.u.rel, ErrFileChanged)
+	}
+	if err == io.EOF {
+		if c.n != c.u.size || hex.EncodeToString(c.h.Sum(nil)) != c.u.sum {
+			return n, fmt.Errorf("%s: %w", c.u.rel, ErrFileChanged)
+		}
+	}
+	return n, err
+}
+
+type progress struct {
+	mu          sync.Mutex
+	fn          func(done, total int64)
+	done, total int64
+}
+
+func (p *progress) add(n int64) {
+	if p.fn == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done += n
+	p.fn(p.done, p.total)
+}
+
+type countingReader struct {
+	r    io.Reader
+	prog *progress
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if n > 0 {
+		c.prog.add(int64(n))
+	}
+	return n, err
+}
+
+// The pack index: per store URL, which file contents this machine put into which pack.
+// It is a hint: Upload confirms each pack it reuses with Exists.
+
+type packLoc struct {
+	Pack string `json:"pack"`
+	Off  int64  `json:"off"`
+}
+
+type packIndex struct {
+	file  string
+	URL   string             `json:"url"`
+	Ver   int                `json:"version"`
+	Files map[string]packLoc `json:"files"`
+	Packs map[string]int64   `json:"packs"`
+}
+
+const packIndexVersion = 1
+
+func loadPackIndex(dir, url string) *packIndex {
+	idx := &packIndex{URL: url, Ver: packIndexVersion, Files: map[string]packLoc{}, Packs: map[string]int64{}}
+	if dir == "" {
+		return idx
+	}
+	sum := sha256.Sum256([]byte(url))
+	idx.file = filepath.Join(dir, "packs-"+hex.EncodeToString(sum[:8])+".json")
+	b, err := os.ReadFile(idx.file)
+	if err != nil {
+		return idx
+	}
+	var f packIndex
+	if json.Unmarshal(b, &f) != nil || f.URL != url || f.Ver != packIndexVersion {
+		return idx
+	}
+	for k, v := range f.Files {
+		if isHex256(k) && isHex256(v.Pack) {
+			idx.Files[k] = v
+		}
+	}
+	for k, v := range f.Packs {
+		if isHex256(k) {
+			idx.Packs[k] = v
+		}
+	}
+	return idx
+}
+
+func (idx *packIndex) forgetPack(sum string) {
+	delete(idx.Packs, sum)
+	for k, v := range idx.Files {
+		if v.Pack == sum {
+			delete(idx.Files, k)
+		}
+	}
+}
+
+func (idx *packIndex) save() {
+	if idx.file == "" {
+		return
+	}
+	b, err := json.Marshal(idx)
+	if err != nil {
+		return
+	}
+	_ = writeFileAtomic(idx.file, b)
+}

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -28,8 +27,11 @@ import (
 type SubmitRequest struct {
 	// Kind is job.KindPickle, job.KindEntry or job.KindCommand.
 	Kind string `json:"kind"`
-	// Payload is the pickled (func, args, kwargs) of a KindPickle job.
+	// Payload is the pickled (func, args, kwargs) of a KindPickle job; with Args, the
+	// pickled function alone (shared by the children of a batch, stored once).
 	Payload []byte `json:"-"`
+	// Args is the pickled (args, kwargs) of one input of a batch.
+	Args []byte `json:"-"`
 	// PayloadPath is a file holding Payload (the Python SDK hands over a temp file).
 	PayloadPath string `json:"payload_path,omitempty"`
 	// Entry is FILE.py::FUNC for KindEntry (File as given, relative to Cwd or absolute).
@@ -59,17 +61,21 @@ type SubmitRequest struct {
 
 	// Config are per-call arguments (project, zone, cluster, namespace, backend, store).
 	Config map[config.Key]string `json:"config,omitempty"`
+
+	group *groupInfo // set for the children of a batch
 }
 
 // plan is a validated request, ready to write.
 type plan struct {
-	cfg     *config.Resolved
-	st      *store.Store
-	spec    *job.Spec
-	handle  *job.Handle
-	payload []byte
-	workdir []byte
-	env     map[string]string
+	cfg      *config.Resolved
+	st       *store.Store
+	spec     *job.Spec
+	handle   *job.Handle
+	payload  []byte
+	args     []byte
+	manifest *pack.Manifest
+	packOpts pack.Options
+	env      map[string]string
 }
 
 // Submit validates req, writes the job to the store and starts it. Bad input fails
@@ -84,6 +90,15 @@ func (e *Engine) Submit(ctx context.Context, req *SubmitRequest) (*Job, error) {
 		return nil, err
 	}
 	id := p.handle.JobID
+	if g := req.group; g != nil {
+		p.handle.GroupID, p.handle.GroupKind, p.handle.GroupIndex = g.id, "map", strconv.Itoa(g.index)
+		c := Child{Index: g.index, JobID: id, Attempts: append(append([]string(nil), g.attempts...), id)}
+		b, _ := json.Marshal(c)
+		// Recorded before the job exists: a submitter killed now leaves a findable child.
+		if err := p.st.Put(ctx, childKey(g.id, g.index), b); err != nil {
+			return nil, err
+		}
+	}
 	if err := e.write(ctx, p); err != nil {
 		p.st.DeletePrefix(context.WithoutCancel(ctx), store.JobPrefix(id))
 		return nil, err
@@ -140,6 +155,10 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest) (*plan, error) {
 		if len(p.payload) == 0 {
 			return nil, errors.New("empty payload: the function could not be pickled")
 		}
+		p.args = req.Args
+		if req.group != nil && len(p.args) == 0 {
+			return nil, errors.New("this input could not be pickled on the client")
+		}
 	case job.KindEntry:
 		if req.Entry == nil || req.Entry.File == "" || req.Entry.Func == "" {
 			return nil, errors.New("an entry needs FILE.py::FUNC")
@@ -153,7 +172,11 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest) (*plan, error) {
 	}
 
 	// Environment capture is validated now so a bad pattern writes nothing.
-	if p.env, err = captureEnv(req.CaptureEnv, req.Environ, e.Warn); err != nil {
+	warn := e.Warn
+	if req.groupBase() != nil {
+		warn = nil // said once for the whole batch
+	}
+	if p.env, err = captureEnv(req.CaptureEnv, req.Environ, warn); err != nil {
 		return nil, err
 	}
 	for k := range p.env {
@@ -161,42 +184,13 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest) (*plan, error) {
 	}
 	sortStrings(p.spec.EnvNames)
 
-	// The shipped root.
-	if !req.NoWorkdir {
-		root, err := shippedRoot(req, cwd)
-		if err != nil {
-			return nil, err
-		}
-		var buf bytes.Buffer
-		if _, err := pack.Archive(ctx, root, &buf, pack.Options{}); err != nil {
-			return nil, fmt.Errorf("working directory %s: %w (make it readable, or exclude the unreadable part in .kineticignore)", root, err)
-		}
-		p.workdir = buf.Bytes()
-		if rel, err := filepath.Rel(root, cwd); err == nil && !strings.HasPrefix(rel, "..") {
-			p.spec.Cwd = filepath.ToSlash(rel)
-		}
-		if req.Kind == job.KindEntry {
-			f := req.Entry.File
-			if !filepath.IsAbs(f) {
-				f = filepath.Join(cwd, f)
-			}
-			if _, err := os.Stat(f); err != nil {
-				return nil, fmt.Errorf("entry file %s: %w", req.Entry.File, err)
-			}
-			rel, err := filepath.Rel(root, f)
-			if err != nil || strings.HasPrefix(rel, "..") {
-				return nil, fmt.Errorf("entry file %s is outside the shipped root %s", req.Entry.File, root)
-			}
-			p.spec.Entry = &job.Entry{File: filepath.ToSlash(rel), Func: req.Entry.Func, Args: req.Entry.Args}
-		}
-	} else if req.Kind == job.KindEntry {
-		return nil, errors.New("an entry job needs its working directory")
-	}
 	p.spec.Command = req.Command
-	if req.Kind != job.KindCommand {
-		if err := e.planDeps(p.spec, req, cwd, spec.Category()); err != nil {
-			return nil, err
-		}
+	if base := req.groupBase(); base != nil {
+		// A batch child: the tree and the environment were planned once for the batch.
+		p.spec.Workdir, p.spec.Cwd, p.spec.Entry = base.Workdir, base.Cwd, base.Entry
+		p.spec.Requirements, p.spec.Constraints, p.spec.EnvKey, p.spec.RequirementsSource = base.Requirements, base.Constraints, base.EnvKey, base.RequirementsSource
+	} else if err := e.planTree(ctx, p, req, cwd, spec.Category()); err != nil {
+		return nil, err
 	}
 
 	st, err := e.Store(ctx, cfg.Get(config.Store))
@@ -242,14 +236,22 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest) (*plan, error) {
 // is what makes a job exist.
 func (e *Engine) write(ctx context.Context, p *plan) error {
 	id := p.handle.JobID
-	if p.workdir != nil {
-		key, sum, err := p.st.PutBlob(ctx, p.workdir)
+	if err := e.writeTree(ctx, p); err != nil {
+		return err
+	}
+	if p.args != nil {
+		// A batch child: the function is shared content, the arguments are its own.
+		key, sum, err := p.st.PutBlob(ctx, p.payload)
 		if err != nil {
 			return err
 		}
-		p.spec.Workdir = &job.BlobRef{Key: key, SHA256: sum, Size: int64(len(p.workdir)), Format: "tar.gz"}
-	}
-	if p.payload != nil {
+		p.spec.Payload = &job.BlobRef{Key: key, SHA256: sum, Size: int64(len(p.payload))}
+		asum := sha256.Sum256(p.args)
+		p.spec.Args = &job.BlobRef{Key: store.ArgsKey(id), SHA256: hex.EncodeToString(asum[:]), Size: int64(len(p.args))}
+		if err := p.st.Put(ctx, store.ArgsKey(id), p.args); err != nil {
+			return err
+		}
+	} else if p.payload != nil {
 		sum := sha256.Sum256(p.payload)
 		p.spec.Payload = &job.BlobRef{Key: store.PayloadKey(id), SHA256: hex.EncodeToString(sum[:]), Size: int64(len(p.payload))}
 		if err := p.st.Put(ctx, store.PayloadKey(id), p.payload); err != nil {
@@ -355,5 +357,92 @@ func (e *Engine) planDeps(s *job.Spec, req *SubmitRequest, cwd, category string)
 		base = "python:" + p
 	}
 	s.EnvKey = deps.EnvKey(kept, base, category, version.Version)
+	return nil
+}
+
+// dataPaths are the local paths of the request's Data, left out of the shipped root.
+func (r *SubmitRequest) dataPaths() []string { return nil }
+
+// packCache holds the hash cache and pack index that make resubmits incremental.
+func packCache() string { return filepath.Join(config.DataDir(), "cache", "pack") }
+
+// planTree packages the shipped root and plans the job's environment.
+func (e *Engine) planTree(ctx context.Context, p *plan, req *SubmitRequest, cwd, category string) error {
+	// The shipped root.
+	if !req.NoWorkdir {
+		root, err := shippedRoot(req, cwd)
+		if err != nil {
+			return err
+		}
+		p.packOpts = pack.OptionsFromEnv(pack.Options{CacheDir: packCache(), Skip: pack.SkipPaths(root, cwd, req.dataPaths())}, os.Getenv)
+		m, err := pack.Scan(ctx, root, p.packOpts)
+		if err != nil {
+			return fmt.Errorf("working directory %s: %w (make it readable, or exclude the unreadable part in %s)", root, err, pack.IgnoreFile)
+		}
+		threshold, err := pack.WarnThresholdFromEnv(os.Getenv)
+		if err != nil {
+			return err
+		}
+		if msg := pack.SizeWarning(m, threshold); msg != "" {
+			e.Warn(msg)
+		}
+		p.manifest = m
+		if rel, err := filepath.Rel(root, cwd); err == nil && !strings.HasPrefix(rel, "..") {
+			p.spec.Cwd = filepath.ToSlash(rel)
+		}
+		if req.Kind == job.KindEntry {
+			f := req.Entry.File
+			if !filepath.IsAbs(f) {
+				f = filepath.Join(cwd, f)
+			}
+			if _, err := os.Stat(f); err != nil {
+				return fmt.Errorf("entry file %s: %w", req.Entry.File, err)
+			}
+			rel, err := filepath.Rel(root, f)
+			if err != nil || strings.HasPrefix(rel, "..") {
+				return fmt.Errorf("entry file %s is outside the shipped root %s", req.Entry.File, root)
+			}
+			p.spec.Entry = &job.Entry{File: filepath.ToSlash(rel), Func: req.Entry.Func, Args: req.Entry.Args}
+		}
+	} else if req.Kind == job.KindEntry {
+		return errors.New("an entry job needs its working directory")
+	}
+	if req.Kind != job.KindCommand {
+		if err := e.planDeps(p.spec, req, cwd, category); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// groupBase is the spec planned once for the batch this request belongs to, if any.
+func (r *SubmitRequest) groupBase() *job.Spec {
+	if r.group == nil {
+		return nil
+	}
+	return r.group.base
+}
+
+// writeTree uploads the planned working directory (only what the store lacks) and
+// points the spec at its manifest.
+func (e *Engine) writeTree(ctx context.Context, p *plan) error {
+	if p.manifest == nil {
+		return nil
+	}
+	uo := pack.UploadOptions{CacheDir: packCache()}
+	{
+		ref, _, err := pack.Upload(ctx, p.st, p.manifest, uo)
+		if errors.Is(err, pack.ErrFileChanged) {
+			// A file changed between scan and upload: scan again, once.
+			if p.manifest, err = pack.Scan(ctx, p.manifest.Root, p.packOpts); err == nil {
+				ref, _, err = pack.Upload(ctx, p.st, p.manifest, uo)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("upload the working directory: %w", err)
+		}
+		p.spec.Workdir = &job.BlobRef{Key: ref.Key, SHA256: ref.SHA256, Size: ref.Size, Format: job.FormatManifest}
+	}
+	p.manifest = nil
 	return nil
 }

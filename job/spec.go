@@ -20,6 +20,9 @@ type Spec struct {
 	Kind    string `json:"kind"`
 	// Payload is the pickled call for KindPickle.
 	Payload *BlobRef `json:"payload,omitempty"`
+	// Args are the pickled (args, kwargs) of a batch child; Payload is then the pickled
+	// function alone.
+	Args *BlobRef `json:"args,omitempty"`
 	// Workdir is the packaged working directory, if any.
 	Workdir *BlobRef `json:"workdir,omitempty"`
 	// Cwd is the submitter's working directory relative to the shipped root.
@@ -48,8 +51,11 @@ type BlobRef struct {
 	Key    string `json:"key"`
 	SHA256 string `json:"sha256"`
 	Size   int64  `json:"size"`
-	Format string `json:"format,omitempty"` // "tar.gz" for working directories
+	Format string `json:"format,omitempty"` // FormatManifest for working directories
 }
+
+// FormatManifest marks a working directory shipped as a pack manifest (package pack).
+const FormatManifest = "kinetic-manifest/v1"
 
 // Entry is a FILE.py::FUNC call with arguments given on the command line.
 type Entry struct {

@@ -253,6 +253,60 @@ func (s *Server) dispatch(ctx context.Context, req *Request) (any, error) {
 		defer cancel()
 		return nil, j.Cleanup(cctx, p.K8s, p.GCS)
 
+	case "map":
+		var p engine.MapRequest
+		if err := decode(req.Params, &p); err != nil {
+			return nil, err
+		}
+		b, err := s.eng.Map(s.base, &p)
+		if err != nil {
+			return nil, &typedError{ErrInvalid, err}
+		}
+		s.mu.Lock()
+		s.batches[b.GroupID()] = b
+		s.mu.Unlock()
+		return map[string]any{"group_id": b.GroupID()}, nil
+
+	case "batch":
+		var p struct {
+			GroupID string `json:"group_id"`
+			Store   string `json:"store,omitempty"`
+			Status  bool   `json:"status"`
+		}
+		if err := decode(req.Params, &p); err != nil {
+			return nil, err
+		}
+		return s.eng.ReadBatch(ctx, p.GroupID, p.Store, p.Status)
+
+	case "batch_cancel":
+		var p struct {
+			GroupID string `json:"group_id"`
+			Store   string `json:"store,omitempty"`
+		}
+		if err := decode(req.Params, &p); err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		b := s.batches[p.GroupID]
+		s.mu.Unlock()
+		if b != nil {
+			b.Stop()
+			<-b.Done()
+		}
+		return nil, s.eng.CancelBatch(ctx, p.GroupID, p.Store)
+
+	case "batch_cleanup":
+		var p struct {
+			GroupID string `json:"group_id"`
+			Store   string `json:"store,omitempty"`
+			K8s     bool   `json:"k8s"`
+			GCS     bool   `json:"gcs"`
+		}
+		if err := decode(req.Params, &p); err != nil {
+			return nil, err
+		}
+		return nil, s.eng.CleanupBatch(ctx, p.GroupID, p.Store, p.K8s, p.GCS)
+
 	case "list":
 		var p struct {
 			Store string `json:"store,omitempty"`

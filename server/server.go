@@ -71,11 +71,17 @@ type Server struct {
 	mu       sync.Mutex
 	inflight map[int64]context.CancelFunc
 	wg       sync.WaitGroup
+
+	// base is the server's own context: cancelled by a signal, not by the client
+	// leaving. Batch submissions run under it, so a client that exits normally does
+	// not cut its batches short; Serve waits for them.
+	base    context.Context
+	batches map[string]*engine.Batch
 }
 
 // Serve reads requests from r and writes messages to w until r ends or ctx is done.
 func Serve(ctx context.Context, eng *engine.Engine, r io.Reader, w io.Writer) error {
-	s := &Server{eng: eng, enc: json.NewEncoder(w), inflight: map[int64]context.CancelFunc{}}
+	s := &Server{eng: eng, enc: json.NewEncoder(w), inflight: map[int64]context.CancelFunc{}, base: ctx, batches: map[string]*engine.Batch{}}
 	if err := s.send(Message{Kinetic: Version, Protocol: Protocol}); err != nil {
 		return err
 	}
@@ -85,6 +91,15 @@ func Serve(ctx context.Context, eng *engine.Engine, r io.Reader, w io.Writer) er
 	defer func() {
 		cancel()
 		s.wg.Wait()
+		s.mu.Lock()
+		pending := make([]*engine.Batch, 0, len(s.batches))
+		for _, b := range s.batches {
+			pending = append(pending, b)
+		}
+		s.mu.Unlock()
+		for _, b := range pending {
+			<-b.Done()
+		}
 	}()
 	for sc.Scan() {
 		var req Request

@@ -16,6 +16,10 @@
 //	groups/{id}/manifest.json batch manifests
 //	blobs/sha256/{hex}        content-addressed blobs (working directories, data)
 //	outputs/{id}/             KINETIC_OUTPUT_DIR by default; never removed by cleanup
+//
+// A gs:// or s3:// URL's path is the prefix: gs://bucket/team-a keeps every key under
+// team-a/ in the bucket. A gs:// URL may name a custom endpoint (a GCS emulator) with
+// ?endpoint=http://host:port, or through STORAGE_EMULATOR_HOST; see docs/store.md.
 package store
 
 import (
@@ -25,17 +29,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/fileblob" // file://
-	_ "gocloud.dev/blob/gcsblob"  // gs://
+	"gocloud.dev/blob/gcsblob"    // gs://
 	_ "gocloud.dev/blob/memblob"  // mem://
 	_ "gocloud.dev/blob/s3blob"   // s3://
 	"gocloud.dev/gcerrors"
+	"gocloud.dev/gcp"
+	"google.golang.org/api/option"
 )
 
 // ErrNotFound is returned when a key does not exist.
@@ -52,14 +60,26 @@ type Store struct {
 // Open opens the store at rawURL. A plain absolute path means file://PATH. For file://
 // stores the directory is created, temporary files are made next to their target (so
 // the final rename is atomic on one file system) and no metadata sidecars are written.
+//
+// For gs:// stores Open checks that the bucket answers (one list call, bounded by
+// ProbeTimeout), so a wrong bucket, missing credentials or an unreachable endpoint fail
+// here with the URL rather than later in the middle of a submission. Real GCS uses
+// Application Default Credentials; an endpoint (the URL's endpoint parameter, else
+// STORAGE_EMULATOR_HOST) is spoken to without credentials, as emulators expect.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
-	u, err := normalise(rawURL)
+	t, err := normalise(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	b, err := blob.OpenBucket(ctx, u)
+	u := t.open
+	var b *blob.Bucket
+	if t.endpoint != "" {
+		b, err = openGCSEndpoint(ctx, t)
+	} else {
+		b, err = blob.OpenBucket(ctx, u)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("open store %q: %w (check the URL, the credentials, and that the bucket or directory exists)", rawURL, err)
+		return nil, fmt.Errorf("open store %q: %w (check the URL, the credentials, and that the bucket or directory exists)", t.record, err)
 	}
 	if strings.HasPrefix(u, "file://") {
 		// fileblob creates the directory lazily; make sure it is writable now, so a bad
@@ -71,31 +91,99 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 			return nil, fmt.Errorf("open store %q: the directory is not writable: %w", rawURL, err)
 		}
 	}
-	s := &Store{url: rawURL, bucket: b}
+	if t.scheme == "gs" {
+		if err := probe(ctx, b, t); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
+	s := &Store{url: t.record, bucket: b}
 	if pu, err := url.Parse(u); err == nil && pu.Scheme == "file" {
 		s.dir = pu.Path
 	}
 	return s, nil
 }
 
-func normalise(raw string) (string, error) {
-	if raw == "" {
-		return "", errors.New("no store URL: set KINETIC_STORE or a profile's store, e.g. file:///var/lib/kinetic or gs://bucket")
+// ProbeTimeout bounds the check Open makes that a gs:// bucket answers. The Google client
+// retries refused connections and 5xx answers until its context ends, so without a bound
+// an unreachable endpoint would hang Open.
+const ProbeTimeout = 20 * time.Second
+
+func probe(ctx context.Context, b *blob.Bucket, t target) error {
+	pctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	defer cancel()
+	ok, err := b.IsAccessible(pctx)
+	if err != nil {
+		hint := "check the credentials (Application Default Credentials) and the network"
+		if t.endpoint != "" {
+			hint = "is the endpoint " + t.endpoint + " up?"
+		}
+		return fmt.Errorf("open store %q: cannot reach bucket %q: %w (%s)", t.record, t.bucket, err, hint)
 	}
+	if !ok {
+		return fmt.Errorf("open store %q: bucket %q does not exist", t.record, t.bucket)
+	}
+	return nil
+}
+
+// openGCSEndpoint opens a gs:// bucket on a custom endpoint (an emulator such as
+// fake-gcs-server) with an unauthenticated client.
+func openGCSEndpoint(ctx context.Context, t target) (*blob.Bucket, error) {
+	client := &gcp.HTTPClient{Client: http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}}
+	b, err := gcsblob.OpenBucket(ctx, client, t.bucket, &gcsblob.Options{
+		ClientOptions: []option.ClientOption{
+			// Later options win over the ones gcsblob derives from STORAGE_EMULATOR_HOST.
+			option.WithoutAuthentication(),
+			option.WithEndpoint(t.endpoint + "/storage/v1/"),
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if t.prefix != "" {
+		b = blob.PrefixedBucket(b, t.prefix)
+	}
+	return b, nil
+}
+
+// target is a store URL taken apart.
+type target struct {
+	scheme string
+	// open is the URL handed to gocloud's URL mux (with Kinetic's parameters removed).
+	open string
+	// record is the URL the store reports (Store.URL) and job handles carry: the URL as
+	// given, plus the endpoint when it came from STORAGE_EMULATOR_HOST, so that another
+	// machine or a pod reaches the same bucket.
+	record string
+	// For gs:// on a custom endpoint: the bucket, the endpoint (scheme://host[:port]) and
+	// the key prefix ("" or ending in "/").
+	bucket, endpoint, prefix string
+}
+
+// EndpointParam is the gs:// URL parameter that names a custom JSON API endpoint, e.g.
+// gs://bucket?endpoint=http://127.0.0.1:4443.
+const EndpointParam = "endpoint"
+
+func normalise(raw string) (target, error) {
+	if raw == "" {
+		return target{}, errors.New("no store URL: set KINETIC_STORE or a profile's store, e.g. file:///var/lib/kinetic or gs://bucket")
+	}
+	record := raw
 	if strings.HasPrefix(raw, "/") {
 		raw = "file://" + raw
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", fmt.Errorf("store URL %q: %w", raw, err)
+		return target{}, fmt.Errorf("store URL %q: %w", raw, err)
 	}
+	t := target{scheme: u.Scheme, record: record}
 	switch u.Scheme {
 	case "file":
 		if (u.Host != "" && u.Host != "localhost") || u.Path == "" || !filepath.IsAbs(u.Path) {
-			return "", fmt.Errorf("store URL %q: a file store needs an absolute path, e.g. file:///home/me/kinetic-store", raw)
+			return target{}, fmt.Errorf("store URL %q: a file store needs an absolute path, e.g. file:///home/me/kinetic-store", raw)
 		}
 		if err := os.MkdirAll(u.Path, 0o755); err != nil {
-			return "", fmt.Errorf("store URL %q: cannot create the directory: %w", raw, err)
+			return target{}, fmt.Errorf("store URL %q: cannot create the directory: %w", raw, err)
 		}
 		q := u.Query()
 		for k, v := range map[string]string{"no_tmp_dir": "1", "metadata": "skip"} {
@@ -104,11 +192,87 @@ func normalise(raw string) (string, error) {
 			}
 		}
 		u.RawQuery = q.Encode()
-	case "mem", "gs", "s3":
+	case "gs", "s3":
+		if u.Host == "" {
+			return target{}, fmt.Errorf("store URL %q: a %s:// URL needs a bucket, e.g. %s://my-bucket", raw, u.Scheme, u.Scheme)
+		}
+		if u.User != nil {
+			return target{}, fmt.Errorf("store URL %q: credentials do not belong in a store URL (it is recorded in job handles); use Application Default Credentials or the cloud's usual credential chain", redact(u))
+		}
+		q := u.Query()
+		// The path is the key prefix: gocloud's openers ignore it, which would put
+		// gs://b/team-a and gs://b/team-b in the same place.
+		if p := strings.Trim(u.Path, "/"); p != "" {
+			if q.Get("prefix") != "" {
+				return target{}, fmt.Errorf("store URL %q: give the prefix as the path or as ?prefix=, not both", raw)
+			}
+			q.Set("prefix", p+"/")
+			u.Path = ""
+		}
+		if u.Scheme == "gs" {
+			ep, fromEnv, err := gcsEndpoint(q.Get(EndpointParam))
+			if err != nil {
+				// The query is left out: it may hold what the error is about, a secret.
+				return target{}, fmt.Errorf("store URL %q: %w", u.Scheme+"://"+u.Host, err)
+			}
+			if ep != "" {
+				for k := range q {
+					if k != EndpointParam && k != "prefix" {
+						return target{}, fmt.Errorf("store URL %q: parameter %q cannot be combined with a custom endpoint (it is used without credentials)", raw, k)
+					}
+				}
+				t.bucket, t.endpoint, t.prefix = u.Host, ep, q.Get("prefix")
+				if fromEnv {
+					sep := "?"
+					if strings.Contains(record, "?") {
+						sep = "&"
+					}
+					t.record = record + sep + EndpointParam + "=" + ep
+				}
+			}
+			q.Del(EndpointParam)
+		}
+		u.RawQuery = q.Encode()
+	case "mem":
 	default:
-		return "", fmt.Errorf("store URL %q: unsupported scheme %q (use file://, gs://, s3:// or mem://)", raw, u.Scheme)
+		return target{}, fmt.Errorf("store URL %q: unsupported scheme %q (use file://, gs://, s3:// or mem://)", raw, u.Scheme)
 	}
-	return u.String(), nil
+	t.open = u.String()
+	return t, nil
+}
+
+// gcsEndpoint returns the custom GCS endpoint as scheme://host[:port]: param if given,
+// else STORAGE_EMULATOR_HOST (fromEnv), else "" (real GCS). Both accept host:port (plain
+// HTTP, as the Google client reads the variable) or an http(s) URL with no path.
+func gcsEndpoint(param string) (ep string, fromEnv bool, err error) {
+	v, name := param, "parameter "+EndpointParam
+	if v == "" {
+		v, name, fromEnv = os.Getenv("STORAGE_EMULATOR_HOST"), "STORAGE_EMULATOR_HOST", true
+		if v == "" {
+			return "", false, nil
+		}
+	}
+	s := v
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	e, err := url.Parse(s)
+	if err != nil || (e.Scheme != "http" && e.Scheme != "https") || e.Host == "" ||
+		(e.Path != "" && e.Path != "/") || e.RawQuery != "" || e.Fragment != "" || e.User != nil {
+		what := v
+		if err == nil && e.User != nil {
+			what = redact(e)
+		}
+		return "", false, fmt.Errorf("%s %q: want host:port or http(s)://host[:port], with no path and no credentials", name, what)
+	}
+	return e.Scheme + "://" + e.Host, fromEnv, nil
+}
+
+// redact returns u without its user information, for error messages.
+func redact(u *url.URL) string {
+	c := *u
+	c.User = nil
+	return c.String()
 }
 
 // URL returns the URL the store was opened with.
@@ -314,6 +478,7 @@ func HandleKey(id string) string   { return JobPrefix(id) + "handle.json" }
 func SpecKey(id string) string     { return JobPrefix(id) + "spec.json" }
 func PayloadKey(id string) string  { return JobPrefix(id) + "payload.pkl" }
 func EnvKey(id string) string      { return JobPrefix(id) + "env.json" }
+func ArgsKey(id string) string     { return JobPrefix(id) + "args.pkl" }
 func StatusKey(id string) string   { return JobPrefix(id) + "status.json" }
 func ResultKey(id string) string   { return JobPrefix(id) + "result.pkl" }
 func EnvelopeKey(id string) string { return JobPrefix(id) + "result.json" }

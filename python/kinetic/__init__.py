@@ -16,9 +16,11 @@ from . import job_status
 from ._decorator import RemoteFunction, run
 from .exceptions import JobNotFoundError, KineticError, RemoteError
 from .job_status import JobStatus
+from .batch import BatchError, BatchHandle, attach_batch
+from .data import Data
 from .jobs import JobHandle, attach, list_jobs
 
 __version__ = "0.1.0"
 
-__all__ = ["run", "attach", "list_jobs", "JobHandle", "JobStatus", "RemoteFunction", "KineticError",
-           "JobNotFoundError", "RemoteError", "job_status"]
+__all__ = ["run", "attach", "attach_batch", "list_jobs", "JobHandle", "BatchHandle", "BatchError", "Data",
+           "JobStatus", "RemoteFunction", "KineticError", "JobNotFoundError", "RemoteError", "job_status"]

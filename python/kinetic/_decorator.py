@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional
 
 from ._engine import engine
 from .exceptions import KineticError
+from .batch import BatchHandle
 from .jobs import JobHandle
 
 _roots = {}
@@ -39,7 +40,7 @@ def _modules_under(root):
     return out
 
 
-def _pickle_call(func, args, kwargs, root):
+def _pickle_call(func, args, kwargs, root, func_only=False):
     try:
         import cloudpickle
     except ImportError:
@@ -54,7 +55,7 @@ def _pickle_call(func, args, kwargs, root):
         except (ValueError, AttributeError):
             pass
     try:
-        return cloudpickle.dumps((func, args, kwargs))
+        return cloudpickle.dumps(func if func_only else (func, args, kwargs))
     except Exception as e:
         name = getattr(func, "__qualname__", repr(func))
         raise TypeError(
@@ -84,44 +85,82 @@ class RemoteFunction:
 
     def run_async(self, *args, **kwargs) -> JobHandle:
         """Submit the call and return its JobHandle at once."""
-        o = self._options
-        try:
-            source = inspect.getsourcefile(self._func)
-        except TypeError:
-            source = None
-        root = _root_for(source)
+        source, root = self._source_root()
         payload = _pickle_call(self._func, args, kwargs, root)
         fd, path = tempfile.mkstemp(prefix="kinetic-payload-", suffix=".pkl")
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(payload)
-            req = {
-                "kind": "python-pickle",
-                "payload_path": path,
-                "func_name": getattr(self._func, "__qualname__", "function"),
-                "source_file": source or "",
-                "cwd": os.getcwd(),
-                "python": sys.executable,
-                "accelerator": o["accelerator"],
-                "container_image": o.get("container_image") or "",
-                "capture_env_vars": o.get("capture_env_vars") or [],
-                "output_dir": o.get("output_dir") or "",
-                "spot": bool(o.get("spot")),
-                "debug": bool(o.get("debug")),
-                "config": {k: v for k, v in (
-                    ("project", o.get("project")), ("zone", o.get("zone")), ("cluster", o.get("cluster")),
-                    ("namespace", o.get("namespace")), ("backend", o.get("backend")), ("store", o.get("store")),
-                    ("base_image_repo", o.get("base_image_repo"))) if v},
-            }
-            if req["capture_env_vars"]:
-                req["environ"] = dict(os.environ)
-            return JobHandle.from_dict(engine().call("submit", req))
+            return JobHandle.from_dict(engine().call("submit", self._request(path, source)))
         finally:
             os.unlink(path)
 
-    def run_async_map(self, inputs, **kwargs):
-        raise KineticError("run_async_map is not supported yet in this version of kinetic: "
-                           "submit the inputs one by one with run_async for now")
+    def _source_root(self):
+        try:
+            source = inspect.getsourcefile(self._func)
+        except TypeError:
+            source = None
+        return source, _root_for(source)
+
+    def _request(self, path, source):
+        o = self._options
+        req = {
+            "kind": "python-pickle",
+            "payload_path": path,
+            "func_name": getattr(self._func, "__qualname__", "function"),
+            "source_file": source or "",
+            "cwd": os.getcwd(),
+            "python": sys.executable,
+            "accelerator": o["accelerator"],
+            "container_image": o.get("container_image") or "",
+            "capture_env_vars": o.get("capture_env_vars") or [],
+            "output_dir": o.get("output_dir") or "",
+            "spot": bool(o.get("spot")),
+            "debug": bool(o.get("debug")),
+            "config": {k: v for k, v in (
+                ("project", o.get("project")), ("zone", o.get("zone")), ("cluster", o.get("cluster")),
+                ("namespace", o.get("namespace")), ("backend", o.get("backend")), ("store", o.get("store")),
+                ("base_image_repo", o.get("base_image_repo"))) if v},
+        }
+        if req["capture_env_vars"]:
+            req["environ"] = dict(os.environ)
+        return req
+
+    def run_async_map(self, inputs, input_mode: str = "auto", max_concurrent: int = 64, retries: int = 0,
+                      fail_fast: bool = False, name: Optional[str] = None,
+                      tags: Optional[Dict[str, str]] = None) -> BatchHandle:
+        """Fan the function out over inputs, one job per input; returns a BatchHandle at
+        once while the engine goes on submitting. An input that cannot be submitted is
+        recorded at its index (jobs[i] is None, submission_failures[i] holds the error)."""
+        import cloudpickle
+        from .batch import _frame, normalise_input
+
+        inputs = list(inputs)
+        source, root = self._source_root()
+        func_payload = _pickle_call(self._func, None, None, root, func_only=True)
+        local_failures = {}
+        payloads = []
+        for i, x in enumerate(inputs):
+            try:
+                a, kw = normalise_input(x, input_mode)
+                payloads.append(cloudpickle.dumps((a, kw)))
+            except Exception as e:  # recorded at its index, not raised for the batch
+                local_failures[i] = e
+                payloads.append(b"")
+        fd, fpath = tempfile.mkstemp(prefix="kinetic-func-", suffix=".pkl")
+        with os.fdopen(fd, "wb") as f:
+            f.write(func_payload)
+        ipath = _frame(payloads)
+        try:
+            req = {"template": self._request(fpath, source), "inputs_path": ipath,
+                   "max_concurrent": int(max_concurrent), "retries": int(retries), "fail_fast": bool(fail_fast),
+                   "name": name or "", "tags": dict(tags or {})}
+            res = engine().call("map", req)
+        finally:
+            os.unlink(fpath)
+            os.unlink(ipath)
+        return BatchHandle(res["group_id"], name=name, tags=tags, store=self._options.get("store") or "",
+                           local_failures=local_failures, poll_interval=1.0)
 
 
 def run(accelerator: str = "tpu-v5e-1", container_image: Optional[str] = None,

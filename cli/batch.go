@@ -1,0 +1,291 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/job"
+)
+
+func init() { register(newBatchCmd) }
+
+func newBatchCmd(g *Globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "batch", Short: "Observe and manage batches (run_async_map): list, status, results, cancel, cleanup"}
+	cmd.AddCommand(newBatchListCmd(g), newBatchStatusCmd(g), newBatchResultsCmd(g), newBatchCancelCmd(g), newBatchCleanupCmd(g))
+	return cmd
+}
+
+func (f *jobFlags) engine(cmd *cobra.Command, g *Globals) (*engine.Engine, error) {
+	args := map[config.Key]string{}
+	if f.store != "" {
+		args[config.Store] = f.store
+	}
+	return newEngine(cmd, g, args)
+}
+
+// counts tallies the children by status; inputs that failed at submission count as
+// SUBMIT_FAILED.
+func counts(v *engine.BatchView) map[string]int {
+	c := map[string]int{}
+	for _, s := range v.Statuses {
+		switch {
+		case s.Error != "" && s.Handle == nil:
+			c["SUBMIT_FAILED"]++
+		case s.Status != "":
+			c[string(s.Status)]++
+		}
+	}
+	return c
+}
+
+func countsLine(c map[string]int) string {
+	var keys []string
+	for k := range c {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, c[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func finished(v *engine.BatchView) (done, total int) {
+	total = v.TotalExpected
+	for _, s := range v.Statuses {
+		if (s.Error != "" && s.Handle == nil) || s.Status.Terminal() {
+			done++
+		}
+	}
+	return done, total
+}
+
+// watch polls the batch until every child is final, drawing a bar on stderr.
+func watch(ctx context.Context, e *engine.Engine, gid, store string, stderr io.Writer) (*engine.BatchView, error) {
+	var bar *progressbar.ProgressBar
+	delay := 50 * time.Millisecond
+	for {
+		v, err := e.ReadBatch(ctx, gid, store, true)
+		if err != nil {
+			return nil, err
+		}
+		done, total := finished(v)
+		if bar == nil {
+			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(stderr), progressbar.OptionSetWidth(30),
+				progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100*time.Millisecond))
+		}
+		bar.Describe(countsLine(counts(v)))
+		bar.Set(done)
+		if v.SubmissionComplete && done >= len(v.Children) {
+			bar.Finish()
+			return v, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(delay*3/2, time.Second)
+	}
+}
+
+func newBatchListCmd(g *Globals) *cobra.Command {
+	var f jobFlags
+	cmd := &cobra.Command{
+		Use: "list", Short: "List the batches in the store, newest first", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			e, err := f.engine(cmd, g)
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			ms, err := e.ListBatches(cmd.Context(), "")
+			if err != nil {
+				return err
+			}
+			if f.asJSON {
+				if ms == nil {
+					ms = []engine.Manifest{}
+				}
+				return writeJSON(cmd.OutOrStdout(), ms)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "GROUP ID\tNAME\tFUNCTION\tINPUTS\tSUBMITTED\tCREATED")
+			for _, m := range ms {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%v\t%s\n", m.GroupID, m.Name, m.FuncName, m.TotalExpected, m.SubmissionComplete, m.CreatedAt)
+			}
+			return tw.Flush()
+		},
+	}
+	f.add(cmd)
+	return cmd
+}
+
+func newBatchStatusCmd(g *Globals) *cobra.Command {
+	var (
+		f      jobFlags
+		follow bool
+	)
+	cmd := &cobra.Command{
+		Use: "status GROUP_ID", Short: "Counts per status (-f: a live bar until every child is final)", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			e, err := f.engine(cmd, g)
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			var v *engine.BatchView
+			if follow {
+				v, err = watch(cmd.Context(), e, args[0], "", cmd.ErrOrStderr())
+			} else {
+				v, err = e.ReadBatch(cmd.Context(), args[0], "", true)
+			}
+			if err != nil {
+				return err
+			}
+			if f.asJSON {
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"group_id": v.GroupID, "total_expected": v.TotalExpected,
+					"submission_complete": v.SubmissionComplete, "counts": counts(v), "children": v.Statuses})
+			}
+			done, total := finished(v)
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d/%d final (%s)\n", v.GroupID, done, total, countsLine(counts(v)))
+			return nil
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "show a live bar until every child is final")
+	return cmd
+}
+
+func newBatchResultsCmd(g *Globals) *cobra.Command {
+	var f jobFlags
+	cmd := &cobra.Command{
+		Use: "results GROUP_ID", Short: "Wait for a batch and print each input's result or failure", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			e, err := f.engine(cmd, g)
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			v, err := watch(cmd.Context(), e, args[0], "", cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			type row struct {
+				Index  int           `json:"index"`
+				JobID  string        `json:"job_id,omitempty"`
+				Status job.State     `json:"status,omitempty"`
+				Result *job.Envelope `json:"result,omitempty"`
+				Error  string        `json:"error,omitempty"`
+			}
+			rows := make([]row, len(v.Statuses))
+			failures := 0
+			for i, s := range v.Statuses {
+				rows[i] = row{Index: s.Index, Status: s.Status, Error: s.Error}
+				if s.Handle == nil {
+					failures++
+					continue
+				}
+				rows[i].JobID = s.Handle.JobID
+				j, err := e.Attach(cmd.Context(), s.Handle.JobID, v.Store)
+				if err != nil {
+					rows[i].Error = err.Error()
+					failures++
+					continue
+				}
+				res, err := j.Result(cmd.Context(), "")
+				if err != nil {
+					rows[i].Error = err.Error()
+					failures++
+					continue
+				}
+				rows[i].Result = res.Envelope
+				if !res.Envelope.Success {
+					failures++
+				}
+			}
+			if f.asJSON {
+				if err := writeJSON(cmd.OutOrStdout(), rows); err != nil {
+					return err
+				}
+			} else {
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "INDEX\tSTATUS\tRESULT")
+				for _, r := range rows {
+					out := r.Error
+					if r.Result != nil && r.Result.Success {
+						out = r.Result.ValueRepr
+					} else if r.Result != nil {
+						out = r.Result.ExcType + ": " + r.Result.ExcMessage
+					}
+					fmt.Fprintf(tw, "%d\t%s\t%s\n", r.Index, r.Status, strings.ReplaceAll(out, "\n", " "))
+				}
+				tw.Flush()
+			}
+			if failures > 0 {
+				return &ExitError{Code: 1, Err: fmt.Errorf("%d of %d inputs failed", failures, len(rows))}
+			}
+			return nil
+		},
+	}
+	f.add(cmd)
+	return cmd
+}
+
+func newBatchCancelCmd(g *Globals) *cobra.Command {
+	var f jobFlags
+	cmd := &cobra.Command{
+		Use: "cancel GROUP_ID", Short: "Cancel every unfinished child of a batch", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			e, err := f.engine(cmd, g)
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			if err := e.CancelBatch(cmd.Context(), args[0], ""); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: cancelled the unfinished children of %s\n", args[0])
+			return nil
+		},
+	}
+	f.add(cmd)
+	return cmd
+}
+
+func newBatchCleanupCmd(g *Globals) *cobra.Command {
+	var (
+		f                         jobFlags
+		keepBackend, keepArtifact bool
+	)
+	cmd := &cobra.Command{
+		Use: "cleanup GROUP_ID", Short: "Clean up a batch's children (and, unless --keep-artifacts, its manifest)", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			e, err := f.engine(cmd, g)
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			if err := e.CleanupBatch(cmd.Context(), args[0], "", !keepBackend, !keepArtifact); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: cleaned up %s\n", args[0])
+			return nil
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().BoolVar(&keepBackend, "keep-backend", false, "keep the backend's resources (k8s=False)")
+	cmd.Flags().BoolVar(&keepArtifact, "keep-artifacts", false, "keep the store artifacts (gcs=False)")
+	return cmd
+}

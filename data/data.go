@@ -1,0 +1,303 @@
+// Package data is Kinetic's Data(...): a reference to data that must be available on the
+// worker as a plain filesystem path.
+//
+// A Ref is made on the submitting machine by Parse, from what the user wrote:
+//
+//	local-file  ./config.json                  hashed, uploaded once per hash
+//	local-dir   ./dataset/                     hashed, uploaded once per hash
+//	gs-dir      gs://bucket/prefix/            travels as a reference (trailing slash)
+//	gs-object   gs://bucket/path/weights.h5    travels as a reference (no trailing slash)
+//	hf          hf://repo?split=&config_name=&revision=
+//	                                           downloaded on the worker with `datasets`
+//
+// Local data is identified by ContentHash (the reference's two-level SHA-256, computed in
+// parallel), uploaded by Upload under data/sha256/<hash>/ with a completion marker written
+// last, and turned back into files on the worker by Materialize. See docs/data.md for the
+// exact byte layout of the hash and the store layout.
+package data
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// Kind says what a Ref points at.
+type Kind string
+
+// The kinds of data.
+const (
+	LocalFile Kind = "local-file"
+	LocalDir  Kind = "local-dir"
+	GSDir     Kind = "gs-dir"
+	GSObject  Kind = "gs-object"
+	HF        Kind = "hf"
+)
+
+// IsLocal reports whether k is data on the submitting machine (uploaded by Upload).
+func (k Kind) IsLocal() bool { return k == LocalFile || k == LocalDir }
+
+// Ref is one Data(...) reference. It is JSON in the job spec.
+type Ref struct {
+	// Kind is one of the Kind constants.
+	Kind Kind `json:"kind"`
+	// Source is what the user wrote (a path or URI); it is for messages only.
+	Source string `json:"source"`
+	// Path is the absolute local path on the submitting machine (local kinds).
+	Path string `json:"path,omitempty"`
+	// Hash is the hex content hash (local kinds; set by Upload, or by the caller from
+	// ContentHash).
+	Hash string `json:"hash,omitempty"`
+	// Prefix is the store prefix holding the uploaded data, data/sha256/<hash>/ (local
+	// kinds; set by Upload).
+	Prefix string `json:"prefix,omitempty"`
+	// URI is the canonical gs:// or hf:// URI (remote kinds).
+	URI string `json:"uri,omitempty"`
+	// Fuse asks for a lazy GCS FUSE mount instead of a download.
+	Fuse bool `json:"fuse,omitempty"`
+	// HFTrustRemoteCode lets datasets.load_dataset run the dataset repository's code.
+	HFTrustRemoteCode bool `json:"hf_trust_remote_code,omitempty"`
+	// Mount is "" for data passed as an argument, or the absolute path it is mounted at
+	// (volumes={"/data": Data(...)}).
+	Mount string `json:"mount,omitempty"`
+}
+
+// HFSource is a parsed hf:// URI.
+type HFSource struct {
+	Repo       string // "imdb" or "owner/name"
+	Split      string // "" = all splits (a DatasetDict)
+	ConfigName string // "" = the default configuration
+	Revision   string // "" = the default branch
+}
+
+// Parse turns Data(path, fuse=..., hf_trust_remote_code=...) into a Ref.
+//
+// A local path must exist (it is resolved against the current directory). gs:// needs a
+// bucket, and a trailing slash makes it a directory. hf:// takes only the query
+// parameters split, config_name and revision, taken literally (no percent-decoding; '+'
+// is a plus). fuse=True is refused for hf://. fuse=True on a local path is accepted: the
+// local backend then uses the path in place (LocalPath); a remote backend must refuse it
+// (there is no bucket to mount). hf_trust_remote_code=True is refused for anything but
+// hf://.
+func Parse(p string, fuse, hfTrust bool) (Ref, error) {
+	switch {
+	case p == "":
+		return Ref{}, errors.New("Data(): the path is empty; give a local file or directory, gs://bucket/prefix/, gs://bucket/object or hf://repo")
+	case strings.ContainsRune(p, 0):
+		return Ref{}, fmt.Errorf("Data(%q): the path contains a NUL byte", p)
+	case strings.HasPrefix(p, "hf://"):
+		src, err := ParseHF(p)
+		if err != nil {
+			return Ref{}, err
+		}
+		if fuse {
+			return Ref{}, fmt.Errorf("Data(%q, fuse=True): a Hugging Face dataset cannot be FUSE-mounted: it is downloaded on the worker with the datasets library; drop fuse=True", p)
+		}
+		return Ref{Kind: HF, Source: p, URI: src.URI(), HFTrustRemoteCode: hfTrust}, nil
+	}
+	if hfTrust {
+		return Ref{}, fmt.Errorf("Data(%q, hf_trust_remote_code=True): hf_trust_remote_code applies only to hf:// datasets; drop it", p)
+	}
+	if strings.HasPrefix(p, "gs://") {
+		bucket, key, err := splitGS(p)
+		if err != nil {
+			return Ref{}, err
+		}
+		r := Ref{Kind: GSObject, Source: p, URI: "gs://" + bucket + "/" + key, Fuse: fuse}
+		if key == "" || strings.HasSuffix(key, "/") {
+			r.Kind = GSDir
+		}
+		return r, nil
+	}
+	if i := strings.Index(p, "://"); i > 0 && !strings.ContainsAny(p[:i], `/\.`) {
+		return Ref{}, fmt.Errorf("Data(%q): unsupported scheme %q; use a local path, gs://bucket/... or hf://repo", p, p[:i])
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return Ref{}, fmt.Errorf("Data(%q): %w", p, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return Ref{}, fmt.Errorf("Data(%q): %s does not exist; a relative path is taken from the current directory, so check the spelling and where you run from, or give an absolute path", p, abs)
+		}
+		return Ref{}, fmt.Errorf("Data(%q): %w", p, err)
+	}
+	r := Ref{Source: p, Path: abs, Fuse: fuse}
+	switch {
+	case fi.Mode().IsRegular():
+		r.Kind = LocalFile
+	case fi.IsDir():
+		r.Kind = LocalDir
+	default:
+		return Ref{}, fmt.Errorf("Data(%q): %s is neither a regular file nor a directory (%s)", p, abs, fi.Mode().Type())
+	}
+	return r, nil
+}
+
+// GCS returns the bucket and object key (GSObject) or prefix (GSDir, ending in "/" or
+// empty for the whole bucket) of a gs:// ref.
+func (r Ref) GCS() (bucket, key string, ok bool) {
+	if r.Kind != GSDir && r.Kind != GSObject {
+		return "", "", false
+	}
+	b, k, err := splitGS(r.URI)
+	if err != nil {
+		return "", "", false
+	}
+	return b, k, true
+}
+
+// Validate checks a Ref read from a job spec: a known kind with the fields it needs, and
+// Mount empty or an absolute, clean path other than "/".
+func (r Ref) Validate() error {
+	switch r.Kind {
+	case LocalFile, LocalDir:
+		if !hexHash.MatchString(r.Hash) {
+			return fmt.Errorf("data %q: hash %q is not a hex SHA-256 (was the data uploaded?)", r.Source, r.Hash)
+		}
+		if r.Prefix != "" && r.Prefix != Prefix(r.Hash) {
+			return fmt.Errorf("data %q: store prefix %q does not match hash %s", r.Source, r.Prefix, r.Hash)
+		}
+	case GSDir, GSObject:
+		q, err := Parse(r.URI, r.Fuse, false)
+		if err != nil {
+			return err
+		}
+		if q.Kind != r.Kind {
+			return fmt.Errorf("data %q: URI %q is a %s, not a %s", r.Source, r.URI, q.Kind, r.Kind)
+		}
+	case HF:
+		if _, err := ParseHF(r.URI); err != nil {
+			return err
+		}
+		if r.Fuse {
+			return fmt.Errorf("data %q: fuse is not supported for hf://", r.Source)
+		}
+	default:
+		return fmt.Errorf("data %q: unknown kind %q", r.Source, r.Kind)
+	}
+	if r.Mount != "" {
+		if !path.IsAbs(r.Mount) || path.Clean(r.Mount) != r.Mount || r.Mount == "/" {
+			return fmt.Errorf("volume %q: a mount path must be absolute and clean, and not /, e.g. /data", r.Mount)
+		}
+	}
+	return nil
+}
+
+// LocalPath returns the original local path of a local ref with Fuse set: a job on the
+// submitting machine (the local backend) uses it in place, without a copy. It returns
+// false for every other ref, which must be materialised.
+func LocalPath(r Ref) (string, bool) {
+	if !r.Kind.IsLocal() || !r.Fuse || r.Path == "" {
+		return "", false
+	}
+	return r.Path, true
+}
+
+var (
+	hexHash    = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$`)
+	hfRepoPart = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$`)
+	hfSplit    = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.:%+\[\]-]{0,199}$`)
+	hfConfig   = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,199}$`)
+	hfRevision = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_./-]{0,199}$`)
+)
+
+// splitGS splits gs://bucket/key. key may be empty (the whole bucket).
+func splitGS(uri string) (bucket, key string, err error) {
+	rest, ok := strings.CutPrefix(uri, "gs://")
+	if !ok {
+		return "", "", fmt.Errorf("Data(%q): not a gs:// URI", uri)
+	}
+	bucket, key, _ = strings.Cut(rest, "/")
+	if bucket == "" {
+		return "", "", fmt.Errorf("Data(%q): no bucket; write gs://BUCKET/prefix/ for a directory or gs://BUCKET/object for one object", uri)
+	}
+	if !bucketName.MatchString(bucket) || strings.Contains(bucket, "..") {
+		return "", "", fmt.Errorf("Data(%q): %q is not a valid bucket name (3-222 characters: lower-case letters, digits, '-', '_', '.')", uri, bucket)
+	}
+	if strings.ContainsAny(key, "\r\n") {
+		return "", "", fmt.Errorf("Data(%q): the object name contains a line break", uri)
+	}
+	for _, seg := range strings.Split(strings.TrimSuffix(key, "/"), "/") {
+		if key != "" && (seg == "" || seg == "." || seg == "..") {
+			return "", "", fmt.Errorf("Data(%q): the object path has an empty, '.' or '..' segment; it could not be a local path on the worker", uri)
+		}
+	}
+	return bucket, key, nil
+}
+
+// ParseHF parses hf://repo[?split=...&config_name=...&revision=...].
+func ParseHF(uri string) (HFSource, error) {
+	rest, ok := strings.CutPrefix(uri, "hf://")
+	if !ok {
+		return HFSource{}, fmt.Errorf("Data(%q): not an hf:// URI", uri)
+	}
+	repo, query, _ := strings.Cut(rest, "?")
+	repo = strings.TrimSuffix(repo, "/")
+	parts := strings.Split(repo, "/")
+	if repo == "" || len(parts) > 2 {
+		return HFSource{}, fmt.Errorf("Data(%q): write hf://NAME or hf://OWNER/NAME, e.g. hf://imdb?split=train", uri)
+	}
+	for _, p := range parts {
+		if !hfRepoPart.MatchString(p) || strings.Contains(p, "..") {
+			return HFSource{}, fmt.Errorf("Data(%q): %q is not a valid Hugging Face repository name", uri, repo)
+		}
+	}
+	src := HFSource{Repo: repo}
+	seen := map[string]bool{}
+	for _, kv := range strings.Split(query, "&") {
+		if kv == "" && query == "" {
+			break
+		}
+		k, val, hasEq := strings.Cut(kv, "=")
+		if !hasEq {
+			return HFSource{}, fmt.Errorf("Data(%q): %q is not key=value; hf:// takes split=, config_name= and revision=", uri, kv)
+		}
+		if seen[k] {
+			return HFSource{}, fmt.Errorf("Data(%q): %s is given more than once", uri, k)
+		}
+		seen[k] = true
+		var re *regexp.Regexp
+		switch k {
+		case "split":
+			re, src.Split = hfSplit, val
+		case "config_name":
+			re, src.ConfigName = hfConfig, val
+		case "revision":
+			re, src.Revision = hfRevision, val
+		default:
+			return HFSource{}, fmt.Errorf("Data(%q): unknown parameter %q; hf:// takes split, config_name and revision", uri, k)
+		}
+		if val == "" {
+			return HFSource{}, fmt.Errorf("Data(%q): %s is empty; give a value or leave it out", uri, k)
+		}
+		if !re.MatchString(val) || strings.Contains(val, "..") {
+			return HFSource{}, fmt.Errorf("Data(%q): %s=%q has characters that are not allowed", uri, k, val)
+		}
+	}
+	return src, nil
+}
+
+// URI returns the canonical hf:// URI (parameters in a fixed order).
+func (s HFSource) URI() string {
+	var q []string
+	if s.Split != "" {
+		q = append(q, "split="+s.Split)
+	}
+	if s.ConfigName != "" {
+		q = append(q, "config_name="+s.ConfigName)
+	}
+	if s.Revision != "" {
+		q = append(q, "revision="+s.Revision)
+	}
+	if len(q) == 0 {
+		return "hf://" + s.Repo
+	}
+	return "hf://" + s.Repo + "?" + strings.Join(q, "&")
+}

@@ -1,0 +1,218 @@
+package data
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"hash"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// pyContentHash is the reference algorithm written independently in Python with
+// hashlib and os.walk, as docs/data.md states it. The Go implementation must agree with
+// it byte for byte: this is the conformance check.
+const pyContentHash = `
+import hashlib, os, sys
+
+def file_digest(rel, full):
+    h = hashlib.sha256()
+    h.update(rel.encode("utf-8"))
+    h.update(b"\0")
+    with open(full, "rb") as f:  # follows a symlinked file
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.digest()
+
+def content_hash(path):
+    if os.path.isfile(path):
+        name = os.path.basename(os.path.normpath(path))
+        return hashlib.sha256(b"file:" + file_digest(name, path)).hexdigest()
+    h = hashlib.sha256(b"dir:")
+    for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
+        dirnames.sort()
+        for name in sorted(filenames):
+            full = os.path.join(dirpath, name)
+            rel = os.path.relpath(full, path).replace(os.sep, "/")
+            h.update(file_digest(rel, full))
+    return h.hexdigest()
+
+for p in sys.argv[1:]:
+    print(content_hash(p))
+`
+
+// pythonHashes runs pyContentHash over paths.
+func pythonHashes(t *testing.T, paths ...string) []string {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not found: cannot run the conformance check")
+	}
+	out, err := exec.Command("python3", append([]string{"-c", pyContentHash}, paths...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("python reference: %v\n%s", err, out)
+	}
+	return strings.Fields(string(out))
+}
+
+// buildTree builds a tree from a map of relative path to content; a value starting with "->"
+// makes a symlink to the rest, "/" at the end of a key makes an (empty) directory.
+func buildTree(t testing.TB, root string, files map[string]string) string {
+	t.Helper()
+	for rel, content := range files {
+		p := filepath.Join(root, filepath.FromSlash(rel))
+		if strings.HasSuffix(rel, "/") {
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if target, ok := strings.CutPrefix(content, "->"); ok {
+			if err := os.Symlink(target, p); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func randBytes(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return string(b)
+}
+
+func TestContentHashMatchesPythonReference(t *testing.T) {
+	base := t.TempDir()
+	buildTree(t, filepath.Join(base, "outside"), map[string]string{
+		"target.bin":  "symlinked file contents",
+		"tdir/x.txt":  "in a symlinked directory",
+		"tdir/y/z.md": "deeper",
+	})
+	cases := map[string]map[string]string{
+		"flat": {"a.txt": "alpha", "b.txt": "beta", "c": ""},
+		"nested": {
+			"z.txt": "root file sorted before subdirectories", "a/1": "one", "a/b/2": "two",
+			"a/b/c/3": "three", "a-b/x": "dash sorts before slash", "a.b/y": "dot", "B/upper": "U",
+			"é/unicode": "ü", "big": randBytes(3<<20 + 17),
+		},
+		"empty":            {},
+		"emptysubdirs":     {"e/": "", "f/g/": "", "k.txt": "k"},
+		"symlinked-file":   {"data.bin": "->" + filepath.Join(base, "outside", "target.bin"), "plain": "p"},
+		"symlinked-dir":    {"linked": "->" + filepath.Join(base, "outside", "tdir"), "plain": "p"},
+		"relative-link":    {"real/f": "f", "alias": "->real/f", "dirlink": "->real"},
+		"only-one-file":    {"weights.h5": "W"},
+		"many-small":       manySmall(300),
+		"name-vs-content":  {"ab": "c"},
+		"name-vs-content2": {"a": "bc"},
+	}
+	var paths []string
+	var names []string
+	for name, files := range cases {
+		root := filepath.Join(base, "cases", name)
+		os.MkdirAll(root, 0o755)
+		buildTree(t, root, files)
+		paths = append(paths, root)
+		names = append(names, name)
+	}
+	// Single files: a plain file, a symlink to a file, and a file inside a case.
+	single := filepath.Join(base, "cases", "only-one-file", "weights.h5")
+	linkToFile := filepath.Join(base, "link-to-weights.h5")
+	if err := os.Symlink(single, linkToFile); err != nil {
+		t.Fatal(err)
+	}
+	paths = append(paths, single, linkToFile, filepath.Join(base, "outside")+"/")
+	names = append(names, "single file", "symlink to a file as root", "trailing slash root")
+
+	want := pythonHashes(t, paths...)
+	if len(want) != len(paths) {
+		t.Fatalf("python printed %d hashes for %d paths", len(want), len(paths))
+	}
+	got := map[string]string{}
+	for i, p := range paths {
+		h, err := ContentHash(p)
+		if err != nil {
+			t.Fatalf("%s: %v", names[i], err)
+		}
+		if h != want[i] {
+			t.Errorf("%s: Go %s, Python reference %s", names[i], h, want[i])
+		}
+		got[names[i]] = h
+	}
+
+	// Properties the reference text promises.
+	if got["only-one-file"] == got["single file"] {
+		t.Error("a file and a directory containing only that file hash the same")
+	}
+	if got["name-vs-content"] == got["name-vs-content2"] {
+		t.Error("{ab: c} and {a: bc} hash the same: the path/content boundary is ambiguous")
+	}
+	a := buildTree(t, filepath.Join(base, "e1"), map[string]string{"k.txt": "k"})
+	b := buildTree(t, filepath.Join(base, "e2"), map[string]string{"k.txt": "k", "empty/": ""})
+	ha, _ := ContentHash(a)
+	hb, _ := ContentHash(b)
+	if ha != hb {
+		t.Error("an empty directory changed the hash; the reference's os.walk ignores it")
+	}
+	plain := buildTree(t, filepath.Join(base, "p"), map[string]string{"plain": "p"})
+	hp, _ := ContentHash(plain)
+	if hp != got["symlinked-dir"] {
+		t.Error("a symlinked directory was followed")
+	}
+}
+
+func manySmall(n int) map[string]string {
+	m := map[string]string{}
+	for i := 0; i < n; i++ {
+		m[filepath.ToSlash(filepath.Join("d"+string(rune('a'+i%7)), "sub"+string(rune('a'+i%3)), "f"+strconv.Itoa(i)))] = strconv.Itoa(i * i)
+	}
+	return m
+}
+
+func TestContentHashStable(t *testing.T) {
+	root := buildTree(t, t.TempDir(), manySmall(500))
+	first, err := ContentHash(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		if h, _ := ContentHash(root); h != first {
+			t.Fatalf("run %d: %s, first %s", i, h, first)
+		}
+	}
+	os.WriteFile(filepath.Join(root, "da", "suba", "f0"), []byte("changed"), 0o644)
+	if h, _ := ContentHash(root); h == first {
+		t.Fatal("changing a file did not change the hash")
+	}
+}
+
+func TestContentHashErrors(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := ContentHash(filepath.Join(dir, "missing")); err == nil {
+		t.Error("missing path: no error")
+	}
+	broken := buildTree(t, filepath.Join(dir, "broken"), map[string]string{"l": "->nowhere"})
+	if _, err := ContentHash(broken); err == nil || !strings.Contains(err.Error(), "broken symlink") {
+		t.Errorf("broken symlink: %v", err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	os.MkdirAll(fifo, 0o755)
+	if err := mkfifo(filepath.Join(fifo, "p")); err == nil {
+		if _, err := ContentHash(fifo); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("fifo: %v", err)
+		}
+	}
+}
+
+func mkfifo(p string) error { return exec.Command("mkfifo", p).Run() }
+
+func newSHA() hash.Hash { return sha256.New() }

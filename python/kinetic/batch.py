@@ -1,0 +1,249 @@
+"""Batches: one function fanned out over many inputs (``f.run_async_map``), observed and
+collected from any process with ``kinetic.attach_batch``. Submission, retries and
+fail-fast run in the engine; this module reads the batch's state and collects results."""
+
+import concurrent.futures
+import struct
+import tempfile
+import time
+from typing import Any, Dict, Iterator, List, Optional
+
+from ._engine import engine
+from .exceptions import KineticError
+from .job_status import JobStatus
+from .jobs import JobHandle
+
+
+class BatchError(Exception):
+    """Raised by BatchHandle.results() when children failed.
+
+    ``failures`` holds the failed children's handles (None for inputs that failed at
+    submission); ``partial_results`` holds the results, with None at failed positions."""
+
+    def __init__(self, group_id: str, failures: List[Optional[JobHandle]], partial_results: List[Any]):
+        super().__init__("batch %s: %d of %d inputs failed" % (group_id, len(failures), len(partial_results)))
+        self.group_id = group_id
+        self.failures = failures
+        self.partial_results = partial_results
+
+
+class SubmissionError(KineticError):
+    """An input that could not be submitted (recorded at its index)."""
+
+
+class BatchHandle:
+    """Handle for a collection of submitted jobs (see the seeds' BatchHandle)."""
+
+    def __init__(self, group_id: str, name: Optional[str] = None, tags: Optional[Dict[str, str]] = None,
+                 store: str = "", poll_interval: float = 10.0, poll_timeout: Optional[float] = None,
+                 local_failures: Optional[Dict[int, Exception]] = None):
+        self.group_id = group_id
+        self.name = name
+        self.tags = dict(tags or {})
+        self.jobs: List[Optional[JobHandle]] = []
+        self._store = store
+        self._total = None
+        self._complete = False
+        self._statuses: List[Optional[JobStatus]] = []
+        self._submission_errors: Dict[int, Exception] = {}
+        self._local_failures = dict(local_failures or {})
+        self._cached_failures: Optional[List[JobHandle]] = None
+        self._poll_interval = poll_interval
+        self._poll_deadline = None if poll_timeout is None else time.time() + poll_timeout
+
+    # -- state ---------------------------------------------------------------------
+    def _refresh(self, status=True):
+        v = engine().call("batch", {"group_id": self.group_id, "store": self._store, "status": status})
+        self.name = v.get("name") or self.name
+        self.tags = v.get("tags") or self.tags
+        self._store = v.get("store") or self._store
+        self._total = v.get("total_expected", 0)
+        self._complete = bool(v.get("submission_complete"))
+        n = max(self._total, len(v.get("statuses") or []))
+        jobs: List[Optional[JobHandle]] = [None] * n
+        statuses: List[Optional[JobStatus]] = [None] * n
+        for c in v.get("statuses") or []:
+            i = c["index"]
+            if c.get("handle"):
+                jobs[i] = JobHandle.from_dict(c["handle"])
+                if c.get("status"):
+                    statuses[i] = JobStatus(c["status"])
+            if c.get("submission_error") and not c.get("handle"):
+                self._submission_errors[i] = self._local_failures.get(i) or SubmissionError(c["submission_error"])
+        for i, e in self._local_failures.items():
+            if i < n:
+                self._submission_errors[i] = e
+        self.jobs, self._statuses = jobs, statuses
+        return v
+
+    def _submission_over(self):
+        if self._complete:
+            return True
+        return self._poll_deadline is not None and time.time() > self._poll_deadline
+
+    @property
+    def submission_failures(self) -> Dict[int, Exception]:
+        """Per-input submission errors (index -> exception); those jobs[i] are None."""
+        if self._total is None:
+            self._refresh(status=False)
+        return dict(self._submission_errors)
+
+    def statuses(self):
+        """(index, JobStatus) for each submitted job."""
+        self._refresh()
+        return [(i, s) for i, s in enumerate(self._statuses) if s is not None]
+
+    def status_counts(self) -> Dict[str, int]:
+        """How many jobs are in each status."""
+        counts: Dict[str, int] = {}
+        for _, s in self.statuses():
+            counts[s.value] = counts.get(s.value, 0) + 1
+        return counts
+
+    def _all_final(self):
+        if not self._submission_over():
+            return False
+        for i in range(len(self.jobs)):
+            if i in self._submission_errors:
+                continue
+            s = self._statuses[i]
+            if s is None or not s.terminal:
+                if self._complete or self.jobs[i] is not None:
+                    return False
+        return True
+
+    def wait(self, *, timeout: Optional[float] = None) -> None:
+        """Block until every job is terminal (and submission is over)."""
+        deadline = None if timeout is None else time.time() + timeout
+        delay = 0.05
+        while True:
+            self._refresh()
+            if self._all_final():
+                return
+            if deadline is not None and time.time() > deadline:
+                raise TimeoutError("batch %s not finished after %ss" % (self.group_id, timeout))
+            time.sleep(min(delay, self._poll_interval))
+            delay = min(delay * 1.5, self._poll_interval)
+
+    def as_completed(self, *, poll_interval: float = 5.0, timeout: Optional[float] = None) -> Iterator[JobHandle]:
+        """Yield jobs as they reach a terminal state, in completion order, even while
+        inputs are still being submitted."""
+        deadline = None if timeout is None else time.time() + timeout
+        seen = set()
+        delay = min(0.05, poll_interval)
+        while True:
+            self._refresh()
+            fresh = False
+            for i, s in enumerate(self._statuses):
+                if s is not None and s.terminal and i not in seen:
+                    seen.add(i)
+                    fresh = True
+                    yield self.jobs[i]
+            if self._all_final():
+                return
+            if deadline is not None and time.time() > deadline:
+                raise TimeoutError("batch %s: as_completed timed out after %ss" % (self.group_id, timeout))
+            time.sleep(delay)
+            delay = min(0.05, poll_interval) if fresh else min(delay * 1.5, poll_interval)
+
+    def results(self, *, timeout: Optional[float] = None, ordered: bool = True, cleanup: bool = True,
+                return_exceptions: bool = False) -> List[Any]:
+        """Collect every result. Failed positions hold the exception with
+        return_exceptions=True; otherwise BatchError is raised if anything failed."""
+        start = time.time()
+        order: List[int] = []
+        for h in self.as_completed(poll_interval=min(self._poll_interval, 1.0), timeout=timeout):
+            order.append(self.jobs.index(h) if h in self.jobs else -1)
+        n = len(self.jobs)
+        values: List[Any] = [None] * n
+        errors: Dict[int, BaseException] = dict(self._submission_errors)
+
+        def collect(i):
+            h = self.jobs[i]
+            remaining = None if timeout is None else max(0.1, timeout - (time.time() - start))
+            try:
+                return i, h.result(timeout=remaining, cleanup=cleanup), None
+            except Exception as e:  # the child's own exception, or why it has none
+                return i, None, e
+
+        todo = [i for i in range(n) if self.jobs[i] is not None and i not in errors]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+            for i, v, e in pool.map(collect, todo):
+                if e is None:
+                    values[i] = v
+                else:
+                    errors[i] = e
+        failed_handles = [self.jobs[i] for i in sorted(errors)]
+        self._cached_failures = [h for h in failed_handles if h is not None]
+        if errors and not return_exceptions:
+            raise BatchError(self.group_id, failed_handles, values)
+        out = list(values)
+        for i, e in errors.items():
+            out[i] = e
+        if ordered:
+            return out
+        seq = [i for i in order if i >= 0] + [i for i in range(n) if i not in set(order)]
+        return [out[i] for i in seq]
+
+    def failures(self) -> List[JobHandle]:
+        """Handles of the jobs that FAILED (cached by results(), which may clean up)."""
+        if self._cached_failures is not None:
+            return list(self._cached_failures)
+        return [self.jobs[i] for i, s in self.statuses() if s == JobStatus.FAILED]
+
+    def cancel(self) -> None:
+        """Stop submitting and cancel every unfinished job."""
+        engine().call("batch_cancel", {"group_id": self.group_id, "store": self._store})
+
+    def cleanup(self, *, k8s: bool = True, gcs: bool = True) -> None:
+        """Clean up every child; with gcs=True the group manifest goes too."""
+        engine().call("batch_cleanup", {"group_id": self.group_id, "store": self._store, "k8s": k8s, "gcs": gcs})
+
+    def __len__(self):
+        if self._total is None:
+            self._refresh(status=False)
+        return self._total
+
+    def __repr__(self):
+        return "BatchHandle(group_id=%r, name=%r, jobs=%d)" % (self.group_id, self.name, len(self.jobs))
+
+
+def attach_batch(group_id: str, project: Optional[str] = None, cluster: Optional[str] = None,
+                 poll_interval: float = 10.0, poll_timeout: Optional[float] = None,
+                 store: Optional[str] = None) -> BatchHandle:
+    """Reattach to a batch by group_id, from any process or machine that reaches its store.
+    While the original submitter is still adding children, the handle keeps reading the
+    manifest (up to poll_timeout seconds)."""
+    b = BatchHandle(group_id, store=store or "", poll_interval=poll_interval, poll_timeout=poll_timeout)
+    b._refresh(status=False)
+    return b
+
+
+def _frame(payloads):
+    """Length-prefixed concatenation (the engine's inputs file format)."""
+    f = tempfile.NamedTemporaryFile(prefix="kinetic-inputs-", suffix=".bin", delete=False)
+    with f:
+        for p in payloads:
+            f.write(struct.pack(">Q", len(p)))
+            f.write(p)
+    return f.name
+
+
+def normalise_input(x, mode):
+    if mode == "single":
+        return (x,), {}
+    if mode == "args":
+        if not isinstance(x, (tuple, list)):
+            raise TypeError("input_mode='args' needs a tuple or list per input, got %r" % (type(x).__name__,))
+        return tuple(x), {}
+    if mode == "kwargs":
+        if not isinstance(x, dict):
+            raise TypeError("input_mode='kwargs' needs a dict per input, got %r" % (type(x).__name__,))
+        return (), dict(x)
+    if mode == "auto":
+        if isinstance(x, dict):
+            return (), dict(x)
+        if isinstance(x, tuple):
+            return x, {}
+        return (x,), {}
+    raise ValueError("input_mode must be 'auto', 'single', 'args' or 'kwargs', not %r" % (mode,))

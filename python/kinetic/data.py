@@ -1,0 +1,104 @@
+"""kinetic.Data: data that must be on the worker, seen by the function as a plain path."""
+
+import os
+from typing import Any, Dict, List, Tuple
+
+# A Data object inside the arguments travels as this sentinel string; the worker's
+# bootstrap replaces it with the local path (so the worker needs no kinetic package).
+_SENTINEL = "\x00kinetic-data:%d\x00"
+
+
+class Data:
+    """A reference to data the remote function needs: a local file or directory, a
+    ``gs://`` directory (trailing slash) or object, or a Hugging Face dataset
+    (``hf://repo?split=train&config_name=...&revision=...``). Passed as an argument (at
+    any depth of lists, tuples and dicts) or in ``volumes=``, it reaches the function as a
+    plain filesystem path. With ``fuse=True`` the data is mounted lazily instead of
+    downloaded (GCS FUSE on Kubernetes; used in place on the local backend)."""
+
+    def __init__(self, path: str, fuse: bool = False, hf_trust_remote_code: bool = False):
+        if not isinstance(path, str) or not path:
+            raise TypeError("Data(path): path must be a non-empty string, got %r" % (path,))
+        self._path = path
+        self._fuse = bool(fuse)
+        self._hf_trust_remote_code = bool(hf_trust_remote_code)
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def fuse(self) -> bool:
+        return self._fuse
+
+    @property
+    def hf_trust_remote_code(self) -> bool:
+        return self._hf_trust_remote_code
+
+    @property
+    def is_gcs(self) -> bool:
+        return self._path.startswith("gs://")
+
+    @property
+    def is_hf(self) -> bool:
+        return self._path.startswith("hf://")
+
+    @property
+    def is_dir(self) -> bool:
+        if self.is_gcs:
+            return self._path.endswith("/")
+        if self.is_hf:
+            return True
+        return os.path.isdir(self._path)
+
+    def content_hash(self) -> str:
+        """SHA-256 of all file contents in deterministic order (computed by the engine)."""
+        from ._engine import engine
+        return engine().call("data_hash", {"path": self._abs()})["hash"]
+
+    def _abs(self):
+        if self.is_gcs or self.is_hf:
+            return self._path
+        return os.path.abspath(os.path.expanduser(self._path))
+
+    def _spec(self, mount=""):
+        return {"path": self._abs(), "fuse": self._fuse, "hf_trust_remote_code": self._hf_trust_remote_code,
+                "mount": mount}
+
+    def __repr__(self):
+        return "Data(%r%s)" % (self._path, ", fuse=True" if self._fuse else "")
+
+    def __eq__(self, other):
+        return isinstance(other, Data) and (self._path, self._fuse, self._hf_trust_remote_code) == (
+            other._path, other._fuse, other._hf_trust_remote_code)
+
+    def __hash__(self):
+        return hash((self._path, self._fuse, self._hf_trust_remote_code))
+
+
+def extract(args: Tuple, kwargs: Dict[str, Any], volumes: Dict[str, "Data"]):
+    """Replace every Data in args and kwargs with a sentinel; return the new args, kwargs
+    and the list of data specs the engine must ship (volumes last, with their mount)."""
+    specs: List[dict] = []
+
+    def walk(v):
+        if isinstance(v, Data):
+            specs.append(v._spec())
+            return _SENTINEL % (len(specs) - 1)
+        if type(v) is list:
+            return [walk(x) for x in v]
+        if type(v) is tuple:
+            return tuple(walk(x) for x in v)
+        if type(v) is dict:
+            return {k: walk(x) for k, x in v.items()}
+        return v
+
+    new_args = tuple(walk(a) for a in args)
+    new_kwargs = {k: walk(v) for k, v in kwargs.items()}
+    for mount, d in (volumes or {}).items():
+        if not isinstance(d, Data):
+            raise TypeError("volumes[%r] must be a kinetic.Data, got %r" % (mount, d))
+        if not mount.startswith("/"):
+            raise ValueError("volumes: mount path %r must be absolute, e.g. '/data'" % (mount,))
+        specs.append(d._spec(mount))
+    return new_args, new_kwargs, specs

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/accel"
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/data"
 	"github.com/kinetic-run/kinetic/deps"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/pack"
@@ -56,6 +57,9 @@ type SubmitRequest struct {
 	OutputDir      string            `json:"output_dir,omitempty"`
 	Spot           bool              `json:"spot,omitempty"`
 	Debug          bool              `json:"debug,omitempty"`
+	// Data are the Data(...) objects of the call, in sentinel order (see python/kinetic/data.py);
+	// those with a Mount come from volumes=.
+	Data []DataArg `json:"data,omitempty"`
 	// NoWorkdir skips shipping the working directory.
 	NoWorkdir bool `json:"no_workdir,omitempty"`
 
@@ -185,6 +189,9 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest) (*plan, error) {
 	sortStrings(p.spec.EnvNames)
 
 	p.spec.Command = req.Command
+	if p.spec.Data, err = planData(req); err != nil {
+		return nil, err
+	}
 	if base := req.groupBase(); base != nil {
 		// A batch child: the tree and the environment were planned once for the batch.
 		p.spec.Workdir, p.spec.Cwd, p.spec.Entry = base.Workdir, base.Cwd, base.Entry
@@ -238,6 +245,15 @@ func (e *Engine) write(ctx context.Context, p *plan) error {
 	id := p.handle.JobID
 	if err := e.writeTree(ctx, p); err != nil {
 		return err
+	}
+	for i := range p.spec.Data {
+		r := &p.spec.Data[i]
+		if r.Fuse && p.handle.Backend == "local" {
+			continue // used in place on this machine
+		}
+		if err := data.Upload(ctx, p.st, r, nil); err != nil {
+			return fmt.Errorf("upload Data(%q): %w", r.Source, err)
+		}
 	}
 	if p.args != nil {
 		// A batch child: the function is shared content, the arguments are its own.
@@ -360,8 +376,43 @@ func (e *Engine) planDeps(s *job.Spec, req *SubmitRequest, cwd, category string)
 	return nil
 }
 
+// DataArg is one Data(...) of a call.
+type DataArg struct {
+	Path              string `json:"path"`
+	Fuse              bool   `json:"fuse,omitempty"`
+	HFTrustRemoteCode bool   `json:"hf_trust_remote_code,omitempty"`
+	Mount             string `json:"mount,omitempty"`
+}
+
 // dataPaths are the local paths of the request's Data, left out of the shipped root.
-func (r *SubmitRequest) dataPaths() []string { return nil }
+func (r *SubmitRequest) dataPaths() []string {
+	var out []string
+	for _, d := range r.Data {
+		if !strings.Contains(d.Path, "://") {
+			out = append(out, d.Path)
+		}
+	}
+	return out
+}
+
+// planData validates the call's Data; uploads happen in write.
+func planData(req *SubmitRequest) ([]data.Ref, error) {
+	var refs []data.Ref
+	for i, d := range req.Data {
+		r, err := data.Parse(d.Path, d.Fuse, d.HFTrustRemoteCode)
+		if err != nil {
+			return nil, fmt.Errorf("Data #%d: %w", i, err)
+		}
+		if d.Mount != "" {
+			if !filepath.IsAbs(d.Mount) || filepath.Clean(d.Mount) == "/" {
+				return nil, fmt.Errorf("volumes: mount path %q must be an absolute path other than /, e.g. /data", d.Mount)
+			}
+			r.Mount = filepath.Clean(d.Mount)
+		}
+		refs = append(refs, r)
+	}
+	return refs, nil
+}
 
 // packCache holds the hash cache and pack index that make resubmits incremental.
 func packCache() string { return filepath.Join(config.DataDir(), "cache", "pack") }

@@ -9,6 +9,7 @@ const (
 	PhaseVerify   = "verify"
 	PhaseExtract  = "extract"
 	PhasePlan     = "plan"
+	PhaseInstall  = "install"
 	PhaseUnpickle = "unpickle"
 	PhaseEnv      = "env"
 	PhaseData     = "data"

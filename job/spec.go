@@ -3,6 +3,8 @@ package job
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/kinetic-run/kinetic/data"
 )
 
 // Kinds of work a job can carry.
@@ -31,6 +33,9 @@ type Spec struct {
 	Entry *Entry `json:"entry,omitempty"`
 	// Command is the argv for KindCommand.
 	Command []string `json:"command,omitempty"`
+	// Data are the call's Data(...) references; the i-th replaces the sentinel
+	// "\x00kinetic-data:i\x00" in the arguments, or is mounted at its Mount path.
+	Data []data.Ref `json:"data,omitempty"`
 	// EnvNames lists the captured variable names (values are in env.json).
 	EnvNames  []string `json:"env_names,omitempty"`
 	OutputDir string   `json:"output_dir,omitempty"`

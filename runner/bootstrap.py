@@ -62,8 +62,28 @@ def _load_entry(path, func_name):
         raise AttributeError("%s has no function %r" % (path, func_name)) from None
 
 
+_DATA_PREFIX = "\x00kinetic-data:"
+
+
+def _resolve_data(v, paths):
+    """Replace the SDK's Data sentinels, at any depth of lists, tuples and dicts, by paths."""
+    if type(v) is str and v.startswith(_DATA_PREFIX) and v.endswith("\x00"):
+        return paths[v]
+    if type(v) is list:
+        return [_resolve_data(x, paths) for x in v]
+    if type(v) is tuple:
+        return tuple(_resolve_data(x, paths) for x in v)
+    if type(v) is dict:
+        return {k: _resolve_data(x, paths) for k, x in v.items()}
+    return v
+
+
 def main():
     mode, payload, out_dir, root, cwd = sys.argv[1:6]
+    # Optional: the arguments of a batch child (the payload is then the function alone),
+    # and a JSON map from Data sentinels to local paths.
+    args_path = sys.argv[6] if len(sys.argv) > 6 else ""
+    data_map = sys.argv[7] if len(sys.argv) > 7 else ""
     env = {"success": False, "host": os.environ.get("KINETIC_HOST_INDEX", "0"), "has_value": False}
     phase = "plan"
     try:
@@ -80,7 +100,18 @@ def main():
                     "cloudpickle is not installed in the job's Python (%s): install it there "
                     "(pip install cloudpickle) or add it to your requirements" % sys.executable) from None
             with open(payload, "rb") as f:
-                func, args, kwargs = cloudpickle.load(f)
+                if args_path:
+                    func = cloudpickle.load(f)
+                else:
+                    func, args, kwargs = cloudpickle.load(f)
+            if args_path:
+                with open(args_path, "rb") as f:
+                    args, kwargs = cloudpickle.load(f)
+            if data_map:
+                phase = "data"
+                with open(data_map) as f:
+                    paths = json.load(f)
+                args, kwargs = _resolve_data(tuple(args), paths), _resolve_data(dict(kwargs), paths)
         else:
             with open(payload) as f:
                 entry = json.load(f)

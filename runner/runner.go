@@ -39,6 +39,18 @@ type Options struct {
 	Host string
 	// Stdout receives the job's output as well as the store (e.g. for kubectl logs).
 	Stdout io.Writer
+	// WarmDir, if set, turns on warm workers for Python calls: fork servers, one per
+	// interpreter, keep their sockets and locks there and hand each call a fresh forked
+	// child instead of a cold interpreter (docs/warm-workers.md). "" (the default, and
+	// what a pod's runner uses) starts every call cold. KINETIC_WARM=0 turns it off.
+	WarmDir string
+	// EnvDir, if set, is where environments for jobs with requirements are built and
+	// cached by environment key (the local backend). "" means the requirements are
+	// already in the image (bundled mode) and nothing is installed.
+	EnvDir string
+	// InPlaceData lets local Data with fuse=True be used where it lies (the local backend,
+	// on the machine that submitted it).
+	InPlaceData bool
 }
 
 // phaseError is a failure of the runner itself in a given phase.
@@ -138,13 +150,30 @@ func run(ctx context.Context, st *store.Store, o Options, out io.Writer) (*job.E
 		}
 	}
 	// extract
-	if spec.Workdir != nil {
-		b, err := st.GetVerified(ctx, spec.Workdir.Key, spec.Workdir.SHA256)
+	if w := spec.Workdir; w != nil {
+		if w.Format == job.FormatManifest {
+			if err := pack.Materialize(ctx, st, pack.ManifestRef{Key: w.Key, SHA256: w.SHA256, Size: w.Size}, work); err != nil {
+				return nil, nil, inPhase(job.PhaseExtract, err)
+			}
+		} else {
+			b, err := st.GetVerified(ctx, w.Key, w.SHA256)
+			if err != nil {
+				return nil, nil, inPhase(job.PhaseVerify, err)
+			}
+			if err := pack.Extract(bytes.NewReader(b), work); err != nil {
+				return nil, nil, inPhase(job.PhaseExtract, err)
+			}
+		}
+	}
+	var argsPath, dataMap string
+	if spec.Args != nil {
+		b, err := st.GetVerified(ctx, spec.Args.Key, spec.Args.SHA256)
 		if err != nil {
 			return nil, nil, inPhase(job.PhaseVerify, err)
 		}
-		if err := pack.Extract(bytes.NewReader(b), work); err != nil {
-			return nil, nil, inPhase(job.PhaseExtract, err)
+		argsPath = filepath.Join(o.Workspace, "args.pkl")
+		if err := os.WriteFile(argsPath, b, 0o600); err != nil {
+			return nil, nil, inPhase(job.PhaseDownload, err)
 		}
 	}
 	// plan
@@ -173,7 +202,16 @@ func run(ctx context.Context, st *store.Store, o Options, out io.Writer) (*job.E
 			return nil, nil, inPhase(job.PhaseDownload, err)
 		}
 	}
-	return runPython(ctx, spec, payloadPath, work, cwd, outDir, o, environ, out)
+	if len(spec.Data) > 0 {
+		if dataMap, err = materializeData(ctx, st, spec, o, out); err != nil {
+			return nil, nil, inPhase(job.PhaseData, err)
+		}
+	}
+	py, err := environment(ctx, spec, o, out)
+	if err != nil {
+		return nil, nil, inPhase(job.PhaseInstall, err)
+	}
+	return runPython(ctx, spec, py, []string{payloadPath, outDir, work, cwd, argsPath, dataMap}, cwd, outDir, o, environ, out)
 }
 
 // within joins rel onto root and refuses results outside root.
@@ -240,26 +278,42 @@ func Python(spec *job.Spec) string {
 	return "python3"
 }
 
-func runPython(ctx context.Context, spec *job.Spec, payload, root, cwd, outDir string, o Options, environ []string, out io.Writer) (*job.Envelope, *os.File, error) {
+// runPython runs the bootstrap with py; rest is PAYLOAD OUT_DIR ROOT CWD ARGS DATA_MAP.
+func runPython(ctx context.Context, spec *job.Spec, py string, rest []string, cwd, outDir string, o Options, environ []string, out io.Writer) (*job.Envelope, *os.File, error) {
 	bs := filepath.Join(o.Workspace, "kinetic_bootstrap.py")
 	if err := os.WriteFile(bs, bootstrap, 0o644); err != nil {
 		return nil, nil, inPhase(job.PhasePlan, err)
 	}
-	py := Python(spec)
-	cmd := exec.CommandContext(ctx, py, bs, spec.Kind, payload, outDir, root, cwd)
-	cmd.Dir = cwd
-	cmd.Env = environ
-	cmd.Stdout, cmd.Stderr = out, out
-	runErr := runGroup(cmd)
+	argv := append([]string{bs, spec.Kind}, rest...)
+	var runErr error
+	cold := true
+	if warmEnabled(o) {
+		runErr = runWarm(ctx, o.WarmDir, py, argv, cwd, environ, out)
+		if cold = errors.Is(runErr, errNoWarm); cold {
+			debugf(out, "starting Python cold: %v", runErr)
+		}
+	}
+	if cold {
+		cmd := exec.CommandContext(ctx, py, argv...)
+		cmd.Dir = cwd
+		cmd.Env = environ
+		cmd.Stdout, cmd.Stderr = out, out
+		runErr = runGroup(cmd)
+	}
 	raw, err := os.ReadFile(filepath.Join(outDir, "envelope.json"))
 	if err != nil {
 		// The interpreter died before it could report: a crash, a signal, or no python.
 		var ee *exec.ExitError
+		var we *waitError
 		switch {
 		case ctx.Err() != nil:
 			return nil, nil, inPhase(job.PhaseCall, errors.New("stopped: the job was cancelled"))
 		case errors.As(runErr, &ee):
 			return nil, nil, inPhase(job.PhaseCall, fmt.Errorf("python exited without a result (%s)", exitText(ee)))
+		case errors.As(runErr, &we):
+			return nil, nil, inPhase(job.PhaseCall, fmt.Errorf("python exited without a result (%s)", waitText(we.ws)))
+		case !cold && runErr != nil:
+			return nil, nil, inPhase(job.PhaseCall, fmt.Errorf("python exited without a result (%w)", runErr))
 		case runErr != nil:
 			return nil, nil, inPhase(job.PhasePlan, fmt.Errorf("cannot start %s: %w (install Python 3 or set KINETIC_PYTHON)", py, runErr))
 		default:
@@ -330,8 +384,15 @@ func runGroup(cmd *exec.Cmd) error {
 }
 
 func exitText(ee *exec.ExitError) string {
-	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return "killed by signal " + ws.Signal().String()
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok {
+		return waitText(ws)
 	}
 	return fmt.Sprintf("exit code %d", ee.ExitCode())
+}
+
+func waitText(ws syscall.WaitStatus) string {
+	if ws.Signaled() {
+		return "killed by signal " + ws.Signal().String()
+	}
+	return fmt.Sprintf("exit code %d", ws.ExitStatus())
 }

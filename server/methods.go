@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/data"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
 )
@@ -306,6 +308,22 @@ func (s *Server) dispatch(ctx context.Context, req *Request) (any, error) {
 			return nil, err
 		}
 		return nil, s.eng.CleanupBatch(ctx, p.GroupID, p.Store, p.K8s, p.GCS)
+
+	case "data_hash":
+		var p struct {
+			Path string `json:"path"`
+		}
+		if err := decode(req.Params, &p); err != nil {
+			return nil, err
+		}
+		if strings.Contains(p.Path, "://") {
+			return nil, &typedError{ErrInvalid, fmt.Errorf("content_hash() needs local data; %s is hashed by its store", p.Path)}
+		}
+		sum, err := data.ContentHash(p.Path)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]string{"hash": sum}, nil
 
 	case "list":
 		var p struct {

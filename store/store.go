@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -366,6 +367,17 @@ type Object struct {
 
 // List returns the objects under prefix, recursively, in lexical key order.
 func (s *Store) List(ctx context.Context, prefix string) ([]Object, error) {
+	// A file store lists by walking directories; a temporary file renamed away in the
+	// middle of the walk fails it. Such a race is over at once: list again.
+	for try := 0; ; try++ {
+		out, err := s.list(ctx, prefix)
+		if err == nil || try == 4 || !errors.Is(err, fs.ErrNotExist) {
+			return out, err
+		}
+	}
+}
+
+func (s *Store) list(ctx context.Context, prefix string) ([]Object, error) {
 	var out []Object
 	it := s.bucket.List(&blob.ListOptions{Prefix: prefix})
 	for {

@@ -94,7 +94,12 @@ func Supervise(ctx context.Context, o SuperviseOptions) error {
 		}
 	}()
 	runner.Grace = o.Grace
-	env, runErr := runner.Run(rctx, runner.Options{StoreURL: o.StoreURL, JobID: o.JobID, Workspace: ws, Stdout: runLog})
+	env, runErr := runner.Run(rctx, runner.Options{
+		StoreURL: o.StoreURL, JobID: o.JobID, Workspace: ws, Stdout: runLog,
+		WarmDir:     filepath.Join(o.StateDir, "warm"),
+		EnvDir:      filepath.Join(o.StateDir, "envs"),
+		InPlaceData: true,
+	})
 	final := outcome(env, runErr, cancelled.Load())
 	final.Local = proc
 	return WriteStatus(ctx, st, o.JobID, final)

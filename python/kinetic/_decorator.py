@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Optional
 from ._engine import engine
 from .exceptions import KineticError
 from .batch import BatchHandle
+from .data import extract as extract_data
 from .jobs import JobHandle
 
 _roots = {}
@@ -86,12 +87,15 @@ class RemoteFunction:
     def run_async(self, *args, **kwargs) -> JobHandle:
         """Submit the call and return its JobHandle at once."""
         source, root = self._source_root()
+        args, kwargs, data = extract_data(args, kwargs, self._options.get("volumes"))
         payload = _pickle_call(self._func, args, kwargs, root)
         fd, path = tempfile.mkstemp(prefix="kinetic-payload-", suffix=".pkl")
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(payload)
-            return JobHandle.from_dict(engine().call("submit", self._request(path, source)))
+            req = self._request(path, source)
+            req["data"] = data
+            return JobHandle.from_dict(engine().call("submit", req))
         finally:
             os.unlink(path)
 
@@ -137,6 +141,7 @@ class RemoteFunction:
 
         inputs = list(inputs)
         source, root = self._source_root()
+        _, _, data = extract_data((), {}, self._options.get("volumes"))
         func_payload = _pickle_call(self._func, None, None, root, func_only=True)
         local_failures = {}
         payloads = []
@@ -152,7 +157,9 @@ class RemoteFunction:
             f.write(func_payload)
         ipath = _frame(payloads)
         try:
-            req = {"template": self._request(fpath, source), "inputs_path": ipath,
+            tmpl = self._request(fpath, source)
+            tmpl["data"] = data
+            req = {"template": tmpl, "inputs_path": ipath,
                    "max_concurrent": int(max_concurrent), "retries": int(retries), "fail_fast": bool(fail_fast),
                    "name": name or "", "tags": dict(tags or {})}
             res = engine().call("map", req)
@@ -176,13 +183,10 @@ def run(accelerator: str = "tpu-v5e-1", container_image: Optional[str] = None,
     KINETIC_* variables, the active profile and the defaults (see docs/configuration.md);
     with nothing configured, jobs run on this machine (the local backend).
     """
-    if volumes:
-        raise KineticError("volumes= is not supported yet in this version of kinetic: "
-                           "pass paths as arguments, or ship files in the working directory")
     options = dict(accelerator=accelerator, container_image=container_image, base_image_repo=base_image_repo,
                    zone=zone, project=project, capture_env_vars=list(capture_env_vars or []), cluster=cluster,
                    backend=backend, namespace=namespace, spot=spot, output_dir=output_dir, debug=debug,
-                   store=store)
+                   store=store, volumes=dict(volumes or {}))
 
     def decorate(func):
         if not callable(func):

@@ -1,0 +1,91 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/kinetic-run/kinetic/data"
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/pyenv"
+	"github.com/kinetic-run/kinetic/store"
+)
+
+// environment returns the interpreter for the job: the base one, or the environment
+// built (once, cached by key) with the job's filtered requirements.
+func environment(ctx context.Context, spec *job.Spec, o Options, out io.Writer) (string, error) {
+	py := Python(spec)
+	if len(spec.Requirements) == 0 || o.EnvDir == "" {
+		return py, nil
+	}
+	if spec.EnvKey == "" {
+		return "", errors.New("the job has requirements but no environment key")
+	}
+	p, err := pyenv.EnsureSpec(ctx, o.EnvDir, spec.EnvKey, py, pyenv.Spec{Requirements: spec.Requirements, Constraints: spec.Constraints}, out)
+	if err != nil {
+		src := spec.RequirementsSource
+		if src == "" {
+			src = "the requirements"
+		}
+		return "", fmt.Errorf("installing %s: %w", src, err)
+	}
+	return p, nil
+}
+
+// materializeData puts every Data of the job on this machine and writes the map from
+// the SDK's sentinels to local paths; volumes are linked at their mount paths.
+func materializeData(ctx context.Context, st *store.Store, spec *job.Spec, o Options, out io.Writer) (string, error) {
+	paths := map[string]string{}
+	for i, ref := range spec.Data {
+		var path string
+		if p, ok := data.LocalPath(ref); ok && o.InPlaceData {
+			path = p
+		} else {
+			dest := filepath.Join(o.Workspace, "data", fmt.Sprint(i))
+			var err error
+			if ref.Kind == data.HF {
+				path, err = data.MaterializeHF(ctx, ref, dest, Python(spec))
+			} else {
+				path, err = data.Materialize(ctx, st, ref, dest, nil) // gs:// honours STORAGE_EMULATOR_HOST
+			}
+			if err != nil {
+				return "", fmt.Errorf("Data(%q): %w", ref.Source, err)
+			}
+		}
+		if ref.Mount != "" {
+			if err := mount(path, ref.Mount); err != nil {
+				return "", err
+			}
+			path = ref.Mount
+		}
+		paths[fmt.Sprintf("\x00kinetic-data:%d\x00", i)] = path
+	}
+	b, _ := json.Marshal(paths)
+	mapPath := filepath.Join(o.Workspace, "data.json")
+	return mapPath, os.WriteFile(mapPath, b, 0o600)
+}
+
+// mount makes target (a volume's path) show the materialised data. In a container the
+// path is the container's own; on the local backend it is this machine's, so an existing
+// path that is not a link we made is never replaced.
+func mount(path, target string) error {
+	if fi, err := os.Lstat(target); err == nil {
+		if fi.Mode()&os.ModeSymlink == 0 {
+			return fmt.Errorf("volume %s: the path exists on this machine and is not a kinetic link; choose another mount path", target)
+		}
+		if err := os.Remove(target); err != nil {
+			return fmt.Errorf("volume %s: %w", target, err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return fmt.Errorf("volume %s: %w", target, err)
+	}
+	if err := os.Symlink(path, target); err != nil {
+		return fmt.Errorf("volume %s: %w", target, err)
+	}
+	return nil
+}

@@ -1,0 +1,456 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Warm workers: a fork server per interpreter (see docs/warm-workers.md and
+// warmserver.py). The runner asks the server for a fresh child for each Python call
+// instead of starting the interpreter cold; any trouble setting that up means a cold start.
+
+//go:embed warmserver.py
+var warmServerPy []byte
+
+// WarmIdle is how long a warm worker server waits without work before it exits
+// (KINETIC_WARM_IDLE, a Go duration, overrides it). A server also exits, once idle, when
+// its socket is no longer where runners look for it (its directory was removed).
+var WarmIdle = 10 * time.Minute
+
+// warmStartTimeout bounds starting a server and waiting for one's reply.
+var warmStartTimeout = 10 * time.Second
+
+const warmProto = 1
+
+// errNoWarm marks failures that leave the job unstarted: the caller starts it cold.
+var errNoWarm = errors.New("no warm worker")
+
+// errWarmLost means the server died while its child ran; the child's exit status is
+// unknown.
+var errWarmLost = errors.New("the warm worker server died while the call ran; exit status unknown")
+
+// waitError is a call's non-zero wait status, as reported by the warm server.
+type waitError struct{ ws syscall.WaitStatus }
+
+func (e *waitError) Error() string { return waitText(e.ws) }
+
+// warmServer is one fork server: one interpreter, one server script and bootstrap, one
+// start-up environment.
+type warmServer struct {
+	dir, key string
+	py       string   // absolute path of the interpreter, as the job would run it
+	env      []string // the server's environment
+}
+
+func (w *warmServer) file(ext string) string { return filepath.Join(w.dir, w.key+ext) }
+
+// warmEnabled says whether o asks for warm workers.
+func warmEnabled(o Options) bool {
+	return o.WarmDir != "" && os.Getenv("KINETIC_WARM") != "0"
+}
+
+// startupVar reports whether the interpreter (or the dynamic loader, or libc) reads the
+// variable name when it starts, so that setting it in a forked child has no effect.
+func startupVar(name string) bool {
+	for _, p := range []string{"PYTHON", "LD_", "LC_", "MALLOC_"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	switch name {
+	case "LANG", "HOME", "GLIBC_TUNABLES":
+		return true
+	}
+	return false
+}
+
+// warmServerEnv is the environment a server starts with: the runner's own, unbuffered.
+func warmServerEnv() []string {
+	env := []string{"PYTHONUNBUFFERED=1"}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PYTHONUNBUFFERED=") {
+			env = append(env, kv)
+		}
+	}
+	sort.Strings(env)
+	return env
+}
+
+// warmFor returns the server that can run py with the job environment environ, or an
+// error saying why the job must start cold.
+func warmFor(dir, py string, environ []string) (*warmServer, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	abs, err := exec.LookPath(py)
+	if err != nil {
+		return nil, err
+	}
+	if abs, err = filepath.Abs(abs); err != nil {
+		return nil, err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return nil, err
+	}
+	if f, err := os.Open(real); err == nil {
+		var head [2]byte
+		n, _ := io.ReadFull(f, head[:])
+		f.Close()
+		if n == 2 && string(head[:]) == "#!" {
+			// A wrapper script (a pyenv shim, say) may pick another interpreter per
+			// directory or environment; only a real interpreter can be kept warm.
+			return nil, fmt.Errorf("%s is a script, not an interpreter", real)
+		}
+	}
+	senv := warmServerEnv()
+	started := map[string]string{}
+	for _, kv := range senv {
+		if k, v, ok := strings.Cut(kv, "="); ok && startupVar(k) {
+			started[k] = v
+		}
+	}
+	seen := map[string]bool{}
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		if !startupVar(k) {
+			continue
+		}
+		seen[k] = true
+		if sv, ok := started[k]; !ok || sv != v {
+			return nil, fmt.Errorf("the job sets %s, which Python reads only when it starts", k)
+		}
+	}
+	for k := range started {
+		if !seen[k] {
+			return nil, fmt.Errorf("the job unsets %s, which Python reads only when it starts", k)
+		}
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "kinetic-warm %d\n%x\n%x\n%s\n%s\n%d %d\n", warmProto, sha256.Sum256(warmServerPy), sha256.Sum256(bootstrap),
+		abs, real, fi.ModTime().UnixNano(), fi.Size())
+	keys := make([]string, 0, len(started))
+	for k := range started {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(h, "%s=%s\x00", k, started[k])
+	}
+	w := &warmServer{dir: dir, key: hex.EncodeToString(h.Sum(nil))[:20], py: abs, env: senv}
+	if n := len(w.file(".sock")); n > 107 {
+		return nil, fmt.Errorf("socket path %s is too long (%d bytes) for a unix socket", w.file(".sock"), n)
+	}
+	return w, nil
+}
+
+// connect dials the server, starting it first if none is listening. Concurrent runners
+// start one server: the start is under a lock, and the server itself holds an "alive"
+// lock for as long as it listens, so a second one refuses to start.
+func (w *warmServer) connect(ctx context.Context) (*net.UnixConn, error) {
+	if c, err := w.dial(); err == nil {
+		return c, nil
+	}
+	if err := os.MkdirAll(w.dir, 0o700); err != nil {
+		return nil, err
+	}
+	unlock, err := lockWait(ctx, w.file(".start"), warmStartTimeout)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if c, err := w.dial(); err == nil { // another runner started it meanwhile
+		return c, nil
+	}
+	if err := w.start(ctx); err != nil {
+		return nil, err
+	}
+	return w.dial()
+}
+
+func (w *warmServer) dial() (*net.UnixConn, error) {
+	return net.DialUnix("unix", nil, &net.UnixAddr{Name: w.file(".sock"), Net: "unix"})
+}
+
+// start launches a server in its own session (so it outlives this runner and no signal
+// meant for the job's supervisor reaches it) and waits until it listens.
+func (w *warmServer) start(ctx context.Context) error {
+	sum := sha256.Sum256(warmServerPy)
+	script := filepath.Join(w.dir, "kinetic_warm_"+hex.EncodeToString(sum[:6])+".py")
+	if err := writeOnce(script, warmServerPy); err != nil {
+		return err
+	}
+	bsum := sha256.Sum256(bootstrap)
+	bs := filepath.Join(w.dir, "kinetic_bootstrap_"+hex.EncodeToString(bsum[:6])+".py")
+	if err := writeOnce(bs, bootstrap); err != nil {
+		return err
+	}
+	log, err := os.OpenFile(w.file(".log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer pr.Close()
+	idleFor := WarmIdle
+	if d, err := time.ParseDuration(os.Getenv("KINETIC_WARM_IDLE")); err == nil && d > 0 {
+		idleFor = d
+	}
+	idle := strconv.FormatFloat(idleFor.Seconds(), 'f', -1, 64)
+	cmd := exec.Command(w.py, script, w.file(".sock"), w.file(".alive"), idle, "3", bs)
+	cmd.Dir = w.dir
+	cmd.Env = w.env
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.ExtraFiles = []*os.File{pw}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		return err
+	}
+	go cmd.Wait() // reap it if it exits while we live; otherwise init does
+	deadline := time.Now().Add(warmStartTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	pr.SetReadDeadline(deadline)
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	line = strings.TrimSpace(line)
+	if line == "ready" {
+		return nil
+	}
+	if err == nil {
+		err = errors.New(line)
+	}
+	cmd.Process.Kill()
+	return fmt.Errorf("starting warm server %s: %w", w.key, err)
+}
+
+// writeOnce writes data to path unless a file is already there (atomically, so
+// concurrent writers and readers never see half a file).
+func writeOnce(path string, data []byte) error {
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// lockWait takes an exclusive flock on path, polling so that ctx and timeout apply.
+func lockWait(ctx context.Context, path string, timeout time.Duration) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(timeout)
+	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) || time.Now().After(deadline) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(delay):
+		}
+	}
+}
+
+type warmRequest struct {
+	V    int               `json:"v"`
+	Argv []string          `json:"argv"`
+	Env  map[string]string `json:"env"`
+	Cwd  string            `json:"cwd"`
+}
+
+// sendWarmRequest sends req, passing output (the write end of the job's output pipe)
+// along with its first byte.
+func sendWarmRequest(conn *net.UnixConn, output *os.File, req warmRequest) error {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	if _, _, err := conn.WriteMsgUnix([]byte{'K'}, syscall.UnixRights(int(output.Fd())), nil); err != nil {
+		return err
+	}
+	_, err = conn.Write(append(b, '\n'))
+	return err
+}
+
+type warmReply struct {
+	Pid    int     `json:"pid,omitempty"`
+	Status *uint32 `json:"status,omitempty"`
+	Error  string  `json:"error,omitempty"`
+	err    error
+}
+
+// runWarm runs argv (the bootstrap and its arguments) in a child of the warm server for
+// py, its output going to out. It returns nil when the call exited 0, a *waitError for
+// another status, an error wrapping errNoWarm if nothing was started (run it cold), or
+// another error if the call started but its outcome is unknown.
+//
+// Cancellation is as for a cold start: ctx cancelled → SIGTERM to the call's process
+// group, SIGKILL after Grace; once the call ends, SIGKILL to whatever is left of its
+// group. If this process dies, the server sees the connection close and kills the group.
+func runWarm(ctx context.Context, dir, py string, argv []string, cwd string, environ []string, out io.Writer) error {
+	w, err := warmFor(dir, py, environ)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errNoWarm, err)
+	}
+	conn, err := w.connect(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errNoWarm, err)
+	}
+	defer conn.Close()
+
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("%w: %v", errNoWarm, err)
+	}
+	copied := make(chan struct{})
+	go func() {
+		io.Copy(out, pr)
+		close(copied)
+	}()
+	defer pr.Close()
+	env := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	err = sendWarmRequest(conn, pw, warmRequest{V: warmProto, Argv: argv, Env: env, Cwd: cwd})
+	pw.Close()
+	if err != nil {
+		return fmt.Errorf("%w: sending the request: %v", errNoWarm, err)
+	}
+
+	replies := make(chan warmReply, 2)
+	go func() {
+		r := bufio.NewReader(conn)
+		for {
+			line, err := r.ReadBytes('\n')
+			if err != nil {
+				replies <- warmReply{err: err}
+				return
+			}
+			var rep warmReply
+			if err := json.Unmarshal(line, &rep); err != nil {
+				rep.err = fmt.Errorf("bad reply %q: %w", line, err)
+			}
+			replies <- rep
+			if rep.err != nil || rep.Status != nil || rep.Error != "" {
+				return
+			}
+		}
+	}()
+
+	// Until the server says which child runs the call, nothing has started.
+	var pid int
+	select {
+	case rep := <-replies:
+		switch {
+		case rep.err != nil:
+			return fmt.Errorf("%w: %v", errNoWarm, rep.err)
+		case rep.Error != "":
+			return fmt.Errorf("%w: server: %s", errNoWarm, rep.Error)
+		case rep.Pid <= 0:
+			return fmt.Errorf("%w: reply without a pid", errNoWarm)
+		}
+		pid = rep.Pid
+	case <-time.After(warmStartTimeout):
+		return fmt.Errorf("%w: no reply from the server within %s", errNoWarm, warmStartTimeout)
+	}
+
+	var result error
+	done := ctx.Done()
+	var kill <-chan time.Time
+	lost := false
+wait:
+	for {
+		var poll <-chan time.Time
+		if lost {
+			poll = time.After(20 * time.Millisecond)
+		}
+		select {
+		case rep := <-replies:
+			switch {
+			case rep.Status != nil:
+				if ws := syscall.WaitStatus(*rep.Status); ws != 0 {
+					result = &waitError{ws}
+				}
+				break wait
+			case rep.err != nil || rep.Error != "":
+				// The server died: the call runs on, orphaned. Wait for it by polling.
+				lost, result = true, errWarmLost
+			}
+		case <-poll:
+			if syscall.Kill(pid, 0) == syscall.ESRCH {
+				break wait
+			}
+		case <-done:
+			done = nil
+			syscall.Kill(-pid, syscall.SIGTERM)
+			t := time.NewTimer(Grace)
+			defer t.Stop()
+			kill = t.C
+		case <-kill:
+			kill = nil
+			syscall.Kill(-pid, syscall.SIGKILL)
+		}
+	}
+	syscall.Kill(-pid, syscall.SIGKILL) // a job's processes end with the job
+	// Output still in the pipe is copied; a descendant that left the group and keeps the
+	// pipe open gets Grace, as with a cold start's WaitDelay.
+	select {
+	case <-copied:
+	case <-time.After(Grace):
+		pr.Close()
+		<-copied
+	}
+	return result
+}
+
+func debugEnabled() bool {
+	v := os.Getenv("KINETIC_DEBUG")
+	return v != "" && v != "0" && v != "false"
+}
+
+func debugf(out io.Writer, format string, args ...any) {
+	if debugEnabled() {
+		fmt.Fprintf(out, "kinetic: debug: "+format+"\n", args...)
+	}
+}

@@ -1,0 +1,473 @@
+# Kinetic's warm worker server: a fork server for the Python bootstrap, so that many short
+# jobs with the same interpreter do not each pay for Python's start-up and for importing
+# cloudpickle. See docs/warm-workers.md.
+#
+# Arguments: SOCKET ALIVE_LOCK IDLE_SECONDS READY_FD [BOOTSTRAP]
+# (BOOTSTRAP is compiled once here; a job whose script has the same bytes skips compiling.)
+#
+# The server is single-threaded (fork in a threaded process is unsafe): one poll loop
+# accepts runners on SOCKET, and for each request forks a child that becomes the job.
+#
+# Protocol (one connection per job, newline-terminated JSON):
+#   runner -> server: one byte b"K" carrying the job's output fd (SCM_RIGHTS), then
+#                     {"v": 1, "argv": [BOOTSTRAP, MODE, PAYLOAD, OUT_DIR, ROOT, CWD],
+#                      "env": {...}, "cwd": CWD}
+#   server -> runner: {"pid": PID} once the child runs in its own session (pgid = PID),
+#                     then {"status": RAW_WAIT_STATUS} when it has been reaped;
+#                     or {"error": "..."} if no child was started.
+# If the runner's end closes while the child runs, the child's process group is killed.
+import array
+import fcntl
+import gc
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import time
+
+PROTO = 1
+MAX_REQUEST = 64 << 20
+
+_SERVER_DIRS = (os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.realpath(__file__)))
+
+# (source bytes, code object) of the bootstrap, compiled once by the server.
+_precompiled = (None, None)
+
+
+def _precompile(path):
+    global _precompiled
+    with open(path, "rb") as f:
+        src = f.read()
+    _precompiled = (src, compile(src, path, "exec"))
+
+
+def _refile(co, filename):
+    """co with filename as the file of it and of every function in it, as if compiled
+    from filename (tracebacks then name the job's own copy)."""
+    import types
+    consts = tuple(_refile(c, filename) if isinstance(c, types.CodeType) else c for c in co.co_consts)
+    return co.replace(co_filename=filename, co_consts=consts)
+
+
+def _preimport():
+    # What the bootstrap and most calls need, imported once here instead of in every job.
+    import ast  # noqa: F401
+    import atexit  # noqa: F401
+    import builtins  # noqa: F401
+    import importlib.util  # noqa: F401
+    import io  # noqa: F401
+    import pickle  # noqa: F401
+    import traceback  # noqa: F401
+    import types  # noqa: F401
+    try:
+        import cloudpickle  # noqa: F401
+    except Exception:
+        pass
+
+
+def _log(msg):
+    try:
+        sys.stderr.write("kinetic warm server %d: %s\n" % (os.getpid(), msg))
+        sys.stderr.flush()
+    except Exception:
+        pass
+
+
+class Job(object):
+    __slots__ = ("conn", "pid")
+
+    def __init__(self, conn, pid):
+        self.conn = conn
+        self.pid = pid
+
+
+class Server(object):
+    def __init__(self, path, alive_path, idle):
+        self.path = path
+        self.alive_path = alive_path
+        self.idle = idle
+        self.sock = None
+        self.alive = None
+        self.wake_r = self.wake_w = None
+        self.poll = select.poll()
+        self.conns = {}     # fd -> Job, for connections whose child is running
+        self.children = {}  # pid -> Job
+        self.last = time.monotonic()
+        self.ino = None
+
+    # --- start and stop -------------------------------------------------------------
+
+    def listen(self):
+        self.alive = os.open(self.alive_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(self.alive, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise RuntimeError("another warm server holds %s" % self.alive_path)
+        os.ftruncate(self.alive, 0)
+        os.write(self.alive, b"%d\n" % os.getpid())
+        try:
+            os.unlink(self.path)  # a stale socket of a dead server
+        except FileNotFoundError:
+            pass
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o077)
+        try:
+            self.sock.bind(self.path)
+        finally:
+            os.umask(old)
+        self.ino = os.stat(self.path).st_ino
+        self.sock.listen(128)
+        self.sock.setblocking(False)
+        self.poll.register(self.sock.fileno(), select.POLLIN)
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(self.wake_w, False)
+        signal.set_wakeup_fd(self.wake_w)
+        signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+        self.poll.register(self.wake_r, select.POLLIN)
+
+    def reachable(self):
+        """Whether our socket is still where runners look for it (its directory may have
+        been deleted, or the socket replaced): if not, nobody can reach us."""
+        try:
+            return os.stat(self.path).st_ino == self.ino
+        except OSError:
+            return False
+
+    def unlisten(self):
+        """Stop taking new runners: remove the socket (if it is still ours) and let
+        another server start, then serve what was already queued."""
+        if self.sock is None:
+            return
+        try:
+            if os.stat(self.path).st_ino == self.ino:
+                os.unlink(self.path)
+        except OSError:
+            pass
+        os.close(self.alive)
+        self.alive = None
+        while True:  # connections that were queued before the unlink
+            try:
+                conn, _ = self.sock.accept()
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                break
+            self.handle(conn)
+        self.poll.unregister(self.sock.fileno())
+        self.sock.close()
+        self.sock = None
+
+    def serve(self):
+        while True:
+            self.reap()
+            timeout = None
+            if not self.children and not self.conns:
+                if self.sock is None:
+                    return
+                left = self.idle - (time.monotonic() - self.last)
+                if left <= 0 or not self.reachable():
+                    self.unlisten()
+                    continue
+                timeout = int(min(left, 5.0) * 1000) + 1
+            try:
+                events = self.poll.poll(timeout)
+            except InterruptedError:
+                continue
+            for fd, ev in events:
+                if self.sock is not None and fd == self.sock.fileno():
+                    self.accept()
+                elif fd == self.wake_r:
+                    try:
+                        while os.read(self.wake_r, 512):
+                            pass
+                    except (BlockingIOError, InterruptedError):
+                        pass
+                else:
+                    self.runner_event(fd)
+
+    # --- jobs -----------------------------------------------------------------------
+
+    def accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as e:
+                _log("accept: %s" % e)
+                return
+            self.last = time.monotonic()
+            self.handle(conn)
+
+    def handle(self, conn):
+        fds = []
+        try:
+            conn.setblocking(True)
+            conn.settimeout(10)
+            req, fds = self.read_request(conn)
+            if req.get("v") != PROTO:
+                raise ValueError("protocol version %r, this server speaks %d" % (req.get("v"), PROTO))
+            if len(fds) != 1:
+                raise ValueError("expected 1 fd, got %d" % len(fds))
+            argv, env, cwd = req["argv"], req["env"], req["cwd"]
+            if not (isinstance(argv, list) and len(argv) >= 1 and all(isinstance(a, str) for a in argv)):
+                raise ValueError("bad argv")
+            if not isinstance(env, dict):
+                raise ValueError("bad env")
+        except Exception as e:
+            for fd in fds:
+                os.close(fd)
+            self.reply(conn, {"error": "bad request: %s" % (e,)})
+            conn.close()
+            return
+        self.spawn(conn, fds[0], argv, env, cwd)
+
+    def read_request(self, conn):
+        fds = array.array("i")
+        msg, anc, _, _ = conn.recvmsg(1, socket.CMSG_SPACE(4 * fds.itemsize))
+        for level, typ, data in anc:
+            if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+                fds.frombytes(data[:len(data) - (len(data) % fds.itemsize)])
+        fds = list(fds)
+        if msg != b"K":
+            for fd in fds:
+                os.close(fd)
+            raise ValueError("bad greeting %r" % (msg,))
+        buf = bytearray()
+        while not buf.endswith(b"\n"):
+            chunk = conn.recv(1 << 16)
+            if not chunk:
+                for fd in fds:
+                    os.close(fd)
+                raise ValueError("connection closed mid-request")
+            buf += chunk
+            if len(buf) > MAX_REQUEST:
+                for fd in fds:
+                    os.close(fd)
+                raise ValueError("request too large")
+        return json.loads(bytes(buf)), fds
+
+    def reply(self, conn, msg):
+        try:
+            conn.sendall(json.dumps(msg).encode() + b"\n")
+            return True
+        except OSError:
+            return False
+
+    def spawn(self, conn, out_fd, argv, env, cwd):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        ready_r, ready_w = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError as e:
+            os.close(ready_r)
+            os.close(ready_w)
+            os.close(out_fd)
+            self.reply(conn, {"error": "fork: %s" % e})
+            conn.close()
+            return
+        if pid == 0:
+            code = 70
+            try:
+                os.close(ready_r)
+                code = self.child(conn, out_fd, ready_w, argv, env, cwd)
+            except BaseException:
+                try:
+                    import traceback
+                    traceback.print_exc()
+                except BaseException:
+                    pass
+            finally:
+                os._exit(code)
+        os.close(ready_w)
+        os.close(out_fd)
+        try:
+            os.read(ready_r, 1)  # EOF once the child runs in its own session
+        except OSError:
+            pass
+        os.close(ready_r)
+        job = Job(conn, pid)
+        self.children[pid] = job
+        if not self.reply(conn, {"pid": pid}):
+            self.runner_gone(job)
+            return
+        conn.setblocking(False)
+        self.conns[conn.fileno()] = job
+        self.poll.register(conn.fileno(), select.POLLIN)
+
+    def runner_event(self, fd):
+        job = self.conns.get(fd)
+        if job is None:
+            return
+        try:
+            data = job.conn.recv(4096)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:  # the runner (or its supervisor) is gone: its job goes too
+            self.runner_gone(job)
+
+    def runner_gone(self, job):
+        if job.pid in self.children:
+            try:
+                os.killpg(job.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        self.drop_conn(job)
+
+    def drop_conn(self, job):
+        if job.conn is None:
+            return
+        fd = job.conn.fileno()
+        if self.conns.pop(fd, None) is not None:
+            self.poll.unregister(fd)
+        job.conn.close()
+        job.conn = None
+        self.last = time.monotonic()
+
+    def reap(self):
+        while self.children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                self.children.clear()
+                return
+            except InterruptedError:
+                continue
+            if pid == 0:
+                return
+            job = self.children.pop(pid, None)
+            if job is None:
+                continue
+            try:
+                os.killpg(pid, signal.SIGKILL)  # whatever the job left behind
+            except OSError:
+                pass
+            if job.conn is not None:
+                job.conn.setblocking(True)
+                job.conn.settimeout(5)
+                self.reply(job.conn, {"status": status})
+                self.drop_conn(job)
+            self.last = time.monotonic()
+
+    # --- the child: becomes the job ---------------------------------------------------
+
+    def child(self, conn, out_fd, ready_w, argv, env, cwd):
+        os.setsid()  # own session and process group (pgid = pid): signals reach the job
+        os.close(ready_w)
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for fd in (self.wake_r, self.wake_w, self.alive):
+            if fd is not None:
+                os.close(fd)
+        if self.sock is not None:
+            self.sock.close()
+        for job in list(self.conns.values()):
+            job.conn.close()
+        conn.close()
+        self.conns = self.children = None
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out_fd, 1)
+        os.dup2(out_fd, 2)
+        for fd in (null, out_fd):
+            if fd > 2:
+                os.close(fd)
+        os.environ.clear()
+        os.environ.update(env)
+        if hasattr(time, "tzset"):
+            time.tzset()
+        os.chdir(cwd)
+        return run_main(argv)
+
+
+def run_main(argv):
+    """Run argv[0] as __main__, as `python argv[0] argv[1:]...` would, then finalise the
+    way the interpreter does at exit (threads, atexit) and return the exit code."""
+    import builtins
+    import types
+    sys.argv = list(argv)
+    if sys.path and sys.path[0] in _SERVER_DIRS:
+        sys.path[0] = os.path.dirname(os.path.abspath(argv[0]))
+    main = types.ModuleType("__main__")
+    main.__file__ = argv[0]
+    main.__builtins__ = builtins
+    main.__cached__ = None
+    sys.modules["__main__"] = main
+    code = 0
+    try:
+        with open(argv[0], "rb") as f:
+            src = f.read()
+        if src == _precompiled[0] and hasattr(_precompiled[1], "replace"):
+            co = _refile(_precompiled[1], argv[0])
+        else:
+            co = compile(src, argv[0], "exec")
+        exec(co, main.__dict__)
+    except SystemExit as e:
+        code = _exit_code(e.code)
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+        code = 1
+    try:
+        threading = sys.modules.get("threading")
+        if threading is not None and hasattr(threading, "_shutdown"):
+            threading._shutdown()
+    except BaseException:
+        pass
+    try:
+        import atexit
+        atexit._run_exitfuncs()
+    except BaseException:
+        pass
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except BaseException:
+            pass
+    return code
+
+
+def _exit_code(c):
+    if c is None:
+        return 0
+    if isinstance(c, int):
+        return c & 0xFF
+    try:
+        sys.stderr.write("%s\n" % (c,))
+    except BaseException:
+        pass
+    return 1
+
+
+def main():
+    path, alive_path, idle, ready_fd = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+    srv = Server(path, alive_path, idle)
+    try:
+        _preimport()
+        if len(sys.argv) > 5:
+            _precompile(sys.argv[5])
+        gc.collect()
+        if hasattr(gc, "freeze"):  # keep the children's garbage collector off the shared heap
+            gc.freeze()
+        srv.listen()
+    except BaseException as e:
+        try:
+            os.write(ready_fd, ("error: %s\n" % (e,)).encode())
+        except OSError:
+            pass
+        raise
+    os.write(ready_fd, b"ready\n")
+    os.close(ready_fd)
+    _log("listening on %s (python %s, idle timeout %gs)" % (path, sys.version.split()[0], idle))
+    srv.serve()
+    _log("idle, exiting")
+
+
+if __name__ == "__main__":
+    main()

@@ -36,3 +36,10 @@ type Backend interface {
 
 // ErrUnavailable means the backend cannot be reached or used from here.
 var ErrUnavailable = errors.New("backend unavailable")
+
+// Queuer is implemented by backends that run the children of a batch from a queue served
+// by a few long-lived workers, instead of starting something per child. Enqueue has the
+// contract of Submit; parallelism bounds the batch's workers.
+type Queuer interface {
+	Enqueue(ctx context.Context, h *job.Handle, parallelism int) error
+}

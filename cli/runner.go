@@ -46,6 +46,8 @@ func newRunnerCmd(g *Globals) *cobra.Command {
 
 func newSuperviseCmd(g *Globals) *cobra.Command {
 	var o local.SuperviseOptions
+	var queue string
+	var worker int
 	cmd := &cobra.Command{
 		Use:    "supervise --store URL --job ID --state-dir DIR",
 		Short:  "Supervise one local job (started by the local backend)",
@@ -53,12 +55,17 @@ func newSuperviseCmd(g *Globals) *cobra.Command {
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Ready = os.NewFile(3, "ready")
+			if queue != "" {
+				return local.Work(cmd.Context(), local.WorkOptions{SuperviseOptions: o, Queue: queue, Worker: worker})
+			}
 			return local.Supervise(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().StringVar(&o.StoreURL, "store", "", "store URL")
 	cmd.Flags().StringVar(&o.JobID, "job", "", "job ID")
 	cmd.Flags().StringVar(&o.StateDir, "state-dir", "", "local backend state directory")
+	cmd.Flags().StringVar(&queue, "queue", "", "serve this batch queue instead of one job")
+	cmd.Flags().IntVar(&worker, "worker", 0, "worker number within the queue's pool")
 	cmd.Flags().IntVar(&o.Slots, "slots", 2, "concurrent jobs on this machine")
 	cmd.Flags().DurationVar(&o.Grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL on cancel")
 	return cmd

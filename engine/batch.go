@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
 )
@@ -54,7 +55,9 @@ type Manifest struct {
 	// SubmissionComplete is set once every input was submitted (or failed to be).
 	SubmissionComplete bool `json:"submission_complete"`
 	// Stopped says why submission stopped early ("fail_fast", "cancelled"), if it did.
-	Stopped  string  `json:"stopped,omitempty"`
+	Stopped string `json:"stopped,omitempty"`
+	// Settled is set once the submitter has no more retries to make.
+	Settled  bool    `json:"settled,omitempty"`
 	Children []Child `json:"children"`
 }
 
@@ -214,7 +217,7 @@ func (b *Batch) submitAll(ctx context.Context, tmpl *SubmitRequest, inputs [][]b
 			prev = b.manifest.Children[i].Attempts
 		}
 		b.mu.Unlock()
-		r.group = &groupInfo{id: gid, index: i, attempts: prev, base: b.base}
+		r.group = &groupInfo{id: gid, index: i, attempts: prev, base: b.base, parallelism: req.MaxConcurrent}
 		j, err := b.e.Submit(ctx, &r)
 		b.mu.Lock()
 		for len(b.manifest.Children) <= i {
@@ -295,6 +298,10 @@ func (b *Batch) submitAll(ctx context.Context, tmpl *SubmitRequest, inputs [][]b
 		}
 		p.wait(ctx)
 	}
+	b.mu.Lock()
+	b.manifest.Settled = true
+	b.mu.Unlock()
+	save(true)
 }
 
 type groupInfo struct {
@@ -302,6 +309,8 @@ type groupInfo struct {
 	index    int
 	attempts []string // earlier attempts' job IDs
 	base     *job.Spec
+	// parallelism bounds the workers a queueing backend gives the batch.
+	parallelism int
 }
 
 // cancelChildren cancels every child that is not finished.
@@ -350,7 +359,7 @@ func (e *Engine) ReadBatch(ctx context.Context, gid, storeURL string, withStatus
 		return nil, fmt.Errorf("%q is not a group ID (IDs look like grp-0123456789abcdefghijklm): %w", gid, ErrNotFound)
 	}
 	if storeURL == "" {
-		storeURL = e.cfg.Get("store")
+		storeURL = e.cfg.Get(config.Store)
 	}
 	st, err := e.Store(ctx, storeURL)
 	if err != nil {
@@ -497,7 +506,7 @@ func (e *Engine) CleanupBatch(ctx context.Context, gid, storeURL string, backend
 // ListBatches returns the manifests in the store, newest first.
 func (e *Engine) ListBatches(ctx context.Context, storeURL string) ([]Manifest, error) {
 	if storeURL == "" {
-		storeURL = e.cfg.Get("store")
+		storeURL = e.cfg.Get(config.Store)
 	}
 	st, err := e.Store(ctx, storeURL)
 	if err != nil {
@@ -521,4 +530,80 @@ func (e *Engine) ListBatches(ctx context.Context, storeURL string) ([]Manifest, 
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].GroupID > out[b].GroupID })
 	return out, nil
+}
+
+// WatchBatch reports each child once, as soon as it is final (or failed to be
+// submitted), in completion order, while submission may still be going on. It returns
+// when every input is accounted for. Only unfinished children are looked at again, so a
+// large batch costs little to watch.
+func (e *Engine) WatchBatch(ctx context.Context, gid, storeURL string, emit func(ChildStatus)) error {
+	if storeURL == "" {
+		storeURL = e.cfg.Get(config.Store)
+	}
+	st, err := e.Store(ctx, storeURL)
+	if err != nil {
+		return err
+	}
+	final := map[int]bool{}
+	jobs := map[int]*Job{}
+	p := newPoller()
+	for {
+		raw, err := st.Get(ctx, store.GroupManifestKey(gid))
+		if store.IsNotFound(err) {
+			return fmt.Errorf("no batch %s in the store %s: %w", gid, storeURL, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		var m Manifest
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return fmt.Errorf("batch %s: manifest.json: %w", gid, err)
+		}
+		if !m.SubmissionComplete {
+			if err := e.mergeChildren(ctx, st, &m); err != nil {
+				return err
+			}
+		}
+		progressed := false
+		for _, c := range m.Children {
+			if final[c.Index] {
+				continue
+			}
+			if c.JobID == "" {
+				if c.SubmissionError != "" {
+					final[c.Index], progressed = true, true
+					emit(ChildStatus{Index: c.Index, Error: c.SubmissionError})
+				}
+				continue
+			}
+			j := jobs[c.Index]
+			if j == nil || j.Handle.JobID != c.JobID { // a new attempt replaces the old
+				if j, err = e.Attach(ctx, c.JobID, storeURL); err != nil {
+					continue // written a moment ago; next round
+				}
+				jobs[c.Index] = j
+			}
+			state, reason, err := j.Status(ctx)
+			if err != nil {
+				return err
+			}
+			if !state.Terminal() {
+				continue
+			}
+			if state == job.Failed && len(c.Attempts) <= m.Retries && !m.Settled {
+				continue // a retry may still come: the submitter decides
+			}
+			final[c.Index], progressed = true, true
+			emit(ChildStatus{Index: c.Index, Handle: j.Handle, Status: state, Reason: reason})
+		}
+		if m.SubmissionComplete && len(final) >= len(m.Children) {
+			return nil
+		}
+		if progressed {
+			p = newPoller()
+		}
+		if err := p.wait(ctx); err != nil {
+			return err
+		}
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kinetic-run/kinetic/accel"
+	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/data"
 	"github.com/kinetic-run/kinetic/deps"
@@ -107,7 +108,11 @@ func (e *Engine) Submit(ctx context.Context, req *SubmitRequest) (*Job, error) {
 		p.st.DeletePrefix(context.WithoutCancel(ctx), store.JobPrefix(id))
 		return nil, err
 	}
-	if err := be.Submit(ctx, p.handle); err != nil {
+	submit := be.Submit
+	if q, ok := be.(backend.Queuer); ok && req.group != nil {
+		submit = func(ctx context.Context, h *job.Handle) error { return q.Enqueue(ctx, h, req.group.parallelism) }
+	}
+	if err := submit(ctx, p.handle); err != nil {
 		p.st.DeletePrefix(context.WithoutCancel(ctx), store.JobPrefix(id))
 		return nil, fmt.Errorf("submit %s: %w", id, err)
 	}

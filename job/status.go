@@ -34,4 +34,8 @@ type LocalProcess struct {
 	SupervisorPID int    `json:"supervisor_pid"`
 	LockPath      string `json:"lock_path"`
 	Workspace     string `json:"workspace"`
+	// Queue is set for a batch child waiting in (or run from) a worker pool's queue.
+	Queue string `json:"queue,omitempty"`
+	// QueuedAt is when the child was queued.
+	QueuedAt time.Time `json:"queued_at,omitzero"`
 }

@@ -280,6 +280,16 @@ func (s *Server) dispatch(ctx context.Context, req *Request) (any, error) {
 		}
 		return s.eng.ReadBatch(ctx, p.GroupID, p.Store, p.Status)
 
+	case "batch_watch":
+		var p struct {
+			GroupID string `json:"group_id"`
+			Store   string `json:"store,omitempty"`
+		}
+		if err := decode(req.Params, &p); err != nil {
+			return nil, err
+		}
+		return nil, s.eng.WatchBatch(ctx, p.GroupID, p.Store, func(c engine.ChildStatus) { s.event(req.ID, "child", c) })
+
 	case "batch_cancel":
 		var p struct {
 			GroupID string `json:"group_id"`

@@ -150,6 +150,20 @@ func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string,
 	if st.State.Terminal() {
 		return st.State, st.Reason, nil
 	}
+	if st.State == job.Pending && st.Local != nil && st.Local.Queue != "" {
+		if queuedAlive(st.Local) {
+			return st.State, st.Reason, nil
+		}
+		st2, err := ReadStatus(ctx, b.st, h.JobID)
+		if err == nil && st2.State != job.Pending {
+			return b.Status(ctx, h) // claimed meanwhile
+		}
+		reason := fmt.Sprintf("the batch's workers stopped before running this job; see %s", filepath.Join(st.Local.Queue, "workers"))
+		if err := WriteStatus(ctx, b.st, h.JobID, &job.Status{State: job.Failed, Reason: reason}); err != nil {
+			return "", "", err
+		}
+		return job.Failed, reason, nil
+	}
 	if alive, known := supervisorAlive(st.Local); known && !alive {
 		// Read again: the supervisor writes its final status before releasing the lock.
 		st2, err := ReadStatus(ctx, b.st, h.JobID)
@@ -212,12 +226,18 @@ func (b *Backend) Cancel(ctx context.Context, h *job.Handle) error {
 	if st.State.Terminal() {
 		return nil
 	}
-	if alive, _ := supervisorAlive(st.Local); !alive {
-		_, _, err := b.Status(ctx, h) // records the dead supervisor
-		return err
-	}
-	if err := syscall.Kill(st.Local.SupervisorPID, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("cancel %s: %w", h.JobID, err)
+	if st.Local != nil && st.Local.Queue != "" {
+		if done, err := b.cancelQueued(ctx, h, st); done || err != nil {
+			return err
+		}
+	} else {
+		if alive, _ := supervisorAlive(st.Local); !alive {
+			_, _, err := b.Status(ctx, h) // records the dead supervisor
+			return err
+		}
+		if err := syscall.Kill(st.Local.SupervisorPID, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("cancel %s: %w", h.JobID, err)
+		}
 	}
 	deadline := time.Now().Add(b.o.Grace + 15*time.Second)
 	for delay := 10 * time.Millisecond; time.Now().Before(deadline); delay = min(delay*2, 250*time.Millisecond) {

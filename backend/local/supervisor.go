@@ -74,35 +74,49 @@ func Supervise(ctx context.Context, o SuperviseOptions) error {
 	}
 	defer slot.Close()
 
-	if err := WriteStatus(ctx, st, o.JobID, &job.Status{State: job.Running, Local: proc}); err != nil {
+	return runOne(ctx, st, o, o.JobID, proc, term)
+}
+
+// runOne runs a claimed job (its lock held, a slot taken): RUNNING, the runner in this
+// process, the final status. A value on cancel stops it (SIGTERM to its process group,
+// SIGKILL after the grace period).
+func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string, proc *job.LocalProcess, cancel <-chan os.Signal) error {
+	if err := WriteStatus(ctx, st, id, &job.Status{State: job.Running, Local: proc}); err != nil {
 		return err
 	}
+	ws := proc.Workspace
 	runLog, err := os.OpenFile(filepath.Join(ws, "runner.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	defer runLog.Close()
 	// The runner runs in this process: one exec less per job, and nothing to lose track
-	// of. The job's own processes form a process group that dies with us (Pdeathsig).
+	// of. The job's own processes form a process group that dies with us.
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
 	var cancelled atomic.Bool
+	stop := make(chan struct{})
+	defer close(stop)
 	go func() {
-		if _, ok := <-term; ok {
-			cancelled.Store(true)
-			rcancel()
+		select {
+		case _, ok := <-cancel:
+			if ok {
+				cancelled.Store(true)
+				rcancel()
+			}
+		case <-stop:
 		}
 	}()
 	runner.Grace = o.Grace
 	env, runErr := runner.Run(rctx, runner.Options{
-		StoreURL: o.StoreURL, JobID: o.JobID, Workspace: ws, Stdout: runLog,
+		StoreURL: o.StoreURL, JobID: id, Workspace: ws, Stdout: runLog,
 		WarmDir:     filepath.Join(o.StateDir, "warm"),
 		EnvDir:      filepath.Join(o.StateDir, "envs"),
 		InPlaceData: true,
 	})
 	final := outcome(env, runErr, cancelled.Load())
 	final.Local = proc
-	return WriteStatus(ctx, st, o.JobID, final)
+	return WriteStatus(ctx, st, id, final)
 }
 
 // outcome turns the runner's envelope into the job's final status.

@@ -99,6 +99,17 @@ class Engine:
 
     def call(self, method, params=None, on_event=None):
         """Send one request and wait for its reply; events go to on_event(name, data)."""
+        rid, p = self.start(method, params, on_event)
+        try:
+            while not p.event.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            self.cancel(rid)
+            raise
+        return self.finish(rid, p)
+
+    def start(self, method, params=None, on_event=None):
+        """Send a request without waiting: returns (id, pending); see finish and cancel."""
         if self._dead:
             raise KineticError(self._dead)
         rid = next(self._ids)
@@ -109,21 +120,26 @@ class Engine:
         try:
             with self._wlock:
                 self._proc.stdin.write(line.encode())
-            try:
-                while not p.event.wait(0.5):
-                    pass
-            except KeyboardInterrupt:
-                self._cancel(rid)
-                raise
-        finally:
+        except BaseException:
             with self._plock:
                 self._pending.pop(rid, None)
+            raise
+        return rid, p
+
+    def finish(self, rid, p):
+        """The result of a started request once p.event is set (raises its error)."""
+        with self._plock:
+            self._pending.pop(rid, None)
         if p.reply is None:
             raise KineticError(self._dead or "no reply from the kinetic engine")
         err = p.reply.get("error")
         if err:
             raise _exception(err)
         return p.reply.get("result")
+
+    def cancel(self, rid):
+        """Cancel an in-flight request (its reply is a Cancelled error)."""
+        self._cancel(rid)
 
     def _cancel(self, rid):
         try:

@@ -3,6 +3,7 @@ collected from any process with ``kinetic.attach_batch``. Submission, retries an
 fail-fast run in the engine; this module reads the batch's state and collects results."""
 
 import concurrent.futures
+import queue
 import struct
 import tempfile
 import time
@@ -114,46 +115,60 @@ class BatchHandle:
 
     def wait(self, *, timeout: Optional[float] = None) -> None:
         """Block until every job is terminal (and submission is over)."""
-        deadline = None if timeout is None else time.time() + timeout
-        delay = 0.05
-        while True:
-            self._refresh()
-            if self._all_final():
-                return
-            if deadline is not None and time.time() > deadline:
-                raise TimeoutError("batch %s not finished after %ss" % (self.group_id, timeout))
-            time.sleep(min(delay, self._poll_interval))
-            delay = min(delay * 1.5, self._poll_interval)
+        for _ in self._watch(timeout):
+            pass
 
     def as_completed(self, *, poll_interval: float = 5.0, timeout: Optional[float] = None) -> Iterator[JobHandle]:
         """Yield jobs as they reach a terminal state, in completion order, even while
-        inputs are still being submitted."""
+        inputs are still being submitted. (The engine watches the batch and reports each
+        child once; poll_interval bounds how long a quiet wait lasts between checks.)"""
+        for c in self._watch(timeout):
+            if c.get("handle"):
+                yield self.jobs[c["index"]]
+
+    def _watch(self, timeout):
+        """Child reports from the engine as they come (submission failures included)."""
         deadline = None if timeout is None else time.time() + timeout
-        seen = set()
-        delay = min(0.05, poll_interval)
-        while True:
-            self._refresh()
-            fresh = False
-            for i, s in enumerate(self._statuses):
-                if s is not None and s.terminal and i not in seen:
-                    seen.add(i)
-                    fresh = True
-                    yield self.jobs[i]
-            if self._all_final():
-                return
-            if deadline is not None and time.time() > deadline:
-                raise TimeoutError("batch %s: as_completed timed out after %ss" % (self.group_id, timeout))
-            time.sleep(delay)
-            delay = min(0.05, poll_interval) if fresh else min(delay * 1.5, poll_interval)
+        q: "queue.Queue" = queue.Queue()
+        eng = engine()
+        rid, pending = eng.start("batch_watch", {"group_id": self.group_id, "store": self._store},
+                                 on_event=lambda name, data: q.put(data) if name == "child" else None)
+        try:
+            while True:
+                left = None if deadline is None else deadline - time.time()
+                if left is not None and left <= 0:
+                    raise TimeoutError("batch %s: not finished after %ss" % (self.group_id, timeout))
+                try:
+                    c = q.get(timeout=0.2 if left is None else min(0.2, left))
+                except queue.Empty:
+                    if pending.event.is_set() and q.empty():
+                        eng.finish(rid, pending)  # raises the watch's error, if any
+                        return
+                    continue
+                self._record(c)
+                yield c
+        finally:
+            if not pending.event.is_set():
+                eng.cancel(rid)
+
+    def _record(self, c):
+        i = c["index"]
+        while len(self.jobs) <= i:
+            self.jobs.append(None)
+            self._statuses.append(None)
+        if c.get("handle"):
+            self.jobs[i] = JobHandle.from_dict(c["handle"])
+            self._statuses[i] = JobStatus(c["status"])
+        elif c.get("submission_error"):
+            self._submission_errors[i] = self._local_failures.get(i) or SubmissionError(c["submission_error"])
 
     def results(self, *, timeout: Optional[float] = None, ordered: bool = True, cleanup: bool = True,
                 return_exceptions: bool = False) -> List[Any]:
         """Collect every result. Failed positions hold the exception with
         return_exceptions=True; otherwise BatchError is raised if anything failed."""
         start = time.time()
-        order: List[int] = []
-        for h in self.as_completed(poll_interval=min(self._poll_interval, 1.0), timeout=timeout):
-            order.append(self.jobs.index(h) if h in self.jobs else -1)
+        order: List[int] = [c["index"] for c in self._watch(timeout)]
+        self._refresh(status=False)
         n = len(self.jobs)
         values: List[Any] = [None] * n
         errors: Dict[int, BaseException] = dict(self._submission_errors)

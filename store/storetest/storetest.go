@@ -111,6 +111,35 @@ func Run(t *testing.T, open func(t *testing.T) *store.Store) {
 			}
 		}
 	})
+	t.Run("LargeStreamedWrites", func(t *testing.T) {
+		// Past one upload chunk (GCS's resumable uploads send 16 MiB at a time, S3's
+		// multipart uploads 5 MiB parts): the object still appears whole or not at all,
+		// and an aborted overwrite keeps the old object.
+		s := open(t)
+		const size = 20 << 20
+		want := bytes.Repeat([]byte("0123456789abcdef"), size/16)
+		n, err := s.PutFrom(ctx, "blobs/sha256/big", bytes.NewReader(want))
+		if err != nil || n != size {
+			t.Fatalf("PutFrom of %d bytes = %d, %v", size, n, err)
+		}
+		got, err := s.Get(ctx, "blobs/sha256/big")
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("Get after a large PutFrom: %d bytes (want %d), %v", len(got), size, err)
+		}
+		failing := io.MultiReader(bytes.NewReader(bytes.Repeat([]byte("x"), 18<<20)), errReader{})
+		if _, err := s.PutFrom(ctx, "blobs/sha256/big", failing); err == nil {
+			t.Fatal("PutFrom with a reader that fails after 18 MiB succeeded")
+		}
+		if got, err := s.Get(ctx, "blobs/sha256/big"); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("an aborted overwrite changed the object: %d bytes, %v", len(got), err)
+		}
+		if _, err := s.PutFrom(ctx, "blobs/sha256/never", io.MultiReader(bytes.NewReader(want[:18<<20]), errReader{})); err == nil {
+			t.Fatal("PutFrom with a failing reader succeeded")
+		}
+		if ok, _ := s.Exists(ctx, "blobs/sha256/never"); ok {
+			t.Fatal("a large aborted PutFrom left an object behind")
+		}
+	})
 	t.Run("ReadersSeeWholeObjects", func(t *testing.T) {
 		s := open(t)
 		versions := [][]byte{bytes.Repeat([]byte("a"), 300<<10), bytes.Repeat([]byte("b"), 10), bytes.Repeat([]byte("c"), 700<<10)}

@@ -1,0 +1,295 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/store"
+)
+
+// A batch's children run from a queue: a directory of entries named by job ID (IDs sort
+// by creation time, so the queue is FIFO), served by up to `parallelism` workers that
+// each run one child at a time in-process. No process is started per child, which is
+// what lets a batch of short inputs run at hundreds per second.
+//
+// Locks: each worker holds workers/K.lock exclusively (at most one worker per K) and
+// pool.lock shared (the pool is alive while anyone holds it); a worker claims a child by
+// taking the child's supervisor.lock, exactly as a single job's supervisor does, so
+// status, liveness and cancel work the same for both.
+
+func (b *Backend) queueDir(group string) string { return filepath.Join(b.o.StateDir, "queues", group) }
+
+// Enqueue implements backend.Queuer.
+func (b *Backend) Enqueue(ctx context.Context, h *job.Handle, parallelism int) error {
+	if h.GroupID == "" {
+		return b.Submit(ctx, h)
+	}
+	q := b.queueDir(h.GroupID)
+	ws := b.workspace(h.JobID)
+	for _, d := range []string{ws, filepath.Join(q, "workers")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("local backend: %w", err)
+		}
+	}
+	proc := &job.LocalProcess{BootID: bootID(), LockPath: filepath.Join(q, "pool.lock"), Workspace: ws, Queue: q, QueuedAt: time.Now().UTC()}
+	if err := WriteStatus(ctx, b.st, h.JobID, &job.Status{State: job.Pending, Local: proc}); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(q, h.JobID), nil, 0o644); err != nil {
+		return fmt.Errorf("local backend: queue %s: %w", h.JobID, err)
+	}
+	return b.ensureWorkers(q, max(1, min(parallelism, b.o.Slots)))
+}
+
+// ensureWorkers starts a worker for every free worker slot below n.
+func (b *Backend) ensureWorkers(q string, n int) error {
+	for k := 0; k < n; k++ {
+		f, err := lockFile(filepath.Join(q, "workers", strconv.Itoa(k)+".lock"), false)
+		if errors.Is(err, errLocked) {
+			continue // worker k is alive
+		}
+		if err != nil {
+			return err
+		}
+		f.Close()
+		if err := b.startWorker(q, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *Backend) startWorker(q string, k int) error {
+	logf, err := os.OpenFile(filepath.Join(q, "workers", strconv.Itoa(k)+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	rd, wr, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	cmd := exec.Command(b.o.Exe, "supervise", "--store", b.st.URL(), "--queue", q, "--worker", strconv.Itoa(k),
+		"--state-dir", b.o.StateDir, "--slots", strconv.Itoa(b.o.Slots), "--grace", b.o.Grace.String())
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{wr}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		wr.Close()
+		return fmt.Errorf("local backend: start worker: %w", err)
+	}
+	wr.Close()
+	go cmd.Wait()
+	// Wait until it holds its locks (or gave way to a twin), so a status check right
+	// after Enqueue sees a live pool.
+	buf := make([]byte, 16)
+	done := make(chan struct{})
+	go func() { rd.Read(buf); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+	}
+	return nil
+}
+
+// WorkOptions are the arguments of `kinetic supervise --queue`.
+type WorkOptions struct {
+	SuperviseOptions
+	Queue  string
+	Worker int
+	// Idle is how long a worker waits for new entries before it exits.
+	Idle time.Duration
+}
+
+// Work serves a batch queue until it has been empty for o.Idle.
+func Work(ctx context.Context, o WorkOptions) error {
+	ctx = context.WithoutCancel(ctx)
+	if o.Idle <= 0 {
+		o.Idle = 3 * time.Second
+	}
+	st, err := store.Open(ctx, o.StoreURL)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	wl, err := lockFile(filepath.Join(o.Queue, "workers", strconv.Itoa(o.Worker)+".lock"), false)
+	if err != nil {
+		if o.Ready != nil {
+			o.Ready.Close()
+		}
+		return nil // a twin started first
+	}
+	defer wl.Close()
+	pool, err := os.OpenFile(filepath.Join(o.Queue, "pool.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := unix.Flock(int(pool.Fd()), unix.LOCK_SH); err != nil {
+		return err
+	}
+	if o.Ready != nil {
+		o.Ready.WriteString("ready\n")
+		o.Ready.Close()
+	}
+	// SIGUSR1: "look for cancel requests"; SIGTERM: cancel the current child and stop.
+	usr := make(chan os.Signal, 8)
+	signal.Notify(usr, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	idleSince := time.Now()
+	for delay := 2 * time.Millisecond; ; {
+		ran, err := workOnce(ctx, st, o, usr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "kinetic worker:", err)
+		}
+		if ran {
+			idleSince, delay = time.Now(), 2*time.Millisecond
+			continue
+		}
+		if time.Since(idleSince) > o.Idle {
+			// Leave the pool, then look once more: an entry queued meanwhile either is
+			// seen now or its submitter saw our lock free and started a new worker.
+			unix.Flock(int(pool.Fd()), unix.LOCK_UN)
+			wl.Close()
+			if ents, _ := pending(o.Queue); len(ents) == 0 {
+				return nil
+			}
+			return Work(ctx, o) // take the locks again (or give way to a new worker)
+		}
+		time.Sleep(delay)
+		delay = min(delay*2, 50*time.Millisecond)
+	}
+}
+
+// pending lists the queue's entries in order.
+func pending(q string) ([]string, error) {
+	ents, err := os.ReadDir(q)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, e := range ents {
+		if !e.IsDir() && job.ValidName(e.Name()) {
+			ids = append(ids, e.Name())
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// workOnce claims and runs the first unclaimed entry; ran says whether it found one.
+func workOnce(ctx context.Context, st *store.Store, o WorkOptions, usr chan os.Signal) (bool, error) {
+	ids, err := pending(o.Queue)
+	if err != nil {
+		return false, err
+	}
+	for _, id := range ids {
+		ws := filepath.Join(o.StateDir, "jobs", id)
+		lockPath := filepath.Join(ws, "supervisor.lock")
+		lock, err := lockFile(lockPath, false)
+		if err != nil {
+			continue // another worker has it, or it is being cancelled
+		}
+		s, err := ReadStatus(ctx, st, id)
+		if err != nil || s.State != job.Pending {
+			// Cancelled while queued, or cleaned up.
+			os.Remove(filepath.Join(o.Queue, id))
+			lock.Close()
+			continue
+		}
+		slot, err := acquireSlot(filepath.Join(o.StateDir, "slots"), o.Slots, nil)
+		if err != nil {
+			lock.Close()
+			return false, err
+		}
+		proc := &job.LocalProcess{BootID: bootID(), SupervisorPID: os.Getpid(), LockPath: lockPath, Workspace: ws, Queue: o.Queue}
+		cancel := make(chan os.Signal, 1)
+		stop := make(chan struct{})
+		go relayCancel(usr, ws, cancel, stop)
+		err = runOne(ctx, st, o.SuperviseOptions, id, proc, cancel)
+		close(stop)
+		slot.Close()
+		os.Remove(filepath.Join(o.Queue, id))
+		lock.Close()
+		return true, err
+	}
+	return false, nil
+}
+
+// relayCancel turns a SIGUSR1 into a cancel of the running child when its workspace
+// holds a cancel request (others may be for a child of another worker), and SIGTERM into
+// a cancel of whatever runs.
+func relayCancel(usr <-chan os.Signal, ws string, cancel chan<- os.Signal, stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		case sig := <-usr:
+			if sig == syscall.SIGUSR1 {
+				if _, err := os.Stat(filepath.Join(ws, "cancel")); err != nil {
+					continue
+				}
+			}
+			cancel <- sig
+			return
+		}
+	}
+}
+
+// cancelQueued cancels a batch child: a queued one is claimed and marked cancelled here;
+// a running one gets a cancel request and its worker a SIGUSR1.
+func (b *Backend) cancelQueued(ctx context.Context, h *job.Handle, s *job.Status) (bool, error) {
+	p := s.Local
+	if s.State == job.Pending {
+		lock, err := lockFile(filepath.Join(p.Workspace, "supervisor.lock"), false)
+		if err == nil {
+			defer lock.Close()
+			cur, err := ReadStatus(ctx, b.st, h.JobID)
+			if err != nil || cur.State != job.Pending {
+				return true, err
+			}
+			os.Remove(filepath.Join(p.Queue, h.JobID))
+			return true, WriteStatus(ctx, b.st, h.JobID, &job.Status{State: job.Failed, Reason: "cancelled while pending", Local: p})
+		}
+		// Claimed by a worker right now: cancel it as a running child.
+		if cur, err := ReadStatus(ctx, b.st, h.JobID); err == nil {
+			p = cur.Local
+		}
+	}
+	if err := os.WriteFile(filepath.Join(p.Workspace, "cancel"), nil, 0o644); err != nil {
+		return false, err
+	}
+	if p.SupervisorPID > 0 {
+		syscall.Kill(p.SupervisorPID, syscall.SIGUSR1)
+	}
+	return false, nil
+}
+
+// queuedAlive judges a queued child: its pool lives while any worker holds pool.lock; a
+// pool found empty is given a grace period, since a new worker may be on its way.
+func queuedAlive(p *job.LocalProcess) bool {
+	f, err := os.Open(p.LockPath)
+	if err == nil {
+		defer f.Close()
+		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+			return true
+		}
+		unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	}
+	if _, err := os.Stat(filepath.Join(p.Queue, filepath.Base(p.Workspace))); err != nil {
+		return false
+	}
+	return time.Since(p.QueuedAt) < 10*time.Second
+}

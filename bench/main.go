@@ -41,9 +41,32 @@ for _ in range(n):
 print(json.dumps({"sdk": sdk, "bare": bare}))
 `
 
+const batchScript = `
+import json, subprocess, sys, time
+import kinetic
+
+@kinetic.run(accelerator="cpu")
+def noop(x):
+    return x
+
+n = int(sys.argv[1])
+noop(0)  # starts the engine and the warm workers
+t = time.perf_counter()
+b = noop.run_async_map(range(n))
+res = b.results()
+batch = time.perf_counter() - t
+assert res == list(range(n))
+t = time.perf_counter()
+for i in range(n):
+    subprocess.run([sys.executable, "-c", "def noop(x):\n    return x\nnoop(%d)" % i], check=True)
+bare = time.perf_counter() - t
+print(json.dumps({"batch": batch, "bare": bare}))
+`
+
 func main() {
 	bin := flag.String("bin", "bin/kinetic", "kinetic binary")
 	n := flag.Int("n", 30, "samples per measurement")
+	mapN := flag.Int("map", 1000, "inputs of the batch measurement (0 = skip)")
 	python := flag.String("python", defaultPython(), "Python with cloudpickle")
 	flag.Parse()
 	abs, err := filepath.Abs(*bin)
@@ -57,18 +80,26 @@ func main() {
 	proj := filepath.Join(home, "proj")
 	check(os.MkdirAll(proj, 0o755))
 	check(os.WriteFile(filepath.Join(proj, "bench_sync.py"), []byte(syncScript), 0o644))
+	check(os.WriteFile(filepath.Join(proj, "bench_batch.py"), []byte(batchScript), 0o644))
 	check(os.WriteFile(filepath.Join(proj, "requirements.txt"), nil, 0o644))
 
-	cmd := exec.Command(*python, "bench_sync.py", fmt.Sprint(*n))
-	cmd.Dir = proj
-	cmd.Env = append(os.Environ(), "KINETIC_BIN="+abs, "KINETIC_HOME="+filepath.Join(home, "data"),
-		"PYTHONPATH="+filepath.Join(repo, "python"), "KINETIC_PROFILES_FILE="+filepath.Join(home, "profiles.json"))
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, os.Stderr
-	check(cmd.Run())
+	run := func(script string, arg int, v any) {
+		cmd := exec.Command(*python, script, fmt.Sprint(arg))
+		cmd.Dir = proj
+		cmd.Env = append(os.Environ(), "KINETIC_BIN="+abs, "KINETIC_HOME="+filepath.Join(home, "data"), "KINETIC_WARM_IDLE=5s",
+			"PYTHONPATH="+filepath.Join(repo, "python"), "KINETIC_PROFILES_FILE="+filepath.Join(home, "profiles.json"))
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, os.Stderr
+		check(cmd.Run())
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		check(json.Unmarshal([]byte(lines[len(lines)-1]), v))
+	}
 	var res struct{ SDK, Bare []float64 }
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	check(json.Unmarshal([]byte(lines[len(lines)-1]), &res))
+	run("bench_sync.py", *n, &res)
+	var batch struct{ Batch, Bare float64 }
+	if *mapN > 0 {
+		run("bench_batch.py", *mapN, &batch)
+	}
 
 	sdk, bare := stats(res.SDK), stats(res.Bare)
 	fmt.Printf("Machine: %s, %d cores, %s, %s\n\n", cpuModel(), runtime.NumCPU(), runtime.Version(), pythonVersion(*python))
@@ -82,6 +113,14 @@ func main() {
 	row("bare `python3 -c` running the same no-op", bare)
 	fmt.Printf("| **overhead (median − median)** | **%.1f ms** | | |\n", (sdk[0]-bare[0])*1e3)
 	fmt.Printf("\nTarget: at most 150 ms of overhead at the median. Samples: %d each, interleaved.\n", *n)
+	if *mapN > 0 {
+		fmt.Println()
+		fmt.Println("| batch of no-op inputs | inputs | wall time | inputs per second |")
+		fmt.Println("|---|---|---|---|")
+		fmt.Printf("| `run_async_map(...).results()`, local backend | %d | %.2f s | **%.0f/s** |\n", *mapN, batch.Batch, float64(*mapN)/batch.Batch)
+		fmt.Printf("| the same calls as bare `python3 -c`, one after another | %d | %.2f s | %.0f/s |\n", *mapN, batch.Bare, float64(*mapN)/batch.Bare)
+		fmt.Println("\nTarget: at least 100 inputs per second.")
+	}
 }
 
 func stats(xs []float64) [3]float64 {

@@ -2,7 +2,10 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 
@@ -21,6 +24,12 @@ func newServeCmd(g *Globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !stdio {
 				return errors.New("only --stdio is supported")
+			}
+			if dir := os.Getenv("KINETIC_CPUPROFILE"); dir != "" {
+				if f, err := os.Create(filepath.Join(dir, fmt.Sprintf("serve-%d.pprof", os.Getpid()))); err == nil {
+					pprof.StartCPUProfile(f)
+					defer pprof.StopCPUProfile()
+				}
 			}
 			e, err := newEngine(cmd, g, nil)
 			if err != nil {

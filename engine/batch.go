@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
@@ -101,7 +102,8 @@ type Batch struct {
 	e  *Engine
 	st *store.Store
 
-	base *job.Spec // planned once for every child
+	base   *job.Spec // planned once for every child
+	queued bool      // the backend queues children (backend.Queuer)
 
 	mu       sync.Mutex
 	manifest Manifest
@@ -163,6 +165,9 @@ func (e *Engine) Map(ctx context.Context, req *MapRequest) (*Batch, error) {
 	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	b.cancel = cancel
 	b.base = p.spec
+	if be, err := e.backendFor(p.handle.Backend, p.st); err == nil {
+		_, b.queued = be.(backend.Queuer)
+	}
 	go b.submitAll(bctx, &tmpl, inputs, req)
 	return b, nil
 }
@@ -234,10 +239,15 @@ func (b *Batch) submitAll(ctx context.Context, tmpl *SubmitRequest, inputs [][]b
 		b.mu.Unlock()
 		return j
 	}
-	// reap checks the active children and returns how many are still unfinished.
-	reap := func() {
+	// reap looks at up to limit of the oldest active children (they tend to finish
+	// first), resubmits the failed ones that have retries left, and drops the final ones.
+	reap := func(limit int) {
 		keep := active[:0]
-		for _, a := range active {
+		for n, a := range active {
+			if n >= limit {
+				keep = append(keep, a)
+				continue
+			}
 			state, _, err := a.j.Status(ctx)
 			if err != nil || !state.Terminal() {
 				keep = append(keep, a)
@@ -256,11 +266,18 @@ func (b *Batch) submitAll(ctx context.Context, tmpl *SubmitRequest, inputs [][]b
 		}
 		active = keep
 	}
+	// A queueing backend bounds the batch's concurrency with its workers: children
+	// wait in its queue at no cost, so submission need not wait for them.
+	gate := req.MaxConcurrent
+	if b.queued {
+		gate = len(inputs) + 1
+	}
+	watch := req.Retries > 0 || req.FailFast
 	p := newPoller()
 	for i := 0; i < len(inputs); i++ {
-		for len(active) >= req.MaxConcurrent && ctx.Err() == nil {
-			reap()
-			if len(active) >= req.MaxConcurrent {
+		for len(active) >= gate && ctx.Err() == nil {
+			reap(len(active))
+			if len(active) >= gate {
 				p.wait(ctx)
 			}
 		}
@@ -277,8 +294,8 @@ func (b *Batch) submitAll(ctx context.Context, tmpl *SubmitRequest, inputs [][]b
 			active = append(active, running{i, 0, j})
 		}
 		save(false)
-		if i%16 == 0 {
-			reap()
+		if watch && i%16 == 0 {
+			reap(32)
 		}
 	}
 	b.mu.Lock()
@@ -290,8 +307,8 @@ func (b *Batch) submitAll(ctx context.Context, tmpl *SubmitRequest, inputs [][]b
 		b.cancelChildren(context.WithoutCancel(ctx))
 	}
 	// With retries, keep watching until every child is final.
-	for req.Retries > 0 && len(active) > 0 && ctx.Err() == nil {
-		reap()
+	for watch && len(active) > 0 && ctx.Err() == nil {
+		reap(len(active))
 		if req.FailFast && failed {
 			b.cancelChildren(context.WithoutCancel(ctx))
 			break
@@ -547,7 +564,13 @@ func (e *Engine) WatchBatch(ctx context.Context, gid, storeURL string, emit func
 	final := map[int]bool{}
 	jobs := map[int]*Job{}
 	p := newPoller()
-	for {
+	for round := 0; ; round++ {
+		// Children finish roughly in submission order: look at the oldest unfinished
+		// ones each round, and at all of them every tenth round.
+		budget := 32
+		if round%10 == 0 {
+			budget = 1 << 30
+		}
 		raw, err := st.Get(ctx, store.GroupManifestKey(gid))
 		if store.IsNotFound(err) {
 			return fmt.Errorf("no batch %s in the store %s: %w", gid, storeURL, ErrNotFound)
@@ -574,6 +597,9 @@ func (e *Engine) WatchBatch(ctx context.Context, gid, storeURL string, emit func
 					final[c.Index], progressed = true, true
 					emit(ChildStatus{Index: c.Index, Error: c.SubmissionError})
 				}
+				continue
+			}
+			if budget--; budget < 0 {
 				continue
 			}
 			j := jobs[c.Index]

@@ -431,6 +431,11 @@ func (e *Engine) ReadBatch(ctx context.Context, gid, storeURL string, withStatus
 
 // mergeChildren adds the children written one by one since the manifest was saved.
 func (e *Engine) mergeChildren(ctx context.Context, st *store.Store, m *Manifest) error {
+	return e.mergeChildrenCached(ctx, st, m, map[int]Child{})
+}
+
+// mergeChildrenCached is mergeChildren with a cache of child entries already read.
+func (e *Engine) mergeChildrenCached(ctx context.Context, st *store.Store, m *Manifest, cache map[int]Child) error {
 	objs, err := st.List(ctx, childrenPrefix(m.GroupID))
 	if err != nil {
 		return err
@@ -447,13 +452,16 @@ func (e *Engine) mergeChildren(ctx context.Context, st *store.Store, m *Manifest
 		if err != nil || have[i] {
 			continue
 		}
-		raw, err := st.Get(ctx, o.Key)
-		if err != nil {
-			continue
-		}
-		var c Child
-		if json.Unmarshal(raw, &c) != nil {
-			continue
+		c, ok := cache[i]
+		if !ok {
+			raw, err := st.Get(ctx, o.Key)
+			if err != nil {
+				continue
+			}
+			if json.Unmarshal(raw, &c) != nil {
+				continue
+			}
+			cache[i] = c
 		}
 		for len(m.Children) <= i {
 			m.Children = append(m.Children, Child{Index: len(m.Children)})
@@ -563,6 +571,7 @@ func (e *Engine) WatchBatch(ctx context.Context, gid, storeURL string, emit func
 	}
 	final := map[int]bool{}
 	jobs := map[int]*Job{}
+	seenChild := map[int]Child{}
 	p := newPoller()
 	for round := 0; ; round++ {
 		// Children finish roughly in submission order: look at the oldest unfinished
@@ -583,7 +592,8 @@ func (e *Engine) WatchBatch(ctx context.Context, gid, storeURL string, emit func
 			return fmt.Errorf("batch %s: manifest.json: %w", gid, err)
 		}
 		if !m.SubmissionComplete {
-			if err := e.mergeChildren(ctx, st, &m); err != nil {
+			// Children recorded since the manifest was saved; each file is read once.
+			if err := e.mergeChildrenCached(ctx, st, &m, seenChild); err != nil {
 				return err
 			}
 		}

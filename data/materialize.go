@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path"
@@ -17,9 +19,11 @@ import (
 	"strings"
 
 	"gocloud.dev/blob"
-	_ "gocloud.dev/blob/gcsblob" // gs://
+	"gocloud.dev/blob/gcsblob" // gs://
 	"gocloud.dev/gcerrors"
+	"gocloud.dev/gcp"
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/api/option"
 
 	"github.com/kinetic-run/kinetic/store"
 )
@@ -60,7 +64,7 @@ func Materialize(ctx context.Context, st *store.Store, ref Ref, dest string, ope
 		return materializeLocal(ctx, st, ref, dest)
 	case GSDir, GSObject:
 		if open == nil {
-			open = func(ctx context.Context, u string) (*blob.Bucket, error) { return blob.OpenBucket(ctx, u) }
+			open = openGCSBucket
 		}
 		return materializeGS(ctx, ref, dest, open)
 	case HF:
@@ -68,6 +72,28 @@ func Materialize(ctx context.Context, st *store.Store, ref Ref, dest string, ope
 	default:
 		return "", fmt.Errorf("materialize data %q: unknown kind %q", ref.Source, ref.Kind)
 	}
+}
+
+// openGCSBucket opens gs://bucket with gocloud, honouring STORAGE_EMULATOR_HOST in both
+// forms the store accepts (docs/store.md): host:port, which gcsblob reads itself, and
+// http(s)://host[:port], which gcsblob would turn into "http://http://host:port".
+func openGCSBucket(ctx context.Context, u string) (*blob.Bucket, error) {
+	ep := os.Getenv("STORAGE_EMULATOR_HOST")
+	if !strings.Contains(ep, "://") {
+		return blob.OpenBucket(ctx, u)
+	}
+	e, err := url.Parse(ep)
+	if err != nil || (e.Scheme != "http" && e.Scheme != "https") || e.Host == "" || (e.Path != "" && e.Path != "/") {
+		return nil, fmt.Errorf("STORAGE_EMULATOR_HOST %q: want host:port or http(s)://host[:port]", ep)
+	}
+	client := &gcp.HTTPClient{Client: http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}}
+	return gcsblob.OpenBucket(ctx, client, strings.TrimPrefix(u, "gs://"), &gcsblob.Options{
+		ClientOptions: []option.ClientOption{
+			// Later options win over the ones gcsblob derives from STORAGE_EMULATOR_HOST.
+			option.WithoutAuthentication(),
+			option.WithEndpoint(e.Scheme + "://" + e.Host + "/storage/v1/"),
+		},
+	})
 }
 
 func pythonFromEnv() string {

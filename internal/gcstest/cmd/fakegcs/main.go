@@ -1,0 +1,26 @@
+// Command fakegcs builds fake-gcs-server at gcstest's pinned version into the tools
+// cache (once; see internal/gcstest) and prints the binary's path, so tests outside Go
+// (python/tests) start the same emulator the Go tests use:
+//
+//	go run ./internal/gcstest/cmd/fakegcs
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/kinetic-run/kinetic/internal/gcstest"
+)
+
+func main() {
+	testing.Init() // gcstest.Binary reports through testing.Verbose
+	flag.Parse()
+	bin, err := gcstest.Binary()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fakegcs:", err)
+		os.Exit(1)
+	}
+	fmt.Println(bin)
+}

@@ -295,24 +295,26 @@ func shippedRoot(req *SubmitRequest, cwd string) (string, error) {
 	if r := os.Getenv("KINETIC_PACKAGE_ROOT"); r != "" {
 		return filepath.Abs(r)
 	}
-	start := cwd
-	if req.SourceFile != "" {
-		if fi, err := os.Stat(req.SourceFile); err == nil && !fi.IsDir() {
-			start = filepath.Dir(req.SourceFile)
-		}
-	}
-	if req.Kind == job.KindEntry {
+	home, _ := os.UserHomeDir()
+	return pack.FindRoot(codeDir(req, cwd), home), nil
+}
+
+// codeDir is the directory of the code being run: the function's file, the entry file,
+// or else the working directory. Root detection and dependency discovery start there.
+func codeDir(req *SubmitRequest, cwd string) string {
+	if req.Kind == job.KindEntry && req.Entry != nil {
 		f := req.Entry.File
 		if !filepath.IsAbs(f) {
 			f = filepath.Join(cwd, f)
 		}
-		start = filepath.Dir(f)
+		return filepath.Dir(f)
 	}
-	home, _ := os.UserHomeDir()
-	root := pack.FindRoot(start, home)
-	// The submitter's cwd inside the root is where the job starts; if the function's
-	// file lives under cwd but the root is elsewhere, the root still wins.
-	return root, nil
+	if req.SourceFile != "" {
+		if fi, err := os.Stat(req.SourceFile); err == nil && !fi.IsDir() {
+			return filepath.Dir(req.SourceFile)
+		}
+	}
+	return cwd
 }
 
 // Root returns the shipped root for code in sourceFile (the Python SDK pickles modules
@@ -345,17 +347,7 @@ func (e *Engine) planDeps(s *job.Spec, req *SubmitRequest, cwd, category string)
 	if req.NoWorkdir {
 		return nil
 	}
-	start := cwd
-	if req.SourceFile != "" {
-		start = filepath.Dir(req.SourceFile)
-	}
-	if req.Kind == job.KindEntry {
-		f := req.Entry.File
-		if !filepath.IsAbs(f) {
-			f = filepath.Join(cwd, f)
-		}
-		start = filepath.Dir(f)
-	}
+	start := codeDir(req, cwd)
 	root, err := shippedRoot(req, cwd)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -36,6 +37,15 @@ type statusReply struct {
 
 func (s *Server) attach(ctx context.Context, p *jobParams) (*engine.Job, error) {
 	return s.eng.Attach(ctx, p.JobID, p.Store)
+}
+
+// jobRequest decodes raw into p (a struct that embeds jobParams, reached through jp)
+// and attaches the job it names.
+func (s *Server) jobRequest(ctx context.Context, raw json.RawMessage, p any, jp *jobParams) (*engine.Job, error) {
+	if err := decode(raw, p); err != nil {
+		return nil, err
+	}
+	return s.attach(ctx, jp)
 }
 
 func withTimeout(ctx context.Context, seconds float64) (context.Context, context.CancelFunc) {
@@ -106,10 +116,7 @@ func (s *Server) dispatch(ctx context.Context, req *Request) (any, error) {
 
 	case "attach":
 		var p jobParams
-		if err := decode(req.Params, &p); err != nil {
-			return nil, err
-		}
-		j, err := s.attach(ctx, &p)
+		j, err := s.jobRequest(ctx, req.Params, &p, &p)
 		if err != nil {
 			return nil, err
 		}
@@ -117,10 +124,7 @@ func (s *Server) dispatch(ctx context.Context, req *Request) (any, error) {
 
 	case "status":
 		var p jobParams
-		if err := decode(req.Params, &p); err != nil {
-			return nil, err
-		}
-		j, err := s.attach(ctx, &p)
+		j, err := s.jobRequest(ctx, req.Params, &p, &p)
 		if err != nil {
 			if isNotFound(err) {
 				return statusReply{Status: string(job.NotFound)}, nil
@@ -135,10 +139,7 @@ func (s *Server) dispatch(ctx context.Context, req *Request) (any, error) {
 
 	case "wait", "result":
 		var p waitParams
-		if err := decode(req.Params, &p); err != nil {
-			return nil, err
-		}
-		j, err := s.attach(ctx, &p.jobParams)
+		j, err := s.jobRequest(ctx, req.Params, &p, &p.jobParams)
 		if err != nil {
 			return nil, err
 		}
@@ -181,17 +182,14 @@ func (s *Server) dispatch(ctx context.Context, req *Request) (any, error) {
 			jobParams
 			Follow bool `json:"follow"`
 		}
-		if err := decode(req.Params, &p); err != nil {
-			return nil, err
-		}
-		j, err := s.attach(ctx, &p.jobParams)
+		j, err := s.jobRequest(ctx, req.Params, &p, &p.jobParams)
 		if err != nil {
 			return nil, err
 		}
 		if p.Follow {
 			return nil, j.Logs(ctx, logWriter{s, req.ID}, true)
 		}
-		var b stringsBuilder
+		var b strings.Builder
 		if err := j.Logs(ctx, &b, false); err != nil {
 			return nil, err
 		}
@@ -202,10 +200,7 @@ func (s *Server) dispatch(ctx context.Context, req *Request) (any, error) {
 			jobParams
 			N int `json:"n"`
 		}
-		if err := decode(req.Params, &p); err != nil {
-			return nil, err
-		}
-		j, err := s.attach(ctx, &p.jobParams)
+		j, err := s.jobRequest(ctx, req.Params, &p, &p.jobParams)
 		if err != nil {
 			return nil, err
 		}
@@ -217,10 +212,7 @@ func (s *Server) dispatch(ctx context.Context, req *Request) (any, error) {
 
 	case "cancel":
 		var p jobParams
-		if err := decode(req.Params, &p); err != nil {
-			return nil, err
-		}
-		j, err := s.attach(ctx, &p)
+		j, err := s.jobRequest(ctx, req.Params, &p, &p)
 		if err != nil {
 			return nil, err
 		}
@@ -241,10 +233,7 @@ func (s *Server) dispatch(ctx context.Context, req *Request) (any, error) {
 			K8s bool `json:"k8s"`
 			GCS bool `json:"gcs"`
 		}
-		if err := decode(req.Params, &p); err != nil {
-			return nil, err
-		}
-		j, err := s.attach(ctx, &p.jobParams)
+		j, err := s.jobRequest(ctx, req.Params, &p, &p.jobParams)
 		if err != nil {
 			if isNotFound(err) {
 				return nil, nil // already gone: cleanup is idempotent

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -143,6 +144,13 @@ func newJobsLogsCmd(g *Globals) *cobra.Command {
 				}
 				_, err = fmt.Fprint(cmd.OutOrStdout(), s)
 				return err
+			}
+			if f.asJSON && !follow {
+				var b strings.Builder
+				if err := j.Logs(cmd.Context(), &b, false); err != nil {
+					return err
+				}
+				return writeJSON(cmd.OutOrStdout(), map[string]string{"job_id": j.Handle.JobID, "logs": b.String()})
 			}
 			return j.Logs(cmd.Context(), cmd.OutOrStdout(), follow)
 		},

@@ -301,6 +301,10 @@ func (b *Batch) submitAll(ctx context.Context, tmpl *SubmitRequest, inputs [][]b
 	b.mu.Lock()
 	b.manifest.SubmissionComplete = true
 	b.manifest.Stopped = stopped
+	// Inputs left unsubmitted by fail_fast or cancel are accounted for, not silent.
+	for i := len(b.manifest.Children); i < len(inputs); i++ {
+		b.manifest.Children = append(b.manifest.Children, Child{Index: i, SubmissionError: "not submitted: the batch was stopped (" + stopped + ")"})
+	}
 	b.mu.Unlock()
 	save(true)
 	if stopped == "fail_fast" {

@@ -30,6 +30,10 @@ import (
 // Name is the backend's name in handles.
 const Name = "local"
 
+// NeverSubmittedGrace is how long a job with a handle but no status is taken to be on
+// its way to the backend before it is reported FAILED.
+var NeverSubmittedGrace = time.Minute
+
 // Options configure the local backend.
 type Options struct {
 	// StateDir holds workspaces, locks and slot files (default: $DATA/local).
@@ -139,10 +143,22 @@ func (b *Backend) Submit(ctx context.Context, h *job.Handle) error {
 func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string, error) {
 	st, err := ReadStatus(ctx, b.st, h.JobID)
 	if store.IsNotFound(err) {
-		if ok, _ := b.st.Exists(ctx, store.HandleKey(h.JobID)); ok {
-			return job.Pending, "", nil
+		raw, err := b.st.Get(ctx, store.HandleKey(h.JobID))
+		if err != nil {
+			return job.NotFound, "", nil
 		}
-		return job.NotFound, "", nil
+		// Written, but never handed to us: its submitter stopped in between. Submit
+		// records a status within milliseconds, so a minute is a generous grace.
+		if hh, err := job.DecodeHandle(raw); err == nil {
+			if t, err := time.Parse(time.RFC3339Nano, hh.CreatedAt); err == nil && time.Since(t) > NeverSubmittedGrace {
+				reason := "the job was written but never started: the process that submitted it stopped first; submit it again"
+				if err := WriteStatus(ctx, b.st, h.JobID, &job.Status{State: job.Failed, Reason: reason}); err != nil {
+					return "", "", err
+				}
+				return job.Failed, reason, nil
+			}
+		}
+		return job.Pending, "", nil
 	}
 	if err != nil {
 		return "", "", err

@@ -271,6 +271,18 @@ func (b *Backend) cancelQueued(ctx context.Context, h *job.Handle, s *job.Status
 	if err := os.WriteFile(filepath.Join(p.Workspace, "cancel"), nil, 0o644); err != nil {
 		return false, err
 	}
+	// Claimed a moment ago: its worker records itself when it starts the child; wait for
+	// that, or the request is never signalled and the child runs to its end.
+	for i := 0; p.SupervisorPID <= 0 && i < 500; i++ {
+		time.Sleep(10 * time.Millisecond)
+		cur, err := ReadStatus(ctx, b.st, h.JobID)
+		if err != nil || cur.State.Terminal() {
+			return false, nil
+		}
+		if cur.Local != nil {
+			p = cur.Local
+		}
+	}
 	if p.SupervisorPID > 0 {
 		syscall.Kill(p.SupervisorPID, syscall.SIGUSR1)
 	}

@@ -77,11 +77,6 @@ class BatchHandle:
         self.jobs, self._statuses = jobs, statuses
         return v
 
-    def _submission_over(self):
-        if self._complete:
-            return True
-        return self._poll_deadline is not None and time.time() > self._poll_deadline
-
     @property
     def submission_failures(self) -> Dict[int, Exception]:
         """Per-input submission errors (index -> exception); those jobs[i] are None."""
@@ -101,18 +96,6 @@ class BatchHandle:
             counts[s.value] = counts.get(s.value, 0) + 1
         return counts
 
-    def _all_final(self):
-        if not self._submission_over():
-            return False
-        for i in range(len(self.jobs)):
-            if i in self._submission_errors:
-                continue
-            s = self._statuses[i]
-            if s is None or not s.terminal:
-                if self._complete or self.jobs[i] is not None:
-                    return False
-        return True
-
     def wait(self, *, timeout: Optional[float] = None) -> None:
         """Block until every job is terminal (and submission is over)."""
         for _ in self._watch(timeout):
@@ -131,6 +114,8 @@ class BatchHandle:
         deadline = None if timeout is None else time.time() + timeout
         q: "queue.Queue" = queue.Queue()
         eng = engine()
+        seen = set()
+        self._next_check = 0.0
         rid, pending = eng.start("batch_watch", {"group_id": self.group_id, "store": self._store},
                                  on_event=lambda name, data: q.put(data) if name == "child" else None)
         try:
@@ -144,12 +129,50 @@ class BatchHandle:
                     if pending.event.is_set() and q.empty():
                         eng.finish(rid, pending)  # raises the watch's error, if any
                         return
+                    if self._abandoned(seen):
+                        # The submitter stopped before submitting everything (poll_timeout
+                        # passed): every submitted child is final; the rest never will be.
+                        for c in self._leftovers(seen):
+                            self._record(c)
+                            yield c
+                        return
                     continue
+                seen.add(c["index"])
                 self._record(c)
                 yield c
         finally:
             if not pending.event.is_set():
                 eng.cancel(rid)
+
+    def _abandoned(self, seen):
+        """After poll_timeout, with submission still incomplete: True once every child
+        that was submitted is final (checked at most every poll_interval)."""
+        if self._complete or self._poll_deadline is None or time.time() < self._poll_deadline:
+            return False
+        if time.time() < self._next_check:
+            return False
+        self._next_check = time.time() + min(self._poll_interval, 1.0)
+        self._refresh(status=True)
+        if self._complete:
+            return False  # finished meanwhile: the engine's watch reports the rest
+        return all(s is not None and s.terminal for i, (h, s) in enumerate(zip(self.jobs, self._statuses))
+                   if h is not None and i not in seen)
+
+    def _leftovers(self, seen):
+        """Reports for the inputs the engine's watch has not reported: the final submitted
+        children, and the inputs that were never submitted."""
+        for i in range(len(self.jobs)):
+            if i in seen:
+                continue
+            h = self.jobs[i]
+            if h is not None:
+                yield {"index": i, "handle": h.to_dict(), "status": self._statuses[i].value}
+            elif i not in self._submission_errors:
+                yield {"index": i, "submission_error":
+                       "input %d was never submitted: batch %s's submission stopped before reaching it "
+                       "(no progress after poll_timeout)" % (i, self.group_id)}
+            else:
+                yield {"index": i, "submission_error": str(self._submission_errors[i])}
 
     def _record(self, c):
         i = c["index"]

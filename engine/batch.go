@@ -576,30 +576,40 @@ func (e *Engine) WatchBatch(ctx context.Context, gid, storeURL string, emit func
 	final := map[int]bool{}
 	jobs := map[int]*Job{}
 	seenChild := map[int]Child{}
-	p := newPoller()
-	for round := 0; ; round++ {
-		// Children finish roughly in submission order: look at the oldest unfinished
-		// ones each round, and at all of them every tenth round.
-		budget := 32
-		if round%10 == 0 {
-			budget = 1 << 30
-		}
-		raw, err := st.Get(ctx, store.GroupManifestKey(gid))
-		if store.IsNotFound(err) {
-			return fmt.Errorf("no batch %s in the store %s: %w", gid, storeURL, ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		var m Manifest
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return fmt.Errorf("batch %s: manifest.json: %w", gid, err)
-		}
-		if !m.SubmissionComplete {
-			// Children recorded since the manifest was saved; each file is read once.
-			if err := e.mergeChildrenCached(ctx, st, &m, seenChild); err != nil {
+	p := &poller{start: time.Now(), d: 10 * time.Millisecond}
+	var (
+		m        Manifest
+		lastRead time.Time
+		lastFull time.Time
+	)
+	for {
+		// The manifest changes at most every half second while submitting and the
+		// children's entries only grow: read them a few times a second, not every round.
+		if lastRead.IsZero() || (!m.SubmissionComplete && time.Since(lastRead) > 200*time.Millisecond) || (m.Retries > 0 && !m.Settled && time.Since(lastRead) > 500*time.Millisecond) {
+			raw, err := st.Get(ctx, store.GroupManifestKey(gid))
+			if store.IsNotFound(err) {
+				return fmt.Errorf("no batch %s in the store %s: %w", gid, storeURL, ErrNotFound)
+			}
+			if err != nil {
 				return err
 			}
+			m = Manifest{}
+			if err := json.Unmarshal(raw, &m); err != nil {
+				return fmt.Errorf("batch %s: manifest.json: %w", gid, err)
+			}
+			if !m.SubmissionComplete {
+				// Children recorded since the manifest was saved; each file is read once.
+				if err := e.mergeChildrenCached(ctx, st, &m, seenChild); err != nil {
+					return err
+				}
+			}
+			lastRead = time.Now()
+		}
+		// Children finish roughly in submission order: look at the oldest unfinished
+		// ones each round, and at all of them every few seconds.
+		budget := 32
+		if time.Since(lastFull) > 3*time.Second {
+			budget, lastFull = 1<<30, time.Now()
 		}
 		progressed := false
 		for _, c := range m.Children {
@@ -640,7 +650,7 @@ func (e *Engine) WatchBatch(ctx context.Context, gid, storeURL string, emit func
 			return nil
 		}
 		if progressed {
-			p = newPoller()
+			p = &poller{start: time.Now(), d: 10 * time.Millisecond}
 		}
 		if err := p.wait(ctx); err != nil {
 			return err

@@ -48,6 +48,10 @@ type Options struct {
 	// cached by environment key (the local backend). "" means the requirements are
 	// already in the image (bundled mode) and nothing is installed.
 	EnvDir string
+	// TreeDir, if set, is a directory private to this worker where the shipped tree is
+	// kept between jobs: a job whose tree is already there, unchanged since it was made
+	// (checked file by file), starts in it without materialising it again.
+	TreeDir string
 	// InPlaceData lets local Data with fuse=True be used where it lies (the local backend,
 	// on the machine that submitted it).
 	InPlaceData bool
@@ -152,7 +156,12 @@ func run(ctx context.Context, st *store.Store, o Options, out io.Writer) (*job.E
 	// extract
 	if w := spec.Workdir; w != nil {
 		if w.Format == job.FormatManifest {
-			if err := pack.Materialize(ctx, st, pack.ManifestRef{Key: w.Key, SHA256: w.SHA256, Size: w.Size}, work); err != nil {
+			ref := pack.ManifestRef{Key: w.Key, SHA256: w.SHA256, Size: w.Size}
+			if o.TreeDir != "" {
+				if work, err = reuseTree(ctx, st, ref, o.TreeDir); err != nil {
+					return nil, nil, inPhase(job.PhaseExtract, err)
+				}
+			} else if err := pack.Materialize(ctx, st, ref, work); err != nil {
 				return nil, nil, inPhase(job.PhaseExtract, err)
 			}
 		} else {

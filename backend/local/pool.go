@@ -218,7 +218,7 @@ func workOnce(ctx context.Context, st *store.Store, o WorkOptions, usr chan os.S
 		cancel := make(chan os.Signal, 1)
 		stop := make(chan struct{})
 		go relayCancel(usr, ws, cancel, stop)
-		err = runOne(ctx, st, o.SuperviseOptions, id, proc, cancel)
+		err = runOne(ctx, st, o.SuperviseOptions, id, proc, cancel, filepath.Join(o.Queue, "workers", strconv.Itoa(o.Worker)))
 		close(stop)
 		slot.Close()
 		os.Remove(filepath.Join(o.Queue, id))

@@ -74,13 +74,13 @@ func Supervise(ctx context.Context, o SuperviseOptions) error {
 	}
 	defer slot.Close()
 
-	return runOne(ctx, st, o, o.JobID, proc, term)
+	return runOne(ctx, st, o, o.JobID, proc, term, "")
 }
 
 // runOne runs a claimed job (its lock held, a slot taken): RUNNING, the runner in this
 // process, the final status. A value on cancel stops it (SIGTERM to its process group,
 // SIGKILL after the grace period).
-func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string, proc *job.LocalProcess, cancel <-chan os.Signal) error {
+func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string, proc *job.LocalProcess, cancel <-chan os.Signal, treeDir string) error {
 	if err := WriteStatus(ctx, st, id, &job.Status{State: job.Running, Local: proc}); err != nil {
 		return err
 	}
@@ -113,6 +113,7 @@ func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string,
 		WarmDir:     filepath.Join(o.StateDir, "warm"),
 		EnvDir:      filepath.Join(o.StateDir, "envs"),
 		InPlaceData: true,
+		TreeDir:     treeDir,
 	})
 	final := outcome(env, runErr, cancelled.Load())
 	final.Local = proc

@@ -1,0 +1,105 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+
+	"github.com/kinetic-run/kinetic/pack"
+	"github.com/kinetic-run/kinetic/store"
+)
+
+// A worker that runs many children of one batch would otherwise write the same shipped
+// tree once per child. Instead it keeps the tree it made last, with a snapshot of every
+// entry (mode, size, mtime, inode), and reuses it when the next job ships the same
+// manifest and nothing in the tree changed: a job that wrote, added or removed anything
+// gets a freshly materialised tree, so jobs stay isolated from one another.
+
+type entryState struct {
+	mode       fs.FileMode
+	size       int64
+	mtime, ino int64
+}
+
+type treeState struct {
+	manifest string
+	entries  map[string]entryState
+}
+
+var (
+	treeMu sync.Mutex
+	trees  = map[string]*treeState{} // by TreeDir
+)
+
+// reuseTree returns a directory holding the tree of ref: dir/tree, made again unless it
+// already holds ref's tree unchanged.
+func reuseTree(ctx context.Context, st *store.Store, ref pack.ManifestRef, dir string) (string, error) {
+	treeMu.Lock()
+	defer treeMu.Unlock()
+	path := filepath.Join(dir, "tree")
+	if t := trees[dir]; t != nil && t.manifest == ref.SHA256 {
+		if now, err := snapshot(path); err == nil && same(now, t.entries) {
+			return path, nil
+		}
+	}
+	delete(trees, dir)
+	if err := os.RemoveAll(path); err != nil {
+		return "", fmt.Errorf("reset the working tree: %w", err)
+	}
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		return "", err
+	}
+	if err := pack.Materialize(ctx, st, ref, path); err != nil {
+		return "", err
+	}
+	snap, err := snapshot(path)
+	if err != nil {
+		return "", err
+	}
+	trees[dir] = &treeState{manifest: ref.SHA256, entries: snap}
+	return path, nil
+}
+
+func snapshot(root string) (map[string]entryState, error) {
+	out := map[string]entryState{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == "__pycache__" {
+			return filepath.SkipDir // bytecode caches Python writes as it imports: harmless
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		e := entryState{mode: fi.Mode(), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+		if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+			e.ino = int64(sys.Ino)
+		}
+		if fi.IsDir() {
+			// A directory's own size and mtime change when Python adds __pycache__
+			// to it; what matters is its entries, which are compared one by one.
+			e.size, e.mtime = 0, 0
+		}
+		out[p] = e
+		return nil
+	})
+	return out, err
+}
+
+func same(a, b map[string]entryState) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || v != w {
+			return false
+		}
+	}
+	return true
+}

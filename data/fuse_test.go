@@ -10,7 +10,7 @@ func TestFuseSpec(t *testing.T) {
 	for name, tc := range map[string]struct {
 		uri, want, path string
 	}{
-		"directory": {"gs://bkt/datasets/imagenet/", `{"volume":{"csi":{"driver":"gcsfuse.csi.storage.gke.io","readOnly":true,"volumeAttributes":{"bucketName":"bkt","mountOptions":"implicit-dirs,only-dir=datasets/imagenet"}},"name":"data-0"},"volumeMount":{"mountPath":"/data","name":"data-0","readOnly":true},"path":"/data"}`, "/data"},
+		"directory":   {"gs://bkt/datasets/imagenet/", `{"volume":{"csi":{"driver":"gcsfuse.csi.storage.gke.io","readOnly":true,"volumeAttributes":{"bucketName":"bkt","mountOptions":"implicit-dirs,only-dir=datasets/imagenet"}},"name":"data-0"},"volumeMount":{"mountPath":"/data","name":"data-0","readOnly":true},"path":"/data"}`, "/data"},
 		"bucket root": {"gs://bkt/", `{"volume":{"csi":{"driver":"gcsfuse.csi.storage.gke.io","readOnly":true,"volumeAttributes":{"bucketName":"bkt","mountOptions":"implicit-dirs"}},"name":"data-0"},"volumeMount":{"mountPath":"/data","name":"data-0","readOnly":true},"path":"/data"}`, "/data"},
 		"object":      {"gs://bkt/w/weights.h5", `{"volume":{"csi":{"driver":"gcsfuse.csi.storage.gke.io","readOnly":true,"volumeAttributes":{"bucketName":"bkt","mountOptions":"implicit-dirs,only-dir=w"}},"name":"data-0"},"volumeMount":{"mountPath":"/data","name":"data-0","readOnly":true},"path":"/data/weights.h5"}`, "/data/weights.h5"},
 	} {

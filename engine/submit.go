@@ -25,6 +25,9 @@ import (
 	"github.com/kinetic-run/kinetic/version"
 )
 
+// inlineArgs is the size up to which a batch input travels inside its spec.
+const inlineArgs = 16 << 10
+
 // SubmitRequest is one call to run somewhere else.
 type SubmitRequest struct {
 	// Kind is job.KindPickle, job.KindEntry or job.KindCommand.
@@ -267,10 +270,14 @@ func (e *Engine) write(ctx context.Context, p *plan) error {
 			return err
 		}
 		p.spec.Payload = &job.BlobRef{Key: key, SHA256: sum, Size: int64(len(p.payload))}
-		asum := sha256.Sum256(p.args)
-		p.spec.Args = &job.BlobRef{Key: store.ArgsKey(id), SHA256: hex.EncodeToString(asum[:]), Size: int64(len(p.args))}
-		if err := p.st.Put(ctx, store.ArgsKey(id), p.args); err != nil {
-			return err
+		if len(p.args) <= inlineArgs {
+			p.spec.ArgsInline = p.args
+		} else {
+			asum := sha256.Sum256(p.args)
+			p.spec.Args = &job.BlobRef{Key: store.ArgsKey(id), SHA256: hex.EncodeToString(asum[:]), Size: int64(len(p.args))}
+			if err := p.st.Put(ctx, store.ArgsKey(id), p.args); err != nil {
+				return err
+			}
 		}
 	} else if p.payload != nil {
 		sum := sha256.Sum256(p.payload)

@@ -25,6 +25,8 @@ type Spec struct {
 	// Args are the pickled (args, kwargs) of a batch child; Payload is then the pickled
 	// function alone.
 	Args *BlobRef `json:"args,omitempty"`
+	// ArgsInline carries small arguments in the spec itself (one object less per input).
+	ArgsInline []byte `json:"args_inline,omitempty"`
 	// Workdir is the packaged working directory, if any.
 	Workdir *BlobRef `json:"workdir,omitempty"`
 	// Cwd is the submitter's working directory relative to the shipped root.

@@ -138,13 +138,8 @@ func run(ctx context.Context, st *store.Store, o Options, out io.Writer) (*job.E
 	switch spec.Kind {
 	case job.KindPickle:
 		// download + verify
-		b, err := st.GetVerified(ctx, spec.Payload.Key, spec.Payload.SHA256)
-		if err != nil {
-			return nil, nil, inPhase(job.PhaseVerify, err)
-		}
-		payloadPath = filepath.Join(o.Workspace, "payload.pkl")
-		if err := os.WriteFile(payloadPath, b, 0o600); err != nil {
-			return nil, nil, inPhase(job.PhaseDownload, err)
+		if payloadPath, err = fetchPayload(ctx, st, spec.Payload, o); err != nil {
+			return nil, nil, err
 		}
 	case job.KindEntry:
 		b, _ := json.Marshal(spec.Entry)
@@ -175,7 +170,12 @@ func run(ctx context.Context, st *store.Store, o Options, out io.Writer) (*job.E
 		}
 	}
 	var argsPath, dataMap string
-	if spec.Args != nil {
+	if spec.ArgsInline != nil {
+		argsPath = filepath.Join(o.Workspace, "args.pkl")
+		if err := os.WriteFile(argsPath, spec.ArgsInline, 0o600); err != nil {
+			return nil, nil, inPhase(job.PhaseDownload, err)
+		}
+	} else if spec.Args != nil {
 		b, err := st.GetVerified(ctx, spec.Args.Key, spec.Args.SHA256)
 		if err != nil {
 			return nil, nil, inPhase(job.PhaseVerify, err)
@@ -289,8 +289,8 @@ func Python(spec *job.Spec) string {
 
 // runPython runs the bootstrap with py; rest is PAYLOAD OUT_DIR ROOT CWD ARGS DATA_MAP.
 func runPython(ctx context.Context, spec *job.Spec, py string, rest []string, cwd, outDir string, o Options, environ []string, out io.Writer) (*job.Envelope, *os.File, error) {
-	bs := filepath.Join(o.Workspace, "kinetic_bootstrap.py")
-	if err := os.WriteFile(bs, bootstrap, 0o644); err != nil {
+	bs, err := writeBootstrap(o)
+	if err != nil {
 		return nil, nil, inPhase(job.PhasePlan, err)
 	}
 	argv := append([]string{bs, spec.Kind}, rest...)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/pack"
 	"github.com/kinetic-run/kinetic/store"
 )
@@ -102,4 +103,52 @@ func same(a, b map[string]entryState) bool {
 		}
 	}
 	return true
+}
+
+// fetchPayload downloads and verifies the pickled call. A worker with a TreeDir keeps
+// content-addressed payloads there: the children of a batch share one function pickle.
+func fetchPayload(ctx context.Context, st *store.Store, ref *job.BlobRef, o Options) (string, error) {
+	if o.TreeDir != "" {
+		cached := filepath.Join(o.TreeDir, "payload-"+ref.SHA256+".pkl")
+		if fi, err := os.Stat(cached); err == nil && fi.Size() == ref.Size {
+			return cached, nil
+		}
+	}
+	b, err := st.GetVerified(ctx, ref.Key, ref.SHA256)
+	if err != nil {
+		return "", inPhase(job.PhaseVerify, err)
+	}
+	path := filepath.Join(o.Workspace, "payload.pkl")
+	if o.TreeDir != "" {
+		path = filepath.Join(o.TreeDir, "payload-"+ref.SHA256+".pkl")
+	}
+	if err := writeFileAtomic(path, b, 0o600); err != nil {
+		return "", inPhase(job.PhaseDownload, err)
+	}
+	return path, nil
+}
+
+// writeBootstrap puts the bootstrap where the interpreter reads it: once per worker
+// (TreeDir), else in the job's workspace.
+func writeBootstrap(o Options) (string, error) {
+	if o.TreeDir != "" {
+		bs := filepath.Join(o.TreeDir, "kinetic_bootstrap.py")
+		if b, err := os.ReadFile(bs); err == nil && string(b) == string(bootstrap) {
+			return bs, nil
+		}
+		return bs, writeFileAtomic(bs, bootstrap, 0o644)
+	}
+	bs := filepath.Join(o.Workspace, "kinetic_bootstrap.py")
+	return bs, os.WriteFile(bs, bootstrap, 0o644)
+}
+
+func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, mode); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }

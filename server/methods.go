@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
 	"time"
 
 	"github.com/kinetic-run/kinetic/config"
@@ -176,6 +179,69 @@ func (s *Server) dispatch(ctx context.Context, req *Request) (any, error) {
 			}}, nil
 		}
 		return res, nil
+
+	case "results_many":
+		// The results of many finished jobs in one request (a batch's results()):
+		// read in parallel, cleaned up after the reply.
+		var p struct {
+			JobIDs   []string `json:"job_ids"`
+			Store    string   `json:"store,omitempty"`
+			ValueDir string   `json:"value_dir,omitempty"`
+			Cleanup  bool     `json:"cleanup,omitempty"`
+			Timeout  float64  `json:"timeout,omitempty"`
+		}
+		if err := decode(req.Params, &p); err != nil {
+			return nil, err
+		}
+		wctx, cancel := withTimeout(ctx, p.Timeout)
+		defer cancel()
+		type one struct {
+			*engine.Result
+			JobID string `json:"job_id"`
+			Error *Error `json:"error,omitempty"`
+		}
+		out := make([]one, len(p.JobIDs))
+		var done []*engine.Job
+		var mu sync.Mutex
+		g, gctx := errgroup.WithContext(wctx)
+		g.SetLimit(8)
+		for i, id := range p.JobIDs {
+			g.Go(func() error {
+				out[i].JobID = id
+				j, err := s.eng.Attach(gctx, id, p.Store)
+				if err == nil {
+					var res *engine.Result
+					res, err = j.Result(gctx, p.ValueDir)
+					out[i].Result = res
+					if err == nil && res.Envelope != nil && res.Envelope.Success {
+						mu.Lock()
+						done = append(done, j)
+						mu.Unlock()
+					}
+				}
+				if err != nil {
+					out[i].Error = toError(err)
+				}
+				return nil
+			})
+		}
+		g.Wait()
+		if !p.Cleanup || len(done) == 0 {
+			return out, nil
+		}
+		return afterReply{out, func() {
+			c, cctx := errgroup.WithContext(context.WithoutCancel(ctx))
+			c.SetLimit(4)
+			for _, j := range done {
+				c.Go(func() error {
+					if err := j.Cleanup(cctx, true, true); err != nil {
+						fmt.Fprintf(os.Stderr, "kinetic: warning: cleanup of %s failed: %v\n", j.Handle.JobID, err)
+					}
+					return nil
+				})
+			}
+			c.Wait()
+		}}, nil
 
 	case "logs":
 		var p struct {

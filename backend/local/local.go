@@ -147,6 +147,10 @@ func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string,
 		if err != nil {
 			return job.NotFound, "", nil
 		}
+		if p := b.queuedProcess(h); p != nil {
+			st = &job.Status{State: job.Pending, Local: p}
+			return b.queuedStatus(ctx, h, st)
+		}
 		// Written, but never handed to us: its submitter stopped in between. Submit
 		// records a status within milliseconds, so a minute is a generous grace.
 		if hh, err := job.DecodeHandle(raw); err == nil {
@@ -167,18 +171,7 @@ func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string,
 		return st.State, st.Reason, nil
 	}
 	if st.State == job.Pending && st.Local != nil && st.Local.Queue != "" {
-		if queuedAlive(st.Local) {
-			return st.State, st.Reason, nil
-		}
-		st2, err := ReadStatus(ctx, b.st, h.JobID)
-		if err == nil && st2.State != job.Pending {
-			return b.Status(ctx, h) // claimed meanwhile
-		}
-		reason := fmt.Sprintf("the batch's workers stopped before running this job; see %s", filepath.Join(st.Local.Queue, "workers"))
-		if err := WriteStatus(ctx, b.st, h.JobID, &job.Status{State: job.Failed, Reason: reason}); err != nil {
-			return "", "", err
-		}
-		return job.Failed, reason, nil
+		return b.queuedStatus(ctx, h, st)
 	}
 	if alive, known := supervisorAlive(st.Local); known && !alive {
 		// Read again: the supervisor writes its final status before releasing the lock.
@@ -234,7 +227,11 @@ func bootID() string {
 func (b *Backend) Cancel(ctx context.Context, h *job.Handle) error {
 	st, err := ReadStatus(ctx, b.st, h.JobID)
 	if store.IsNotFound(err) {
-		return nil
+		p := b.queuedProcess(h)
+		if p == nil {
+			return nil
+		}
+		st, err = &job.Status{State: job.Pending, Local: p}, nil
 	}
 	if err != nil {
 		return err
@@ -307,4 +304,20 @@ func WriteStatus(ctx context.Context, st *store.Store, id string, s *job.Status)
 		return err
 	}
 	return st.Put(ctx, store.StatusKey(id), b)
+}
+
+// queuedStatus judges a child waiting in a batch queue: PENDING while its pool lives,
+// FAILED once the pool has had no worker for the grace period.
+func (b *Backend) queuedStatus(ctx context.Context, h *job.Handle, st *job.Status) (job.State, string, error) {
+	if queuedAlive(st.Local) {
+		return st.State, st.Reason, nil
+	}
+	if cur, err := ReadStatus(ctx, b.st, h.JobID); err == nil && cur.State != job.Pending {
+		return b.Status(ctx, h) // claimed meanwhile
+	}
+	reason := fmt.Sprintf("the batch's workers stopped before running this job; see %s", filepath.Join(st.Local.Queue, "workers"))
+	if err := WriteStatus(ctx, b.st, h.JobID, &job.Status{State: job.Failed, Reason: reason}); err != nil {
+		return "", "", err
+	}
+	return job.Failed, reason, nil
 }

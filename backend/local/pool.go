@@ -43,10 +43,8 @@ func (b *Backend) Enqueue(ctx context.Context, h *job.Handle, parallelism int) e
 			return fmt.Errorf("local backend: %w", err)
 		}
 	}
-	proc := &job.LocalProcess{BootID: bootID(), LockPath: filepath.Join(q, "pool.lock"), Workspace: ws, Queue: q, QueuedAt: time.Now().UTC()}
-	if err := WriteStatus(ctx, b.st, h.JobID, &job.Status{State: job.Pending, Local: proc}); err != nil {
-		return err
-	}
+	// A queued child has no status.json yet: the queue entry is its PENDING state (one
+	// store object less per input); the worker that claims it writes RUNNING.
 	if err := os.WriteFile(filepath.Join(q, h.JobID), nil, 0o644); err != nil {
 		return fmt.Errorf("local backend: queue %s: %w", h.JobID, err)
 	}
@@ -203,6 +201,9 @@ func workOnce(ctx context.Context, st *store.Store, o WorkOptions, usr chan os.S
 			continue // another worker has it, or it is being cancelled
 		}
 		s, err := ReadStatus(ctx, st, id)
+		if store.IsNotFound(err) {
+			s, err = &job.Status{State: job.Pending}, nil // queued: no status yet
+		}
 		if err != nil || s.State != job.Pending {
 			// Cancelled while queued, or cleaned up.
 			os.Remove(filepath.Join(o.Queue, id))
@@ -257,6 +258,9 @@ func (b *Backend) cancelQueued(ctx context.Context, h *job.Handle, s *job.Status
 		if err == nil {
 			defer lock.Close()
 			cur, err := ReadStatus(ctx, b.st, h.JobID)
+			if store.IsNotFound(err) {
+				cur, err = &job.Status{State: job.Pending}, nil // still only queued
+			}
 			if err != nil || cur.State != job.Pending {
 				return true, err
 			}
@@ -304,4 +308,18 @@ func queuedAlive(p *job.LocalProcess) bool {
 		return false
 	}
 	return time.Since(p.QueuedAt) < 10*time.Second
+}
+
+// queuedProcess describes a child waiting in its group's queue, from the queue entry
+// (nil if there is none).
+func (b *Backend) queuedProcess(h *job.Handle) *job.LocalProcess {
+	if h.GroupID == "" || !job.ValidName(h.GroupID) {
+		return nil
+	}
+	q := b.queueDir(h.GroupID)
+	fi, err := os.Stat(filepath.Join(q, h.JobID))
+	if err != nil {
+		return nil
+	}
+	return &job.LocalProcess{BootID: bootID(), LockPath: filepath.Join(q, "pool.lock"), Workspace: b.workspace(h.JobID), Queue: q, QueuedAt: fi.ModTime()}
 }

@@ -2,17 +2,16 @@
 collected from any process with ``kinetic.attach_batch``. Submission, retries and
 fail-fast run in the engine; this module reads the batch's state and collects results."""
 
-import concurrent.futures
 import queue
 import struct
 import tempfile
 import time
 from typing import Any, Dict, Iterator, List, Optional
 
-from ._engine import engine
+from ._engine import _exception, engine
 from .exceptions import KineticError
 from .job_status import JobStatus
-from .jobs import JobHandle
+from .jobs import JobHandle, _unpack
 
 
 class BatchError(Exception):
@@ -196,21 +195,20 @@ class BatchHandle:
         values: List[Any] = [None] * n
         errors: Dict[int, BaseException] = dict(self._submission_errors)
 
-        def collect(i):
-            h = self.jobs[i]
-            remaining = None if timeout is None else max(0.1, timeout - (time.time() - start))
-            try:
-                return i, h.result(timeout=remaining, cleanup=cleanup), None
-            except Exception as e:  # the child's own exception, or why it has none
-                return i, None, e
-
         todo = [i for i in range(n) if self.jobs[i] is not None and i not in errors]
-        with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
-            for i, v, e in pool.map(collect, todo):
-                if e is None:
-                    values[i] = v
-                else:
-                    errors[i] = e
+        remaining = None if timeout is None else max(0.1, timeout - (time.time() - start))
+        # One request for all of them: the engine reads them in parallel and cleans the
+        # successful ones up after answering.
+        replies = engine().call("results_many", {
+            "job_ids": [self.jobs[i].job_id for i in todo], "store": self._store,
+            "value_dir": tempfile.gettempdir(), "cleanup": bool(cleanup), "timeout": remaining or 0})
+        for i, r in zip(todo, replies):
+            try:
+                if r.get("error"):
+                    raise _exception(r["error"])
+                values[i] = _unpack(r)
+            except Exception as e:  # the child's own exception, or why it has none
+                errors[i] = e
         failed_handles = [self.jobs[i] for i in sorted(errors)]
         self._cached_failures = [h for h in failed_handles if h is not None]
         if errors and not return_exceptions:

@@ -607,7 +607,7 @@ func (e *Engine) WatchBatch(ctx context.Context, gid, storeURL string, emit func
 		}
 		// Children finish roughly in submission order: look at the oldest unfinished
 		// ones each round, and at all of them every few seconds.
-		budget := 32
+		budget := 8
 		if time.Since(lastFull) > 3*time.Second {
 			budget, lastFull = 1<<30, time.Now()
 		}

@@ -147,8 +147,9 @@ func Work(ctx context.Context, o WorkOptions) error {
 	usr := make(chan os.Signal, 8)
 	signal.Notify(usr, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	idleSince := time.Now()
+	var seen []string
 	for delay := 2 * time.Millisecond; ; {
-		ran, err := workOnce(ctx, st, o, usr)
+		ran, err := workOnce(ctx, st, o, usr, &seen)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "kinetic worker:", err)
 		}
@@ -188,12 +189,19 @@ func pending(q string) ([]string, error) {
 }
 
 // workOnce claims and runs the first unclaimed entry; ran says whether it found one.
-func workOnce(ctx context.Context, st *store.Store, o WorkOptions, usr chan os.Signal) (bool, error) {
-	ids, err := pending(o.Queue)
-	if err != nil {
-		return false, err
+func workOnce(ctx context.Context, st *store.Store, o WorkOptions, usr chan os.Signal, seen *[]string) (bool, error) {
+	// The queue is read again only once the entries seen last time are used up: with a
+	// thousand entries, reading it per child would cost more than running the child.
+	if len(*seen) == 0 {
+		ids, err := pending(o.Queue)
+		if err != nil {
+			return false, err
+		}
+		*seen = ids
 	}
-	for _, id := range ids {
+	for len(*seen) > 0 {
+		id := (*seen)[0]
+		*seen = (*seen)[1:]
 		ws := filepath.Join(o.StateDir, "jobs", id)
 		lockPath := filepath.Join(ws, "supervisor.lock")
 		lock, err := lockFile(lockPath, false)

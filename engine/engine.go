@@ -35,8 +35,9 @@ type Engine struct {
 	// Notice receives ready-made notices for a person (dropped requirements, ...).
 	Notice io.Writer
 
-	mu     sync.Mutex
-	stores map[string]*store.Store
+	mu       sync.Mutex
+	stores   map[string]*store.Store
+	backends map[string]backend.Backend
 }
 
 // New returns an engine with the configuration resolved from o.
@@ -98,6 +99,7 @@ func (e *Engine) Close() error {
 		s.Close()
 	}
 	e.stores = map[string]*store.Store{}
+	e.backends = nil
 	return nil
 }
 
@@ -105,7 +107,22 @@ func (e *Engine) Close() error {
 func (e *Engine) backendFor(name string, st *store.Store) (backend.Backend, error) {
 	switch name {
 	case "", local.Name:
-		return local.New(st, local.Options{StateDir: filepath.Join(config.DataDir(), "local"), Exe: e.Exe})
+		// One per store: a backend may remember things between calls.
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		key := local.Name + "|" + st.URL()
+		if b, ok := e.backends[key]; ok {
+			return b, nil
+		}
+		b, err := local.New(st, local.Options{StateDir: filepath.Join(config.DataDir(), "local"), Exe: e.Exe})
+		if err != nil {
+			return nil, err
+		}
+		if e.backends == nil {
+			e.backends = map[string]backend.Backend{}
+		}
+		e.backends[key] = b
+		return b, nil
 	case "gke", "k8s", "pathways":
 		return nil, fmt.Errorf("backend %q: %w: this build runs jobs on the local backend only; the Kubernetes backend is not available yet (use --backend local)", name, backend.ErrUnavailable)
 	default:

@@ -129,7 +129,11 @@ func run(ctx context.Context, st *store.Store, o Options, out io.Writer) (*job.E
 	}
 	work := filepath.Join(o.Workspace, "root")
 	outDir := filepath.Join(o.Workspace, "out")
-	for _, d := range []string{work, outDir} {
+	dirs := []string{work, outDir}
+	if o.TreeDir != "" && spec.Workdir != nil && spec.Workdir.Format == job.FormatManifest {
+		dirs = dirs[1:] // the tree lives in TreeDir
+	}
+	for _, d := range dirs {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, nil, inPhase(job.PhaseDownload, err)
 		}

@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -51,6 +52,9 @@ type Options struct {
 type Backend struct {
 	st *store.Store
 	o  Options
+
+	mu      sync.Mutex
+	ensured map[string]time.Time // queue → when its workers were last seen complete
 }
 
 // New returns a local backend over st.

@@ -48,7 +48,24 @@ func (b *Backend) Enqueue(ctx context.Context, h *job.Handle, parallelism int) e
 	if err := os.WriteFile(filepath.Join(q, h.JobID), nil, 0o644); err != nil {
 		return fmt.Errorf("local backend: queue %s: %w", h.JobID, err)
 	}
-	return b.ensureWorkers(q, max(1, min(parallelism, b.o.Slots)))
+	// Workers linger for seconds after their queue empties, so having seen the pool
+	// full a moment ago is as good as looking again (and saves a lock per input).
+	b.mu.Lock()
+	fresh := time.Since(b.ensured[q]) < 100*time.Millisecond
+	b.mu.Unlock()
+	if fresh {
+		return nil
+	}
+	if err := b.ensureWorkers(q, max(1, min(parallelism, b.o.Slots))); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	if b.ensured == nil {
+		b.ensured = map[string]time.Time{}
+	}
+	b.ensured[q] = time.Now()
+	b.mu.Unlock()
+	return nil
 }
 
 // ensureWorkers starts a worker for every free worker slot below n.

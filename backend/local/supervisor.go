@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -85,11 +86,17 @@ func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string,
 		return err
 	}
 	ws := proc.Workspace
-	runLog, err := os.OpenFile(filepath.Join(ws, "runner.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
+	// The runner's copy of the output: a file per job for a single job; a batch child's
+	// goes to its worker's log (the store has every job's own logs either way).
+	var runLog io.Writer = os.Stderr
+	if treeDir == "" {
+		f, err := os.OpenFile(filepath.Join(ws, "runner.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		runLog = f
 	}
-	defer runLog.Close()
 	// The runner runs in this process: one exec less per job, and nothing to lose track
 	// of. The job's own processes form a process group that dies with us.
 	rctx, rcancel := context.WithCancel(ctx)

@@ -380,3 +380,17 @@ def test_cleanup_semantics(store_dir):
     assert not os.path.exists(_job_dir(store_dir, ids[2]))
     with pytest.raises(kinetic.JobNotFoundError):
         kinetic.attach_batch(b.group_id)
+
+
+# 11 ------------------------------------------------------------------------------------
+def test_submitter_exiting_normally_does_not_cut_the_batch_short(run_script):
+    """A script may return right after run_async_map: the engine finishes submitting."""
+    p = run_script(
+        "import kinetic\n"
+        "@kinetic.run(accelerator='cpu')\n"
+        "def triple(x):\n"
+        "    return 3 * x\n"
+        "print(triple.run_async_map(range(150)).group_id)\n")
+    gid = p.stdout.strip().splitlines()[-1]
+    b = kinetic.attach_batch(gid, poll_interval=0.2)
+    assert b.results(timeout=120) == [3 * x for x in range(150)]

@@ -188,6 +188,12 @@ func (j *Job) Result(ctx context.Context, valueDir string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	return j.ResultOf(ctx, state, reason, valueDir)
+}
+
+// ResultOf is Result for a job already known to be in the terminal state given (the
+// caller waited for it), so it is not looked up again.
+func (j *Job) ResultOf(ctx context.Context, state job.State, reason, valueDir string) (*Result, error) {
 	if state == job.NotFound {
 		return nil, fmt.Errorf("job %s no longer exists (it was cleaned up): %w", j.Handle.JobID, ErrNotFound)
 	}

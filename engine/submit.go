@@ -350,16 +350,8 @@ func defaultOutputDir(st *store.Store, id string) string {
 
 // planDeps discovers the job's requirements (from the function's directory up to the
 // shipped root), drops the accelerator runtimes, says so, and keys the environment.
-func (e *Engine) planDeps(s *job.Spec, req *SubmitRequest, cwd, category string) error {
-	if req.NoWorkdir {
-		return nil
-	}
-	start := codeDir(req, cwd)
-	root, err := shippedRoot(req, cwd)
-	if err != nil {
-		return err
-	}
-	reqs, err := deps.Discover(start, root)
+func (e *Engine) planDeps(s *job.Spec, req *SubmitRequest, cwd, root, category string) error {
+	reqs, err := deps.Discover(codeDir(req, cwd), root)
 	if err != nil {
 		return err
 	}
@@ -423,47 +415,49 @@ func packCache() string { return filepath.Join(config.DataDir(), "cache", "pack"
 
 // planTree packages the shipped root and plans the job's environment.
 func (e *Engine) planTree(ctx context.Context, p *plan, req *SubmitRequest, cwd, category string) error {
-	// The shipped root.
-	if !req.NoWorkdir {
-		root, err := shippedRoot(req, cwd)
-		if err != nil {
-			return err
-		}
-		p.packOpts = pack.OptionsFromEnv(pack.Options{CacheDir: packCache(), Skip: pack.SkipPaths(root, cwd, req.dataPaths())}, os.Getenv)
-		m, err := pack.Scan(ctx, root, p.packOpts)
-		if err != nil {
-			return fmt.Errorf("working directory %s: %w (make it readable, or exclude the unreadable part in %s)", root, err, pack.IgnoreFile)
-		}
-		threshold, err := pack.WarnThresholdFromEnv(os.Getenv)
-		if err != nil {
-			return err
-		}
-		if msg := pack.SizeWarning(m, threshold); msg != "" {
-			e.Warn(msg)
-		}
-		p.manifest = m
-		if rel, err := filepath.Rel(root, cwd); err == nil && !strings.HasPrefix(rel, "..") {
-			p.spec.Cwd = filepath.ToSlash(rel)
-		}
+	if req.NoWorkdir {
 		if req.Kind == job.KindEntry {
-			f := req.Entry.File
-			if !filepath.IsAbs(f) {
-				f = filepath.Join(cwd, f)
-			}
-			if _, err := os.Stat(f); err != nil {
-				return fmt.Errorf("entry file %s: %w", req.Entry.File, err)
-			}
-			rel, err := filepath.Rel(root, f)
-			if err != nil || strings.HasPrefix(rel, "..") {
-				return fmt.Errorf("entry file %s is outside the shipped root %s", req.Entry.File, root)
-			}
-			p.spec.Entry = &job.Entry{File: filepath.ToSlash(rel), Func: req.Entry.Func, Args: req.Entry.Args}
+			return errors.New("an entry job needs its working directory")
 		}
-	} else if req.Kind == job.KindEntry {
-		return errors.New("an entry job needs its working directory")
+		return nil
+	}
+	// The shipped root.
+	root, err := shippedRoot(req, cwd)
+	if err != nil {
+		return err
+	}
+	p.packOpts = pack.OptionsFromEnv(pack.Options{CacheDir: packCache(), Skip: pack.SkipPaths(root, cwd, req.dataPaths())}, os.Getenv)
+	m, err := pack.Scan(ctx, root, p.packOpts)
+	if err != nil {
+		return fmt.Errorf("working directory %s: %w (make it readable, or exclude the unreadable part in %s)", root, err, pack.IgnoreFile)
+	}
+	threshold, err := pack.WarnThresholdFromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	if msg := pack.SizeWarning(m, threshold); msg != "" {
+		e.Warn(msg)
+	}
+	p.manifest = m
+	if rel, err := filepath.Rel(root, cwd); err == nil && !strings.HasPrefix(rel, "..") {
+		p.spec.Cwd = filepath.ToSlash(rel)
+	}
+	if req.Kind == job.KindEntry {
+		f := req.Entry.File
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(cwd, f)
+		}
+		if _, err := os.Stat(f); err != nil {
+			return fmt.Errorf("entry file %s: %w", req.Entry.File, err)
+		}
+		rel, err := filepath.Rel(root, f)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			return fmt.Errorf("entry file %s is outside the shipped root %s", req.Entry.File, root)
+		}
+		p.spec.Entry = &job.Entry{File: filepath.ToSlash(rel), Func: req.Entry.Func, Args: req.Entry.Args}
 	}
 	if req.Kind != job.KindCommand {
-		if err := e.planDeps(p.spec, req, cwd, category); err != nil {
+		if err := e.planDeps(p.spec, req, cwd, root, category); err != nil {
 			return err
 		}
 	}

@@ -167,7 +167,7 @@ func (s *Server) dispatch(ctx context.Context, req *Request) (any, error) {
 		if req.Method == "wait" {
 			return statusReply{string(state), reason}, nil
 		}
-		res, err := j.Result(wctx, p.ValueDir)
+		res, err := j.ResultOf(wctx, state, reason, p.ValueDir)
 		if err != nil {
 			return nil, err
 		}

@@ -1,10 +1,7 @@
 package cli
 
 import (
-	"fmt"
 	"os"
-	"path/filepath"
-	"runtime/pprof"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -58,13 +55,7 @@ func newSuperviseCmd(g *Globals) *cobra.Command {
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Ready = os.NewFile(3, "ready")
-			// KINETIC_CPUPROFILE=DIR writes a CPU profile per supervisor, for profiling.
-			if dir := os.Getenv("KINETIC_CPUPROFILE"); dir != "" {
-				if f, err := os.Create(filepath.Join(dir, fmt.Sprintf("supervise-%d.pprof", os.Getpid()))); err == nil {
-					pprof.StartCPUProfile(f)
-					defer pprof.StopCPUProfile()
-				}
-			}
+			defer profile("supervise")()
 			if queue != "" {
 				return local.Work(cmd.Context(), local.WorkOptions{SuperviseOptions: o, Queue: queue, Worker: worker})
 			}

@@ -2,10 +2,7 @@ package cli
 
 import (
 	"errors"
-	"fmt"
 	"os"
-	"path/filepath"
-	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 
@@ -25,12 +22,7 @@ func newServeCmd(g *Globals) *cobra.Command {
 			if !stdio {
 				return errors.New("only --stdio is supported")
 			}
-			if dir := os.Getenv("KINETIC_CPUPROFILE"); dir != "" {
-				if f, err := os.Create(filepath.Join(dir, fmt.Sprintf("serve-%d.pprof", os.Getpid()))); err == nil {
-					pprof.StartCPUProfile(f)
-					defer pprof.StopCPUProfile()
-				}
-			}
+			defer profile("serve")()
 			e, err := newEngine(cmd, g, nil)
 			if err != nil {
 				return err

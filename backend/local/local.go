@@ -98,7 +98,16 @@ func (b *Backend) Submit(ctx context.Context, h *job.Handle) error {
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		return fmt.Errorf("local backend: %w", err)
 	}
-	logf, err := os.OpenFile(filepath.Join(ws, "supervisor.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	return b.spawn(ctx, filepath.Join(ws, "supervisor.log"), "--job", h.JobID)
+}
+
+// spawn starts a detached `kinetic supervise` with args (a job, or a queue to serve)
+// and returns once it says "ready" on fd 3: it then holds its locks and has recorded
+// itself, so nothing submitted can be lost between the two. A supervisor that exits
+// without saying so (a worker giving way to a twin) is not an error; one that fails is
+// named with its log.
+func (b *Backend) spawn(ctx context.Context, logPath string, args ...string) error {
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("local backend: %w", err)
 	}
@@ -108,35 +117,37 @@ func (b *Backend) Submit(ctx context.Context, h *job.Handle) error {
 		return err
 	}
 	defer rd.Close()
-	cmd := exec.Command(b.o.Exe, "supervise",
-		"--store", b.st.URL(), "--job", h.JobID, "--state-dir", b.o.StateDir,
-		"--slots", strconv.Itoa(b.o.Slots), "--grace", b.o.Grace.String())
-	cmd.Stdin = nil
+	argv := append([]string{"supervise", "--store", b.st.URL(), "--state-dir", b.o.StateDir,
+		"--slots", strconv.Itoa(b.o.Slots), "--grace", b.o.Grace.String()}, args...)
+	cmd := exec.Command(b.o.Exe, argv...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.ExtraFiles = []*os.File{wr} // fd 3: "ready" once the supervisor is set up
+	cmd.ExtraFiles = []*os.File{wr} // fd 3
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		wr.Close()
 		return fmt.Errorf("local backend: start supervisor: %w", err)
 	}
 	wr.Close()
-	go cmd.Wait() // reap it if this process lives long enough; it is detached otherwise
-	ready := make(chan error, 1)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }() // reaped if we live long enough; detached otherwise
+	ready := make(chan bool, 1)
 	go func() {
 		buf := make([]byte, 64)
 		n, err := rd.Read(buf)
-		if err == nil && strings.HasPrefix(string(buf[:n]), "ready") {
-			ready <- nil
-			return
-		}
-		ready <- fmt.Errorf("local backend: the supervisor exited during start-up (see %s)", filepath.Join(ws, "supervisor.log"))
+		ready <- err == nil && strings.HasPrefix(string(buf[:n]), "ready")
 	}()
 	select {
-	case err := <-ready:
-		return err
+	case ok := <-ready:
+		if ok {
+			return nil
+		}
+		if err := <-exited; err != nil {
+			return fmt.Errorf("local backend: the supervisor failed during start-up: %v (see %s)", err, logPath)
+		}
+		return nil
 	case <-time.After(30 * time.Second):
 		cmd.Process.Kill()
-		return fmt.Errorf("local backend: the supervisor did not start within 30s (see %s)", filepath.Join(ws, "supervisor.log"))
+		return fmt.Errorf("local backend: the supervisor did not start within 30s (see %s)", logPath)
 	case <-ctx.Done():
 		return ctx.Err()
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"sort"
@@ -87,37 +86,8 @@ func (b *Backend) ensureWorkers(q string, n int) error {
 }
 
 func (b *Backend) startWorker(q string, k int) error {
-	logf, err := os.OpenFile(filepath.Join(q, "workers", strconv.Itoa(k)+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	rd, wr, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	defer rd.Close()
-	cmd := exec.Command(b.o.Exe, "supervise", "--store", b.st.URL(), "--queue", q, "--worker", strconv.Itoa(k),
-		"--state-dir", b.o.StateDir, "--slots", strconv.Itoa(b.o.Slots), "--grace", b.o.Grace.String())
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.ExtraFiles = []*os.File{wr}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		wr.Close()
-		return fmt.Errorf("local backend: start worker: %w", err)
-	}
-	wr.Close()
-	go cmd.Wait()
-	// Wait until it holds its locks (or gave way to a twin), so a status check right
-	// after Enqueue sees a live pool.
-	buf := make([]byte, 16)
-	done := make(chan struct{})
-	go func() { rd.Read(buf); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-	}
-	return nil
+	w := strconv.Itoa(k)
+	return b.spawn(context.Background(), filepath.Join(q, "workers", w+".log"), "--queue", q, "--worker", w)
 }
 
 // WorkOptions are the arguments of `kinetic supervise --queue`.

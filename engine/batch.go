@@ -386,21 +386,9 @@ func (e *Engine) ReadBatch(ctx context.Context, gid, storeURL string, withStatus
 	if err != nil {
 		return nil, err
 	}
-	raw, err := st.Get(ctx, store.GroupManifestKey(gid))
-	if store.IsNotFound(err) {
-		return nil, fmt.Errorf("no batch %s in the store %s: %w", gid, storeURL, ErrNotFound)
-	}
-	if err != nil {
-		return nil, err
-	}
 	var v BatchView
-	if err := json.Unmarshal(raw, &v.Manifest); err != nil {
-		return nil, fmt.Errorf("batch %s: manifest.json: %w", gid, err)
-	}
-	if !v.SubmissionComplete {
-		if err := e.mergeChildren(ctx, st, &v.Manifest); err != nil {
-			return nil, err
-		}
+	if err := e.readManifest(ctx, st, gid, &v.Manifest, map[int]Child{}); err != nil {
+		return nil, err
 	}
 	v.Statuses = make([]ChildStatus, len(v.Children))
 	g, gctx := errgroup.WithContext(ctx)
@@ -433,13 +421,28 @@ func (e *Engine) ReadBatch(ctx context.Context, gid, storeURL string, withStatus
 	return &v, nil
 }
 
-// mergeChildren adds the children written one by one since the manifest was saved.
-func (e *Engine) mergeChildren(ctx context.Context, st *store.Store, m *Manifest) error {
-	return e.mergeChildrenCached(ctx, st, m, map[int]Child{})
+// readManifest reads a batch's manifest into m and, while submission is still going
+// on, adds the children recorded one by one since it was saved (cache holds the entries
+// already read, so each is read once).
+func (e *Engine) readManifest(ctx context.Context, st *store.Store, gid string, m *Manifest, cache map[int]Child) error {
+	raw, err := st.Get(ctx, store.GroupManifestKey(gid))
+	if store.IsNotFound(err) {
+		return fmt.Errorf("no batch %s in the store %s: %w", gid, st.URL(), ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, m); err != nil {
+		return fmt.Errorf("batch %s: manifest.json: %w", gid, err)
+	}
+	if m.SubmissionComplete {
+		return nil
+	}
+	return e.mergeChildren(ctx, st, m, cache)
 }
 
-// mergeChildrenCached is mergeChildren with a cache of child entries already read.
-func (e *Engine) mergeChildrenCached(ctx context.Context, st *store.Store, m *Manifest, cache map[int]Child) error {
+// mergeChildren adds the children written one by one since the manifest was saved.
+func (e *Engine) mergeChildren(ctx context.Context, st *store.Store, m *Manifest, cache map[int]Child) error {
 	objs, err := st.List(ctx, childrenPrefix(m.GroupID))
 	if err != nil {
 		return err
@@ -586,22 +589,9 @@ func (e *Engine) WatchBatch(ctx context.Context, gid, storeURL string, emit func
 		// The manifest changes at most every half second while submitting and the
 		// children's entries only grow: read them a few times a second, not every round.
 		if lastRead.IsZero() || (!m.SubmissionComplete && time.Since(lastRead) > 200*time.Millisecond) || (m.Retries > 0 && !m.Settled && time.Since(lastRead) > 500*time.Millisecond) {
-			raw, err := st.Get(ctx, store.GroupManifestKey(gid))
-			if store.IsNotFound(err) {
-				return fmt.Errorf("no batch %s in the store %s: %w", gid, storeURL, ErrNotFound)
-			}
-			if err != nil {
-				return err
-			}
 			m = Manifest{}
-			if err := json.Unmarshal(raw, &m); err != nil {
-				return fmt.Errorf("batch %s: manifest.json: %w", gid, err)
-			}
-			if !m.SubmissionComplete {
-				// Children recorded since the manifest was saved; each file is read once.
-				if err := e.mergeChildrenCached(ctx, st, &m, seenChild); err != nil {
-					return err
-				}
+			if err := e.readManifest(ctx, st, gid, &m, seenChild); err != nil {
+				return err
 			}
 			lastRead = time.Now()
 		}

@@ -7,6 +7,7 @@ package backend
 import (
 	"context"
 	"errors"
+	"io"
 
 	"github.com/kinetic-run/kinetic/job"
 )
@@ -43,3 +44,39 @@ var ErrUnavailable = errors.New("backend unavailable")
 type Queuer interface {
 	Enqueue(ctx context.Context, h *job.Handle, parallelism int) error
 }
+
+// Group is a batch whose first attempts a Grouper runs as one unit.
+type Group struct {
+	ID          string
+	Size        int // children 0..Size-1
+	Parallelism int // at most this many run at once
+}
+
+// Grouper is implemented by backends that run the first attempts of a batch's children
+// as one unit (a Kubernetes Indexed Job) instead of one object per child. StartGroup is
+// called once, before any child is written, with the handle every child is made from;
+// the unit's member i waits for child i to be written to the store. JoinGroup has the
+// contract of Submit for a first attempt (it may have nothing left to do). Retries are
+// submitted alone with Submit.
+type Grouper interface {
+	StartGroup(ctx context.Context, g Group, template *job.Handle) error
+	JoinGroup(ctx context.Context, h *job.Handle) error
+	// CleanupGroup removes the unit (its members' results stay in the store).
+	CleanupGroup(ctx context.Context, gid string) error
+}
+
+// Lister is implemented by backends that can list their jobs without reading the store
+// (Kubernetes, by label). The handles may lack fields only the store knows.
+type Lister interface {
+	List(ctx context.Context) ([]*job.Handle, error)
+}
+
+// LogStreamer is implemented by backends that can read a running job's output at the
+// source (pods/log). ErrNoLogs means there is nothing there (the pod is gone) and the
+// caller should read the copy the runner mirrors into the store.
+type LogStreamer interface {
+	StreamLogs(ctx context.Context, h *job.Handle, follow bool, tailLines int, w io.Writer) error
+}
+
+// ErrNoLogs: the backend has no logs for the job at the source.
+var ErrNoLogs = errors.New("no logs at the source")

@@ -1,31 +1,70 @@
 package cli
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kinetic-run/kinetic/backend/local"
+	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/runner"
+	"github.com/kinetic-run/kinetic/store"
 )
 
-func init() { register(newRunnerCmd); register(newSuperviseCmd) }
+func init() { register(newRunnerCmd); register(newSuperviseCmd); register(newInstallRunnerCmd) }
 
 // newRunnerCmd is what runs on the worker: in a pod, or under a local supervisor.
 func newRunnerCmd(g *Globals) *cobra.Command {
 	var o runner.Options
+	var group, indexEnv string
+	var memberWait time.Duration
 	cmd := &cobra.Command{
-		Use:    "runner --store URL --job ID",
+		Use:    "runner --store URL (--job ID | --group GID --index-env VAR)",
 		Short:  "Run one job on this worker (used inside pods and by the local backend)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if group != "" {
+				// A member of a batch's Indexed Job: find the child this index runs.
+				i, err := strconv.Atoi(os.Getenv(indexEnv))
+				if err != nil {
+					return fmt.Errorf("runner: $%s = %q is not a batch index", indexEnv, os.Getenv(indexEnv))
+				}
+				st, err := store.Open(ctx, o.StoreURL)
+				if err != nil {
+					return err
+				}
+				o.JobID, err = engine.ResolveMember(ctx, st, group, i, memberWait)
+				st.Close()
+				if errors.Is(err, engine.ErrNotSubmitted) {
+					fmt.Fprintln(os.Stderr, "kinetic:", err)
+					return nil // nothing to run: not a failure of this index
+				}
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(os.Stderr, "kinetic: batch %s input %d is job %s\n", group, i, o.JobID)
+			}
+			if o.JobID == "" {
+				return errors.New("runner: --job or --group is required")
+			}
+			if done, err := alreadyFinal(ctx, o.StoreURL, o.JobID); err != nil || done {
+				return err
+			}
 			if o.Workspace == "" {
 				o.Workspace = "/tmp/kinetic/" + o.JobID
 			}
 			o.Stdout = os.Stdout
-			env, err := runner.Run(cmd.Context(), o)
+			env, err := runner.Run(ctx, o)
 			if err != nil {
 				return err
 			}
@@ -37,11 +76,68 @@ func newRunnerCmd(g *Globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&o.StoreURL, "store", "", "store URL")
 	cmd.Flags().StringVar(&o.JobID, "job", "", "job ID")
+	cmd.Flags().StringVar(&group, "group", "", "batch whose child this worker runs (with --index-env)")
+	cmd.Flags().StringVar(&indexEnv, "index-env", "JOB_COMPLETION_INDEX", "environment variable holding the batch index")
+	cmd.Flags().DurationVar(&memberWait, "member-wait", 15*time.Minute, "how long a batch member waits for its child to be written")
 	cmd.Flags().StringVar(&o.Workspace, "workspace", "", "private working directory")
 	cmd.Flags().StringVar(&o.Host, "host", os.Getenv("KINETIC_HOST_INDEX"), "host index in a multi-host job")
 	cmd.MarkFlagRequired("store")
-	cmd.MarkFlagRequired("job")
 	return cmd
+}
+
+// alreadyFinal reports a job that was given a final status before it started (cancelled
+// while its pod waited): there is nothing to run.
+func alreadyFinal(ctx context.Context, storeURL, id string) (bool, error) {
+	st, err := store.Open(ctx, storeURL)
+	if err != nil {
+		return false, err
+	}
+	defer st.Close()
+	raw, err := st.Get(ctx, store.StatusKey(id))
+	if err != nil {
+		return false, nil
+	}
+	var s job.Status
+	if json.Unmarshal(raw, &s) == nil && s.State.Terminal() {
+		fmt.Fprintf(os.Stderr, "kinetic: job %s is already %s (%s); not running it\n", id, s.State, s.Reason)
+		return true, nil
+	}
+	return false, nil
+}
+
+// newInstallRunnerCmd is the runner image's init container: it copies this binary into
+// the pod's shared volume, so any image with python3 can run jobs.
+func newInstallRunnerCmd(g *Globals) *cobra.Command {
+	return &cobra.Command{
+		Use:    "install-runner DEST",
+		Short:  "Copy this kinetic binary to DEST (the init container of job pods)",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			self, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			src, err := os.Open(self)
+			if err != nil {
+				return err
+			}
+			defer src.Close()
+			tmp := args[0] + ".tmp"
+			dst, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
+			if err != nil {
+				return fmt.Errorf("install-runner: %w", err)
+			}
+			if _, err := io.Copy(dst, src); err != nil {
+				dst.Close()
+				return fmt.Errorf("install-runner: %w", err)
+			}
+			if err := dst.Close(); err != nil {
+				return err
+			}
+			return os.Rename(tmp, args[0])
+		},
+	}
 }
 
 func newSuperviseCmd(g *Globals) *cobra.Command {

@@ -89,6 +89,10 @@ func TestResolveEveryKeyEveryLayer(t *testing.T) {
 			return map[string]string{"arg": "k8s", "env": "pathways", "profile": "gke"}[layer]
 		case ClusterType:
 			return map[string]string{"arg": "gke", "env": "generic", "profile": "gke"}[layer]
+		case PodCPU, PodMemory:
+			return map[string]string{"arg": "1", "env": "2Gi", "profile": "500m"}[layer]
+		case Unschedulable, PullGrace:
+			return map[string]string{"arg": "1m0s", "env": "2m0s", "profile": "3m0s"}[layer]
 		}
 		if p, ok := sample[k]; ok {
 			return p + layer
@@ -148,6 +152,13 @@ func TestResolveEntries(t *testing.T) {
 		{KubeContext, "", "unset"},
 		{ClusterType, "", "unset"},
 		{GCSEndpoint, "", "unset"},
+		{RunnerImage, "ghcr.io/kinetic-run/kinetic-runner:latest", "default"},
+		{DefaultImage, "python:3.11-slim", "default"},
+		{StoreSecret, "", "unset"},
+		{PodCPU, "250m", "default"},
+		{PodMemory, "", "unset"},
+		{Unschedulable, "10m0s", "default"},
+		{PullGrace, "2m0s", "default"},
 	}
 	if diff := cmp.Diff(want, r.Entries()); diff != "" {
 		t.Errorf("Entries (-want +got):\n%s", diff)

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Backends are the accepted values of the backend key.
@@ -136,6 +137,25 @@ func checkHTTPURL(v string) (string, error) {
 	u, err := url.Parse(v)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", errors.New("must be an http:// or https:// URL")
+	}
+	return v, nil
+}
+
+func checkDuration(v string) (string, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil || d <= 0 {
+		return "", fmt.Errorf("%q is not a positive duration (write it like 90s, 10m or 1h)", v)
+	}
+	return d.String(), nil
+}
+
+// quantityPattern is the Kubernetes resource quantity grammar (number, optional suffix).
+var quantityPattern = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$`)
+
+func checkQuantity(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if !quantityPattern.MatchString(v) {
+		return "", fmt.Errorf("%q is not a Kubernetes quantity (write it like 500m, 2, 512Mi or 4Gi)", v)
 	}
 	return v, nil
 }

@@ -104,6 +104,8 @@ type Batch struct {
 
 	base   *job.Spec // planned once for every child
 	queued bool      // the backend queues children (backend.Queuer)
+	// grouped: the backend runs first attempts as one unit started by Map (backend.Grouper)
+	grouped bool
 
 	mu       sync.Mutex
 	manifest Manifest
@@ -165,8 +167,18 @@ func (e *Engine) Map(ctx context.Context, req *MapRequest) (*Batch, error) {
 	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	b.cancel = cancel
 	b.base = p.spec
-	if be, err := e.backendFor(p.handle.Backend, p.st); err == nil {
+	if be, err := e.backendFor(p.handle, p.st); err == nil {
 		_, b.queued = be.(backend.Queuer)
+		if gr, ok := be.(backend.Grouper); ok && len(inputs) > 0 {
+			// One object in the cluster for the whole batch, made before any child.
+			g := backend.Group{ID: gid, Size: len(inputs), Parallelism: req.MaxConcurrent}
+			if err := gr.StartGroup(ctx, g, p.handle); err != nil {
+				cancel()
+				p.st.DeletePrefix(context.WithoutCancel(ctx), "groups/"+gid+"/")
+				return nil, err
+			}
+			b.grouped = true
+		}
 	}
 	go b.submitAll(bctx, &tmpl, inputs, req)
 	return b, nil
@@ -222,7 +234,7 @@ func (b *Batch) submitAll(ctx context.Context, tmpl *SubmitRequest, inputs [][]b
 			prev = b.manifest.Children[i].Attempts
 		}
 		b.mu.Unlock()
-		r.group = &groupInfo{id: gid, index: i, attempts: prev, base: b.base, parallelism: req.MaxConcurrent}
+		r.group = &groupInfo{id: gid, index: i, attempts: prev, base: b.base, parallelism: req.MaxConcurrent, grouped: b.grouped}
 		j, err := b.e.Submit(ctx, &r)
 		b.mu.Lock()
 		for len(b.manifest.Children) <= i {
@@ -269,7 +281,7 @@ func (b *Batch) submitAll(ctx context.Context, tmpl *SubmitRequest, inputs [][]b
 	// A queueing backend bounds the batch's concurrency with its workers: children
 	// wait in its queue at no cost, so submission need not wait for them.
 	gate := req.MaxConcurrent
-	if b.queued {
+	if b.queued || b.grouped {
 		gate = len(inputs) + 1
 	}
 	watch := req.Retries > 0 || req.FailFast
@@ -332,6 +344,8 @@ type groupInfo struct {
 	base     *job.Spec
 	// parallelism bounds the workers a queueing backend gives the batch.
 	parallelism int
+	// grouped: first attempts join the group unit the backend started (backend.Grouper).
+	grouped bool
 }
 
 // cancelChildren cancels every child that is not finished.
@@ -525,6 +539,11 @@ func (e *Engine) CleanupBatch(ctx context.Context, gid, storeURL string, backend
 	if err := g.Wait(); err != nil {
 		return err
 	}
+	if backendRes {
+		if err := e.cleanupGroupUnit(ctx, v); err != nil {
+			return err
+		}
+	}
 	if storeObjs {
 		st, err := e.Store(ctx, v.Store)
 		if err != nil {
@@ -646,4 +665,29 @@ func (e *Engine) WatchBatch(ctx context.Context, gid, storeURL string, emit func
 			return err
 		}
 	}
+}
+
+// cleanupGroupUnit removes the unit a Grouper backend ran the batch's first attempts in.
+func (e *Engine) cleanupGroupUnit(ctx context.Context, v *BatchView) error {
+	st, err := e.Store(ctx, v.Store)
+	if err != nil {
+		return err
+	}
+	ns := ""
+	for _, c := range v.Children {
+		if c.JobID != "" {
+			if j, err := e.Attach(ctx, c.JobID, v.Store); err == nil {
+				ns = j.Handle.Namespace
+				break
+			}
+		}
+	}
+	be, err := e.backendFor(&job.Handle{Backend: v.Backend, Namespace: ns}, st)
+	if err != nil {
+		return err
+	}
+	if gr, ok := be.(backend.Grouper); ok {
+		return gr.CleanupGroup(ctx, v.GroupID)
+	}
+	return nil
 }

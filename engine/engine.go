@@ -13,8 +13,10 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/backend/kubernetes"
 	"github.com/kinetic-run/kinetic/backend/local"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/job"
@@ -103,30 +105,64 @@ func (e *Engine) Close() error {
 	return nil
 }
 
-// backendFor returns the backend that runs jobs named backend over st.
-func (e *Engine) backendFor(name string, st *store.Store) (backend.Backend, error) {
+// backendFor returns the backend that runs h over st: the handle names the backend and,
+// for the Kubernetes backends, the namespace; the cluster connection comes from the
+// configuration. Backends are made once per (backend, store, namespace): a backend may
+// remember things between calls.
+func (e *Engine) backendFor(h *job.Handle, st *store.Store) (backend.Backend, error) {
+	name := h.Backend
+	key := name + "|" + st.URL() + "|" + h.Namespace
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if b, ok := e.backends[key]; ok {
+		return b, nil
+	}
+	var b backend.Backend
+	var err error
 	switch name {
 	case "", local.Name:
-		// One per store: a backend may remember things between calls.
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		key := local.Name + "|" + st.URL()
-		if b, ok := e.backends[key]; ok {
-			return b, nil
-		}
-		b, err := local.New(st, local.Options{StateDir: filepath.Join(config.DataDir(), "local"), Exe: e.Exe})
-		if err != nil {
-			return nil, err
-		}
-		if e.backends == nil {
-			e.backends = map[string]backend.Backend{}
-		}
-		e.backends[key] = b
-		return b, nil
-	case "gke", "k8s", "pathways":
-		return nil, fmt.Errorf("backend %q: %w: this build runs jobs on the local backend only; the Kubernetes backend is not available yet (use --backend local)", name, backend.ErrUnavailable)
+		b, err = local.New(st, local.Options{StateDir: filepath.Join(config.DataDir(), "local"), Exe: e.Exe})
+	case "gke", "k8s":
+		b, err = kubernetes.New(st, e.kubeOptions(name, h.Namespace))
+	case "pathways":
+		return nil, fmt.Errorf("backend %q: %w: multi-host TPU jobs (LeaderWorkerSet) are not available in this build yet; use --backend gke for single-host accelerators", name, backend.ErrUnavailable)
 	default:
-		return nil, fmt.Errorf("unknown backend %q: use local, gke or pathways", name)
+		return nil, fmt.Errorf("unknown backend %q: use local, gke, k8s or pathways", name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if e.backends == nil {
+		e.backends = map[string]backend.Backend{}
+	}
+	e.backends[key] = b
+	return b, nil
+}
+
+// kubeOptions are the Kubernetes backend's options from the configuration.
+func (e *Engine) kubeOptions(name, namespace string) kubernetes.Options {
+	c := e.cfg
+	if namespace == "" {
+		namespace = c.Get(config.Namespace)
+	}
+	dur := func(k config.Key) time.Duration {
+		d, _ := time.ParseDuration(c.Get(k))
+		return d
+	}
+	return kubernetes.Options{
+		Name:               name,
+		ClusterType:        c.Get(config.ClusterType),
+		Kubeconfig:         c.Get(config.Kubeconfig),
+		Context:            c.Get(config.KubeContext),
+		Namespace:          namespace,
+		ServiceAccount:     c.Get(config.ServiceAccount),
+		RunnerImage:        c.Get(config.RunnerImage),
+		Image:              c.Get(config.DefaultImage),
+		StoreSecret:        c.Get(config.StoreSecret),
+		CPU:                c.Get(config.PodCPU),
+		Memory:             c.Get(config.PodMemory),
+		UnschedulableGrace: dur(config.Unschedulable),
+		PullGrace:          dur(config.PullGrace),
 	}
 }
 
@@ -160,7 +196,7 @@ func (e *Engine) Attach(ctx context.Context, id, storeURL string) (*Job, error) 
 	if err != nil {
 		return nil, fmt.Errorf("job %s: %w", id, err)
 	}
-	be, err := e.backendFor(h.Backend, st)
+	be, err := e.backendFor(h, st)
 	if err != nil {
 		return nil, err
 	}

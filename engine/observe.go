@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
@@ -83,6 +84,13 @@ func chunkSeq(key string) (int, bool) {
 // Logs writes the job's logs to w. With follow, it keeps writing new output until the
 // job is terminal.
 func (j *Job) Logs(ctx context.Context, w io.Writer, follow bool) error {
+	if ls, ok := j.Backend.(backend.LogStreamer); ok {
+		// At the source while the pod is there; the store's copy once it is gone.
+		err := ls.StreamLogs(ctx, j.Handle, follow, 0, w)
+		if !errors.Is(err, backend.ErrNoLogs) {
+			return err
+		}
+	}
 	next := 0
 	p := newPoller()
 	for {
@@ -271,7 +279,7 @@ func (e *Engine) List(ctx context.Context, storeURL string) ([]Listed, error) {
 	if err != nil {
 		return nil, err
 	}
-	ids, err := st.ListDirs(ctx, "jobs/")
+	ids, err := e.listIDs(ctx, st)
 	if err != nil {
 		return nil, err
 	}
@@ -301,4 +309,28 @@ func (e *Engine) List(ctx context.Context, storeURL string) ([]Listed, error) {
 	}
 	sort.Slice(rows, func(a, b int) bool { return rows[a].Handle.JobID > rows[b].Handle.JobID })
 	return rows, nil
+}
+
+// listIDs lists the jobs of the configured backend when it can list by itself (the
+// Kubernetes backends, by label: the seeds' list_jobs), else the jobs in the store.
+func (e *Engine) listIDs(ctx context.Context, st *store.Store) ([]string, error) {
+	name := e.cfg.Get(config.Backend)
+	if name != "" && name != "local" {
+		be, err := e.backendFor(&job.Handle{Backend: name, Namespace: e.cfg.Get(config.Namespace)}, st)
+		if err != nil {
+			return nil, err
+		}
+		if l, ok := be.(backend.Lister); ok {
+			hs, err := l.List(ctx)
+			if err != nil {
+				return nil, err
+			}
+			ids := make([]string, 0, len(hs))
+			for _, h := range hs {
+				ids = append(ids, h.JobID)
+			}
+			return ids, nil
+		}
+	}
+	return st.ListDirs(ctx, "jobs/")
 }

@@ -93,12 +93,21 @@ func (e *Engine) Submit(ctx context.Context, req *SubmitRequest) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	be, err := e.backendFor(p.handle.Backend, p.st)
+	be, err := e.backendFor(p.handle, p.st)
 	if err != nil {
 		return nil, err
 	}
 	id := p.handle.JobID
+	submit := be.Submit
+	if _, ok := be.(backend.Grouper); ok {
+		p.handle.K8sName = id // the cluster object is named after the job
+	}
 	if g := req.group; g != nil {
+		if gr, ok := be.(backend.Grouper); ok && g.grouped && len(g.attempts) == 0 {
+			// A first attempt runs as an index of the batch's group unit.
+			p.handle.K8sName = g.id
+			submit = gr.JoinGroup
+		}
 		p.handle.GroupID, p.handle.GroupKind, p.handle.GroupIndex = g.id, "map", strconv.Itoa(g.index)
 		c := Child{Index: g.index, JobID: id, Attempts: append(append([]string(nil), g.attempts...), id)}
 		b, _ := json.Marshal(c)
@@ -111,7 +120,6 @@ func (e *Engine) Submit(ctx context.Context, req *SubmitRequest) (*Job, error) {
 		p.st.DeletePrefix(context.WithoutCancel(ctx), store.JobPrefix(id))
 		return nil, err
 	}
-	submit := be.Submit
 	if q, ok := be.(backend.Queuer); ok && req.group != nil {
 		submit = func(ctx context.Context, h *job.Handle) error { return q.Enqueue(ctx, h, req.group.parallelism) }
 	}

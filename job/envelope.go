@@ -1,6 +1,9 @@
 package job
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // Phases in which a job can fail, in the order the runner goes through them.
 const (
@@ -52,4 +55,17 @@ func DecodeEnvelope(b []byte) (*Envelope, error) {
 func (e *Envelope) Encode() []byte {
 	b, _ := json.MarshalIndent(e, "", "  ")
 	return append(b, '\n')
+}
+
+// FailureReason is the one-line reason of a failed envelope: the exception and the
+// phase it happened in.
+func (e *Envelope) FailureReason() string {
+	msg := e.ExcType
+	if e.ExcMessage != "" {
+		msg += ": " + e.ExcMessage
+	}
+	if len(msg) > 500 {
+		msg = msg[:500] + "..."
+	}
+	return fmt.Sprintf("%s (phase %s)", msg, e.Phase)
 }

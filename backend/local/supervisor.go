@@ -144,16 +144,7 @@ func outcome(env *job.Envelope, runErr error, cancelled bool) *job.Status {
 }
 
 // EnvelopeReason is the one-line reason of a failed envelope.
-func EnvelopeReason(env *job.Envelope) string {
-	msg := env.ExcType
-	if env.ExcMessage != "" {
-		msg += ": " + env.ExcMessage
-	}
-	if len(msg) > 500 {
-		msg = msg[:500] + "..."
-	}
-	return fmt.Sprintf("%s (phase %s)", msg, env.Phase)
-}
+func EnvelopeReason(env *job.Envelope) string { return env.FailureReason() }
 
 var errCancelled = errors.New("cancelled")
 

@@ -51,9 +51,10 @@ const (
 
 // Server is one running fake-gcs-server.
 type Server struct {
-	url string
-	cmd *exec.Cmd
-	out *syncBuffer
+	url  string
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	stop func()
 }
 
 // URL returns the server's base URL, e.g. "http://127.0.0.1:41234": the value of a gs://
@@ -87,17 +88,61 @@ func Start(t testing.TB) *Server {
 }
 
 func start(t testing.TB, bin string) (*Server, error) {
-	port, err := freePort()
+	s, err := launch(bin, "127.0.0.1")
 	if err != nil {
 		return nil, err
 	}
-	hostPort := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	t.Cleanup(func() {
+		s.Stop()
+		if t.Failed() {
+			if o := s.out.String(); o != "" {
+				t.Logf("fake-gcs-server output:\n%s", o)
+			}
+		}
+	})
+	return s, nil
+}
+
+// Launch starts a fake-gcs-server listening on host (an address of this machine, e.g. a
+// bridge address that pods can reach) outside any test; the caller stops it with Stop.
+func Launch(host string) (*Server, error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		s, err := launch(bin, host)
+		if err == nil {
+			return s, nil
+		}
+		lastErr = err
+	}
+	return nil, lastErr
+}
+
+// Stop stops the server.
+func (s *Server) Stop() {
+	if s.stop != nil {
+		s.stop()
+	}
+}
+
+// Output returns what the server printed.
+func (s *Server) Output() string { return s.out.String() }
+
+func launch(bin, host string) (*Server, error) {
+	port, err := freePort(host)
+	if err != nil {
+		return nil, err
+	}
+	hostPort := net.JoinHostPort(host, strconv.Itoa(port))
 	base := "http://" + hostPort
 	out := &syncBuffer{}
 	cmd := exec.Command(bin,
 		"-scheme", "http",
 		"-backend", "memory",
-		"-host", "127.0.0.1",
+		"-host", host,
 		"-port", strconv.Itoa(port),
 		"-public-host", hostPort, // XML API reads (GET /bucket/object) match on this host
 		"-external-url", base, // resumable uploads' Location header
@@ -110,14 +155,17 @@ func start(t testing.TB, bin string) (*Server, error) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
+	var once sync.Once
 	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
+		once.Do(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-exited:
+			case <-time.After(5 * time.Second):
+				_ = cmd.Process.Kill()
+				<-exited
+			}
+		})
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	client := &http.Client{Timeout: 2 * time.Second}
@@ -141,30 +189,30 @@ func start(t testing.TB, bin string) (*Server, error) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Cleanup(func() {
-		stop()
-		if t.Failed() {
-			if o := out.String(); o != "" {
-				t.Logf("fake-gcs-server output:\n%s", o)
-			}
-		}
-	})
-	return &Server{url: base, cmd: cmd, out: out}, nil
+	return &Server{url: base, cmd: cmd, out: out, stop: stop}, nil
 }
 
 // CreateBucket creates bucket name on the server.
 func (s *Server) CreateBucket(t testing.TB, name string) {
 	t.Helper()
+	if err := s.MakeBucket(name); err != nil {
+		t.Fatalf("gcstest: %v", err)
+	}
+}
+
+// MakeBucket creates bucket name on the server, outside any test.
+func (s *Server) MakeBucket(name string) error {
 	body, _ := json.Marshal(map[string]string{"name": name})
 	resp, err := http.Post(s.url+"/storage/v1/b?project=kinetic-test", "application/json", bytes.NewReader(body))
 	if err != nil {
-		t.Fatalf("gcstest: create bucket %s: %v", name, err)
+		return fmt.Errorf("create bucket %s: %w", name, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(resp.Body)
-		t.Fatalf("gcstest: create bucket %s: %s: %s", name, resp.Status, msg)
+		return fmt.Errorf("create bucket %s: %s: %s", name, resp.Status, msg)
 	}
+	return nil
 }
 
 // NewBucket creates a bucket with a fresh random name on the server and returns the name.
@@ -179,8 +227,8 @@ func (s *Server) NewBucket(t testing.TB) string {
 	return name
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func freePort(host string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return 0, err
 	}

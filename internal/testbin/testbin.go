@@ -3,6 +3,7 @@
 package testbin
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,8 +22,17 @@ var (
 // Path returns the path of a freshly built kinetic binary ($KINETIC_TEST_BIN if set).
 func Path(t testing.TB) string {
 	t.Helper()
+	p, err := Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Build is Path outside a test (TestMain).
+func Build() (string, error) {
 	if p := os.Getenv("KINETIC_TEST_BIN"); p != "" {
-		return p
+		return p, nil
 	}
 	once.Do(func() {
 		_, file, _, _ := runtime.Caller(0)
@@ -39,7 +49,7 @@ func Path(t testing.TB) string {
 		out, err = cmd.CombinedOutput()
 	})
 	if err != nil {
-		t.Fatalf("build kinetic: %v\n%s", err, out)
+		return "", fmt.Errorf("build kinetic: %v\n%s", err, out)
 	}
-	return path
+	return path, nil
 }

@@ -1,0 +1,440 @@
+package kubernetes_test
+
+// These tests run on a real single-node cluster (internal/kubetest): a real kubelet on
+// containerd and runc, pods that really run the kinetic runner in a Python image, the
+// GCS emulator as the store. They need root; KINETIC_SKIP_CLUSTER=1 skips them where a
+// cluster cannot run (CI must not set it).
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/backend/backendtest"
+	"github.com/kinetic-run/kinetic/backend/kubernetes"
+	"github.com/kinetic-run/kinetic/internal/kubetest"
+	"github.com/kinetic-run/kinetic/internal/testbin"
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/store"
+)
+
+// RunnerImage is the runner image the tests build from the test binary.
+const RunnerImage = kubetest.RegistryURL + "/kinetic-test/runner:test"
+
+var (
+	cluster    *kubetest.Cluster
+	clusterErr error
+	kineticBin string
+)
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		if os.Getenv("KINETIC_SKIP_CLUSTER") == "1" {
+			return m.Run()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+		defer cancel()
+		cluster, clusterErr = kubetest.Start(ctx, kubetest.Options{Log: os.Stderr})
+		if clusterErr != nil {
+			return m.Run() // every cluster test reports the error
+		}
+		defer cluster.Stop()
+		clusterErr = prepareImages(ctx)
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+func prepareImages(ctx context.Context) error {
+	bin, err := testbin.Build()
+	if err != nil {
+		return err
+	}
+	kineticBin = bin
+	if err := kubetest.PushFiles(ctx, RunnerImage, []kubetest.File{{Path: strings.TrimPrefix(kubernetes.RunnerPath, "/"), Source: bin, Mode: 0o755}}, []string{kubernetes.RunnerPath}, nil); err != nil {
+		return err
+	}
+	return cluster.PushPythonImage(ctx)
+}
+
+// needCluster skips or fails the test according to the cluster's state.
+func needCluster(t *testing.T) *kubetest.Cluster {
+	t.Helper()
+	if os.Getenv("KINETIC_SKIP_CLUSTER") == "1" {
+		t.Skip("KINETIC_SKIP_CLUSTER=1: no real cluster here")
+	}
+	if clusterErr != nil {
+		t.Fatalf("the test cluster did not start: %v", clusterErr)
+	}
+	return cluster
+}
+
+var bucketMu sync.Mutex
+
+// newStore is a fresh bucket on the emulator that pods reach at the bridge address.
+func newStore(t *testing.T) *store.Store {
+	t.Helper()
+	c := needCluster(t)
+	bucketMu.Lock()
+	name := fmt.Sprintf("kn-%d", time.Now().UnixNano())
+	bucketMu.Unlock()
+	if err := c.GCS.MakeBucket(name); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(context.Background(), "gs://"+name+"?endpoint="+c.GCS.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func options(c *kubetest.Cluster) kubernetes.Options {
+	return kubernetes.Options{
+		Name: "k8s", Kubeconfig: c.Kubeconfig, Namespace: "default",
+		RunnerImage: RunnerImage, Image: kubetest.PythonImage,
+		CPU: "10m", UnschedulableGrace: 5 * time.Second, PullGrace: 20 * time.Second,
+	}
+}
+
+func newBackend(t *testing.T, mutate func(*kubernetes.Options)) (*kubernetes.Backend, *store.Store) {
+	t.Helper()
+	c := needCluster(t)
+	st := newStore(t)
+	o := options(c)
+	if mutate != nil {
+		mutate(&o)
+	}
+	b, err := kubernetes.New(st, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, st
+}
+
+func TestConformance(t *testing.T) {
+	needCluster(t)
+	backendtest.Run(t, backendtest.Harness{
+		New: func(t *testing.T) (backend.Backend, *store.Store) {
+			b, st := newBackend(t, nil)
+			return b, st
+		},
+		KillWorker: func(t *testing.T, b backend.Backend, st *store.Store, h *job.Handle) {
+			cs, err := cluster.Client()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			// Wait for the pod, then kill it without a grace period.
+			deadline := time.Now().Add(60 * time.Second)
+			for time.Now().Before(deadline) {
+				pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + h.K8sName})
+				if err == nil && len(pods.Items) > 0 {
+					zero := int64(0)
+					if err := cs.CoreV1().Pods("default").Delete(ctx, pods.Items[0].Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+						t.Fatal(err)
+					}
+					return
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			t.Fatalf("no pod for %s", h.JobID)
+		},
+		Deadline: 120 * time.Second,
+	})
+}
+
+// kinetic runs the CLI against the cluster, as a user would from a fresh process.
+func kinetic(t *testing.T, st *store.Store, env []string, args ...string) (string, string, error) {
+	t.Helper()
+	cmd := exec.Command(kineticBin, args...)
+	cmd.Dir = t.TempDir() // nothing of the test's own directory is shipped
+	cmd.Env = append(clusterEnv(t, st), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+// clusterEnv configures a kinetic process (CLI or SDK) for the test cluster.
+func clusterEnv(t *testing.T, st *store.Store) []string {
+	home := t.TempDir()
+	env := []string{}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "KINETIC_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env,
+		"KINETIC_HOME="+home, "KINETIC_PROFILES_FILE="+filepath.Join(home, "profiles.json"),
+		"KINETIC_BIN="+kineticBin,
+		"KINETIC_BACKEND=k8s", "KINETIC_STORE="+st.URL(), "KUBECONFIG="+cluster.Kubeconfig,
+		"KINETIC_RUNNER_IMAGE="+RunnerImage, "KINETIC_DEFAULT_IMAGE="+kubetest.PythonImage,
+		"KINETIC_POD_CPU=10m", "KINETIC_UNSCHEDULABLE_GRACE=5s", "KINETIC_IMAGE_PULL_GRACE=20s",
+		"PYTHONPATH="+pythonDir(),
+	)
+}
+
+func pythonDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "python")
+}
+
+// python runs a script with the SDK against the cluster and returns its stdout.
+func python(t *testing.T, st *store.Store, dir, script string) (string, string, error) {
+	t.Helper()
+	path := filepath.Join(dir, "main.py")
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/usr/bin/python3", path)
+	cmd.Dir = dir
+	cmd.Env = clusterEnv(t, st)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+// TestPythonSDK is the seeds' example on the Kubernetes backend: the function runs in a
+// pod and its value comes back; a remote exception comes back with its traceback.
+func TestPythonSDK(t *testing.T) {
+	_, st := newBackend(t, nil)
+	dir := t.TempDir()
+	out, errOut, err := python(t, st, dir, `
+import kinetic
+
+@kinetic.run(accelerator="cpu")
+def train(n):
+    import socket
+    return {"sum": sum(range(n)), "host": socket.gethostname()}
+
+@kinetic.run(accelerator="cpu")
+def boom():
+    def inner():
+        raise ValueError("bad value from the pod")
+    inner()
+
+r = train(100)
+print("RESULT", r["sum"], r["host"])
+try:
+    boom()
+except ValueError as e:
+    import traceback
+    tb = "".join(traceback.format_exception(e))
+    print("RAISED", e, "inner" in tb)
+`)
+	if err != nil {
+		t.Fatalf("script: %v\n%s\n%s", err, out, errOut)
+	}
+	if !strings.Contains(out, "RESULT 4950 job-") {
+		t.Errorf("value did not come back from a pod:\n%s\n%s", out, errOut)
+	}
+	if !strings.Contains(out, "RAISED bad value from the pod True") {
+		t.Errorf("remote exception:\n%s\n%s", out, errOut)
+	}
+}
+
+// submitCmd submits a command job through the CLI and returns its ID.
+func submitCmd(t *testing.T, st *store.Store, env []string, argv ...string) string {
+	t.Helper()
+	out, errOut, err := kinetic(t, st, env, append([]string{"run", "--async", "--json", "--"}, argv...)...)
+	if err != nil {
+		t.Fatalf("kinetic run: %v\n%s\n%s", err, out, errOut)
+	}
+	var h struct {
+		JobID string `json:"job_id"`
+	}
+	if err := json.Unmarshal([]byte(out), &h); err != nil || h.JobID == "" {
+		t.Fatalf("kinetic run --json: %q (%v)\n%s", out, err, errOut)
+	}
+	return h.JobID
+}
+
+func status(t *testing.T, st *store.Store, id string) (string, string) {
+	t.Helper()
+	out, errOut, err := kinetic(t, st, nil, "jobs", "status", "--json", id)
+	if err != nil {
+		t.Fatalf("jobs status: %v\n%s\n%s", err, out, errOut)
+	}
+	var s struct {
+		Status string `json:"status"`
+		Reason string `json:"reason"`
+	}
+	json.Unmarshal([]byte(out), &s)
+	return s.Status, s.Reason
+}
+
+func waitStatus(t *testing.T, st *store.Store, id string, within time.Duration, want ...string) (string, string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	var s, r string
+	for time.Now().Before(deadline) {
+		s, r = status(t, st, id)
+		for _, w := range want {
+			if s == w {
+				return s, r
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("job %s: status %s (%s) after %s, want %v", id, s, r, within, want)
+	return "", ""
+}
+
+// TestLifecycle: logs outlive the pod; list; attach from a fresh process; cancel;
+// cleanup removes the Job.
+func TestLifecycle(t *testing.T) {
+	_, st := newBackend(t, nil)
+	cs, err := cluster.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	id := submitCmd(t, st, nil, "sh", "-c", "echo line-one; echo line-two")
+	waitStatus(t, st, id, 90*time.Second, "SUCCEEDED")
+	// The pod goes: logs come from the store's copy.
+	if err := cs.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + id}); err != nil {
+		t.Fatal(err)
+	}
+	waitNoPods(t, id)
+	out, errOut, err := kinetic(t, st, nil, "jobs", "logs", id)
+	if err != nil || !strings.Contains(out, "line-one") || !strings.Contains(out, "line-two") {
+		t.Errorf("logs after the pod was deleted: %v\n%q\n%s", err, out, errOut)
+	}
+	// list (by label) shows it.
+	out, errOut, err = kinetic(t, st, nil, "jobs", "list", "--json")
+	if err != nil || !strings.Contains(out, id) {
+		t.Errorf("jobs list: %v\n%s\n%s", err, out, errOut)
+	}
+	// cancel a long job.
+	long := submitCmd(t, st, nil, "sh", "-c", "sleep 600")
+	waitStatus(t, st, long, 90*time.Second, "RUNNING")
+	if out, errOut, err := kinetic(t, st, nil, "jobs", "cancel", long); err != nil {
+		t.Fatalf("cancel: %v\n%s\n%s", err, out, errOut)
+	}
+	if s, r := status(t, st, long); s != "FAILED" || !strings.Contains(r, "cancelled") {
+		t.Errorf("after cancel: %s (%s)", s, r)
+	}
+	// cleanup removes the Job.
+	if out, errOut, err := kinetic(t, st, nil, "jobs", "cleanup", id); err != nil {
+		t.Fatalf("cleanup: %v\n%s\n%s", err, out, errOut)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := cs.BatchV1().Jobs("default").Get(ctx, id, metav1.GetOptions{})
+		if err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Job %s still there after cleanup", id)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func waitNoPods(t *testing.T, jobName string) {
+	t.Helper()
+	cs, _ := cluster.Client()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		pods, err := cs.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + jobName})
+		if err == nil && len(pods.Items) == 0 {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("pods of %s still there", jobName)
+}
+
+// TestFailures: what the cluster would keep trying for ever becomes FAILED with the
+// reason.
+func TestFailures(t *testing.T) {
+	_, st := newBackend(t, nil)
+	t.Run("ImageDoesNotExist", func(t *testing.T) {
+		id := submitCmd(t, st, []string{"KINETIC_DEFAULT_IMAGE=" + kubetest.RegistryURL + "/kinetic-test/no-such-image:1"}, "true")
+		_, r := waitStatus(t, st, id, 60*time.Second, "FAILED")
+		if !strings.Contains(r, "ErrImagePull") && !strings.Contains(r, "ImagePullBackOff") {
+			t.Errorf("reason %q does not name the pull error", r)
+		}
+	})
+	t.Run("OOMKilled", func(t *testing.T) {
+		id := submitCmd(t, st, []string{"KINETIC_POD_MEMORY=48Mi"}, "python3", "-c", "x = bytearray(400 << 20); print(len(x))")
+		_, r := waitStatus(t, st, id, 90*time.Second, "FAILED")
+		if !strings.Contains(r, "OOMKilled") {
+			t.Errorf("reason %q does not say OOMKilled", r)
+		}
+	})
+	t.Run("Unschedulable", func(t *testing.T) {
+		// A GPU no node has: on a generic cluster the pod asks for nvidia.com/gpu.
+		out, errOut, err := kinetic(t, st, nil, "run", "--async", "--json", "--accelerator", "l4", "--", "true")
+		if err != nil {
+			t.Fatalf("run: %v\n%s\n%s", err, out, errOut)
+		}
+		var h struct {
+			JobID string `json:"job_id"`
+		}
+		json.Unmarshal([]byte(out), &h)
+		_, r := waitStatus(t, st, h.JobID, 60*time.Second, "FAILED")
+		if !strings.Contains(r, "Unschedulable") {
+			t.Errorf("reason %q does not say Unschedulable", r)
+		}
+	})
+}
+
+// TestMapIndexedJob: a 50-input map runs as one Indexed Job; raising inputs come back
+// as exceptions at their indices.
+func TestMapIndexedJob(t *testing.T) {
+	_, st := newBackend(t, nil)
+	dir := t.TempDir()
+	out, errOut, err := python(t, st, dir, `
+import kinetic
+
+@kinetic.run(accelerator="cpu")
+def sq(x):
+    if x % 7 == 3:
+        raise KeyError("input %d" % x)
+    return x * x
+
+b = sq.run_async_map(list(range(50)), max_concurrent=10)
+print("GROUP", b.group_id)
+res = b.results(timeout=600, return_exceptions=True, cleanup=False)
+bad = [i for i, r in enumerate(res) if isinstance(r, BaseException)]
+good = all(res[i] == i * i for i in range(50) if i not in bad)
+print("BAD", bad, "GOOD", good)
+`)
+	if err != nil {
+		t.Fatalf("script: %v\n%s\n%s", err, out, errOut)
+	}
+	want := []int{}
+	for i := 0; i < 50; i++ {
+		if i%7 == 3 {
+			want = append(want, i)
+		}
+	}
+	if !strings.Contains(out, fmt.Sprintf("BAD %s GOOD True", strings.ReplaceAll(fmt.Sprint(want), " ", ", "))) {
+		t.Errorf("map results:\n%s\n%s", out, errOut)
+	}
+	// One Job for the whole batch.
+	cs, _ := cluster.Client()
+	var gid string
+	fmt.Sscanf(out[strings.Index(out, "GROUP "):], "GROUP %s", &gid)
+	jobs, err := cs.BatchV1().Jobs("default").List(context.Background(), metav1.ListOptions{LabelSelector: kubernetes.LabelGroupID + "=" + gid})
+	if err != nil || len(jobs.Items) != 1 || jobs.Items[0].Spec.CompletionMode == nil || *jobs.Items[0].Spec.CompletionMode != "Indexed" {
+		t.Errorf("want one Indexed Job for %s, got %v (%v)", gid, len(jobs.Items), err)
+	}
+	_ = corev1.PodRunning
+}

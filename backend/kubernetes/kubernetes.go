@@ -1,0 +1,186 @@
+// Package kubernetes runs jobs on a Kubernetes cluster (GKE or any other): one batch/v1
+// Job per job, one Indexed Job per batch, with the kinetic binary injected into the
+// job's image by an init container. Everything durable is in the store (gs:// or s3://,
+// reachable from the pods); the cluster holds only what runs. Status comes from the Job
+// and its pods and turns the states the cluster would keep for ever (an image that
+// cannot be pulled, a pod that cannot be scheduled) into FAILED with a reason.
+//
+// See docs/kubernetes.md.
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/store"
+)
+
+// Options configure the backend. The zero value of every duration means its default.
+type Options struct {
+	// Name is the handle's backend field: "gke" (GKE node selectors and tolerations) or
+	// "k8s" (generic resource names only). ClusterType overrides the choice.
+	Name string
+	// ClusterType is "gke" or "generic"; "" follows Name.
+	ClusterType string
+	// Kubeconfig and Context select the cluster; both empty means in-cluster config,
+	// then the default kubeconfig loading rules ($KUBECONFIG, ~/.kube/config).
+	Kubeconfig, Context string
+	// Namespace for new jobs ("default" if empty).
+	Namespace string
+	// ServiceAccount of job pods ("" leaves the namespace's default).
+	ServiceAccount string
+	// RunnerImage holds the static kinetic binary at /kinetic/bin/kinetic; an init
+	// container copies it into the pod (default DefaultRunnerImage).
+	RunnerImage string
+	// Image runs jobs whose handle names no image (default DefaultImage).
+	Image string
+	// ImagePullPolicy of the job's containers ("" is IfNotPresent).
+	ImagePullPolicy string
+	// StoreSecret names a Secret holding store credentials, mounted read-only at
+	// /var/run/kinetic/store-credentials; GOOGLE_APPLICATION_CREDENTIALS points at its
+	// key.json. Local credentials are never copied into a spec.
+	StoreSecret string
+	// CPU and Memory are the requests and limits of CPU jobs without a count
+	// (default 250m CPU requested, no limit; no memory request).
+	CPU, Memory string
+	// TTL is ttlSecondsAfterFinished (default 600 s).
+	TTL time.Duration
+	// UnschedulableGrace is how long a pod may stay unschedulable before the job is
+	// FAILED (default 10 minutes, room for a cluster autoscaler to add a node).
+	UnschedulableGrace time.Duration
+	// PullGrace is how long image pulls may fail before the job is FAILED (default 2
+	// minutes); a registry that answers "not found" fails it at once.
+	PullGrace time.Duration
+	// QPS and Burst of the API client (defaults 100 and 200: client-go's 5/10 is far
+	// too low for batches).
+	QPS   float32
+	Burst int
+	// Config, if set, is used instead of loading a kubeconfig (tests).
+	Config *rest.Config
+}
+
+// Default images.
+const (
+	DefaultRunnerImage = "ghcr.io/kinetic-run/kinetic-runner:latest"
+	DefaultImage       = "python:3.11-slim"
+)
+
+// Backend is the Kubernetes backend over one store and one cluster.
+type Backend struct {
+	o  Options
+	st *store.Store
+	cs kubernetes.Interface
+
+	mu    sync.Mutex
+	cache map[string]*cached // Job name → recent Job and pods, shared by a batch's children
+}
+
+// New connects to the cluster (lazily: no request is made until a job is submitted or
+// observed).
+func New(st *store.Store, o Options) (*Backend, error) {
+	if o.Name == "" {
+		o.Name = "k8s"
+	}
+	if o.ClusterType == "" {
+		o.ClusterType = "generic"
+		if o.Name == "gke" {
+			o.ClusterType = "gke"
+		}
+	}
+	if o.Namespace == "" {
+		o.Namespace = "default"
+	}
+	if o.RunnerImage == "" {
+		o.RunnerImage = DefaultRunnerImage
+	}
+	if o.Image == "" {
+		o.Image = DefaultImage
+	}
+	if o.TTL == 0 {
+		o.TTL = 600 * time.Second
+	}
+	if o.UnschedulableGrace == 0 {
+		o.UnschedulableGrace = 10 * time.Minute
+	}
+	if o.PullGrace == 0 {
+		o.PullGrace = 2 * time.Minute
+	}
+	if o.QPS == 0 {
+		o.QPS = 100
+	}
+	if o.Burst == 0 {
+		o.Burst = 200
+	}
+	if u := st.URL(); !strings.HasPrefix(u, "gs://") && !strings.HasPrefix(u, "s3://") {
+		return nil, fmt.Errorf("kubernetes backend: the store %s cannot be reached from pods: use a gs:// or s3:// store (--store, KINETIC_STORE or the profile's store)", u)
+	}
+	cfg := o.Config
+	if cfg == nil {
+		var err error
+		if cfg, err = restConfig(o.Kubeconfig, o.Context); err != nil {
+			return nil, fmt.Errorf("kubernetes backend: %w: %v", backend.ErrUnavailable, err)
+		}
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = o.QPS, o.Burst
+	cfg.UserAgent = "kinetic"
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes backend: %w", err)
+	}
+	return &Backend{o: o, st: st, cs: cs, cache: map[string]*cached{}}, nil
+}
+
+// NewForClient is New with a ready clientset (tests, fault injection).
+func NewForClient(st *store.Store, cs kubernetes.Interface, o Options) (*Backend, error) {
+	o.Config = &rest.Config{Host: "http://unused.invalid"}
+	b, err := New(st, o)
+	if err != nil {
+		return nil, err
+	}
+	b.cs = cs
+	return b, nil
+}
+
+// restConfig loads an explicit kubeconfig/context, else in-cluster config, else the
+// default loading rules.
+func restConfig(kubeconfig, context string) (*rest.Config, error) {
+	if kubeconfig == "" && context == "" {
+		if cfg, err := rest.InClusterConfig(); err == nil {
+			return cfg, nil
+		} else if !errors.Is(err, rest.ErrNotInCluster) {
+			return nil, err
+		}
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kubeconfig != "" {
+		rules.ExplicitPath = kubeconfig
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no usable kubeconfig (set kubeconfig / kube_context in the profile, or KUBECONFIG): %w", err)
+	}
+	return cfg, nil
+}
+
+// Name implements backend.Backend.
+func (b *Backend) Name() string { return b.o.Name }
+
+// Namespace is where the backend creates jobs.
+func (b *Backend) Namespace() string { return b.o.Namespace }
+
+var _ backend.Backend = (*Backend)(nil)
+
+// ctxTimeout bounds one API call, so a dead apiserver gives an error, not a hang.
+func ctxTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, 30*time.Second)
+}

@@ -1,0 +1,375 @@
+package kubernetes
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/store"
+)
+
+// NotCreatedGrace: a handle whose Job does not exist this long after its creation was
+// never submitted (its submitter stopped in between).
+const NotCreatedGrace = time.Minute
+
+// Submit implements backend.Backend: one Job, named after the job.
+func (b *Backend) Submit(ctx context.Context, h *job.Handle) error {
+	if h.K8sName == "" {
+		h.K8sName = h.JobID
+	}
+	j, err := b.jobFor(h)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := ctxTimeout(ctx)
+	defer cancel()
+	if _, err := b.cs.BatchV1().Jobs(b.o.Namespace).Create(cctx, j, metav1.CreateOptions{}); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil // a retried submit of the same job
+		}
+		return fmt.Errorf("create Job %s in namespace %s: %w", j.Name, b.o.Namespace, err)
+	}
+	return nil
+}
+
+// StartGroup implements backend.Grouper: one Indexed Job for the whole batch.
+func (b *Backend) StartGroup(ctx context.Context, g backend.Group, tmpl *job.Handle) error {
+	j, err := b.indexedJobFor(g, tmpl)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := ctxTimeout(ctx)
+	defer cancel()
+	if _, err := b.cs.BatchV1().Jobs(b.o.Namespace).Create(cctx, j, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create Indexed Job %s in namespace %s: %w", j.Name, b.o.Namespace, err)
+	}
+	return nil
+}
+
+// JoinGroup implements backend.Grouper: the Indexed Job's pod for this index picks the
+// child up from the store, so there is nothing to create.
+func (b *Backend) JoinGroup(ctx context.Context, h *job.Handle) error { return nil }
+
+// member reports whether h runs as an index of its group's Indexed Job.
+func member(h *job.Handle) (index int, ok bool) {
+	if h.GroupID == "" || h.K8sName != h.GroupID {
+		return 0, false
+	}
+	i, err := strconv.Atoi(h.GroupIndex)
+	return i, err == nil
+}
+
+// cached is a recent look at one Job and its pods. A batch's children share it, so
+// watching a thousand children costs two requests per refresh, not two thousand.
+type cached struct {
+	at   time.Time
+	job  *batchv1.Job
+	pods []corev1.Pod
+	err  error
+}
+
+const cacheTTL = 500 * time.Millisecond
+
+func (b *Backend) observe(ctx context.Context, name string, shared bool) (*batchv1.Job, []corev1.Pod, error) {
+	if shared {
+		b.mu.Lock()
+		c := b.cache[name]
+		b.mu.Unlock()
+		if c != nil && time.Since(c.at) < cacheTTL {
+			return c.job, c.pods, c.err
+		}
+	}
+	cctx, cancel := ctxTimeout(ctx)
+	defer cancel()
+	j, err := b.cs.BatchV1().Jobs(b.o.Namespace).Get(cctx, name, metav1.GetOptions{})
+	var pods []corev1.Pod
+	if err == nil {
+		var list *corev1.PodList
+		list, err = b.cs.CoreV1().Pods(b.o.Namespace).List(cctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + name})
+		if err == nil {
+			pods = list.Items
+		}
+	}
+	if shared {
+		b.mu.Lock()
+		b.cache[name] = &cached{at: time.Now(), job: j, pods: pods, err: err}
+		b.mu.Unlock()
+	}
+	return j, pods, err
+}
+
+// Status implements backend.Backend. The store speaks first (a result, or a verdict
+// already recorded); then the Job and its pods.
+func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string, error) {
+	if s, reason, ok, err := b.stored(ctx, h); err != nil || ok {
+		return s, reason, err
+	}
+	name := h.K8sName
+	if name == "" {
+		name = h.JobID
+	}
+	index, isMember := member(h)
+	j, pods, err := b.observe(ctx, name, isMember)
+	if apierrors.IsNotFound(err) {
+		// The runner may have finished between our two looks.
+		if s, reason, ok, err := b.stored(ctx, h); err != nil || ok {
+			return s, reason, err
+		}
+		created, _ := time.Parse(time.RFC3339Nano, h.CreatedAt)
+		if time.Since(created) < NotCreatedGrace {
+			return job.Pending, "", nil
+		}
+		reason := fmt.Sprintf("the Kubernetes Job %s is gone from namespace %s and the job left no result: it was deleted, or the job was never started because its submitter stopped", name, b.o.Namespace)
+		return job.Failed, reason, b.record(ctx, h, reason)
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("status of %s: %w", h.JobID, err)
+	}
+	g := graces{unschedulable: b.o.UnschedulableGrace, pull: b.o.PullGrace}
+	var v verdict
+	if isMember {
+		v = judgeIndex(j, index, pods, time.Now(), g)
+	} else {
+		v = judgeJob(j, pods, time.Now(), g)
+	}
+	switch v.state {
+	case job.Succeeded:
+		// The runner writes the envelope before it exits; read it for the last word.
+		if s, reason, ok, err := b.stored(ctx, h); err != nil || ok {
+			return s, reason, err
+		}
+		return job.Succeeded, "", nil
+	case job.Failed:
+		if s, reason, ok, err := b.stored(ctx, h); err != nil || ok {
+			return s, reason, err
+		}
+		reason := v.reason
+		if t := b.logTail(ctx, h, v.pod, 10); t != "" {
+			reason += "\nlast lines of output:\n" + t
+		}
+		if err := b.record(ctx, h, reason); err != nil {
+			return "", "", err
+		}
+		if v.stuck {
+			b.stop(ctx, h, name, isMember, v.pod)
+		}
+		return job.Failed, reason, nil
+	}
+	return v.state, v.reason, nil
+}
+
+// stored reads the job's final state from the store: a status.json written by cancel or
+// by an earlier verdict, or the runner's envelope.
+func (b *Backend) stored(ctx context.Context, h *job.Handle) (job.State, string, bool, error) {
+	raw, err := b.st.Get(ctx, store.StatusKey(h.JobID))
+	if err == nil {
+		var s job.Status
+		if json.Unmarshal(raw, &s) == nil && s.State.Terminal() {
+			return s.State, s.Reason, true, nil
+		}
+	} else if !store.IsNotFound(err) {
+		return "", "", false, err
+	}
+	raw, err = b.st.Get(ctx, store.EnvelopeKey(h.JobID))
+	if store.IsNotFound(err) {
+		return "", "", false, nil
+	}
+	if err != nil {
+		return "", "", false, err
+	}
+	env, err := job.DecodeEnvelope(raw)
+	if err != nil {
+		return job.Failed, "the job's result.json is unreadable: " + err.Error(), true, nil
+	}
+	if env.Success {
+		return job.Succeeded, "", true, nil
+	}
+	return job.Failed, env.FailureReason(), true, nil
+}
+
+// record writes a final FAILED verdict into the store, so it outlives the Job.
+func (b *Backend) record(ctx context.Context, h *job.Handle, reason string) error {
+	s := job.Status{State: job.Failed, Reason: reason, UpdatedAt: time.Now().UTC()}
+	raw, _ := json.MarshalIndent(s, "", "  ")
+	return b.st.Put(ctx, store.StatusKey(h.JobID), raw)
+}
+
+// stop ends what the cluster would otherwise keep trying: a single job's Job is
+// suspended (its pods go; the Job stays for inspection until cleanup), a batch index's
+// pod is deleted (with backoffLimitPerIndex 0 the index is then failed).
+func (b *Backend) stop(ctx context.Context, h *job.Handle, name string, isMember bool, pod string) {
+	cctx, cancel := ctxTimeout(ctx)
+	defer cancel()
+	if isMember {
+		if pod != "" {
+			b.cs.CoreV1().Pods(b.o.Namespace).Delete(cctx, pod, metav1.DeleteOptions{})
+		}
+		return
+	}
+	b.cs.BatchV1().Jobs(b.o.Namespace).Patch(cctx, name, types.MergePatchType, []byte(`{"spec":{"suspend":true}}`), metav1.PatchOptions{})
+}
+
+// Cancel implements backend.Backend: record FAILED "cancelled", then delete the Job in
+// the foreground (its pods go first). A batch child's pod is deleted; if it has not
+// started yet, the runner sees the recorded status and does nothing.
+func (b *Backend) Cancel(ctx context.Context, h *job.Handle) error {
+	state, _, err := b.Status(ctx, h)
+	if err != nil {
+		return err
+	}
+	if state.Terminal() {
+		return nil
+	}
+	if err := b.record(ctx, h, "cancelled"); err != nil {
+		return err
+	}
+	cctx, cancel := ctxTimeout(ctx)
+	defer cancel()
+	if index, ok := member(h); ok {
+		list, err := b.cs.CoreV1().Pods(b.o.Namespace).List(cctx, metav1.ListOptions{LabelSelector: fmt.Sprintf("batch.kubernetes.io/job-name=%s,%s=%d", h.K8sName, batchv1.JobCompletionIndexAnnotation, index)})
+		if err != nil {
+			return fmt.Errorf("cancel %s: %w", h.JobID, err)
+		}
+		for _, p := range list.Items {
+			if err := b.cs.CoreV1().Pods(b.o.Namespace).Delete(cctx, p.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("cancel %s: delete pod %s: %w", h.JobID, p.Name, err)
+			}
+		}
+		return nil
+	}
+	return b.deleteJob(cctx, h.K8sName, metav1.DeletePropagationForeground)
+}
+
+// Cleanup implements backend.Backend: delete the Job (a batch child's Indexed Job is
+// removed by CleanupGroup, since its siblings share it).
+func (b *Backend) Cleanup(ctx context.Context, h *job.Handle) error {
+	if _, ok := member(h); ok {
+		state, _, err := b.Status(ctx, h)
+		if err != nil {
+			return err
+		}
+		if !state.Terminal() {
+			return b.Cancel(ctx, h)
+		}
+		return nil
+	}
+	cctx, cancel := ctxTimeout(ctx)
+	defer cancel()
+	return b.deleteJob(cctx, h.K8sName, metav1.DeletePropagationBackground)
+}
+
+// CleanupGroup deletes a batch's Indexed Job.
+func (b *Backend) CleanupGroup(ctx context.Context, gid string) error {
+	cctx, cancel := ctxTimeout(ctx)
+	defer cancel()
+	return b.deleteJob(cctx, gid, metav1.DeletePropagationBackground)
+}
+
+func (b *Backend) deleteJob(ctx context.Context, name string, prop metav1.DeletionPropagation) error {
+	if name == "" {
+		return nil
+	}
+	err := b.cs.BatchV1().Jobs(b.o.Namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &prop})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete Job %s: %w", name, err)
+	}
+	return nil
+}
+
+// List implements backend.Lister: the single jobs in the namespace, by label, from
+// their annotations (no store reads). Batch children are listed by their batch.
+func (b *Backend) List(ctx context.Context) ([]*job.Handle, error) {
+	cctx, cancel := ctxTimeout(ctx)
+	defer cancel()
+	list, err := b.cs.BatchV1().Jobs(b.o.Namespace).List(cctx, metav1.ListOptions{LabelSelector: LabelApp + "=kinetic," + LabelJobID})
+	if err != nil {
+		return nil, fmt.Errorf("list Jobs in namespace %s: %w", b.o.Namespace, err)
+	}
+	var out []*job.Handle
+	for _, j := range list.Items {
+		h, err := handleFromAnnotations(j.Annotations)
+		if err != nil || h.JobID == "" {
+			continue // not ours, or written by something else
+		}
+		out = append(out, h)
+	}
+	sort.Slice(out, func(i, k int) bool { return out[i].JobID < out[k].JobID })
+	return out, nil
+}
+
+// StreamLogs implements backend.LogStreamer with pods/log.
+func (b *Backend) StreamLogs(ctx context.Context, h *job.Handle, follow bool, tailLines int, w io.Writer) error {
+	pod, err := b.podOf(ctx, h)
+	if err != nil {
+		return err
+	}
+	opts := &corev1.PodLogOptions{Container: "job", Follow: follow}
+	if tailLines > 0 {
+		opts.TailLines = ptr(int64(tailLines))
+	}
+	rc, err := b.cs.CoreV1().Pods(b.o.Namespace).GetLogs(pod, opts).Stream(ctx)
+	if err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsBadRequest(err) {
+			return backend.ErrNoLogs // gone, or not started: the store has what there is
+		}
+		return fmt.Errorf("logs of %s: %w", h.JobID, err)
+	}
+	defer rc.Close()
+	_, err = io.Copy(w, rc)
+	return err
+}
+
+// podOf finds the newest pod of a job (or of a batch child's index).
+func (b *Backend) podOf(ctx context.Context, h *job.Handle) (string, error) {
+	sel := "batch.kubernetes.io/job-name=" + h.K8sName
+	if index, ok := member(h); ok {
+		sel += fmt.Sprintf(",%s=%d", batchv1.JobCompletionIndexAnnotation, index)
+	}
+	cctx, cancel := ctxTimeout(ctx)
+	defer cancel()
+	list, err := b.cs.CoreV1().Pods(b.o.Namespace).List(cctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return "", fmt.Errorf("pods of %s: %w", h.JobID, err)
+	}
+	if len(list.Items) == 0 {
+		return "", backend.ErrNoLogs
+	}
+	pods := list.Items
+	sort.Slice(pods, func(i, k int) bool { return pods[i].CreationTimestamp.After(pods[k].CreationTimestamp.Time) })
+	return pods[0].Name, nil
+}
+
+// logTail returns the last n lines of a failed job's output: from the pod if it is
+// still there, else from the copy in the store.
+func (b *Backend) logTail(ctx context.Context, h *job.Handle, pod string, n int) string {
+	if pod != "" {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		rc, err := b.cs.CoreV1().Pods(b.o.Namespace).GetLogs(pod, &corev1.PodLogOptions{Container: "job", TailLines: ptr(int64(n))}).Stream(cctx)
+		if err == nil {
+			defer rc.Close()
+			var lines []string
+			sc := bufio.NewScanner(io.LimitReader(rc, 64<<10))
+			for sc.Scan() {
+				lines = append(lines, sc.Text())
+			}
+			return strings.Join(lines, "\n")
+		}
+	}
+	return ""
+}
+

@@ -1,0 +1,129 @@
+package kubernetes
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/store"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func testBackend(t *testing.T, o Options) *Backend {
+	t.Helper()
+	st, err := store.Open(context.Background(), "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	b := &Backend{st: st, cache: map[string]*cached{}}
+	// Defaults as New sets them, without a store scheme check (the golden files do not
+	// depend on the store).
+	if o.Namespace == "" {
+		o.Namespace = "default"
+	}
+	if o.RunnerImage == "" {
+		o.RunnerImage = DefaultRunnerImage
+	}
+	if o.Image == "" {
+		o.Image = DefaultImage
+	}
+	if o.TTL == 0 {
+		o.TTL = 600 * time.Second
+	}
+	b.o = o
+	b.cs = fake.NewSimpleClientset()
+	return b
+}
+
+func testHandle(acc string) *job.Handle {
+	return &job.Handle{
+		JobID: "job-0123456789abcdefghijklm", K8sName: "job-0123456789abcdefghijklm", Backend: "gke",
+		Accelerator: acc, FuncName: "train", DisplayName: "train", CreatedAt: "2026-11-22T12:00:00Z",
+		Namespace: "default", Store: "gs://bucket", Debug: "false",
+	}
+}
+
+func golden(t *testing.T, name string, v any) {
+	t.Helper()
+	got, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	path := filepath.Join("testdata", name+".json")
+	if *update {
+		os.MkdirAll("testdata", 0o755)
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to write it)", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s differs from the golden file (-want +got):\n%s", path, diff)
+	}
+}
+
+// TestJobGolden pins the Job of each accelerator family, on GKE and on a generic cluster.
+func TestJobGolden(t *testing.T) {
+	cases := []struct {
+		name, acc, cluster string
+		o                  Options
+	}{
+		{"cpu", "cpu", "gke", Options{}},
+		{"cpu4-secret-sa", "cpu:4", "gke", Options{StoreSecret: "kinetic-store", ServiceAccount: "kinetic-runner", Memory: "8Gi"}},
+		{"gpu-l4x2", "l4x2", "gke", Options{}},
+		{"gpu-a100-spot", "a100:spot", "gke", Options{}},
+		{"tpu-v6e-8", "tpu-v6e-8", "gke", Options{}},
+		{"tpu-v5e-4-spot", "v5litepod-4:spot", "gke", Options{}},
+		{"generic-gpu-l4x2", "l4x2", "generic", Options{}},
+		{"generic-tpu-v6e-8", "tpu-v6e-8", "generic", Options{}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.o.ClusterType = c.cluster
+			b := testBackend(t, c.o)
+			j, err := b.jobFor(testHandle(c.acc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "job-"+c.name, j)
+		})
+	}
+}
+
+func TestIndexedJobGolden(t *testing.T) {
+	b := testBackend(t, Options{ClusterType: "gke"})
+	h := testHandle("l4")
+	h.GroupID, h.GroupKind = "grp-0123456789abcdefghijklm", "map"
+	j, err := b.indexedJobFor(backend.Group{ID: h.GroupID, Size: 1000, Parallelism: 64}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "indexed-job-l4", j)
+}
+
+func TestAnnotationsRoundTrip(t *testing.T) {
+	h := testHandle("tpu-v6e-8")
+	h.ImageURI = "us-docker.pkg.dev/p/r/img:tag"
+	got, err := handleFromAnnotations(handleAnnotations(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(h, got); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}

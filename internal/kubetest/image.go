@@ -1,0 +1,96 @@
+package kubetest
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// File is one file of an image made by PushFiles.
+type File struct {
+	Path   string // inside the image, relative to /
+	Source string // file on this machine
+	Mode   int64
+}
+
+// PushFiles pushes a one-layer linux/amd64 image holding files to ref (a registry of
+// this harness: plain HTTP).
+func PushFiles(ctx context.Context, ref string, files []File, entrypoint, env []string) error {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	dirs := map[string]bool{}
+	for _, f := range files {
+		for d := path.Dir(f.Path); d != "." && d != "/" && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	for d := range dirs {
+		tw.WriteHeader(&tar.Header{Name: d + "/", Typeflag: tar.TypeDir, Mode: 0o755})
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f.Source)
+		if err != nil {
+			return err
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: f.Path, Typeflag: tar.TypeReg, Mode: f.Mode, Size: int64(len(b))}); err != nil {
+			return err
+		}
+		tw.Write(b)
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil })
+	if err != nil {
+		return err
+	}
+	return pushLayers(ctx, ref, []v1.Layer{layer}, entrypoint, env)
+}
+
+// PushLayerTar pushes a one-layer linux/amd64 image whose layer is the tar file at
+// tarPath (e.g. a root filesystem).
+func PushLayerTar(ctx context.Context, ref, tarPath string, entrypoint, env []string) error {
+	layer, err := tarball.LayerFromFile(tarPath)
+	if err != nil {
+		return err
+	}
+	return pushLayers(ctx, ref, []v1.Layer{layer}, entrypoint, env)
+}
+
+func pushLayers(ctx context.Context, ref string, layers []v1.Layer, entrypoint, env []string) error {
+	r, err := name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		return err
+	}
+	img, err := mutate.AppendLayers(empty.Image, layers...)
+	if err != nil {
+		return err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return err
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", "amd64"
+	cf.Config.Entrypoint = entrypoint
+	cf.Config.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, env...)
+	img, err = mutate.ConfigFile(img, cf)
+	if err != nil {
+		return err
+	}
+	if err := remote.Write(r, img, remote.WithContext(ctx)); err != nil {
+		return fmt.Errorf("push %s: %w", ref, err)
+	}
+	return nil
+}

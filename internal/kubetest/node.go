@@ -1,0 +1,216 @@
+package kubetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/registry"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// PauseImage is the sandbox image, built from Kubernetes' pause.c and pushed to the
+// harness registry.
+const PauseImage = RegistryURL + "/pause:3.10"
+
+// startRegistry serves an in-memory OCI registry on HostIP:5000 (go-containerregistry's
+// registry), from which containerd pulls over plain HTTP.
+func (c *Cluster) startRegistry(ctx context.Context) error {
+	l, err := net.Listen("tcp", RegistryURL)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", RegistryURL, err)
+	}
+	c.registry = &http.Server{Handler: registry.New(registry.Logger(nil)), ReadHeaderTimeout: 10 * time.Second}
+	go c.registry.Serve(l)
+	pause, err := c.pauseBinary(ctx)
+	if err != nil {
+		return err
+	}
+	return PushFiles(ctx, PauseImage, []File{{Path: "pause", Source: pause, Mode: 0o755}}, []string{"/pause"}, nil)
+}
+
+// pauseBinary compiles pause.c (from the k8s.io/kubernetes module) once into the tools
+// cache.
+func (c *Cluster) pauseBinary(ctx context.Context) (string, error) {
+	out := filepath.Join(c.Bins, "pause")
+	if _, err := os.Stat(out); err == nil {
+		return out, nil
+	}
+	modcache, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		return "", err
+	}
+	src := filepath.Join(string(trimNL(modcache)), "k8s.io", "kubernetes@"+Version, "build", "pause", "linux", "pause.c")
+	if _, err := os.Stat(src); err != nil {
+		dl := exec.CommandContext(ctx, "go", "mod", "download", "k8s.io/kubernetes@"+Version)
+		dl.Dir = filepath.Dir(c.Bins)
+		if b, err := dl.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("download k8s.io/kubernetes for pause.c: %v: %s", err, b)
+		}
+	}
+	tmp := out + ".tmp"
+	if b, err := exec.CommandContext(ctx, "gcc", "-Os", "-static", "-DVERSION=v3.10-kinetic", "-o", tmp, src).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("gcc pause.c (gcc and a static libc are needed): %v: %s", err, b)
+	}
+	return out, os.Rename(tmp, out)
+}
+
+func trimNL(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func (c *Cluster) startContainerd(ctx context.Context) error {
+	if _, err := exec.LookPath("containerd"); err != nil {
+		return fmt.Errorf("containerd is not installed (apt-get install containerd runc containernetworking-plugins): %w", err)
+	}
+	dir := c.path("containerd")
+	cni := c.path("cni", "net.d")
+	for _, d := range []string{dir, cni} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	conf := fmt.Sprintf(`{"cniVersion": "1.0.0", "name": "kinetic", "plugins": [
+  {"type": "bridge", "bridge": %q, "isGateway": true, "ipMasq": false,
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": %q, "gateway": %q}]], "dataDir": %q}},
+  {"type": "portmap", "capabilities": {"portMappings": true}}]}
+`, Bridge, PodCIDR, HostIP, c.path("cni", "ipam"))
+	if err := os.WriteFile(filepath.Join(cni, "10-kinetic.conflist"), []byte(conf), 0o644); err != nil {
+		return err
+	}
+	toml := fmt.Sprintf(`version = 2
+root = %q
+state = %q
+[grpc]
+  address = %q
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %q
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = %q
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors.%q]
+    endpoint = ["http://%s"]
+`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), c.path("containerd", "containerd.sock"), PauseImage, cni, RegistryURL, RegistryURL)
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(toml), 0o644); err != nil {
+		return err
+	}
+	p, err := c.run("containerd", "containerd", "--config", filepath.Join(dir, "config.toml"))
+	if err != nil {
+		return err
+	}
+	return c.waitFor(ctx, p, 30*time.Second, func() error {
+		_, err := os.Stat(c.path("containerd", "containerd.sock"))
+		return err
+	})
+}
+
+func (c *Cluster) startKubelet(ctx context.Context) error {
+	dir := c.path("kubelet")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: cgroupfs
+cgroupsPerQOS: false
+enforceNodeAllocatable: []
+failSwapOn: false
+failCgroupV1: false
+maxOpenFiles: 20000
+makeIPTablesUtilChains: false
+address: %s
+healthzBindAddress: 127.0.0.1
+readOnlyPort: 0
+authentication:
+  anonymous: {enabled: true}
+  webhook: {enabled: false}
+authorization: {mode: AlwaysAllow}
+containerRuntimeEndpoint: unix://%s
+serializeImagePulls: false
+maxPods: 110
+evictionHard: {memory.available: "50Mi", nodefs.available: "1%%", imagefs.available: "1%%", nodefs.inodesFree: "1%%"}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+syncFrequency: 5s
+nodeStatusUpdateFrequency: 5s
+`, HostIP, c.path("containerd", "containerd.sock"))
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o644); err != nil {
+		return err
+	}
+	_, err := c.run("kubelet", filepath.Join(c.Bins, "kubelet"),
+		"--kubeconfig="+c.Kubeconfig, "--config="+filepath.Join(dir, "config.yaml"),
+		"--root-dir="+filepath.Join(dir, "root"), "--cert-dir="+filepath.Join(dir, "pki"),
+		"--hostname-override="+NodeName, "--node-ip="+HostIP, "--v=0")
+	return err
+}
+
+// Client returns an admin clientset.
+func (c *Cluster) Client() (*kubernetes.Clientset, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = 500, 1000
+	return kubernetes.NewForConfig(cfg)
+}
+
+// waitReady waits for the node to be Ready and the default service account to exist
+// (pods are refused until it does).
+func (c *Cluster) waitReady(ctx context.Context) error {
+	cs, err := c.Client()
+	if err != nil {
+		return err
+	}
+	var kubelet *proc
+	for _, p := range c.procs {
+		if p.name == "kubelet" {
+			kubelet = p
+		}
+	}
+	return c.waitFor(ctx, kubelet, 90*time.Second, func() error {
+		n, err := cs.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		ready := false
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				ready = true
+			}
+		}
+		if !ready {
+			return errors.New("node not Ready")
+		}
+		_, err = cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
+		return err
+	})
+}
+
+func (c *Cluster) startKwok(ctx context.Context) error {
+	_, err := c.run("kwok", filepath.Join(c.Bins, "kwok"),
+		"--kubeconfig="+c.Kubeconfig,
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+		"--cidr=10.86.0.0/16", "--node-ip=10.86.0.1")
+	return err
+}

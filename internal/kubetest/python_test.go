@@ -1,0 +1,22 @@
+package kubetest
+
+import (
+	"context"
+	"os"
+	"testing"
+)
+
+// TestPythonRootfs makes (or finds) the cached rootfs and checks it holds python3.
+func TestPythonRootfs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("debootstrap needs root")
+	}
+	p, err := PythonRootfs(context.Background(), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(p)
+	if err != nil || fi.Size() < 10<<20 {
+		t.Fatalf("rootfs %s: %v (size %v)", p, err, fi)
+	}
+}

@@ -39,6 +39,7 @@ func newRunnerCmd(g *Globals) *cobra.Command {
 	cmd.Flags().StringVar(&o.JobID, "job", "", "job ID")
 	cmd.Flags().StringVar(&o.Workspace, "workspace", "", "private working directory")
 	cmd.Flags().StringVar(&o.Host, "host", os.Getenv("KINETIC_HOST_INDEX"), "host index in a multi-host job")
+	cmd.Flags().IntVar(&o.DebugPort, "debug-port", runner.DefaultDebugPort, "port debugpy listens on (127.0.0.1) in a debug job; 0 for any free port")
 	cmd.MarkFlagRequired("store")
 	cmd.MarkFlagRequired("job")
 	return cmd

@@ -35,9 +35,26 @@ type Engine struct {
 	// Notice receives ready-made notices for a person (dropped requirements, ...).
 	Notice io.Writer
 
-	mu       sync.Mutex
-	stores   map[string]*store.Store
-	backends map[string]backend.Backend
+	mu        sync.Mutex
+	stores    map[string]*store.Store
+	backends  map[string]backend.Backend
+	factories map[string]BackendFactory
+}
+
+// BackendFactory makes the backend that runs the jobs of one store.
+type BackendFactory func(e *Engine, st *store.Store) (backend.Backend, error)
+
+// RegisterBackend makes jobs whose handle names backend name run on what f makes (one
+// per store, made on first use). It is how a backend outside this package plugs in (the
+// Kubernetes backends; fakes in tests) and wins over the built-in choice for that name.
+// Register before the first job uses the name.
+func (e *Engine) RegisterBackend(name string, f BackendFactory) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.factories == nil {
+		e.factories = map[string]BackendFactory{}
+	}
+	e.factories[name] = f
 }
 
 // New returns an engine with the configuration resolved from o.
@@ -105,29 +122,48 @@ func (e *Engine) Close() error {
 
 // backendFor returns the backend that runs jobs named backend over st.
 func (e *Engine) backendFor(name string, st *store.Store) (backend.Backend, error) {
+	e.mu.Lock()
+	f := e.factories[name]
+	e.mu.Unlock()
+	if f != nil {
+		return e.cachedBackend(name, st, func() (backend.Backend, error) { return f(e, st) })
+	}
 	switch name {
 	case "", local.Name:
-		// One per store: a backend may remember things between calls.
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		key := local.Name + "|" + st.URL()
-		if b, ok := e.backends[key]; ok {
-			return b, nil
-		}
-		b, err := local.New(st, local.Options{StateDir: filepath.Join(config.DataDir(), "local"), Exe: e.Exe})
-		if err != nil {
-			return nil, err
-		}
-		if e.backends == nil {
-			e.backends = map[string]backend.Backend{}
-		}
-		e.backends[key] = b
-		return b, nil
+		return e.cachedBackend(local.Name, st, func() (backend.Backend, error) {
+			return local.New(st, local.Options{StateDir: filepath.Join(config.DataDir(), "local"), Exe: e.Exe})
+		})
 	case "gke", "k8s", "pathways":
 		return nil, fmt.Errorf("backend %q: %w: this build runs jobs on the local backend only; the Kubernetes backend is not available yet (use --backend local)", name, backend.ErrUnavailable)
 	default:
 		return nil, fmt.Errorf("unknown backend %q: use local, gke or pathways", name)
 	}
+}
+
+// cachedBackend returns the backend called name over st, made by newBackend on first use: one
+// per store, since a backend may remember things between calls.
+func (e *Engine) cachedBackend(name string, st *store.Store, newBackend func() (backend.Backend, error)) (backend.Backend, error) {
+	key := name + "|" + st.URL()
+	e.mu.Lock()
+	b, ok := e.backends[key]
+	e.mu.Unlock()
+	if ok {
+		return b, nil
+	}
+	b, err := newBackend() // not under the lock: a factory may open stores
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if prev, ok := e.backends[key]; ok {
+		return prev, nil
+	}
+	if e.backends == nil {
+		e.backends = map[string]backend.Backend{}
+	}
+	e.backends[key] = b
+	return b, nil
 }
 
 // Job is a handle bound to its store and backend: the unit every observe call works on.

@@ -89,13 +89,15 @@ def _import_debugpy(lib):
             import subprocess
             print("kinetic: debugpy is not installed in %s; installing it with pip" % sys.executable, flush=True)
             p = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                                "--no-input", "--target", lib, "debugpy"],
+                                "--no-input", "--retries", "1", "--timeout", "15", "--target", lib, "debugpy"],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
             if p.returncode != 0:
+                said = [l.strip() for l in (p.stdout or "").splitlines() if l.startswith("ERROR:")]
+                said = "; ".join(said)[-500:] or "exit code %d" % p.returncode
                 raise ImportError(
                     "debugpy is not installed in the job's Python (%s) and pip could not install it (%s): "
                     "add debugpy to your requirements or your image, or make a package index reachable "
-                    "from the worker" % (sys.executable, (p.stdout or "").strip()[-500:] or "exit code %d" % p.returncode))
+                    "from the worker" % (sys.executable, said))
             sys.path.insert(0, lib)
     try:
         import debugpy

@@ -40,6 +40,9 @@ func newDebugSession(spec *job.Spec, o Options, outDir string) *debugSession {
 		"KINETIC_DEBUGPY_WAIT=" + strconv.Itoa(spec.Debug.WaitSeconds),
 		"KINETIC_DEBUGPY_READY=" + ready,
 		"KINETIC_DEBUGPY_LIB=" + filepath.Join(o.Workspace, "debugpy"),
+		// Python 3.11+ warns that frozen modules may hide breakpoints in the standard
+		// library; user code is not frozen, and the warning would be in every debug log.
+		"PYDEVD_DISABLE_FILE_VALIDATION=1",
 	}}
 }
 

@@ -309,7 +309,7 @@ func TestDebugOptionsAreChecked(t *testing.T) {
 		"command job":      {func(r *SubmitRequest) { r.Kind, r.Command, r.Debug = job.KindCommand, []string{"true"}, true }, "needs a Python function"},
 		"wait, no debug":   {func(r *SubmitRequest) { r.DebugWait = 5 }, "debug_wait is set but debug is not"},
 		"wait too short":   {func(r *SubmitRequest) { r.Debug, r.DebugWait = true, 0.2 }, "debug_wait 0.2"},
-		"wait over a week": {func(r *SubmitRequest) { r.Debug, r.DebugWait = true, 8 * 24 * 3600 }, "a week"},
+		"wait over a week": {func(r *SubmitRequest) { r.Debug, r.DebugWait = true, 8*24*3600 }, "a week"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := pickleRequest()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/internal/gcstest"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
 )
@@ -323,5 +324,39 @@ func TestDebugOptionsAreChecked(t *testing.T) {
 	r.Debug = true
 	if d, err := debugSpec(r); err != nil || d.WaitSeconds != 600 {
 		t.Fatalf("default wait: %+v %v", d, err)
+	}
+}
+
+// TestCleanupKeepsOutputsOnGCS: cleanup(k8s=True, gcs=True) removes the job's store
+// objects on a gs:// store and leaves what the job wrote under KINETIC_OUTPUT_DIR.
+func TestCleanupKeepsOutputsOnGCS(t *testing.T) {
+	ctx := context.Background()
+	srv := gcstest.Start(t)
+	url := "gs://" + srv.NewBucket(t) + "?endpoint=" + srv.URL()
+	e := newTestEngine(t, nil, "")
+	fake := newFake(nil)
+	e.RegisterBackend("k8s", func(*Engine, *store.Store) (backend.Backend, error) { return fake, nil })
+	req := pickleRequest()
+	req.Config[config.Store] = url
+	j, err := e.Submit(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := j.Handle.JobID
+	if want := strings.TrimSuffix(strings.SplitN(url, "?", 2)[0], "/") + "/outputs/" + id; j.Handle.OutputDir != want {
+		t.Fatalf("output dir = %q, want %q", j.Handle.OutputDir, want)
+	}
+	ckpt := store.OutputsPrefix(id) + "ckpt/step-1.bin"
+	if err := j.Store.Put(ctx, ckpt, []byte("weights")); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Cleanup(ctx, true, true); err != nil {
+		t.Fatal(err)
+	}
+	if objs, _ := j.Store.List(ctx, store.JobPrefix(id)); len(objs) != 0 {
+		t.Errorf("cleanup left %d job objects", len(objs))
+	}
+	if b, err := j.Store.Get(ctx, ckpt); err != nil || string(b) != "weights" {
+		t.Errorf("the output %s after cleanup: %q, %v", ckpt, b, err)
 	}
 }

@@ -114,6 +114,7 @@ func TestSpecValidation(t *testing.T) {
 func FuzzDecodeHandle(f *testing.F) {
 	f.Add([]byte(`{"job_id":"job-1a2b3c4d","backend":"gke","group_index":2,"debug":true}`))
 	f.Add([]byte(`{"job_id":null}`))
+	f.Add([]byte(`{"job_id":"job-1a2b3c4d","spot":"true","kube_context":"gke_p_z_c","shipped_root":"/home/u/p"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, err := DecodeHandle(b)
 		if err != nil {

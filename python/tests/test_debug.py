@@ -121,3 +121,33 @@ def test_spot_reaches_the_handle():
     assert kinetic.attach(h.job_id).spot
     assert h.to_dict()["spot"] == "true"
     assert h.result(timeout=60) == 2
+
+
+def test_sync_debug_call_prints_the_configuration_and_returns(capfd):
+    import threading
+    import time
+
+    @kinetic.run(accelerator="cpu", debug=True, debug_wait=120)
+    def square(x):
+        return x * x
+
+    out = {}
+    t = threading.Thread(target=lambda: out.setdefault("value", square(9)), daemon=True)
+    t.start()
+    deadline = time.time() + 60
+    h = None
+    while h is None and time.time() < deadline:
+        h = next((j for j in kinetic.list_jobs() if j.func_name.endswith("square") and j.status() != kinetic.JobStatus.SUCCEEDED), None)
+        time.sleep(0.1)
+    assert h is not None, "the debug job did not appear"
+    session = h.debug_attach(quiet=True)
+    dap = Dap(session.host, session.port)
+    dap.response(dap.send("initialize", {"adapterID": "debugpy", "pathFormat": "path"}))
+    attach = dap.send("attach", {"pathMappings": session.config["pathMappings"]})
+    dap.event("initialized")
+    dap.response(dap.send("configurationDone"))
+    dap.response(attach)
+    t.join(60)
+    assert out.get("value") == 81
+    err = capfd.readouterr().err
+    assert '"request": "attach"' in err and h.job_id in err

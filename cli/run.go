@@ -85,7 +85,17 @@ and return at once; follow it with "kinetic jobs".`,
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: job %s submitted (%s on %s)\n", j.Handle.JobID, j.Handle.Accelerator, j.Handle.Backend)
 		if debug {
-			fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: the job waits for a debugger: run `kinetic jobs debug %s` in another terminal\n", j.Handle.JobID)
+			// Say where the debugger goes (stderr: stdout is for the value), keep any
+			// forward open while the job runs.
+			s, err := j.DebugAttach(ctx, 0)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: the job waits for a debugger at %s:%d; VS Code launch.json configuration:\n", s.Host, s.Port)
+			if err := writeJSON(cmd.ErrOrStderr(), s.Launch); err != nil {
+				return err
+			}
 		}
 		logsDone := make(chan error, 1)
 		go func() { logsDone <- j.Logs(ctx, cmd.ErrOrStderr(), true) }()

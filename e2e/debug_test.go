@@ -168,3 +168,15 @@ func TestDebugRefusals(t *testing.T) {
 		t.Fatalf("debug-wait without debug: %d %s", r.code, r.stderr)
 	}
 }
+
+// TestRunDebugSync: `kinetic run --debug` (not --async) prints where to attach on stderr,
+// then waits for the job as usual; nobody attaching within the wait fails it.
+func TestRunDebugSync(t *testing.T) {
+	e := newEnv(t)
+	py := debugPython(t)
+	os.WriteFile(filepath.Join(e.dir, "m.py"), []byte(debugModule), 0o644)
+	r := e.run("run", "--python", py, "--debug", "--debug-wait", "2s", "m.py::f", "21")
+	if r.code == 0 || !strings.Contains(r.stderr, `"request": "attach"`) || !strings.Contains(r.stderr, "no debugger attached within 2s") || r.stdout != "" {
+		t.Fatalf("run --debug: %d %q\n%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -80,3 +80,22 @@ type LogStreamer interface {
 
 // ErrNoLogs: the backend has no logs for the job at the source.
 var ErrNoLogs = errors.New("no logs at the source")
+
+// Debugger is implemented by backends that can connect this machine to the debugger of
+// a debug job (docs/debug.md). The engine waits for the runner's debug.json in the store
+// (m: where debugpy listens, as seen from the worker) and then asks the backend for an
+// address this machine can reach.
+//
+// Implementations must:
+//   - return a host and port on this machine that reach m.Host:m.Port on the worker that
+//     wrote m (host index m.HostIndex): the address itself when the worker is this
+//     machine, a port-forward to the pod's port on a cluster;
+//   - listen on localPort when it is not 0 (and fail, naming the port, if it is taken),
+//     or on a free port when it is 0, if they forward at all; a backend that needs no
+//     forward ignores localPort;
+//   - keep the address working until stop is called or ctx ends, and make stop release
+//     whatever they started (stop may be nil when there is nothing to release);
+//   - wrap ErrUnavailable when the worker cannot be reached from here.
+type Debugger interface {
+	DebugEndpoint(ctx context.Context, h *job.Handle, m *job.DebugMarker, localPort int) (host string, port int, stop func(), err error)
+}

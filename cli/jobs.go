@@ -15,7 +15,7 @@ func init() { register(newJobsCmd) }
 
 func newJobsCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "jobs", Short: "Observe and manage jobs: list, status, logs, result, cancel, cleanup"}
-	cmd.AddCommand(newJobsListCmd(g), newJobsStatusCmd(g), newJobsLogsCmd(g), newJobsResultCmd(g), newJobsCancelCmd(g), newJobsCleanupCmd(g))
+	cmd.AddCommand(newJobsListCmd(g), newJobsStatusCmd(g), newJobsLogsCmd(g), newJobsResultCmd(g), newJobsCancelCmd(g), newJobsCleanupCmd(g), newJobsDebugCmd(g))
 	return cmd
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,6 +20,8 @@ func newRunCmd(g *Globals) *cobra.Command {
 		acc, image, python  string
 		capture             []string
 		async, asJSON, spot bool
+		debug               bool
+		debugWait           time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] FILE.py::FUNC [ARGS...] | run [flags] -- CMD [ARGS...]",
@@ -38,10 +41,13 @@ and return at once; follow it with "kinetic jobs".`,
 	f.StringVar(&python, "python", "", "Python interpreter for the local backend (default: python3 on PATH)")
 	f.StringArrayVar(&capture, "capture-env", nil, "environment variable (NAME or PREFIX*) to send with the job; repeatable")
 	f.BoolVar(&spot, "spot", false, "run on spot capacity")
+	f.BoolVar(&debug, "debug", false, "start debugpy in the job and wait for a debugger before the call (attach with `kinetic jobs debug ID`)")
+	f.DurationVar(&debugWait, "debug-wait", 0, "with --debug, how long the job waits for a debugger before it fails (default 10m)")
 	f.BoolVar(&async, "async", false, "submit, print the handle, and return")
 	f.BoolVar(&asJSON, "json", false, "print the result (or the handle with --async) as JSON")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		req := &engine.SubmitRequest{Accelerator: acc, ContainerImage: image, Python: python, CaptureEnv: capture, Spot: spot}
+		req := &engine.SubmitRequest{Accelerator: acc, ContainerImage: image, Python: python, CaptureEnv: capture, Spot: spot,
+			Debug: debug, DebugWait: debugWait.Seconds()}
 		if dash := cmd.ArgsLenAtDash(); dash >= 0 {
 			if dash != 0 {
 				return fmt.Errorf("give either FILE.py::FUNC or -- CMD, not both")
@@ -78,6 +84,19 @@ and return at once; follow it with "kinetic jobs".`,
 			return nil
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: job %s submitted (%s on %s)\n", j.Handle.JobID, j.Handle.Accelerator, j.Handle.Backend)
+		if debug {
+			// Say where the debugger goes (stderr: stdout is for the value), keep any
+			// forward open while the job runs.
+			s, err := j.DebugAttach(ctx, 0)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: the job waits for a debugger at %s:%d; VS Code launch.json configuration:\n", s.Host, s.Port)
+			if err := writeJSON(cmd.ErrOrStderr(), s.Launch); err != nil {
+				return err
+			}
+		}
 		logsDone := make(chan error, 1)
 		go func() { logsDone <- j.Logs(ctx, cmd.ErrOrStderr(), true) }()
 		res, err := j.Result(ctx, "")

@@ -81,6 +81,7 @@ func newRunnerCmd(g *Globals) *cobra.Command {
 	cmd.Flags().DurationVar(&memberWait, "member-wait", 15*time.Minute, "how long a batch member waits for its child to be written")
 	cmd.Flags().StringVar(&o.Workspace, "workspace", "", "private working directory")
 	cmd.Flags().StringVar(&o.Host, "host", os.Getenv("KINETIC_HOST_INDEX"), "host index in a multi-host job")
+	cmd.Flags().IntVar(&o.DebugPort, "debug-port", runner.DefaultDebugPort, "port debugpy listens on (127.0.0.1) in a debug job; 0 for any free port")
 	cmd.MarkFlagRequired("store")
 	return cmd
 }

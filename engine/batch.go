@@ -103,6 +103,7 @@ type Batch struct {
 	st *store.Store
 
 	base   *job.Spec // planned once for every child
+	root   string    // the shipped root, recorded in every child's handle
 	queued bool      // the backend queues children (backend.Queuer)
 	// grouped: the backend runs first attempts as one unit started by Map (backend.Grouper)
 	grouped bool
@@ -166,7 +167,7 @@ func (e *Engine) Map(ctx context.Context, req *MapRequest) (*Batch, error) {
 	}
 	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	b.cancel = cancel
-	b.base = p.spec
+	b.base, b.root = p.spec, p.root
 	if be, err := e.backendFor(p.handle, p.st); err == nil {
 		_, b.queued = be.(backend.Queuer)
 		if gr, ok := be.(backend.Grouper); ok && len(inputs) > 0 {
@@ -234,7 +235,7 @@ func (b *Batch) submitAll(ctx context.Context, tmpl *SubmitRequest, inputs [][]b
 			prev = b.manifest.Children[i].Attempts
 		}
 		b.mu.Unlock()
-		r.group = &groupInfo{id: gid, index: i, attempts: prev, base: b.base, parallelism: req.MaxConcurrent, grouped: b.grouped}
+		r.group = &groupInfo{id: gid, index: i, attempts: prev, base: b.base, root: b.root, parallelism: req.MaxConcurrent, grouped: b.grouped}
 		j, err := b.e.Submit(ctx, &r)
 		b.mu.Lock()
 		for len(b.manifest.Children) <= i {
@@ -342,6 +343,7 @@ type groupInfo struct {
 	index    int
 	attempts []string // earlier attempts' job IDs
 	base     *job.Spec
+	root     string
 	// parallelism bounds the workers a queueing backend gives the batch.
 	parallelism int
 	// grouped: first attempts join the group unit the backend started (backend.Grouper).

@@ -37,9 +37,26 @@ type Engine struct {
 	// Notice receives ready-made notices for a person (dropped requirements, ...).
 	Notice io.Writer
 
-	mu       sync.Mutex
-	stores   map[string]*store.Store
-	backends map[string]backend.Backend
+	mu        sync.Mutex
+	stores    map[string]*store.Store
+	backends  map[string]backend.Backend
+	factories map[string]BackendFactory
+}
+
+// BackendFactory makes the backend that runs the jobs of one store.
+type BackendFactory func(e *Engine, st *store.Store) (backend.Backend, error)
+
+// RegisterBackend makes jobs whose handle names backend name run on what f makes (one
+// per store, made on first use). It is how a backend outside this package plugs in (the
+// Kubernetes backends; fakes in tests) and wins over the built-in choice for that name.
+// Register before the first job uses the name.
+func (e *Engine) RegisterBackend(name string, f BackendFactory) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.factories == nil {
+		e.factories = map[string]BackendFactory{}
+	}
+	e.factories[name] = f
 }
 
 // New returns an engine with the configuration resolved from o.
@@ -106,42 +123,37 @@ func (e *Engine) Close() error {
 }
 
 // backendFor returns the backend that runs h over st: the handle names the backend and,
-// for the Kubernetes backends, the namespace; the cluster connection comes from the
-// configuration. Backends are made once per (backend, store, namespace): a backend may
-// remember things between calls.
+// for the Kubernetes backends, the cluster and namespace (ClusterOf); only the kubeconfig
+// file and pod settings come from this machine's configuration.
 func (e *Engine) backendFor(h *job.Handle, st *store.Store) (backend.Backend, error) {
 	name := h.Backend
-	key := name + "|" + st.URL() + "|" + h.Namespace
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if b, ok := e.backends[key]; ok {
-		return b, nil
+	f := e.factories[name]
+	e.mu.Unlock()
+	if f != nil {
+		return e.cachedBackend(name, st, func() (backend.Backend, error) { return f(e, st) })
 	}
-	var b backend.Backend
-	var err error
 	switch name {
 	case "", local.Name:
-		b, err = local.New(st, local.Options{StateDir: filepath.Join(config.DataDir(), "local"), Exe: e.Exe})
+		return e.cachedBackend(local.Name, st, func() (backend.Backend, error) {
+			return local.New(st, local.Options{StateDir: filepath.Join(config.DataDir(), "local"), Exe: e.Exe})
+		})
 	case "gke", "k8s":
-		b, err = kubernetes.New(st, e.kubeOptions(name, h.Namespace))
+		c := e.ClusterOf(h)
+		return e.cachedBackend(name+"|"+c.KubeContext+"|"+c.Namespace, st, func() (backend.Backend, error) {
+			return kubernetes.New(st, e.kubeOptions(name, c))
+		})
 	case "pathways":
 		return nil, fmt.Errorf("backend %q: %w: multi-host TPU jobs (LeaderWorkerSet) are not available in this build yet; use --backend gke for single-host accelerators", name, backend.ErrUnavailable)
 	default:
 		return nil, fmt.Errorf("unknown backend %q: use local, gke, k8s or pathways", name)
 	}
-	if err != nil {
-		return nil, err
-	}
-	if e.backends == nil {
-		e.backends = map[string]backend.Backend{}
-	}
-	e.backends[key] = b
-	return b, nil
 }
 
 // kubeOptions are the Kubernetes backend's options from the configuration.
-func (e *Engine) kubeOptions(name, namespace string) kubernetes.Options {
+func (e *Engine) kubeOptions(name string, cl Cluster) kubernetes.Options {
 	c := e.cfg
+	namespace := cl.Namespace
 	if namespace == "" {
 		namespace = c.Get(config.Namespace)
 	}
@@ -152,8 +164,8 @@ func (e *Engine) kubeOptions(name, namespace string) kubernetes.Options {
 	return kubernetes.Options{
 		Name:               name,
 		ClusterType:        c.Get(config.ClusterType),
-		Kubeconfig:         c.Get(config.Kubeconfig),
-		Context:            c.Get(config.KubeContext),
+		Kubeconfig:         cl.Kubeconfig,
+		Context:            cl.KubeContext,
 		Namespace:          namespace,
 		ServiceAccount:     c.Get(config.ServiceAccount),
 		RunnerImage:        c.Get(config.RunnerImage),
@@ -164,6 +176,32 @@ func (e *Engine) kubeOptions(name, namespace string) kubernetes.Options {
 		UnschedulableGrace: dur(config.Unschedulable),
 		PullGrace:          dur(config.PullGrace),
 	}
+}
+
+// cachedBackend returns the backend called name over st, made by newBackend on first use: one
+// per store, since a backend may remember things between calls.
+func (e *Engine) cachedBackend(name string, st *store.Store, newBackend func() (backend.Backend, error)) (backend.Backend, error) {
+	key := name + "|" + st.URL()
+	e.mu.Lock()
+	b, ok := e.backends[key]
+	e.mu.Unlock()
+	if ok {
+		return b, nil
+	}
+	b, err := newBackend() // not under the lock: a factory may open stores
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if prev, ok := e.backends[key]; ok {
+		return prev, nil
+	}
+	if e.backends == nil {
+		e.backends = map[string]backend.Backend{}
+	}
+	e.backends[key] = b
+	return b, nil
 }
 
 // Job is a handle bound to its store and backend: the unit every observe call works on.

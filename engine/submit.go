@@ -60,7 +60,10 @@ type SubmitRequest struct {
 	Environ        map[string]string `json:"environ,omitempty"` // the submitter's environment, for CaptureEnv
 	OutputDir      string            `json:"output_dir,omitempty"`
 	Spot           bool              `json:"spot,omitempty"`
-	Debug          bool              `json:"debug,omitempty"`
+	// Debug starts debugpy in the job's Python and waits for a debugger before the call
+	// (docs/debug.md); DebugWait bounds the wait in seconds (default DefaultDebugWait).
+	Debug     bool    `json:"debug,omitempty"`
+	DebugWait float64 `json:"debug_wait,omitempty"`
 	// Data are the Data(...) objects of the call, in sentinel order (see python/kinetic/data.py);
 	// those with a Mount come from volumes=.
 	Data []DataArg `json:"data,omitempty"`
@@ -84,7 +87,11 @@ type plan struct {
 	manifest *pack.Manifest
 	packOpts pack.Options
 	env      map[string]string
+	root     string // the shipped root ("" when no working directory is shipped)
 }
+
+// DefaultDebugWait is how long a debug job waits for a debugger, as the reference does.
+const DefaultDebugWait = 10 * time.Minute
 
 // Submit validates req, writes the job to the store and starts it. Bad input fails
 // before anything is written; a failure after the first write removes what was written.
@@ -148,8 +155,9 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest) (*plan, error) {
 			return nil, err
 		}
 	}
-	if req.Debug {
-		return nil, errors.New("debug=True is not supported yet: remote debugging comes with the debug-attach capability; run without debug")
+	debug, err := debugSpec(req)
+	if err != nil {
+		return nil, err
 	}
 	cwd := req.Cwd
 	if cwd == "" {
@@ -162,7 +170,7 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest) (*plan, error) {
 	}
 	p := &plan{cfg: cfg}
 	id := job.NewID()
-	p.spec = &job.Spec{Version: job.SpecVersion, JobID: id, Kind: req.Kind, Python: req.Python, Accelerator: spec.Name}
+	p.spec = &job.Spec{Version: job.SpecVersion, JobID: id, Kind: req.Kind, Python: req.Python, Accelerator: spec.Name, Spot: spec.Spot, Debug: debug}
 
 	switch req.Kind {
 	case job.KindPickle:
@@ -212,6 +220,7 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest) (*plan, error) {
 		// A batch child: the tree and the environment were planned once for the batch.
 		p.spec.Workdir, p.spec.Cwd, p.spec.Entry = base.Workdir, base.Cwd, base.Entry
 		p.spec.Requirements, p.spec.Constraints, p.spec.EnvKey, p.spec.RequirementsSource = base.Requirements, base.Constraints, base.EnvKey, base.RequirementsSource
+		p.root = req.group.root
 	} else if err := e.planTree(ctx, p, req, cwd, spec.Category()); err != nil {
 		return nil, err
 	}
@@ -248,6 +257,7 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest) (*plan, error) {
 		BucketName: st.Bucket(), K8sName: id, ImageURI: req.ContainerImage, Accelerator: spec.Name,
 		FuncName: name, DisplayName: display, CreatedAt: time.Now().UTC().Format(time.RFC3339Nano),
 		Debug: strconv.FormatBool(req.Debug), Store: st.URL(), OutputDir: outDir,
+		Spot: strconv.FormatBool(spec.Spot), KubeContext: cfg.Get(config.KubeContext), ShippedRoot: p.root,
 	}
 	if p.handle.Backend == "" {
 		p.handle.Backend = "local"
@@ -446,7 +456,7 @@ func (e *Engine) planTree(ctx context.Context, p *plan, req *SubmitRequest, cwd,
 	if msg := pack.SizeWarning(m, threshold); msg != "" {
 		e.Warn(msg)
 	}
-	p.manifest = m
+	p.manifest, p.root = m, root
 	if rel, err := filepath.Rel(root, cwd); err == nil && !strings.HasPrefix(rel, "..") {
 		p.spec.Cwd = filepath.ToSlash(rel)
 	}
@@ -502,4 +512,26 @@ func (e *Engine) writeTree(ctx context.Context, p *plan) error {
 	}
 	p.manifest = nil
 	return nil
+}
+
+// debugSpec validates the request's debug options and returns the spec's debug settings
+// (nil when the job is not a debug job).
+func debugSpec(req *SubmitRequest) (*job.DebugSpec, error) {
+	if !req.Debug {
+		if req.DebugWait != 0 {
+			return nil, errors.New("debug_wait is set but debug is not: set debug=True (--debug) too, or drop debug_wait")
+		}
+		return nil, nil
+	}
+	if req.Kind == job.KindCommand {
+		return nil, errors.New("debug=True needs a Python function: a command job has no Python process to attach a debugger to (run FILE.py::FUNC instead, or drop --debug)")
+	}
+	wait := time.Duration(req.DebugWait * float64(time.Second))
+	switch {
+	case req.DebugWait == 0:
+		wait = DefaultDebugWait
+	case req.DebugWait < 1 || req.DebugWait > 7*24*3600:
+		return nil, fmt.Errorf("debug_wait %v: want a number of seconds from 1 to 604800 (a week)", req.DebugWait)
+	}
+	return &job.DebugSpec{WaitSeconds: int(wait.Round(time.Second) / time.Second)}, nil
 }

@@ -16,6 +16,7 @@ const (
 	PhaseUnpickle = "unpickle"
 	PhaseEnv      = "env"
 	PhaseData     = "data"
+	PhaseDebugger = "debugger" // starting debugpy and waiting for a debugger (debug jobs)
 	PhaseCall     = "call"
 	PhaseResult   = "result"
 	PhaseSystem   = "system" // killed, cancelled, lost: nothing the function did

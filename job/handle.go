@@ -26,6 +26,17 @@ type Handle struct {
 	GroupKind   string `json:"group_kind,omitempty"`
 	GroupIndex  string `json:"group_index,omitempty"`
 	Debug       string `json:"debug,omitempty"`
+	// Spot is "true" when the job asked for spot (preemptible) capacity, whether by
+	// spot=True or an accelerator name ending in ":spot".
+	Spot string `json:"spot,omitempty"`
+	// KubeContext is the kubeconfig context the job was submitted through ("" when none
+	// was configured): with ClusterName, Project, Zone and Namespace it says which cluster
+	// holds the job, whatever profile is active when someone attaches
+	// (engine.ClusterOf).
+	KubeContext string `json:"kube_context,omitempty"`
+	// ShippedRoot is the submitter's shipped root (absolute, on the submitting machine):
+	// the localRoot of a debugger's path mappings.
+	ShippedRoot string `json:"shipped_root,omitempty"`
 	// Store is the full URL of the store holding the job: with it, any machine can attach.
 	Store string `json:"store"`
 	// OutputDir is the job's KINETIC_OUTPUT_DIR.

@@ -63,7 +63,8 @@ func TestValidName(t *testing.T) {
 }
 
 func TestHandleRoundTripAndForwardCompatibility(t *testing.T) {
-	h := &Handle{JobID: NewID(), Backend: "local", Accelerator: "cpu", FuncName: "f", GroupIndex: "3", Debug: "false", Store: "file:///s"}
+	h := &Handle{JobID: NewID(), Backend: "local", Accelerator: "cpu", FuncName: "f", GroupIndex: "3", Debug: "false", Store: "file:///s",
+		Spot: "true", KubeContext: "gke_p_z_c", ShippedRoot: "/home/u/proj"}
 	var m map[string]any
 	if err := json.Unmarshal(h.Encode(), &m); err != nil {
 		t.Fatal(err)
@@ -75,6 +76,7 @@ func TestHandleRoundTripAndForwardCompatibility(t *testing.T) {
 	}
 	m["a_future_field"] = map[string]any{"x": 1}
 	m["group_index"] = 3 // older writers used numbers
+	m["spot"] = true     // and booleans
 	b, _ := json.Marshal(m)
 	got, err := DecodeHandle(b)
 	if err != nil {
@@ -112,6 +114,7 @@ func TestSpecValidation(t *testing.T) {
 func FuzzDecodeHandle(f *testing.F) {
 	f.Add([]byte(`{"job_id":"job-1a2b3c4d","backend":"gke","group_index":2,"debug":true}`))
 	f.Add([]byte(`{"job_id":null}`))
+	f.Add([]byte(`{"job_id":"job-1a2b3c4d","spot":"true","kube_context":"gke_p_z_c","shipped_root":"/home/u/p"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, err := DecodeHandle(b)
 		if err != nil {
@@ -140,6 +143,58 @@ func FuzzDecodeSpecAndEnvelope(f *testing.F) {
 			if _, err := DecodeEnvelope(e.Encode()); err != nil {
 				t.Fatalf("re-encoded envelope rejected: %v", err)
 			}
+		}
+	})
+}
+
+func TestDebugMarker(t *testing.T) {
+	m := &DebugMarker{Host: "127.0.0.1", Port: 5678, RemoteRoot: "/tmp/kinetic/job-x/root", Cwd: "/tmp/kinetic/job-x/root/src", HostIndex: "0", PID: 42,
+		Time: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC), WaitSeconds: 600}
+	got, err := DecodeDebugMarker(m.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(m, got); d != "" {
+		t.Errorf("round trip (-want +got):\n%s", d)
+	}
+	for name, tc := range map[string]struct{ in, want string }{
+		"not JSON":      {`{`, "debug.json"},
+		"no host":       {`{"port": 1, "remote_root": "/r"}`, `host ""`},
+		"host name":     {`{"host": "evil.example", "port": 1, "remote_root": "/r"}`, "not an IP"},
+		"port zero":     {`{"host": "127.0.0.1", "port": 0, "remote_root": "/r"}`, "port 0"},
+		"port too big":  {`{"host": "127.0.0.1", "port": 70000, "remote_root": "/r"}`, "port 70000"},
+		"relative root": {`{"host": "127.0.0.1", "port": 1, "remote_root": "r"}`, "remote_root"},
+		"negative wait": {`{"host": "::1", "port": 1, "remote_root": "/r", "wait_seconds": -1}`, "wait_seconds"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := DecodeDebugMarker([]byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("DecodeDebugMarker = %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestSpecDebugWaitMustBePositive(t *testing.T) {
+	_, err := DecodeSpec([]byte(`{"version": 1, "kind": "command", "command": ["x"], "debug": {"wait_seconds": 0}}`))
+	if err == nil || !strings.Contains(err.Error(), "wait_seconds") {
+		t.Fatalf("DecodeSpec = %v, want a wait_seconds error", err)
+	}
+}
+
+func FuzzDecodeDebugMarker(f *testing.F) {
+	f.Add([]byte(`{"host":"127.0.0.1","port":5678,"remote_root":"/w/root","host_index":"0","time":"2026-11-22T12:00:00Z","wait_seconds":600}`))
+	f.Add([]byte(`{"host":"::1","port":65535,"remote_root":"/"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := DecodeDebugMarker(b)
+		if err != nil {
+			return
+		}
+		if m.Port < 1 || m.Port > 65535 || m.RemoteRoot == "" || m.RemoteRoot[0] != '/' {
+			t.Fatalf("accepted %+v", m)
+		}
+		m2, err := DecodeDebugMarker(m.Encode())
+		if err != nil || !cmp.Equal(m, m2) {
+			t.Fatalf("re-encoded marker changed: %v %v", err, cmp.Diff(m, m2))
 		}
 	})
 }

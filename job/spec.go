@@ -51,6 +51,17 @@ type Spec struct {
 	// RequirementsSource is the dependency file they came from, for messages.
 	RequirementsSource string `json:"requirements_source,omitempty"`
 	Accelerator        string `json:"accelerator,omitempty"`
+	// Spot says the job runs on spot (preemptible) capacity.
+	Spot bool `json:"spot,omitempty"`
+	// Debug, if set, makes the runner start debugpy in the job's Python and wait for a
+	// debugger before the call (docs/debug.md).
+	Debug *DebugSpec `json:"debug,omitempty"`
+}
+
+// DebugSpec is how a debug job waits for its debugger.
+type DebugSpec struct {
+	// WaitSeconds bounds the wait for a debugger to attach; after it the job fails.
+	WaitSeconds int `json:"wait_seconds"`
 }
 
 // BlobRef points at content in the store and says how to check it.
@@ -98,6 +109,9 @@ func DecodeSpec(b []byte) (*Spec, error) {
 		}
 	default:
 		return nil, fmt.Errorf("spec.json: unknown kind %q", s.Kind)
+	}
+	if s.Debug != nil && s.Debug.WaitSeconds <= 0 {
+		return nil, fmt.Errorf("spec.json: debug wait_seconds is %d, want a positive number of seconds", s.Debug.WaitSeconds)
 	}
 	return &s, nil
 }

@@ -62,6 +62,73 @@ def _load_entry(path, func_name):
         raise AttributeError("%s has no function %r" % (path, func_name)) from None
 
 
+def _debug_config():
+    """The runner's debug settings (debug jobs, leader only), taken out of the environment
+    so that neither the function nor what it starts sees them."""
+    port = os.environ.pop("KINETIC_DEBUGPY_PORT", None)
+    wait = os.environ.pop("KINETIC_DEBUGPY_WAIT", None)
+    ready = os.environ.pop("KINETIC_DEBUGPY_READY", None)
+    lib = os.environ.pop("KINETIC_DEBUGPY_LIB", None)
+    if port is None or wait is None or ready is None:
+        return None
+    return int(port), int(wait), ready, lib or ""
+
+
+def _import_debugpy(lib):
+    """debugpy from the job's Python, else installed with pip into lib (the job's
+    workspace: the job's environment is left as it is)."""
+    try:
+        import debugpy
+        return debugpy
+    except ImportError:
+        pass
+    if lib:
+        if os.path.isdir(os.path.join(lib, "debugpy")):
+            sys.path.insert(0, lib)
+        else:
+            import subprocess
+            print("kinetic: debugpy is not installed in %s; installing it with pip" % sys.executable, flush=True)
+            p = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                                "--no-input", "--retries", "1", "--timeout", "15", "--target", lib, "debugpy"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+            if p.returncode != 0:
+                said = [l.strip() for l in (p.stdout or "").splitlines() if l.startswith("ERROR:")]
+                said = "; ".join(said)[-500:] or "exit code %d" % p.returncode
+                raise ImportError(
+                    "debugpy is not installed in the job's Python (%s) and pip could not install it (%s): "
+                    "add debugpy to your requirements or your image, or make a package index reachable "
+                    "from the worker" % (sys.executable, said))
+            sys.path.insert(0, lib)
+    try:
+        import debugpy
+        return debugpy
+    except ImportError:
+        raise ImportError("debugpy is not installed in the job's Python (%s): add debugpy to your requirements "
+                          "or your image" % sys.executable) from None
+
+
+def _start_debugger(cfg):
+    """Start debugpy on 127.0.0.1, tell the runner where (it writes debug.json to the
+    store), and wait a bounded time for a debugger to attach."""
+    import threading
+    port, wait, ready, lib = cfg
+    debugpy = _import_debugpy(lib)
+    host, port = debugpy.listen(("127.0.0.1", port))
+    _write_atomic(ready, json.dumps({"host": host, "port": port, "pid": os.getpid()}), mode="w")
+    job = os.environ.get("KINETIC_JOB_ID", "ID")
+    print("kinetic: debugpy listens on %s:%d; waiting up to %ds for a debugger "
+          "(kinetic jobs debug %s, or JobHandle.debug_attach())" % (host, port, wait, job), flush=True)
+    t = threading.Thread(target=debugpy.wait_for_client, name="kinetic-debug-wait", daemon=True)
+    t.start()
+    t.join(wait)
+    if t.is_alive():
+        debugpy.wait_for_client.cancel()
+        raise TimeoutError(
+            "no debugger attached within %ds (debug_wait): attach with `kinetic jobs debug %s` or "
+            "JobHandle.debug_attach() while the job waits, or submit with a longer debug_wait" % (wait, job))
+    print("kinetic: debugger attached", flush=True)
+
+
 _DATA_PREFIX = "\x00kinetic-data:"
 
 
@@ -85,6 +152,7 @@ def main():
     args_path = sys.argv[6] if len(sys.argv) > 6 else ""
     data_map = sys.argv[7] if len(sys.argv) > 7 else ""
     env = {"success": False, "host": os.environ.get("KINETIC_HOST_INDEX", "0"), "has_value": False}
+    debug = _debug_config()
     phase = "plan"
     try:
         if root:
@@ -117,6 +185,9 @@ def main():
                 entry = json.load(f)
             func = _load_entry(entry["file"], entry["func"])
             args, kwargs = [_literal(a) for a in entry.get("args") or []], {}
+        if debug is not None:
+            phase = "debugger"
+            _start_debugger(debug)
         phase = "call"
         value = None
         try:

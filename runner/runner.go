@@ -55,6 +55,9 @@ type Options struct {
 	// InPlaceData lets local Data with fuse=True be used where it lies (the local backend,
 	// on the machine that submitted it).
 	InPlaceData bool
+	// DebugPort is the port debugpy listens on (127.0.0.1) in a debug job; 0 means any
+	// free port. The port it got is recorded in debug.json (docs/debug.md).
+	DebugPort int
 }
 
 // phaseError is a failure of the runner itself in a given phase.
@@ -224,6 +227,12 @@ func run(ctx context.Context, st *store.Store, o Options, out io.Writer) (*job.E
 	if err != nil {
 		return nil, nil, inPhase(job.PhaseInstall, err)
 	}
+	if dbg := newDebugSession(spec, o, outDir); dbg != nil {
+		environ = append(environ, dbg.env...)
+		wctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go dbg.watch(wctx, st, spec, o, work, cwd, out)
+	}
 	return runPython(ctx, spec, py, []string{payloadPath, outDir, work, cwd, argsPath, dataMap}, cwd, outDir, o, environ, out)
 }
 
@@ -300,7 +309,9 @@ func runPython(ctx context.Context, spec *job.Spec, py string, rest []string, cw
 	argv := append([]string{bs, spec.Kind}, rest...)
 	var runErr error
 	cold := true
-	if warmEnabled(o) {
+	// Debug jobs start cold: debugpy starts threads and an adapter process, which a
+	// child forked from the warm server (imports done, threads gone) is no place for.
+	if warmEnabled(o) && spec.Debug == nil {
 		runErr = runWarm(ctx, o.WarmDir, py, argv, cwd, environ, out)
 		if cold = errors.Is(runErr, errNoWarm); cold {
 			debugf(out, "starting Python cold: %v", runErr)

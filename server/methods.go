@@ -293,6 +293,26 @@ func (s *Server) dispatch(ctx context.Context, req *Request) (any, error) {
 		}
 		return statusReply{string(state), reason}, nil
 
+	case "debug_attach":
+		var p struct {
+			jobParams
+			LocalPort int `json:"local_port"`
+		}
+		j, err := s.jobRequest(ctx, req.Params, &p, &p.jobParams)
+		if err != nil {
+			return nil, err
+		}
+		return s.debugAttach(ctx, j, p.LocalPort, p.Timeout)
+
+	case "debug_detach":
+		var p struct {
+			SessionID string `json:"session_id"`
+		}
+		if err := decode(req.Params, &p); err != nil {
+			return nil, err
+		}
+		return map[string]bool{"closed": s.debugDetach(p.SessionID)}, nil
+
 	case "cleanup":
 		var p struct {
 			jobParams

@@ -77,11 +77,14 @@ type Server struct {
 	// not cut its batches short; Serve waits for them.
 	base    context.Context
 	batches map[string]*engine.Batch
+	// debugs are the open debug sessions that hold a forward, by session ID.
+	debugs  map[string]func()
+	debugID int
 }
 
 // Serve reads requests from r and writes messages to w until r ends or ctx is done.
 func Serve(ctx context.Context, eng *engine.Engine, r io.Reader, w io.Writer) error {
-	s := &Server{eng: eng, enc: json.NewEncoder(w), inflight: map[int64]context.CancelFunc{}, base: ctx, batches: map[string]*engine.Batch{}}
+	s := &Server{eng: eng, enc: json.NewEncoder(w), inflight: map[int64]context.CancelFunc{}, base: ctx, batches: map[string]*engine.Batch{}, debugs: map[string]func(){}}
 	if err := s.send(Message{Kinetic: Version, Protocol: Protocol}); err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@
 //	jobs/{id}/result.pkl      the pickled value or exception
 //	jobs/{id}/result.json     the result envelope, written after result.pkl
 //	jobs/{id}/logs/{seq}.log  log chunks, in order
+//	jobs/{id}/debug.json      where a debug job's debugpy listens (job.DebugMarker)
 //	groups/{id}/manifest.json batch manifests
 //	blobs/sha256/{hex}        content-addressed blobs (working directories, data)
 //	outputs/{id}/             KINETIC_OUTPUT_DIR by default; never removed by cleanup
@@ -494,6 +495,7 @@ func ArgsKey(id string) string     { return JobPrefix(id) + "args.pkl" }
 func StatusKey(id string) string   { return JobPrefix(id) + "status.json" }
 func ResultKey(id string) string   { return JobPrefix(id) + "result.pkl" }
 func EnvelopeKey(id string) string { return JobPrefix(id) + "result.json" }
+func DebugKey(id string) string    { return JobPrefix(id) + "debug.json" }
 func LogsPrefix(id string) string  { return JobPrefix(id) + "logs/" }
 func LogChunkKey(id string, seq int) string {
 	return fmt.Sprintf("%s%08d.log", LogsPrefix(id), seq)

@@ -336,3 +336,9 @@ func (b *Backend) queuedStatus(ctx context.Context, h *job.Handle, st *job.Statu
 	}
 	return job.Failed, reason, nil
 }
+
+// DebugEndpoint implements backend.Debugger: the job runs on this machine, so debugpy's
+// own address is reachable as it is and nothing needs forwarding (localPort is not used).
+func (b *Backend) DebugEndpoint(ctx context.Context, h *job.Handle, m *job.DebugMarker, localPort int) (string, int, func(), error) {
+	return m.Host, m.Port, nil, nil
+}

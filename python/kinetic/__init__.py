@@ -12,7 +12,7 @@ All orchestration happens in the ``kinetic`` Go binary; this package pickles cal
 talks to it (docs/protocol.md) and unpickles what comes back.
 """
 
-from . import job_status
+from . import debug, job_status
 from ._decorator import RemoteFunction, run
 from .exceptions import JobNotFoundError, KineticError, RemoteError
 from .job_status import JobStatus
@@ -23,4 +23,4 @@ from .jobs import JobHandle, attach, list_jobs
 __version__ = "0.1.0"
 
 __all__ = ["run", "attach", "attach_batch", "list_jobs", "JobHandle", "BatchHandle", "BatchError", "Data",
-           "JobStatus", "RemoteFunction", "KineticError", "JobNotFoundError", "RemoteError", "job_status"]
+           "JobStatus", "RemoteFunction", "KineticError", "JobNotFoundError", "RemoteError", "job_status", "debug"]

@@ -82,7 +82,10 @@ class RemoteFunction:
 
     def __call__(self, *args, **kwargs):
         handle = self.run_async(*args, **kwargs)
-        return handle.result(stream_logs=True)
+        if handle.debug:
+            # The job waits for a debugger: say where, then wait for the value as usual.
+            handle.debug_attach()
+        return handle.result(stream_logs=not handle.debug)
 
     def run_async(self, *args, **kwargs) -> JobHandle:
         """Submit the call and return its JobHandle at once."""
@@ -121,6 +124,7 @@ class RemoteFunction:
             "output_dir": o.get("output_dir") or "",
             "spot": bool(o.get("spot")),
             "debug": bool(o.get("debug")),
+            "debug_wait": float(o.get("debug_wait") or 0),
             "config": {k: v for k, v in (
                 ("project", o.get("project")), ("zone", o.get("zone")), ("cluster", o.get("cluster")),
                 ("namespace", o.get("namespace")), ("backend", o.get("backend")), ("store", o.get("store")),
@@ -175,18 +179,22 @@ def run(accelerator: str = "tpu-v5e-1", container_image: Optional[str] = None,
         capture_env_vars: Optional[List[str]] = None, cluster: Optional[str] = None,
         backend: Optional[str] = None, namespace: Optional[str] = None,
         volumes: Optional[Dict[str, Any]] = None, spot: bool = False, output_dir: Optional[str] = None,
-        debug: bool = False, store: Optional[str] = None):
+        debug: bool = False, store: Optional[str] = None, debug_wait: Optional[float] = None):
     """Execute the decorated function on a remote TPU, GPU or CPU.
 
     Calling the decorated function blocks, streams its logs and returns its value;
     ``f.run_async(...)`` returns a JobHandle at once. Configuration falls back through
     KINETIC_* variables, the active profile and the defaults (see docs/configuration.md);
     with nothing configured, jobs run on this machine (the local backend).
+
+    With ``debug=True`` the job starts debugpy and waits up to ``debug_wait`` seconds
+    (default 600) for a debugger before it calls the function, then fails if none came;
+    ``JobHandle.debug_attach()`` prints the VS Code configuration (docs/debug.md).
     """
     options = dict(accelerator=accelerator, container_image=container_image, base_image_repo=base_image_repo,
                    zone=zone, project=project, capture_env_vars=list(capture_env_vars or []), cluster=cluster,
                    backend=backend, namespace=namespace, spot=spot, output_dir=output_dir, debug=debug,
-                   store=store, volumes=dict(volumes or {}))
+                   debug_wait=debug_wait, store=store, volumes=dict(volumes or {}))
 
     def decorate(func):
         if not callable(func):

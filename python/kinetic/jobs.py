@@ -43,6 +43,9 @@ class JobHandle:
     debug: bool = False
     store: str = ""
     output_dir: str = ""
+    spot: bool = False
+    kube_context: str = ""
+    shipped_root: str = ""
 
     # -- serialisation -------------------------------------------------------------
     @classmethod
@@ -55,7 +58,7 @@ class JobHandle:
             v = d[f.name]
             if f.name == "group_index":
                 v = int(v) if str(v) != "" else None
-            elif f.name == "debug":
+            elif f.name in ("debug", "spot"):
                 v = v if isinstance(v, bool) else str(v).lower() == "true"
             elif f.name in ("group_id", "group_kind"):
                 v = str(v) or None
@@ -130,6 +133,29 @@ class JobHandle:
             timeout=timeout or 0, stream_logs=bool(stream_logs), status_events=on_status_change is not None,
             value_dir=tempfile.gettempdir(), cleanup=bool(cleanup)), on_event=on_event)
         return _unpack(res)
+
+    def debug_attach(self, local_port: Optional[int] = None, working_dir: Optional[str] = None,
+                     timeout: Optional[float] = None, quiet: bool = False) -> "DebugSession":
+        """Wait for the debug job's debugpy, connect this machine to it, and print the VS Code
+        launch.json configuration that attaches to it.
+
+        On a cluster the connection is a port-forward on ``local_port`` (any free port if
+        None) that lasts until ``session.close()`` (or ``kinetic.debug.cleanup_port_forward``)
+        or the end of this process; on the local backend debugpy is reached directly and
+        ``local_port`` is not used. ``working_dir`` overrides the local side of the path
+        mappings (default: the shipped root the job was submitted from). Raises
+        TimeoutError after ``timeout`` seconds, KineticError if the job is not a debug job
+        or ends before its debugger starts.
+        """
+        from .debug import DebugSession
+        res = engine().call("debug_attach", self._params(local_port=int(local_port or 0), timeout=timeout or 0))
+        session = DebugSession(self.job_id, res, working_dir)
+        if not quiet:
+            sys.stderr.write("kinetic: debugpy of %s is reachable at %s:%d; add this configuration to "
+                             ".vscode/launch.json and start it:\n" % (self.job_id, session.host, session.port))
+            sys.stderr.write(session.launch_json() + "\n")
+            sys.stderr.flush()
+        return session
 
     def cancel(self, cleanup_timeout: float = 180, cleanup_poll_interval: float = 2) -> None:
         """Stop the job: SIGTERM (or pod deletion), then a forced stop after a grace period."""

@@ -1,0 +1,53 @@
+// Command kubecluster starts the test cluster of internal/kubetest for a person (`make
+// cluster`): the same real single-node cluster the tests use, with the GCS emulator and
+// the registry, until interrupted. -build-only builds the cached binaries and exits.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/kinetic-run/kinetic/internal/kubetest"
+)
+
+func main() {
+	buildOnly := flag.Bool("build-only", false, "build the cluster binaries into the tools cache and exit")
+	dir := flag.String("dir", "", "directory for the cluster's files (default: a temporary one)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logf := func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
+	if *buildOnly {
+		if _, err := kubetest.Binaries(ctx, logf); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if _, err := kubetest.PythonRootfs(ctx, logf); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	c, err := kubetest.Start(ctx, kubetest.Options{Dir: *dir, Log: os.Stderr})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer c.Stop()
+	if err := c.PushPythonImage(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bucket := "kinetic"
+	if err := c.GCS.MakeBucket(bucket); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Printf("export KUBECONFIG=%s\nexport KINETIC_BACKEND=k8s\nexport KINETIC_STORE='gs://%s?endpoint=%s'\nexport KINETIC_DEFAULT_IMAGE=%s\n# kubectl: %s/kubectl\n# Ctrl-C stops the cluster.\n",
+		c.Kubeconfig, bucket, c.GCS.URL(), kubetest.PythonImage, c.Bins)
+	<-ctx.Done()
+}

@@ -1,0 +1,153 @@
+"""debug=True end to end on the local backend: debugpy in the job (Debian's
+python3-debugpy), JobHandle.debug_attach, and a minimal Debug Adapter Protocol client that
+attaches the way VS Code does."""
+
+import json
+import socket
+
+import pytest
+
+import kinetic
+
+
+class Dap:
+    """Just enough of the Debug Adapter Protocol over TCP."""
+
+    def __init__(self, host, port):
+        self.sock = socket.create_connection((host, port), timeout=60)
+        self.buf = b""
+        self.seq = 0
+        self.pending = []
+
+    def send(self, command, arguments=None):
+        self.seq += 1
+        body = json.dumps({"seq": self.seq, "type": "request", "command": command,
+                           "arguments": arguments or {}}).encode()
+        self.sock.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        return self.seq
+
+    def _read(self):
+        while b"\r\n\r\n" not in self.buf:
+            self.buf += self._recv()
+        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        n = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0])
+        while len(self.buf) < n:
+            self.buf += self._recv()
+        msg, self.buf = self.buf[:n], self.buf[n:]
+        return json.loads(msg)
+
+    def _recv(self):
+        b = self.sock.recv(65536)
+        if not b:
+            raise EOFError("the debug adapter closed the connection")
+        return b
+
+    def wait(self, pred):
+        for i, m in enumerate(self.pending):
+            if pred(m):
+                return self.pending.pop(i)
+        while True:
+            m = self._read()
+            if pred(m):
+                return m
+            self.pending.append(m)
+
+    def response(self, seq):
+        m = self.wait(lambda m: m.get("type") == "response" and m.get("request_seq") == seq)
+        assert m["success"], m
+        return m.get("body", {})
+
+    def event(self, name):
+        return self.wait(lambda m: m.get("type") == "event" and m.get("event") == name).get("body", {})
+
+
+def test_debug_attach_with_a_dap_client():
+    @kinetic.run(accelerator="cpu", debug=True, debug_wait=120)
+    def triple(x):
+        return x * 3
+
+    h = triple.run_async(14)
+    assert h.debug and h.shipped_root
+    session = h.debug_attach(quiet=True)
+    try:
+        assert session.config["request"] == "attach"
+        assert session.config["connect"] == {"host": session.host, "port": session.port}
+        assert session.config["pathMappings"] == [{"localRoot": h.shipped_root, "remoteRoot": session.remote_root}]
+        assert json.loads(session.launch_json())["configurations"] == [session.config]
+        dap = Dap(session.host, session.port)
+        dap.response(dap.send("initialize", {"clientID": "pytest", "adapterID": "debugpy", "pathFormat": "path",
+                                             "linesStartAt1": True, "columnsStartAt1": True}))
+        attach = dap.send("attach", {"justMyCode": False, "pathMappings": session.config["pathMappings"]})
+        dap.event("initialized")
+        dap.response(dap.send("configurationDone"))
+        dap.response(attach)
+        assert h.result(timeout=60) == 42
+    finally:
+        session.close()
+
+
+def test_working_dir_overrides_the_local_root():
+    @kinetic.run(accelerator="cpu", debug=True, debug_wait=2)
+    def f():
+        return 1
+
+    h = f.run_async()
+    with h.debug_attach(working_dir="/src/mine", quiet=True) as s:
+        assert s.config["pathMappings"][0]["localRoot"] == "/src/mine"
+    with pytest.raises(Exception, match="no debugger attached within 2s"):
+        h.result(timeout=60)
+    assert h.status() == kinetic.JobStatus.FAILED
+    assert "no debugger attached within 2s (debug_wait)" in h.status_reason()
+
+
+def test_debug_attach_of_a_plain_job_is_refused():
+    @kinetic.run(accelerator="cpu")
+    def f():
+        return 1
+
+    h = f.run_async()
+    with pytest.raises(kinetic.KineticError, match="not submitted with debug=True"):
+        h.debug_attach()
+    assert h.result(timeout=60) == 1
+
+
+def test_spot_reaches_the_handle():
+    @kinetic.run(accelerator="cpu", spot=True)
+    def f():
+        return 2
+
+    h = f.run_async()
+    assert h.spot and h.accelerator == "cpu:spot"
+    assert kinetic.attach(h.job_id).spot
+    assert h.to_dict()["spot"] == "true"
+    assert h.result(timeout=60) == 2
+
+
+def test_sync_debug_call_prints_the_configuration_and_returns(capfd):
+    import threading
+    import time
+
+    @kinetic.run(accelerator="cpu", debug=True, debug_wait=120)
+    def square(x):
+        return x * x
+
+    out = {}
+    t = threading.Thread(target=lambda: out.setdefault("value", square(9)), daemon=True)
+    t.start()
+    deadline = time.time() + 60
+    h = None
+    while h is None and time.time() < deadline:
+        h = next((j for j in kinetic.list_jobs() if j.func_name.endswith("square") and j.status() != kinetic.JobStatus.SUCCEEDED), None)
+        time.sleep(0.1)
+    assert h is not None, "the debug job did not appear"
+    session = h.debug_attach(quiet=True)
+    dap = Dap(session.host, session.port)
+    dap.response(dap.send("initialize", {"adapterID": "debugpy", "pathFormat": "path"}))
+    attach = dap.send("attach", {"pathMappings": session.config["pathMappings"]})
+    dap.event("initialized")
+    dap.response(dap.send("configurationDone"))
+    dap.response(attach)
+    t.join(60)
+    assert out.get("value") == 81
+    err = capfd.readouterr().err
+    assert '"request": "attach"' in err and h.job_id in err

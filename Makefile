@@ -4,7 +4,7 @@ GO      ?= go
 PYTHON  ?= $(shell command -v /usr/bin/python3 || command -v python3)
 BIN     := bin/kinetic
 
-.PHONY: build demo test test-go test-python vet fmt bench clean
+.PHONY: build demo test test-go test-python vet fmt bench clean kube-tools cluster
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/kinetic
@@ -16,9 +16,20 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 
-test-go:
+# The real cluster's binaries (Kubernetes, etcd, kwok) and the test Python image, built
+# once into ~/.cache/kinetic-tools (about 10 minutes cold, seconds warm).
+kube-tools:
+	$(GO) run ./internal/kubetest/cmd/kubecluster -build-only
+
+# A real single-node cluster for a person, with the GCS emulator and a registry; it prints
+# the environment to use it. Ctrl-C stops it.
+cluster:
+	$(GO) run ./internal/kubetest/cmd/kubecluster
+
+test-go: kube-tools
 	# -count=1: several tests build and run the kinetic binary, which the test cache cannot see.
-	$(GO) test -count=1 ./...
+	# -timeout: the real-cluster tests run for several minutes on 2 cores.
+	$(GO) test -count=1 -timeout 45m ./...
 
 test-python: build
 	cd python && KINETIC_BIN=$(CURDIR)/$(BIN) $(PYTHON) -m pytest -q tests

@@ -372,4 +372,3 @@ func (b *Backend) logTail(ctx context.Context, h *job.Handle, pod string, n int)
 	}
 	return ""
 }
-

@@ -39,7 +39,7 @@ const (
 
 // jobFor is the Job that runs one job.
 func (b *Backend) jobFor(h *job.Handle) (*batchv1.Job, error) {
-	sp, err := accel.Parse(h.Accelerator)
+	sp, err := acceleratorOf(h)
 	if err != nil {
 		return nil, fmt.Errorf("job %s: %w", h.JobID, err)
 	}
@@ -63,7 +63,7 @@ func (b *Backend) jobFor(h *job.Handle) (*batchv1.Job, error) {
 // indexedJobFor is the one Indexed Job that runs the first attempts of every child of a
 // batch: index i reads child i's job from the store (`kinetic runner --group`).
 func (b *Backend) indexedJobFor(g backend.Group, first *job.Handle) (*batchv1.Job, error) {
-	sp, err := accel.Parse(first.Accelerator)
+	sp, err := acceleratorOf(first)
 	if err != nil {
 		return nil, fmt.Errorf("group %s: %w", g.ID, err)
 	}
@@ -91,6 +91,16 @@ func (b *Backend) indexedJobFor(g backend.Group, first *job.Handle) (*batchv1.Jo
 			Template:                tmpl,
 		},
 	}, nil
+}
+
+// acceleratorOf is the handle's accelerator, on spot capacity when the handle says so
+// (spot=True) even if the name lacks the :spot suffix.
+func acceleratorOf(h *job.Handle) (accel.Spec, error) {
+	name := h.Accelerator
+	if h.Spot == "true" && !strings.HasSuffix(name, ":spot") {
+		name += ":spot"
+	}
+	return accel.Parse(name)
 }
 
 // ttlSeconds keeps a finished Job for inspection a while (two hours for a debug job).

@@ -76,9 +76,10 @@ const (
 
 // Backend is the Kubernetes backend over one store and one cluster.
 type Backend struct {
-	o  Options
-	st *store.Store
-	cs kubernetes.Interface
+	o   Options
+	st  *store.Store
+	cs  kubernetes.Interface
+	cfg *rest.Config // nil with NewForClient
 
 	mu    sync.Mutex
 	cache map[string]*cached // Job name → recent Job and pods, shared by a batch's children
@@ -137,7 +138,7 @@ func New(st *store.Store, o Options) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes backend: %w", err)
 	}
-	return &Backend{o: o, st: st, cs: cs, cache: map[string]*cached{}}, nil
+	return &Backend{o: o, st: st, cs: cs, cfg: cfg, cache: map[string]*cached{}}, nil
 }
 
 // NewForClient is New with a ready clientset (tests, fault injection).
@@ -147,7 +148,7 @@ func NewForClient(st *store.Store, cs kubernetes.Interface, o Options) (*Backend
 	if err != nil {
 		return nil, err
 	}
-	b.cs = cs
+	b.cs, b.cfg = cs, nil
 	return b, nil
 }
 

@@ -331,7 +331,7 @@ func runPython(ctx context.Context, spec *job.Spec, py string, rest []string, cw
 		var we *waitError
 		switch {
 		case ctx.Err() != nil:
-			return nil, nil, inPhase(job.PhaseCall, errors.New("stopped: the job was cancelled"))
+			return nil, nil, inPhase(job.PhaseCall, stopped(ctx))
 		case errors.As(runErr, &ee):
 			return nil, nil, inPhase(job.PhaseCall, fmt.Errorf("python exited without a result (%s)", exitText(ee)))
 		case errors.As(runErr, &we):
@@ -371,7 +371,7 @@ func runCommand(ctx context.Context, spec *job.Spec, cwd string, environ []strin
 	case err == nil:
 		env.Success = true
 	case ctx.Err() != nil:
-		return nil, nil, inPhase(job.PhaseCall, errors.New("stopped: the job was cancelled"))
+		return nil, nil, inPhase(job.PhaseCall, stopped(ctx))
 	case errors.As(err, &ee):
 		code = ee.ExitCode()
 		env.Phase, env.ExcType = job.PhaseCall, "kinetic.CommandError"
@@ -419,4 +419,12 @@ func waitText(ws syscall.WaitStatus) string {
 		return "killed by signal " + ws.Signal().String()
 	}
 	return fmt.Sprintf("exit code %d", ws.ExitStatus())
+}
+
+// stopped explains a call ended by its context: a cancel, or a signal to the worker.
+func stopped(ctx context.Context) error {
+	if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
+		return fmt.Errorf("stopped: the worker %v: the job was cancelled, or its pod was deleted, evicted or preempted", c)
+	}
+	return errors.New("stopped: the job was cancelled")
 }

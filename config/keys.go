@@ -18,6 +18,11 @@ const (
 	OutputDir      Key = "output_dir"      // where a job's outputs are written
 	BaseImageRepo  Key = "base_image_repo" // repository of the prebuilt base images
 	ImageRegistry  Key = "image_registry"  // registry bundled images are pushed to
+	BaseImageCPU   Key = "base_image_cpu"  // base image of bundled builds for CPU jobs
+	BaseImageGPU   Key = "base_image_gpu"  // base image of bundled builds for GPU jobs
+	BaseImageTPU   Key = "base_image_tpu"  // base image of bundled builds for TPU jobs
+	ImageBuilder   Key = "image_builder"   // how bundled images are built
+	Container      Key = "container"       // local backend: run jobs in a container engine
 	ServiceAccount Key = "service_account" // Kubernetes service account of job pods
 	Kubeconfig     Key = "kubeconfig"      // kubeconfig file for the k8s backends
 	KubeContext    Key = "kube_context"    // context within the kubeconfig
@@ -62,7 +67,12 @@ var keyTable = []keyInfo{
 	{key: Store, help: "store URL (file://, mem://, gs://, s3://) or an absolute path", fallback: defaultStore, check: checkStore},
 	{key: OutputDir, help: "directory a job's outputs are written to"},
 	{key: BaseImageRepo, help: "repository of the prebuilt base images"},
-	{key: ImageRegistry, help: "registry bundled images are pushed to"},
+	{key: ImageRegistry, help: "registry bundled images are pushed to (HOST/PATH)"},
+	{key: BaseImageCPU, help: "base image of bundled builds for CPU jobs"},
+	{key: BaseImageGPU, help: "base image of bundled builds for GPU jobs"},
+	{key: BaseImageTPU, help: "base image of bundled builds for TPU jobs"},
+	{key: ImageBuilder, help: "bundled image builder: " + strings.Join(ImageBuilders, ", "), check: checkImageBuilder},
+	{key: Container, help: "local backend: run jobs inside the bundled image with " + strings.Join(Containers, ", "), check: checkContainer},
 	{key: ServiceAccount, help: "Kubernetes service account of job pods"},
 	{key: Kubeconfig, help: "kubeconfig file for the Kubernetes backends", fallback: fromEnv("KUBECONFIG")},
 	{key: KubeContext, help: "context within the kubeconfig"},

@@ -89,6 +89,10 @@ func TestResolveEveryKeyEveryLayer(t *testing.T) {
 			return map[string]string{"arg": "k8s", "env": "pathways", "profile": "gke"}[layer]
 		case ClusterType:
 			return map[string]string{"arg": "gke", "env": "generic", "profile": "gke"}[layer]
+		case ImageBuilder:
+			return map[string]string{"arg": "podman", "env": "daemonless", "profile": "docker"}[layer]
+		case Container:
+			return map[string]string{"arg": "podman", "env": "auto", "profile": "docker"}[layer]
 		}
 		if p, ok := sample[k]; ok {
 			return p + layer
@@ -143,6 +147,11 @@ func TestResolveEntries(t *testing.T) {
 		{OutputDir, "", "unset"},
 		{BaseImageRepo, "", "unset"},
 		{ImageRegistry, "", "unset"},
+		{BaseImageCPU, "", "unset"},
+		{BaseImageGPU, "", "unset"},
+		{BaseImageTPU, "", "unset"},
+		{ImageBuilder, "", "unset"},
+		{Container, "", "unset"},
 		{ServiceAccount, "", "unset"},
 		{Kubeconfig, "", "unset"},
 		{KubeContext, "", "unset"},

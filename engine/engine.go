@@ -17,6 +17,7 @@ import (
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/backend/local"
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
 )
@@ -38,6 +39,7 @@ type Engine struct {
 	mu       sync.Mutex
 	stores   map[string]*store.Store
 	backends map[string]backend.Backend
+	ensurers map[string]*image.Ensurer // per image builder
 }
 
 // New returns an engine with the configuration resolved from o.

@@ -1,0 +1,100 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kinetic-run/kinetic/internal/imagetest"
+)
+
+// imageProject is a project whose requirement comes from a local wheel directory.
+func imageProject(t *testing.T, e *env, version string) {
+	t.Helper()
+	wheels := filepath.Join(e.dir, "wheels")
+	os.MkdirAll(wheels, 0o755)
+	if _, err := imagetest.Wheel(wheels, "kn-demo", version, map[string][]byte{"kn_demo/__init__.py": []byte("VALUE = '" + version + "'\n")}); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(e.dir, "requirements.txt"), []byte("--no-index\n--find-links ./wheels\nkn-demo=="+version+"\n"), 0o644)
+	os.WriteFile(filepath.Join(e.dir, "main.py"), []byte(`import os, sys
+def main():
+    import kn_demo
+    print("inside", os.path.exists("/run/.containerenv"), flush=True)
+    return {"v": kn_demo.VALUE, "py": "%d.%d" % sys.version_info[:2], "container": os.path.exists("/run/.containerenv")}
+`), 0o644)
+}
+
+func (e *env) specOf(t *testing.T, stderr string) map[string]any {
+	t.Helper()
+	ids := e.jobsInStore()
+	var spec map[string]any
+	for _, id := range ids {
+		b, err := os.ReadFile(filepath.Join(e.store, "jobs", id, "spec.json"))
+		if err != nil {
+			continue
+		}
+		var s map[string]any
+		json.Unmarshal(b, &s)
+		if spec == nil || s["job_id"].(string) > spec["job_id"].(string) {
+			spec = s
+		}
+	}
+	if spec == nil {
+		t.Fatalf("no job in the store; stderr:\n%s", stderr)
+	}
+	return spec
+}
+
+// TestBundledImageRunsUnderPodman is the whole bundled path on real parts: the Python
+// base in Debian's docker-registry, a daemonless build with a local wheel, the push,
+// then the local backend's container isolation pulls the image with podman (runc,
+// cgroupfs) and runs the runner in it; the value comes back through the store. A second
+// run is a cache hit; a changed requirement makes a new tag.
+func TestBundledImageRunsUnderPodman(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds images and runs podman")
+	}
+	pm := imagetest.NewPodman(t)
+	pm.Setenv(t)
+	reg := imagetest.StartDockerRegistry(t)
+	base := imagetest.PushPythonBase(t, reg.Host)
+	e := newEnv(t)
+	imageProject(t, e, "1.0")
+	t.Setenv("KINETIC_CONTAINER", "podman")
+	t.Setenv("KINETIC_IMAGE_REGISTRY", reg.Host+"/kn")
+	t.Setenv("KINETIC_BASE_IMAGE_CPU", base.String())
+
+	r := e.run("run", "main.py::main")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "{'v': '1.0', 'py': '3.11', 'container': True}" {
+		t.Fatalf("run: code %d\nstdout %q\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "building "+reg.Host+"/kn/kinetic-env:") {
+		t.Errorf("first run did not say it builds:\n%s", r.stderr)
+	}
+	spec := e.specOf(t, r.stderr)
+	img, _ := spec["image"].(string)
+	if !strings.HasPrefix(img, reg.Host+"/kn/kinetic-env@sha256:") || spec["container"] != "podman" || spec["image_mode"] != "bundled" {
+		t.Fatalf("spec image %q container %v mode %v", img, spec["container"], spec["image_mode"])
+	}
+
+	r = e.run("run", "main.py::main")
+	if r.code != 0 || !strings.Contains(r.stderr, "(cached, nothing to build)") || strings.Contains(r.stderr, "building") {
+		t.Fatalf("second run: code %d, want a cache hit\nstderr:\n%s", r.code, r.stderr)
+	}
+	if got := e.specOf(t, r.stderr)["image"]; got != img {
+		t.Fatalf("second run image %v, want %s", got, img)
+	}
+
+	imageProject(t, e, "2.0")
+	r = e.run("run", "main.py::main")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "{'v': '2.0', 'py': '3.11', 'container': True}" {
+		t.Fatalf("changed requirement: code %d\nstdout %q\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	spec2 := e.specOf(t, r.stderr)
+	if spec2["image"] == img || spec2["env_key"] == spec["env_key"] {
+		t.Fatalf("a changed requirement kept image %v / key %v", spec2["image"], spec2["env_key"])
+	}
+}

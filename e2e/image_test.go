@@ -98,3 +98,60 @@ func TestBundledImageRunsUnderPodman(t *testing.T) {
 		t.Fatalf("a changed requirement kept image %v / key %v", spec2["image"], spec2["env_key"])
 	}
 }
+
+// TestPrebuiltAndCustomImages publishes a prebuilt base with `kinetic build-image
+// --json`, runs a job in it (requirements installed by the runner at start, with the
+// image's pip), then runs a job in a custom image that holds nothing of Kinetic's.
+func TestPrebuiltAndCustomImages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds images and runs podman")
+	}
+	pm := imagetest.NewPodman(t)
+	pm.Setenv(t)
+	reg := imagetest.StartDockerRegistry(t)
+	base := imagetest.PushPythonBase(t, reg.Host)
+	e := newEnv(t)
+	imageProject(t, e, "1.5")
+	t.Setenv("KINETIC_CONTAINER", "podman")
+
+	r := e.run("build-image", "--repo", reg.Host+"/bases", "--category", "cpu", "--base", base.String(), "--json")
+	var res struct{ Image, Tag, Category string }
+	if err := json.Unmarshal([]byte(r.stdout), &res); r.code != 0 || err != nil || !strings.HasPrefix(res.Image, reg.Host+"/bases/base-cpu@sha256:") || res.Category != "cpu" {
+		t.Fatalf("build-image: code %d, %v, stdout %q\nstderr:\n%s", r.code, err, r.stdout, r.stderr)
+	}
+
+	// Prebuilt without a repository: a clear error.
+	r = e.run("run", "--container-image", "prebuilt", "main.py::main")
+	if r.code == 0 || !strings.Contains(r.stderr, "kinetic build-image --repo") {
+		t.Fatalf("prebuilt without base_image_repo: code %d\nstderr:\n%s", r.code, r.stderr)
+	}
+	t.Setenv("KINETIC_BASE_IMAGE_REPO", reg.Host+"/bases")
+	r = e.run("run", "--container-image", "prebuilt", "main.py::main")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "{'v': '1.5', 'py': '3.11', 'container': True}" {
+		t.Fatalf("prebuilt run: code %d\nstdout %q\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "installing 3 requirement lines with pip (prebuilt image)") {
+		t.Errorf("prebuilt run did not install at start:\n%s", r.stderr)
+	}
+	if s := e.specOf(t, r.stderr); s["image"] != res.Tag || s["install_at_start"] != true {
+		t.Errorf("prebuilt spec image %v install %v, want %s", s["image"], s["install_at_start"], res.Tag)
+	}
+
+	// Custom: the bare Python base, used as is; the runner is mounted in.
+	os.WriteFile(filepath.Join(e.dir, "requirements.txt"), nil, 0o644)
+	os.WriteFile(filepath.Join(e.dir, "plain.py"), []byte("import os\ndef main():\n    return os.path.exists('/run/.containerenv') and os.path.exists('/kinetic/bin/kinetic')\n"), 0o644)
+	r = e.run("run", "--container-image", base.String(), "plain.py::main")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "True" {
+		t.Fatalf("custom run: code %d\nstdout %q\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if s := e.specOf(t, r.stderr); s["image"] != base.String() || s["image_mode"] != "custom" {
+		t.Errorf("custom spec image %v mode %v", s["image"], s["image_mode"])
+	}
+
+	// A bad reference is refused before anything is written.
+	before := len(e.jobsInStore())
+	r = e.run("run", "--container-image", "https://example.invalid/x", "plain.py::main")
+	if r.code == 0 || !strings.Contains(r.stderr, "leave out the scheme") || len(e.jobsInStore()) != before {
+		t.Fatalf("bad container_image: code %d\nstderr:\n%s", r.code, r.stderr)
+	}
+}

@@ -6,6 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/kinetic-run/kinetic/backend/local"
 	"github.com/kinetic-run/kinetic/config"
@@ -162,4 +165,56 @@ func (e *Engine) ensurer(cfg *config.Resolved) *image.Ensurer {
 // copyImage gives a batch child the image planned for the batch.
 func copyImage(dst, src *job.Spec) {
 	dst.Image, dst.ImageMode, dst.InstallAtStart, dst.Container = src.Image, src.ImageMode, src.InstallAtStart, src.Container
+}
+
+// BuildImageRequest publishes a prebuilt base (`kinetic build-image`).
+type BuildImageRequest struct {
+	Repo     string // repository the base goes to (REPO/base-CATEGORY:TAG)
+	Category string // cpu, gpu or tpu
+	Tag      string // default: this version
+	Base     string // the image it starts from (default: the category's bundled base)
+}
+
+// BuildImageResult is what was published.
+type BuildImageResult struct {
+	Image    string  `json:"image"` // by digest
+	Tag      string  `json:"tag"`
+	Category string  `json:"category"`
+	Base     string  `json:"base"`
+	Builder  string  `json:"builder"`
+	Seconds  float64 `json:"seconds"`
+}
+
+// BuildImage builds and pushes the prebuilt base for a category, daemonless (or with
+// the configured image_builder), with progress on e.Notice.
+func (e *Engine) BuildImage(ctx context.Context, r BuildImageRequest) (*BuildImageResult, error) {
+	start := time.Now()
+	repo, err := image.ParseRepository(r.Repo)
+	if err != nil {
+		return nil, fmt.Errorf("--repo: %w", err)
+	}
+	s := imageSettings(e.cfg)
+	var base name.Reference
+	if r.Base != "" {
+		if base, err = image.ParseReference(r.Base); err != nil {
+			return nil, fmt.Errorf("--base: %w", err)
+		}
+	} else if base, err = s.Base(r.Category); err != nil {
+		return nil, err
+	}
+	runner, err := e.runnerBinary()
+	if err != nil {
+		return nil, err
+	}
+	req, err := image.BaseRequest(repo, r.Category, version.Version, r.Tag, base, runner)
+	if err != nil {
+		return nil, err
+	}
+	req.Progress = e.Notice
+	en := e.ensurer(e.cfg)
+	dg, err := en.Builder.Build(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("build-image %s: %w", req.Target, err)
+	}
+	return &BuildImageResult{Image: dg.Name(), Tag: req.Target.Name(), Category: r.Category, Base: base.Name(), Builder: en.Builder.Name(), Seconds: time.Since(start).Seconds()}, nil
 }

@@ -228,3 +228,23 @@ func setPathEnv(env []string, key, dir string) []string {
 	}
 	return append(out, key+"="+dir)
 }
+
+// BaseRequest returns the request that publishes the prebuilt base for category:
+// base plus the runner, tagged REPO/base-CATEGORY:TAG (TAG defaults to version). The
+// base must have python3 and pip or uv: the runner installs requirements with them.
+func BaseRequest(repo name.Repository, category, version, tag string, base name.Reference, runner string) (*BuildRequest, error) {
+	if err := checkCategory(category); err != nil {
+		return nil, err
+	}
+	if tag == "" {
+		tag = version
+	}
+	target, err := BaseTag(repo, category, tag)
+	if err != nil {
+		return nil, fmt.Errorf("tag %q: %w", tag, err)
+	}
+	return &BuildRequest{
+		Base: base, Target: target, Runner: runner,
+		Labels: map[string]string{LabelCategory: category, LabelVersion: version},
+	}, nil
+}

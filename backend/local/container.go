@@ -56,6 +56,17 @@ func runInContainer(ctx context.Context, st *store.Store, o SuperviseOptions, id
 		os.MkdirAll(spec.OutputDir, 0o755)
 		args = append(args, "-v", spec.OutputDir+":"+spec.OutputDir)
 	}
+	// Local --find-links directories (prebuilt images install at start) at their paths.
+	if spec.InstallAtStart {
+		for _, l := range spec.Requirements {
+			if v, ok := strings.CutPrefix(l, "--find-links "); ok {
+				v = strings.Trim(v, `'"`)
+				if fi, err := os.Stat(v); err == nil && fi.IsDir() && filepath.IsAbs(v) {
+					args = append(args, "-v", v+":"+v+":ro")
+				}
+			}
+		}
+	}
 	if spec.Container != "docker" && plainHTTP(spec.Image) {
 		args = append(args, "--tls-verify=false")
 	}

@@ -69,6 +69,40 @@ type Daemonless struct {
 	Python string
 	// Work is a scratch directory ("" = the system temp dir).
 	Work string
+	// CacheDir keeps the compressed runner layer between builds ("" = no cache).
+	CacheDir string
+}
+
+// requirementsLayer installs the requirements for t and returns them as a layer at
+// SitePackages: straight from the wheels when they are a closed set of pinned local
+// wheels (pinnedLocalWheels: no pip, nothing extracted to disk), else with pip.
+func (d *Daemonless) requirementsLayer(ctx context.Context, req *BuildRequest, t Target, work string, mt types.MediaType) (*fileLayer, error) {
+	out := filepath.Join(work, "site.tar.gz")
+	if ws, err := pinnedLocalWheels(req.Requirements, req.Constraints, t); err == nil {
+		say(req.Progress, "layering %d pinned local wheels for Python %s linux/%s", len(ws), t.Python, t.Arch)
+		entries, closeAll, err := wheelEntries(ws, SitePackages)
+		if err == nil {
+			defer closeAll()
+			l, err := writeWheelLayer(out, entries, mt)
+			if err != nil {
+				return nil, fmt.Errorf("requirements layer: %w", err)
+			}
+			return l, nil
+		}
+		if !errors.Is(err, errNotSimple) {
+			return nil, err
+		}
+	}
+	say(req.Progress, "installing %d requirement lines for Python %s linux/%s with pip", len(req.Requirements), t.Python, t.Arch)
+	site := filepath.Join(work, "site")
+	if err := pipInstall(ctx, d.python(), t, req.Requirements, req.Constraints, site, req.Dir, nil); err != nil {
+		return nil, err
+	}
+	l, err := writeLayer(out, []layerFile{{Target: SitePackages, Source: site}}, mt)
+	if err != nil {
+		return nil, fmt.Errorf("requirements layer: %w", err)
+	}
+	return l, nil
 }
 
 // Name implements Builder.
@@ -105,20 +139,15 @@ func (d *Daemonless) Build(ctx context.Context, req *BuildRequest) (name.Digest,
 				return name.Digest{}, fmt.Errorf("base image %s: %w: bundled images need a base with python3 on PATH (use a python image, or set its PYTHON_VERSION env or %s label)", req.Base, err, LabelPython)
 			}
 		}
-		say(req.Progress, "installing %d requirement lines for Python %s linux/%s with pip", len(req.Requirements), t.Python, t.Arch)
-		site := filepath.Join(work, "site")
-		if err := pipInstall(ctx, d.python(), t, req.Requirements, req.Constraints, site, req.Dir, nil); err != nil {
-			return name.Digest{}, err
-		}
-		l, err := writeLayer(filepath.Join(work, "site.tar.gz"), []layerFile{{Target: SitePackages, Source: site}}, mt)
+		l, err := d.requirementsLayer(ctx, req, t, work, mt)
 		if err != nil {
-			return name.Digest{}, fmt.Errorf("requirements layer: %w", err)
+			return name.Digest{}, err
 		}
 		adds = append(adds, mutate.Addendum{Layer: l, History: v1.History{CreatedBy: "kinetic: pip install --target " + SitePackages, Created: v1.Time{Time: time.Unix(0, 0)}}})
 		env = setPathEnv(env, "PYTHONPATH", SitePackages)
 	}
 	if req.Runner != "" {
-		l, err := writeLayer(filepath.Join(work, "runner.tar.gz"), []layerFile{{Target: RunnerPath, Source: req.Runner, Mode: 0o755}}, mt)
+		l, err := runnerLayer(d.CacheDir, work, req.Runner, mt)
 		if err != nil {
 			return name.Digest{}, fmt.Errorf("runner layer: %w", err)
 		}

@@ -2,6 +2,8 @@ package image
 
 import (
 	"archive/tar"
+	"bytes"
+	"hash"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -57,36 +59,122 @@ type layerFile struct {
 	Mode   int64  // 0 = the source's permission bits
 }
 
-// writeLayer writes a reproducible layer (sorted entries, uid/gid 0, zero times) of the
-// given files and directory trees to out (gzipped, fast level) and returns it.
-func writeLayer(out string, files []layerFile, mt types.MediaType) (*fileLayer, error) {
+// layerWriter writes a reproducible layer (uid/gid 0, zero times, parents before
+// children) to a file, gzipped at the fastest level, hashing as it goes.
+type layerWriter struct {
+	f      *os.File
+	dh, uh hash.Hash
+	cw     *countWriter
+	zw     *gzip.Writer
+	tw     *tar.Writer
+	dirs   map[string]bool
+	out    string
+	mt     types.MediaType
+}
+
+func newLayerWriter(out string, mt types.MediaType) (*layerWriter, error) {
 	f, err := os.Create(out)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	dh, uh := sha256.New(), sha256.New()
-	cw := &countWriter{w: io.MultiWriter(f, dh)}
-	zw, err := gzip.NewWriterLevel(cw, gzip.BestSpeed)
+	w := &layerWriter{f: f, dh: sha256.New(), uh: sha256.New(), dirs: map[string]bool{}, out: out, mt: mt}
+	w.cw = &countWriter{w: io.MultiWriter(f, w.dh)}
+	if w.zw, err = gzip.NewWriterLevel(w.cw, gzip.BestSpeed); err != nil {
+		f.Close()
+		return nil, err
+	}
+	w.tw = tar.NewWriter(io.MultiWriter(w.zw, w.uh))
+	return w, nil
+}
+
+var epoch = time.Unix(0, 0)
+
+// parents writes the directories above the absolute path p not yet written.
+func (w *layerWriter) parents(p string) error {
+	var ps []string
+	for d := path.Dir(p); d != "/" && d != "." && !w.dirs[d]; d = path.Dir(d) {
+		ps = append([]string{d}, ps...)
+		w.dirs[d] = true
+	}
+	for _, d := range ps {
+		if err := w.tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d[1:] + "/", Mode: 0o755, ModTime: epoch, Format: tar.FormatPAX}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// file writes a regular file of size bytes from r at the absolute path target.
+func (w *layerWriter) file(target string, size, mode int64, r io.Reader) error {
+	if err := w.parents(target); err != nil {
+		return err
+	}
+	if err := w.tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: target[1:], Size: size, Mode: mode, ModTime: epoch, Format: tar.FormatPAX}); err != nil {
+		return err
+	}
+	n, err := io.Copy(w.tw, r)
+	if err == nil && n != size {
+		err = fmt.Errorf("%s: %d bytes, expected %d", target, n, size)
+	}
+	return err
+}
+
+func (w *layerWriter) close() (*fileLayer, error) {
+	defer w.f.Close()
+	if err := w.tw.Close(); err != nil {
+		return nil, err
+	}
+	if err := w.zw.Close(); err != nil {
+		return nil, err
+	}
+	if err := w.f.Close(); err != nil {
+		return nil, err
+	}
+	return &fileLayer{
+		path:      w.out,
+		digest:    v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(w.dh.Sum(nil))},
+		diffID:    v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(w.uh.Sum(nil))},
+		size:      w.cw.n,
+		mediaType: w.mt,
+	}, nil
+}
+
+// writeWheelLayer writes the entries of wheels (see wheelEntries) as a layer, straight
+// from the wheel archives: nothing is extracted to disk.
+func writeWheelLayer(out string, entries []wheelEntry, mt types.MediaType) (*fileLayer, error) {
+	w, err := newLayerWriter(out, mt)
 	if err != nil {
 		return nil, err
 	}
-	tw := tar.NewWriter(io.MultiWriter(zw, uh))
-	dirs := map[string]bool{}
-	epoch := time.Unix(0, 0)
-	addDirs := func(p string) error {
-		var parents []string
-		for d := path.Dir(p); d != "/" && d != "." && !dirs[d]; d = path.Dir(d) {
-			parents = append([]string{d}, parents...)
-			dirs[d] = true
-		}
-		for _, d := range parents {
-			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d[1:] + "/", Mode: 0o755, ModTime: epoch, Format: tar.FormatPAX}); err != nil {
-				return err
+	for _, e := range entries {
+		if e.zf == nil {
+			err = w.file(e.target, int64(len(e.data)), e.mode, bytes.NewReader(e.data))
+		} else {
+			var rc io.ReadCloser
+			if rc, err = e.zf.Open(); err == nil {
+				err = w.file(e.target, int64(e.zf.UncompressedSize64), e.mode, rc)
+				if cerr := rc.Close(); err == nil {
+					err = cerr // the CRC check happens at the end of the entry
+				}
 			}
 		}
-		return nil
+		if err != nil {
+			w.f.Close()
+			return nil, fmt.Errorf("wheel file %s: %w", e.target, err)
+		}
 	}
+	return w.close()
+}
+
+// writeLayer writes a reproducible layer of the given files and directory trees.
+func writeLayer(out string, files []layerFile, mt types.MediaType) (*fileLayer, error) {
+	w, err := newLayerWriter(out, mt)
+	if err != nil {
+		return nil, err
+	}
+	defer w.f.Close()
+	tw, dirs := w.tw, w.dirs
+	addDirs := w.parents
 	for _, lf := range files {
 		fi, err := os.Stat(lf.Source)
 		if err != nil {
@@ -142,22 +230,7 @@ func writeLayer(out string, files []layerFile, mt types.MediaType) (*fileLayer, 
 			}
 		}
 	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	if err := f.Close(); err != nil {
-		return nil, err
-	}
-	return &fileLayer{
-		path:      out,
-		digest:    v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(dh.Sum(nil))},
-		diffID:    v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(uh.Sum(nil))},
-		size:      cw.n,
-		mediaType: mt,
-	}, nil
+	return w.close()
 }
 
 func addFile(tw *tar.Writer, target, src string, fi fs.FileInfo, mode int64) error {

@@ -16,13 +16,19 @@ import (
 // their contents; METADATA, WHEEL and RECORD are added. Data files are stored
 // uncompressed, so a wheel can be made as large as a test needs.
 func Wheel(dir, name, version string, files map[string][]byte) (string, error) {
+	return WheelWithMetadata(dir, name, version, "", files)
+}
+
+// WheelWithMetadata is Wheel with extra METADATA header lines (e.g.
+// "Requires-Dist: other>=1.0\n").
+func WheelWithMetadata(dir, name, version, metadata string, files map[string][]byte) (string, error) {
 	dist := strings.ReplaceAll(name, "-", "_")
 	info := fmt.Sprintf("%s-%s.dist-info", dist, version)
 	all := map[string][]byte{}
 	for k, v := range files {
 		all[k] = v
 	}
-	all[info+"/METADATA"] = []byte(fmt.Sprintf("Metadata-Version: 2.1\nName: %s\nVersion: %s\n", name, version))
+	all[info+"/METADATA"] = []byte(fmt.Sprintf("Metadata-Version: 2.1\nName: %s\nVersion: %s\n%s", name, version, metadata))
 	all[info+"/WHEEL"] = []byte("Wheel-Version: 1.0\nGenerator: kinetic-imagetest\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
 	names := make([]string, 0, len(all)+1)
 	for k := range all {

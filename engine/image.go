@@ -141,15 +141,16 @@ func (e *Engine) ensurer(cfg *config.Resolved) *image.Ensurer {
 		return en
 	}
 	c := e.imageClient()
+	layers := filepath.Join(config.DataDir(), "cache", "image", "layers")
 	en := &image.Ensurer{Client: c, LockDir: filepath.Join(config.DataDir(), "cache", "image", "locks")}
 	switch kind {
 	case "", "auto":
-		en.Builder = &image.Daemonless{Client: c}
+		en.Builder = &image.Daemonless{Client: c, CacheDir: layers}
 		if eng := image.DetectEngine(); eng != "" {
 			en.Fallback = &image.EngineBuilder{Command: eng}
 		}
 	case "daemonless":
-		en.Builder = &image.Daemonless{Client: c}
+		en.Builder = &image.Daemonless{Client: c, CacheDir: layers}
 	case "podman", "docker":
 		en.Builder = &image.EngineBuilder{Command: kind}
 	case "cloudbuild":

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -153,5 +154,48 @@ func TestPrebuiltAndCustomImages(t *testing.T) {
 	r = e.run("run", "--container-image", "https://example.invalid/x", "plain.py::main")
 	if r.code == 0 || !strings.Contains(r.stderr, "leave out the scheme") || len(e.jobsInStore()) != before {
 		t.Fatalf("bad container_image: code %d\nstderr:\n%s", r.code, r.stderr)
+	}
+}
+
+// TestPythonSDKInContainer runs pickled functions from the Python SDK inside the bundled
+// image (cloudpickle in the base): one call and a small batch, whose children are started
+// one by one in containers rather than by the in-process workers.
+func TestPythonSDKInContainer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds images and runs podman")
+	}
+	py := "/usr/bin/python3"
+	if _, err := os.Stat(py); err != nil {
+		t.Skip("needs Debian's python3 with cloudpickle (the SDK's tests use it)")
+	}
+	pm := imagetest.NewPodman(t)
+	pm.Setenv(t)
+	reg := imagetest.StartDockerRegistry(t)
+	base := imagetest.PushPythonBase(t, reg.Host)
+	e := newEnv(t)
+	script := filepath.Join(e.dir, "sdk.py")
+	os.WriteFile(script, []byte(`import os, kinetic
+@kinetic.run(accelerator="cpu")
+def f(x):
+    return (x * 2, os.path.exists("/run/.containerenv"))
+print(f(21))
+print(sorted(f.run_async_map([1, 2, 3]).results()))
+`), 0o644)
+	cmd := exec.Command(py, script)
+	cmd.Dir = e.dir
+	cmd.Env = append(os.Environ(), "KINETIC_BIN="+e.bin, "KINETIC_HOME="+filepath.Join(e.home, "data"),
+		"KINETIC_PROFILES_FILE="+filepath.Join(e.home, "profiles.json"), "PYTHONPATH="+filepath.Join(repoRoot(), "python"),
+		"KINETIC_CONTAINER=podman", "KINETIC_IMAGE_REGISTRY="+reg.Host+"/kn", "KINETIC_BASE_IMAGE_CPU="+base.String())
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v\n%s\n%s", err, out, stderr.String())
+	}
+	if got := strings.TrimSpace(string(out)); got != "(42, True)\n[(2, True), (4, True), (6, True)]" {
+		t.Fatalf("stdout %q\nstderr:\n%s", got, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "(cached, nothing to build)") {
+		t.Errorf("the batch did not reuse the image:\n%s", stderr.String())
 	}
 }

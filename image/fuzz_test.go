@@ -32,3 +32,24 @@ func FuzzParseChoice(f *testing.F) {
 		_, _ = ParseRepository(s)
 	})
 }
+
+// FuzzWheelMetadata feeds wheel file names and specifiers (from users' wheel
+// directories) to the pinned-wheel checks: they must never panic, and a version always
+// satisfies "==" itself when it is numeric.
+func FuzzWheelMetadata(f *testing.F) {
+	f.Add("kn_demo-1.0-py3-none-any.whl", "1.0", ">=1,<2")
+	f.Add("x-2.3.4-1-cp311-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl", "3.11", "!=3.12")
+	f.Add("bad.whl", "1..2", "~=1")
+	f.Fuzz(func(t *testing.T, file, version, spec string) {
+		if m := wheelNameRE.FindStringSubmatch(file); m != nil {
+			compatible(py311, m[3], m[4], m[5])
+		}
+		satisfies(version, spec)
+		if _, ok := numeric(version); ok && !satisfies(version, "=="+version) {
+			t.Fatalf("%q does not satisfy ==%q", version, version)
+		}
+		if m := requiresRE.FindStringSubmatch(spec); m != nil {
+			extraOnlyRE.MatchString(m[4])
+		}
+	})
+}

@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -322,9 +323,9 @@ func wheelEntries(ws []wheelFile, site string) ([]wheelEntry, func(), error) {
 				name = rest
 			}
 			clean := path.Clean("/" + name)
-			if clean == "/" || strings.Contains(name, "..") {
+			if clean == "/" || strings.HasPrefix(name, "/") || slices.Contains(strings.Split(name, "/"), "..") {
 				closeAll()
-				return nil, nil, fmt.Errorf("wheel %s: unsafe path %q", w.path, f.Name)
+				return nil, nil, errNotSimple // pip refuses it, with its own message
 			}
 			t := path.Join(site, clean)
 			if seen[t] {

@@ -3,10 +3,10 @@ package image
 import (
 	"archive/tar"
 	"bytes"
-	"hash"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"

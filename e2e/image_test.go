@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kinetic-run/kinetic/internal/imagetest"
 )
@@ -198,4 +199,50 @@ print(sorted(f.run_async_map([1, 2, 3]).results()))
 	if !strings.Contains(stderr.String(), "(cached, nothing to build)") {
 		t.Errorf("the batch did not reuse the image:\n%s", stderr.String())
 	}
+}
+
+// TestContainerCancel: cancelling a job that runs in a local container stops the
+// container and reports FAILED "cancelled", as on the virtualenv path.
+func TestContainerCancel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds images and runs podman")
+	}
+	pm := imagetest.NewPodman(t)
+	pm.Setenv(t)
+	reg := imagetest.StartDockerRegistry(t)
+	base := imagetest.PushPythonBase(t, reg.Host)
+	e := newEnv(t)
+	t.Setenv("KINETIC_CONTAINER", "podman")
+	t.Setenv("KINETIC_IMAGE_REGISTRY", reg.Host+"/kn")
+	t.Setenv("KINETIC_BASE_IMAGE_CPU", base.String())
+	r := e.run("run", "--async", "--json", "--", "sh", "-c", "echo begin; sleep 300")
+	var h map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &h); r.code != 0 || err != nil {
+		t.Fatalf("submit: %d %v %s", r.code, err, r.stderr)
+	}
+	id := h["job_id"].(string)
+	deadline := time.Now().Add(90 * time.Second)
+	for !strings.Contains(e.run("jobs", "logs", id).stdout, "begin") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the job never started: %q", e.run("jobs", "status", "--json", id).stdout)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if out := pm.Run(t, "ps", "--format", "{{.Names}}"); !strings.Contains(out, "kinetic-"+id) {
+		t.Fatalf("no container kinetic-%s in %q", id, out)
+	}
+	start := time.Now()
+	if r = e.run("jobs", "cancel", id); r.code != 0 {
+		t.Fatalf("cancel: %d %s", r.code, r.stderr)
+	}
+	r = e.run("jobs", "status", "--json", id)
+	var st map[string]any
+	json.Unmarshal([]byte(r.stdout), &st)
+	if st["status"] != "FAILED" || st["reason"] != "cancelled" {
+		t.Fatalf("status after cancel: %q", r.stdout)
+	}
+	if out := pm.Run(t, "ps", "-a", "--format", "{{.Names}}"); strings.Contains(out, "kinetic-"+id) {
+		t.Fatalf("container still there after cancel: %q", out)
+	}
+	t.Logf("cancel took %s", time.Since(start))
 }

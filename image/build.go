@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -219,9 +220,13 @@ func baseError(ref name.Reference, err error) error {
 	return fmt.Errorf("base image %s: %w", ref, err)
 }
 
+// isNetError reports whether err is a failure to reach a host (dial, DNS, timeout)
+// rather than an answer from it.
 func isNetError(err error) bool {
-	s := err.Error()
-	return strings.Contains(s, "connection refused") || strings.Contains(s, "no such host") || strings.Contains(s, "i/o timeout") || strings.Contains(s, "network is unreachable")
+	var op *net.OpError
+	var dns *net.DNSError
+	var ne net.Error
+	return errors.As(err, &op) || errors.As(err, &dns) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // push writes img to ref, drawing progress on w, and returns its digest reference.

@@ -104,6 +104,31 @@ func TestSettingsRefs(t *testing.T) {
 	}
 }
 
+func TestResolve(t *testing.T) {
+	s := Settings{Registry: "reg.example/team", BaseImageRepo: "reg.example/bases", Version: "1.2.3"}
+	key := strings.Repeat("c", 64)
+	custom, _ := ParseChoice("reg.example/mine:v1")
+	for _, tc := range []struct {
+		c    Choice
+		want string
+	}{
+		{Choice{Mode: Bundled}, "reg.example/team/kinetic-env:" + key},
+		{Choice{Mode: Prebuilt}, "reg.example/bases/base-tpu:1.2.3"},
+		{custom, "reg.example/mine:v1"},
+	} {
+		r, err := Resolve(tc.c, key, "tpu", s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.String() != tc.want {
+			t.Errorf("%s: %s, want %s", tc.c.Mode, r, tc.want)
+		}
+	}
+	if _, err := Resolve(Choice{Mode: Bundled}, key, "fpga", s); err == nil || !strings.Contains(err.Error(), "cpu, gpu, tpu") {
+		t.Errorf("bad category: %v", err)
+	}
+}
+
 func TestTargetPlatforms(t *testing.T) {
 	tg := Target{Python: "3.11", Arch: "amd64", Glibc: "2.19"}
 	if got := (Target{Python: "3.11", Arch: "amd64", Glibc: "2.5"}).Platforms(); got[0] != "manylinux_2_31_x86_64" {

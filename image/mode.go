@@ -153,3 +153,21 @@ func nameOpts(r name.Registry) []name.Option {
 	}
 	return nil
 }
+
+// Resolve returns the image a job runs in, without touching a registry: a custom image
+// as given, the published base for prebuilt, and for bundled the environment-key tag
+// (Ensurer.Ensure makes it exist and gives its digest).
+func Resolve(c Choice, envKey, category string, s Settings) (name.Reference, error) {
+	switch c.Mode {
+	case Custom:
+		return c.Ref, nil
+	case Prebuilt:
+		return s.PrebuiltRef(category)
+	case Bundled:
+		if err := checkCategory(category); err != nil {
+			return nil, err
+		}
+		return s.BundledRef(envKey)
+	}
+	return nil, fmt.Errorf("unknown image mode %q", c.Mode)
+}

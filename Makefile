@@ -18,7 +18,8 @@ vet:
 
 test-go:
 	# -count=1: several tests build and run the kinetic binary, which the test cache cannot see.
-	$(GO) test -count=1 ./...
+	# -timeout 30m: the image tests make a Debian base once (~2.5 min) and run podman.
+	$(GO) test -count=1 -timeout 30m ./...
 
 test-python: build
 	cd python && KINETIC_BIN=$(CURDIR)/$(BIN) $(PYTHON) -m pytest -q tests

@@ -342,3 +342,37 @@ func contains(ss []string, s string) bool {
 	}
 	return false
 }
+
+// TestEnsureAcrossProcessesBuildsOnce: two Ensurers (as two processes: separate
+// singleflight groups) sharing the lock directory race on one tag; one builds, the other
+// finds the image after the lock and builds nothing.
+func TestEnsureAcrossProcessesBuildsOnce(t *testing.T) {
+	reg := imagetest.StartRegistry(t)
+	base := imagetest.Push(t, imagetest.TinyBase(t), reg.Host+"/tiny:base")
+	target, _ := name.NewTag(reg.Host+"/kinetic-env:"+strings.Repeat("8", 64), name.Insecure)
+	locks := t.TempDir()
+	b := &countingBuilder{Builder: &Daemonless{}}
+	req := &BuildRequest{Base: base, Target: target, Runner: fakeRunner(t)}
+	var wg sync.WaitGroup
+	res := make([]Result, 2)
+	errs := make([]error, 2)
+	for i := range res {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res[i], errs[i] = (&Ensurer{Builder: b, LockDir: locks}).Ensure(context.Background(), req)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := b.n.Load(); n != 1 {
+		t.Fatalf("%d builds, want 1", n)
+	}
+	if res[0].Ref.String() != res[1].Ref.String() || res[0].Cached == res[1].Cached {
+		t.Fatalf("results %+v and %+v: want the same digest, one built and one found", res[0], res[1])
+	}
+}

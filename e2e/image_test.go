@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -245,4 +246,53 @@ func TestContainerCancel(t *testing.T) {
 		t.Fatalf("container still there after cancel: %q", out)
 	}
 	t.Logf("cancel took %s", time.Since(start))
+}
+
+// TestImageErrors: what can go wrong with a bundled image is said before anything is
+// written, naming the input and the fix.
+func TestImageErrors(t *testing.T) {
+	if _, err := exec.LookPath("podman"); err != nil {
+		t.Skip("container=podman needs podman (apt-get install podman); CI installs it")
+	}
+	reg := imagetest.StartRegistry(t)
+	base := imagetest.Push(t, imagetest.TinyBase(t), reg.Host+"/tiny:1")
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	closed := l.Addr().String()
+	l.Close()
+	e := newEnv(t)
+	imageProject(t, e, "1.0")
+	t.Setenv("KINETIC_CONTAINER", "podman")
+	for _, tc := range []struct {
+		name     string
+		registry string
+		base     string
+		reqs     string
+		want     []string
+	}{
+		{"no registry", "", base.String(), "", []string{"set image_registry"}},
+		{"unreachable registry", closed + "/kn", base.String(), "", []string{"registry unreachable", closed, "image_registry"}},
+		{"bad base image", reg.Host + "/kn", reg.Host + "/nope:1", "", []string{"base image " + reg.Host + "/nope:1 was not found", "base_image_"}},
+		{"missing wheel", reg.Host + "/kn", base.String(), "--no-index\n--find-links ./wheels\nkn-absent==2.0\n", []string{"kn-absent==2.0 has no wheel for Python 3.11", "--find-links"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("KINETIC_IMAGE_REGISTRY", tc.registry)
+			t.Setenv("KINETIC_BASE_IMAGE_CPU", tc.base)
+			if tc.reqs != "" {
+				os.WriteFile(filepath.Join(e.dir, "requirements.txt"), []byte(tc.reqs), 0o644)
+			}
+			before := len(e.jobsInStore())
+			r := e.run("run", "main.py::main")
+			if r.code == 0 {
+				t.Fatalf("succeeded:\n%s", r.stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, r.stderr)
+				}
+			}
+			if len(e.jobsInStore()) != before {
+				t.Errorf("a failed image plan wrote a job")
+			}
+		})
+	}
 }

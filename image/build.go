@@ -72,16 +72,45 @@ type Daemonless struct {
 	Work string
 	// CacheDir keeps the compressed runner layer between builds ("" = no cache).
 	CacheDir string
+	// PipInstall installs with pip install --target and layers the result, instead of
+	// letting pip only resolve and download and laying the wheels out here (the
+	// behaviour the direct layout is checked against).
+	PipInstall bool
 }
 
 // requirementsLayer installs the requirements for t and returns them as a layer at
-// SitePackages: straight from the wheels when they are a closed set of pinned local
-// wheels (pinnedLocalWheels: no pip, nothing extracted to disk), else with pip.
+// SitePackages, streamed straight from the wheels (nothing extracted to disk): without
+// pip when they are a closed set of pinned local wheels (pinnedLocalWheels), else the
+// wheels pip download chose for t; pip install --target only when the wheels overlap
+// (pip decides what wins) or PipInstall is set.
 func (d *Daemonless) requirementsLayer(ctx context.Context, req *BuildRequest, t Target, work string, mt types.MediaType) (*fileLayer, error) {
 	out := filepath.Join(work, "site.tar.gz")
 	if ws, err := pinnedLocalWheels(req.Requirements, req.Constraints, t); err == nil {
 		say(req.Progress, "layering %d pinned local wheels for Python %s linux/%s", len(ws), t.Python, t.Arch)
-		entries, closeAll, err := wheelEntries(ws, SitePackages)
+		entries, closeAll, err := wheelEntries(ws, SitePackages, t.Python)
+		if err == nil {
+			defer closeAll()
+			l, err := writeWheelLayer(out, entries, mt)
+			if err != nil {
+				return nil, fmt.Errorf("requirements layer: %w", err)
+			}
+			return l, nil
+		}
+		if !errors.Is(err, errNotSimple) {
+			return nil, err
+		}
+	}
+	if !d.PipInstall {
+		say(req.Progress, "resolving %d requirement lines for Python %s linux/%s with pip", len(req.Requirements), t.Python, t.Arch)
+		dir := filepath.Join(work, "wheels")
+		if err := pipDownload(ctx, d.python(), t, req.Requirements, req.Constraints, dir, req.Dir, nil); err != nil {
+			return nil, err
+		}
+		ws, err := wheelsIn(dir)
+		if err != nil {
+			return nil, err
+		}
+		entries, closeAll, err := wheelEntries(ws, SitePackages, t.Python)
 		if err == nil {
 			defer closeAll()
 			l, err := writeWheelLayer(out, entries, mt)
@@ -281,4 +310,21 @@ func BaseRequest(repo name.Repository, category, version, tag string, base name.
 		Base: base, Target: target, Runner: runner,
 		Labels: map[string]string{LabelCategory: category, LabelVersion: version},
 	}, nil
+}
+
+// wheelsIn lists the wheels pip download put in dir.
+func wheelsIn(dir string) ([]wheelFile, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	var out []wheelFile
+	for _, e := range ents {
+		m := wheelNameRE.FindStringSubmatch(e.Name())
+		if m == nil {
+			return nil, fmt.Errorf("pip download left %s, which is not a wheel", e.Name())
+		}
+		out = append(out, wheelFile{path: filepath.Join(dir, e.Name()), project: normalize(m[1]), version: m[2]})
+	}
+	return out, nil
 }

@@ -152,7 +152,17 @@ func writeWheelLayer(out string, entries []wheelEntry, mt types.MediaType) (*fil
 		} else {
 			var rc io.ReadCloser
 			if rc, err = e.zf.Open(); err == nil {
-				err = w.file(e.target, int64(e.zf.UncompressedSize64), e.mode, rc)
+				size := int64(e.zf.UncompressedSize64)
+				var r io.Reader = rc
+				if e.script {
+					var delta int64
+					if r, delta, err = rewriteShebang(rc); err == nil {
+						size += delta
+					}
+				}
+				if err == nil {
+					err = w.file(e.target, size, e.mode, r)
+				}
 				if cerr := rc.Close(); err == nil {
 					err = cerr // the CRC check happens at the end of the entry
 				}

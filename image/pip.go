@@ -34,6 +34,16 @@ var noDistRE = regexp.MustCompile(`(?m)(?:No matching distribution found for|Cou
 // with the local pip (python -m pip), without compiling bytecode: the image's interpreter
 // compiles what it imports. workDir is pip's working directory (relative paths).
 func pipInstall(ctx context.Context, python string, t Target, lines, constraints []string, dir, workDir string, log io.Writer) error {
+	return runPip(ctx, python, t, []string{"install", "--no-compile", "--no-warn-script-location", "--target", dir}, lines, constraints, workDir, log)
+}
+
+// pipDownload resolves the requirement lines for target with the local pip and puts the
+// chosen wheels in dir (pip download): nothing is installed or extracted.
+func pipDownload(ctx context.Context, python string, t Target, lines, constraints []string, dir, workDir string, log io.Writer) error {
+	return runPip(ctx, python, t, []string{"download", "--dest", dir}, lines, constraints, workDir, log)
+}
+
+func runPip(ctx context.Context, python string, t Target, verb, lines, constraints []string, workDir string, log io.Writer) error {
 	if python == "" {
 		python = "python3"
 	}
@@ -46,7 +56,9 @@ func pipInstall(ctx context.Context, python string, t Target, lines, constraints
 	if err := os.WriteFile(req, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		return err
 	}
-	args := []string{"-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-input", "--no-compile", "--no-warn-script-location", "--target", dir}
+	args := append([]string{"-m", "pip"}, verb[0])
+	args = append(args, "--quiet", "--disable-pip-version-check", "--no-input")
+	args = append(args, verb[1:]...)
 	args = append(args, t.PipArgs()...)
 	args = append(args, "-r", req)
 	if len(constraints) > 0 {

@@ -3,6 +3,7 @@ package image
 import (
 	"archive/zip"
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -34,8 +35,8 @@ type wheelFile struct {
 // make for offline installs: only --no-index, --find-links DIR and name==version lines,
 // no constraints; exactly one wheel per pin compatible with t; every dependency a wheel
 // declares (Requires-Dist without a marker other than extras) pinned in the set and
-// satisfied by simple numeric comparisons; no console scripts and no .data directories
-// other than purelib/platlib. Anything else returns errNotSimple, and pip decides, so
+// satisfied by simple numeric comparisons; no .data directories other than purelib,
+// platlib, scripts, data and headers. Anything else returns errNotSimple, and pip decides, so
 // the result is always what pip would install.
 func pinnedLocalWheels(lines, constraints []string, t Target) ([]wheelFile, error) {
 	if len(constraints) > 0 {
@@ -165,9 +166,7 @@ func checkWheelMetadata(p string, pins map[string]string, t Target) error {
 		switch {
 		case strings.HasSuffix(top, ".dist-info") && rest == "METADATA":
 			meta = f
-		case strings.HasSuffix(top, ".dist-info") && rest == "entry_points.txt":
-			return errNotSimple // console scripts: pip writes them
-		case strings.HasSuffix(top, ".data") && !strings.HasPrefix(rest, "purelib/") && !strings.HasPrefix(rest, "platlib/") && rest != "":
+		case strings.HasSuffix(top, ".data") && rest != "" && !knownDataDir(rest):
 			return errNotSimple
 		}
 	}
@@ -287,17 +286,34 @@ func cmpVersions(a, b []int) int {
 	return 0
 }
 
-// wheelEntries lists the files of the chosen wheels as layer entries under site: their
-// paths as pip --target places them (.data/purelib and platlib at the top), plus an
-// INSTALLER file per distribution. Two wheels with the same file is errNotSimple.
+// knownDataDir reports whether rest (the path below NAME.data/) is in a directory pip
+// knows how to place.
+func knownDataDir(rest string) bool {
+	kind, _, _ := strings.Cut(rest, "/")
+	switch kind {
+	case "purelib", "platlib", "scripts", "data", "headers":
+		return true
+	}
+	return false
+}
+
+// wheelEntry is one file of the requirements layer.
 type wheelEntry struct {
 	target string
 	zf     *zip.File
 	data   []byte // when zf is nil
 	mode   int64
+	script bool // a .data/scripts file: its "#!python" line is rewritten
 }
 
-func wheelEntries(ws []wheelFile, site string) ([]wheelEntry, func(), error) {
+// wheelEntries lists the files of the wheels as layer entries under site, where pip
+// --target puts them: the archive's top level and .data/purelib and platlib at site,
+// .data/scripts and console and GUI scripts in site/bin (with "#!/usr/bin/env python3":
+// pip --target would write this machine's interpreter there), .data/data at site,
+// .data/headers under site/include/site/pythonX.Y/PROJECT, plus INSTALLER and
+// REQUESTED in each .dist-info. Two wheels with the same file is errNotSimple (pip then
+// decides what wins).
+func wheelEntries(ws []wheelFile, site, pyVersion string) ([]wheelEntry, func(), error) {
 	var closers []io.Closer
 	closeAll := func() {
 		for _, c := range closers {
@@ -306,46 +322,136 @@ func wheelEntries(ws []wheelFile, site string) ([]wheelEntry, func(), error) {
 	}
 	seen := map[string]bool{}
 	var out []wheelEntry
+	add := func(e wheelEntry) error {
+		if seen[e.target] {
+			return errNotSimple
+		}
+		seen[e.target] = true
+		out = append(out, e)
+		return nil
+	}
+	fail := func(err error) ([]wheelEntry, func(), error) { closeAll(); return nil, nil, err }
 	for _, w := range ws {
 		zr, err := zip.OpenReader(w.path)
 		if err != nil {
-			closeAll()
-			return nil, nil, fmt.Errorf("wheel %s: %w", w.path, err)
+			return fail(fmt.Errorf("wheel %s: %w", w.path, err))
 		}
 		closers = append(closers, zr)
 		for _, f := range zr.File {
 			if strings.HasSuffix(f.Name, "/") {
 				continue
 			}
-			name := f.Name
-			if top, rest, _ := strings.Cut(name, "/"); strings.HasSuffix(top, ".data") {
-				_, rest, _ = strings.Cut(rest, "/") // purelib/x or platlib/x → x
-				name = rest
+			if strings.HasPrefix(f.Name, "/") || slices.Contains(strings.Split(f.Name, "/"), "..") {
+				return fail(errNotSimple) // pip refuses it, with its own message
 			}
-			clean := path.Clean("/" + name)
-			if clean == "/" || strings.HasPrefix(name, "/") || slices.Contains(strings.Split(name, "/"), "..") {
-				closeAll()
-				return nil, nil, errNotSimple // pip refuses it, with its own message
-			}
-			t := path.Join(site, clean)
-			if seen[t] {
-				closeAll()
-				return nil, nil, errNotSimple
-			}
-			seen[t] = true
 			mode := int64(0o644)
 			if (f.ExternalAttrs>>16)&0o111 != 0 {
 				mode = 0o755
 			}
-			out = append(out, wheelEntry{target: t, zf: f, mode: mode})
-			if top, rest, _ := strings.Cut(f.Name, "/"); strings.HasSuffix(top, ".dist-info") && rest == "METADATA" {
+			e := wheelEntry{zf: f, mode: mode}
+			top, rest, _ := strings.Cut(f.Name, "/")
+			switch {
+			case strings.HasSuffix(top, ".data"):
+				kind, p, _ := strings.Cut(rest, "/")
+				switch kind {
+				case "purelib", "platlib", "data":
+					e.target = path.Join(site, p)
+				case "scripts":
+					e.target, e.mode, e.script = path.Join(site, "bin", p), 0o755, true
+				case "headers":
+					e.target = path.Join(site, "include", "site", "python"+pyVersion, w.project, p)
+				default:
+					return fail(errNotSimple)
+				}
+			default:
+				e.target = path.Join(site, f.Name)
+			}
+			if err := add(e); err != nil {
+				return fail(err)
+			}
+			if strings.HasSuffix(top, ".dist-info") && rest == "METADATA" {
 				// What pip adds: INSTALLER, and REQUESTED (every pin was asked for).
-				inst, reqd := path.Join(site, top, "INSTALLER"), path.Join(site, top, "REQUESTED")
-				seen[inst], seen[reqd] = true, true
-				out = append(out, wheelEntry{target: inst, data: []byte("kinetic\n"), mode: 0o644}, wheelEntry{target: reqd, data: []byte{}, mode: 0o644})
+				for n, b := range map[string][]byte{"INSTALLER": []byte("kinetic\n"), "REQUESTED": {}} {
+					if err := add(wheelEntry{target: path.Join(site, top, n), data: b, mode: 0o644}); err != nil {
+						return fail(err)
+					}
+				}
+			}
+			if strings.HasSuffix(top, ".dist-info") && rest == "entry_points.txt" {
+				scripts, err := consoleScripts(f)
+				if err != nil {
+					return fail(fmt.Errorf("wheel %s: entry_points.txt: %w", w.path, err))
+				}
+				for _, sc := range scripts {
+					if err := add(wheelEntry{target: path.Join(site, "bin", sc.name), data: sc.body, mode: 0o755}); err != nil {
+						return fail(err)
+					}
+				}
 			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].target < out[j].target })
 	return out, closeAll, nil
+}
+
+type script struct {
+	name string
+	body []byte
+}
+
+var entryRE = regexp.MustCompile(`^([A-Za-z0-9_.]+)\s*:\s*([A-Za-z0-9_.]+)\s*(?:\[.*\])?$`)
+
+// consoleScripts reads [console_scripts] and [gui_scripts] and makes pip's wrappers.
+func consoleScripts(f *zip.File) ([]script, error) {
+	rc, err := f.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	var out []script
+	section := ""
+	sc := bufio.NewScanner(io.LimitReader(rc, 1<<20))
+	for sc.Scan() {
+		l := strings.TrimSpace(sc.Text())
+		if l == "" || strings.HasPrefix(l, "#") || strings.HasPrefix(l, ";") {
+			continue
+		}
+		if strings.HasPrefix(l, "[") {
+			section = strings.Trim(l, "[] ")
+			continue
+		}
+		if section != "console_scripts" && section != "gui_scripts" {
+			continue
+		}
+		name, ref, ok := strings.Cut(l, "=")
+		name = strings.TrimSpace(name)
+		m := entryRE.FindStringSubmatch(strings.TrimSpace(ref))
+		if !ok || m == nil || name == "" || strings.ContainsAny(name, "/\\") || name == "." || name == ".." {
+			return nil, fmt.Errorf("entry %q", l)
+		}
+		attr := m[2]
+		head, _, _ := strings.Cut(attr, ".")
+		body := fmt.Sprintf("#!/usr/bin/env python3\n# -*- coding: utf-8 -*-\nimport re\nimport sys\nfrom %s import %s\nif __name__ == \"__main__\":\n    sys.argv[0] = re.sub(r\"(-script\\.pyw|\\.exe)?$\", \"\", sys.argv[0])\n    sys.exit(%s())\n", m[1], head, attr)
+		out = append(out, script{name: name, body: []byte(body)})
+	}
+	return out, sc.Err()
+}
+
+// rewriteShebang replaces a script's "#!python" (or pythonw) first line, which pip
+// rewrites to the installing interpreter, with "#!/usr/bin/env python3".
+func rewriteShebang(r io.Reader) (io.Reader, int64, error) {
+	br := bufio.NewReader(r)
+	first, err := br.Peek(9)
+	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		return nil, 0, err
+	}
+	if !bytes.HasPrefix(first, []byte("#!python")) {
+		return br, 0, nil
+	}
+	line, err := br.ReadString('\n')
+	if err != nil && err != io.EOF {
+		return nil, 0, err
+	}
+	repl := "#!/usr/bin/env python3\n"
+	return io.MultiReader(strings.NewReader(repl), br), int64(len(repl) - len(line)), nil
 }

@@ -1,14 +1,18 @@
 package image
 
 import (
+	"archive/tar"
 	"context"
 	"errors"
+	"io"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/kinetic-run/kinetic/internal/imagetest"
@@ -117,17 +121,26 @@ func TestPinnedLocalWheelsDecides(t *testing.T) {
 	}
 }
 
-// TestPinnedWheelsLayerMatchesPip builds the same closed pinned set twice, straight from
-// the wheels and with pip (the set made unpinned for one line so pip runs), and checks
-// the requirements layers hold the same files.
-func TestPinnedWheelsLayerMatchesPip(t *testing.T) {
+// TestWheelLayoutMatchesPip builds the same requirements three ways — straight from a
+// closed pinned set (no pip), from the wheels pip download chose, and with pip install
+// --target — and checks the requirements layers hold the same files. The wheels have
+// a dependency, a console script, a .data/scripts script and .data/data.
+func TestWheelLayoutMatchesPip(t *testing.T) {
 	reg := imagetest.StartRegistry(t)
 	base := imagetest.Push(t, imagetest.TinyBase(t), reg.Host+"/tiny:base")
 	dir := wheelsWith(t, map[string]string{"kn-app==1.0": "Requires-Dist: kn-lib>=1.0\n", "kn-lib==1.5": ""})
-	files := func(lines []string, key string) (map[string]int64, string) {
+	if _, err := imagetest.Wheel(dir, "kn-tool", "2.0", map[string][]byte{
+		"kn_tool/__init__.py":                    []byte("def main():\n    print('tool')\n"),
+		"kn_tool-2.0.dist-info/entry_points.txt": []byte("[console_scripts]\nkn-tool = kn_tool:main\n"),
+		"kn_tool-2.0.data/scripts/kn-raw":        []byte("#!python\nprint('raw')\n"),
+		"kn_tool-2.0.data/data/share/kn/x.txt":   []byte("x\n"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	build := func(b *Daemonless, lines []string, key string) (map[string]int64, map[string]string, string) {
 		tag, _ := name.NewTag(reg.Host+"/kinetic-env:"+strings.Repeat(key, 64), name.Insecure)
 		var progress strings.Builder
-		r, err := (&Ensurer{}).Ensure(context.Background(), &BuildRequest{Base: base, Target: tag, Requirements: lines, Progress: &progress})
+		r, err := (&Ensurer{Builder: b}).Ensure(context.Background(), &BuildRequest{Base: base, Target: tag, Requirements: lines, Progress: &progress})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,19 +148,20 @@ func TestPinnedWheelsLayerMatchesPip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		all := imageFiles(t, img)
 		out := map[string]int64{}
-		for f, m := range all {
+		for f, m := range imageFiles(t, img) {
 			if strings.HasPrefix(f, "kinetic/site-packages/") && !strings.HasSuffix(f, "/") {
 				out[f] = m
 			}
 		}
-		return out, progress.String()
+		return out, fileContents(t, img, "kinetic/site-packages/bin/"), progress.String()
 	}
-	fast, p1 := files([]string{"--no-index", "--find-links " + dir, "kn-app==1.0", "kn-lib==1.5"}, "6")
-	slow, p2 := files([]string{"--no-index", "--find-links " + dir, "kn-app==1.0", "kn-lib>=1.5"}, "7")
-	if !strings.Contains(p1, "layering 2 pinned local wheels") || !strings.Contains(p2, "with pip") {
-		t.Fatalf("paths not taken as expected:\n%s\n%s", p1, p2)
+	fl := "--find-links " + dir
+	fast, fastBin, p1 := build(&Daemonless{}, []string{"--no-index", fl, "kn-app==1.0", "kn-lib==1.5", "kn-tool==2.0"}, "6")
+	down, _, p2 := build(&Daemonless{}, []string{"--no-index", fl, "kn-app==1.0", "kn-lib>=1.5", "kn-tool==2.0"}, "7")
+	pip, pipBin, p3 := build(&Daemonless{PipInstall: true}, []string{"--no-index", fl, "kn-app==1.0", "kn-lib>=1.5", "kn-tool==2.0"}, "9")
+	if !strings.Contains(p1, "layering 3 pinned local wheels") || !strings.Contains(p2, "resolving") || strings.Contains(p2, "installing") || !strings.Contains(p3, "installing") {
+		t.Fatalf("paths not taken as expected:\n%s\n%s\n%s", p1, p2, p3)
 	}
 	keys := func(m map[string]int64) []string {
 		var ks []string
@@ -157,10 +171,50 @@ func TestPinnedWheelsLayerMatchesPip(t *testing.T) {
 		sort.Strings(ks)
 		return ks
 	}
-	if diff := cmp.Diff(keys(slow), keys(fast)); diff != "" {
-		t.Fatalf("files (-pip +direct):\n%s", diff)
+	if diff := cmp.Diff(keys(pip), keys(fast)); diff != "" {
+		t.Errorf("files (-pip install +pinned):\n%s", diff)
 	}
-	if len(fast) < 8 {
-		t.Fatalf("only %d files: %v", len(fast), keys(fast))
+	if diff := cmp.Diff(keys(pip), keys(down)); diff != "" {
+		t.Errorf("files (-pip install +pip download):\n%s", diff)
+	}
+	for _, f := range []string{"kinetic/site-packages/bin/kn-tool", "kinetic/site-packages/bin/kn-raw", "kinetic/site-packages/share/kn/x.txt"} {
+		if _, ok := fast[f]; !ok {
+			t.Errorf("no %s in %v", f, keys(fast))
+		}
+	}
+	for _, n := range []string{"kn-tool", "kn-raw"} {
+		if got := fastBin[n]; !strings.HasPrefix(got, "#!/usr/bin/env python3\n") {
+			t.Errorf("bin/%s starts %q (pip --target wrote %q)", n, firstLine(got), firstLine(pipBin[n]))
+		}
+		if fast["kinetic/site-packages/bin/"+n]&0o111 == 0 {
+			t.Errorf("bin/%s is not executable", n)
+		}
+	}
+	if !strings.Contains(fastBin["kn-tool"], "from kn_tool import main") || !strings.Contains(fastBin["kn-raw"], "print('raw')") {
+		t.Errorf("scripts: %q", fastBin)
+	}
+}
+
+func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
+
+// fileContents returns the files of img under prefix (base names → contents).
+func fileContents(t *testing.T, img v1.Image, prefix string) map[string]string {
+	t.Helper()
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	out := map[string]string{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.TrimPrefix(h.Name, "/"); strings.HasPrefix(n, prefix) && h.Typeflag == tar.TypeReg {
+			b, _ := io.ReadAll(tr)
+			out[strings.TrimPrefix(n, prefix)] = string(b)
+		}
 	}
 }

@@ -16,17 +16,19 @@
 //
 // Builders (Builder) make the bundled image and push it:
 //
-//   - Daemonless (the default): pulls nothing but the base image's manifest and config,
-//     installs the requirements on this machine with pip for the image's platform and
-//     Python (--target, --platform, --python-version, --only-binary=:all:, honouring the
-//     index directives), adds that directory as one layer and the static kinetic binary
-//     as another (/kinetic/bin/kinetic), and pushes with go-containerregistry. No daemon,
-//     no cloud builder.
+//   - Daemonless (the default): reads nothing but the base image's manifest and config,
+//     picks the wheels for the image's platform and Python (in Go for a closed set of
+//     pinned local wheels, else with this machine's pip download: --platform,
+//     --python-version, --only-binary=:all:, honouring the index directives), streams
+//     them into one layer laid out as pip install --target would, adds the static
+//     kinetic binary as another (/kinetic/bin/kinetic), and pushes with
+//     go-containerregistry. No daemon, no cloud builder.
 //   - Engine: podman or docker on this machine (a generated Dockerfile, build, push), for
 //     requirements that must compile inside the image.
 //   - CloudBuild: the Cloud Build REST API, for GKE users without a local engine.
 //
 // The layering follows go-containerregistry: references and modes (ref.go, mode.go) →
-// registry lookups (lookup.go) → layers and builders (layer.go, pip.go, build.go,
-// enginebuild.go, cloudbuild.go) → the cached, deduplicated Ensure (ensure.go).
+// registry lookups (lookup.go) → wheels, layers and builders (wheels.go, layer.go,
+// pip.go, build.go, enginebuild.go, cloudbuild.go) → the cached, deduplicated Ensure
+// (ensure.go).
 package image

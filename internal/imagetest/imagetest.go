@@ -14,7 +14,9 @@
 //   - NewPodman: podman with its own containers.conf (runc, cgroupfs, file events,
 //     ulimits this machine allows), storage and registries.conf, isolated from the
 //     machine's.
-//   - Wheel: a pure-Python wheel built in Go, for pip installs without an index.
+//   - Push: any image to a registry; LayerFromFiles: a layer from a map of files.
+//   - Wheel, WheelWithMetadata: a pure-Python wheel built in Go (extra METADATA lines
+//     such as Requires-Dist), for installs without an index.
 //
 // Tests that need a tool (debootstrap, podman, docker-registry) that is truly absent are
 // skipped with a message naming the Debian package; CI installs them all (.ci/run).

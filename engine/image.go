@@ -40,8 +40,14 @@ func (e *Engine) planImage(ctx context.Context, p *plan, req *SubmitRequest, req
 	be := p.cfg.Get(config.Backend)
 	if be == "" || be == local.Name {
 		engine, err := containerEngine(p.cfg.Get(config.Container), p.cfg.Source(config.Container))
-		if err != nil || engine == "" {
+		if err != nil {
 			return err
+		}
+		if engine == "" {
+			if choice.Mode != image.Bundled && e.Notice != nil {
+				fmt.Fprintf(e.Notice, "kinetic: container_image=%q is used by backends that run containers; the local backend runs this job in a local Python environment (set container=auto to run it with podman or docker)\n", req.ContainerImage)
+			}
+			return nil
 		}
 		p.spec.Container = engine
 	}

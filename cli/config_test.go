@@ -41,7 +41,7 @@ func TestConfigShow(t *testing.T) {
 			t.Errorf("%s (-want +got):\n%s", k, diff)
 		}
 	}
-	if got.Profile != "dev" || len(got.Values) != 14 {
+	if got.Profile != "dev" || len(got.Values) != 19 {
 		t.Errorf("profile %q, %d values", got.Profile, len(got.Values))
 	}
 }
@@ -61,6 +61,11 @@ func TestConfigShowTable(t *testing.T) {
 		"output_dir       -                 unset\n" +
 		"base_image_repo  -                 unset\n" +
 		"image_registry   -                 unset\n" +
+		"base_image_cpu   -                 unset\n" +
+		"base_image_gpu   -                 unset\n" +
+		"base_image_tpu   -                 unset\n" +
+		"image_builder    -                 unset\n" +
+		"container        -                 unset\n" +
 		"service_account  -                 unset\n" +
 		"kubeconfig       -                 unset\n" +
 		"kube_context     -                 unset\n" +

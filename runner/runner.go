@@ -227,6 +227,11 @@ func run(ctx context.Context, st *store.Store, o Options, out io.Writer) (*job.E
 	if err != nil {
 		return nil, nil, inPhase(job.PhaseInstall, err)
 	}
+	if spec.InstallAtStart && len(spec.Requirements) > 0 {
+		if environ, err = installAtStart(ctx, spec, py, o, environ, out); err != nil {
+			return nil, nil, inPhase(job.PhaseInstall, err)
+		}
+	}
 	if dbg := newDebugSession(spec, o, outDir); dbg != nil {
 		environ = append(environ, dbg.env...)
 		wctx, stop := context.WithCancel(ctx)

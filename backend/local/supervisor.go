@@ -115,13 +115,24 @@ func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string,
 		}
 	}()
 	runner.Grace = o.Grace
-	env, runErr := runner.Run(rctx, runner.Options{
-		StoreURL: o.StoreURL, JobID: id, Workspace: ws, Stdout: runLog,
-		WarmDir:     filepath.Join(o.StateDir, "warm"),
-		EnvDir:      filepath.Join(o.StateDir, "envs"),
-		InPlaceData: true,
-		TreeDir:     treeDir,
-	})
+	var env *job.Envelope
+	var runErr error
+	var spec *job.Spec
+	inContainer := false
+	if treeDir == "" { // batch children in the worker pool never run in containers
+		spec, inContainer = containerSpec(ctx, st, id)
+	}
+	if inContainer {
+		env, runErr = runInContainer(rctx, st, o, id, spec, runLog)
+	} else {
+		env, runErr = runner.Run(rctx, runner.Options{
+			StoreURL: o.StoreURL, JobID: id, Workspace: ws, Stdout: runLog,
+			WarmDir:     filepath.Join(o.StateDir, "warm"),
+			EnvDir:      filepath.Join(o.StateDir, "envs"),
+			InPlaceData: true,
+			TreeDir:     treeDir,
+		})
+	}
 	final := outcome(env, runErr, cancelled.Load())
 	final.Local = proc
 	return WriteStatus(ctx, st, id, final)

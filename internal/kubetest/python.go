@@ -86,7 +86,7 @@ func (c *Cluster) PushPythonImage(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return PushLayerTar(ctx, PythonImage, tarPath, []string{"/usr/bin/python3"}, []string{"LANG=C.UTF-8"})
+	return PushLayerTar(ctx, PythonImage, tarPath, []string{"/usr/bin/python3"}, []string{"LANG=C.UTF-8", "PYTHON_VERSION=3.11"})
 }
 
 // aptMirror is the first Debian mirror the machine's apt uses.

@@ -596,8 +596,9 @@ func (e *Engine) WatchBatch(ctx context.Context, gid, storeURL string, emit func
 			lastRead = time.Now()
 		}
 		// Children finish roughly in submission order: look at the oldest unfinished
-		// ones each round, and at all of them every few seconds.
-		budget := 8
+		// ones each round, until a few are found still unfinished (the ones after them
+		// are most likely still waiting), and at all of them every few seconds.
+		budget := 4
 		if time.Since(lastFull) > 3*time.Second {
 			budget, lastFull = 1<<30, time.Now()
 		}
@@ -613,7 +614,7 @@ func (e *Engine) WatchBatch(ctx context.Context, gid, storeURL string, emit func
 				}
 				continue
 			}
-			if budget--; budget < 0 {
+			if budget <= 0 {
 				continue
 			}
 			j := jobs[c.Index]
@@ -628,6 +629,7 @@ func (e *Engine) WatchBatch(ctx context.Context, gid, storeURL string, emit func
 				return err
 			}
 			if !state.Terminal() {
+				budget--
 				continue
 			}
 			if state == job.Failed && len(c.Attempts) <= m.Retries && !m.Settled {
@@ -640,7 +642,9 @@ func (e *Engine) WatchBatch(ctx context.Context, gid, storeURL string, emit func
 			return nil
 		}
 		if progressed {
-			p = &poller{start: time.Now(), d: 10 * time.Millisecond}
+			// A round that found children finished is followed by one soon, but not at
+			// once: a look finds more of them per status read.
+			p = &poller{start: time.Now(), d: 15 * time.Millisecond}
 		}
 		if err := p.wait(ctx); err != nil {
 			return err

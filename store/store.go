@@ -54,7 +54,7 @@ var ErrNotFound = errors.New("not found")
 type Store struct {
 	url    string
 	bucket *blob.Bucket
-	// dir is the root directory of a file:// store ("" otherwise).
+	// dir is the root directory of a file:// store, where a key is a path ("" otherwise).
 	dir string
 }
 
@@ -99,7 +99,7 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		}
 	}
 	s := &Store{url: t.record, bucket: b}
-	if pu, err := url.Parse(u); err == nil && pu.Scheme == "file" {
+	if pu, err := url.Parse(u); err == nil && pu.Scheme == "file" && pu.Query().Get("prefix") == "" {
 		s.dir = pu.Path
 	}
 	return s, nil
@@ -324,6 +324,46 @@ func (s *Store) PutFrom(ctx context.Context, key string, r io.Reader) (int64, er
 	return n, nil
 }
 
+// PutFile writes the content of the file f, open for reading at its start, as one object.
+// On a file:// store the file is renamed into place when it can be (same file system, a
+// plain key), instead of being copied: it is then gone from its old path. Either way the
+// object appears whole or not at all.
+func (s *Store) PutFile(ctx context.Context, key string, f *os.File) error {
+	if s.dir != "" && plainKey(key) {
+		dst := filepath.Join(s.dir, filepath.FromSlash(key))
+		err := os.Rename(f.Name(), dst)
+		if errors.Is(err, fs.ErrNotExist) {
+			if os.MkdirAll(filepath.Dir(dst), 0o755) == nil {
+				err = os.Rename(f.Name(), dst)
+			}
+		}
+		if err == nil {
+			return nil
+		}
+		// Another file system, say: copy it instead.
+	}
+	_, err := s.PutFrom(ctx, key, f)
+	return err
+}
+
+// plainKey reports whether key is stored by fileblob under its own name (no escaping).
+func plainKey(key string) bool {
+	if key == "" || strings.HasSuffix(key, ".attrs") || strings.HasPrefix(key, "/") || strings.HasSuffix(key, "/") || strings.Contains(key, "//") {
+		return false
+	}
+	for _, part := range strings.Split(key, "/") {
+		if part == "." || part == ".." || strings.HasPrefix(part, ".") {
+			return false
+		}
+	}
+	for _, r := range key {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' || r == '/') {
+			return false
+		}
+	}
+	return true
+}
+
 // Get reads one object. A missing key gives an error that wraps ErrNotFound.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	b, err := s.bucket.ReadAll(ctx, key)
@@ -416,6 +456,13 @@ func (s *Store) ListDirs(ctx context.Context, prefix string) ([]string, error) {
 
 // DeletePrefix removes every object under prefix.
 func (s *Store) DeletePrefix(ctx context.Context, prefix string) error {
+	if s.dir != "" && strings.HasSuffix(prefix, "/") && plainKey(strings.TrimSuffix(prefix, "/")) {
+		// A file store's prefix is a directory: remove it in one walk.
+		if err := os.RemoveAll(filepath.Join(s.dir, filepath.FromSlash(prefix))); err != nil {
+			return fmt.Errorf("delete %s: %w", prefix, err)
+		}
+		return nil
+	}
 	objs, err := s.List(ctx, prefix)
 	if err != nil {
 		return err

@@ -78,12 +78,16 @@ func Supervise(ctx context.Context, o SuperviseOptions) error {
 	return runOne(ctx, st, o, o.JobID, proc, term, "")
 }
 
-// runOne runs a claimed job (its lock held, a slot taken): RUNNING, the runner in this
+// runOne runs a claimed job (its lock held, a slot taken): RUNNING (for a batch child,
+// already recorded as its claim), the runner in this
 // process, the final status. A value on cancel stops it (SIGTERM to its process group,
 // SIGKILL after the grace period).
 func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string, proc *job.LocalProcess, cancel <-chan os.Signal, treeDir string) error {
-	if err := WriteStatus(ctx, st, id, &job.Status{State: job.Running, Local: proc}); err != nil {
-		return err
+	// A batch child's RUNNING is the claim its worker wrote into its lock file.
+	if proc.Queue == "" {
+		if err := WriteStatus(ctx, st, id, &job.Status{State: job.Running, Local: proc}); err != nil {
+			return err
+		}
 	}
 	ws := proc.Workspace
 	// The runner's copy of the output: a file per job for a single job; a batch child's
@@ -116,7 +120,7 @@ func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string,
 	}()
 	runner.Grace = o.Grace
 	env, runErr := runner.Run(rctx, runner.Options{
-		StoreURL: o.StoreURL, JobID: id, Workspace: ws, Stdout: runLog,
+		StoreURL: o.StoreURL, Store: st, JobID: id, Workspace: ws, Stdout: runLog,
 		WarmDir:     filepath.Join(o.StateDir, "warm"),
 		EnvDir:      filepath.Join(o.StateDir, "envs"),
 		InPlaceData: true,

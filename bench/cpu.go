@@ -207,7 +207,7 @@ func procName(pid int) string {
 	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 	base := filepath.Base(args[0])
 	switch {
-	case base == "kinetic" && len(args) > 1:
+	case strings.HasPrefix(base, "kinetic") && len(args) > 1:
 		name := "kinetic " + args[1]
 		for _, a := range args {
 			if a == "--queue" {

@@ -596,11 +596,12 @@ func (e *Engine) WatchBatch(ctx context.Context, gid, storeURL string, emit func
 			lastRead = time.Now()
 		}
 		// Children finish roughly in submission order: look at the oldest unfinished
-		// ones each round, until a few are found still unfinished (the ones after them
-		// are most likely still waiting), and at all of them every few seconds.
-		budget := 4
+		// ones each round, until a few are found still unfinished or one still waiting
+		// (the ones after it are most likely waiting too), and at all of them every few
+		// seconds.
+		budget, full := 4, false
 		if time.Since(lastFull) > 3*time.Second {
-			budget, lastFull = 1<<30, time.Now()
+			budget, full, lastFull = 1<<30, true, time.Now()
 		}
 		progressed := false
 		for _, c := range m.Children {
@@ -629,7 +630,9 @@ func (e *Engine) WatchBatch(ctx context.Context, gid, storeURL string, emit func
 				return err
 			}
 			if !state.Terminal() {
-				budget--
+				if budget--; state == job.Pending && !full {
+					budget = 0
+				}
 				continue
 			}
 			if state == job.Failed && len(c.Attempts) <= m.Retries && !m.Settled {

@@ -226,7 +226,7 @@ func supervisorAlive(p *job.LocalProcess) (alive, known bool) {
 	if p.BootID != bootID() {
 		return false, p.BootID != "" && hostBootKnown()
 	}
-	f, err := os.Open(p.LockPath)
+	f, err := openFile(p.LockPath, os.O_RDONLY, 0)
 	if err != nil {
 		return false, true // the workspace is gone, and the supervisor with it
 	}

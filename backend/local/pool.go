@@ -306,7 +306,7 @@ func deadWorkerReason(c *job.LocalProcess) string {
 // the worker that claimed it holds the lock; FAILED if that worker died; ok is false when
 // nobody claimed it (it is still queued).
 func (b *Backend) claimedStatus(ctx context.Context, h *job.Handle, ws string) (s *job.Status, ok bool, err error) {
-	f, err := os.Open(filepath.Join(ws, "supervisor.lock"))
+	f, err := openFile(filepath.Join(ws, "supervisor.lock"), os.O_RDONLY, 0)
 	if err != nil {
 		return nil, false, nil
 	}
@@ -332,7 +332,7 @@ func (b *Backend) claimedStatus(ctx context.Context, h *job.Handle, ws string) (
 
 // claimOf reads the claim of the batch child whose workspace is ws (nil if none).
 func claimOf(ws string) *job.LocalProcess {
-	f, err := os.Open(filepath.Join(ws, "supervisor.lock"))
+	f, err := openFile(filepath.Join(ws, "supervisor.lock"), os.O_RDONLY, 0)
 	if err != nil {
 		return nil
 	}
@@ -411,7 +411,7 @@ func (b *Backend) cancelQueued(ctx context.Context, h *job.Handle, s *job.Status
 // queuedAlive judges a queued child: its pool lives while any worker holds pool.lock; a
 // pool found empty is given a grace period, since a new worker may be on its way.
 func queuedAlive(p *job.LocalProcess) bool {
-	f, err := os.Open(p.LockPath)
+	f, err := openFile(p.LockPath, os.O_RDONLY, 0)
 	if err == nil {
 		defer f.Close()
 		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {

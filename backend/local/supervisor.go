@@ -191,7 +191,7 @@ var errLocked = errors.New("locked")
 // lockFile opens path and takes an exclusive flock on it without blocking. must means
 // the lock has to be free (it is ours alone); otherwise errLocked is returned.
 func lockFile(path string, must bool) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := openFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -203,4 +203,20 @@ func lockFile(path string, must bool) (*os.File, error) {
 		return nil, errLocked
 	}
 	return f, nil
+}
+
+// openFile is os.OpenFile for lock and state files, without the runtime poller's
+// attempt to register a regular file (four system calls more per open, on paths that
+// status checks take many times a second).
+func openFile(path string, flag int, perm uint32) (*os.File, error) {
+	for {
+		fd, err := unix.Open(path, flag|unix.O_CLOEXEC, perm)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		}
+		return os.NewFile(uintptr(fd), path), nil
+	}
 }

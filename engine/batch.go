@@ -647,7 +647,7 @@ func (e *Engine) WatchBatch(ctx context.Context, gid, storeURL string, emit func
 		if progressed {
 			// A round that found children finished is followed by one soon, but not at
 			// once: a look finds more of them per status read.
-			p = &poller{start: time.Now(), d: 15 * time.Millisecond}
+			p = &poller{start: time.Now(), d: 20 * time.Millisecond}
 		}
 		if err := p.wait(ctx); err != nil {
 			return err

@@ -617,10 +617,12 @@ func (e *Engine) WatchBatch(ctx context.Context, gid, storeURL string, emit func
 			lastRead = time.Now()
 		}
 		// Children finish roughly in submission order: look at the oldest unfinished
-		// ones each round, and at all of them every few seconds.
-		budget := 8
+		// ones each round, until a few are found still unfinished or one still waiting
+		// (the ones after it are most likely waiting too), and at all of them every few
+		// seconds.
+		budget, full := 4, false
 		if time.Since(lastFull) > 3*time.Second {
-			budget, lastFull = 1<<30, time.Now()
+			budget, full, lastFull = 1<<30, true, time.Now()
 		}
 		progressed := false
 		for _, c := range m.Children {
@@ -634,7 +636,7 @@ func (e *Engine) WatchBatch(ctx context.Context, gid, storeURL string, emit func
 				}
 				continue
 			}
-			if budget--; budget < 0 {
+			if budget <= 0 {
 				continue
 			}
 			j := jobs[c.Index]
@@ -649,6 +651,9 @@ func (e *Engine) WatchBatch(ctx context.Context, gid, storeURL string, emit func
 				return err
 			}
 			if !state.Terminal() {
+				if budget--; state == job.Pending && !full {
+					budget = 0
+				}
 				continue
 			}
 			if state == job.Failed && len(c.Attempts) <= m.Retries && !m.Settled {
@@ -661,7 +666,9 @@ func (e *Engine) WatchBatch(ctx context.Context, gid, storeURL string, emit func
 			return nil
 		}
 		if progressed {
-			p = &poller{start: time.Now(), d: 10 * time.Millisecond}
+			// A round that found children finished is followed by one soon, but not at
+			// once: a look finds more of them per status read.
+			p = &poller{start: time.Now(), d: 20 * time.Millisecond}
 		}
 		if err := p.wait(ctx); err != nil {
 			return err

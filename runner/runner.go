@@ -32,7 +32,10 @@ var bootstrap []byte
 // Options say which job to run and where.
 type Options struct {
 	StoreURL string
-	JobID    string
+	// Store, if set, is StoreURL already open (a worker that runs many jobs opens it
+	// once); Run does not close it.
+	Store *store.Store
+	JobID string
 	// Workspace is a private directory for this job (created if missing).
 	Workspace string
 	// Host is this worker's index in a multi-host job ("0" otherwise).
@@ -85,11 +88,14 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 	if o.Stdout == nil {
 		o.Stdout = io.Discard
 	}
-	st, err := store.Open(ctx, o.StoreURL)
-	if err != nil {
-		return nil, err
+	st := o.Store
+	if st == nil {
+		var err error
+		if st, err = store.Open(ctx, o.StoreURL); err != nil {
+			return nil, err
+		}
+		defer st.Close()
 	}
-	defer st.Close()
 	sink := NewLogSink(context.WithoutCancel(ctx), st, o.JobID, 0)
 	out := io.MultiWriter(sink, o.Stdout)
 	env, value, runErr := run(ctx, st, o, out)
@@ -104,10 +110,11 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 	}
 	sinkErr := sink.Close()
 	if value != nil {
-		if _, err := st.PutFrom(context.WithoutCancel(ctx), store.ResultKey(o.JobID), value); err != nil {
+		err := st.PutFile(context.WithoutCancel(ctx), store.ResultKey(o.JobID), value)
+		value.Close()
+		if err != nil {
 			return env, err
 		}
-		value.Close()
 	}
 	if err := st.Put(context.WithoutCancel(ctx), store.EnvelopeKey(o.JobID), env.Encode()); err != nil {
 		return env, err

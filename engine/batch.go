@@ -286,7 +286,31 @@ func (b *Batch) submitAll(ctx context.Context, tmpl *SubmitRequest, inputs [][]b
 		gate = len(inputs) + 1
 	}
 	watch := req.Retries > 0 || req.FailFast
+	total := len(inputs)
 	p := newPoller()
+	if b.grouped && !watch {
+		// The backend's group unit already runs every index and nothing is watched
+		// here: write the children concurrently, so a remote store's latency per
+		// object is paid in parallel rather than once per child in turn.
+		var saveMu sync.Mutex
+		g := new(errgroup.Group)
+		g.SetLimit(16)
+		for i := 0; i < len(inputs); i++ {
+			if ctx.Err() != nil {
+				stopped = "cancelled"
+				break
+			}
+			g.Go(func() error {
+				submit(i, 0)
+				saveMu.Lock()
+				save(false)
+				saveMu.Unlock()
+				return nil
+			})
+		}
+		g.Wait()
+		inputs = inputs[:0] // all handled: skip the sequential loop
+	}
 	for i := 0; i < len(inputs); i++ {
 		for len(active) >= gate && ctx.Err() == nil {
 			reap(len(active))
@@ -315,7 +339,12 @@ func (b *Batch) submitAll(ctx context.Context, tmpl *SubmitRequest, inputs [][]b
 	b.manifest.SubmissionComplete = true
 	b.manifest.Stopped = stopped
 	// Inputs left unsubmitted by fail_fast or cancel are accounted for, not silent.
-	for i := len(b.manifest.Children); i < len(inputs); i++ {
+	for i := range b.manifest.Children {
+		if c := &b.manifest.Children[i]; c.JobID == "" && c.SubmissionError == "" {
+			c.SubmissionError = "not submitted: the batch was stopped (" + stopped + ")"
+		}
+	}
+	for i := len(b.manifest.Children); i < total; i++ {
 		b.manifest.Children = append(b.manifest.Children, Child{Index: i, SubmissionError: "not submitted: the batch was stopped (" + stopped + ")"})
 	}
 	b.mu.Unlock()

@@ -25,6 +25,7 @@ import (
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/backend/backendtest"
 	"github.com/kinetic-run/kinetic/backend/kubernetes"
+	"github.com/kinetic-run/kinetic/internal/daptest"
 	"github.com/kinetic-run/kinetic/internal/kubetest"
 	"github.com/kinetic-run/kinetic/internal/testbin"
 	"github.com/kinetic-run/kinetic/job"
@@ -67,7 +68,10 @@ func prepareImages(ctx context.Context) error {
 	if err := kubetest.PushFiles(ctx, RunnerImage, []kubetest.File{{Path: strings.TrimPrefix(kubernetes.RunnerPath, "/"), Source: bin, Mode: 0o755}}, []string{kubernetes.RunnerPath}, nil); err != nil {
 		return err
 	}
-	return cluster.PushPythonImage(ctx)
+	if err := cluster.PushPythonImage(ctx); err != nil {
+		return err
+	}
+	return cluster.PushDebugPythonImage(ctx)
 }
 
 // needCluster skips or fails the test according to the cluster's state.
@@ -448,4 +452,105 @@ print("BAD", bad, "GOOD", good)
 		t.Errorf("want one Indexed Job for %s, got %v (%v)", gid, len(jobs.Items), err)
 	}
 	_ = corev1.PodRunning
+}
+
+// TestDebugOnTheNode: a debug job in a pod waits for its debugger; `kinetic jobs debug`
+// port-forwards to it with client-go; a DAP client attaches through the forward, stops at
+// a breakpoint in the submitter's file (path mappings), reads a local, continues, and the
+// value comes back.
+func TestDebugOnTheNode(t *testing.T) {
+	_, st := newBackend(t, nil)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "m.py"), []byte("def f(x):\n    y = x * 2\n    return y\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, string, error) {
+		cmd := exec.Command(kineticBin, args...)
+		cmd.Dir = dir
+		cmd.Env = clusterEnv(t, st)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		return out.String(), errb.String(), err
+	}
+	out, errOut, err := run("run", "--async", "--debug", "--debug-wait", "3m", "--container-image", kubetest.DebugPythonImage, "m.py::f", "21")
+	if err != nil {
+		t.Fatalf("submit: %v\n%s\n%s", err, out, errOut)
+	}
+	id := strings.TrimSpace(out)
+	t.Cleanup(func() { run("jobs", "cancel", id) })
+
+	// jobs debug keeps the forward open until the job ends: read its JSON, leave it running.
+	fwd := exec.Command(kineticBin, "jobs", "debug", "--json", id)
+	fwd.Dir, fwd.Env = dir, clusterEnv(t, st)
+	stdout, err := fwd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fwdErr bytes.Buffer
+	fwd.Stderr = &fwdErr
+	if err := fwd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fwd.Process.Kill(); fwd.Wait() })
+	var s struct {
+		Host      string         `json:"host"`
+		Port      int            `json:"port"`
+		Forwarded bool           `json:"forwarded"`
+		Launch    map[string]any `json:"launch"`
+	}
+	if err := json.NewDecoder(stdout).Decode(&s); err != nil {
+		t.Fatalf("jobs debug --json: %v\n%s", err, fwdErr.String())
+	}
+	if !s.Forwarded || s.Host != "127.0.0.1" {
+		t.Fatalf("session %+v: want a local port-forward", s)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := daptest.Dial(ctx, fmt.Sprintf("%s:%d", s.Host, s.Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	must := func(b json.RawMessage, err error) json.RawMessage {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, fwdErr.String())
+		}
+		return b
+	}
+	must(c.Request(ctx, "initialize", map[string]any{"clientID": "kinetic-e2e", "adapterID": "debugpy", "pathFormat": "path", "linesStartAt1": true, "columnsStartAt1": true}))
+	attach, err := c.Send("attach", map[string]any{"justMyCode": false, "pathMappings": s.Launch["pathMappings"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(c.Event(ctx, "initialized"))
+	must(c.Request(ctx, "setBreakpoints", map[string]any{"source": map[string]any{"path": filepath.Join(dir, "m.py")}, "breakpoints": []map[string]any{{"line": 3}}}))
+	must(c.Request(ctx, "configurationDone", nil))
+	must(attach.Wait(ctx))
+	var stopped struct {
+		ThreadID int `json:"threadId"`
+	}
+	json.Unmarshal(must(c.Event(ctx, "stopped")), &stopped)
+	var trace struct {
+		StackFrames []struct {
+			ID int `json:"id"`
+		} `json:"stackFrames"`
+	}
+	json.Unmarshal(must(c.Request(ctx, "stackTrace", map[string]any{"threadId": stopped.ThreadID})), &trace)
+	if len(trace.StackFrames) == 0 {
+		t.Fatal("no stack at the breakpoint")
+	}
+	var val struct {
+		Result string `json:"result"`
+	}
+	json.Unmarshal(must(c.Request(ctx, "evaluate", map[string]any{"expression": "y", "frameId": trace.StackFrames[0].ID, "context": "repl"})), &val)
+	if val.Result != "42" {
+		t.Fatalf("y = %q in the pod, want 42", val.Result)
+	}
+	must(c.Request(ctx, "continue", map[string]any{"threadId": stopped.ThreadID}))
+	out, errOut, err = run("jobs", "result", id)
+	if err != nil || strings.TrimSpace(out) != "42" {
+		t.Fatalf("result: %v %q\n%s", err, out, errOut)
+	}
 }

@@ -115,3 +115,25 @@ func tail(b []byte, n int) []byte {
 	}
 	return b
 }
+
+// DebugPythonImage is PythonImage plus debugpy, copied from this machine's Debian
+// python3-debugpy (debootstrap cannot configure its gdb dependency).
+const DebugPythonImage = RegistryURL + "/kinetic-test/python-debugpy:3.11"
+
+// PushDebugPythonImage pushes DebugPythonImage: the Python rootfs and a layer with
+// /usr/lib/python3/dist-packages/debugpy from this machine.
+func (c *Cluster) PushDebugPythonImage(ctx context.Context) error {
+	rootfs, err := PythonRootfs(ctx, c.log)
+	if err != nil {
+		return err
+	}
+	const dir = "/usr/lib/python3/dist-packages"
+	if _, err := os.Stat(filepath.Join(dir, "debugpy")); err != nil {
+		return fmt.Errorf("debugpy for the debug image: %w (apt-get install python3-debugpy)", err)
+	}
+	layer := filepath.Join(c.Dir, "debugpy.tar")
+	if b, err := exec.CommandContext(ctx, "tar", "-C", "/", "-cf", layer, strings.TrimPrefix(dir, "/")+"/debugpy").CombinedOutput(); err != nil {
+		return fmt.Errorf("tar debugpy: %v: %s", err, b)
+	}
+	return PushLayerTars(ctx, DebugPythonImage, []string{rootfs, layer}, []string{"/usr/bin/python3"}, []string{"LANG=C.UTF-8", "PYTHON_VERSION=3.11"})
+}

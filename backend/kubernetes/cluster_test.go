@@ -500,6 +500,7 @@ func TestDebugOnTheNode(t *testing.T) {
 		Launch    map[string]any `json:"launch"`
 	}
 	if err := json.NewDecoder(stdout).Decode(&s); err != nil {
+		fwd.Wait()
 		t.Fatalf("jobs debug --json: %v\n%s", err, fwdErr.String())
 	}
 	if !s.Forwarded || s.Host != "127.0.0.1" {

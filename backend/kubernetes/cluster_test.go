@@ -258,7 +258,13 @@ except ValueError as e:
 // submitCmd submits a command job through the CLI and returns its ID.
 func submitCmd(t *testing.T, st *store.Store, env []string, argv ...string) string {
 	t.Helper()
-	out, errOut, err := kinetic(t, st, env, append([]string{"run", "--async", "--json", "--"}, argv...)...)
+	return submitRun(t, st, env, append([]string{"--"}, argv...)...)
+}
+
+// submitRun runs `kinetic run --async --json ARGS...` and returns the job's ID.
+func submitRun(t *testing.T, st *store.Store, env []string, args ...string) string {
+	t.Helper()
+	out, errOut, err := kinetic(t, st, env, append([]string{"run", "--async", "--json"}, args...)...)
 	if err != nil {
 		t.Fatalf("kinetic run: %v\n%s\n%s", err, out, errOut)
 	}
@@ -372,15 +378,7 @@ func waitNoPods(t *testing.T, jobName string) {
 func TestFailures(t *testing.T) {
 	_, st := newBackend(t, nil)
 	t.Run("ImageDoesNotExist", func(t *testing.T) {
-		out, errOut, err := kinetic(t, st, nil, "run", "--async", "--json", "--container-image", kubetest.RegistryURL+"/kinetic-test/no-such-image:1", "--", "true")
-		if err != nil {
-			t.Fatalf("run: %v\n%s\n%s", err, out, errOut)
-		}
-		var h struct {
-			JobID string `json:"job_id"`
-		}
-		json.Unmarshal([]byte(out), &h)
-		id := h.JobID
+		id := submitRun(t, st, nil, "--container-image", kubetest.RegistryURL+"/kinetic-test/no-such-image:1", "--", "true")
 		_, r := waitStatus(t, st, id, 60*time.Second, "FAILED")
 		if !strings.Contains(r, "ErrImagePull") && !strings.Contains(r, "ImagePullBackOff") {
 			t.Errorf("reason %q does not name the pull error", r)
@@ -395,15 +393,8 @@ func TestFailures(t *testing.T) {
 	})
 	t.Run("Unschedulable", func(t *testing.T) {
 		// A GPU no node has: on a generic cluster the pod asks for nvidia.com/gpu.
-		out, errOut, err := kinetic(t, st, nil, "run", "--async", "--json", "--accelerator", "l4", "--", "true")
-		if err != nil {
-			t.Fatalf("run: %v\n%s\n%s", err, out, errOut)
-		}
-		var h struct {
-			JobID string `json:"job_id"`
-		}
-		json.Unmarshal([]byte(out), &h)
-		_, r := waitStatus(t, st, h.JobID, 60*time.Second, "FAILED")
+		id := submitRun(t, st, nil, "--accelerator", "l4", "--", "true")
+		_, r := waitStatus(t, st, id, 60*time.Second, "FAILED")
 		if !strings.Contains(r, "Unschedulable") {
 			t.Errorf("reason %q does not say Unschedulable", r)
 		}
@@ -513,43 +504,19 @@ func TestDebugOnTheNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	must := func(b json.RawMessage, err error) json.RawMessage {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("%v\n%s", err, fwdErr.String())
-		}
-		return b
-	}
-	must(c.Request(ctx, "initialize", map[string]any{"clientID": "kinetic-e2e", "adapterID": "debugpy", "pathFormat": "path", "linesStartAt1": true, "columnsStartAt1": true}))
-	attach, err := c.Send("attach", map[string]any{"justMyCode": false, "pathMappings": s.Launch["pathMappings"]})
+	thread, top, err := c.StopAt(ctx, s.Launch["pathMappings"], filepath.Join(dir, "m.py"), 3)
 	if err != nil {
+		t.Fatalf("%v\n%s", err, fwdErr.String())
+	}
+	if top.Line != 3 || top.Source.Path != filepath.Join(dir, "m.py") {
+		t.Errorf("stopped at %s:%d, want m.py:3 in the submitter's tree (path mappings)", top.Source.Path, top.Line)
+	}
+	if y, err := c.Evaluate(ctx, top.ID, "y"); err != nil || y != "42" {
+		t.Fatalf("y = %q (%v) in the pod, want 42", y, err)
+	}
+	if _, err := c.Request(ctx, "continue", map[string]any{"threadId": thread}); err != nil {
 		t.Fatal(err)
 	}
-	must(c.Event(ctx, "initialized"))
-	must(c.Request(ctx, "setBreakpoints", map[string]any{"source": map[string]any{"path": filepath.Join(dir, "m.py")}, "breakpoints": []map[string]any{{"line": 3}}}))
-	must(c.Request(ctx, "configurationDone", nil))
-	must(attach.Wait(ctx))
-	var stopped struct {
-		ThreadID int `json:"threadId"`
-	}
-	json.Unmarshal(must(c.Event(ctx, "stopped")), &stopped)
-	var trace struct {
-		StackFrames []struct {
-			ID int `json:"id"`
-		} `json:"stackFrames"`
-	}
-	json.Unmarshal(must(c.Request(ctx, "stackTrace", map[string]any{"threadId": stopped.ThreadID})), &trace)
-	if len(trace.StackFrames) == 0 {
-		t.Fatal("no stack at the breakpoint")
-	}
-	var val struct {
-		Result string `json:"result"`
-	}
-	json.Unmarshal(must(c.Request(ctx, "evaluate", map[string]any{"expression": "y", "frameId": trace.StackFrames[0].ID, "context": "repl"})), &val)
-	if val.Result != "42" {
-		t.Fatalf("y = %q in the pod, want 42", val.Result)
-	}
-	must(c.Request(ctx, "continue", map[string]any{"threadId": stopped.ThreadID}))
 	out, errOut, err = run("jobs", "result", id)
 	if err != nil || strings.TrimSpace(out) != "42" {
 		t.Fatalf("result: %v %q\n%s", err, out, errOut)

@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 		defer cancel()
-		cluster, clusterErr = kubetest.Start(ctx, kubetest.Options{Log: os.Stderr})
+		cluster, clusterErr = kubetest.Start(ctx, kubetest.Options{Log: os.Stderr, Kwok: true})
 		if clusterErr != nil {
 			return m.Run() // every cluster test reports the error
 		}
@@ -520,5 +520,56 @@ func TestDebugOnTheNode(t *testing.T) {
 	out, errOut, err = run("jobs", "result", id)
 	if err != nil || strings.TrimSpace(out) != "42" {
 		t.Fatalf("result: %v %q\n%s", err, out, errOut)
+	}
+}
+
+// TestGKESchedulingOnFakeNodes: the GKE pod specs land on the nodes GKE would give them.
+// kwok runs fake GPU, TPU and spot nodes with GKE's labels, capacity and taints; each job
+// must be scheduled on its node (and on no other), and kwok completes it.
+func TestGKESchedulingOnFakeNodes(t *testing.T) {
+	c := needCluster(t)
+	ctx := context.Background()
+	noSchedule := func(key, value string) corev1.Taint {
+		return corev1.Taint{Key: key, Value: value, Effect: corev1.TaintEffectNoSchedule}
+	}
+	nodes := []kubetest.FakeNode{
+		{Name: "gke-l4", Labels: map[string]string{"cloud.google.com/gke-accelerator": "nvidia-l4"},
+			Capacity: map[string]string{"nvidia.com/gpu": "4"}, Taints: []corev1.Taint{noSchedule("nvidia.com/gpu", "present")}},
+		{Name: "gke-v5e-2x2", Labels: map[string]string{"cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice", "cloud.google.com/gke-tpu-topology": "2x2"},
+			Capacity: map[string]string{"google.com/tpu": "4"}, Taints: []corev1.Taint{noSchedule("google.com/tpu", "present")}},
+		{Name: "gke-l4-spot", Labels: map[string]string{"cloud.google.com/gke-accelerator": "nvidia-l4", "cloud.google.com/gke-spot": "true"},
+			Capacity: map[string]string{"nvidia.com/gpu": "4"}, Taints: []corev1.Taint{noSchedule("nvidia.com/gpu", "present"), noSchedule("cloud.google.com/gke-spot", "true")}},
+	}
+	cs, err := c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if err := c.AddFakeNode(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.CoreV1().Nodes().Delete(context.Background(), n.Name, metav1.DeleteOptions{}) })
+	}
+	_, st := newBackend(t, nil)
+	gke := []string{"KINETIC_BACKEND=gke", "KINETIC_CLUSTER_TYPE=gke", "KINETIC_KUBE_CONTEXT=kinetic-test"}
+	for acc, node := range map[string]string{"l4x2": "gke-l4", "v5litepod-4": "gke-v5e-2x2", "l4:spot": "gke-l4-spot"} {
+		t.Run(acc, func(t *testing.T) {
+			id := submitRun(t, st, gke, "--accelerator", acc, "--container-image", kubetest.PythonImage, "--", "true")
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + id})
+				if err == nil && len(pods.Items) > 0 && pods.Items[0].Spec.NodeName != "" {
+					if got := pods.Items[0].Spec.NodeName; got != node {
+						t.Fatalf("%s scheduled on %s, want %s", acc, got, node)
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: not scheduled within 60s", acc)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			waitStatus(t, st, id, 60*time.Second, "SUCCEEDED")
+		})
 	}
 }

@@ -93,6 +93,8 @@ func TestResolveEveryKeyEveryLayer(t *testing.T) {
 			return map[string]string{"arg": "1", "env": "2Gi", "profile": "500m"}[layer]
 		case Unschedulable, PullGrace:
 			return map[string]string{"arg": "1m0s", "env": "2m0s", "profile": "3m0s"}[layer]
+		case AccelResources:
+			return map[string]string{"arg": "false", "env": "true", "profile": "false"}[layer]
 		}
 		if p, ok := sample[k]; ok {
 			return p + layer
@@ -159,6 +161,7 @@ func TestResolveEntries(t *testing.T) {
 		{PodMemory, "", "unset"},
 		{Unschedulable, "10m0s", "default"},
 		{PullGrace, "2m0s", "default"},
+		{AccelResources, "true", "default"},
 	}
 	if diff := cmp.Diff(want, r.Entries()); diff != "" {
 		t.Errorf("Entries (-want +got):\n%s", diff)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/accel"
 	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/backend/kubernetes"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/data"
 	"github.com/kinetic-run/kinetic/deps"
@@ -155,6 +156,13 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest) (*plan, error) {
 			return nil, err
 		}
 	}
+	backendName := cfg.Get(config.Backend)
+	if backendName == "" {
+		backendName = "local"
+	}
+	if backendName, err = backendForAccelerator(backendName, spec); err != nil {
+		return nil, err
+	}
 	debug, err := debugSpec(req)
 	if err != nil {
 		return nil, err
@@ -259,9 +267,7 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest) (*plan, error) {
 		Debug: strconv.FormatBool(req.Debug), Store: st.URL(), OutputDir: outDir,
 		Spot: strconv.FormatBool(spec.Spot), KubeContext: cfg.Get(config.KubeContext), ShippedRoot: p.root,
 	}
-	if p.handle.Backend == "" {
-		p.handle.Backend = "local"
-	}
+	p.handle.Backend = backendName
 	return p, nil
 }
 
@@ -534,4 +540,21 @@ func debugSpec(req *SubmitRequest) (*job.DebugSpec, error) {
 		return nil, fmt.Errorf("debug_wait %v: want a number of seconds from 1 to 604800 (a week)", req.DebugWait)
 	}
 	return &job.DebugSpec{WaitSeconds: int(wait.Round(time.Second) / time.Second)}, nil
+}
+
+// backendForAccelerator picks the backend that can run spec: a slice over several hosts
+// runs on Pathways (one LeaderWorkerSet) when the configured backend is a Kubernetes
+// one. The local backend runs one process on this machine, so it refuses such a slice
+// rather than pretend to be several hosts.
+func backendForAccelerator(name string, spec accel.Spec) (string, error) {
+	if !spec.MultiHost() {
+		return name, nil
+	}
+	switch name {
+	case "gke", "k8s", kubernetes.PathwaysName:
+		return kubernetes.PathwaysName, nil
+	case "local":
+		return "", fmt.Errorf("accelerator %s spans %d hosts: the local backend runs one host; use --backend gke (multi-host slices run on Pathways, one LeaderWorkerSet)", spec.Name, spec.Hosts)
+	}
+	return name, nil
 }

@@ -65,4 +65,3 @@ func (b *Backend) DebugEndpoint(ctx context.Context, h *job.Handle, m *job.Debug
 	var once sync.Once
 	return "127.0.0.1", int(got[0].Local), func() { once.Do(func() { close(stop) }) }, nil
 }
-

@@ -164,9 +164,14 @@ func (e *Engine) kubeOptions(name string, cl Cluster) kubernetes.Options {
 		d, _ := time.ParseDuration(c.Get(k))
 		return d
 	}
+	clusterType := c.Get(config.ClusterType)
+	if clusterType == "" && name == kubernetes.PathwaysName && c.Get(config.Backend) == "k8s" {
+		// A multi-host job submitted with backend k8s: the cluster is not GKE.
+		clusterType = "generic"
+	}
 	return kubernetes.Options{
 		Name:               name,
-		ClusterType:        c.Get(config.ClusterType),
+		ClusterType:        clusterType,
 		Kubeconfig:         cl.Kubeconfig,
 		Context:            cl.KubeContext,
 		Namespace:          namespace,

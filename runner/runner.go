@@ -130,6 +130,11 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 	case !env.Success:
 		// A worker's failure fails the job at once (the backend reads it), even while
 		// the leader still runs; its success says nothing the leader's result does not.
+		if value != nil {
+			if _, err := st.PutFrom(context.WithoutCancel(ctx), store.HostResultKey(o.JobID, o.Host), value); err != nil {
+				return env, err
+			}
+		}
 		if err := st.Put(context.WithoutCancel(ctx), store.HostEnvelopeKey(o.JobID, o.Host), env.Encode()); err != nil {
 			return env, err
 		}

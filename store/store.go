@@ -508,6 +508,7 @@ func HostsPrefix(id string) string { return JobPrefix(id) + "hosts/" }
 func HostEnvelopeKey(id, host string) string {
 	return HostsPrefix(id) + host + "/result.json"
 }
+func HostResultKey(id, host string) string  { return HostsPrefix(id) + host + "/result.pkl" }
 func HostStartedKey(id, host string) string { return HostsPrefix(id) + host + "/started.json" }
 func HostLogsPrefix(id, host string) string { return HostsPrefix(id) + host + "/logs/" }
 func HostLogChunkKey(id, host string, seq int) string {

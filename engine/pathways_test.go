@@ -14,7 +14,7 @@ func TestBackendForAccelerator(t *testing.T) {
 		{"gke", "tpu-v6e-16", "pathways", ""},
 		{"k8s", "tpu-v6e-8", "pathways", ""},
 		{"pathways", "tpu-v6e-16", "pathways", ""},
-		{"gke", "tpu-v6e-4", "gke", ""},
+		{"gke", "tpu-v5litepod-4", "gke", ""},
 		{"gke", "l4", "gke", ""},
 		{"pathways", "tpu-v5litepod-2x4", "pathways", ""}, // explicit: a one-host group
 		{"local", "cpu", "local", ""},

@@ -89,6 +89,9 @@ func LWSBinary(ctx context.Context, log func(string, ...any)) (string, error) {
 		return "", fmt.Errorf("build the LeaderWorkerSet controller in %s: %w\n%s", cmd.Dir, err, out.Bytes())
 	}
 	os.RemoveAll(dir)
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return "", err
+	}
 	if err := os.Rename(tmp, dir); err != nil {
 		return "", err
 	}

@@ -59,11 +59,15 @@ func newRunnerCmd(g *Globals) *cobra.Command {
 				return errors.New("runner: --job or --group is required")
 			}
 			if hold {
-				// A pod of a LeaderWorkerSet (restartPolicy Always): the container must
-				// not end, or the kubelet starts it again and the group restarts.
-				defer holdUntilStopped(ctx)
-				if done, err := hostAlreadyRan(ctx, o); err != nil || done {
+				// A pod of a LeaderWorkerSet (restartPolicy Always): once the job has
+				// ended, the container must not, or the kubelet starts it again and
+				// the group restarts. An error (the store unreachable) does end it:
+				// the restart is then what reports the host.
+				if done, err := hostAlreadyRan(ctx, o); err != nil {
 					return err
+				} else if done {
+					holdUntilStopped(ctx)
+					return nil
 				}
 			} else if done, err := alreadyFinal(ctx, o.StoreURL, o.JobID); err != nil || done {
 				return err
@@ -76,7 +80,11 @@ func newRunnerCmd(g *Globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if !env.Success && !hold {
+			if hold {
+				holdUntilStopped(ctx)
+				return nil
+			}
+			if !env.Success {
 				return &ExitError{Code: 1, Err: errJobFailed}
 			}
 			return nil

@@ -268,6 +268,11 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest) (*plan, error) {
 		Spot: strconv.FormatBool(spec.Spot), KubeContext: cfg.Get(config.KubeContext), ShippedRoot: p.root,
 	}
 	p.handle.Backend = backendName
+	if backendName == kubernetes.PathwaysName && cfg.Get(config.Backend) == "k8s" && p.handle.KubeContext == "" {
+		// A generic cluster: pin the kubeconfig's current context, or ClusterOf would
+		// take a Pathways handle with a project for a GKE cluster's context.
+		p.handle.KubeContext = kubernetes.CurrentContext(cfg.Get(config.Kubeconfig))
+	}
 	return p, nil
 }
 

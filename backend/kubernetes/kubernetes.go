@@ -184,6 +184,20 @@ func restConfig(kubeconfig, context string) (*rest.Config, error) {
 	return cfg, nil
 }
 
+// CurrentContext is the current context of the kubeconfig (the default loading rules
+// when kubeconfig is ""), or "" if there is none.
+func CurrentContext(kubeconfig string) string {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kubeconfig != "" {
+		rules.ExplicitPath = kubeconfig
+	}
+	raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).RawConfig()
+	if err != nil {
+		return ""
+	}
+	return raw.CurrentContext
+}
+
 // Name implements backend.Backend.
 func (b *Backend) Name() string { return b.o.Name }
 

@@ -28,7 +28,8 @@ cluster:
 
 test-go: kube-tools
 	# -count=1: several tests build and run the kinetic binary, which the test cache cannot see.
-	# -timeout: the real-cluster tests run for several minutes on 2 cores.
+	# -timeout: the real-cluster tests run for several minutes on 2 cores, and the image
+	# tests make a Debian base once (~2.5 min) and run podman.
 	$(GO) test -count=1 -timeout 45m ./...
 
 test-python: build

@@ -4,6 +4,12 @@
 //
 //	go run ./bench -bin bin/kinetic [-n 30] [-python /usr/bin/python3]
 //
+// With -cpu it measures instead the CPU time the batch costs: every process of the run
+// (the SDK, the engine, the workers, the warm servers and their forked children) is a
+// descendant of this one, which becomes their child subreaper and reaps them all, so
+// getrusage(RUSAGE_CHILDREN) is the whole tree's user+system time. Two batches (-map
+// inputs and -cpu-base inputs) give the CPU per input without the fixed start-up cost.
+//
 // sync-call: the overhead of a sync call of a no-op function through the Python SDK on
 // the local backend, against the same function run by a bare `python3 -c` in the same
 // run.
@@ -57,7 +63,7 @@ res = b.results()
 batch = time.perf_counter() - t
 assert res == list(range(n))
 t = time.perf_counter()
-for i in range(n):
+for i in range(n if sys.argv[2:] != ["nobare"] else 0):
     subprocess.run([sys.executable, "-c", "def noop(x):\n    return x\nnoop(%d)" % i], check=True)
 bare = time.perf_counter() - t
 print(json.dumps({"batch": batch, "bare": bare}))
@@ -68,6 +74,8 @@ func main() {
 	n := flag.Int("n", 30, "samples per measurement")
 	mapN := flag.Int("map", 1000, "inputs of the batch measurement (0 = skip)")
 	python := flag.String("python", defaultPython(), "Python with cloudpickle")
+	cpu := flag.Bool("cpu", false, "measure the CPU time per batch input (all processes) instead")
+	cpuBase := flag.Int("cpu-base", 20, "with -cpu, the small batch whose cost is taken as fixed")
 	flag.Parse()
 	abs, err := filepath.Abs(*bin)
 	check(err)
@@ -83,8 +91,8 @@ func main() {
 	check(os.WriteFile(filepath.Join(proj, "bench_batch.py"), []byte(batchScript), 0o644))
 	check(os.WriteFile(filepath.Join(proj, "requirements.txt"), nil, 0o644))
 
-	run := func(script string, arg int, v any) {
-		cmd := exec.Command(*python, script, fmt.Sprint(arg))
+	run := func(script string, arg int, v any, extra ...string) {
+		cmd := exec.Command(*python, append([]string{script, fmt.Sprint(arg)}, extra...)...)
 		cmd.Dir = proj
 		cmd.Env = append(os.Environ(), "KINETIC_BIN="+abs, "KINETIC_HOME="+filepath.Join(home, "data"), "KINETIC_WARM_IDLE=5s",
 			"PYTHONPATH="+filepath.Join(repo, "python"), "KINETIC_PROFILES_FILE="+filepath.Join(home, "profiles.json"))
@@ -93,6 +101,14 @@ func main() {
 		check(cmd.Run())
 		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 		check(json.Unmarshal([]byte(lines[len(lines)-1]), v))
+	}
+	if *cpu {
+		cpuBench(func(n int) float64 {
+			var batch struct{ Batch, Bare float64 }
+			run("bench_batch.py", n, &batch, "nobare")
+			return batch.Batch
+		}, *mapN, *cpuBase)
+		return
 	}
 	var res struct{ SDK, Bare []float64 }
 	run("bench_sync.py", *n, &res)

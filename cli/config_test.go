@@ -63,13 +63,17 @@ func TestConfigShowTable(t *testing.T) {
 		"output_dir             -                                          unset\n" +
 		"base_image_repo        -                                          unset\n" +
 		"image_registry         -                                          unset\n" +
+		"base_image_cpu         -                                          unset\n" +
+		"base_image_gpu         -                                          unset\n" +
+		"base_image_tpu         -                                          unset\n" +
+		"image_builder          -                                          unset\n" +
+		"container              -                                          unset\n" +
 		"service_account        -                                          unset\n" +
 		"kubeconfig             -                                          unset\n" +
 		"kube_context           -                                          unset\n" +
 		"cluster_type           -                                          unset\n" +
 		"gcs_endpoint           -                                          unset\n" +
 		"runner_image           ghcr.io/kinetic-run/kinetic-runner:latest  default\n" +
-		"default_image          python:3.11-slim                           default\n" +
 		"store_secret           -                                          unset\n" +
 		"pod_cpu                250m                                       default\n" +
 		"pod_memory             -                                          unset\n" +

@@ -18,13 +18,17 @@ const (
 	OutputDir      Key = "output_dir"            // where a job's outputs are written
 	BaseImageRepo  Key = "base_image_repo"       // repository of the prebuilt base images
 	ImageRegistry  Key = "image_registry"        // registry bundled images are pushed to
+	BaseImageCPU   Key = "base_image_cpu"        // base image of bundled builds for CPU jobs
+	BaseImageGPU   Key = "base_image_gpu"        // base image of bundled builds for GPU jobs
+	BaseImageTPU   Key = "base_image_tpu"        // base image of bundled builds for TPU jobs
+	ImageBuilder   Key = "image_builder"         // how bundled images are built
+	Container      Key = "container"             // local backend: run jobs in a container engine
 	ServiceAccount Key = "service_account"       // Kubernetes service account of job pods
 	Kubeconfig     Key = "kubeconfig"            // kubeconfig file for the k8s backends
 	KubeContext    Key = "kube_context"          // context within the kubeconfig
 	ClusterType    Key = "cluster_type"          // "gke" or "generic"
 	GCSEndpoint    Key = "gcs_endpoint"          // GCS endpoint override (emulators, private endpoints)
 	RunnerImage    Key = "runner_image"          // image holding the kinetic binary, injected into pods
-	DefaultImage   Key = "default_image"         // image of jobs that name none (Kubernetes backends)
 	StoreSecret    Key = "store_secret"          // Secret with store credentials mounted into pods
 	PodCPU         Key = "pod_cpu"               // CPU request of CPU jobs without a count
 	PodMemory      Key = "pod_memory"            // memory request and limit of job pods
@@ -70,14 +74,18 @@ var keyTable = []keyInfo{
 	{key: Store, help: "store URL (file://, mem://, gs://, s3://) or an absolute path", fallback: defaultStore, check: checkStore},
 	{key: OutputDir, help: "directory a job's outputs are written to"},
 	{key: BaseImageRepo, help: "repository of the prebuilt base images"},
-	{key: ImageRegistry, help: "registry bundled images are pushed to"},
+	{key: ImageRegistry, help: "registry bundled images are pushed to (HOST/PATH)"},
+	{key: BaseImageCPU, help: "base image of bundled builds for CPU jobs"},
+	{key: BaseImageGPU, help: "base image of bundled builds for GPU jobs"},
+	{key: BaseImageTPU, help: "base image of bundled builds for TPU jobs"},
+	{key: ImageBuilder, help: "bundled image builder: " + strings.Join(ImageBuilders, ", "), check: checkImageBuilder},
+	{key: Container, help: "local backend: run jobs inside the bundled image with " + strings.Join(Containers, ", "), check: checkContainer},
 	{key: ServiceAccount, help: "Kubernetes service account of job pods"},
 	{key: Kubeconfig, help: "kubeconfig file for the Kubernetes backends", fallback: fromEnv("KUBECONFIG")},
 	{key: KubeContext, help: "context within the kubeconfig"},
 	{key: ClusterType, help: "kind of cluster: " + strings.Join(ClusterTypes, ", "), check: checkClusterType},
 	{key: GCSEndpoint, help: "GCS endpoint URL (emulators, private endpoints)", check: checkHTTPURL},
 	{key: RunnerImage, help: "image holding the kinetic binary at /kinetic/bin/kinetic, copied into job pods", fallback: fixed("ghcr.io/kinetic-run/kinetic-runner:latest")},
-	{key: DefaultImage, help: "image of jobs that name no image on the Kubernetes backends (needs python3 and cloudpickle)", fallback: fixed("python:3.11-slim")},
 	{key: StoreSecret, help: "Kubernetes Secret with store credentials (key.json or credentials) mounted into job pods"},
 	{key: PodCPU, help: "CPU request of job pods without a CPU count (Kubernetes quantity)", fallback: fixed("250m"), check: checkQuantity},
 	{key: PodMemory, help: "memory request and limit of job pods (Kubernetes quantity, e.g. 4Gi)", check: checkQuantity},

@@ -93,6 +93,10 @@ func TestResolveEveryKeyEveryLayer(t *testing.T) {
 			return map[string]string{"arg": "1", "env": "2Gi", "profile": "500m"}[layer]
 		case Unschedulable, PullGrace:
 			return map[string]string{"arg": "1m0s", "env": "2m0s", "profile": "3m0s"}[layer]
+		case ImageBuilder:
+			return map[string]string{"arg": "podman", "env": "daemonless", "profile": "docker"}[layer]
+		case Container:
+			return map[string]string{"arg": "podman", "env": "auto", "profile": "docker"}[layer]
 		case AccelResources:
 			return map[string]string{"arg": "false", "env": "true", "profile": "false"}[layer]
 		}
@@ -149,13 +153,17 @@ func TestResolveEntries(t *testing.T) {
 		{OutputDir, "", "unset"},
 		{BaseImageRepo, "", "unset"},
 		{ImageRegistry, "", "unset"},
+		{BaseImageCPU, "", "unset"},
+		{BaseImageGPU, "", "unset"},
+		{BaseImageTPU, "", "unset"},
+		{ImageBuilder, "", "unset"},
+		{Container, "", "unset"},
 		{ServiceAccount, "", "unset"},
 		{Kubeconfig, "", "unset"},
 		{KubeContext, "", "unset"},
 		{ClusterType, "", "unset"},
 		{GCSEndpoint, "", "unset"},
 		{RunnerImage, "ghcr.io/kinetic-run/kinetic-runner:latest", "default"},
-		{DefaultImage, "python:3.11-slim", "default"},
 		{StoreSecret, "", "unset"},
 		{PodCPU, "250m", "default"},
 		{PodMemory, "", "unset"},

@@ -18,6 +18,15 @@ var Backends = []string{"local", "gke", "k8s", "pathways"}
 // ClusterTypes are the accepted values of the cluster_type key.
 var ClusterTypes = []string{"gke", "generic"}
 
+// ImageBuilders are the accepted values of image_builder: auto is daemonless, falling
+// back to a local engine (podman, then docker) for requirements without wheels.
+var ImageBuilders = []string{"auto", "daemonless", "podman", "docker", "cloudbuild"}
+
+// Containers are the accepted values of container (local container isolation): auto
+// uses podman or docker when one is installed; none (the default) runs in a local
+// virtualenv.
+var Containers = []string{"none", "auto", "podman", "docker"}
+
 // StoreSchemes are the URL schemes the store accepts: the gocloud blob drivers we link.
 var StoreSchemes = []string{"file", "mem", "gs", "s3"}
 
@@ -79,8 +88,10 @@ func oneOf(choices []string) func(string) (string, error) {
 }
 
 var (
-	checkBackend     = oneOf(Backends)
-	checkClusterType = oneOf(ClusterTypes)
+	checkBackend      = oneOf(Backends)
+	checkClusterType  = oneOf(ClusterTypes)
+	checkImageBuilder = oneOf(ImageBuilders)
+	checkContainer    = oneOf(Containers)
 )
 
 // dns1123Label is the Kubernetes rule for namespace names (RFC 1123 label).

@@ -286,7 +286,31 @@ func (b *Batch) submitAll(ctx context.Context, tmpl *SubmitRequest, inputs [][]b
 		gate = len(inputs) + 1
 	}
 	watch := req.Retries > 0 || req.FailFast
+	total := len(inputs)
 	p := newPoller()
+	if b.grouped && !watch {
+		// The backend's group unit already runs every index and nothing is watched
+		// here: write the children concurrently, so a remote store's latency per
+		// object is paid in parallel rather than once per child in turn.
+		var saveMu sync.Mutex
+		g := new(errgroup.Group)
+		g.SetLimit(16)
+		for i := 0; i < len(inputs); i++ {
+			if ctx.Err() != nil {
+				stopped = "cancelled"
+				break
+			}
+			g.Go(func() error {
+				submit(i, 0)
+				saveMu.Lock()
+				save(false)
+				saveMu.Unlock()
+				return nil
+			})
+		}
+		g.Wait()
+		inputs = inputs[:0] // all handled: skip the sequential loop
+	}
 	for i := 0; i < len(inputs); i++ {
 		for len(active) >= gate && ctx.Err() == nil {
 			reap(len(active))
@@ -315,7 +339,12 @@ func (b *Batch) submitAll(ctx context.Context, tmpl *SubmitRequest, inputs [][]b
 	b.manifest.SubmissionComplete = true
 	b.manifest.Stopped = stopped
 	// Inputs left unsubmitted by fail_fast or cancel are accounted for, not silent.
-	for i := len(b.manifest.Children); i < len(inputs); i++ {
+	for i := range b.manifest.Children {
+		if c := &b.manifest.Children[i]; c.JobID == "" && c.SubmissionError == "" {
+			c.SubmissionError = "not submitted: the batch was stopped (" + stopped + ")"
+		}
+	}
+	for i := len(b.manifest.Children); i < total; i++ {
 		b.manifest.Children = append(b.manifest.Children, Child{Index: i, SubmissionError: "not submitted: the batch was stopped (" + stopped + ")"})
 	}
 	b.mu.Unlock()
@@ -617,10 +646,12 @@ func (e *Engine) WatchBatch(ctx context.Context, gid, storeURL string, emit func
 			lastRead = time.Now()
 		}
 		// Children finish roughly in submission order: look at the oldest unfinished
-		// ones each round, and at all of them every few seconds.
-		budget := 8
+		// ones each round, until a few are found still unfinished or one still waiting
+		// (the ones after it are most likely waiting too), and at all of them every few
+		// seconds.
+		budget, full := 4, false
 		if time.Since(lastFull) > 3*time.Second {
-			budget, lastFull = 1<<30, time.Now()
+			budget, full, lastFull = 1<<30, true, time.Now()
 		}
 		progressed := false
 		for _, c := range m.Children {
@@ -634,7 +665,7 @@ func (e *Engine) WatchBatch(ctx context.Context, gid, storeURL string, emit func
 				}
 				continue
 			}
-			if budget--; budget < 0 {
+			if budget <= 0 {
 				continue
 			}
 			j := jobs[c.Index]
@@ -649,6 +680,9 @@ func (e *Engine) WatchBatch(ctx context.Context, gid, storeURL string, emit func
 				return err
 			}
 			if !state.Terminal() {
+				if budget--; state == job.Pending && !full {
+					budget = 0
+				}
 				continue
 			}
 			if state == job.Failed && len(c.Attempts) <= m.Retries && !m.Settled {
@@ -661,7 +695,9 @@ func (e *Engine) WatchBatch(ctx context.Context, gid, storeURL string, emit func
 			return nil
 		}
 		if progressed {
-			p = &poller{start: time.Now(), d: 10 * time.Millisecond}
+			// A round that found children finished is followed by one soon, but not at
+			// once: a look finds more of them per status read.
+			p = &poller{start: time.Now(), d: 20 * time.Millisecond}
 		}
 		if err := p.wait(ctx); err != nil {
 			return err

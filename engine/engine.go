@@ -19,6 +19,7 @@ import (
 	"github.com/kinetic-run/kinetic/backend/kubernetes"
 	"github.com/kinetic-run/kinetic/backend/local"
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
 )
@@ -41,6 +42,7 @@ type Engine struct {
 	stores    map[string]*store.Store
 	backends  map[string]backend.Backend
 	factories map[string]BackendFactory
+	ensurers  map[string]*image.Ensurer // per image builder
 }
 
 // BackendFactory makes the backend that runs the jobs of one store.
@@ -177,7 +179,6 @@ func (e *Engine) kubeOptions(name string, cl Cluster) kubernetes.Options {
 		Namespace:          namespace,
 		ServiceAccount:     c.Get(config.ServiceAccount),
 		RunnerImage:        c.Get(config.RunnerImage),
-		Image:              c.Get(config.DefaultImage),
 		StoreSecret:        c.Get(config.StoreSecret),
 		CPU:                c.Get(config.PodCPU),
 		Memory:             c.Get(config.PodMemory),

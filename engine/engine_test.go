@@ -88,8 +88,10 @@ func newTestEngine(t *testing.T, env map[string]string, profiles string) *Engine
 }
 
 func pickleRequest() *SubmitRequest {
+	// A custom image: bundled images would need a registry, which these tests are not about.
 	return &SubmitRequest{Kind: job.KindPickle, Payload: []byte("the function"), NoWorkdir: true, FuncName: "f",
-		Config: map[config.Key]string{config.Backend: "k8s", config.Store: "mem://"}}
+		ContainerImage: "registry.example/team/python:3.11",
+		Config:         map[config.Key]string{config.Backend: "k8s", config.Store: "mem://"}}
 }
 
 // TestBatchRetriesPreemptedChildren: a child FAILED because its spot node was reclaimed

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -185,6 +186,8 @@ type Result struct {
 	ValuePath string `json:"value_path,omitempty"`
 }
 
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
 // ErrNoResult means the job ended without an envelope (killed, cancelled, lost).
 var ErrNoResult = errors.New("the job ended without a result")
 
@@ -243,7 +246,12 @@ func (j *Job) ResultOf(ctx context.Context, state job.State, reason, valueDir st
 		if err != nil {
 			return nil, err
 		}
-		if _, err := io.Copy(f, r); err != nil {
+		// Not io.Copy: the bucket's reader would copy through a fresh 1 MiB buffer, for
+		// values that are mostly a few bytes.
+		buf := copyBufs.Get().(*[]byte)
+		_, err = io.CopyBuffer(struct{ io.Writer }{f}, struct{ io.Reader }{r}, *buf)
+		copyBufs.Put(buf)
+		if err != nil {
 			f.Close()
 			os.Remove(f.Name())
 			return nil, err

@@ -88,7 +88,8 @@ type plan struct {
 	manifest *pack.Manifest
 	packOpts pack.Options
 	env      map[string]string
-	root     string // the shipped root ("" when no working directory is shipped)
+	root     string             // the shipped root ("" when no working directory is shipped)
+	reqs     *deps.Requirements // the filtered requirements (nil: none)
 }
 
 // DefaultDebugWait is how long a debug job waits for a debugger, as the reference does.
@@ -128,7 +129,9 @@ func (e *Engine) Submit(ctx context.Context, req *SubmitRequest) (*Job, error) {
 		p.st.DeletePrefix(context.WithoutCancel(ctx), store.JobPrefix(id))
 		return nil, err
 	}
-	if q, ok := be.(backend.Queuer); ok && req.group != nil {
+	// Children that run in a local container are started one by one, not queued to the
+	// in-process workers.
+	if q, ok := be.(backend.Queuer); ok && req.group != nil && p.spec.Container == "" {
 		submit = func(ctx context.Context, h *job.Handle) error { return q.Enqueue(ctx, h, req.group.parallelism) }
 	}
 	if err := submit(ctx, p.handle); err != nil {
@@ -229,8 +232,14 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest) (*plan, error) {
 		p.spec.Workdir, p.spec.Cwd, p.spec.Entry = base.Workdir, base.Cwd, base.Entry
 		p.spec.Requirements, p.spec.Constraints, p.spec.EnvKey, p.spec.RequirementsSource = base.Requirements, base.Constraints, base.EnvKey, base.RequirementsSource
 		p.root = req.group.root
-	} else if err := e.planTree(ctx, p, req, cwd, spec.Category()); err != nil {
-		return nil, err
+		copyImage(p.spec, base)
+	} else {
+		if err := e.planTree(ctx, p, req, cwd, spec.Category()); err != nil {
+			return nil, err
+		}
+		if err := e.planImage(ctx, p, req, p.reqs, spec.Category()); err != nil {
+			return nil, err
+		}
 	}
 
 	st, err := e.Store(ctx, cfg.Get(config.Store))
@@ -259,10 +268,14 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest) (*plan, error) {
 	if display == "" {
 		display = name
 	}
+	imageURI := req.ContainerImage
+	if p.spec.Image != "" {
+		imageURI = p.spec.Image // what the job really runs in (a digest for bundled images)
+	}
 	p.handle = &job.Handle{
 		JobID: id, Backend: cfg.Get(config.Backend), Project: cfg.Get(config.Project),
 		ClusterName: cfg.Get(config.Cluster), Zone: cfg.Get(config.Zone), Namespace: cfg.Get(config.Namespace),
-		BucketName: st.Bucket(), K8sName: id, ImageURI: req.ContainerImage, Accelerator: spec.Name,
+		BucketName: st.Bucket(), K8sName: id, ImageURI: imageURI, Accelerator: spec.Name,
 		FuncName: name, DisplayName: display, CreatedAt: time.Now().UTC().Format(time.RFC3339Nano),
 		Debug: strconv.FormatBool(req.Debug), Store: st.URL(), OutputDir: outDir,
 		Spot: strconv.FormatBool(spec.Spot), KubeContext: cfg.Get(config.KubeContext), ShippedRoot: p.root,
@@ -285,7 +298,7 @@ func (e *Engine) write(ctx context.Context, p *plan) error {
 	}
 	for i := range p.spec.Data {
 		r := &p.spec.Data[i]
-		if r.Fuse && p.handle.Backend == "local" {
+		if r.Fuse && p.handle.Backend == "local" && p.spec.Container == "" {
 			continue // used in place on this machine
 		}
 		if err := data.Upload(ctx, p.st, r, nil); err != nil {
@@ -379,7 +392,8 @@ func defaultOutputDir(st *store.Store, id string) string {
 
 // planDeps discovers the job's requirements (from the function's directory up to the
 // shipped root), drops the accelerator runtimes, says so, and keys the environment.
-func (e *Engine) planDeps(s *job.Spec, req *SubmitRequest, cwd, root, category string) error {
+func (e *Engine) planDeps(p *plan, req *SubmitRequest, cwd, root, category string) error {
+	s := p.spec
 	reqs, err := deps.Discover(codeDir(req, cwd), root)
 	if err != nil {
 		return err
@@ -389,6 +403,7 @@ func (e *Engine) planDeps(s *job.Spec, req *SubmitRequest, cwd, root, category s
 		io.WriteString(e.Notice, msg)
 	}
 	s.Requirements, s.Constraints, s.RequirementsSource = kept.Lines(), kept.ConstraintLines(), reqs.Source
+	p.reqs = kept
 	// Locally the "base image" is the interpreter the environment is made from.
 	base := "python:" + req.Python
 	if req.Python == "" {
@@ -486,7 +501,7 @@ func (e *Engine) planTree(ctx context.Context, p *plan, req *SubmitRequest, cwd,
 		p.spec.Entry = &job.Entry{File: filepath.ToSlash(rel), Func: req.Entry.Func, Args: req.Entry.Args}
 	}
 	if req.Kind != job.KindCommand {
-		if err := e.planDeps(p.spec, req, cwd, root, category); err != nil {
+		if err := e.planDeps(p, req, cwd, root, category); err != nil {
 			return err
 		}
 	}

@@ -53,6 +53,20 @@ type Spec struct {
 	Accelerator        string `json:"accelerator,omitempty"`
 	// Spot says the job runs on spot (preemptible) capacity.
 	Spot bool `json:"spot,omitempty"`
+	// Image is the container image the job runs in, for backends that run containers
+	// (Kubernetes; the local backend when Container is set): a digest reference for
+	// bundled images, the published base for prebuilt, the user's reference for custom.
+	// "" means no container (the local backend's virtualenv path). The runner is not
+	// expected inside it: backends inject the kinetic binary (RunnerPath in package image).
+	Image string `json:"image,omitempty"`
+	// ImageMode is how Image was chosen: "bundled", "prebuilt" or "custom".
+	ImageMode string `json:"image_mode,omitempty"`
+	// InstallAtStart tells the runner to install Requirements before the call (prebuilt
+	// images: uv when the image has it, else pip), into a directory on PYTHONPATH.
+	InstallAtStart bool `json:"install_at_start,omitempty"`
+	// Container is the engine ("podman" or "docker") the local backend runs Image with;
+	// "" runs the job directly on the machine.
+	Container string `json:"container,omitempty"`
 	// Debug, if set, makes the runner start debugpy in the job's Python and wait for a
 	// debugger before the call (docs/debug.md).
 	Debug *DebugSpec `json:"debug,omitempty"`

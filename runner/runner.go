@@ -33,7 +33,10 @@ var bootstrap []byte
 // Options say which job to run and where.
 type Options struct {
 	StoreURL string
-	JobID    string
+	// Store, if set, is StoreURL already open (a worker that runs many jobs opens it
+	// once); Run does not close it.
+	Store *store.Store
+	JobID string
 	// Workspace is a private directory for this job (created if missing).
 	Workspace string
 	// Host is this worker's index in a multi-host job ("0" otherwise).
@@ -89,11 +92,14 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 	if o.Stdout == nil {
 		o.Stdout = io.Discard
 	}
-	st, err := store.Open(ctx, o.StoreURL)
-	if err != nil {
-		return nil, err
+	st := o.Store
+	if st == nil {
+		var err error
+		if st, err = store.Open(ctx, o.StoreURL); err != nil {
+			return nil, err
+		}
+		defer st.Close()
 	}
-	defer st.Close()
 	// Host 0 is the job (the leader of a multi-host job, or its only host); the other
 	// hosts of a multi-host job keep their output and failures under their own keys, so
 	// that only the leader's value is the job's result.
@@ -120,7 +126,7 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 	switch {
 	case leader:
 		if value != nil {
-			if _, err := st.PutFrom(context.WithoutCancel(ctx), store.ResultKey(o.JobID), value); err != nil {
+			if err := st.PutFile(context.WithoutCancel(ctx), store.ResultKey(o.JobID), value); err != nil {
 				return env, err
 			}
 		}
@@ -131,7 +137,7 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 		// A worker's failure fails the job at once (the backend reads it), even while
 		// the leader still runs; its success says nothing the leader's result does not.
 		if value != nil {
-			if _, err := st.PutFrom(context.WithoutCancel(ctx), store.HostResultKey(o.JobID, o.Host), value); err != nil {
+			if err := st.PutFile(context.WithoutCancel(ctx), store.HostResultKey(o.JobID, o.Host), value); err != nil {
 				return env, err
 			}
 		}
@@ -254,6 +260,11 @@ func run(ctx context.Context, st *store.Store, o Options, out io.Writer) (*job.E
 	if err != nil {
 		return nil, nil, inPhase(job.PhaseInstall, err)
 	}
+	if spec.InstallAtStart && len(spec.Requirements) > 0 {
+		if environ, err = installAtStart(ctx, spec, py, o, environ, out); err != nil {
+			return nil, nil, inPhase(job.PhaseInstall, err)
+		}
+	}
 	if dbg := newDebugSession(spec, o, outDir); dbg != nil {
 		environ = append(environ, dbg.env...)
 		wctx, stop := context.WithCancel(ctx)
@@ -358,7 +369,7 @@ func runPython(ctx context.Context, spec *job.Spec, py string, rest []string, cw
 		var we *waitError
 		switch {
 		case ctx.Err() != nil:
-			return nil, nil, inPhase(job.PhaseCall, errors.New("stopped: the job was cancelled"))
+			return nil, nil, inPhase(job.PhaseCall, stopped(ctx))
 		case errors.As(runErr, &ee):
 			return nil, nil, inPhase(job.PhaseCall, fmt.Errorf("python exited without a result (%s)", exitText(ee)))
 		case errors.As(runErr, &we):
@@ -398,7 +409,7 @@ func runCommand(ctx context.Context, spec *job.Spec, cwd string, environ []strin
 	case err == nil:
 		env.Success = true
 	case ctx.Err() != nil:
-		return nil, nil, inPhase(job.PhaseCall, errors.New("stopped: the job was cancelled"))
+		return nil, nil, inPhase(job.PhaseCall, stopped(ctx))
 	case errors.As(err, &ee):
 		code = ee.ExitCode()
 		env.Phase, env.ExcType = job.PhaseCall, "kinetic.CommandError"
@@ -446,4 +457,12 @@ func waitText(ws syscall.WaitStatus) string {
 		return "killed by signal " + ws.Signal().String()
 	}
 	return fmt.Sprintf("exit code %d", ws.ExitStatus())
+}
+
+// stopped explains a call ended by its context: a cancel, or a signal to the worker.
+func stopped(ctx context.Context) error {
+	if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
+		return fmt.Errorf("stopped: the worker %v: the job was cancelled, or its pod was deleted, evicted or preempted", c)
+	}
+	return errors.New("stopped: the job was cancelled")
 }

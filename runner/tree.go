@@ -34,7 +34,16 @@ type treeState struct {
 var (
 	treeMu sync.Mutex
 	trees  = map[string]*treeState{} // by TreeDir
+	// bootstraps are the bootstrap copies this process wrote or checked, as it left them.
+	bootstraps = map[string]entryState{}
 )
+
+func ino(fi fs.FileInfo) int64 {
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int64(sys.Ino)
+	}
+	return 0
+}
 
 // reuseTree returns a directory holding the tree of ref: dir/tree, made again unless it
 // already holds ref's tree unchanged.
@@ -133,10 +142,25 @@ func fetchPayload(ctx context.Context, st *store.Store, ref *job.BlobRef, o Opti
 func writeBootstrap(o Options) (string, error) {
 	if o.TreeDir != "" {
 		bs := filepath.Join(o.TreeDir, "kinetic_bootstrap.py")
-		if b, err := os.ReadFile(bs); err == nil && string(b) == string(bootstrap) {
+		// Written (or checked) by this process before, and not touched since: one stat.
+		fi, err := os.Stat(bs)
+		treeMu.Lock()
+		known, ok := bootstraps[bs]
+		treeMu.Unlock()
+		if err == nil && ok && fi.Size() == known.size && fi.ModTime().UnixNano() == known.mtime && ino(fi) == known.ino {
 			return bs, nil
 		}
-		return bs, writeFileAtomic(bs, bootstrap, 0o644)
+		if b, err := os.ReadFile(bs); err != nil || string(b) != string(bootstrap) {
+			if err := writeFileAtomic(bs, bootstrap, 0o644); err != nil {
+				return bs, err
+			}
+		}
+		if fi, err := os.Stat(bs); err == nil {
+			treeMu.Lock()
+			bootstraps[bs] = entryState{size: fi.Size(), mtime: fi.ModTime().UnixNano(), ino: ino(fi)}
+			treeMu.Unlock()
+		}
+		return bs, nil
 	}
 	bs := filepath.Join(o.Workspace, "kinetic_bootstrap.py")
 	return bs, os.WriteFile(bs, bootstrap, 0o644)

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -51,6 +52,12 @@ var errWarmLost = errors.New("the warm worker server died while the call ran; ex
 type waitError struct{ ws syscall.WaitStatus }
 
 func (e *waitError) Error() string { return waitText(e.ws) }
+
+// The SHA-256 of the embedded server script and bootstrap, computed once.
+var (
+	warmServerSum = sync.OnceValue(func() [32]byte { return sha256.Sum256(warmServerPy) })
+	bootstrapSum  = sync.OnceValue(func() [32]byte { return sha256.Sum256(bootstrap) })
+)
 
 // warmServer is one fork server: one interpreter, one server script and bootstrap, one
 // start-up environment.
@@ -150,7 +157,7 @@ func warmFor(dir, py string, environ []string) (*warmServer, error) {
 		}
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "kinetic-warm %d\n%x\n%x\n%s\n%s\n%d %d\n", warmProto, sha256.Sum256(warmServerPy), sha256.Sum256(bootstrap),
+	fmt.Fprintf(h, "kinetic-warm %d\n%x\n%x\n%s\n%s\n%d %d\n", warmProto, warmServerSum(), bootstrapSum(),
 		abs, real, fi.ModTime().UnixNano(), fi.Size())
 	keys := make([]string, 0, len(started))
 	for k := range started {
@@ -198,12 +205,12 @@ func (w *warmServer) dial() (*net.UnixConn, error) {
 // start launches a server in its own session (so it outlives this runner and no signal
 // meant for the job's supervisor reaches it) and waits until it listens.
 func (w *warmServer) start(ctx context.Context) error {
-	sum := sha256.Sum256(warmServerPy)
+	sum := warmServerSum()
 	script := filepath.Join(w.dir, "kinetic_warm_"+hex.EncodeToString(sum[:6])+".py")
 	if err := writeOnce(script, warmServerPy); err != nil {
 		return err
 	}
-	bsum := sha256.Sum256(bootstrap)
+	bsum := bootstrapSum()
 	bs := filepath.Join(w.dir, "kinetic_bootstrap_"+hex.EncodeToString(bsum[:6])+".py")
 	if err := writeOnce(bs, bootstrap); err != nil {
 		return err

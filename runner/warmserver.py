@@ -35,6 +35,40 @@ _SERVER_DIRS = (os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.p
 # (source bytes, code object) of the bootstrap, compiled once by the server.
 _precompiled = (None, None)
 
+# The bootstrap's code object as the copy at a path would compile, by path, with the
+# copy's (inode, size, mtime) when the server read it: the server checks a request's
+# script with one stat, so its children neither read nor re-file it.
+_bootstraps = {}
+
+
+def _bootstrap_code(path):
+    """The pre-compiled bootstrap for the script at path if it holds the bootstrap's
+    bytes (checked here, in the server, once per version of the file), else None."""
+    src, co = _precompiled
+    if src is None or not hasattr(co, "replace"):
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = (st.st_ino, st.st_size, st.st_mtime_ns)
+    hit = _bootstraps.get(path)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    if st.st_size != len(src):
+        return None
+    try:
+        with open(path, "rb") as f:
+            if f.read() != src:
+                return None
+    except OSError:
+        return None
+    code = _refile(co, path)
+    if len(_bootstraps) > 64:
+        _bootstraps.clear()
+    _bootstraps[path] = (key, code)
+    return code
+
 
 def _precompile(path):
     global _precompiled
@@ -96,6 +130,7 @@ class Server(object):
         self.children = {}  # pid -> Job
         self.last = time.monotonic()
         self.ino = None
+        self.null = None  # /dev/null, opened once for the children's stdin
 
     # --- start and stop -------------------------------------------------------------
 
@@ -121,6 +156,7 @@ class Server(object):
         self.sock.listen(128)
         self.sock.setblocking(False)
         self.poll.register(self.sock.fileno(), select.POLLIN)
+        self.null = os.open(os.devnull, os.O_RDONLY)
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
         os.set_blocking(self.wake_w, False)
@@ -258,6 +294,7 @@ class Server(object):
             return False
 
     def spawn(self, conn, out_fd, argv, env, cwd):
+        boot = _bootstrap_code(argv[0])
         sys.stdout.flush()
         sys.stderr.flush()
         ready_r, ready_w = os.pipe()
@@ -274,7 +311,7 @@ class Server(object):
             code = 70
             try:
                 os.close(ready_r)
-                code = self.child(conn, out_fd, ready_w, argv, env, cwd)
+                code = self.child(conn, out_fd, ready_w, argv, env, cwd, boot)
             except BaseException:
                 try:
                     import traceback
@@ -357,7 +394,7 @@ class Server(object):
 
     # --- the child: becomes the job ---------------------------------------------------
 
-    def child(self, conn, out_fd, ready_w, argv, env, cwd):
+    def child(self, conn, out_fd, ready_w, argv, env, cwd, code=None):
         os.setsid()  # own session and process group (pgid = pid): signals reach the job
         os.close(ready_w)
         signal.set_wakeup_fd(-1)
@@ -365,30 +402,39 @@ class Server(object):
         for fd in (self.wake_r, self.wake_w, self.alive):
             if fd is not None:
                 os.close(fd)
+        null, self.null = self.null, None
         if self.sock is not None:
             self.sock.close()
         for job in list(self.conns.values()):
             job.conn.close()
         conn.close()
         self.conns = self.children = None
-        null = os.open(os.devnull, os.O_RDONLY)
+        if null is None:
+            null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(out_fd, 1)
         os.dup2(out_fd, 2)
         for fd in (null, out_fd):
             if fd > 2:
                 os.close(fd)
-        os.environ.clear()
-        os.environ.update(env)
+        # The job's environment, exactly: only what differs from the server's is changed
+        # (most of it is the same, and every change is a putenv).
+        environ = os.environ
+        for k in [k for k in environ if k not in env]:
+            del environ[k]
+        for k, v in env.items():
+            if environ.get(k) != v:
+                environ[k] = v
         if hasattr(time, "tzset"):
             time.tzset()
         os.chdir(cwd)
-        return run_main(argv)
+        return run_main(argv, code)
 
 
-def run_main(argv):
+def run_main(argv, precompiled=None):
     """Run argv[0] as __main__, as `python argv[0] argv[1:]...` would, then finalise the
-    way the interpreter does at exit (threads, atexit) and return the exit code."""
+    way the interpreter does at exit (threads, atexit) and return the exit code.
+    precompiled, if given, is argv[0]'s code (the server checked the file's bytes)."""
     import builtins
     import types
     sys.argv = list(argv)
@@ -401,12 +447,15 @@ def run_main(argv):
     sys.modules["__main__"] = main
     code = 0
     try:
-        with open(argv[0], "rb") as f:
-            src = f.read()
-        if src == _precompiled[0] and hasattr(_precompiled[1], "replace"):
-            co = _refile(_precompiled[1], argv[0])
+        if precompiled is not None:
+            co = precompiled
         else:
-            co = compile(src, argv[0], "exec")
+            with open(argv[0], "rb") as f:
+                src = f.read()
+            if src == _precompiled[0] and hasattr(_precompiled[1], "replace"):
+                co = _refile(_precompiled[1], argv[0])
+            else:
+                co = compile(src, argv[0], "exec")
         exec(co, main.__dict__)
     except SystemExit as e:
         code = _exit_code(e.code)

@@ -182,7 +182,10 @@ func clusterEnv(t *testing.T, st *store.Store) []string {
 		"KINETIC_HOME="+home, "KINETIC_PROFILES_FILE="+filepath.Join(home, "profiles.json"),
 		"KINETIC_BIN="+kineticBin,
 		"KINETIC_BACKEND=k8s", "KINETIC_STORE="+st.URL(), "KUBECONFIG="+cluster.Kubeconfig,
-		"KINETIC_RUNNER_IMAGE="+RunnerImage, "KINETIC_DEFAULT_IMAGE="+kubetest.PythonImage,
+		// Bundled images are built daemonlessly on the test Python image and pushed to
+		// the harness registry, which the node pulls from.
+		"KINETIC_RUNNER_IMAGE="+RunnerImage, "KINETIC_IMAGE_REGISTRY="+kubetest.RegistryURL+"/kinetic-test",
+		"KINETIC_BASE_IMAGE_CPU="+kubetest.PythonImage, "KINETIC_BASE_IMAGE_GPU="+kubetest.PythonImage,
 		"KINETIC_POD_CPU=10m", "KINETIC_UNSCHEDULABLE_GRACE=5s", "KINETIC_IMAGE_PULL_GRACE=20s",
 		"PYTHONPATH="+pythonDir(),
 	)
@@ -365,7 +368,15 @@ func waitNoPods(t *testing.T, jobName string) {
 func TestFailures(t *testing.T) {
 	_, st := newBackend(t, nil)
 	t.Run("ImageDoesNotExist", func(t *testing.T) {
-		id := submitCmd(t, st, []string{"KINETIC_DEFAULT_IMAGE=" + kubetest.RegistryURL + "/kinetic-test/no-such-image:1"}, "true")
+		out, errOut, err := kinetic(t, st, nil, "run", "--async", "--json", "--container-image", kubetest.RegistryURL+"/kinetic-test/no-such-image:1", "--", "true")
+		if err != nil {
+			t.Fatalf("run: %v\n%s\n%s", err, out, errOut)
+		}
+		var h struct {
+			JobID string `json:"job_id"`
+		}
+		json.Unmarshal([]byte(out), &h)
+		id := h.JobID
 		_, r := waitStatus(t, st, id, 60*time.Second, "FAILED")
 		if !strings.Contains(r, "ErrImagePull") && !strings.Contains(r, "ImagePullBackOff") {
 			t.Errorf("reason %q does not name the pull error", r)

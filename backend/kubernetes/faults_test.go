@@ -44,13 +44,17 @@ func TestSubmitFault(t *testing.T) {
 	}
 }
 
-// TestStatusFaults: a Job that is gone without a result is FAILED (after the grace),
+// TestStatusFaults: a job the store does not know is NOT_FOUND; a Job that is gone
+// without a result is FAILED (after the grace),
 // the verdict is recorded in the store, and an API outage is an error, not a state.
 func TestStatusFaults(t *testing.T) {
 	ctx := context.Background()
 	b := testBackend(t, Options{})
 	h := testHandle("cpu")
 	h.CreatedAt = time.Now().Add(-time.Hour).UTC().Format(time.RFC3339Nano)
+	if err := b.st.Put(ctx, store.HandleKey(h.JobID), h.Encode()); err != nil {
+		t.Fatal(err)
+	}
 	state, reason, err := b.Status(ctx, h)
 	if err != nil || state != job.Failed || !strings.Contains(reason, "is gone") {
 		t.Fatalf("gone Job: %s %q %v", state, reason, err)
@@ -61,6 +65,9 @@ func TestStatusFaults(t *testing.T) {
 	fresh := testHandle("cpu")
 	fresh.JobID, fresh.K8sName = "job-1123456789abcdefghijklm", "job-1123456789abcdefghijklm"
 	fresh.CreatedAt = time.Now().UTC().Format(time.RFC3339Nano)
+	if err := b.st.Put(ctx, store.HandleKey(fresh.JobID), fresh.Encode()); err != nil {
+		t.Fatal(err)
+	}
 	if state, _, _ := b.Status(ctx, fresh); state != job.Pending {
 		t.Errorf("just-written handle without a Job: %s, want PENDING", state)
 	}
@@ -71,6 +78,9 @@ func TestStatusFaults(t *testing.T) {
 	b.cs = cs
 	other := testHandle("cpu")
 	other.JobID, other.K8sName = "job-2123456789abcdefghijklm", "job-2123456789abcdefghijklm"
+	if err := b.st.Put(ctx, store.HandleKey(other.JobID), other.Encode()); err != nil {
+		t.Fatal(err)
+	}
 	if _, _, err := b.Status(ctx, other); err == nil {
 		t.Error("an apiserver outage must be an error, not a status")
 	}

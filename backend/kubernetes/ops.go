@@ -186,6 +186,13 @@ func (b *Backend) stored(ctx context.Context, h *job.Handle) (job.State, string,
 	}
 	raw, err = b.st.Get(ctx, store.EnvelopeKey(h.JobID))
 	if store.IsNotFound(err) {
+		// No result yet: a job the store does not know (never written, or cleaned up)
+		// is NOT_FOUND whatever the cluster still holds.
+		if ok, err := b.st.Exists(ctx, store.HandleKey(h.JobID)); err != nil {
+			return "", "", false, err
+		} else if !ok {
+			return job.NotFound, "", true, nil
+		}
 		return "", "", false, nil
 	}
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kinetic-run/kinetic/internal/kubetest"
 	"github.com/kinetic-run/kinetic/store"
 )
 
@@ -46,7 +47,7 @@ func needLWS(t *testing.T) {
 }
 
 // multiHostEnv runs multi-host accelerators as CPU pods on the generic test cluster.
-var multiHostEnv = []string{"KINETIC_ACCELERATOR_RESOURCES=false"}
+var multiHostEnv = []string{"KINETIC_ACCELERATOR_RESOURCES=false", "KINETIC_BASE_IMAGE_TPU=" + kubetest.PythonImage}
 
 // pythonEnv is python with extra environment.
 func pythonEnv(t *testing.T, st *store.Store, env []string, script string) (string, string, error) {

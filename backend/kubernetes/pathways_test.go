@@ -142,6 +142,9 @@ func TestPathwaysStatusHostFailure(t *testing.T) {
 	p := &Pathways{b: b, dyn: dyn}
 	h := testHandle("tpu-v6e-16")
 	h.Backend = PathwaysName
+	if err := b.st.Put(ctx, store.HandleKey(h.JobID), h.Encode()); err != nil {
+		t.Fatal(err)
+	}
 	if err := p.Submit(ctx, h); err != nil {
 		t.Fatal(err)
 	}

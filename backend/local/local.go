@@ -158,6 +158,20 @@ func (b *Backend) spawn(ctx context.Context, logPath string, args ...string) err
 func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string, error) {
 	st, err := ReadStatus(ctx, b.st, h.JobID)
 	if store.IsNotFound(err) {
+		if h.GroupID != "" && job.ValidName(h.JobID) {
+			// A batch child run by a worker: RUNNING is its claim (see claimedStatus).
+			s, ok, err := b.claimedStatus(ctx, h, b.workspace(h.JobID))
+			if err != nil {
+				return "", "", err
+			}
+			if ok {
+				return s.State, s.Reason, nil
+			}
+			// Queued: the entry is written after the handle, so the job exists.
+			if p := b.queuedProcess(h); p != nil {
+				return b.queuedStatus(ctx, h, &job.Status{State: job.Pending, Local: p})
+			}
+		}
 		raw, err := b.st.Get(ctx, store.HandleKey(h.JobID))
 		if err != nil {
 			return job.NotFound, "", nil
@@ -212,7 +226,7 @@ func supervisorAlive(p *job.LocalProcess) (alive, known bool) {
 	if p.BootID != bootID() {
 		return false, p.BootID != "" && hostBootKnown()
 	}
-	f, err := os.Open(p.LockPath)
+	f, err := openFile(p.LockPath, os.O_RDONLY, 0)
 	if err != nil {
 		return false, true // the workspace is gone, and the supervisor with it
 	}
@@ -229,13 +243,14 @@ func supervisorAlive(p *job.LocalProcess) (alive, known bool) {
 // store shared between machines with the local backend is not supported.)
 func hostBootKnown() bool { return bootID() != "" }
 
-func bootID() string {
+// bootID is this machine's boot ID (read once: it cannot change while we run).
+var bootID = sync.OnceValue(func() string {
 	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
-}
+})
 
 // Cancel implements backend.Backend: SIGTERM to the supervisor, which stops the job's
 // process group gracefully and then forcibly, and records FAILED "cancelled".

@@ -2,6 +2,10 @@ package local_test
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -113,4 +117,100 @@ func TestKilledRunnerFails(t *testing.T) {
 		t.Fatalf("%s (%s) %v", state, reason, err)
 	}
 	t.Logf("reason: %s", reason)
+}
+
+// TestBatchWorkerKilled: a batch child is RUNNING while its worker runs it (with no
+// status.json: the claim in its lock file says so); when the worker is killed, the next
+// worker to find the child does not run it again but records it FAILED, naming the worker.
+func TestBatchWorkerKilled(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, "file://"+t.TempDir()+"/store")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	state := t.TempDir()
+	b, err := local.New(st, local.Options{StateDir: state, Exe: testbin.Path(t), Slots: 2, Grace: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(t.TempDir(), "runs")
+	gid := job.NewGroupID()
+	enqueue := func(cmd string) *engine.Job {
+		id := job.NewID()
+		spec := &job.Spec{Version: job.SpecVersion, JobID: id, Kind: job.KindCommand, Command: []string{"sh", "-c", cmd}}
+		h := &job.Handle{JobID: id, GroupID: gid, Backend: b.Name(), K8sName: id, Accelerator: "cpu", FuncName: "sh", DisplayName: "sh", Store: st.URL(), CreatedAt: time.Now().UTC().Format(time.RFC3339)}
+		if err := st.Put(ctx, store.SpecKey(id), spec.Encode()); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Put(ctx, store.HandleKey(id), h.Encode()); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Enqueue(ctx, h, 1); err != nil {
+			t.Fatal(err)
+		}
+		return &engine.Job{Handle: h, Store: st, Backend: b}
+	}
+	j := enqueue("echo run >> " + marker + "; exec sleep 300")
+	waitState(t, j, job.Running)
+	if _, err := local.ReadStatus(ctx, st, j.Handle.JobID); !store.IsNotFound(err) {
+		t.Fatalf("a running batch child has a status.json (%v): RUNNING should be its claim", err)
+	}
+	for i := 0; i < 1000; i++ { // until the command runs
+		if _, err := os.Stat(marker); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The worker's pid is in the claim.
+	ws := filepath.Join(state, "jobs", j.Handle.JobID)
+	raw, err := os.ReadFile(filepath.Join(ws, "supervisor.lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claim job.LocalProcess
+	if err := json.Unmarshal(raw, &claim); err != nil || claim.SupervisorPID <= 0 {
+		t.Fatalf("claim %q: %v", raw, err)
+	}
+	for _, pid := range findChildren(t, claim.SupervisorPID) {
+		defer syscall.Kill(-pid, syscall.SIGKILL) // the command outlives a killed worker
+	}
+	if err := syscall.Kill(claim.SupervisorPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 500; i++ { // until the worker is gone (its locks with it)
+		if syscall.Kill(claim.SupervisorPID, 0) != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // reaped by the test binary's spawner, or by init
+	// A new worker serves the queue: the dead worker's child comes first in it.
+	next := enqueue("true")
+	waitState(t, next, job.Succeeded)
+	s, err := local.ReadStatus(ctx, st, j.Handle.JobID)
+	if err != nil || s.State != job.Failed || !strings.Contains(s.Reason, "batch worker") {
+		t.Fatalf("after its worker died: %+v, %v; want FAILED naming the batch worker", s, err)
+	}
+	if runs, _ := os.ReadFile(marker); strings.Count(string(runs), "run") != 1 {
+		t.Fatalf("the child ran %d times", strings.Count(string(runs), "run"))
+	}
+}
+
+func waitState(t *testing.T, j *engine.Job, want job.State) (job.State, string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s, reason, err := j.Status(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s == want {
+			return s, reason
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s (%s), want %s", s, reason, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -1,12 +1,15 @@
 package local
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"syscall"
@@ -133,10 +136,15 @@ func Work(ctx context.Context, o WorkOptions) error {
 	// SIGUSR1: "look for cancel requests"; SIGTERM: cancel the current child and stop.
 	usr := make(chan os.Signal, 8)
 	signal.Notify(usr, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	// A worker's live heap is small and it allocates per child: collect less often.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
 	idleSince := time.Now()
-	var seen []string
+	w := &worker{o: o, st: st, usr: usr}
+	defer w.releaseSlot()
 	for delay := 2 * time.Millisecond; ; {
-		ran, err := workOnce(ctx, st, o, usr, &seen)
+		ran, err := w.once(ctx)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "kinetic worker:", err)
 		}
@@ -144,6 +152,8 @@ func Work(ctx context.Context, o WorkOptions) error {
 			idleSince, delay = time.Now(), 2*time.Millisecond
 			continue
 		}
+		// Nothing to run: give the slot back for others while we wait.
+		w.releaseSlot()
 		if time.Since(idleSince) > o.Idle {
 			// Leave the pool, then look once more: an entry queued meanwhile either is
 			// seen now or its submitter saw our lock free and started a new worker.
@@ -175,53 +185,159 @@ func pending(q string) ([]string, error) {
 	return ids, nil
 }
 
-// workOnce claims and runs the first unclaimed entry; ran says whether it found one.
-func workOnce(ctx context.Context, st *store.Store, o WorkOptions, usr chan os.Signal, seen *[]string) (bool, error) {
+// worker is one pool worker's state between children.
+type worker struct {
+	o    WorkOptions
+	st   *store.Store
+	usr  chan os.Signal
+	seen []string // queue entries read but not yet tried
+	// slot is kept from one child to the next while the queue has work: taking and
+	// giving back a slot lock per child is work for nothing.
+	slot *os.File
+}
+
+func (w *worker) releaseSlot() {
+	if w.slot != nil {
+		w.slot.Close()
+		w.slot = nil
+	}
+}
+
+// once claims and runs the first unclaimed entry; ran says whether it found one.
+func (w *worker) once(ctx context.Context) (bool, error) {
+	o := w.o
 	// The queue is read again only once the entries seen last time are used up: with a
 	// thousand entries, reading it per child would cost more than running the child.
-	if len(*seen) == 0 {
+	if len(w.seen) == 0 {
 		ids, err := pending(o.Queue)
 		if err != nil {
 			return false, err
 		}
-		*seen = ids
+		w.seen = ids
 	}
-	for len(*seen) > 0 {
-		id := (*seen)[0]
-		*seen = (*seen)[1:]
+	for len(w.seen) > 0 {
+		id := w.seen[0]
+		w.seen = w.seen[1:]
 		ws := filepath.Join(o.StateDir, "jobs", id)
 		lockPath := filepath.Join(ws, "supervisor.lock")
 		lock, err := lockFile(lockPath, false)
 		if err != nil {
 			continue // another worker has it, or it is being cancelled
 		}
-		s, err := ReadStatus(ctx, st, id)
+		s, err := ReadStatus(ctx, w.st, id)
 		if store.IsNotFound(err) {
 			s, err = &job.Status{State: job.Pending}, nil // queued: no status yet
+			if c := readClaim(lock); c != nil {
+				// Claimed before by a worker that died while it ran: it must not run twice.
+				s = &job.Status{State: job.Failed, Reason: deadWorkerReason(c), Local: c}
+				err = WriteStatus(ctx, w.st, id, s)
+			}
 		}
 		if err != nil || s.State != job.Pending {
-			// Cancelled while queued, or cleaned up.
+			// Cancelled while queued, cleaned up, or its worker died.
 			os.Remove(filepath.Join(o.Queue, id))
 			lock.Close()
 			continue
 		}
-		slot, err := acquireSlot(filepath.Join(o.StateDir, "slots"), o.Slots, nil)
-		if err != nil {
+		if w.slot == nil {
+			if w.slot, err = acquireSlot(filepath.Join(o.StateDir, "slots"), o.Slots, nil); err != nil {
+				lock.Close()
+				return false, err
+			}
+		}
+		proc := &job.LocalProcess{BootID: bootID(), SupervisorPID: os.Getpid(), LockPath: lockPath, Workspace: ws, Queue: o.Queue}
+		// RUNNING is the claim written into the child's lock file (which we hold), not a
+		// store object: see claimedStatus.
+		if err := writeClaim(lock, proc); err != nil {
 			lock.Close()
 			return false, err
 		}
-		proc := &job.LocalProcess{BootID: bootID(), SupervisorPID: os.Getpid(), LockPath: lockPath, Workspace: ws, Queue: o.Queue}
 		cancel := make(chan os.Signal, 1)
 		stop := make(chan struct{})
-		go relayCancel(usr, ws, cancel, stop)
-		err = runOne(ctx, st, o.SuperviseOptions, id, proc, cancel, filepath.Join(o.Queue, "workers", strconv.Itoa(o.Worker)))
+		go relayCancel(w.usr, ws, cancel, stop)
+		err = runOne(ctx, w.st, o.SuperviseOptions, id, proc, cancel, filepath.Join(o.Queue, "workers", strconv.Itoa(o.Worker)))
 		close(stop)
-		slot.Close()
 		os.Remove(filepath.Join(o.Queue, id))
 		lock.Close()
 		return true, err
 	}
 	return false, nil
+}
+
+// A batch child's RUNNING state is its claim: the worker that runs it holds the child's
+// supervisor.lock and has written its LocalProcess (JSON) into that file. A reader
+// (Status, Cancel) that finds the lock held and the claim written reports RUNNING; one
+// that finds the lock free with a claim in it, and no final status.json, knows the
+// worker died while the child ran. (The worker writes the final status.json before it
+// releases the lock, as a single job's supervisor does.)
+
+// writeClaim records proc in the held lock file f.
+func writeClaim(f *os.File, proc *job.LocalProcess) error {
+	b, err := json.Marshal(proc)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(append(b, '\n'), 0); err != nil {
+		return fmt.Errorf("claim %s: %w", f.Name(), err)
+	}
+	return nil
+}
+
+// readClaim returns the claim in the lock file f, or nil if there is none. A claim cut
+// short by a crash mid-write is still a claim (with what could be read of it).
+func readClaim(f *os.File) *job.LocalProcess {
+	var buf [4096]byte
+	n, _ := f.ReadAt(buf[:], 0)
+	if n == 0 {
+		return nil
+	}
+	var p job.LocalProcess
+	if json.Unmarshal(bytes.TrimSpace(buf[:n]), &p) != nil {
+		p = job.LocalProcess{LockPath: f.Name()}
+	}
+	return &p
+}
+
+func deadWorkerReason(c *job.LocalProcess) string {
+	return fmt.Sprintf("the batch worker (pid %d) running this job stopped without reporting a result: it was killed or the machine restarted; see %s", c.SupervisorPID, filepath.Join(c.Queue, "workers"))
+}
+
+// claimedStatus judges a queued child (no status.json) from its lock file: RUNNING while
+// the worker that claimed it holds the lock; FAILED if that worker died; ok is false when
+// nobody claimed it (it is still queued).
+func (b *Backend) claimedStatus(ctx context.Context, h *job.Handle, ws string) (s *job.Status, ok bool, err error) {
+	f, err := openFile(filepath.Join(ws, "supervisor.lock"), os.O_RDONLY, 0)
+	if err != nil {
+		return nil, false, nil
+	}
+	defer f.Close()
+	// The claim is read before the lock is tried: a queued child's lock is left alone
+	// (even a shared lock for a moment would make a worker pass it by).
+	c := readClaim(f)
+	if c == nil {
+		return nil, false, nil // queued, or being claimed right now
+	}
+	if unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB) != nil {
+		return &job.Status{State: job.Running, Local: c}, true, nil
+	}
+	// The lock is free: the worker ended. It writes the final status before it lets go.
+	if cur, err := ReadStatus(ctx, b.st, h.JobID); err == nil {
+		return cur, true, nil
+	} else if !store.IsNotFound(err) {
+		return nil, true, err
+	}
+	s = &job.Status{State: job.Failed, Reason: deadWorkerReason(c), Local: c}
+	return s, true, WriteStatus(ctx, b.st, h.JobID, s)
+}
+
+// claimOf reads the claim of the batch child whose workspace is ws (nil if none).
+func claimOf(ws string) *job.LocalProcess {
+	f, err := openFile(filepath.Join(ws, "supervisor.lock"), os.O_RDONLY, 0)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	return readClaim(f)
 }
 
 // relayCancel turns a SIGUSR1 into a cancel of the running child when its workspace
@@ -254,6 +370,11 @@ func (b *Backend) cancelQueued(ctx context.Context, h *job.Handle, s *job.Status
 			defer lock.Close()
 			cur, err := ReadStatus(ctx, b.st, h.JobID)
 			if store.IsNotFound(err) {
+				if readClaim(lock) != nil { // its worker died: Status records that
+					lock.Close()
+					_, _, err := b.Status(ctx, h)
+					return true, err
+				}
 				cur, err = &job.Status{State: job.Pending}, nil // still only queued
 			}
 			if err != nil || cur.State != job.Pending {
@@ -263,23 +384,22 @@ func (b *Backend) cancelQueued(ctx context.Context, h *job.Handle, s *job.Status
 			return true, WriteStatus(ctx, b.st, h.JobID, &job.Status{State: job.Failed, Reason: "cancelled while pending", Local: p})
 		}
 		// Claimed by a worker right now: cancel it as a running child.
-		if cur, err := ReadStatus(ctx, b.st, h.JobID); err == nil {
-			p = cur.Local
+		if c := claimOf(p.Workspace); c != nil {
+			p = c
 		}
 	}
 	if err := os.WriteFile(filepath.Join(p.Workspace, "cancel"), nil, 0o644); err != nil {
 		return false, err
 	}
-	// Claimed a moment ago: its worker records itself when it starts the child; wait for
-	// that, or the request is never signalled and the child runs to its end.
+	// Claimed a moment ago: its worker records itself in the claim before it starts the
+	// child; wait for that, or the request is never signalled and the child runs to its end.
 	for i := 0; p.SupervisorPID <= 0 && i < 500; i++ {
 		time.Sleep(10 * time.Millisecond)
-		cur, err := ReadStatus(ctx, b.st, h.JobID)
-		if err != nil || cur.State.Terminal() {
+		if cur, err := ReadStatus(ctx, b.st, h.JobID); err == nil && cur.State.Terminal() {
 			return false, nil
 		}
-		if cur.Local != nil {
-			p = cur.Local
+		if c := claimOf(p.Workspace); c != nil {
+			p = c
 		}
 	}
 	if p.SupervisorPID > 0 {
@@ -291,7 +411,7 @@ func (b *Backend) cancelQueued(ctx context.Context, h *job.Handle, s *job.Status
 // queuedAlive judges a queued child: its pool lives while any worker holds pool.lock; a
 // pool found empty is given a grace period, since a new worker may be on its way.
 func queuedAlive(p *job.LocalProcess) bool {
-	f, err := os.Open(p.LockPath)
+	f, err := openFile(p.LockPath, os.O_RDONLY, 0)
 	if err == nil {
 		defer f.Close()
 		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {

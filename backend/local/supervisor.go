@@ -78,12 +78,16 @@ func Supervise(ctx context.Context, o SuperviseOptions) error {
 	return runOne(ctx, st, o, o.JobID, proc, term, "")
 }
 
-// runOne runs a claimed job (its lock held, a slot taken): RUNNING, the runner in this
+// runOne runs a claimed job (its lock held, a slot taken): RUNNING (for a batch child,
+// already recorded as its claim), the runner in this
 // process, the final status. A value on cancel stops it (SIGTERM to its process group,
 // SIGKILL after the grace period).
 func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string, proc *job.LocalProcess, cancel <-chan os.Signal, treeDir string) error {
-	if err := WriteStatus(ctx, st, id, &job.Status{State: job.Running, Local: proc}); err != nil {
-		return err
+	// A batch child's RUNNING is the claim its worker wrote into its lock file.
+	if proc.Queue == "" {
+		if err := WriteStatus(ctx, st, id, &job.Status{State: job.Running, Local: proc}); err != nil {
+			return err
+		}
 	}
 	ws := proc.Workspace
 	// The runner's copy of the output: a file per job for a single job; a batch child's
@@ -115,13 +119,24 @@ func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string,
 		}
 	}()
 	runner.Grace = o.Grace
-	env, runErr := runner.Run(rctx, runner.Options{
-		StoreURL: o.StoreURL, JobID: id, Workspace: ws, Stdout: runLog,
-		WarmDir:     filepath.Join(o.StateDir, "warm"),
-		EnvDir:      filepath.Join(o.StateDir, "envs"),
-		InPlaceData: true,
-		TreeDir:     treeDir,
-	})
+	var env *job.Envelope
+	var runErr error
+	var spec *job.Spec
+	inContainer := false
+	if treeDir == "" { // batch children in the worker pool never run in containers
+		spec, inContainer = containerSpec(ctx, st, id)
+	}
+	if inContainer {
+		env, runErr = runInContainer(rctx, st, o, id, spec, runLog)
+	} else {
+		env, runErr = runner.Run(rctx, runner.Options{
+			StoreURL: o.StoreURL, Store: st, JobID: id, Workspace: ws, Stdout: runLog,
+			WarmDir:     filepath.Join(o.StateDir, "warm"),
+			EnvDir:      filepath.Join(o.StateDir, "envs"),
+			InPlaceData: true,
+			TreeDir:     treeDir,
+		})
+	}
 	final := outcome(env, runErr, cancelled.Load())
 	final.Local = proc
 	return WriteStatus(ctx, st, id, final)
@@ -178,7 +193,7 @@ var errLocked = errors.New("locked")
 // lockFile opens path and takes an exclusive flock on it without blocking. must means
 // the lock has to be free (it is ours alone); otherwise errLocked is returned.
 func lockFile(path string, must bool) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := openFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -190,4 +205,20 @@ func lockFile(path string, must bool) (*os.File, error) {
 		return nil, errLocked
 	}
 	return f, nil
+}
+
+// openFile is os.OpenFile for lock and state files, without the runtime poller's
+// attempt to register a regular file (four system calls more per open, on paths that
+// status checks take many times a second).
+func openFile(path string, flag int, perm uint32) (*os.File, error) {
+	for {
+		fd, err := unix.Open(path, flag|unix.O_CLOEXEC, perm)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		}
+		return os.NewFile(uintptr(fd), path), nil
+	}
 }

@@ -12,9 +12,18 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The signal is the context's cause: a runner in a pod tells a SIGTERM from the
+	// kubelet (pod deleted, evicted, preempted) in the job's failure.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		cancel(fmt.Errorf("received %v", s))
+		signal.Stop(sigs) // a second signal gets the default action
+	}()
 	err := cli.NewRoot().ExecuteContext(ctx)
-	stop()
+	cancel(nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kinetic:", err)
 		os.Exit(cli.ExitCode(err))

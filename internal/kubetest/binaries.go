@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -67,8 +68,11 @@ func Binaries(ctx context.Context, log func(string, ...any)) (string, error) {
 	}
 	_, file, _, _ := runtime.Caller(0)
 	mod := filepath.Join(filepath.Dir(file), "tools")
-	tmp := dir + ".tmp"
-	os.RemoveAll(tmp)
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "kube-build-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
 	ldflags := fmt.Sprintf("-s -w -X k8s.io/component-base/version.gitVersion=%s -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=33", Version)
 	args := []string{"build", "-trimpath", "-o", tmp + "/", "-ldflags", ldflags}
 	for _, pkg := range commands {
@@ -79,6 +83,8 @@ func Binaries(ctx context.Context, log func(string, ...any)) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = mod
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=-mod=mod")
+	// A test killed by its timeout must not leave a 10-minute build behind.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {

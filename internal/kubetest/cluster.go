@@ -209,15 +209,19 @@ func (p *proc) stop() {
 	}
 }
 
-// killShims stops the containerd shims (and with them the containers), which run in
-// their own process groups and would otherwise outlive the cluster.
+// killShims stops the containers and their containerd shims, which run in their own
+// process groups and would otherwise outlive the cluster. A container's first process is
+// a child of its shim; killing it ends the container's whole PID namespace.
 func (c *Cluster) killShims() {
-	out, _ := exec.Command("pgrep", "-f", "containerd-shim-runc-v2 -namespace k8s.io -address "+c.path("containerd", "containerd.sock")).Output()
-	for _, f := range strings.Fields(string(out)) {
-		var pid int
-		fmt.Sscan(f, &pid)
-		if pid > 0 {
-			syscall.Kill(pid, syscall.SIGKILL)
+	out, _ := exec.Command("pgrep", "-f", "containerd-shim.* -address "+c.path("containerd", "containerd.sock")).Output()
+	for _, shim := range strings.Fields(string(out)) {
+		kids, _ := exec.Command("pgrep", "-P", shim).Output()
+		for _, pid := range append(strings.Fields(string(kids)), shim) {
+			var n int
+			fmt.Sscan(pid, &n)
+			if n > 0 {
+				syscall.Kill(n, syscall.SIGKILL)
+			}
 		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"os"
@@ -29,7 +31,7 @@ func (c *Cluster) startRegistry(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", RegistryURL, err)
 	}
-	c.registry = &http.Server{Handler: registry.New(registry.Logger(nil)), ReadHeaderTimeout: 10 * time.Second}
+	c.registry = &http.Server{Handler: registry.New(registry.Logger(log.New(io.Discard, "", 0))), ReadHeaderTimeout: 10 * time.Second}
 	go c.registry.Serve(l)
 	pause, err := c.pauseBinary(ctx)
 	if err != nil {

@@ -15,12 +15,12 @@ import (
 )
 
 // PythonImage is the image job pods run in the tests: Debian bookworm's python3 with
-// cloudpickle and debugpy, and nothing of Kinetic's (the runner is injected by the init container).
+// cloudpickle, and nothing of Kinetic's (the runner is injected by the init container).
 const PythonImage = RegistryURL + "/kinetic-test/python:3.11"
 
 // pythonRecipe is everything that decides the rootfs; its hash keys the cache.
 var pythonRecipe = []string{"debootstrap", "--variant=minbase",
-	"--include=python3-minimal,libpython3.11-stdlib,python3-cloudpickle,python3-debugpy,ca-certificates",
+	"--include=python3-minimal,libpython3.11-stdlib,python3-cloudpickle,ca-certificates",
 	"bookworm"}
 
 // PythonRootfs returns a tar of a Debian root filesystem with python3 and cloudpickle,
@@ -86,7 +86,7 @@ func (c *Cluster) PushPythonImage(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return PushLayerTar(ctx, PythonImage, tarPath, []string{"/usr/bin/python3"}, []string{"LANG=C.UTF-8"})
+	return PushLayerTar(ctx, PythonImage, tarPath, []string{"/usr/bin/python3"}, []string{"LANG=C.UTF-8", "PYTHON_VERSION=3.11"})
 }
 
 // aptMirror is the first Debian mirror the machine's apt uses.

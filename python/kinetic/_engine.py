@@ -3,6 +3,7 @@ per Python process, speaking JSON lines (docs/protocol.md). All orchestration li
 the engine; this module only sends requests, routes events and maps errors."""
 
 import atexit
+import io
 import itertools
 import json
 import os
@@ -57,7 +58,10 @@ class Engine:
         self._pending = {}
         self._ids = itertools.count(1)
         self._dead = None
-        greeting = self._proc.stdout.readline()
+        # Replies are read through a buffer: the pipe itself is unbuffered (bufsize=0, for
+        # stdin's sake), and a line read from it directly costs a system call per byte.
+        self._out = io.BufferedReader(self._proc.stdout, 1 << 16)
+        greeting = self._out.readline()
         try:
             hello = json.loads(greeting)
         except ValueError:
@@ -71,7 +75,7 @@ class Engine:
         self._reader.start()
 
     def _read(self):
-        for line in self._proc.stdout:
+        for line in self._out:
             try:
                 msg = json.loads(line)
             except ValueError:

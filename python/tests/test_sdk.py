@@ -323,3 +323,35 @@ def test_output_dir_survives_cleanup():
     path = writes_output()  # the sync call cleans up on success
     with open(path) as f:
         assert f.read() == "checkpoint"
+
+
+@pytest.mark.parametrize("image,message", [
+    ("https://gcr.io/p/img:v1", "leave out the scheme"),
+    ("Bundled", 'write "bundled" in lower case'),
+    ("gcr.io/P/IMG:v1", "invalid image reference"),
+])
+def test_bad_container_image_writes_nothing(store_dir, image, message):
+    before = _store_jobs(store_dir)
+
+    @kinetic.run(accelerator="cpu", container_image=image)
+    def f():
+        return 1
+
+    with pytest.raises(kinetic.KineticError, match="container_image") as info:
+        f()
+    assert message in str(info.value)
+    assert _store_jobs(store_dir) <= before  # nothing new (earlier tests' cleanups may remove jobs)
+
+
+@pytest.mark.parametrize("image", [None, "bundled", "prebuilt", "127.0.0.1:5000/team/img:v1"])
+def test_container_image_reaches_the_engine(store_dir, image):
+    # On the local backend without container isolation the image is validated and
+    # recorded in the handle, and the job runs in the local environment.
+    @kinetic.run(accelerator="cpu", container_image=image)
+    def f():
+        return 2
+
+    h = f.run_async()
+    with open(os.path.join(store_dir, "jobs", h.job_id, "handle.json")) as fh:
+        assert json.load(fh).get("image_uri", "") == (image or "")
+    assert h.result(timeout=60) == 2

@@ -1,0 +1,330 @@
+package image
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// BuildRequest is one image to make: Base plus the requirements plus the runner,
+// pushed as Target.
+type BuildRequest struct {
+	Base   name.Reference
+	Target name.Tag
+	// Requirements and Constraints are filtered requirement lines (directives included),
+	// as deps.Requirements.Lines and ConstraintLines give them.
+	Requirements []string
+	Constraints  []string
+	// Dir is where relative paths in the requirements are resolved (the directory of
+	// the requirements file).
+	Dir string
+	// Runner is the kinetic binary to put at RunnerPath ("" leaves it out: backends
+	// inject the runner anyway).
+	Runner string
+	// Labels are added to the image's configuration.
+	Labels map[string]string
+	// Platform is the image's platform (default linux/GOARCH).
+	Platform *v1.Platform
+	// Progress receives progress lines and bars (stderr in the CLI); nil is silent.
+	Progress io.Writer
+}
+
+func (r *BuildRequest) platform() v1.Platform {
+	if r.Platform != nil {
+		return *r.Platform
+	}
+	return v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
+}
+
+// Builder makes the image a BuildRequest describes and pushes it to its Target.
+// Implementations must not return before the image is pullable by digest, must name the
+// input at fault in errors (the base image, a requirement, the registry), and must
+// wrap ErrMissingWheel when a requirement has no installable wheel so callers can fall
+// back to a builder that compiles inside the image.
+type Builder interface {
+	Name() string
+	Build(ctx context.Context, req *BuildRequest) (name.Digest, error)
+}
+
+// Daemonless builds with no container engine: base manifest and config from the
+// registry, requirements installed here with pip for the image's platform, runner
+// binary, push with go-containerregistry.
+type Daemonless struct {
+	Client *Client
+	// Python runs pip ("" = $KINETIC_BUILD_PYTHON, else python3).
+	Python string
+	// Work is a scratch directory ("" = the system temp dir).
+	Work string
+	// CacheDir keeps the compressed runner layer between builds ("" = no cache).
+	CacheDir string
+	// PipInstall installs with pip install --target and layers the result, instead of
+	// letting pip only resolve and download and laying the wheels out here (the
+	// behaviour the direct layout is checked against).
+	PipInstall bool
+}
+
+// requirementsLayer installs the requirements for t and returns them as a layer at
+// SitePackages, streamed straight from the wheels (nothing extracted to disk): without
+// pip when they are a closed set of pinned local wheels (pinnedLocalWheels), else the
+// wheels pip download chose for t; pip install --target only when the wheels overlap
+// (pip decides what wins) or PipInstall is set.
+func (d *Daemonless) requirementsLayer(ctx context.Context, req *BuildRequest, t Target, work string, mt types.MediaType) (*fileLayer, error) {
+	out := filepath.Join(work, "site.tar.gz")
+	if ws, err := pinnedLocalWheels(req.Requirements, req.Constraints, t); err == nil {
+		say(req.Progress, "layering %d pinned local wheels for Python %s linux/%s", len(ws), t.Python, t.Arch)
+		entries, closeAll, err := wheelEntries(ws, SitePackages, t.Python)
+		if err == nil {
+			defer closeAll()
+			l, err := writeWheelLayer(out, entries, mt)
+			if err != nil {
+				return nil, fmt.Errorf("requirements layer: %w", err)
+			}
+			return l, nil
+		}
+		if !errors.Is(err, errNotSimple) {
+			return nil, err
+		}
+	}
+	if !d.PipInstall {
+		say(req.Progress, "resolving %d requirement lines for Python %s linux/%s with pip", len(req.Requirements), t.Python, t.Arch)
+		dir := filepath.Join(work, "wheels")
+		if err := pipDownload(ctx, d.python(), t, req.Requirements, req.Constraints, dir, req.Dir, nil); err != nil {
+			return nil, err
+		}
+		ws, err := wheelsIn(dir)
+		if err != nil {
+			return nil, err
+		}
+		entries, closeAll, err := wheelEntries(ws, SitePackages, t.Python)
+		if err == nil {
+			defer closeAll()
+			l, err := writeWheelLayer(out, entries, mt)
+			if err != nil {
+				return nil, fmt.Errorf("requirements layer: %w", err)
+			}
+			return l, nil
+		}
+		if !errors.Is(err, errNotSimple) {
+			return nil, err
+		}
+	}
+	say(req.Progress, "installing %d requirement lines for Python %s linux/%s with pip", len(req.Requirements), t.Python, t.Arch)
+	site := filepath.Join(work, "site")
+	if err := pipInstall(ctx, d.python(), t, req.Requirements, req.Constraints, site, req.Dir, nil); err != nil {
+		return nil, err
+	}
+	l, err := writeLayer(out, []layerFile{{Target: SitePackages, Source: site}}, mt)
+	if err != nil {
+		return nil, fmt.Errorf("requirements layer: %w", err)
+	}
+	return l, nil
+}
+
+// Name implements Builder.
+func (d *Daemonless) Name() string { return "daemonless" }
+
+// Build implements Builder.
+func (d *Daemonless) Build(ctx context.Context, req *BuildRequest) (name.Digest, error) {
+	start := time.Now()
+	base, err := d.base(ctx, req)
+	if err != nil {
+		return name.Digest{}, err
+	}
+	cf, err := base.ConfigFile()
+	if err != nil {
+		return name.Digest{}, fmt.Errorf("base image %s: read its configuration: %w", req.Base, err)
+	}
+	mt := types.DockerLayer
+	if m, err := base.MediaType(); err == nil && m == types.OCIManifestSchema1 {
+		mt = types.OCILayer
+	}
+	work, err := os.MkdirTemp(d.Work, "kinetic-build-")
+	if err != nil {
+		return name.Digest{}, err
+	}
+	defer os.RemoveAll(work)
+
+	var adds []mutate.Addendum
+	env := cf.Config.Env
+	if len(req.Requirements) > 0 {
+		t, ok := targetFromConfig(cf)
+		if !ok {
+			say(req.Progress, "reading the layers of %s to find its Python (set the label %s to skip this)", req.Base, LabelPython)
+			if t, err = targetFromLayers(base, t); err != nil {
+				return name.Digest{}, fmt.Errorf("base image %s: %w: bundled images need a base with python3 on PATH (use a python image, or set its PYTHON_VERSION env or %s label)", req.Base, err, LabelPython)
+			}
+		}
+		l, err := d.requirementsLayer(ctx, req, t, work, mt)
+		if err != nil {
+			return name.Digest{}, err
+		}
+		adds = append(adds, mutate.Addendum{Layer: l, History: v1.History{CreatedBy: "kinetic: pip install --target " + SitePackages, Created: v1.Time{Time: time.Unix(0, 0)}}})
+		env = setPathEnv(env, "PYTHONPATH", SitePackages)
+	}
+	if req.Runner != "" {
+		l, err := runnerLayer(d.CacheDir, work, req.Runner, mt)
+		if err != nil {
+			return name.Digest{}, fmt.Errorf("runner layer: %w", err)
+		}
+		adds = append(adds, mutate.Addendum{Layer: l, History: v1.History{CreatedBy: "kinetic: runner " + RunnerPath, Created: v1.Time{Time: time.Unix(0, 0)}}})
+	}
+	img, err := mutate.Append(base, adds...)
+	if err != nil {
+		return name.Digest{}, err
+	}
+	cf2, err := img.ConfigFile()
+	if err != nil {
+		return name.Digest{}, err
+	}
+	cf2 = cf2.DeepCopy()
+	cf2.Config.Env = env
+	if cf2.Config.Labels == nil {
+		cf2.Config.Labels = map[string]string{}
+	}
+	for k, v := range req.Labels {
+		cf2.Config.Labels[k] = v
+	}
+	if img, err = mutate.ConfigFile(img, cf2); err != nil {
+		return name.Digest{}, err
+	}
+	dg, err := push(ctx, d.Client, req.Target, img, req.Progress)
+	if err != nil {
+		return name.Digest{}, err
+	}
+	say(req.Progress, "built %s in %s", dg, time.Since(start).Round(10*time.Millisecond))
+	return dg, nil
+}
+
+func (d *Daemonless) python() string {
+	if d.Python != "" {
+		return d.Python
+	}
+	if p := os.Getenv("KINETIC_BUILD_PYTHON"); p != "" {
+		return p
+	}
+	return "python3"
+}
+
+// base fetches the base image's manifest (one of its platform for an index).
+func (d *Daemonless) base(ctx context.Context, req *BuildRequest) (v1.Image, error) {
+	img, err := remote.Image(req.Base, d.Client.Options(ctx, remote.WithPlatform(req.platform()))...)
+	if err != nil {
+		return nil, baseError(req.Base, err)
+	}
+	// Fetch the manifest now, so a bad base fails here and not in the middle of a push.
+	if _, err := img.Manifest(); err != nil {
+		return nil, baseError(req.Base, err)
+	}
+	return img, nil
+}
+
+func baseError(ref name.Reference, err error) error {
+	var te *transport.Error
+	if errors.As(err, &te) {
+		switch te.StatusCode {
+		case http.StatusNotFound:
+			return fmt.Errorf("base image %s was not found in %s: check base_image_<category> in the profile (or the image's name and tag): %w", ref, ref.Context().RegistryStr(), err)
+		case http.StatusUnauthorized, http.StatusForbidden:
+			return fmt.Errorf("base image %s: access denied by %s: log in to that registry (docker/podman login, or gcloud auth configure-docker): %w", ref, ref.Context().RegistryStr(), err)
+		}
+	}
+	if isNetError(err) {
+		return fmt.Errorf("base image %s: %w", ref, unreachable(ref.Context().Registry, err))
+	}
+	return fmt.Errorf("base image %s: %w", ref, err)
+}
+
+// isNetError reports whether err is a failure to reach a host (dial, DNS, timeout)
+// rather than an answer from it.
+func isNetError(err error) bool {
+	var op *net.OpError
+	var dns *net.DNSError
+	var ne net.Error
+	return errors.As(err, &op) || errors.As(err, &dns) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// push writes img to ref, drawing progress on w, and returns its digest reference.
+func push(ctx context.Context, c *Client, ref name.Tag, img v1.Image, w io.Writer) (name.Digest, error) {
+	ch, wait := trackPush(w, "kinetic: push "+ref.Context().RepositoryStr())
+	err := remote.Write(ref, img, c.Options(ctx, remote.WithProgress(ch))...)
+	wait()
+	if err != nil {
+		if isNetError(err) {
+			return name.Digest{}, fmt.Errorf("push %s: %w", ref, unreachable(ref.Context().Registry, err))
+		}
+		return name.Digest{}, fmt.Errorf("push %s: %w", ref, err)
+	}
+	h, err := img.Digest()
+	if err != nil {
+		return name.Digest{}, err
+	}
+	return ref.Context().Digest(h.String()), nil
+}
+
+// setPathEnv puts dir first in the list variable key of env ("KEY=a:b").
+func setPathEnv(env []string, key, dir string) []string {
+	out := append([]string(nil), env...)
+	for i, kv := range out {
+		if v, ok := strings.CutPrefix(kv, key+"="); ok {
+			if v == "" {
+				out[i] = key + "=" + dir
+			} else {
+				out[i] = key + "=" + dir + ":" + v
+			}
+			return out
+		}
+	}
+	return append(out, key+"="+dir)
+}
+
+// BaseRequest returns the request that publishes the prebuilt base for category:
+// base plus the runner, tagged REPO/base-CATEGORY:TAG (TAG defaults to version). The
+// base must have python3 and pip or uv: the runner installs requirements with them.
+func BaseRequest(repo name.Repository, category, version, tag string, base name.Reference, runner string) (*BuildRequest, error) {
+	if err := checkCategory(category); err != nil {
+		return nil, err
+	}
+	if tag == "" {
+		tag = version
+	}
+	target, err := BaseTag(repo, category, tag)
+	if err != nil {
+		return nil, fmt.Errorf("tag %q: %w", tag, err)
+	}
+	return &BuildRequest{
+		Base: base, Target: target, Runner: runner,
+		Labels: map[string]string{LabelCategory: category, LabelVersion: version},
+	}, nil
+}
+
+// wheelsIn lists the wheels pip download put in dir.
+func wheelsIn(dir string) ([]wheelFile, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	var out []wheelFile
+	for _, e := range ents {
+		m := wheelNameRE.FindStringSubmatch(e.Name())
+		if m == nil {
+			return nil, fmt.Errorf("pip download left %s, which is not a wheel", e.Name())
+		}
+		out = append(out, wheelFile{path: filepath.Join(dir, e.Name()), project: normalize(m[1]), version: m[2]})
+	}
+	return out, nil
+}

@@ -1,0 +1,106 @@
+package image
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"golang.org/x/sync/singleflight"
+)
+
+// Result is a resolved image.
+type Result struct {
+	// Ref is the image by digest when known (bundled), else as given.
+	Ref name.Reference
+	// Cached is true when a bundled image was found in the registry (nothing built).
+	Cached bool
+	// Builder names the builder that made it ("" when nothing was built).
+	Builder string
+}
+
+// Ensurer makes sure bundled images exist: one registry lookup when they do, one build
+// per tag when they do not, however many callers ask at once.
+type Ensurer struct {
+	Client *Client
+	// Builder builds on a miss (default: Daemonless).
+	Builder Builder
+	// Fallback, if set, builds what Builder cannot because a requirement has no wheel
+	// (ErrMissingWheel): an engine builder that compiles inside the image.
+	Fallback Builder
+	// LockDir holds one lock file per tag, so processes on this machine build a tag once
+	// ("" = no cross-process lock; the registry check still applies).
+	LockDir string
+
+	group singleflight.Group
+}
+
+// Ensure returns req.Target by digest, building and pushing it first when the registry
+// does not have it.
+func (e *Ensurer) Ensure(ctx context.Context, req *BuildRequest) (Result, error) {
+	key := req.Target.String()
+	v, err, _ := e.group.Do(key, func() (any, error) { return e.ensure(ctx, req) })
+	if err != nil {
+		return Result{}, err
+	}
+	return v.(Result), nil
+}
+
+func (e *Ensurer) ensure(ctx context.Context, req *BuildRequest) (Result, error) {
+	say(req.Progress, "looking up %s", req.Target)
+	if r, ok, err := e.lookup(ctx, req.Target); err != nil || ok {
+		if ok {
+			say(req.Progress, "found %s (cached, nothing to build)", r.Ref)
+		}
+		return r, err
+	}
+	if e.LockDir != "" {
+		unlock, err := lockPath(filepath.Join(e.LockDir, lockName(req.Target)))
+		if err != nil {
+			return Result{}, fmt.Errorf("lock the build of %s: %w", req.Target, err)
+		}
+		defer unlock()
+		// Another process may have built it while this one waited.
+		if r, ok, err := e.lookup(ctx, req.Target); err != nil || ok {
+			return r, err
+		}
+	}
+	b := e.Builder
+	if b == nil {
+		b = &Daemonless{Client: e.Client}
+	}
+	say(req.Progress, "building %s on %s over %s", req.Target, b.Name(), req.Base)
+	dg, err := b.Build(ctx, req)
+	if err != nil && errors.Is(err, ErrMissingWheel) && e.Fallback != nil {
+		say(req.Progress, "%v", err)
+		say(req.Progress, "building with %s instead, so source distributions compile inside the image", e.Fallback.Name())
+		b = e.Fallback
+		dg, err = b.Build(ctx, req)
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("build image %s (%s builder): %w", req.Target, b.Name(), err)
+	}
+	return Result{Ref: dg, Builder: b.Name()}, nil
+}
+
+func (e *Ensurer) lookup(ctx context.Context, ref name.Tag) (Result, bool, error) {
+	h, ok, err := e.Client.Lookup(ctx, ref)
+	if err != nil || !ok {
+		return Result{}, false, err
+	}
+	return Result{Ref: ref.Context().Digest(h.String()), Cached: true}, true, nil
+}
+
+func lockName(t name.Tag) string {
+	s := []byte(t.String())
+	for i, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '-') {
+			s[i] = '_'
+		}
+	}
+	if len(s) > 200 {
+		s = s[len(s)-200:]
+	}
+	return string(s) + ".lock"
+}

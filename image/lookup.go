@@ -1,0 +1,106 @@
+package image
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+)
+
+// ErrUnreachable is wrapped when a registry cannot be reached at all.
+var ErrUnreachable = errors.New("registry unreachable")
+
+// manifestAccept is what Lookup accepts: every manifest and index type.
+var manifestAccept = strings.Join([]string{
+	"application/vnd.oci.image.manifest.v1+json",
+	"application/vnd.oci.image.index.v1+json",
+	"application/vnd.docker.distribution.manifest.v2+json",
+	"application/vnd.docker.distribution.manifest.list.v2+json",
+}, ", ")
+
+// Client talks to registries. The zero value uses http.DefaultTransport and the default
+// keychain (docker/podman config files, then anonymous).
+type Client struct {
+	Transport http.RoundTripper
+	Keychain  authn.Keychain
+}
+
+func (c *Client) transport() http.RoundTripper {
+	if c != nil && c.Transport != nil {
+		return c.Transport
+	}
+	return http.DefaultTransport
+}
+
+func (c *Client) keychain() authn.Keychain {
+	if c != nil && c.Keychain != nil {
+		return c.Keychain
+	}
+	return authn.DefaultKeychain
+}
+
+// Options are the remote options for ctx.
+func (c *Client) Options(ctx context.Context, extra ...remote.Option) []remote.Option {
+	return append([]remote.Option{remote.WithContext(ctx), remote.WithTransport(c.transport()), remote.WithAuthFromKeychain(c.keychain())}, extra...)
+}
+
+// Lookup reports whether ref exists in its registry, and its digest. On a registry that
+// answers anonymously it costs exactly one request (HEAD of the manifest); one that
+// asks for credentials is then asked through go-containerregistry's authenticated
+// transport (a ping, a token, the HEAD). Not found is (false, nil); anything else that
+// goes wrong is an error naming the registry.
+func (c *Client) Lookup(ctx context.Context, ref name.Reference) (v1.Hash, bool, error) {
+	reg := ref.Context().Registry
+	u := fmt.Sprintf("%s://%s/v2/%s/manifests/%s", reg.Scheme(), reg.RegistryStr(), ref.Context().RepositoryStr(), ref.Identifier())
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, u, nil)
+	if err != nil {
+		return v1.Hash{}, false, err
+	}
+	req.Header.Set("Accept", manifestAccept)
+	resp, err := (&http.Client{Transport: c.transport()}).Do(req)
+	if err != nil {
+		return v1.Hash{}, false, unreachable(reg, err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+		if h, err := v1.NewHash(resp.Header.Get("Docker-Content-Digest")); err == nil {
+			return h, true, nil
+		}
+		// A registry that leaves the digest out: ask properly.
+	case http.StatusNotFound:
+		return v1.Hash{}, false, nil
+	case http.StatusUnauthorized, http.StatusForbidden:
+		// Credentials needed: the authenticated path below.
+	default:
+		return v1.Hash{}, false, fmt.Errorf("look up %s: registry answered %s", ref, resp.Status)
+	}
+	d, err := remote.Head(ref, c.Options(ctx)...)
+	if err != nil {
+		var te *transport.Error
+		if errors.As(err, &te) && te.StatusCode == http.StatusNotFound {
+			return v1.Hash{}, false, nil
+		}
+		if errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden) {
+			return v1.Hash{}, false, fmt.Errorf("look up %s: %w (log in to %s, e.g. `gcloud auth configure-docker %s` or `podman login %s`)", ref, err, reg.RegistryStr(), reg.RegistryStr(), reg.RegistryStr())
+		}
+		return v1.Hash{}, false, fmt.Errorf("look up %s: %w", ref, err)
+	}
+	return d.Digest, true, nil
+}
+
+func unreachable(reg name.Registry, err error) error {
+	return fmt.Errorf("%w: %s (%v): check image_registry and that the registry is running and reachable from this machine", ErrUnreachable, reg.RegistryStr(), err)
+}

@@ -1,0 +1,173 @@
+package image
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+)
+
+// Mode is how a job's image is produced.
+type Mode string
+
+// The modes of container_image.
+const (
+	Bundled  Mode = "bundled"  // built from the environment key, cached in the registry
+	Prebuilt Mode = "prebuilt" // a published base; requirements installed at start
+	Custom   Mode = "custom"   // an image given by the user, used as is
+)
+
+// Choice is a parsed container_image.
+type Choice struct {
+	Mode Mode
+	// Ref is the custom image (Custom only).
+	Ref name.Reference
+}
+
+// ParseChoice parses container_image: "" or "bundled", "prebuilt", or an image
+// reference.
+func ParseChoice(s string) (Choice, error) {
+	switch t := strings.TrimSpace(s); t {
+	case "", string(Bundled):
+		return Choice{Mode: Bundled}, nil
+	case string(Prebuilt):
+		return Choice{Mode: Prebuilt}, nil
+	default:
+		if strings.EqualFold(t, "bundled") || strings.EqualFold(t, "prebuilt") {
+			return Choice{}, fmt.Errorf("container_image %q: write %q in lower case", s, strings.ToLower(t))
+		}
+		r, err := ParseReference(t)
+		if err != nil {
+			return Choice{}, fmt.Errorf("container_image: %w; or use \"bundled\" (the default) or \"prebuilt\"", err)
+		}
+		return Choice{Mode: Custom, Ref: r}, nil
+	}
+}
+
+// Categories are the accelerator categories with a base image each.
+var Categories = []string{"cpu", "gpu", "tpu"}
+
+func checkCategory(c string) error {
+	for _, k := range Categories {
+		if c == k {
+			return nil
+		}
+	}
+	return fmt.Errorf("accelerator category %q: use one of cpu, gpu, tpu", c)
+}
+
+// DefaultBases are the base images of bundled builds when the profile sets none
+// (base_image_cpu, base_image_gpu, base_image_tpu). They are public images with python3
+// on PATH; none of them was pulled on the machine this was written on (it has no
+// access to outside registries).
+var DefaultBases = map[string]string{
+	"cpu": "docker.io/library/python:3.11-slim",
+	"gpu": "docker.io/library/python:3.11-slim", // CUDA comes with the wheels (jax[cuda12], torch)
+	"tpu": "docker.io/library/python:3.11-slim", // libtpu comes with jax[tpu]
+}
+
+// Settings are the configuration image resolution needs.
+type Settings struct {
+	// Registry is where bundled images are pushed ("HOST/PATH"); image_registry.
+	Registry string
+	// BaseImageRepo is where prebuilt bases live; base_image_repo /
+	// KINETIC_BASE_IMAGE_REPO.
+	BaseImageRepo string
+	// Bases maps a category to the base image of bundled builds; missing ones fall back
+	// to DefaultBases.
+	Bases map[string]string
+	// Version is the runner version: the tag of prebuilt bases.
+	Version string
+}
+
+// BundledRepository is the repository name bundled images get under Registry.
+const BundledRepository = "kinetic-env"
+
+// Base returns the base image for category.
+func (s Settings) Base(category string) (name.Reference, error) {
+	if err := checkCategory(category); err != nil {
+		return nil, err
+	}
+	b := s.Bases[category]
+	if b == "" {
+		b = DefaultBases[category]
+	}
+	r, err := ParseReference(b)
+	if err != nil {
+		return nil, fmt.Errorf("base image for %s (base_image_%s): %w", category, category, err)
+	}
+	return r, nil
+}
+
+// BundledRef is the tag of the bundled image for envKey: REGISTRY/kinetic-env:KEY.
+func (s Settings) BundledRef(envKey string) (name.Tag, error) {
+	if s.Registry == "" {
+		return name.Tag{}, fmt.Errorf("bundled images need a registry to push to: set image_registry (kinetic profile set … image_registry=HOST/PATH, or KINETIC_IMAGE_REGISTRY), or pass container_image=IMAGE")
+	}
+	if _, err := ParseRepository(s.Registry); err != nil {
+		return name.Tag{}, fmt.Errorf("image_registry: %w", err)
+	}
+	repo, err := ParseRepository(strings.TrimSuffix(strings.TrimSpace(s.Registry), "/") + "/" + BundledRepository)
+	if err != nil {
+		return name.Tag{}, fmt.Errorf("image_registry: %w", err)
+	}
+	if len(envKey) < 12 {
+		return name.Tag{}, fmt.Errorf("environment key %q is too short for an image tag", envKey)
+	}
+	return repo.Tag(envKey), nil
+}
+
+// PrebuiltRef is the published base for category: BASE_IMAGE_REPO/base-CATEGORY:VERSION.
+func (s Settings) PrebuiltRef(category string) (name.Tag, error) {
+	if err := checkCategory(category); err != nil {
+		return name.Tag{}, err
+	}
+	if s.BaseImageRepo == "" {
+		return name.Tag{}, fmt.Errorf("prebuilt mode needs base_image_repo: publish bases with `kinetic build-image --repo R --category %s`, then set KINETIC_BASE_IMAGE_REPO=R (or base_image_repo in the profile)", category)
+	}
+	repo, err := ParseRepository(s.BaseImageRepo)
+	if err != nil {
+		return name.Tag{}, fmt.Errorf("base_image_repo: %w", err)
+	}
+	return BaseTag(repo, category, s.Version)
+}
+
+// BaseTag is REPO/base-CATEGORY:VERSION (a version that is not a valid tag, such as
+// "dev+abc", has its invalid characters replaced by '-').
+func BaseTag(repo name.Repository, category, version string) (name.Tag, error) {
+	if version == "" {
+		version = "latest"
+	}
+	t := []byte(version)
+	for i, c := range t {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
+			t[i] = '-'
+		}
+	}
+	return name.NewTag(repo.String()+"/base-"+category+":"+string(t), nameOpts(repo.Registry)...)
+}
+
+func nameOpts(r name.Registry) []name.Option {
+	if r.Scheme() == "http" {
+		return []name.Option{name.Insecure}
+	}
+	return nil
+}
+
+// Resolve returns the image a job runs in, without touching a registry: a custom image
+// as given, the published base for prebuilt, and for bundled the environment-key tag
+// (Ensurer.Ensure makes it exist and gives its digest).
+func Resolve(c Choice, envKey, category string, s Settings) (name.Reference, error) {
+	switch c.Mode {
+	case Custom:
+		return c.Ref, nil
+	case Prebuilt:
+		return s.PrebuiltRef(category)
+	case Bundled:
+		if err := checkCategory(category); err != nil {
+			return nil, err
+		}
+		return s.BundledRef(envKey)
+	}
+	return nil, fmt.Errorf("unknown image mode %q", c.Mode)
+}

@@ -147,7 +147,30 @@ func (c *Cluster) StartLWS(ctx context.Context) error {
 	if err := kubectl("apply", "--server-side", "-f", crd); err != nil {
 		return fmt.Errorf("kubetest: LeaderWorkerSet CRD: %w", err)
 	}
-	if err := kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/leaderworkersets.leaderworkerset.x-k8s.io"); err != nil {
+	rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	// Polled rather than `kubectl wait`, which fails while the CRD has no conditions yet.
+	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	err = c.waitFor(ctx, nil, 60*time.Second, func() error {
+		u, err := dyn.Resource(crds).Get(ctx, "leaderworkersets.leaderworkerset.x-k8s.io", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, cond := range conds {
+			if m, ok := cond.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
+				return nil
+			}
+		}
+		return errors.New("the CRD is not Established yet")
+	})
+	if err != nil {
 		return fmt.Errorf("kubetest: LeaderWorkerSet CRD: %w", err)
 	}
 
@@ -188,14 +211,6 @@ health:
 		return fmt.Errorf("kubetest: LeaderWorkerSet webhooks: %w", err)
 	}
 	// Ready when the apiserver admits a LeaderWorkerSet through the webhooks.
-	rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
-	if err != nil {
-		return err
-	}
-	dyn, err := dynamic.NewForConfig(rc)
-	if err != nil {
-		return err
-	}
 	probe := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
 		"metadata": map[string]any{"name": "kubetest-probe", "namespace": "default"},

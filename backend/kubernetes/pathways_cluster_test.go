@@ -243,7 +243,7 @@ print("JOB", h.job_id, flush=True)
 	}
 	failedAt := time.Now()
 	s, reason := waitStatus(t, st, id, 20*time.Second, "FAILED")
-	if !strings.Contains(reason, "host 1 failed: RuntimeError: worker 1 lost its shard") {
+	if !strings.Contains(reason, "host 1 failed: builtins.RuntimeError: worker 1 lost its shard") {
 		t.Errorf("reason %q does not carry the worker's exception", reason)
 	}
 	t.Logf("%s %s after the worker's envelope: %s", s, time.Since(failedAt).Round(time.Millisecond), reason)

@@ -8,6 +8,7 @@ package kubernetes_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -275,4 +276,105 @@ except RuntimeError as e:
 		t.Fatalf("cleanup: %v\n%s\n%s", err, out, errOut)
 	}
 	waitLWSGone(t, id)
+}
+
+// TestPathwaysHostKilled: a worker pod killed without warning makes LeaderWorkerSet
+// recreate the group; the hosts do not run the job a second time, and the job is FAILED
+// with a reason naming the restart (it does not stay RUNNING).
+//
+// Skipped unless KINETIC_LWS_KILL_TEST=1: on the test node the kubelet (v1.33.13 with
+// cgroupsPerQOS false) panics in doPodResizeAction while LeaderWorkerSet recreates the
+// group, so the old pods never finish terminating and the job stays PENDING; the runner's
+// side (a host started twice records kinetic.HostRestarted) is covered by
+// cli.TestHostAlreadyRan and the pod side (a restarted container) by TestJudgeGroup.
+func TestPathwaysHostKilled(t *testing.T) {
+	if os.Getenv("KINETIC_LWS_KILL_TEST") != "1" {
+		t.Skip("the test kubelet panics when LeaderWorkerSet recreates a group (set KINETIC_LWS_KILL_TEST=1 to run it)")
+	}
+	needLWS(t)
+	st := newStore(t)
+	out, errOut, err := pythonEnv(t, st, multiHostEnv, `
+import kinetic
+
+@kinetic.run(accelerator="tpu-v6e-8")
+def train():
+    import time
+    time.sleep(600)
+
+h = train.run_async()
+print("JOB", h.job_id, flush=True)
+`)
+	id := lineAfter(out, "JOB ")
+	if err != nil || id == "" {
+		t.Fatalf("script: %v\n%s\n%s", err, out, errOut)
+	}
+	ctx := context.Background()
+	deadline := time.Now().Add(120 * time.Second)
+	for {
+		a, _ := st.Exists(ctx, store.HostStartedKey(id, "0"))
+		b, _ := st.Exists(ctx, store.HostStartedKey(id, "1"))
+		if a && b {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the hosts did not start (status %v)", func() string { s, r := status(t, st, id); return s + " " + r }())
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	cs, _ := cluster.Client()
+	pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "leaderworkerset.sigs.k8s.io/name=" + id + ",leaderworkerset.sigs.k8s.io/worker-index=1"})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("worker pod: %v %v", pods, err)
+	}
+	zero := int64(0)
+	if err := cs.CoreV1().Pods("default").Delete(ctx, pods.Items[0].Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	var state, reason string
+	for end := time.Now().Add(120 * time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+		if state, reason = status(t, st, id); state == "FAILED" {
+			break
+		}
+	}
+	if state != "FAILED" {
+		t.Fatalf("status %s (%s) 2 minutes after the worker pod was killed; pods:\n%s\nstore: %v\nkubelet:\n%s\nlws:\n%s", state, reason, describePods(t, id), storeKeys(t, st, id), cluster.LogTail("kubelet", 3000), cluster.LogTail("lws-controller", 3000))
+	}
+	t.Logf("after the worker pod was killed: %s", reason)
+	if !strings.Contains(reason, "host") {
+		t.Errorf("reason %q does not name a host", reason)
+	}
+	if out, errOut, err := kinetic(t, st, nil, "jobs", "cleanup", id); err != nil {
+		t.Fatalf("cleanup: %v\n%s\n%s", err, out, errOut)
+	}
+	waitLWSGone(t, id)
+}
+
+// describePods is a short description of a LeaderWorkerSet's pods, for failures.
+func describePods(t *testing.T, id string) string {
+	cs, _ := cluster.Client()
+	pods, err := cs.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: "leaderworkerset.sigs.k8s.io/name=" + id})
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, p := range pods.Items {
+		fmt.Fprintf(&b, "%s phase=%s deleting=%v finalizers=%v grace=%v owners=%d", p.Name, p.Status.Phase, p.DeletionTimestamp, p.Finalizers, p.DeletionGracePeriodSeconds, len(p.OwnerReferences))
+		for _, c := range p.Status.Conditions {
+			fmt.Fprintf(&b, " %s=%s(%s)", c.Type, c.Status, c.Reason)
+		}
+		for _, c := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+			fmt.Fprintf(&b, " [%s restarts=%d state=%+v last=%+v]", c.Name, c.RestartCount, c.State, c.LastTerminationState)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func storeKeys(t *testing.T, st *store.Store, id string) []string {
+	objs, _ := st.List(context.Background(), store.JobPrefix(id))
+	var keys []string
+	for _, o := range objs {
+		keys = append(keys, strings.TrimPrefix(o.Key, store.JobPrefix(id)))
+	}
+	return keys
 }

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -107,6 +108,7 @@ type Batch struct {
 	queued bool      // the backend queues children (backend.Queuer)
 	// grouped: the backend runs first attempts as one unit started by Map (backend.Grouper)
 	grouped bool
+	payload atomic.Pointer[job.BlobRef] // the function pickle, once stored
 
 	mu       sync.Mutex
 	manifest Manifest
@@ -235,7 +237,7 @@ func (b *Batch) submitAll(ctx context.Context, tmpl *SubmitRequest, inputs [][]b
 			prev = b.manifest.Children[i].Attempts
 		}
 		b.mu.Unlock()
-		r.group = &groupInfo{id: gid, index: i, attempts: prev, base: b.base, root: b.root, parallelism: req.MaxConcurrent, grouped: b.grouped}
+		r.group = &groupInfo{id: gid, index: i, attempts: prev, base: b.base, root: b.root, parallelism: req.MaxConcurrent, grouped: b.grouped, payload: &b.payload}
 		j, err := b.e.Submit(ctx, &r)
 		b.mu.Lock()
 		for len(b.manifest.Children) <= i {
@@ -377,6 +379,8 @@ type groupInfo struct {
 	parallelism int
 	// grouped: first attempts join the group unit the backend started (backend.Grouper).
 	grouped bool
+	// payload is the function pickle once a child has stored it (shared by the batch).
+	payload *atomic.Pointer[job.BlobRef]
 }
 
 // cancelChildren cancels every child that is not finished.

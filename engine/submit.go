@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/kinetic-run/kinetic/accel"
@@ -90,6 +91,8 @@ type plan struct {
 	env      map[string]string
 	root     string             // the shipped root ("" when no working directory is shipped)
 	reqs     *deps.Requirements // the filtered requirements (nil: none)
+	// shared, for a batch child: the function pickle stored once for the whole batch.
+	shared *atomic.Pointer[job.BlobRef]
 }
 
 // DefaultDebugWait is how long a debug job waits for a debugger, as the reference does.
@@ -232,6 +235,7 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest) (*plan, error) {
 		p.spec.Workdir, p.spec.Cwd, p.spec.Entry = base.Workdir, base.Cwd, base.Entry
 		p.spec.Requirements, p.spec.Constraints, p.spec.EnvKey, p.spec.RequirementsSource = base.Requirements, base.Constraints, base.EnvKey, base.RequirementsSource
 		p.root = req.group.root
+		p.shared = req.group.payload
 		copyImage(p.spec, base)
 	} else {
 		if err := e.planTree(ctx, p, req, cwd, spec.Category()); err != nil {
@@ -307,11 +311,18 @@ func (e *Engine) write(ctx context.Context, p *plan) error {
 	}
 	if p.args != nil {
 		// A batch child: the function is shared content, the arguments are its own.
-		key, sum, err := p.st.PutBlob(ctx, p.payload)
-		if err != nil {
-			return err
+		if ref := p.sharedPayload(); ref != nil {
+			p.spec.Payload = ref // stored by an earlier child: no request
+		} else {
+			key, sum, err := p.st.PutBlob(ctx, p.payload)
+			if err != nil {
+				return err
+			}
+			p.spec.Payload = &job.BlobRef{Key: key, SHA256: sum, Size: int64(len(p.payload))}
+			if p.shared != nil {
+				p.shared.Store(p.spec.Payload)
+			}
 		}
-		p.spec.Payload = &job.BlobRef{Key: key, SHA256: sum, Size: int64(len(p.payload))}
 		if len(p.args) <= inlineArgs {
 			p.spec.ArgsInline = p.args
 		} else {
@@ -577,4 +588,12 @@ func backendForAccelerator(name string, spec accel.Spec) (string, error) {
 		return "", fmt.Errorf("accelerator %s spans %d hosts: the local backend runs one host; use --backend gke (multi-host slices run on Pathways, one LeaderWorkerSet)", spec.Name, spec.Hosts)
 	}
 	return name, nil
+}
+
+// sharedPayload is the batch's function pickle if an earlier child stored it.
+func (p *plan) sharedPayload() *job.BlobRef {
+	if p.shared == nil {
+		return nil
+	}
+	return p.shared.Load()
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/backend/backendtest"
 	"github.com/kinetic-run/kinetic/backend/kubernetes"
+	"github.com/kinetic-run/kinetic/internal/daptest"
 	"github.com/kinetic-run/kinetic/internal/kubetest"
 	"github.com/kinetic-run/kinetic/internal/testbin"
 	"github.com/kinetic-run/kinetic/job"
@@ -47,7 +48,7 @@ func TestMain(m *testing.M) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 		defer cancel()
-		cluster, clusterErr = kubetest.Start(ctx, kubetest.Options{Log: os.Stderr})
+		cluster, clusterErr = kubetest.Start(ctx, kubetest.Options{Log: os.Stderr, Kwok: true})
 		if clusterErr != nil {
 			return m.Run() // every cluster test reports the error
 		}
@@ -67,7 +68,10 @@ func prepareImages(ctx context.Context) error {
 	if err := kubetest.PushFiles(ctx, RunnerImage, []kubetest.File{{Path: strings.TrimPrefix(kubernetes.RunnerPath, "/"), Source: bin, Mode: 0o755}}, []string{kubernetes.RunnerPath}, nil); err != nil {
 		return err
 	}
-	return cluster.PushPythonImage(ctx)
+	if err := cluster.PushPythonImage(ctx); err != nil {
+		return err
+	}
+	return cluster.PushDebugPythonImage(ctx)
 }
 
 // needCluster skips or fails the test according to the cluster's state.
@@ -254,7 +258,13 @@ except ValueError as e:
 // submitCmd submits a command job through the CLI and returns its ID.
 func submitCmd(t *testing.T, st *store.Store, env []string, argv ...string) string {
 	t.Helper()
-	out, errOut, err := kinetic(t, st, env, append([]string{"run", "--async", "--json", "--"}, argv...)...)
+	return submitRun(t, st, env, append([]string{"--"}, argv...)...)
+}
+
+// submitRun runs `kinetic run --async --json ARGS...` and returns the job's ID.
+func submitRun(t *testing.T, st *store.Store, env []string, args ...string) string {
+	t.Helper()
+	out, errOut, err := kinetic(t, st, env, append([]string{"run", "--async", "--json"}, args...)...)
 	if err != nil {
 		t.Fatalf("kinetic run: %v\n%s\n%s", err, out, errOut)
 	}
@@ -368,15 +378,7 @@ func waitNoPods(t *testing.T, jobName string) {
 func TestFailures(t *testing.T) {
 	_, st := newBackend(t, nil)
 	t.Run("ImageDoesNotExist", func(t *testing.T) {
-		out, errOut, err := kinetic(t, st, nil, "run", "--async", "--json", "--container-image", kubetest.RegistryURL+"/kinetic-test/no-such-image:1", "--", "true")
-		if err != nil {
-			t.Fatalf("run: %v\n%s\n%s", err, out, errOut)
-		}
-		var h struct {
-			JobID string `json:"job_id"`
-		}
-		json.Unmarshal([]byte(out), &h)
-		id := h.JobID
+		id := submitRun(t, st, nil, "--container-image", kubetest.RegistryURL+"/kinetic-test/no-such-image:1", "--", "true")
 		_, r := waitStatus(t, st, id, 60*time.Second, "FAILED")
 		if !strings.Contains(r, "ErrImagePull") && !strings.Contains(r, "ImagePullBackOff") {
 			t.Errorf("reason %q does not name the pull error", r)
@@ -391,15 +393,8 @@ func TestFailures(t *testing.T) {
 	})
 	t.Run("Unschedulable", func(t *testing.T) {
 		// A GPU no node has: on a generic cluster the pod asks for nvidia.com/gpu.
-		out, errOut, err := kinetic(t, st, nil, "run", "--async", "--json", "--accelerator", "l4", "--", "true")
-		if err != nil {
-			t.Fatalf("run: %v\n%s\n%s", err, out, errOut)
-		}
-		var h struct {
-			JobID string `json:"job_id"`
-		}
-		json.Unmarshal([]byte(out), &h)
-		_, r := waitStatus(t, st, h.JobID, 60*time.Second, "FAILED")
+		id := submitRun(t, st, nil, "--accelerator", "l4", "--", "true")
+		_, r := waitStatus(t, st, id, 60*time.Second, "FAILED")
 		if !strings.Contains(r, "Unschedulable") {
 			t.Errorf("reason %q does not say Unschedulable", r)
 		}
@@ -448,4 +443,133 @@ print("BAD", bad, "GOOD", good)
 		t.Errorf("want one Indexed Job for %s, got %v (%v)", gid, len(jobs.Items), err)
 	}
 	_ = corev1.PodRunning
+}
+
+// TestDebugOnTheNode: a debug job in a pod waits for its debugger; `kinetic jobs debug`
+// port-forwards to it with client-go; a DAP client attaches through the forward, stops at
+// a breakpoint in the submitter's file (path mappings), reads a local, continues, and the
+// value comes back.
+func TestDebugOnTheNode(t *testing.T) {
+	_, st := newBackend(t, nil)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "m.py"), []byte("def f(x):\n    y = x * 2\n    return y\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, string, error) {
+		cmd := exec.Command(kineticBin, args...)
+		cmd.Dir = dir
+		cmd.Env = clusterEnv(t, st)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		return out.String(), errb.String(), err
+	}
+	out, errOut, err := run("run", "--async", "--debug", "--debug-wait", "3m", "--container-image", kubetest.DebugPythonImage, "m.py::f", "21")
+	if err != nil {
+		t.Fatalf("submit: %v\n%s\n%s", err, out, errOut)
+	}
+	id := strings.TrimSpace(out)
+	t.Cleanup(func() { run("jobs", "cancel", id) })
+
+	// jobs debug keeps the forward open until the job ends: read its JSON, leave it running.
+	fwd := exec.Command(kineticBin, "jobs", "debug", "--json", id)
+	fwd.Dir, fwd.Env = dir, clusterEnv(t, st)
+	stdout, err := fwd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fwdErr bytes.Buffer
+	fwd.Stderr = &fwdErr
+	if err := fwd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fwd.Process.Kill(); fwd.Wait() })
+	var s struct {
+		Host      string         `json:"host"`
+		Port      int            `json:"port"`
+		Forwarded bool           `json:"forwarded"`
+		Launch    map[string]any `json:"launch"`
+	}
+	if err := json.NewDecoder(stdout).Decode(&s); err != nil {
+		fwd.Wait()
+		t.Fatalf("jobs debug --json: %v\n%s", err, fwdErr.String())
+	}
+	if !s.Forwarded || s.Host != "127.0.0.1" {
+		t.Fatalf("session %+v: want a local port-forward", s)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := daptest.Dial(ctx, fmt.Sprintf("%s:%d", s.Host, s.Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	thread, top, err := c.StopAt(ctx, s.Launch["pathMappings"], filepath.Join(dir, "m.py"), 3)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, fwdErr.String())
+	}
+	if top.Line != 3 || top.Source.Path != filepath.Join(dir, "m.py") {
+		t.Errorf("stopped at %s:%d, want m.py:3 in the submitter's tree (path mappings)", top.Source.Path, top.Line)
+	}
+	if y, err := c.Evaluate(ctx, top.ID, "y"); err != nil || y != "42" {
+		t.Fatalf("y = %q (%v) in the pod, want 42", y, err)
+	}
+	if _, err := c.Request(ctx, "continue", map[string]any{"threadId": thread}); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err = run("jobs", "result", id)
+	if err != nil || strings.TrimSpace(out) != "42" {
+		t.Fatalf("result: %v %q\n%s", err, out, errOut)
+	}
+}
+
+// TestGKESchedulingOnFakeNodes: the GKE pod specs land on the nodes GKE would give them.
+// kwok runs fake GPU, TPU and spot nodes with GKE's labels, capacity and taints; each job
+// must be scheduled on its node (and on no other), and kwok completes it.
+func TestGKESchedulingOnFakeNodes(t *testing.T) {
+	c := needCluster(t)
+	ctx := context.Background()
+	noSchedule := func(key, value string) corev1.Taint {
+		return corev1.Taint{Key: key, Value: value, Effect: corev1.TaintEffectNoSchedule}
+	}
+	nodes := []kubetest.FakeNode{
+		{Name: "gke-l4", Labels: map[string]string{"cloud.google.com/gke-accelerator": "nvidia-l4"},
+			Capacity: map[string]string{"nvidia.com/gpu": "4"}, Taints: []corev1.Taint{noSchedule("nvidia.com/gpu", "present")}},
+		{Name: "gke-v5e-2x2", Labels: map[string]string{"cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice", "cloud.google.com/gke-tpu-topology": "2x2"},
+			Capacity: map[string]string{"google.com/tpu": "4"}, Taints: []corev1.Taint{noSchedule("google.com/tpu", "present")}},
+		{Name: "gke-l4-spot", Labels: map[string]string{"cloud.google.com/gke-accelerator": "nvidia-l4", "cloud.google.com/gke-spot": "true"},
+			Capacity: map[string]string{"nvidia.com/gpu": "4"}, Taints: []corev1.Taint{noSchedule("nvidia.com/gpu", "present"), noSchedule("cloud.google.com/gke-spot", "true")}},
+	}
+	cs, err := c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if err := c.AddFakeNode(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.CoreV1().Nodes().Delete(context.Background(), n.Name, metav1.DeleteOptions{}) })
+	}
+	_, st := newBackend(t, nil)
+	gke := []string{"KINETIC_BACKEND=gke", "KINETIC_CLUSTER_TYPE=gke", "KINETIC_KUBE_CONTEXT=kinetic-test"}
+	for acc, node := range map[string]string{"l4x2": "gke-l4", "v5litepod-4": "gke-v5e-2x2", "l4:spot": "gke-l4-spot"} {
+		t.Run(acc, func(t *testing.T) {
+			id := submitRun(t, st, gke, "--accelerator", acc, "--container-image", kubetest.PythonImage, "--", "true")
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + id})
+				if err == nil && len(pods.Items) > 0 && pods.Items[0].Spec.NodeName != "" {
+					if got := pods.Items[0].Spec.NodeName; got != node {
+						t.Fatalf("%s scheduled on %s, want %s", acc, got, node)
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: not scheduled within 60s", acc)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			waitStatus(t, st, id, 60*time.Second, "SUCCEEDED")
+		})
+	}
 }

@@ -17,7 +17,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clientset "k8s.io/client-go/kubernetes"
@@ -72,7 +71,7 @@ func run(n, nodes int) error {
 		return err
 	}
 	for i := 0; i < nodes; i++ {
-		if err := fakeNode(ctx, c, fmt.Sprintf("kwok-%d", i)); err != nil {
+		if err := c.AddFakeNode(ctx, kubetest.FakeNode{Name: fmt.Sprintf("kwok-%d", i)}); err != nil {
 			return err
 		}
 	}
@@ -103,7 +102,7 @@ func run(n, nodes int) error {
 	}
 	writes.Store(0)
 	t0 := time.Now()
-	b, err := e.Map(ctx, &engine.MapRequest{Template: engine.SubmitRequest{Kind: job.KindPickle, Payload: []byte("function"), FuncName: "noop", Cwd: dir, Accelerator: "cpu"}, Inputs: inputs, MaxConcurrent: n})
+	b, err := e.Map(ctx, &engine.MapRequest{Template: engine.SubmitRequest{Kind: job.KindPickle, Payload: []byte("function"), FuncName: "noop", Cwd: dir, Accelerator: "cpu", ContainerImage: kubetest.PythonImage}, Inputs: inputs, MaxConcurrent: n})
 	if err != nil {
 		return err
 	}
@@ -121,7 +120,7 @@ func run(n, nodes int) error {
 	writes.Store(0)
 	t0 = time.Now()
 	for i := 0; i < n; i++ {
-		if _, err := e.Submit(ctx, &engine.SubmitRequest{Kind: job.KindCommand, Command: []string{"true"}, Cwd: dir, Accelerator: "cpu"}); err != nil {
+		if _, err := e.Submit(ctx, &engine.SubmitRequest{Kind: job.KindCommand, Command: []string{"true"}, Cwd: dir, Accelerator: "cpu", ContainerImage: kubetest.PythonImage}); err != nil {
 			return err
 		}
 	}
@@ -191,25 +190,4 @@ func waitJobs(ctx context.Context, c *kubetest.Cluster, sel string, want int, co
 		time.Sleep(250 * time.Millisecond)
 	}
 	return fmt.Errorf("jobs %s did not all succeed within 20 minutes", sel)
-}
-
-// fakeNode adds a node that kwok manages: it runs every pod scheduled on it and
-// completes the pods of Jobs.
-func fakeNode(ctx context.Context, c *kubetest.Cluster, name string) error {
-	cs, err := c.Client()
-	if err != nil {
-		return err
-	}
-	capacity := corev1.ResourceList{
-		corev1.ResourceCPU: resource.MustParse("1000"), corev1.ResourceMemory: resource.MustParse("4Ti"),
-		corev1.ResourcePods: resource.MustParse("1000"),
-	}
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name,
-			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-			Labels:      map[string]string{"type": "kwok", "kubernetes.io/hostname": name}},
-		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
-	}
-	_, err = cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-	return err
 }

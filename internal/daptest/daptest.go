@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -179,4 +180,73 @@ func (c *Client) Event(ctx context.Context, name string) (json.RawMessage, error
 		case <-seen:
 		}
 	}
+}
+
+// Frame is a stack frame of a stopped thread.
+type Frame struct {
+	ID     int `json:"id"`
+	Line   int `json:"line"`
+	Source struct {
+		Path string `json:"path"`
+	} `json:"source"`
+}
+
+// StopAt attaches as VS Code does (initialize; attach with pathMappings; a breakpoint at
+// file:line; configurationDone) and waits for the stop. It returns the stopped thread
+// and its top frame.
+func (c *Client) StopAt(ctx context.Context, pathMappings any, file string, line int) (int, Frame, error) {
+	if _, err := c.Request(ctx, "initialize", map[string]any{"clientID": "kinetic-test", "adapterID": "debugpy", "pathFormat": "path", "linesStartAt1": true, "columnsStartAt1": true}); err != nil {
+		return 0, Frame{}, err
+	}
+	attach, err := c.Send("attach", map[string]any{"justMyCode": false, "pathMappings": pathMappings})
+	if err != nil {
+		return 0, Frame{}, err
+	}
+	steps := []func() error{
+		func() error { _, err := c.Event(ctx, "initialized"); return err },
+		func() error {
+			_, err := c.Request(ctx, "setBreakpoints", map[string]any{"source": map[string]any{"path": file}, "breakpoints": []map[string]any{{"line": line}}})
+			return err
+		},
+		func() error { _, err := c.Request(ctx, "configurationDone", nil); return err },
+		func() error { _, err := attach.Wait(ctx); return err },
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return 0, Frame{}, err
+		}
+	}
+	raw, err := c.Event(ctx, "stopped")
+	if err != nil {
+		return 0, Frame{}, err
+	}
+	var stopped struct {
+		ThreadID int `json:"threadId"`
+	}
+	json.Unmarshal(raw, &stopped)
+	raw, err = c.Request(ctx, "stackTrace", map[string]any{"threadId": stopped.ThreadID})
+	if err != nil {
+		return 0, Frame{}, err
+	}
+	var trace struct {
+		StackFrames []Frame `json:"stackFrames"`
+	}
+	json.Unmarshal(raw, &trace)
+	if len(trace.StackFrames) == 0 {
+		return 0, Frame{}, errors.New("stopped without a stack")
+	}
+	return stopped.ThreadID, trace.StackFrames[0], nil
+}
+
+// Evaluate returns the value of expr in a frame.
+func (c *Client) Evaluate(ctx context.Context, frameID int, expr string) (string, error) {
+	raw, err := c.Request(ctx, "evaluate", map[string]any{"expression": expr, "frameId": frameID, "context": "repl"})
+	if err != nil {
+		return "", err
+	}
+	var v struct {
+		Result string `json:"result"`
+	}
+	err = json.Unmarshal(raw, &v)
+	return v.Result, err
 }

@@ -68,6 +68,19 @@ func PushLayerTar(ctx context.Context, ref, tarPath string, entrypoint, env []st
 	return pushLayers(ctx, ref, []v1.Layer{layer}, entrypoint, env)
 }
 
+// PushLayerTars pushes a linux/amd64 image whose layers are the tar files, in order.
+func PushLayerTars(ctx context.Context, ref string, tarPaths []string, entrypoint, env []string) error {
+	var layers []v1.Layer
+	for _, p := range tarPaths {
+		l, err := tarball.LayerFromFile(p)
+		if err != nil {
+			return err
+		}
+		layers = append(layers, l)
+	}
+	return pushLayers(ctx, ref, layers, entrypoint, env)
+}
+
 func pushLayers(ctx context.Context, ref string, layers []v1.Layer, entrypoint, env []string) error {
 	r, err := name.ParseReference(ref, name.Insecure)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/registry"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -214,5 +215,47 @@ func (c *Cluster) startKwok(ctx context.Context) error {
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 		"--cidr=10.86.0.0/16", "--node-ip=10.86.0.1")
+	return err
+}
+
+// FakeNode describes a node kwok runs: it reports Ready, "runs" the pods scheduled on it
+// and completes the pods of Jobs, without containers. Use it for scheduling and scale
+// tests (GPU and TPU nodes with GKE's labels, capacity and taints).
+type FakeNode struct {
+	Name     string
+	Labels   map[string]string
+	Capacity map[string]string // resource name → quantity; cpu, memory and pods have defaults
+	Taints   []corev1.Taint
+}
+
+// AddFakeNode registers a kwok node (Start with Options.Kwok). The real node is never
+// annotated for kwok.
+func (c *Cluster) AddFakeNode(ctx context.Context, n FakeNode) error {
+	cs, err := c.Client()
+	if err != nil {
+		return err
+	}
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("1000"), corev1.ResourceMemory: resource.MustParse("4Ti"),
+		corev1.ResourcePods: resource.MustParse("1000"),
+	}
+	for k, v := range n.Capacity {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return fmt.Errorf("fake node %s: %s=%q: %w", n.Name, k, v, err)
+		}
+		capacity[corev1.ResourceName(k)] = q
+	}
+	labels := map[string]string{"type": "kwok", "kubernetes.io/hostname": n.Name}
+	for k, v := range n.Labels {
+		labels[k] = v
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: labels,
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"}},
+		Spec:   corev1.NodeSpec{Taints: n.Taints},
+		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+	}
+	_, err = cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	return err
 }

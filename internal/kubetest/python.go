@@ -115,3 +115,39 @@ func tail(b []byte, n int) []byte {
 	}
 	return b
 }
+
+// DebugPythonImage is PythonImage plus debugpy, copied from this machine's Debian
+// python3-debugpy and its pure-Python dependencies (debootstrap cannot configure the
+// packages' gdb dependency).
+const DebugPythonImage = RegistryURL + "/kinetic-test/python-debugpy:3.11"
+
+// debugPackages are the Debian packages whose Python files make debugpy work.
+var debugPackages = []string{"python3-debugpy", "python3-pydevd", "python3-bytecode"}
+
+// PushDebugPythonImage pushes DebugPythonImage: the Python rootfs and a layer with the
+// debugpy packages' files under /usr/lib/python3/dist-packages from this machine.
+func (c *Cluster) PushDebugPythonImage(ctx context.Context) error {
+	rootfs, err := PythonRootfs(ctx, c.log)
+	if err != nil {
+		return err
+	}
+	out, err := exec.CommandContext(ctx, "dpkg", append([]string{"-L"}, debugPackages...)...).Output()
+	if err != nil {
+		return fmt.Errorf("dpkg -L %v: %w (apt-get install python3-debugpy)", debugPackages, err)
+	}
+	var files []string
+	for _, f := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(f, "/usr/lib/python3/dist-packages/") {
+			files = append(files, strings.TrimPrefix(f, "/"))
+		}
+	}
+	list := filepath.Join(c.Dir, "debugpy.list")
+	if err := os.WriteFile(list, []byte(strings.Join(files, "\n")+"\n"), 0o644); err != nil {
+		return err
+	}
+	layer := filepath.Join(c.Dir, "debugpy.tar")
+	if b, err := exec.CommandContext(ctx, "tar", "-C", "/", "--no-recursion", "-cf", layer, "-T", list).CombinedOutput(); err != nil {
+		return fmt.Errorf("tar debugpy: %v: %s", err, b)
+	}
+	return PushLayerTars(ctx, DebugPythonImage, []string{rootfs, layer}, []string{"/usr/bin/python3"}, []string{"LANG=C.UTF-8", "PYTHON_VERSION=3.11"})
+}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -377,4 +378,59 @@ func storeKeys(t *testing.T, st *store.Store, id string) []string {
 		keys = append(keys, strings.TrimPrefix(o.Key, store.JobPrefix(id)))
 	}
 	return keys
+}
+
+// TestPathwaysGKESchedulingOnFakeNodes: on GKE, a 2-host tpu-v6e-8 job's LeaderWorkerSet
+// pods ask for 4 TPU chips each with GKE's slice selectors and toleration, and land one
+// per host on two fake TPU VMs (kwok) of that slice type, and on no other node.
+func TestPathwaysGKESchedulingOnFakeNodes(t *testing.T) {
+	needLWS(t)
+	c := needCluster(t)
+	ctx := context.Background()
+	cs, err := c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := map[string]bool{}
+	for _, name := range []string{"gke-v6e-2x4-a", "gke-v6e-2x4-b"} {
+		n := kubetest.FakeNode{Name: name,
+			Labels:   map[string]string{"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice", "cloud.google.com/gke-tpu-topology": "2x4"},
+			Capacity: map[string]string{"google.com/tpu": "4"},
+			Taints:   []corev1.Taint{{Key: "google.com/tpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}}
+		if err := c.AddFakeNode(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		fake[name] = true
+		t.Cleanup(func() { cs.CoreV1().Nodes().Delete(context.Background(), n.Name, metav1.DeleteOptions{}) })
+	}
+	st := newStore(t)
+	gke := []string{"KINETIC_BACKEND=gke", "KINETIC_CLUSTER_TYPE=gke", "KINETIC_KUBE_CONTEXT=kinetic-test"}
+	id := submitRun(t, st, gke, "--accelerator", "tpu-v6e-8", "--container-image", kubetest.PythonImage, "--", "true")
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "leaderworkerset.sigs.k8s.io/name=" + id})
+		on := map[string]bool{}
+		if err == nil {
+			for _, p := range pods.Items {
+				if p.Spec.NodeName != "" {
+					if !fake[p.Spec.NodeName] {
+						t.Fatalf("pod %s scheduled on %s, not on a fake v6e node", p.Name, p.Spec.NodeName)
+					}
+					on[p.Spec.NodeName] = true
+				}
+			}
+		}
+		if len(on) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the two hosts were not scheduled on the two fake v6e nodes within 90s; pods:\n%s", describePods(t, id))
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	waitStatus(t, st, id, 60*time.Second, "RUNNING")
+	if out, errOut, err := kinetic(t, st, nil, "jobs", "cleanup", id); err != nil {
+		t.Fatalf("cleanup: %v\n%s\n%s", err, out, errOut)
+	}
+	waitLWSGone(t, id)
 }

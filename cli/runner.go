@@ -26,6 +26,7 @@ func newRunnerCmd(g *Globals) *cobra.Command {
 	var o runner.Options
 	var group, indexEnv string
 	var memberWait time.Duration
+	var hold bool
 	cmd := &cobra.Command{
 		Use:    "runner --store URL (--job ID | --group GID --index-env VAR)",
 		Short:  "Run one job on this worker (used inside pods and by the local backend)",
@@ -57,7 +58,18 @@ func newRunnerCmd(g *Globals) *cobra.Command {
 			if o.JobID == "" {
 				return errors.New("runner: --job or --group is required")
 			}
-			if done, err := alreadyFinal(ctx, o.StoreURL, o.JobID); err != nil || done {
+			if hold {
+				// A pod of a LeaderWorkerSet (restartPolicy Always): once the job has
+				// ended, the container must not, or the kubelet starts it again and
+				// the group restarts. An error (the store unreachable) does end it:
+				// the restart is then what reports the host.
+				if done, err := hostAlreadyRan(ctx, o); err != nil {
+					return err
+				} else if done {
+					holdUntilStopped(ctx)
+					return nil
+				}
+			} else if done, err := alreadyFinal(ctx, o.StoreURL, o.JobID); err != nil || done {
 				return err
 			}
 			if o.Workspace == "" {
@@ -68,12 +80,17 @@ func newRunnerCmd(g *Globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if hold {
+				holdUntilStopped(ctx)
+				return nil
+			}
 			if !env.Success {
 				return &ExitError{Code: 1, Err: errJobFailed}
 			}
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&hold, "hold", false, "after the job ends, stay alive until stopped (pods whose restartPolicy is Always: multi-host jobs)")
 	cmd.Flags().StringVar(&o.StoreURL, "store", "", "store URL")
 	cmd.Flags().StringVar(&o.JobID, "job", "", "job ID")
 	cmd.Flags().StringVar(&group, "group", "", "batch whose child this worker runs (with --index-env)")
@@ -104,6 +121,56 @@ func alreadyFinal(ctx context.Context, storeURL, id string) (bool, error) {
 		return true, nil
 	}
 	return false, nil
+}
+
+// holdUntilStopped blocks until the process is told to stop (SIGTERM when the pod is
+// deleted).
+func holdUntilStopped(ctx context.Context) {
+	fmt.Fprintln(os.Stderr, "kinetic: this host is done; holding until the pod is deleted")
+	<-ctx.Done()
+}
+
+// hostAlreadyRan reports whether this host of a multi-host job has nothing to run: the
+// job is final, this host already failed, or this host is starting again. A restart
+// means the previous run ended without a result (killed, OOM-killed, node lost, or the
+// LeaderWorkerSet recreated the group after another host restarted): the host records
+// that as its failure rather than running the job a second time.
+func hostAlreadyRan(ctx context.Context, o runner.Options) (bool, error) {
+	if done, err := alreadyFinal(ctx, o.StoreURL, o.JobID); err != nil || done {
+		return done, err
+	}
+	host := o.Host
+	if host == "" {
+		host = "0"
+	}
+	st, err := store.Open(ctx, o.StoreURL)
+	if err != nil {
+		return false, err
+	}
+	defer st.Close()
+	envKey := store.EnvelopeKey(o.JobID)
+	if host != "0" {
+		envKey = store.HostEnvelopeKey(o.JobID, host)
+	}
+	for _, k := range []string{store.EnvelopeKey(o.JobID), envKey} {
+		if ok, err := st.Exists(ctx, k); err != nil {
+			return false, err
+		} else if ok {
+			fmt.Fprintf(os.Stderr, "kinetic: job %s already has a result (%s); not running it again\n", o.JobID, k)
+			return true, nil
+		}
+	}
+	started := store.HostStartedKey(o.JobID, host)
+	if ok, err := st.Exists(ctx, started); err != nil {
+		return false, err
+	} else if ok {
+		env := &job.Envelope{Success: false, Phase: job.PhaseSystem, Host: host, ExcType: "kinetic.HostRestarted",
+			ExcMessage: fmt.Sprintf("host %s of the multi-host job started again before the job finished: a host was killed, OOM-killed or lost its node, and the LeaderWorkerSet restarted the group (see the pods' events)", host)}
+		fmt.Fprintln(os.Stderr, "kinetic:", env.ExcMessage)
+		return true, st.Put(ctx, envKey, env.Encode())
+	}
+	b, _ := json.Marshal(map[string]string{"host": host, "pod": os.Getenv("HOSTNAME"), "at": time.Now().UTC().Format(time.RFC3339Nano)})
+	return false, st.Put(ctx, started, b)
 }
 
 // newInstallRunnerCmd is the runner image's init container: it copies this binary into

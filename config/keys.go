@@ -9,31 +9,32 @@ type Key string
 // The settings Kinetic knows. The first four are the reference implementation's; the rest
 // are ours, for the store, the backends and the image pipeline.
 const (
-	Project        Key = "project"             // Google Cloud project
-	Zone           Key = "zone"                // compute zone of the cluster
-	Cluster        Key = "cluster"             // Kubernetes cluster name
-	Namespace      Key = "namespace"           // Kubernetes namespace for jobs
-	Backend        Key = "backend"             // where jobs run: local, gke, k8s, pathways
-	Store          Key = "store"               // store URL: file://, mem://, gs://, s3://
-	OutputDir      Key = "output_dir"          // where a job's outputs are written
-	BaseImageRepo  Key = "base_image_repo"     // repository of the prebuilt base images
-	ImageRegistry  Key = "image_registry"      // registry bundled images are pushed to
-	BaseImageCPU   Key = "base_image_cpu"      // base image of bundled builds for CPU jobs
-	BaseImageGPU   Key = "base_image_gpu"      // base image of bundled builds for GPU jobs
-	BaseImageTPU   Key = "base_image_tpu"      // base image of bundled builds for TPU jobs
-	ImageBuilder   Key = "image_builder"       // how bundled images are built
-	Container      Key = "container"           // local backend: run jobs in a container engine
-	ServiceAccount Key = "service_account"     // Kubernetes service account of job pods
-	Kubeconfig     Key = "kubeconfig"          // kubeconfig file for the k8s backends
-	KubeContext    Key = "kube_context"        // context within the kubeconfig
-	ClusterType    Key = "cluster_type"        // "gke" or "generic"
-	GCSEndpoint    Key = "gcs_endpoint"        // GCS endpoint override (emulators, private endpoints)
-	RunnerImage    Key = "runner_image"        // image holding the kinetic binary, injected into pods
-	StoreSecret    Key = "store_secret"        // Secret with store credentials mounted into pods
-	PodCPU         Key = "pod_cpu"             // CPU request of CPU jobs without a count
-	PodMemory      Key = "pod_memory"          // memory request and limit of job pods
-	Unschedulable  Key = "unschedulable_grace" // how long a pod may be unschedulable before FAILED
-	PullGrace      Key = "image_pull_grace"    // how long image pulls may fail before FAILED
+	Project        Key = "project"               // Google Cloud project
+	Zone           Key = "zone"                  // compute zone of the cluster
+	Cluster        Key = "cluster"               // Kubernetes cluster name
+	Namespace      Key = "namespace"             // Kubernetes namespace for jobs
+	Backend        Key = "backend"               // where jobs run: local, gke, k8s, pathways
+	Store          Key = "store"                 // store URL: file://, mem://, gs://, s3://
+	OutputDir      Key = "output_dir"            // where a job's outputs are written
+	BaseImageRepo  Key = "base_image_repo"       // repository of the prebuilt base images
+	ImageRegistry  Key = "image_registry"        // registry bundled images are pushed to
+	BaseImageCPU   Key = "base_image_cpu"        // base image of bundled builds for CPU jobs
+	BaseImageGPU   Key = "base_image_gpu"        // base image of bundled builds for GPU jobs
+	BaseImageTPU   Key = "base_image_tpu"        // base image of bundled builds for TPU jobs
+	ImageBuilder   Key = "image_builder"         // how bundled images are built
+	Container      Key = "container"             // local backend: run jobs in a container engine
+	ServiceAccount Key = "service_account"       // Kubernetes service account of job pods
+	Kubeconfig     Key = "kubeconfig"            // kubeconfig file for the k8s backends
+	KubeContext    Key = "kube_context"          // context within the kubeconfig
+	ClusterType    Key = "cluster_type"          // "gke" or "generic"
+	GCSEndpoint    Key = "gcs_endpoint"          // GCS endpoint override (emulators, private endpoints)
+	RunnerImage    Key = "runner_image"          // image holding the kinetic binary, injected into pods
+	StoreSecret    Key = "store_secret"          // Secret with store credentials mounted into pods
+	PodCPU         Key = "pod_cpu"               // CPU request of CPU jobs without a count
+	PodMemory      Key = "pod_memory"            // memory request and limit of job pods
+	Unschedulable  Key = "unschedulable_grace"   // how long a pod may be unschedulable before FAILED
+	PullGrace      Key = "image_pull_grace"      // how long image pulls may fail before FAILED
+	AccelResources Key = "accelerator_resources" // "false" leaves GPU/TPU requests out of pods (tests, CPU dry runs)
 )
 
 // keyInfo is everything the package knows about one key. Keeping it in one table means a
@@ -90,6 +91,7 @@ var keyTable = []keyInfo{
 	{key: PodMemory, help: "memory request and limit of job pods (Kubernetes quantity, e.g. 4Gi)", check: checkQuantity},
 	{key: Unschedulable, help: "how long a job's pod may stay unschedulable before the job is FAILED", fallback: fixed("10m"), check: checkDuration},
 	{key: PullGrace, help: "how long a job's image pulls may fail before the job is FAILED", fallback: fixed("2m"), check: checkDuration},
+	{key: AccelResources, help: "whether job pods request their GPUs/TPUs; false runs them as CPU pods (tests, dry runs on clusters without the devices)", fallback: fixed("true"), check: checkBool},
 }
 
 // Sources reported by Resolved.Source besides "env NAME" and "profile NAME".

@@ -97,6 +97,8 @@ func TestResolveEveryKeyEveryLayer(t *testing.T) {
 			return map[string]string{"arg": "podman", "env": "daemonless", "profile": "docker"}[layer]
 		case Container:
 			return map[string]string{"arg": "podman", "env": "auto", "profile": "docker"}[layer]
+		case AccelResources:
+			return map[string]string{"arg": "false", "env": "true", "profile": "false"}[layer]
 		}
 		if p, ok := sample[k]; ok {
 			return p + layer
@@ -167,6 +169,7 @@ func TestResolveEntries(t *testing.T) {
 		{PodMemory, "", "unset"},
 		{Unschedulable, "10m0s", "default"},
 		{PullGrace, "2m0s", "default"},
+		{AccelResources, "true", "default"},
 	}
 	if diff := cmp.Diff(want, r.Entries()); diff != "" {
 		t.Errorf("Entries (-want +got):\n%s", diff)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -169,4 +170,12 @@ func checkQuantity(v string) (string, error) {
 		return "", fmt.Errorf("%q is not a Kubernetes quantity (write it like 500m, 2, 512Mi or 4Gi)", v)
 	}
 	return v, nil
+}
+
+func checkBool(v string) (string, error) {
+	b, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		return "", fmt.Errorf("%q is not true or false", v)
+	}
+	return strconv.FormatBool(b), nil
 }

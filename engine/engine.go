@@ -145,8 +145,11 @@ func (e *Engine) backendFor(h *job.Handle, st *store.Store) (backend.Backend, er
 		return e.cachedBackend(name+"|"+c.KubeContext+"|"+c.Namespace, st, func() (backend.Backend, error) {
 			return kubernetes.New(st, e.kubeOptions(name, c))
 		})
-	case "pathways":
-		return nil, fmt.Errorf("backend %q: %w: multi-host TPU jobs (LeaderWorkerSet) are not available in this build yet; use --backend gke for single-host accelerators", name, backend.ErrUnavailable)
+	case kubernetes.PathwaysName:
+		c := e.ClusterOf(h)
+		return e.cachedBackend(name+"|"+c.KubeContext+"|"+c.Namespace, st, func() (backend.Backend, error) {
+			return kubernetes.NewPathways(st, e.kubeOptions(name, c))
+		})
 	default:
 		return nil, fmt.Errorf("unknown backend %q: use local, gke, k8s or pathways", name)
 	}
@@ -163,9 +166,14 @@ func (e *Engine) kubeOptions(name string, cl Cluster) kubernetes.Options {
 		d, _ := time.ParseDuration(c.Get(k))
 		return d
 	}
+	clusterType := c.Get(config.ClusterType)
+	if clusterType == "" && name == kubernetes.PathwaysName && c.Get(config.Backend) == "k8s" {
+		// A multi-host job submitted with backend k8s: the cluster is not GKE.
+		clusterType = "generic"
+	}
 	return kubernetes.Options{
 		Name:               name,
-		ClusterType:        c.Get(config.ClusterType),
+		ClusterType:        clusterType,
 		Kubeconfig:         cl.Kubeconfig,
 		Context:            cl.KubeContext,
 		Namespace:          namespace,
@@ -176,6 +184,8 @@ func (e *Engine) kubeOptions(name string, cl Cluster) kubernetes.Options {
 		Memory:             c.Get(config.PodMemory),
 		UnschedulableGrace: dur(config.Unschedulable),
 		PullGrace:          dur(config.PullGrace),
+		// Only "false" turns them off: an unset key keeps the devices.
+		IgnoreAcceleratorResources: c.Get(config.AccelResources) == "false",
 	}
 }
 

@@ -208,7 +208,18 @@ func (j *Job) ResultOf(ctx context.Context, state job.State, reason, valueDir st
 	if state == job.NotFound {
 		return nil, fmt.Errorf("job %s no longer exists (it was cleaned up): %w", j.Handle.JobID, ErrNotFound)
 	}
-	raw, err := j.Store.Get(ctx, store.EnvelopeKey(j.Handle.JobID))
+	envKey, valueKey := store.EnvelopeKey(j.Handle.JobID), store.ResultKey(j.Handle.JobID)
+	raw, err := j.Store.Get(ctx, envKey)
+	if store.IsNotFound(err) && state == job.Failed {
+		// A multi-host job whose worker failed before the leader finished: the worker's
+		// exception is the job's.
+		if h, ok, herr := failedHost(ctx, j.Store, j.Handle.JobID); herr != nil {
+			return nil, herr
+		} else if ok {
+			envKey, valueKey = store.HostEnvelopeKey(j.Handle.JobID, h), store.HostResultKey(j.Handle.JobID, h)
+			raw, err = j.Store.Get(ctx, envKey)
+		}
+	}
 	if store.IsNotFound(err) {
 		tail, _ := j.Tail(ctx, 20)
 		msg := fmt.Sprintf("job %s %s: %s", j.Handle.JobID, strings.ToLower(string(state)), reason)
@@ -222,11 +233,11 @@ func (j *Job) ResultOf(ctx context.Context, state job.State, reason, valueDir st
 	}
 	env, err := job.DecodeEnvelope(raw)
 	if err != nil {
-		return nil, fmt.Errorf("job %s: result.json: %w", j.Handle.JobID, err)
+		return nil, fmt.Errorf("job %s: %s: %w", j.Handle.JobID, envKey, err)
 	}
 	res := &Result{State: state, Reason: reason, Envelope: env}
 	if valueDir != "" && env.HasValue {
-		r, err := j.Store.NewReader(ctx, store.ResultKey(j.Handle.JobID))
+		r, err := j.Store.NewReader(ctx, valueKey)
 		if err != nil {
 			return nil, err
 		}
@@ -251,6 +262,21 @@ func (j *Job) ResultOf(ctx context.Context, state job.State, reason, valueDir st
 		res.ValuePath = f.Name()
 	}
 	return res, nil
+}
+
+// failedHost returns the first host of a multi-host job that wrote a failure envelope.
+func failedHost(ctx context.Context, st *store.Store, id string) (string, bool, error) {
+	objs, err := st.List(ctx, store.HostsPrefix(id))
+	if err != nil {
+		return "", false, err
+	}
+	for _, o := range objs {
+		rest := strings.TrimPrefix(o.Key, store.HostsPrefix(id))
+		if host, ok := strings.CutSuffix(rest, "/result.json"); ok && !strings.Contains(host, "/") {
+			return host, true, nil
+		}
+	}
+	return "", false, nil
 }
 
 // Cancel stops the job.

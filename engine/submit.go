@@ -17,6 +17,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/accel"
 	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/backend/kubernetes"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/data"
 	"github.com/kinetic-run/kinetic/deps"
@@ -161,6 +162,13 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest) (*plan, error) {
 			return nil, err
 		}
 	}
+	backendName := cfg.Get(config.Backend)
+	if backendName == "" {
+		backendName = "local"
+	}
+	if backendName, err = backendForAccelerator(backendName, spec); err != nil {
+		return nil, err
+	}
 	debug, err := debugSpec(req)
 	if err != nil {
 		return nil, err
@@ -276,8 +284,11 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest) (*plan, error) {
 		Debug: strconv.FormatBool(req.Debug), Store: st.URL(), OutputDir: outDir,
 		Spot: strconv.FormatBool(spec.Spot), KubeContext: cfg.Get(config.KubeContext), ShippedRoot: p.root,
 	}
-	if p.handle.Backend == "" {
-		p.handle.Backend = "local"
+	p.handle.Backend = backendName
+	if backendName == kubernetes.PathwaysName && cfg.Get(config.Backend) == "k8s" && p.handle.KubeContext == "" {
+		// A generic cluster: pin the kubeconfig's current context, or ClusterOf would
+		// take a Pathways handle with a project for a GKE cluster's context.
+		p.handle.KubeContext = kubernetes.CurrentContext(cfg.Get(config.Kubeconfig))
 	}
 	return p, nil
 }
@@ -560,6 +571,23 @@ func debugSpec(req *SubmitRequest) (*job.DebugSpec, error) {
 		return nil, fmt.Errorf("debug_wait %v: want a number of seconds from 1 to 604800 (a week)", req.DebugWait)
 	}
 	return &job.DebugSpec{WaitSeconds: int(wait.Round(time.Second) / time.Second)}, nil
+}
+
+// backendForAccelerator picks the backend that can run spec: a slice over several hosts
+// runs on Pathways (one LeaderWorkerSet) when the configured backend is a Kubernetes
+// one. The local backend runs one process on this machine, so it refuses such a slice
+// rather than pretend to be several hosts.
+func backendForAccelerator(name string, spec accel.Spec) (string, error) {
+	if !spec.MultiHost() {
+		return name, nil
+	}
+	switch name {
+	case "gke", "k8s", kubernetes.PathwaysName:
+		return kubernetes.PathwaysName, nil
+	case "local":
+		return "", fmt.Errorf("accelerator %s spans %d hosts: the local backend runs one host; use --backend gke (multi-host slices run on Pathways, one LeaderWorkerSet)", spec.Name, spec.Hosts)
+	}
+	return name, nil
 }
 
 // sharedPayload is the batch's function pickle if an earlier child stored it.

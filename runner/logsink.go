@@ -16,7 +16,7 @@ import (
 // not make millions of objects).
 type LogSink struct {
 	st    *store.Store
-	jobID string
+	keyOf func(seq int) string
 
 	mu      sync.Mutex
 	buf     bytes.Buffer
@@ -32,7 +32,12 @@ const maxChunk = 1 << 20
 
 // NewLogSink starts a sink that flushes to the store until Close.
 func NewLogSink(ctx context.Context, st *store.Store, jobID string, firstSeq int) *LogSink {
-	s := &LogSink{st: st, jobID: jobID, seq: firstSeq, kick: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
+	return newLogSink(ctx, st, func(seq int) string { return store.LogChunkKey(jobID, seq) }, firstSeq)
+}
+
+// newLogSink flushes chunk seq to keyOf(seq).
+func newLogSink(ctx context.Context, st *store.Store, keyOf func(int) string, firstSeq int) *LogSink {
+	s := &LogSink{st: st, keyOf: keyOf, seq: firstSeq, kick: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
 	go s.loop(ctx)
 	return s
 }
@@ -91,7 +96,7 @@ func (s *LogSink) flush(ctx context.Context) {
 	seq := s.seq
 	s.seq++
 	s.mu.Unlock()
-	if err := s.st.Put(ctx, store.LogChunkKey(s.jobID, seq), data); err != nil {
+	if err := s.st.Put(ctx, s.keyOf(seq), data); err != nil {
 		s.mu.Lock()
 		if s.err == nil {
 			s.err = err

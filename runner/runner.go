@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -85,6 +86,9 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 	if o.Host == "" {
 		o.Host = "0"
 	}
+	if n, err := strconv.Atoi(o.Host); err != nil || n < 0 {
+		return nil, fmt.Errorf("runner: host index %q is not a non-negative number", o.Host)
+	}
 	if o.Stdout == nil {
 		o.Stdout = io.Discard
 	}
@@ -96,7 +100,14 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 		}
 		defer st.Close()
 	}
+	// Host 0 is the job (the leader of a multi-host job, or its only host); the other
+	// hosts of a multi-host job keep their output and failures under their own keys, so
+	// that only the leader's value is the job's result.
+	leader := o.Host == "0"
 	sink := NewLogSink(context.WithoutCancel(ctx), st, o.JobID, 0)
+	if !leader {
+		sink = newLogSink(context.WithoutCancel(ctx), st, func(seq int) string { return store.HostLogChunkKey(o.JobID, o.Host, seq) }, 0)
+	}
 	out := io.MultiWriter(sink, o.Stdout)
 	env, value, runErr := run(ctx, st, o, out)
 	if runErr != nil {
@@ -110,14 +121,29 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 	}
 	sinkErr := sink.Close()
 	if value != nil {
-		err := st.PutFile(context.WithoutCancel(ctx), store.ResultKey(o.JobID), value)
-		value.Close()
-		if err != nil {
+		defer value.Close()
+	}
+	switch {
+	case leader:
+		if value != nil {
+			if err := st.PutFile(context.WithoutCancel(ctx), store.ResultKey(o.JobID), value); err != nil {
+				return env, err
+			}
+		}
+		if err := st.Put(context.WithoutCancel(ctx), store.EnvelopeKey(o.JobID), env.Encode()); err != nil {
 			return env, err
 		}
-	}
-	if err := st.Put(context.WithoutCancel(ctx), store.EnvelopeKey(o.JobID), env.Encode()); err != nil {
-		return env, err
+	case !env.Success:
+		// A worker's failure fails the job at once (the backend reads it), even while
+		// the leader still runs; its success says nothing the leader's result does not.
+		if value != nil {
+			if err := st.PutFile(context.WithoutCancel(ctx), store.HostResultKey(o.JobID, o.Host), value); err != nil {
+				return env, err
+			}
+		}
+		if err := st.Put(context.WithoutCancel(ctx), store.HostEnvelopeKey(o.JobID, o.Host), env.Encode()); err != nil {
+			return env, err
+		}
 	}
 	if sinkErr != nil {
 		return env, fmt.Errorf("logs: %w", sinkErr)

@@ -608,6 +608,21 @@ func LogsPrefix(id string) string  { return JobPrefix(id) + "logs/" }
 func LogChunkKey(id string, seq int) string {
 	return fmt.Sprintf("%s%08d.log", LogsPrefix(id), seq)
 }
+
+// Keys of the hosts of a multi-host job other than the leader (host 0, which uses the
+// job's own keys): a worker writes its envelope only when it fails, and mirrors its
+// output under its own logs prefix.
+func HostsPrefix(id string) string { return JobPrefix(id) + "hosts/" }
+func HostEnvelopeKey(id, host string) string {
+	return HostsPrefix(id) + host + "/result.json"
+}
+func HostResultKey(id, host string) string  { return HostsPrefix(id) + host + "/result.pkl" }
+func HostStartedKey(id, host string) string { return HostsPrefix(id) + host + "/started.json" }
+func HostLogsPrefix(id, host string) string { return HostsPrefix(id) + host + "/logs/" }
+func HostLogChunkKey(id, host string, seq int) string {
+	return fmt.Sprintf("%s%08d.log", HostLogsPrefix(id, host), seq)
+}
+
 func GroupManifestKey(id string) string { return "groups/" + id + "/manifest.json" }
 func BlobKey(sum string) string         { return "blobs/sha256/" + sum }
 func OutputsPrefix(id string) string    { return "outputs/" + id + "/" }

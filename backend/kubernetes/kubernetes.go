@@ -1,6 +1,7 @@
 // Package kubernetes runs jobs on a Kubernetes cluster (GKE or any other): one batch/v1
-// Job per job, one Indexed Job per batch, with the kinetic binary injected into the
-// job's image by an init container. Everything durable is in the store (gs:// or s3://,
+// Job per job, one Indexed Job per batch, one LeaderWorkerSet per multi-host job
+// (Pathways), with the kinetic binary injected into the job's image by an init
+// container. Everything durable is in the store (gs:// or s3://,
 // reachable from the pods); the cluster holds only what runs. Status comes from the Job
 // and its pods and turns the states the cluster would keep for ever (an image that
 // cannot be pulled, a pod that cannot be scheduled) into FAILED with a reason.
@@ -16,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -64,6 +66,10 @@ type Options struct {
 	// too low for batches).
 	QPS   float32
 	Burst int
+	// IgnoreAcceleratorResources leaves GPU/TPU resources out of the pods (they ask for
+	// CPU like a CPU job; node selectors stay): for tests and CPU-only dry runs of
+	// accelerator jobs on a cluster that has no such devices.
+	IgnoreAcceleratorResources bool
 	// Config, if set, is used instead of loading a kubeconfig (tests).
 	Config *rest.Config
 }
@@ -79,7 +85,8 @@ type Backend struct {
 	o   Options
 	st  *store.Store
 	cs  kubernetes.Interface
-	cfg *rest.Config // nil with NewForClient
+	dyn dynamic.Interface // LeaderWorkerSets; nil with NewForClient
+	cfg *rest.Config      // nil with NewForClient
 
 	mu    sync.Mutex
 	cache map[string]*cached // Job name → recent Job and pods, shared by a batch's children
@@ -138,7 +145,11 @@ func New(st *store.Store, o Options) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes backend: %w", err)
 	}
-	return &Backend{o: o, st: st, cs: cs, cfg: cfg, cache: map[string]*cached{}}, nil
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes backend: %w", err)
+	}
+	return &Backend{o: o, st: st, cs: cs, dyn: dyn, cfg: cfg, cache: map[string]*cached{}}, nil
 }
 
 // NewForClient is New with a ready clientset (tests, fault injection).
@@ -148,7 +159,7 @@ func NewForClient(st *store.Store, cs kubernetes.Interface, o Options) (*Backend
 	if err != nil {
 		return nil, err
 	}
-	b.cs, b.cfg = cs, nil
+	b.cs, b.cfg, b.dyn = cs, nil, nil
 	return b, nil
 }
 
@@ -171,6 +182,20 @@ func restConfig(kubeconfig, context string) (*rest.Config, error) {
 		return nil, fmt.Errorf("no usable kubeconfig (set kubeconfig / kube_context in the profile, or KUBECONFIG): %w", err)
 	}
 	return cfg, nil
+}
+
+// CurrentContext is the current context of the kubeconfig (the default loading rules
+// when kubeconfig is ""), or "" if there is none.
+func CurrentContext(kubeconfig string) string {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kubeconfig != "" {
+		rules.ExplicitPath = kubeconfig
+	}
+	raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).RawConfig()
+	if err != nil {
+		return ""
+	}
+	return raw.CurrentContext
 }
 
 // Name implements backend.Backend.

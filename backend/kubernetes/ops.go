@@ -297,8 +297,9 @@ func (b *Backend) deleteJob(ctx context.Context, name string, prop metav1.Deleti
 	return nil
 }
 
-// List implements backend.Lister: the single jobs in the namespace, by label, from
-// their annotations (no store reads). Batch children are listed by their batch.
+// List implements backend.Lister: the single jobs (Jobs) and multi-host jobs
+// (LeaderWorkerSets) in the namespace, by label, from their annotations (no store
+// reads). Batch children are listed by their batch.
 func (b *Backend) List(ctx context.Context) ([]*job.Handle, error) {
 	cctx, cancel := ctxTimeout(ctx)
 	defer cancel()
@@ -314,6 +315,11 @@ func (b *Backend) List(ctx context.Context) ([]*job.Handle, error) {
 		}
 		out = append(out, h)
 	}
+	multi, err := b.listLeaderWorkerSets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, multi...)
 	sort.Slice(out, func(i, k int) bool { return out[i].JobID < out[k].JobID })
 	return out, nil
 }

@@ -191,6 +191,9 @@ func (b *Backend) imageFor(h *job.Handle) string {
 // (the device plugins' contract), CPUs as a request.
 func (b *Backend) resources(sp accel.Spec) corev1.ResourceRequirements {
 	r := corev1.ResourceRequirements{Requests: corev1.ResourceList{}, Limits: corev1.ResourceList{}}
+	if b.o.IgnoreAcceleratorResources {
+		sp = accel.Spec{}
+	}
 	switch {
 	case sp.ResourceName != "" && sp.ResourcesPerHost > 0:
 		q := resource.MustParse(strconv.Itoa(sp.ResourcesPerHost))

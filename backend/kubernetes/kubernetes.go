@@ -95,6 +95,33 @@ type Backend struct {
 // New connects to the cluster (lazily: no request is made until a job is submitted or
 // observed).
 func New(st *store.Store, o Options) (*Backend, error) {
+	o = o.withDefaults()
+	if u := st.URL(); !strings.HasPrefix(u, "gs://") && !strings.HasPrefix(u, "s3://") {
+		return nil, fmt.Errorf("kubernetes backend: the store %s cannot be reached from pods: use a gs:// or s3:// store (--store, KINETIC_STORE or the profile's store)", u)
+	}
+	cfg := o.Config
+	if cfg == nil {
+		var err error
+		if cfg, err = restConfig(o.Kubeconfig, o.Context); err != nil {
+			return nil, fmt.Errorf("kubernetes backend: %w: %v", backend.ErrUnavailable, err)
+		}
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = o.QPS, o.Burst
+	cfg.UserAgent = "kinetic"
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes backend: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes backend: %w", err)
+	}
+	return &Backend{o: o, st: st, cs: cs, dyn: dyn, cfg: cfg, cache: map[string]*cached{}}, nil
+}
+
+// withDefaults fills in every option left at its zero value.
+func (o Options) withDefaults() Options {
 	if o.Name == "" {
 		o.Name = "k8s"
 	}
@@ -128,28 +155,7 @@ func New(st *store.Store, o Options) (*Backend, error) {
 	if o.Burst == 0 {
 		o.Burst = 200
 	}
-	if u := st.URL(); !strings.HasPrefix(u, "gs://") && !strings.HasPrefix(u, "s3://") {
-		return nil, fmt.Errorf("kubernetes backend: the store %s cannot be reached from pods: use a gs:// or s3:// store (--store, KINETIC_STORE or the profile's store)", u)
-	}
-	cfg := o.Config
-	if cfg == nil {
-		var err error
-		if cfg, err = restConfig(o.Kubeconfig, o.Context); err != nil {
-			return nil, fmt.Errorf("kubernetes backend: %w: %v", backend.ErrUnavailable, err)
-		}
-	}
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = o.QPS, o.Burst
-	cfg.UserAgent = "kinetic"
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes backend: %w", err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes backend: %w", err)
-	}
-	return &Backend{o: o, st: st, cs: cs, dyn: dyn, cfg: cfg, cache: map[string]*cached{}}, nil
+	return o
 }
 
 // NewForClient is New with a ready clientset (tests, fault injection).

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/client-go/kubernetes/fake"
@@ -27,21 +26,9 @@ func testBackend(t *testing.T, o Options) *Backend {
 	}
 	t.Cleanup(func() { st.Close() })
 	b := &Backend{st: st, cache: map[string]*cached{}}
-	// Defaults as New sets them, without a store scheme check (the golden files do not
-	// depend on the store).
-	if o.Namespace == "" {
-		o.Namespace = "default"
-	}
-	if o.RunnerImage == "" {
-		o.RunnerImage = DefaultRunnerImage
-	}
-	if o.Image == "" {
-		o.Image = DefaultImage
-	}
-	if o.TTL == 0 {
-		o.TTL = 600 * time.Second
-	}
-	b.o = o
+	// New's defaults, without its store scheme check (the golden files do not depend
+	// on the store).
+	b.o = o.withDefaults()
 	b.cs = fake.NewSimpleClientset()
 	return b
 }

@@ -22,7 +22,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -36,6 +35,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kinetic-run/kinetic/internal/filelock"
 )
 
 // Version is the pinned fake-gcs-server release.
@@ -276,7 +277,7 @@ func binary() (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	unlock, err := lockFile(filepath.Join(dir, ".lock"))
+	unlock, err := filelock.Lock(filepath.Join(dir, ".lock"))
 	if err != nil {
 		return "", fmt.Errorf("lock %s: %w", dir, err)
 	}
@@ -342,5 +343,3 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
-
-var errNoLock = errors.New("file locking is not supported on this platform")

@@ -42,6 +42,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/kinetic-run/kinetic/internal/filelock"
 )
 
 // Suite and Packages are the recipe of the Python base: debootstrap --variant=minbase
@@ -169,7 +171,7 @@ func pythonBaseLayer() (string, error) {
 		return "", err
 	}
 	layer := filepath.Join(dir, "layer.tar.gz")
-	unlock, err := lockFile(filepath.Join(dir, "lock"))
+	unlock, err := filelock.Lock(filepath.Join(dir, "lock"))
 	if err != nil {
 		return "", err
 	}

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/kinetic-run/kinetic/internal/filelock"
 )
 
 // Version is the pinned Kubernetes release; the tools module in ./tools pins it with
@@ -54,15 +54,11 @@ func Binaries(ctx context.Context, log func(string, ...any)) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return "", err
 	}
-	lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	unlock, err := filelock.Lock(dir + ".lock")
 	if err != nil {
 		return "", err
 	}
-	defer lock.Close()
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-		return "", err
-	}
-	defer unix.Flock(int(lock.Fd()), unix.LOCK_UN)
+	defer unlock()
 	if complete(dir) {
 		return dir, nil
 	}

@@ -31,6 +31,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kinetic-run/kinetic/internal/filelock"
 	"github.com/kinetic-run/kinetic/internal/gcstest"
 )
 
@@ -69,7 +70,7 @@ type Cluster struct {
 
 	ownDir   bool
 	log      func(string, ...any)
-	lock     *os.File
+	unlock   func() // releases the machine-wide cluster lock
 	mu       sync.Mutex
 	procs    []*proc
 	registry *http.Server
@@ -150,15 +151,11 @@ func (c *Cluster) takeLock() error {
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(filepath.Join(filepath.Dir(tools), "cluster.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	unlock, err := filelock.Lock(filepath.Join(filepath.Dir(tools), "cluster.lock"))
 	if err != nil {
 		return err
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		f.Close()
-		return err
-	}
-	c.lock = f
+	c.unlock = unlock
 	return nil
 }
 
@@ -187,10 +184,9 @@ func (c *Cluster) Stop() {
 	if c.ownDir {
 		os.RemoveAll(c.Dir)
 	}
-	if c.lock != nil {
-		unix.Flock(int(c.lock.Fd()), unix.LOCK_UN)
-		c.lock.Close()
-		c.lock = nil
+	if c.unlock != nil {
+		c.unlock()
+		c.unlock = nil
 	}
 }
 

@@ -31,7 +31,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"golang.org/x/sys/unix"
+	"github.com/kinetic-run/kinetic/internal/filelock"
 )
 
 // LWSVersion is the pinned LeaderWorkerSet release (module sigs.k8s.io/lws in
@@ -61,15 +61,11 @@ func LWSBinary(ctx context.Context, log func(string, ...any)) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return "", err
 	}
-	lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	unlock, err := filelock.Lock(dir + ".lock")
 	if err != nil {
 		return "", err
 	}
-	defer lock.Close()
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-		return "", err
-	}
-	defer unix.Flock(int(lock.Fd()), unix.LOCK_UN)
+	defer unlock()
 	if fi, err := os.Stat(bin); err == nil && fi.Mode()&0o111 != 0 {
 		return bin, nil
 	}

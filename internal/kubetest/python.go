@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/kinetic-run/kinetic/internal/filelock"
 )
 
 // PythonImage is the image job pods run in the tests: Debian bookworm's python3 with
@@ -41,14 +41,11 @@ func PythonRootfs(ctx context.Context, log func(string, ...any)) (string, error)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	unlock, err := filelock.Lock(filepath.Join(dir, ".lock"))
 	if err != nil {
 		return "", err
 	}
-	defer lock.Close()
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-		return "", err
-	}
+	defer unlock()
 	if _, err := os.Stat(out); err == nil {
 		return out, nil
 	}

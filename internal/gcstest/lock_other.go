@@ -1,5 +1,0 @@
-//go:build !unix
-
-package gcstest
-
-func lockFile(string) (func(), error) { return nil, errNoLock }

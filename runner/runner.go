@@ -123,6 +123,12 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 	if value != nil {
 		defer value.Close()
 	}
+	if runErr != nil && ctx.Err() != nil && finalStatus(st, o.JobID) {
+		// Stopped because the job was already judged (cancelled, or failed by another
+		// host of a multi-host job): that verdict stands, and an envelope saying
+		// "stopped" would only hide it from result().
+		return env, sinkErr
+	}
 	switch {
 	case leader:
 		if value != nil {
@@ -465,4 +471,16 @@ func stopped(ctx context.Context) error {
 		return fmt.Errorf("stopped: the worker %v: the job was cancelled, or its pod was deleted, evicted or preempted", c)
 	}
 	return errors.New("stopped: the job was cancelled")
+}
+
+// finalStatus reports whether the job's status.json already holds a final state.
+func finalStatus(st *store.Store, id string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	raw, err := st.Get(ctx, store.StatusKey(id))
+	if err != nil {
+		return false
+	}
+	var s job.Status
+	return json.Unmarshal(raw, &s) == nil && s.State.Terminal()
 }

@@ -155,14 +155,16 @@ func PythonBaseLayer(t testing.TB) string {
 	if _, err := exec.LookPath("debootstrap"); err != nil {
 		t.Skip("imagetest: debootstrap is not installed (apt-get install debootstrap); CI installs it")
 	}
-	baseOnce.Do(func() { baseLayer, baseErr = pythonBaseLayer() })
+	baseOnce.Do(func() { baseLayer, baseErr = MakePythonBaseLayer() })
 	if baseErr != nil {
 		t.Fatalf("imagetest: make the Python base image: %v", baseErr)
 	}
 	return baseLayer
 }
 
-func pythonBaseLayer() (string, error) {
+// MakePythonBaseLayer is PythonBaseLayer outside a test (the test cluster's images): it
+// makes the layer once per recipe under a file lock and returns its path.
+func MakePythonBaseLayer() (string, error) {
 	dir, err := CacheDir()
 	if err != nil {
 		return "", err

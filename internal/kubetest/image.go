@@ -58,16 +58,6 @@ func PushFiles(ctx context.Context, ref string, files []File, entrypoint, env []
 	return pushLayers(ctx, ref, []v1.Layer{layer}, entrypoint, env)
 }
 
-// PushLayerTar pushes a one-layer linux/amd64 image whose layer is the tar file at
-// tarPath (e.g. a root filesystem).
-func PushLayerTar(ctx context.Context, ref, tarPath string, entrypoint, env []string) error {
-	layer, err := tarball.LayerFromFile(tarPath)
-	if err != nil {
-		return err
-	}
-	return pushLayers(ctx, ref, []v1.Layer{layer}, entrypoint, env)
-}
-
 // PushLayerTars pushes a linux/amd64 image whose layers are the tar files, in order.
 func PushLayerTars(ctx context.Context, ref string, tarPaths []string, entrypoint, env []string) error {
 	var layers []v1.Layer
@@ -97,7 +87,10 @@ func pushLayers(ctx context.Context, ref string, layers []v1.Layer, entrypoint, 
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture = "linux", "amd64"
 	cf.Config.Entrypoint = entrypoint
-	cf.Config.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, env...)
+	if env == nil {
+		env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+	}
+	cf.Config.Env = env
 	img, err = mutate.ConfigFile(img, cf)
 	if err != nil {
 		return err

@@ -1,7 +1,6 @@
 package kubetest
 
 import (
-	"context"
 	"os"
 	"testing"
 )
@@ -11,7 +10,7 @@ func TestPythonRootfs(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("debootstrap needs root")
 	}
-	p, err := PythonRootfs(context.Background(), t.Logf)
+	p, err := PythonRootfs()
 	if err != nil {
 		t.Fatal(err)
 	}

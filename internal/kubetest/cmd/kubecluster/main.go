@@ -26,7 +26,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		if _, err := kubetest.PythonRootfs(ctx, logf); err != nil {
+		if _, err := kubetest.PythonRootfs(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

@@ -41,62 +41,81 @@ func ToolsDir() (string, error) {
 }
 
 // Binaries returns the directory holding the cluster's binaries, building them first
-// if they are missing (about 10 minutes on 2 cores; seconds once cached). A file lock
-// keeps parallel test packages from building twice.
+// if they are missing (about 10 minutes on 2 cores; seconds once cached).
 func Binaries(ctx context.Context, log func(string, ...any)) (string, error) {
 	dir, err := ToolsDir()
 	if err != nil {
 		return "", err
 	}
-	if complete(dir) {
-		return dir, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return "", err
-	}
-	unlock, err := filelock.Lock(dir + ".lock")
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	if complete(dir) {
-		return dir, nil
-	}
 	_, file, _, _ := runtime.Caller(0)
-	mod := filepath.Join(filepath.Dir(file), "tools")
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), "kube-build-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
 	ldflags := fmt.Sprintf("-s -w -X k8s.io/component-base/version.gitVersion=%s -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=33", Version)
-	args := []string{"build", "-trimpath", "-o", tmp + "/", "-ldflags", ldflags}
+	args := []string{"-ldflags", ldflags}
 	for _, pkg := range commands {
 		args = append(args, pkg)
 	}
-	log("kubetest: building Kubernetes %s, etcd and kwok into %s (about 10 minutes the first time)", Version, dir)
+	log("kubetest: Kubernetes %s, etcd and kwok in %s (about 10 minutes to build the first time)", Version, dir)
+	err = buildCached(ctx, dir, filepath.Join(filepath.Dir(file), "tools"), func() bool { return complete(dir) }, args, func(tmp string) error {
+		// go build names etcd's binary after the last path element of its package.
+		if err := os.Rename(filepath.Join(tmp, "v3"), filepath.Join(tmp, "etcd")); err != nil {
+			if err2 := os.Rename(filepath.Join(tmp, "server"), filepath.Join(tmp, "etcd")); err2 != nil {
+				return fmt.Errorf("etcd binary: %v / %v", err, err2)
+			}
+		}
+		return nil
+	})
+	return dir, err
+}
+
+// buildCached builds packages of the tools module in moduleDir into dir (go build
+// -trimpath -o DIR/ ARGS...), unless done says dir already holds them. A file lock keeps
+// parallel test packages from building twice; each build writes a private temporary
+// directory that fix may adjust and that then replaces dir, so a killed build leaves
+// nothing half-written.
+func buildCached(ctx context.Context, dir, moduleDir string, done func() bool, args []string, fix func(tmp string) error) error {
+	if done() {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return err
+	}
+	unlock, err := filelock.Lock(dir + ".lock")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if done() { // another process built it while we waited
+		return nil
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), filepath.Base(dir)+".build-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = mod
+	cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-trimpath", "-o", tmp + "/"}, args...)...)
+	cmd.Dir = moduleDir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=-mod=mod")
 	// A test killed by its timeout must not leave a 10-minute build behind.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("build the cluster binaries in %s: %w\n%s", mod, err, out.Bytes())
+		return fmt.Errorf("go build in %s: %w\n%s", moduleDir, err, out.Bytes())
 	}
-	if err := os.Rename(filepath.Join(tmp, "v3"), filepath.Join(tmp, "etcd")); err != nil {
-		// go build names etcd's binary after the last path element.
-		if err2 := os.Rename(filepath.Join(tmp, "server"), filepath.Join(tmp, "etcd")); err2 != nil {
-			return "", fmt.Errorf("etcd binary: %v / %v", err, err2)
+	if fix != nil {
+		if err := fix(tmp); err != nil {
+			return err
 		}
 	}
-	if err := os.Rename(tmp, dir); err != nil {
-		return "", err
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
 	}
-	log("kubetest: built in %s", time.Since(start).Round(time.Second))
-	return dir, nil
+	os.RemoveAll(dir) // an incomplete earlier build
+	if err := os.Rename(tmp, dir); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "kubetest: built %s in %s\n", filepath.Base(dir), time.Since(start).Round(time.Second))
+	return nil
 }
 
 func complete(dir string) bool {

@@ -30,8 +30,6 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
-
-	"github.com/kinetic-run/kinetic/internal/filelock"
 )
 
 // LWSVersion is the pinned LeaderWorkerSet release (module sigs.k8s.io/lws in
@@ -55,44 +53,15 @@ func LWSBinary(ctx context.Context, log func(string, ...any)) (string, error) {
 	}
 	dir := filepath.Join(base, "kinetic-tools", "lws-"+LWSVersion)
 	bin := filepath.Join(dir, "lws-controller")
-	if fi, err := os.Stat(bin); err == nil && fi.Mode()&0o111 != 0 {
-		return bin, nil
+	done := func() bool { fi, err := os.Stat(bin); return err == nil && fi.Mode()&0o111 != 0 }
+	if !done() {
+		log("kubetest: building the LeaderWorkerSet controller %s into %s", LWSVersion, dir)
 	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return "", err
-	}
-	unlock, err := filelock.Lock(dir + ".lock")
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	if fi, err := os.Stat(bin); err == nil && fi.Mode()&0o111 != 0 {
-		return bin, nil
-	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), "lws-"+LWSVersion+".tmp-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	log("kubetest: building the LeaderWorkerSet controller %s into %s", LWSVersion, dir)
-	start := time.Now()
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(tmp, "lws-controller"), "sigs.k8s.io/lws/cmd")
-	cmd.Dir = lwsToolsDir()
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=-mod=mod")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("build the LeaderWorkerSet controller in %s: %w\n%s", cmd.Dir, err, out.Bytes())
-	}
-	os.RemoveAll(dir)
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return "", err
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		return "", err
-	}
-	log("kubetest: built in %s", time.Since(start).Round(time.Second))
-	return bin, nil
+	// The controller's main package is sigs.k8s.io/lws/cmd: rename its binary.
+	err = buildCached(ctx, dir, lwsToolsDir(), done, []string{"-ldflags", "-s -w", "sigs.k8s.io/lws/cmd"}, func(tmp string) error {
+		return os.Rename(filepath.Join(tmp, "cmd"), filepath.Join(tmp, "lws-controller"))
+	})
+	return bin, err
 }
 
 func lwsToolsDir() string {

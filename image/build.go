@@ -87,17 +87,9 @@ func (d *Daemonless) requirementsLayer(ctx context.Context, req *BuildRequest, t
 	out := filepath.Join(work, "site.tar.gz")
 	if ws, err := pinnedLocalWheels(req.Requirements, req.Constraints, t); err == nil {
 		say(req.Progress, "layering %d pinned local wheels for Python %s linux/%s", len(ws), t.Python, t.Arch)
-		entries, closeAll, err := wheelEntries(ws, SitePackages, t.Python)
-		if err == nil {
-			defer closeAll()
-			l, err := writeWheelLayer(out, entries, mt)
-			if err != nil {
-				return nil, fmt.Errorf("requirements layer: %w", err)
-			}
-			return l, nil
-		}
+		l, err := layerOfWheels(ws, t, out, mt)
 		if !errors.Is(err, errNotSimple) {
-			return nil, err
+			return l, err
 		}
 	}
 	if !d.PipInstall {
@@ -110,17 +102,9 @@ func (d *Daemonless) requirementsLayer(ctx context.Context, req *BuildRequest, t
 		if err != nil {
 			return nil, err
 		}
-		entries, closeAll, err := wheelEntries(ws, SitePackages, t.Python)
-		if err == nil {
-			defer closeAll()
-			l, err := writeWheelLayer(out, entries, mt)
-			if err != nil {
-				return nil, fmt.Errorf("requirements layer: %w", err)
-			}
-			return l, nil
-		}
+		l, err := layerOfWheels(ws, t, out, mt)
 		if !errors.Is(err, errNotSimple) {
-			return nil, err
+			return l, err
 		}
 	}
 	say(req.Progress, "installing %d requirement lines for Python %s linux/%s with pip", len(req.Requirements), t.Python, t.Arch)
@@ -327,4 +311,19 @@ func wheelsIn(dir string) ([]wheelFile, error) {
 		out = append(out, wheelFile{path: filepath.Join(dir, e.Name()), project: normalize(m[1]), version: m[2]})
 	}
 	return out, nil
+}
+
+// layerOfWheels lays the wheels out into the requirements layer at out, as pip install
+// --target would; errNotSimple means a wheel needs pip itself.
+func layerOfWheels(ws []wheelFile, t Target, out string, mt types.MediaType) (*fileLayer, error) {
+	entries, closeAll, err := wheelEntries(ws, SitePackages, t.Python)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll()
+	l, err := writeWheelLayer(out, entries, mt)
+	if err != nil {
+		return nil, fmt.Errorf("requirements layer: %w", err)
+	}
+	return l, nil
 }

@@ -161,16 +161,24 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// kinetic runs the CLI against the cluster, as a user would from a fresh process.
-func kinetic(t *testing.T, st *store.Store, env []string, args ...string) (string, string, error) {
+// runIn runs a program in dir with the environment of a user of the test cluster (plus
+// env) and returns its stdout and stderr.
+func runIn(t *testing.T, st *store.Store, dir string, env []string, name string, args ...string) (string, string, error) {
 	t.Helper()
-	cmd := exec.Command(kineticBin, args...)
-	cmd.Dir = t.TempDir() // nothing of the test's own directory is shipped
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
 	cmd.Env = append(clusterEnv(t, st), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	return out.String(), errb.String(), err
+}
+
+// kinetic runs the CLI against the cluster, as a user would from a fresh process, in an
+// empty directory (nothing of the test's own directory is shipped).
+func kinetic(t *testing.T, st *store.Store, env []string, args ...string) (string, string, error) {
+	t.Helper()
+	return runIn(t, st, t.TempDir(), env, kineticBin, args...)
 }
 
 // clusterEnv configures a kinetic process (CLI or SDK) for the test cluster.
@@ -200,28 +208,22 @@ func pythonDir() string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "python")
 }
 
-// python runs a script with the SDK against the cluster and returns its stdout.
-func python(t *testing.T, st *store.Store, dir, script string) (string, string, error) {
+// python runs a script with the SDK against the cluster and returns its output.
+func python(t *testing.T, st *store.Store, env []string, script string) (string, string, error) {
 	t.Helper()
+	dir := t.TempDir()
 	path := filepath.Join(dir, "main.py")
 	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("/usr/bin/python3", path)
-	cmd.Dir = dir
-	cmd.Env = clusterEnv(t, st)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	return out.String(), errb.String(), err
+	return runIn(t, st, dir, env, "/usr/bin/python3", path)
 }
 
 // TestPythonSDK is the seeds' example on the Kubernetes backend: the function runs in a
 // pod and its value comes back; a remote exception comes back with its traceback.
 func TestPythonSDK(t *testing.T) {
 	_, st := newBackend(t, nil)
-	dir := t.TempDir()
-	out, errOut, err := python(t, st, dir, `
+	out, errOut, err := python(t, st, nil, `
 import kinetic
 
 @kinetic.run(accelerator="cpu")
@@ -405,8 +407,7 @@ func TestFailures(t *testing.T) {
 // as exceptions at their indices.
 func TestMapIndexedJob(t *testing.T) {
 	_, st := newBackend(t, nil)
-	dir := t.TempDir()
-	out, errOut, err := python(t, st, dir, `
+	out, errOut, err := python(t, st, nil, `
 import kinetic
 
 @kinetic.run(accelerator="cpu")
@@ -455,15 +456,7 @@ func TestDebugOnTheNode(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "m.py"), []byte("def f(x):\n    y = x * 2\n    return y\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run := func(args ...string) (string, string, error) {
-		cmd := exec.Command(kineticBin, args...)
-		cmd.Dir = dir
-		cmd.Env = clusterEnv(t, st)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		return out.String(), errb.String(), err
-	}
+	run := func(args ...string) (string, string, error) { return runIn(t, st, dir, nil, kineticBin, args...) }
 	out, errOut, err := run("run", "--async", "--debug", "--debug-wait", "3m", "--container-image", kubetest.DebugPythonImage, "m.py::f", "21")
 	if err != nil {
 		t.Fatalf("submit: %v\n%s\n%s", err, out, errOut)

@@ -24,9 +24,10 @@ import (
 // PathwaysName is the handle's backend field for multi-host jobs.
 const PathwaysName = "pathways"
 
-// LeaderWorkerSet API (sigs.k8s.io/lws), spoken through the dynamic client so the
-// product does not depend on that module.
-var lwsResource = schema.GroupVersionResource{Group: "leaderworkerset.x-k8s.io", Version: "v1", Resource: "leaderworkersets"}
+// LWSResource is the LeaderWorkerSet API (sigs.k8s.io/lws) the Pathways backend
+// creates, spoken through the dynamic client so the product does not depend on that
+// module.
+var LWSResource = schema.GroupVersionResource{Group: "leaderworkerset.x-k8s.io", Version: "v1", Resource: "leaderworkersets"}
 
 // Labels LeaderWorkerSet puts on its pods.
 const (
@@ -90,7 +91,7 @@ func (p *Pathways) Submit(ctx context.Context, h *job.Handle) error {
 	}
 	cctx, cancel := ctxTimeout(ctx)
 	defer cancel()
-	if _, err := p.dyn.Resource(lwsResource).Namespace(p.b.o.Namespace).Create(cctx, obj, metav1.CreateOptions{}); err != nil {
+	if _, err := p.dyn.Resource(LWSResource).Namespace(p.b.o.Namespace).Create(cctx, obj, metav1.CreateOptions{}); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil // a retried submit of the same job
 		}
@@ -145,7 +146,7 @@ func (b *Backend) leaderWorkerSetFor(h *job.Handle) (*unstructured.Unstructured,
 		ann[k] = v
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": lwsResource.GroupVersion().String(),
+		"apiVersion": LWSResource.GroupVersion().String(),
 		"kind":       "LeaderWorkerSet",
 		"metadata": map[string]any{
 			"name":        h.K8sName,
@@ -204,7 +205,7 @@ func (p *Pathways) deleteLWS(ctx context.Context, name string, prop metav1.Delet
 	if name == "" {
 		return nil
 	}
-	err := p.dyn.Resource(lwsResource).Namespace(p.b.o.Namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &prop})
+	err := p.dyn.Resource(LWSResource).Namespace(p.b.o.Namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &prop})
 	if err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
 		return fmt.Errorf("delete LeaderWorkerSet %s: %w", name, err)
 	}
@@ -216,7 +217,7 @@ func (p *Pathways) deleteLWS(ctx context.Context, name string, prop metav1.Delet
 func (p *Pathways) scaleToZero(ctx context.Context, name string) {
 	cctx, cancel := ctxTimeout(ctx)
 	defer cancel()
-	p.dyn.Resource(lwsResource).Namespace(p.b.o.Namespace).Patch(cctx, name, types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{})
+	p.dyn.Resource(LWSResource).Namespace(p.b.o.Namespace).Patch(cctx, name, types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{})
 }
 
 // List implements backend.Lister: the namespace's single-host Jobs and multi-host
@@ -231,7 +232,7 @@ func (b *Backend) listLeaderWorkerSets(ctx context.Context) ([]*job.Handle, erro
 	}
 	cctx, cancel := ctxTimeout(ctx)
 	defer cancel()
-	list, err := b.dyn.Resource(lwsResource).Namespace(b.o.Namespace).List(cctx, metav1.ListOptions{LabelSelector: LabelApp + "=" + LabelPathwaysApp + "," + LabelJobID})
+	list, err := b.dyn.Resource(LWSResource).Namespace(b.o.Namespace).List(cctx, metav1.ListOptions{LabelSelector: LabelApp + "=" + LabelPathwaysApp + "," + LabelJobID})
 	if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
 		return nil, nil
 	}

@@ -6,12 +6,9 @@ package kubernetes_test
 // LeaderWorkerSet, one pod per host, the index and leader address from LeaderWorkerSet.
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -21,10 +18,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kinetic-run/kinetic/backend/kubernetes"
 	"github.com/kinetic-run/kinetic/internal/kubetest"
 	"github.com/kinetic-run/kinetic/store"
 )
@@ -50,25 +47,6 @@ func needLWS(t *testing.T) {
 
 // multiHostEnv runs multi-host accelerators as CPU pods on the generic test cluster.
 var multiHostEnv = []string{"KINETIC_ACCELERATOR_RESOURCES=false", "KINETIC_BASE_IMAGE_TPU=" + kubetest.PythonImage}
-
-// pythonEnv is python with extra environment.
-func pythonEnv(t *testing.T, st *store.Store, env []string, script string) (string, string, error) {
-	t.Helper()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "main.py")
-	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("/usr/bin/python3", path)
-	cmd.Dir = dir
-	cmd.Env = append(clusterEnv(t, st), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	return out.String(), errb.String(), err
-}
-
-var lwsGVR = schema.GroupVersionResource{Group: "leaderworkerset.x-k8s.io", Version: "v1", Resource: "leaderworkersets"}
 
 func dynClient(t *testing.T) dynamic.Interface {
 	t.Helper()
@@ -118,7 +96,7 @@ func waitLWSGone(t *testing.T, id string) {
 	cs, _ := cluster.Client()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		_, err := d.Resource(lwsGVR).Namespace("default").Get(context.Background(), id, metav1.GetOptions{})
+		_, err := d.Resource(kubernetes.LWSResource).Namespace("default").Get(context.Background(), id, metav1.GetOptions{})
 		pods, perr := cs.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: "leaderworkerset.sigs.k8s.io/name=" + id})
 		if apierrors.IsNotFound(err) && perr == nil && len(pods.Items) == 0 {
 			return
@@ -137,7 +115,7 @@ func waitLWSGone(t *testing.T, id string) {
 func TestPathwaysTwoHosts(t *testing.T) {
 	needLWS(t)
 	st := newStore(t)
-	out, errOut, err := pythonEnv(t, st, multiHostEnv, `
+	out, errOut, err := python(t, st, multiHostEnv, `
 import kinetic
 
 @kinetic.run(accelerator="tpu-v6e-8")
@@ -183,7 +161,7 @@ print("LEADER", " ".join("%s=%s" % (k, r[k]) for k in sorted(r)))
 	if err != nil || !strings.Contains(string(raw), `"backend": "pathways"`) && !strings.Contains(string(raw), `"backend":"pathways"`) {
 		t.Errorf("handle: %s (%v)", raw, err)
 	}
-	obj, err := dynClient(t).Resource(lwsGVR).Namespace("default").Get(context.Background(), id, metav1.GetOptions{})
+	obj, err := dynClient(t).Resource(kubernetes.LWSResource).Namespace("default").Get(context.Background(), id, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +188,7 @@ print("LEADER", " ".join("%s=%s" % (k, r[k]) for k in sorted(r)))
 func TestPathwaysWorkerFails(t *testing.T) {
 	needLWS(t)
 	st := newStore(t)
-	out, errOut, err := pythonEnv(t, st, multiHostEnv, `
+	out, errOut, err := python(t, st, multiHostEnv, `
 import kinetic
 
 @kinetic.run(accelerator="tpu-v6e-8")
@@ -254,7 +232,7 @@ print("JOB", h.job_id, flush=True)
 		t.Errorf("the leader wrote a result, but it should still have been sleeping")
 	}
 	// The failure stopped the pods (replicas 0) and kept the LeaderWorkerSet.
-	obj, err := dynClient(t).Resource(lwsGVR).Namespace("default").Get(ctx, id, metav1.GetOptions{})
+	obj, err := dynClient(t).Resource(kubernetes.LWSResource).Namespace("default").Get(ctx, id, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +240,7 @@ print("JOB", h.job_id, flush=True)
 		t.Errorf("replicas %d after the failure, want 0", r)
 	}
 	// The SDK sees the worker's exception too.
-	pyOut, pyErr, err := pythonEnv(t, st, multiHostEnv, `
+	pyOut, pyErr, err := python(t, st, multiHostEnv, `
 import kinetic
 h = kinetic.attach("`+id+`")
 try:
@@ -294,7 +272,7 @@ func TestPathwaysHostKilled(t *testing.T) {
 	}
 	needLWS(t)
 	st := newStore(t)
-	out, errOut, err := pythonEnv(t, st, multiHostEnv, `
+	out, errOut, err := python(t, st, multiHostEnv, `
 import kinetic
 
 @kinetic.run(accelerator="tpu-v6e-8")

@@ -34,7 +34,7 @@ func (p *Pathways) Status(ctx context.Context, h *job.Handle) (job.State, string
 		return p.fail(ctx, h, name, reason, "")
 	}
 	cctx, cancel := ctxTimeout(ctx)
-	_, err := p.dyn.Resource(lwsResource).Namespace(p.b.o.Namespace).Get(cctx, name, metav1.GetOptions{})
+	_, err := p.dyn.Resource(LWSResource).Namespace(p.b.o.Namespace).Get(cctx, name, metav1.GetOptions{})
 	cancel()
 	if meta.IsNoMatchError(err) {
 		return "", "", fmt.Errorf("status of %s: %w: the cluster has no LeaderWorkerSet API: %v", h.JobID, backend.ErrUnavailable, err)

@@ -137,7 +137,7 @@ func TestPathwaysStatusHostFailure(t *testing.T) {
 	ctx := context.Background()
 	b := testBackend(t, Options{ClusterType: "gke"})
 	scheme := runtime.NewScheme()
-	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{lwsResource: "LeaderWorkerSetList"})
+	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{LWSResource: "LeaderWorkerSetList"})
 	b.dyn = dyn
 	p := &Pathways{b: b, dyn: dyn}
 	h := testHandle("tpu-v6e-16")
@@ -159,7 +159,7 @@ func TestPathwaysStatusHostFailure(t *testing.T) {
 	if err != nil || s != job.Failed || !strings.Contains(reason, "host 2 failed: ValueError: worker 2 is unhappy") {
 		t.Fatalf("status %s %q %v", s, reason, err)
 	}
-	obj, err := dyn.Resource(lwsResource).Namespace("default").Get(ctx, h.K8sName, metav1.GetOptions{})
+	obj, err := dyn.Resource(LWSResource).Namespace("default").Get(ctx, h.K8sName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,18 +34,19 @@ func newRunnerCmd(g *Globals) *cobra.Command {
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			st, err := store.Open(ctx, o.StoreURL)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			o.Store = st // one store for the whole run
 			if group != "" {
 				// A member of a batch's Indexed Job: find the child this index runs.
 				i, err := strconv.Atoi(os.Getenv(indexEnv))
 				if err != nil {
 					return fmt.Errorf("runner: $%s = %q is not a batch index", indexEnv, os.Getenv(indexEnv))
 				}
-				st, err := store.Open(ctx, o.StoreURL)
-				if err != nil {
-					return err
-				}
-				o.JobID, err = engine.ResolveMember(ctx, st, group, i, memberWait)
-				st.Close()
+				o.JobID, err = engine.ResolveMember(ctx, o.Store, group, i, memberWait)
 				if errors.Is(err, engine.ErrNotSubmitted) {
 					fmt.Fprintln(os.Stderr, "kinetic:", err)
 					return nil // nothing to run: not a failure of this index
@@ -69,8 +70,8 @@ func newRunnerCmd(g *Globals) *cobra.Command {
 					holdUntilStopped(ctx)
 					return nil
 				}
-			} else if done, err := alreadyFinal(ctx, o.StoreURL, o.JobID); err != nil || done {
-				return err
+			} else if alreadyFinal(ctx, o) {
+				return nil
 			}
 			if o.Workspace == "" {
 				o.Workspace = "/tmp/kinetic/" + o.JobID
@@ -105,22 +106,12 @@ func newRunnerCmd(g *Globals) *cobra.Command {
 
 // alreadyFinal reports a job that was given a final status before it started (cancelled
 // while its pod waited): there is nothing to run.
-func alreadyFinal(ctx context.Context, storeURL, id string) (bool, error) {
-	st, err := store.Open(ctx, storeURL)
-	if err != nil {
-		return false, err
+func alreadyFinal(ctx context.Context, o runner.Options) bool {
+	s := runner.FinalStatus(ctx, o.Store, o.JobID)
+	if s != nil {
+		fmt.Fprintf(os.Stderr, "kinetic: job %s is already %s (%s); not running it\n", o.JobID, s.State, s.Reason)
 	}
-	defer st.Close()
-	raw, err := st.Get(ctx, store.StatusKey(id))
-	if err != nil {
-		return false, nil
-	}
-	var s job.Status
-	if json.Unmarshal(raw, &s) == nil && s.State.Terminal() {
-		fmt.Fprintf(os.Stderr, "kinetic: job %s is already %s (%s); not running it\n", id, s.State, s.Reason)
-		return true, nil
-	}
-	return false, nil
+	return s != nil
 }
 
 // holdUntilStopped blocks until the process is told to stop (SIGTERM when the pod is
@@ -136,18 +127,22 @@ func holdUntilStopped(ctx context.Context) {
 // LeaderWorkerSet recreated the group after another host restarted): the host records
 // that as its failure rather than running the job a second time.
 func hostAlreadyRan(ctx context.Context, o runner.Options) (bool, error) {
-	if done, err := alreadyFinal(ctx, o.StoreURL, o.JobID); err != nil || done {
-		return done, err
+	st := o.Store
+	if st == nil {
+		var err error
+		if st, err = store.Open(ctx, o.StoreURL); err != nil {
+			return false, err
+		}
+		defer st.Close()
+		o.Store = st
+	}
+	if alreadyFinal(ctx, o) {
+		return true, nil
 	}
 	host := o.Host
 	if host == "" {
 		host = "0"
 	}
-	st, err := store.Open(ctx, o.StoreURL)
-	if err != nil {
-		return false, err
-	}
-	defer st.Close()
 	envKey := store.EnvelopeKey(o.JobID)
 	if host != "0" {
 		envKey = store.HostEnvelopeKey(o.JobID, host)

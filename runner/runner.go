@@ -473,14 +473,23 @@ func stopped(ctx context.Context) error {
 	return errors.New("stopped: the job was cancelled")
 }
 
-// finalStatus reports whether the job's status.json already holds a final state.
+// FinalStatus returns the job's status.json when it holds a final state (nil otherwise,
+// or when it cannot be read): a job cancelled or judged before, or while, it ran.
+func FinalStatus(ctx context.Context, st *store.Store, id string) *job.Status {
+	raw, err := st.Get(ctx, store.StatusKey(id))
+	if err != nil {
+		return nil
+	}
+	var s job.Status
+	if json.Unmarshal(raw, &s) != nil || !s.State.Terminal() {
+		return nil
+	}
+	return &s
+}
+
+// finalStatus is FinalStatus after the job's context has ended.
 func finalStatus(st *store.Store, id string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	raw, err := st.Get(ctx, store.StatusKey(id))
-	if err != nil {
-		return false
-	}
-	var s job.Status
-	return json.Unmarshal(raw, &s) == nil && s.State.Terminal()
+	return FinalStatus(ctx, st, id) != nil
 }

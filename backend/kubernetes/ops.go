@@ -366,8 +366,8 @@ func (b *Backend) podOf(ctx context.Context, h *job.Handle) (string, error) {
 	return pods[0].Name, nil
 }
 
-// logTail returns the last n lines of a failed job's output: from the pod if it is
-// still there, else from the copy in the store.
+// logTail returns the last n lines of a failed job's output from its pod ("" when the
+// pod is gone: `logs` still reads the copy in the store).
 func (b *Backend) logTail(ctx context.Context, h *job.Handle, pod string, n int) string {
 	if pod != "" {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)

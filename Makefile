@@ -17,7 +17,7 @@ vet:
 	$(GO) vet ./...
 
 # The real cluster's binaries (Kubernetes, etcd, kwok) and the test Python image, built
-# once into ~/.cache/kinetic-tools (about 10 minutes cold, seconds warm).
+# once into the tools cache, ~/.cache/kinetic-tools or $$KINETIC_TOOLS_CACHE (about 10 minutes cold, seconds warm).
 kube-tools:
 	$(GO) run ./internal/kubetest/cmd/kubecluster -build-only
 

@@ -7,9 +7,10 @@
 //	srv.CreateBucket(t, "b")
 //	s, err := store.Open(ctx, "gs://b?endpoint="+srv.URL())
 //
-// The binary is built once per version with `go install module@version` into
-// $XDG_CACHE_HOME/kinetic-tools/fake-gcs-server-<version>/ (os.UserCacheDir), under a file
-// lock so parallel test packages do not build it twice, and reused after that.
+// The binary is built once per version with `go install module@version` into the tools
+// cache (internal/toolcache: fake-gcs-server-<version>/), under a file lock so parallel
+// test packages do not build it twice, and reused after that. It works from a TestMain
+// (before flags are parsed) and from a plain main.
 // $KINETIC_FAKE_GCS_SERVER names a prebuilt binary to use instead.
 //
 // When the binary cannot be built (no Go toolchain or no module proxy), Start fails the
@@ -36,7 +37,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kinetic-run/kinetic/internal/filelock"
+	"github.com/kinetic-run/kinetic/internal/toolcache"
 )
 
 // Version is the pinned fake-gcs-server release.
@@ -252,11 +253,7 @@ func Binary() (string, error) {
 
 // CacheDir returns the directory the pinned version is built into.
 func CacheDir() (string, error) {
-	base, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("no cache directory for tools: %w", err)
-	}
-	return filepath.Join(base, "kinetic-tools", "fake-gcs-server-"+Version), nil
+	return toolcache.Dir("fake-gcs-server-" + Version)
 }
 
 func binary() (string, error) {
@@ -271,56 +268,28 @@ func binary() (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(dir, "bin", "fake-gcs-server")
-	if isExecutable(bin) {
-		return bin, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	unlock, err := filelock.Lock(filepath.Join(dir, ".lock"))
-	if err != nil {
-		return "", fmt.Errorf("lock %s: %w", dir, err)
-	}
-	defer unlock()
-	if isExecutable(bin) { // another process built it while we waited
-		return bin, nil
-	}
 	goBin, err := exec.LookPath("go")
-	if err != nil {
+	if err != nil && !toolcache.Executable(bin) {
 		return "", fmt.Errorf("building %s@%s needs the go command: %w", Module, Version, err)
 	}
-	tmp, err := os.MkdirTemp(dir, "build-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	// `go install module@version` builds the release with its own go.mod and go.sum, in
-	// module mode, ignoring any enclosing module: a throwaway tools build, keyed by version.
-	cmd := exec.CommandContext(ctx, goBin, "install", "-trimpath", Module+"@"+Version)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOBIN="+tmp, "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=")
-	start := time.Now()
-	out, err := cmd.CombinedOutput()
+	err = toolcache.Fill(ctx, dir, func() bool { return toolcache.Executable(bin) }, func(ctx context.Context, tmp string) error {
+		toolcache.Logf("gcstest: building %s@%s into %s", Module, Version, dir)
+		// `go install module@version` builds the release with its own go.mod and go.sum, in
+		// module mode, ignoring any enclosing module: a throwaway tools build, keyed by version.
+		cmd := exec.CommandContext(ctx, goBin, "install", "-trimpath", Module+"@"+Version)
+		cmd.Dir = tmp
+		cmd.Env = append(os.Environ(), "GOBIN="+filepath.Join(tmp, "bin"), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go install %s@%s: %w\n%s", Module, Version, err, bytes.TrimSpace(out))
+		}
+		return nil
+	})
 	if err != nil {
-		return "", fmt.Errorf("go install %s@%s: %w\n%s", Module, Version, err, bytes.TrimSpace(out))
-	}
-	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
 		return "", err
-	}
-	if err := os.Rename(filepath.Join(tmp, "fake-gcs-server"), bin); err != nil {
-		return "", err
-	}
-	if testing.Verbose() {
-		fmt.Fprintf(os.Stderr, "gcstest: built %s@%s into %s in %s\n", Module, Version, bin, time.Since(start).Round(time.Millisecond))
 	}
 	return bin, nil
-}
-
-func isExecutable(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
 // syncBuffer collects the server's output for failure messages, bounded.

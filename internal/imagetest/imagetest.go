@@ -3,7 +3,7 @@
 //
 //   - PythonBase: a Debian bookworm rootfs with python3 (full standard library) and
 //     cloudpickle and pip, made once with debootstrap from the machine's apt mirror and cached
-//     under $XDG_CACHE_HOME/kinetic-tools/python-base-<recipe hash>/ (os.UserCacheDir),
+//     under python-base-<recipe hash>/ in the tools cache (internal/toolcache),
 //     under a file lock so parallel test packages make it once; PushPythonBase pushes it
 //     to a registry.
 //   - TinyBase: a few-kilobyte image (busybox-static if present, else one file) for
@@ -44,6 +44,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/kinetic-run/kinetic/internal/filelock"
+	"github.com/kinetic-run/kinetic/internal/toolcache"
 )
 
 // Suite and Packages are the recipe of the Python base: debootstrap --variant=minbase
@@ -135,11 +136,7 @@ func RecipeKey() string {
 
 // CacheDir is where the Python base for the current recipe is kept.
 func CacheDir() (string, error) {
-	base, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("no cache directory for tools: %w", err)
-	}
-	return filepath.Join(base, "kinetic-tools", "python-base-"+RecipeKey()), nil
+	return toolcache.Dir("python-base-" + RecipeKey())
 }
 
 var (

@@ -9,9 +9,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"syscall"
-	"time"
 
-	"github.com/kinetic-run/kinetic/internal/filelock"
+	"github.com/kinetic-run/kinetic/internal/toolcache"
 )
 
 // Version is the pinned Kubernetes release; the tools module in ./tools pins it with
@@ -31,13 +30,9 @@ var commands = map[string]string{
 }
 
 // ToolsDir is where the binaries of this version live once built:
-// $XDG_CACHE_HOME/kinetic-tools/kube-<version>/.
+// kube-<version>/ in the tools cache (internal/toolcache).
 func ToolsDir() (string, error) {
-	base, err := os.UserCacheDir()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(base, "kinetic-tools", "kube-"+Version), nil
+	return toolcache.Dir("kube-" + Version)
 }
 
 // Binaries returns the directory holding the cluster's binaries, building them first
@@ -67,55 +62,26 @@ func Binaries(ctx context.Context, log func(string, ...any)) (string, error) {
 }
 
 // buildCached builds packages of the tools module in moduleDir into dir (go build
-// -trimpath -o DIR/ ARGS...), unless done says dir already holds them. A file lock keeps
-// parallel test packages from building twice; each build writes a private temporary
-// directory that fix may adjust and that then replaces dir, so a killed build leaves
-// nothing half-written.
+// -trimpath -o DIR/ ARGS...), unless done says dir already holds them, through
+// toolcache.Fill (one lock, a private temporary directory, a rename); fix may adjust the
+// temporary directory before it replaces dir.
 func buildCached(ctx context.Context, dir, moduleDir string, done func() bool, args []string, fix func(tmp string) error) error {
-	if done() {
-		return nil
-	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return err
-	}
-	unlock, err := filelock.Lock(dir + ".lock")
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if done() { // another process built it while we waited
-		return nil
-	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), filepath.Base(dir)+".build-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	start := time.Now()
-	cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-trimpath", "-o", tmp + "/"}, args...)...)
-	cmd.Dir = moduleDir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=-mod=mod")
-	// A test killed by its timeout must not leave a 10-minute build behind.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go build in %s: %w\n%s", moduleDir, err, out.Bytes())
-	}
-	if fix != nil {
-		if err := fix(tmp); err != nil {
-			return err
+	return toolcache.Fill(ctx, dir, done, func(ctx context.Context, tmp string) error {
+		cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-trimpath", "-o", tmp + "/"}, args...)...)
+		cmd.Dir = moduleDir
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=-mod=mod")
+		// A test killed by its timeout must not leave a 10-minute build behind.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("go build in %s: %w\n%s", moduleDir, err, out.Bytes())
 		}
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return err
-	}
-	os.RemoveAll(dir) // an incomplete earlier build
-	if err := os.Rename(tmp, dir); err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "kubetest: built %s in %s\n", filepath.Base(dir), time.Since(start).Round(time.Second))
-	return nil
+		if fix != nil {
+			return fix(tmp)
+		}
+		return nil
+	})
 }
 
 func complete(dir string) bool {

@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kinetic-run/kinetic/internal/toolcache"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -43,15 +44,14 @@ const lwsWebhookAddr = "127.0.0.1:9443"
 var lwsResource = schema.GroupVersionResource{Group: "leaderworkerset.x-k8s.io", Version: "v1", Resource: "leaderworkersets"}
 
 // LWSBinary returns the LeaderWorkerSet controller binary, building it first into
-// $XDG_CACHE_HOME/kinetic-tools/lws-<version>/ if it is missing (a few minutes the
+// lws-<version>/ in the tools cache if it is missing (a few minutes the
 // first time). A file lock keeps parallel builds apart; each build uses its own
 // temporary directory.
 func LWSBinary(ctx context.Context, log func(string, ...any)) (string, error) {
-	base, err := os.UserCacheDir()
+	dir, err := toolcache.Dir("lws-" + LWSVersion)
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(base, "kinetic-tools", "lws-"+LWSVersion)
 	bin := filepath.Join(dir, "lws-controller")
 	done := func() bool { fi, err := os.Stat(bin); return err == nil && fi.Mode()&0o111 != 0 }
 	if !done() {

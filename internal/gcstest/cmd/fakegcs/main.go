@@ -9,13 +9,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"testing"
 
 	"github.com/kinetic-run/kinetic/internal/gcstest"
 )
 
 func main() {
-	testing.Init() // gcstest.Binary reports through testing.Verbose
 	flag.Parse()
 	bin, err := gcstest.Binary()
 	if err != nil {

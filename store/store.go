@@ -24,6 +24,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -58,6 +59,8 @@ type Store struct {
 	bucket *blob.Bucket
 	// dir is the root directory of a file:// store, where a key is a path ("" otherwise).
 	dir string
+	// file: a file:// store, whose listings skip in-flight temporary files.
+	file bool
 }
 
 // Open opens the store at rawURL. A plain absolute path means file://PATH. For file://
@@ -100,7 +103,7 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 			return nil, err
 		}
 	}
-	s := &Store{url: t.record, bucket: b}
+	s := &Store{url: t.record, bucket: b, file: t.scheme == "file"}
 	if pu, err := url.Parse(u); err == nil && pu.Scheme == "file" && pu.Query().Get("prefix") == "" {
 		s.dir = pu.Path
 	}
@@ -185,11 +188,13 @@ func normalise(raw string) (target, error) {
 		if (u.Host != "" && u.Host != "localhost") || u.Path == "" || !filepath.IsAbs(u.Path) {
 			return target{}, fmt.Errorf("store URL %q: a file store needs an absolute path, e.g. file:///home/me/kinetic-store", raw)
 		}
-		if err := os.MkdirAll(u.Path, 0o755); err != nil {
+		// 0700: a store holds captured secrets (env.json), pickled code and logs; who else
+		// may read it is the store's owner's choice (docs/store.md), not ours.
+		if err := os.MkdirAll(u.Path, 0o700); err != nil {
 			return target{}, fmt.Errorf("store URL %q: cannot create the directory: %w", raw, err)
 		}
 		q := u.Query()
-		for k, v := range map[string]string{"no_tmp_dir": "1", "metadata": "skip"} {
+		for k, v := range map[string]string{"no_tmp_dir": "1", "metadata": "skip", "dir_file_mode": "0700"} {
 			if q.Get(k) == "" {
 				q.Set(k, v)
 			}
@@ -297,10 +302,44 @@ func (s *Store) Bucket() string {
 // Close releases the bucket.
 func (s *Store) Close() error { return s.bucket.Close() }
 
-// Put writes one object atomically.
+// Put writes one object atomically: a failed write (a full disk, a cancelled context)
+// leaves the old object, or none, never a partial one. (blob.Bucket.WriteAll closes the
+// writer after a failed Write, and fileblob then renames the partial temporary file into
+// place: an empty status.json on a full disk. So the write is abandoned explicitly here.)
 func (s *Store) Put(ctx context.Context, key string, data []byte) error {
-	if err := s.bucket.WriteAll(ctx, key, data, &blob.WriterOptions{ContentType: "application/octet-stream"}); err != nil {
-		return fmt.Errorf("write %s: %w", key, err)
+	if s.dir != "" && plainKey(key) {
+		if err := writeFileAtomic(filepath.Join(s.dir, filepath.FromSlash(key)), data); err != nil {
+			return fmt.Errorf("write %s: %w", key, err)
+		}
+		return nil
+	}
+	_, err := s.PutFrom(ctx, key, bytes.NewReader(data))
+	return err
+}
+
+// writeFileAtomic writes path through a temporary file in its directory (0600, in 0700
+// directories) renamed into place only once every byte is written and the file closed.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(dir, 0o700); err == nil {
+			f, err = os.CreateTemp(dir, ".tmp-*")
+		}
+	}
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return err
 	}
 	return nil
 }
@@ -335,7 +374,7 @@ func (s *Store) PutFile(ctx context.Context, key string, f *os.File) error {
 		dst := filepath.Join(s.dir, filepath.FromSlash(key))
 		err := os.Rename(f.Name(), dst)
 		if errors.Is(err, fs.ErrNotExist) {
-			if os.MkdirAll(filepath.Dir(dst), 0o755) == nil {
+			if os.MkdirAll(filepath.Dir(dst), 0o700) == nil {
 				err = os.Rename(f.Name(), dst)
 			}
 		}
@@ -490,7 +529,7 @@ func (s *Store) list(ctx context.Context, prefix string) ([]Object, error) {
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", prefix, err)
 		}
-		if o.IsDir {
+		if o.IsDir || (s.file && tempKey(o.Key)) {
 			continue
 		}
 		out = append(out, Object{Key: o.Key, Size: o.Size})
@@ -553,6 +592,29 @@ func removeEmptyDirs(dir string) {
 		}
 	}
 	os.Remove(dir) // fails, as it should, if anything is left
+}
+
+// tempKey reports whether key is a file store's temporary file: one of ours (.tmp-*) or
+// fileblob's (NAME.HEX.tmp), in flight or left by a killed writer. It is never an object.
+func tempKey(key string) bool {
+	base := key[strings.LastIndex(key, "/")+1:]
+	if strings.HasPrefix(base, ".tmp-") {
+		return true
+	}
+	if !strings.HasSuffix(base, ".tmp") {
+		return false
+	}
+	rest := strings.TrimSuffix(base, ".tmp")
+	dot := strings.LastIndex(rest, ".")
+	if dot < 0 || dot == len(rest)-1 {
+		return false
+	}
+	for _, r := range rest[dot+1:] {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Store) wrap(key string, err error) error {

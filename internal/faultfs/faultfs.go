@@ -69,4 +69,3 @@ func MountTmpfs(dir string, sizeKiB int) error {
 	}
 	return nil
 }
-

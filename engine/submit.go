@@ -493,6 +493,13 @@ func (e *Engine) planTree(ctx context.Context, p *plan, req *SubmitRequest, cwd,
 	if msg := pack.SizeWarning(m, threshold); msg != "" {
 		e.Warn(msg)
 	}
+	for i, n := range m.Notes {
+		if i == 5 {
+			e.Warn(fmt.Sprintf("... and %d more left out of the working directory", len(m.Notes)-i))
+			break
+		}
+		e.Warn(n)
+	}
 	p.manifest, p.root = m, root
 	if rel, err := filepath.Rel(root, cwd); err == nil && !strings.HasPrefix(rel, "..") {
 		p.spec.Cwd = filepath.ToSlash(rel)

@@ -25,8 +25,9 @@ import (
 // inode are unchanged since the last scan is not read again.
 //
 // Symlinks that stay inside the tree are kept as links (absolute targets inside the root
-// are made relative). A symlink that leaves the tree is shipped as the regular file it
-// points to, or left out (with a note in Manifest.Notes) if it points to anything else.
+// are made relative). A symlink whose path leaves the tree is shipped as the regular file
+// it resolves to when that file is inside the tree, and otherwise left out, unread, with
+// a note in Manifest.Notes (a link to /etc/shadow must not upload it).
 func Scan(ctx context.Context, root string, o Options) (*Manifest, error) {
 	root, err := filepath.Abs(root)
 	if err != nil {
@@ -37,6 +38,10 @@ func Scan(ctx context.Context, root string, o Options) (*Manifest, error) {
 		return nil, err
 	}
 	m := &Manifest{Version: ManifestVersion, Root: root}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return nil, fmt.Errorf("read working directory: %w", err)
+	}
 
 	// Symlinks: keep those that stay inside; the others become files or are dropped.
 	links := map[string]string{}
@@ -83,8 +88,12 @@ func Scan(ctx context.Context, root string, o Options) (*Manifest, error) {
 			m.Entries = append(m.Entries, Entry{Path: w.rel, Type: TypeSymlink, Target: links[w.rel]})
 			continue
 		case info.Mode()&fs.ModeSymlink != 0:
+			// A link whose path leaves the tree is shipped as the file it points to only
+			// when that file is itself inside the tree; what lies outside (/etc/shadow,
+			// ../../secrets) is never read, as git never follows a link.
+			real, rerr := filepath.EvalSymlinks(w.abs)
 			ti, err := os.Stat(w.abs)
-			if err != nil || !ti.Mode().IsRegular() {
+			if rerr != nil || err != nil || !ti.Mode().IsRegular() || !within(realRoot, real) {
 				t, _ := os.Readlink(w.abs)
 				m.Notes = append(m.Notes, fmt.Sprintf("left out symlink %s -> %s: it points outside the working directory", w.rel, t))
 				continue

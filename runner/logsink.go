@@ -3,7 +3,9 @@ package runner
 import (
 	"bytes"
 	"context"
+	"errors"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/kinetic-run/kinetic/store"
@@ -18,13 +20,19 @@ type LogSink struct {
 	st    *store.Store
 	keyOf func(seq int) string
 
-	mu      sync.Mutex
-	buf     bytes.Buffer
-	seq     int
-	err     error
-	kick    chan struct{}
-	done    chan struct{}
-	stopped chan struct{}
+	// onError, if set, hears of every failed flush (the disk guard stops a job whose
+	// logs no longer fit). After an ENOSPC the sink drops output instead of buffering
+	// it: the space left belongs to the job's final records.
+	onError func(error)
+
+	mu       sync.Mutex
+	dropping bool
+	buf      bytes.Buffer
+	seq      int
+	err      error
+	kick     chan struct{}
+	done     chan struct{}
+	stopped  chan struct{}
 }
 
 // maxChunk is the size at which a chunk is flushed at once.
@@ -45,6 +53,10 @@ func newLogSink(ctx context.Context, st *store.Store, keyOf func(int) string, fi
 // Write buffers p; it never blocks on the store.
 func (s *LogSink) Write(p []byte) (int, error) {
 	s.mu.Lock()
+	if s.dropping {
+		s.mu.Unlock()
+		return len(p), nil
+	}
 	s.buf.Write(p)
 	full := s.buf.Len() >= maxChunk
 	s.mu.Unlock()
@@ -101,7 +113,14 @@ func (s *LogSink) flush(ctx context.Context) {
 		if s.err == nil {
 			s.err = err
 		}
+		if errors.Is(err, syscall.ENOSPC) {
+			s.dropping = true
+			s.buf.Reset()
+		}
 		s.mu.Unlock()
+		if s.onError != nil {
+			s.onError(err)
+		}
 	}
 }
 

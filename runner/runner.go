@@ -104,12 +104,18 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 	// hosts of a multi-host job keep their output and failures under their own keys, so
 	// that only the leader's value is the job's result.
 	leader := o.Host == "0"
+	rctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	guard := newDiskGuard(o.Workspace, stop)
+	defer guard.release()
 	sink := NewLogSink(context.WithoutCancel(ctx), st, o.JobID, 0)
 	if !leader {
 		sink = newLogSink(context.WithoutCancel(ctx), st, func(seq int) string { return store.HostLogChunkKey(o.JobID, o.Host, seq) }, 0)
 	}
-	out := io.MultiWriter(sink, o.Stdout)
-	env, value, runErr := run(ctx, st, o, out)
+	sink.onError = func(err error) { guard.report("the job's logs (in the store)", err) }
+	// Neither writer ever fails: the call's output pipe is always drained.
+	out := io.MultiWriter(sink, &lenientWriter{w: o.Stdout, what: "the job's output log", guard: guard})
+	env, value, runErr := run(rctx, st, o, out)
 	if runErr != nil {
 		var pe *phaseError
 		phase := job.PhaseSystem
@@ -151,7 +157,8 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 			return env, err
 		}
 	}
-	if sinkErr != nil {
+	var full *errNoSpace
+	if sinkErr != nil && !errors.As(runErr, &full) { // a full disk is already the job's failure
 		return env, fmt.Errorf("logs: %w", sinkErr)
 	}
 	return env, nil
@@ -318,7 +325,7 @@ func buildEnv(ctx context.Context, st *store.Store, spec *job.Spec, o Options) (
 	if spec.OutputDir != "" {
 		env["KINETIC_OUTPUT_DIR"] = spec.OutputDir
 		if strings.HasPrefix(spec.OutputDir, "/") {
-			if err := os.MkdirAll(spec.OutputDir, 0o755); err != nil {
+			if err := os.MkdirAll(spec.OutputDir, 0o700); err != nil {
 				return nil, fmt.Errorf("KINETIC_OUTPUT_DIR %s: %w", spec.OutputDir, err)
 			}
 		}
@@ -467,6 +474,10 @@ func waitText(ws syscall.WaitStatus) string {
 
 // stopped explains a call ended by its context: a cancel, or a signal to the worker.
 func stopped(ctx context.Context) error {
+	var full *errNoSpace
+	if errors.As(context.Cause(ctx), &full) {
+		return full
+	}
 	if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
 		return fmt.Errorf("stopped: the worker %v: the job was cancelled, or its pod was deleted, evicted or preempted", c)
 	}

@@ -53,7 +53,7 @@ func runInContainer(ctx context.Context, st *store.Store, o SuperviseOptions, id
 		"-v", storeDir + ":" + storeDir, "-v", exe + ":" + runnerInImage + ":ro",
 		"-e", "KINETIC_HOST_INDEX=0"}
 	if spec.OutputDir != "" && filepath.IsAbs(spec.OutputDir) && !strings.HasPrefix(spec.OutputDir, storeDir+"/") {
-		os.MkdirAll(spec.OutputDir, 0o755)
+		os.MkdirAll(spec.OutputDir, 0o700)
 		args = append(args, "-v", spec.OutputDir+":"+spec.OutputDir)
 	}
 	// Local --find-links directories (prebuilt images install at start) at their paths.

@@ -95,7 +95,7 @@ func (b *Backend) workspace(id string) string { return filepath.Join(b.o.StateDi
 // recorded itself in status.json, so the job can never be lost between the two.
 func (b *Backend) Submit(ctx context.Context, h *job.Handle) error {
 	ws := b.workspace(h.JobID)
-	if err := os.MkdirAll(ws, 0o755); err != nil {
+	if err := os.MkdirAll(ws, 0o700); err != nil {
 		return fmt.Errorf("local backend: %w", err)
 	}
 	return b.spawn(ctx, filepath.Join(ws, "supervisor.log"), "--job", h.JobID)

@@ -41,7 +41,7 @@ func (b *Backend) Enqueue(ctx context.Context, h *job.Handle, parallelism int) e
 	q := b.queueDir(h.GroupID)
 	ws := b.workspace(h.JobID)
 	for _, d := range []string{ws, filepath.Join(q, "workers")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := os.MkdirAll(d, 0o700); err != nil {
 			return fmt.Errorf("local backend: %w", err)
 		}
 	}

@@ -45,7 +45,7 @@ func Supervise(ctx context.Context, o SuperviseOptions) error {
 		return fmt.Errorf("supervise: invalid job ID %q", o.JobID)
 	}
 	ws := filepath.Join(o.StateDir, "jobs", o.JobID)
-	if err := os.MkdirAll(ws, 0o755); err != nil {
+	if err := os.MkdirAll(ws, 0o700); err != nil {
 		return err
 	}
 	lockPath := filepath.Join(ws, "supervisor.lock")

@@ -1,0 +1,224 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kinetic-run/kinetic/internal/faultfs"
+)
+
+// The fault corpus (issue: nothing lost, nothing stuck): each case injects one fault
+// through the real binary — a full tmpfs, bytes written into the store, a kill by PID —
+// and says what a person must see. docs/status.md counts them.
+var faultCases = []struct {
+	name  string
+	fault string // what is done to the system
+	want  string // what a person must see
+	run   func(t *testing.T, e *env)
+}{
+	{
+		name:  "output-fills-disk",
+		fault: "the job prints until the file system of the store and the workspace (a 4 MiB tmpfs) is full",
+		want:  "FAILED with reason \"no space left on device\" within seconds; the output so far readable",
+		run:   faultOutputFillsDisk,
+	},
+	{
+		name:  "status-write-on-full-disk",
+		fault: "the disk is full when a finished job's status would be rewritten (jobs cancel)",
+		want:  "the old status.json stays whole; status, result and list keep working after space is freed",
+		run:   faultStatusOnFullDisk,
+	},
+	{
+		name:  "secrets-not-world-readable",
+		fault: "a job captures AWS_SECRET_ACCESS_KEY",
+		want:  "env.json is 0600 and no store directory is readable by others",
+		run:   faultSecretsPermissions,
+	},
+	{
+		name:  "symlinks-leaving-the-root",
+		fault: "the working directory holds links to /etc/shadow and to ../outside.txt",
+		want:  "neither target is read or uploaded; a warning names each link",
+		run:   faultSymlinksOutside,
+	},
+}
+
+func TestFaults(t *testing.T) {
+	for _, c := range faultCases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Logf("fault: %s; want: %s", c.fault, c.want)
+			c.run(t, newEnv(t))
+		})
+	}
+}
+
+// onTmpfs puts the environment's data directory (store, workspaces, environments) on a
+// tmpfs of sizeKiB.
+func (e *env) onTmpfs(t *testing.T, sizeKiB int) string {
+	t.Helper()
+	data := filepath.Join(e.home, "data")
+	os.MkdirAll(data, 0o755)
+	mnt := faultfs.Tmpfs(t, sizeKiB)
+	if err := os.Remove(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(mnt, data); err != nil {
+		t.Fatal(err)
+	}
+	return mnt
+}
+
+func (e *env) statusJSON(t *testing.T, id string) map[string]any {
+	t.Helper()
+	r := e.run("jobs", "status", "--json", id)
+	var st map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+		t.Fatalf("jobs status --json %s: %v: %q %q", id, err, r.stdout, r.stderr)
+	}
+	return st
+}
+
+func faultOutputFillsDisk(t *testing.T, e *env) {
+	e.onTmpfs(t, 4096)
+	start := time.Now()
+	r := e.run("run", "--async", "--json", "--", "sh", "-c", "echo first-line; while :; do echo aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa; done")
+	if r.code != 0 {
+		t.Fatalf("submit: %d %s", r.code, r.stderr)
+	}
+	var h map[string]string
+	json.Unmarshal([]byte(r.stdout), &h)
+	id := h["job_id"]
+	var st map[string]any
+	for {
+		st = e.statusJSON(t, id)
+		if st["status"] == "FAILED" || st["status"] == "SUCCEEDED" {
+			break
+		}
+		if time.Since(start) > 60*time.Second {
+			t.Fatalf("still %v after %s with a full disk", st["status"], time.Since(start).Round(time.Second))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("ended %v after %s: %v", st["status"], time.Since(start).Round(time.Millisecond), st["reason"])
+	if st["status"] != "FAILED" || !strings.Contains(st["reason"].(string), "no space left on device") {
+		t.Fatalf("status %v, reason %q; want FAILED, no space left on device", st["status"], st["reason"])
+	}
+	if r := e.run("jobs", "logs", id); !strings.HasPrefix(r.stdout, "first-line\n") {
+		t.Fatalf("logs after a full disk: code %d, %q... %q", r.code, r.stdout[:min(len(r.stdout), 80)], r.stderr)
+	}
+}
+
+func faultStatusOnFullDisk(t *testing.T, e *env) {
+	mnt := e.onTmpfs(t, 4096)
+	r := e.run("run", "--async", "--json", "--", "sh", "-c", "echo done")
+	var h map[string]string
+	json.Unmarshal([]byte(r.stdout), &h)
+	id := h["job_id"]
+	deadline := time.Now().Add(30 * time.Second)
+	for e.statusJSON(t, id)["status"] != "SUCCEEDED" {
+		if time.Now().After(deadline) {
+			t.Fatalf("job never succeeded: %v", e.statusJSON(t, id))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	statusFile := filepath.Join(mnt, "store", "jobs", id, "status.json")
+	before, err := os.ReadFile(statusFile)
+	if err != nil || len(before) == 0 {
+		t.Fatalf("status.json: %v %q", err, before)
+	}
+	filler := faultfs.Fill(t, mnt)
+	e.run("jobs", "cancel", id) // rewrites nothing for a finished job; must not break it
+	e.run("jobs", "list")
+	after, _ := os.ReadFile(statusFile)
+	if string(after) != string(before) {
+		t.Fatalf("status.json changed on a full disk: %q -> %q", before, after)
+	}
+	os.Remove(filler)
+	if st := e.statusJSON(t, id); st["status"] != "SUCCEEDED" {
+		t.Fatalf("status after freeing space: %v", st)
+	}
+	r = e.run("jobs", "list", "--json")
+	if !strings.Contains(r.stdout, id) {
+		t.Fatalf("the job dropped out of jobs list: %q %q", r.stdout, r.stderr)
+	}
+}
+
+func faultSecretsPermissions(t *testing.T, e *env) {
+	os.Setenv("AWS_SECRET_ACCESS_KEY", "not-really-a-secret")
+	defer os.Unsetenv("AWS_SECRET_ACCESS_KEY")
+	r := e.run("run", "--capture-env", "AWS_SECRET_ACCESS_KEY", "--", "sh", "-c", "echo ok")
+	if r.code != 0 {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	// The store, and the local backend's workspaces (payload.pkl, result.pkl, logs).
+	ws, _ := filepath.Glob(filepath.Join(e.home, "data", "local", "jobs", "job-*"))
+	for _, root := range append([]string{e.store}, ws...) {
+		if _, err := os.Stat(root); err != nil {
+			t.Fatal(err)
+		}
+		walkPerms(t, root)
+	}
+}
+
+// walkPerms fails for any file under root that another user could read: one whose
+// directories, from root down, all let others in.
+func walkPerms(t *testing.T, root string) {
+	open := map[string]bool{filepath.Dir(root): true}
+	err := filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		reachable := open[filepath.Dir(p)]
+		if fi.IsDir() {
+			open[p] = reachable && fi.Mode().Perm()&0o005 != 0
+			if p == root && fi.Mode().Perm()&0o077 != 0 {
+				t.Errorf("directory %s is %v, want 0700", p, fi.Mode().Perm())
+			}
+			return nil
+		}
+		if reachable && fi.Mode().Perm()&0o004 != 0 {
+			t.Errorf("%s (%v) can be read by other users", p, fi.Mode().Perm())
+		}
+		if filepath.Base(p) == "env.json" && fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s is %v, want 0600", p, fi.Mode().Perm())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func faultSymlinksOutside(t *testing.T, e *env) {
+	marker := "outside-secret-4b1d"
+	os.WriteFile(filepath.Join(e.home, "outside.txt"), []byte(marker), 0o644)
+	os.Symlink("../outside.txt", filepath.Join(e.dir, "up"))
+	os.Symlink("/etc/shadow", filepath.Join(e.dir, "shadow"))
+	r := e.run("run", "--", "sh", "-c", "ls; cat up shadow 2>&1 || true")
+	if r.code != 0 {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	for _, l := range []string{"up -> ../outside.txt", "shadow -> /etc/shadow"} {
+		if !strings.Contains(r.stderr, l) {
+			t.Errorf("no warning naming %q: %q", l, r.stderr)
+		}
+	}
+	if strings.Contains(r.stdout+r.stderr, marker) {
+		t.Errorf("the job read the outside file: %q", r.stdout)
+	}
+	shadow, _ := os.ReadFile("/etc/shadow")
+	filepath.Walk(e.store, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		b, _ := os.ReadFile(p)
+		if bytes.Contains(b, []byte(marker)) || (len(shadow) > 0 && bytes.Contains(b, shadow)) {
+			t.Errorf("%s holds what a link outside the root points at", p)
+		}
+		return nil
+	})
+}

@@ -129,6 +129,9 @@ func newJobsLogsCmd(g *Globals) *cobra.Command {
 		Short: "Print a job's logs (-f to follow until it ends, -n N for the last N lines)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if tail < 0 {
+				return fmt.Errorf("--tail/-n %d: give a number of lines of at least 1 (or leave it out for the whole log)", tail)
+			}
 			e, j, err := f.attach(cmd, g, args[0])
 			if err != nil {
 				return err

@@ -185,6 +185,10 @@ func TestBadInput(t *testing.T) {
 		"unknown job":         {"", []string{"jobs", "status", "job-0000000000000000000000a"}, []string{"no job job-0000000000000000000000a", "kinetic jobs list"}},
 		"not a job ID":        {"", []string{"jobs", "result", "../../etc"}, []string{`"../../etc" is not a job ID`}},
 		"deleted workdir":     {gone, []string{"run", "--", "true"}, []string{"working directory"}},
+		// The fault corpus's bad inputs (docs/status.md).
+		"missing python":  {"", []string{"run", "--python", "/nonexistent/python3", "examples/hello.py::add", "1", "2"}, []string{`"/nonexistent/python3" is not an executable file`}},
+		"negative tail":   {"", []string{"jobs", "logs", "-n", "-5", "job-0000000000000000000000a"}, []string{"-n -5", "at least 1"}},
+		"huge bad python": {"", []string{"run", "--python", "/x" + strings.Repeat("y", 100<<10), "--", "true"}, []string{"bytes)"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := e.dir
@@ -210,6 +214,9 @@ func TestBadInput(t *testing.T) {
 				if !strings.Contains(r.stderr, w) {
 					t.Errorf("stderr %q lacks %q", r.stderr, w)
 				}
+			}
+			if len(r.stderr) > 4<<10 {
+				t.Errorf("stderr is %d bytes: an error must not echo a huge input whole", len(r.stderr))
 			}
 			if got := e.jobsInStore(); len(got) != 0 {
 				t.Fatalf("bad input left %v in the store", got)

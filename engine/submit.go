@@ -182,6 +182,13 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest) (*plan, error) {
 	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("working directory %q cannot be read: %v (run from a directory you can read)", cwd, err)
 	}
+	if req.Python != "" && backendName == "local" && cfg.Get(config.Container) == "" {
+		// On this machine the interpreter must be the one asked for: falling back to
+		// another Python would run the job with other packages, silently.
+		if fi, err := os.Stat(req.Python); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return nil, fmt.Errorf("python %q is not an executable file: give the path of a Python 3 interpreter (e.g. $(command -v python3)), or leave it out", clip(req.Python))
+		}
+	}
 	p := &plan{cfg: cfg}
 	id := job.NewID()
 	p.spec = &job.Spec{Version: job.SpecVersion, JobID: id, Kind: req.Kind, Python: req.Python, Accelerator: spec.Name, Spot: spec.Spot, Debug: debug}
@@ -603,4 +610,14 @@ func (p *plan) sharedPayload() *job.BlobRef {
 		return nil
 	}
 	return p.shared.Load()
+}
+
+// clip shortens a user's input echoed in an error: a 100 KB argument must not fill the
+// terminal.
+func clip(s string) string {
+	const max = 200
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + fmt.Sprintf("... (%d bytes)", len(s))
 }

@@ -45,6 +45,12 @@ var faultCases = []struct {
 		want:  "neither target is read or uploaded; a warning names each link",
 		run:   faultSymlinksOutside,
 	},
+	{
+		name:  "supervisor-lock-deleted",
+		fault: "supervisor.lock of a running job is deleted",
+		want:  "the job stays RUNNING and then SUCCEEDED (never FAILED first)",
+		run:   faultLockDeleted,
+	},
 }
 
 func TestFaults(t *testing.T) {
@@ -221,4 +227,38 @@ func faultSymlinksOutside(t *testing.T, e *env) {
 		}
 		return nil
 	})
+}
+
+func faultLockDeleted(t *testing.T, e *env) {
+	r := e.run("run", "--async", "--json", "--", "sh", "-c", "sleep 2; echo done")
+	var h map[string]string
+	json.Unmarshal([]byte(r.stdout), &h)
+	id := h["job_id"]
+	deadline := time.Now().Add(30 * time.Second)
+	for e.statusJSON(t, id)["status"] != "RUNNING" {
+		if time.Now().After(deadline) {
+			t.Fatalf("never RUNNING: %v", e.statusJSON(t, id))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := os.Remove(filepath.Join(e.home, "data", "local", "jobs", id, "supervisor.lock")); err != nil {
+		t.Fatal(err)
+	}
+	var seen []any
+	for {
+		st := e.statusJSON(t, id)
+		if len(seen) == 0 || seen[len(seen)-1] != st["status"] {
+			seen = append(seen, st["status"])
+		}
+		if st["status"] == "SUCCEEDED" || st["status"] == "FAILED" {
+			if st["status"] != "SUCCEEDED" {
+				t.Fatalf("after the lock was deleted: %v (%v); statuses seen %v", st["status"], st["reason"], seen)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never finished: %v", seen)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

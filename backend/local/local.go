@@ -228,7 +228,9 @@ func supervisorAlive(p *job.LocalProcess) (alive, known bool) {
 	}
 	f, err := openFile(p.LockPath, os.O_RDONLY, 0)
 	if err != nil {
-		return false, true // the workspace is gone, and the supervisor with it
+		// The lock file is gone: the workspace was removed with its supervisor, or
+		// someone deleted the file under a live one. Only the process can tell.
+		return supervisorRuns(p), true
 	}
 	defer f.Close()
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
@@ -236,6 +238,27 @@ func supervisorAlive(p *job.LocalProcess) (alive, known bool) {
 	}
 	unix.Flock(int(f.Fd()), unix.LOCK_UN)
 	return false, true
+}
+
+// supervisorRuns reports whether p's supervisor process still runs: its PID is a
+// `kinetic supervise` of the same state directory (so a reused PID is not mistaken
+// for it).
+func supervisorRuns(p *job.LocalProcess) bool {
+	if p.SupervisorPID <= 0 {
+		return false
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.SupervisorPID))
+	if err != nil {
+		return false
+	}
+	stateDir := filepath.Dir(filepath.Dir(p.Workspace)) // STATE/jobs/ID
+	args := strings.Split(string(raw), "\x00")
+	supervise, sameState := false, false
+	for i, a := range args {
+		supervise = supervise || a == "supervise"
+		sameState = sameState || (a == "--state-dir" && i+1 < len(args) && args[i+1] == stateDir)
+	}
+	return supervise && sameState
 }
 
 // hostBootKnown: a different boot ID on a machine whose boot ID we can read means this

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -50,6 +52,12 @@ var faultCases = []struct {
 		fault: "supervisor.lock of a running job is deleted",
 		want:  "the job stays RUNNING and then SUCCEEDED (never FAILED first)",
 		run:   faultLockDeleted,
+	},
+	{
+		name:  "supervisor-killed-subprocesses",
+		fault: "kill -9 of a running job's supervisor (cold path, KINETIC_WARM=0) while the job's own subprocess runs",
+		want:  "the job's subprocesses die with it; the job is FAILED with the supervisor named",
+		run:   faultSupervisorKilled,
 	},
 }
 
@@ -260,5 +268,56 @@ func faultLockDeleted(t *testing.T, e *env) {
 			t.Fatalf("never finished: %v", seen)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func faultSupervisorKilled(t *testing.T, e *env) {
+	pidFile := filepath.Join(e.home, "grandchild.pid")
+	os.Setenv("KINETIC_WARM", "0")
+	defer os.Unsetenv("KINETIC_WARM")
+	r := e.run("run", "--async", "--json", "--", "sh", "-c", "sleep 300 & echo $! > "+pidFile+"; wait")
+	var h map[string]string
+	json.Unmarshal([]byte(r.stdout), &h)
+	id := h["job_id"]
+	var pid int
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, _ := os.ReadFile(pidFile)
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			pid = n
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job never started its subprocess: %v", e.statusJSON(t, id))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	raw, err := os.ReadFile(filepath.Join(e.store, "jobs", id, "status.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Local struct {
+			PID int `json:"supervisor_pid"`
+		} `json:"local"`
+	}
+	if err := json.Unmarshal(raw, &st); err != nil || st.Local.PID <= 0 {
+		t.Fatalf("status.json %q: %v", raw, err)
+	}
+	if err := syscall.Kill(st.Local.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for syscall.Kill(pid, 0) == nil {
+		if b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); strings.Contains(string(b), ") Z ") {
+			break // a zombie waiting for its reaper is dead
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job's subprocess %d outlived its killed supervisor", pid)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if s := e.statusJSON(t, id); s["status"] != "FAILED" || !strings.Contains(s["reason"].(string), "supervisor") {
+		t.Fatalf("status after kill -9 of the supervisor: %v", s)
 	}
 }

@@ -453,9 +453,36 @@ func runGroup(cmd *exec.Cmd) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
+	done := watchGroup(cmd.Process.Pid)
 	err := cmd.Wait()
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	done()
 	return err
+}
+
+// watchGroup starts a watchdog that kills process group pgid if this process dies
+// first (kill -9 of a supervisor): Pdeathsig reaches only the direct child, and what
+// the job started would live on. The watchdog, a shell in its own session, waits on a
+// pipe whose write end only this process holds; the kernel closes it when we die. done
+// tells it the job ended normally, so it never signals a group ID that may be reused.
+func watchGroup(pgid int) (done func()) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return func() {}
+	}
+	defer pr.Close()
+	w := exec.Command("/bin/sh", "-c", `read x; [ "$x" = done ] || kill -9 -"$1"`, "kinetic-watchdog", strconv.Itoa(pgid))
+	w.Stdin = pr
+	w.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := w.Start(); err != nil {
+		pw.Close()
+		return func() {}
+	}
+	return func() {
+		pw.Write([]byte("done\n"))
+		pw.Close()
+		go w.Wait()
+	}
 }
 
 func exitText(ee *exec.ExitError) string {

@@ -206,7 +206,7 @@ class BatchHandle:
             try:
                 if r.get("error"):
                     raise _exception(r["error"])
-                values[i] = _unpack(r)
+                values[i] = _unpack(r, self.jobs[i].job_id)
             except Exception as e:  # the child's own exception, or why it has none
                 errors[i] = e
         failed_handles = [self.jobs[i] for i in sorted(errors)]

@@ -8,7 +8,7 @@ import tempfile
 from typing import Any, Callable, Optional
 
 from ._engine import engine
-from .exceptions import RemoteError
+from .exceptions import KineticError, RemoteError
 from .job_status import JobStatus
 
 _STRING_FIELDS = ("job_id", "backend", "project", "cluster_name", "zone", "namespace", "bucket_name",
@@ -132,7 +132,7 @@ class JobHandle:
         res = engine().call("result", self._params(
             timeout=timeout or 0, stream_logs=bool(stream_logs), status_events=on_status_change is not None,
             value_dir=tempfile.gettempdir(), cleanup=bool(cleanup)), on_event=on_event)
-        return _unpack(res)
+        return _unpack(res, self.job_id)
 
     def debug_attach(self, local_port: Optional[int] = None, working_dir: Optional[str] = None,
                      timeout: Optional[float] = None, quiet: bool = False) -> "DebugSession":
@@ -177,10 +177,17 @@ def _print_logs(name, data):
         sys.stdout.flush()
 
 
-def _load(path):
+def _load(path, job_id=""):
     try:
         with open(path, "rb") as f:
-            return pickle.load(f)
+            try:
+                return pickle.load(f)
+            except Exception as e:  # a damaged or cut-short result.pkl, or a missing class
+                raise KineticError(
+                    "job %s: its result (result.pkl, %d bytes) could not be unpickled: %s: %s "
+                    "(a truncated or damaged file, or a class this Python cannot import; "
+                    "run the job again, or unpickle it where the job's code is importable)"
+                    % (job_id or "?", os.path.getsize(path), type(e).__name__, e)) from e
     finally:
         try:
             os.unlink(path)
@@ -188,11 +195,11 @@ def _load(path):
             pass
 
 
-def _unpack(res):
+def _unpack(res, job_id=""):
     env = res.get("envelope") or {}
     path = res.get("value_path")
     if env.get("success"):
-        return _load(path) if path else None
+        return _load(path, job_id) if path else None
     tb = env.get("traceback", "")
     phase = env.get("phase", "")
     exc = None

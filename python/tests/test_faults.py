@@ -1,0 +1,33 @@
+"""Faults seen from the SDK (the fault corpus, docs/status.md): each error names the job
+and the fix."""
+
+import os
+
+
+def test_truncated_result_names_the_job(run_script, store_dir):
+    p = run_script('''
+import os, sys, time, kinetic
+from kinetic.exceptions import KineticError
+
+@kinetic.run(accelerator="cpu")
+def big():
+    return list(range(100000))
+
+h = big.run_async()
+while h.status().value not in ("SUCCEEDED", "FAILED"):
+    time.sleep(0.05)
+path = os.path.join(sys.argv[1] if len(sys.argv) > 1 else %r, "jobs", h.job_id, "result.pkl")
+with open(path, "r+b") as f:
+    f.truncate(100)
+try:
+    h.result()
+except KineticError as e:
+    print("ERR", e)
+else:
+    print("NO ERROR")
+print("ID", h.job_id)
+''' % store_dir)
+    lines = dict(l.split(" ", 1) for l in p.stdout.strip().splitlines())
+    assert "ERR" in lines, p.stdout + p.stderr
+    assert lines["ID"] in lines["ERR"], lines
+    assert "result.pkl" in lines["ERR"] and "truncated" in lines["ERR"], lines

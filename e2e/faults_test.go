@@ -59,6 +59,12 @@ var faultCases = []struct {
 		want:  "the job's subprocesses die with it; the job is FAILED with the supervisor named",
 		run:   faultSupervisorKilled,
 	},
+	{
+		name:  "status-json-deleted",
+		fault: "status.json of a finished job is deleted",
+		want:  "status and result come from the job's envelope at once; never rewritten as \"never started\"",
+		run:   faultStatusDeleted,
+	},
 }
 
 func TestFaults(t *testing.T) {
@@ -319,5 +325,35 @@ func faultSupervisorKilled(t *testing.T, e *env) {
 	}
 	if s := e.statusJSON(t, id); s["status"] != "FAILED" || !strings.Contains(s["reason"].(string), "supervisor") {
 		t.Fatalf("status after kill -9 of the supervisor: %v", s)
+	}
+}
+
+func faultStatusDeleted(t *testing.T, e *env) {
+	r := e.run("run", "--async", "--json", "--", "sh", "-c", "echo hi")
+	var h map[string]string
+	json.Unmarshal([]byte(r.stdout), &h)
+	id := h["job_id"]
+	deadline := time.Now().Add(30 * time.Second)
+	for e.statusJSON(t, id)["status"] != "SUCCEEDED" {
+		if time.Now().After(deadline) {
+			t.Fatalf("never SUCCEEDED: %v", e.statusJSON(t, id))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := os.Remove(filepath.Join(e.store, "jobs", id, "status.json")); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.statusJSON(t, id); st["status"] != "SUCCEEDED" {
+		t.Fatalf("status after status.json was deleted: %v", st)
+	}
+	done := make(chan result, 1)
+	go func() { done <- e.run("jobs", "result", "--json", id) }()
+	select {
+	case r := <-done:
+		if r.code != 0 {
+			t.Fatalf("jobs result: %d %q %q", r.code, r.stdout, r.stderr)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("jobs result hangs after status.json was deleted")
 	}
 }

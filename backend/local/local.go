@@ -176,6 +176,17 @@ func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string,
 		if err != nil {
 			return job.NotFound, "", nil
 		}
+		// status.json lost (deleted, or a crash between the envelope and the status):
+		// the runner's envelope still says how the job ended.
+		if envRaw, err := b.st.Get(ctx, store.EnvelopeKey(h.JobID)); err == nil {
+			if env, err := job.DecodeEnvelope(envRaw); err == nil {
+				final := outcome(env, nil, false)
+				if err := WriteStatus(ctx, b.st, h.JobID, final); err != nil {
+					return "", "", err
+				}
+				return final.State, final.Reason, nil
+			}
+		}
 		if p := b.queuedProcess(h); p != nil {
 			st = &job.Status{State: job.Pending, Local: p}
 			return b.queuedStatus(ctx, h, st)

@@ -85,8 +85,8 @@ type ConfigEntry struct {
 
 // SubmitRequest (submit) is one call to run somewhere else; the response is its Handle.
 type SubmitRequest struct {
-	// Kind is "pickle" (PayloadPath holds the pickled (func, args, kwargs)), "entry"
-	// (Entry) or "command" (Command).
+	// Kind is "python-pickle" (PayloadPath holds the pickled (func, args, kwargs)),
+	// "python-entry" (Entry) or "command" (Command).
 	Kind        string   `json:"kind"`
 	PayloadPath string   `json:"payload_path,omitempty"`
 	Entry       *Entry   `json:"entry,omitempty"`

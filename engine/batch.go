@@ -25,19 +25,19 @@ import (
 type MapRequest struct {
 	// Template is the call shared by every child: the pickled function in Payload (or
 	// PayloadPath), and the options (accelerator, python, config, ...).
-	Template SubmitRequest `json:"template"`
+	Template SubmitRequest
 	// InputsPath is a file of length-prefixed (8-byte big-endian) pickles of
 	// (args, kwargs), one per input.
-	InputsPath string   `json:"inputs_path,omitempty"`
-	Inputs     [][]byte `json:"-"`
+	InputsPath string
+	Inputs     [][]byte
 	// MaxConcurrent bounds the children not yet finished (0 = 64).
-	MaxConcurrent int `json:"max_concurrent,omitempty"`
+	MaxConcurrent int
 	// Retries resubmits a failed child as a new attempt, up to this many times.
-	Retries int `json:"retries,omitempty"`
+	Retries int
 	// FailFast stops submitting and cancels what runs at the first final failure.
-	FailFast bool              `json:"fail_fast,omitempty"`
-	Name     string            `json:"name,omitempty"`
-	Tags     map[string]string `json:"tags,omitempty"`
+	FailFast bool
+	Name     string
+	Tags     map[string]string
 }
 
 // Manifest is groups/{id}/manifest.json.

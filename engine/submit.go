@@ -33,47 +33,47 @@ const inlineArgs = 16 << 10
 // SubmitRequest is one call to run somewhere else.
 type SubmitRequest struct {
 	// Kind is job.KindPickle, job.KindEntry or job.KindCommand.
-	Kind string `json:"kind"`
+	Kind string
 	// Payload is the pickled (func, args, kwargs) of a KindPickle job; with Args, the
 	// pickled function alone (shared by the children of a batch, stored once).
-	Payload []byte `json:"-"`
+	Payload []byte
 	// Args is the pickled (args, kwargs) of one input of a batch.
-	Args []byte `json:"-"`
+	Args []byte
 	// PayloadPath is a file holding Payload (the Python SDK hands over a temp file).
-	PayloadPath string `json:"payload_path,omitempty"`
+	PayloadPath string
 	// Entry is FILE.py::FUNC for KindEntry (File as given, relative to Cwd or absolute).
-	Entry *job.Entry `json:"entry,omitempty"`
+	Entry *job.Entry
 	// Command is the argv of a KindCommand job.
-	Command []string `json:"command,omitempty"`
+	Command []string
 
-	FuncName    string `json:"func_name,omitempty"`
-	DisplayName string `json:"display_name,omitempty"`
+	FuncName    string
+	DisplayName string
 	// SourceFile is the file that defines the function: the shipped root is found from it.
-	SourceFile string `json:"source_file,omitempty"`
+	SourceFile string
 	// Cwd is the submitter's working directory (default: this process's).
-	Cwd string `json:"cwd,omitempty"`
+	Cwd string
 	// Python is the interpreter the local backend runs (the SDK sends sys.executable, so
 	// pickles load in the same Python that made them).
-	Python string `json:"python,omitempty"`
+	Python string
 
-	Accelerator    string            `json:"accelerator,omitempty"`
-	ContainerImage string            `json:"container_image,omitempty"`
-	CaptureEnv     []string          `json:"capture_env_vars,omitempty"`
-	Environ        map[string]string `json:"environ,omitempty"` // the submitter's environment, for CaptureEnv
-	OutputDir      string            `json:"output_dir,omitempty"`
-	Spot           bool              `json:"spot,omitempty"`
+	Accelerator    string
+	ContainerImage string
+	CaptureEnv     []string
+	Environ        map[string]string // the submitter's environment, for CaptureEnv
+	OutputDir      string
+	Spot           bool
 	// Debug starts debugpy in the job's Python and waits for a debugger before the call
 	// (docs/debug.md); DebugWait bounds the wait in seconds (default DefaultDebugWait).
-	Debug     bool    `json:"debug,omitempty"`
-	DebugWait float64 `json:"debug_wait,omitempty"`
+	Debug     bool
+	DebugWait float64
 	// Data are the Data(...) objects of the call, in sentinel order (see python/kinetic/data.py);
 	// those with a Mount come from volumes=.
-	Data []DataArg `json:"data,omitempty"`
+	Data []DataArg
 	// NoWorkdir skips shipping the working directory.
-	NoWorkdir bool `json:"no_workdir,omitempty"`
+	NoWorkdir bool
 
 	// Config are per-call arguments (project, zone, cluster, namespace, backend, store).
-	Config map[config.Key]string `json:"config,omitempty"`
+	Config map[config.Key]string
 
 	group *groupInfo // set for the children of a batch
 }
@@ -436,10 +436,10 @@ func (e *Engine) planDeps(p *plan, req *SubmitRequest, cwd, root, category strin
 
 // DataArg is one Data(...) of a call.
 type DataArg struct {
-	Path              string `json:"path"`
-	Fuse              bool   `json:"fuse,omitempty"`
-	HFTrustRemoteCode bool   `json:"hf_trust_remote_code,omitempty"`
-	Mount             string `json:"mount,omitempty"`
+	Path              string
+	Fuse              bool
+	HFTrustRemoteCode bool
+	Mount             string
 }
 
 // dataPaths are the local paths of the request's Data, left out of the shipped root.

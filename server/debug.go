@@ -5,19 +5,13 @@ import (
 	"fmt"
 
 	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/protocol"
 )
 
-type debugReply struct {
-	*engine.DebugSession
-	// SessionID names a session that holds a forward open (debug_detach closes it); ""
-	// when there is nothing to close (the local backend).
-	SessionID string `json:"session_id,omitempty"`
-}
-
-// debugAttach waits (up to timeout seconds, or until the request is cancelled) for the
+// openDebug waits (up to timeout seconds, or until the request is cancelled) for the
 // job's debugger and connects to it. A forward, if the backend makes one, lives on the
 // server's own context after the reply, until debug_detach or the server exits.
-func (s *Server) debugAttach(ctx context.Context, j *engine.Job, localPort int, timeout float64) (*debugReply, error) {
+func (s *Server) openDebug(ctx context.Context, j *engine.Job, localPort int, timeout float64) (*protocol.DebugSession, error) {
 	wctx, cancelWait := withTimeout(ctx, timeout)
 	defer cancelWait()
 	fctx, cancel := context.WithCancel(s.base)
@@ -30,11 +24,11 @@ func (s *Server) debugAttach(ctx context.Context, j *engine.Job, localPort int, 
 	if err != nil {
 		cancel()
 		if wctx.Err() != nil && ctx.Err() == nil {
-			return nil, &typedError{ErrTimeout, fmt.Errorf("no debugger of job %s within %gs: %w", j.Handle.JobID, timeout, err)}
+			return nil, &classError{protocol.Timeout, fmt.Errorf("no debugger of job %s within %gs: %w", j.Handle.JobID, timeout, err)}
 		}
 		return nil, err
 	}
-	r := &debugReply{DebugSession: sess}
+	r := debugSessionOf(sess)
 	if !sess.Forwarded {
 		cancel()
 		return r, nil
@@ -47,8 +41,8 @@ func (s *Server) debugAttach(ctx context.Context, j *engine.Job, localPort int, 
 	return r, nil
 }
 
-// debugDetach closes a debug session's forward; it reports whether the session was open.
-func (s *Server) debugDetach(id string) bool {
+// closeDebug closes a debug session's forward; it reports whether the session was open.
+func (s *Server) closeDebug(id string) bool {
 	s.mu.Lock()
 	stop, ok := s.debugs[id]
 	delete(s.debugs, id)

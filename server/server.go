@@ -1,65 +1,28 @@
 // Package server speaks the engine protocol: JSON lines over a pair of streams (the
 // stdin and stdout of `kinetic serve --stdio`), which is how the Python SDK reaches the
 // Go engine. One long-lived server per Python process; requests run concurrently and
-// are answered by id, so a blocking wait does not hold up a status poll. The protocol is
-// documented, with its version rules, in docs/protocol.md.
+// are answered by id, so a blocking wait does not hold up a status poll.
+//
+// The wire types are package protocol; this package decodes a request, looks its method
+// up in a table of typed handlers (handlers.go), and maps engine results and errors to
+// protocol types (convert.go, errors.go). The protocol is documented, with its version
+// rules, in docs/protocol.md; server/testdata holds golden transcripts of it.
 package server
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"sync"
 
 	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/protocol"
 	"github.com/kinetic-run/kinetic/version"
 )
 
-// Protocol is the protocol's major version. A client that reads a different value in
-// the greeting must refuse to talk (and say which binary it found).
-const Protocol = 1
-
 // Version is the kinetic version reported in the greeting.
 var Version = version.Version
-
-// Request is one line from the client.
-type Request struct {
-	ID     int64           `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params,omitempty"`
-}
-
-// Message is one line to the client: a greeting, an event or a response.
-type Message struct {
-	ID     int64  `json:"id,omitempty"`
-	Result any    `json:"result,omitempty"`
-	Error  *Error `json:"error,omitempty"`
-	Event  string `json:"event,omitempty"`
-	Data   any    `json:"data,omitempty"`
-	// Greeting fields.
-	Kinetic  string `json:"kinetic,omitempty"`
-	Protocol int    `json:"protocol,omitempty"`
-}
-
-// Error is a failed request. Type is one of the codes below; clients map them to
-// exceptions (NotFound → LookupError, Timeout → TimeoutError, ...).
-type Error struct {
-	Type    string `json:"type"`
-	Message string `json:"message"`
-}
-
-// Error types.
-const (
-	ErrInvalid   = "InvalidArgument"
-	ErrNotFound  = "NotFound"
-	ErrTimeout   = "Timeout"
-	ErrNoResult  = "NoResult"
-	ErrCancelled = "Cancelled"
-	ErrInternal  = "Internal"
-)
 
 // Server serves one client.
 type Server struct {
@@ -82,10 +45,15 @@ type Server struct {
 	debugID int
 }
 
+func newServer(ctx context.Context, eng *engine.Engine, w io.Writer) *Server {
+	return &Server{eng: eng, enc: json.NewEncoder(w), inflight: map[int64]context.CancelFunc{}, base: ctx,
+		batches: map[string]*engine.Batch{}, debugs: map[string]func(){}}
+}
+
 // Serve reads requests from r and writes messages to w until r ends or ctx is done.
 func Serve(ctx context.Context, eng *engine.Engine, r io.Reader, w io.Writer) error {
-	s := &Server{eng: eng, enc: json.NewEncoder(w), inflight: map[int64]context.CancelFunc{}, base: ctx, batches: map[string]*engine.Batch{}, debugs: map[string]func(){}}
-	if err := s.send(Message{Kinetic: Version, Protocol: Protocol}); err != nil {
+	s := newServer(ctx, eng, w)
+	if err := s.send(protocol.Greeting(Version)); err != nil {
 		return err
 	}
 	sc := bufio.NewScanner(r)
@@ -105,9 +73,9 @@ func Serve(ctx context.Context, eng *engine.Engine, r io.Reader, w io.Writer) er
 		}
 	}()
 	for sc.Scan() {
-		var req Request
+		var req protocol.Request
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
-			s.send(Message{Error: &Error{Type: ErrInvalid, Message: "request is not JSON: " + err.Error()}})
+			s.send(protocol.Message{Error: &protocol.Error{Class: protocol.InvalidArgument, Message: "request is not JSON: " + err.Error()}})
 			continue
 		}
 		rctx, rcancel := context.WithCancel(ctx)
@@ -123,36 +91,40 @@ func Serve(ctx context.Context, eng *engine.Engine, r io.Reader, w io.Writer) er
 				s.mu.Unlock()
 				rcancel()
 			}()
-			res, err := s.dispatch(rctx, &req)
-			if err != nil {
-				s.send(Message{ID: req.ID, Error: toError(err)})
-				return
-			}
-			after, _ := res.(afterReply)
-			if after.then != nil {
-				res = after.result
-			}
-			if res == nil {
-				res = struct{}{}
-			}
-			s.send(Message{ID: req.ID, Result: res})
-			if after.then != nil {
-				after.then() // e.g. cleanup: the caller has its value already
-			}
+			s.serve(rctx, &req)
 		}()
 	}
 	return sc.Err()
 }
 
-func (s *Server) send(m Message) error {
+// serve answers one request: its handler's result or error, then the work the handler
+// left for after the reply (e.g. cleanup: the caller has its value already).
+func (s *Server) serve(ctx context.Context, req *protocol.Request) {
+	c := &call{Context: ctx, s: s, id: req.ID}
+	res, err := s.dispatch(c, req)
+	if err != nil {
+		s.send(protocol.Message{ID: req.ID, Error: toError(err)})
+		return
+	}
+	s.send(protocol.Message{ID: req.ID, Result: res})
+	if c.after != nil {
+		c.after()
+	}
+}
+
+// dispatch runs the handler of req's method.
+func (s *Server) dispatch(c *call, req *protocol.Request) (any, error) {
+	h, ok := handlers[req.Method]
+	if !ok {
+		return nil, invalidf("unknown method %q (this engine speaks protocol %d)", req.Method, protocol.Version)
+	}
+	return h(s, c, req.Params)
+}
+
+func (s *Server) send(m protocol.Message) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	return s.enc.Encode(m)
-}
-
-// event sends an event tied to request id.
-func (s *Server) event(id int64, name string, data any) {
-	s.send(Message{ID: id, Event: name, Data: data})
 }
 
 func (s *Server) cancelRequest(id int64) bool {
@@ -165,45 +137,27 @@ func (s *Server) cancelRequest(id int64) bool {
 	return false
 }
 
-// afterReply is a result with work to do once it has been sent.
-type afterReply struct {
-	result any
-	then   func()
+// call is one request being served: its context, its ID (events go to it) and work to
+// do once the response has been sent.
+type call struct {
+	context.Context
+	s     *Server
+	id    int64
+	after func()
 }
 
-// typedError lets handlers choose the error type.
-type typedError struct {
-	typ string
-	err error
+// event sends an event tied to the request.
+func (c *call) event(name string, data any) {
+	c.s.send(protocol.Message{ID: c.id, Event: name, Data: data})
 }
 
-func (e *typedError) Error() string { return e.err.Error() }
-func (e *typedError) Unwrap() error { return e.err }
+// afterReply runs f once the response has been sent.
+func (c *call) afterReply(f func()) { c.after = f }
 
-func toError(err error) *Error {
-	var te *typedError
-	switch {
-	case errors.As(err, &te):
-		return &Error{Type: te.typ, Message: err.Error()}
-	case errors.Is(err, engine.ErrNotFound):
-		return &Error{Type: ErrNotFound, Message: err.Error()}
-	case errors.Is(err, engine.ErrNoResult):
-		return &Error{Type: ErrNoResult, Message: err.Error()}
-	case errors.Is(err, context.DeadlineExceeded):
-		return &Error{Type: ErrTimeout, Message: err.Error()}
-	case errors.Is(err, context.Canceled):
-		return &Error{Type: ErrCancelled, Message: err.Error()}
-	default:
-		return &Error{Type: ErrInvalid, Message: err.Error()}
-	}
-}
+// logWriter turns written log bytes into log events.
+type logWriter struct{ c *call }
 
-func decode(raw json.RawMessage, v any) error {
-	if len(raw) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return &typedError{ErrInvalid, fmt.Errorf("bad params: %w", err)}
-	}
-	return nil
+func (w logWriter) Write(p []byte) (int, error) {
+	w.c.event(protocol.EventLog, string(p))
+	return len(p), nil
 }

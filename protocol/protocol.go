@@ -1,0 +1,95 @@
+// Package protocol is the wire format of the engine protocol: the JSON lines that the
+// Python SDK (python/kinetic/_engine.py) exchanges with `kinetic serve --stdio`. Every
+// method has a request type (its params) and a response type (its result); events and
+// error classes are here too. The types are the contract: the server maps them to and
+// from engine types, so the engine can change its own structs without changing the wire.
+//
+// The conversation is documented in docs/protocol.md and pinned by the golden
+// transcripts in server/testdata, which the Go tests and the Python SDK's tests replay.
+//
+// Compatibility: adding a method, a param or a result field is compatible (both sides
+// ignore unknown fields); removing or changing the meaning of anything increments
+// Version.
+package protocol
+
+import "encoding/json"
+
+// Version is the protocol's major version, sent in the greeting. A client that reads a
+// different value must refuse to talk (and say which binary it found).
+const Version = 1
+
+// Request is one line from the client. Params is the method's request type, encoded.
+type Request struct {
+	ID     int64           `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params,omitempty"`
+}
+
+// Message is one line to the client: the greeting (Kinetic and Protocol), an event (ID,
+// Event and Data) or the response to a request (ID and Result or Error).
+type Message struct {
+	ID     int64  `json:"id,omitempty"`
+	Result any    `json:"result,omitempty"`
+	Error  *Error `json:"error,omitempty"`
+	Event  string `json:"event,omitempty"`
+	Data   any    `json:"data,omitempty"`
+	// Greeting fields.
+	Kinetic  string `json:"kinetic,omitempty"`
+	Protocol int    `json:"protocol,omitempty"`
+}
+
+// Greeting is the first message of a conversation.
+func Greeting(kinetic string) Message { return Message{Kinetic: kinetic, Protocol: Version} }
+
+// Error is a failed request.
+type Error struct {
+	Class   Class  `json:"type"`
+	Message string `json:"message"`
+}
+
+// Class says what kind of failure an Error is; clients map classes to exceptions.
+type Class string
+
+// The error classes. A client treats a class it does not know as Internal.
+const (
+	// InvalidArgument: the request cannot be served as given (bad params, an unknown
+	// method, an invalid accelerator, configuration value or dependency file).
+	// Python: kinetic.KineticError.
+	InvalidArgument Class = "InvalidArgument"
+	// NotFound: the job or batch named does not exist. Python: kinetic.JobNotFoundError.
+	NotFound Class = "NotFound"
+	// Timeout: the request's timeout passed first. Python: TimeoutError.
+	Timeout Class = "Timeout"
+	// NoResult: the job ended without a result (killed, cancelled, lost). Python:
+	// RuntimeError.
+	NoResult Class = "NoResult"
+	// Cancelled: the request was cancelled (cancel_request). Python: KeyboardInterrupt.
+	Cancelled Class = "Cancelled"
+	// Internal: anything else, e.g. a store or cluster that cannot be reached.
+	// Python: kinetic.KineticError.
+	Internal Class = "Internal"
+)
+
+// Classes lists every error class.
+var Classes = []Class{InvalidArgument, NotFound, Timeout, NoResult, Cancelled, Internal}
+
+// Event names. An event carries the ID of the request it belongs to and arrives before
+// that request's response.
+const (
+	// EventLog carries a chunk of the job's output (a string), for wait, result and logs.
+	EventLog = "log"
+	// EventStatus carries the job's new state (a string, see the State constants), for
+	// wait and result with status_events.
+	EventStatus = "status"
+	// EventChild carries a ChildStatus, once per input of a batch, for batch_watch.
+	EventChild = "child"
+)
+
+// Job states, as in status replies and status events.
+const (
+	StatePending   = "PENDING"
+	StateRunning   = "RUNNING"
+	StateSucceeded = "SUCCEEDED"
+	StateFailed    = "FAILED"
+	StateNotFound  = "NOT_FOUND"
+)

@@ -1,0 +1,111 @@
+package server
+
+import (
+	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/protocol"
+)
+
+// Mappings between protocol types and engine types. Where the two have the same fields
+// the mapping is a struct conversion, so a field added on one side and not the other
+// stops the build instead of silently changing the wire.
+
+func submitRequest(p *protocol.SubmitRequest) *engine.SubmitRequest {
+	r := &engine.SubmitRequest{
+		Kind: p.Kind, PayloadPath: p.PayloadPath, Command: p.Command,
+		FuncName: p.FuncName, DisplayName: p.DisplayName, SourceFile: p.SourceFile, Cwd: p.Cwd, Python: p.Python,
+		Accelerator: p.Accelerator, ContainerImage: p.ContainerImage, CaptureEnv: p.CaptureEnv, Environ: p.Environ,
+		OutputDir: p.OutputDir, Spot: p.Spot, Debug: p.Debug, DebugWait: p.DebugWait, NoWorkdir: p.NoWorkdir,
+	}
+	if p.Entry != nil {
+		e := job.Entry(*p.Entry)
+		r.Entry = &e
+	}
+	for _, d := range p.Data {
+		r.Data = append(r.Data, engine.DataArg(d))
+	}
+	if p.Config != nil {
+		r.Config = make(map[config.Key]string, len(p.Config))
+		for k, v := range p.Config {
+			r.Config[config.Key(k)] = v
+		}
+	}
+	return r
+}
+
+func mapRequest(p *protocol.MapRequest) *engine.MapRequest {
+	return &engine.MapRequest{Template: *submitRequest(&p.Template), InputsPath: p.InputsPath,
+		MaxConcurrent: p.MaxConcurrent, Retries: p.Retries, FailFast: p.FailFast, Name: p.Name, Tags: p.Tags}
+}
+
+func handleOf(h *job.Handle) *protocol.Handle {
+	if h == nil {
+		return nil
+	}
+	p := protocol.Handle(*h)
+	return &p
+}
+
+func resultOf(r *engine.Result) *protocol.Result {
+	if r == nil {
+		return nil
+	}
+	p := &protocol.Result{State: string(r.State), Reason: r.Reason, ValuePath: r.ValuePath}
+	if r.Envelope != nil {
+		e := protocol.Envelope(*r.Envelope)
+		p.Envelope = &e
+	}
+	return p
+}
+
+func debugSessionOf(s *engine.DebugSession) *protocol.DebugSession {
+	p := &protocol.DebugSession{JobID: s.JobID, Host: s.Host, Port: s.Port, LocalRoot: s.LocalRoot,
+		RemoteRoot: s.RemoteRoot, Launch: s.Launch, Forwarded: s.Forwarded}
+	if s.Marker != nil {
+		m := protocol.DebugMarker(*s.Marker)
+		p.Marker = &m
+	}
+	return p
+}
+
+func childStatusOf(c engine.ChildStatus) protocol.ChildStatus {
+	return protocol.ChildStatus{Index: c.Index, Handle: handleOf(c.Handle), Status: string(c.Status), Reason: c.Reason, Error: c.Error}
+}
+
+func batchOf(v *engine.BatchView) *protocol.Batch {
+	m := &v.Manifest
+	b := &protocol.Batch{GroupID: m.GroupID, Name: m.Name, Tags: m.Tags, FuncName: m.FuncName, Accelerator: m.Accelerator,
+		Backend: m.Backend, Store: m.Store, CreatedAt: m.CreatedAt, TotalExpected: m.TotalExpected,
+		MaxConcurrent: m.MaxConcurrent, Retries: m.Retries, FailFast: m.FailFast,
+		SubmissionComplete: m.SubmissionComplete, Stopped: m.Stopped, Settled: m.Settled}
+	if m.Children != nil {
+		b.Children = make([]protocol.BatchChild, len(m.Children))
+		for i, c := range m.Children {
+			b.Children[i] = protocol.BatchChild(c)
+		}
+	}
+	if v.Statuses != nil {
+		b.Statuses = make([]protocol.ChildStatus, len(v.Statuses))
+		for i, c := range v.Statuses {
+			b.Statuses[i] = childStatusOf(c)
+		}
+	}
+	return b
+}
+
+func listedOf(rows []engine.Listed) []protocol.ListedJob {
+	out := make([]protocol.ListedJob, len(rows))
+	for i, r := range rows {
+		out[i] = protocol.ListedJob{Handle: handleOf(r.Handle), Status: string(r.State), Reason: r.Reason}
+	}
+	return out
+}
+
+func configEntries(es []config.Entry) []protocol.ConfigEntry {
+	out := make([]protocol.ConfigEntry, len(es))
+	for i, e := range es {
+		out[i] = protocol.ConfigEntry{Key: string(e.Key), Value: e.Value, Source: e.Source}
+	}
+	return out
+}

@@ -1,0 +1,368 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/kinetic-run/kinetic/data"
+	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/protocol"
+)
+
+// handler serves one method: it decodes the params and returns the result to send.
+type handler func(s *Server, c *call, params json.RawMessage) (any, error)
+
+// handle adapts a typed handler: params decode into a Req (absent params are the zero
+// Req), and a nil *Resp is sent as {}.
+func handle[Req, Resp any](f func(*Server, *call, *Req) (Resp, error)) handler {
+	return func(s *Server, c *call, raw json.RawMessage) (any, error) {
+		req := new(Req)
+		if len(raw) > 0 {
+			if err := json.Unmarshal(raw, req); err != nil {
+				return nil, invalidf("bad params: %w", err)
+			}
+		}
+		res, err := f(s, c, req)
+		if err != nil {
+			return nil, err
+		}
+		if v := reflect.ValueOf(res); !v.IsValid() || v.Kind() == reflect.Pointer && v.IsNil() {
+			return protocol.Empty{}, nil
+		}
+		return res, nil
+	}
+}
+
+// handlers is the method table: every method of the protocol and its handler.
+var handlers = map[string]handler{
+	protocol.MethodHello:         handle((*Server).hello),
+	protocol.MethodCancelRequest: handle((*Server).cancelRequestMethod),
+	protocol.MethodRoot:          handle((*Server).root),
+	protocol.MethodConfig:        handle((*Server).config),
+	protocol.MethodSubmit:        handle((*Server).submit),
+	protocol.MethodAttach:        handle((*Server).attach),
+	protocol.MethodStatus:        handle((*Server).status),
+	protocol.MethodWait:          handle((*Server).wait),
+	protocol.MethodResult:        handle((*Server).result),
+	protocol.MethodResultsMany:   handle((*Server).resultsMany),
+	protocol.MethodLogs:          handle((*Server).logs),
+	protocol.MethodTail:          handle((*Server).tail),
+	protocol.MethodCancel:        handle((*Server).cancel),
+	protocol.MethodDebugAttach:   handle((*Server).debugAttach),
+	protocol.MethodDebugDetach:   handle((*Server).debugDetach),
+	protocol.MethodCleanup:       handle((*Server).cleanup),
+	protocol.MethodMap:           handle((*Server).mapBatch),
+	protocol.MethodBatch:         handle((*Server).batch),
+	protocol.MethodBatchWatch:    handle((*Server).batchWatch),
+	protocol.MethodBatchCancel:   handle((*Server).batchCancel),
+	protocol.MethodBatchCleanup:  handle((*Server).batchCleanup),
+	protocol.MethodDataHash:      handle((*Server).dataHash),
+	protocol.MethodList:          handle((*Server).list),
+}
+
+// job attaches the job r names.
+func (s *Server) job(c *call, r *protocol.JobRequest) (*engine.Job, error) {
+	return s.eng.Attach(c, r.JobID, r.Store)
+}
+
+func withTimeout(ctx context.Context, seconds float64) (context.Context, context.CancelFunc) {
+	if seconds <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, time.Duration(seconds*float64(time.Second)))
+}
+
+func (s *Server) hello(*call, *protocol.Empty) (*protocol.HelloResponse, error) {
+	return &protocol.HelloResponse{Kinetic: Version, Protocol: protocol.Version}, nil
+}
+
+func (s *Server) cancelRequestMethod(_ *call, r *protocol.CancelRequest) (*protocol.CancelResponse, error) {
+	return &protocol.CancelResponse{Cancelled: s.cancelRequest(r.RequestID)}, nil
+}
+
+func (s *Server) root(_ *call, r *protocol.RootRequest) (*protocol.RootResponse, error) {
+	root, err := engine.Root(r.SourceFile, r.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	return &protocol.RootResponse{Root: root}, nil
+}
+
+func (s *Server) config(*call, *protocol.ConfigRequest) ([]protocol.ConfigEntry, error) {
+	return configEntries(s.eng.Config().Entries()), nil
+}
+
+func (s *Server) submit(c *call, r *protocol.SubmitRequest) (*protocol.Handle, error) {
+	j, err := s.eng.Submit(c, submitRequest(r))
+	if err != nil {
+		return nil, err
+	}
+	return handleOf(j.Handle), nil
+}
+
+func (s *Server) attach(c *call, r *protocol.JobRequest) (*protocol.Handle, error) {
+	j, err := s.job(c, r)
+	if err != nil {
+		return nil, err
+	}
+	return handleOf(j.Handle), nil
+}
+
+func (s *Server) status(c *call, r *protocol.JobRequest) (*protocol.StatusResponse, error) {
+	j, err := s.job(c, r)
+	if errors.Is(err, engine.ErrNotFound) {
+		return &protocol.StatusResponse{Status: protocol.StateNotFound}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	state, reason, err := j.Status(c)
+	if err != nil {
+		return nil, err
+	}
+	return &protocol.StatusResponse{Status: string(state), Reason: reason}, nil
+}
+
+// waitFor waits for j as r asks, streaming its logs and state changes as events.
+func (s *Server) waitFor(ctx context.Context, c *call, j *engine.Job, r *protocol.WaitRequest) (job.State, string, error) {
+	var logsDone chan error
+	if r.StreamLogs {
+		logsDone = make(chan error, 1)
+		go func() { logsDone <- j.Logs(ctx, logWriter{c}, true) }()
+	}
+	var onChange func(job.State)
+	if r.StatusEvents {
+		onChange = func(st job.State) { c.event(protocol.EventStatus, string(st)) }
+	}
+	state, reason, err := j.Wait(ctx, onChange)
+	if logsDone != nil {
+		<-logsDone // the follower stops by itself once the job is terminal
+	}
+	return state, reason, err
+}
+
+func (s *Server) wait(c *call, r *protocol.WaitRequest) (*protocol.StatusResponse, error) {
+	j, err := s.job(c, &r.JobRequest)
+	if err != nil {
+		return nil, err
+	}
+	wctx, cancel := withTimeout(c, r.Timeout)
+	defer cancel()
+	state, reason, err := s.waitFor(wctx, c, j, r)
+	if err != nil {
+		return nil, err
+	}
+	return &protocol.StatusResponse{Status: string(state), Reason: reason}, nil
+}
+
+func (s *Server) result(c *call, r *protocol.ResultRequest) (*protocol.Result, error) {
+	j, err := s.job(c, &r.JobRequest)
+	if err != nil {
+		return nil, err
+	}
+	wctx, cancel := withTimeout(c, r.Timeout)
+	defer cancel()
+	state, reason, err := s.waitFor(wctx, c, j, &r.WaitRequest)
+	if err != nil {
+		return nil, err
+	}
+	res, err := j.ResultOf(wctx, state, reason, r.ValueDir)
+	if err != nil {
+		return nil, err
+	}
+	if r.Cleanup && res.Envelope != nil && res.Envelope.Success {
+		c.afterReply(func() { cleanupAll(context.WithoutCancel(c), []*engine.Job{j}) })
+	}
+	return resultOf(res), nil
+}
+
+// cleanupAll removes the backend resources and store objects of finished jobs, warning
+// about failures (the caller has had its reply).
+func cleanupAll(ctx context.Context, jobs []*engine.Job) {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for _, j := range jobs {
+		g.Go(func() error {
+			if err := j.Cleanup(gctx, true, true); err != nil {
+				fmt.Fprintf(os.Stderr, "kinetic: warning: cleanup of %s failed: %v\n", j.Handle.JobID, err)
+			}
+			return nil
+		})
+	}
+	g.Wait()
+}
+
+// resultsMany reads the results of many finished jobs (a batch's results()) in
+// parallel; the successful ones are cleaned up after the reply if asked.
+func (s *Server) resultsMany(c *call, r *protocol.ResultsManyRequest) ([]protocol.JobResult, error) {
+	wctx, cancel := withTimeout(c, r.Timeout)
+	defer cancel()
+	out := make([]protocol.JobResult, len(r.JobIDs))
+	var done []*engine.Job
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(wctx)
+	g.SetLimit(8)
+	for i, id := range r.JobIDs {
+		g.Go(func() error {
+			out[i].JobID = id
+			j, err := s.eng.Attach(gctx, id, r.Store)
+			if err == nil {
+				var res *engine.Result
+				res, err = j.Result(gctx, r.ValueDir)
+				out[i].Result = resultOf(res)
+				if err == nil && res.Envelope != nil && res.Envelope.Success {
+					mu.Lock()
+					done = append(done, j)
+					mu.Unlock()
+				}
+			}
+			if err != nil {
+				out[i].Error = toError(err)
+			}
+			return nil
+		})
+	}
+	g.Wait()
+	if r.Cleanup && len(done) > 0 {
+		c.afterReply(func() { cleanupAll(context.WithoutCancel(c), done) })
+	}
+	return out, nil
+}
+
+func (s *Server) logs(c *call, r *protocol.LogsRequest) (*protocol.LogsResponse, error) {
+	j, err := s.job(c, &r.JobRequest)
+	if err != nil {
+		return nil, err
+	}
+	if r.Follow {
+		return nil, j.Logs(c, logWriter{c}, true)
+	}
+	var b strings.Builder
+	if err := j.Logs(c, &b, false); err != nil {
+		return nil, err
+	}
+	return &protocol.LogsResponse{Logs: b.String()}, nil
+}
+
+func (s *Server) tail(c *call, r *protocol.TailRequest) (*protocol.LogsResponse, error) {
+	j, err := s.job(c, &r.JobRequest)
+	if err != nil {
+		return nil, err
+	}
+	t, err := j.Tail(c, r.N)
+	if err != nil {
+		return nil, err
+	}
+	return &protocol.LogsResponse{Logs: t}, nil
+}
+
+func (s *Server) cancel(c *call, r *protocol.JobRequest) (*protocol.StatusResponse, error) {
+	j, err := s.job(c, r)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := withTimeout(c, r.Timeout)
+	defer cancel()
+	if err := j.Cancel(cctx); err != nil {
+		return nil, err
+	}
+	state, reason, err := j.Status(c)
+	if err != nil {
+		return nil, err
+	}
+	return &protocol.StatusResponse{Status: string(state), Reason: reason}, nil
+}
+
+func (s *Server) debugAttach(c *call, r *protocol.DebugAttachRequest) (*protocol.DebugSession, error) {
+	j, err := s.job(c, &r.JobRequest)
+	if err != nil {
+		return nil, err
+	}
+	return s.openDebug(c, j, r.LocalPort, r.Timeout)
+}
+
+func (s *Server) debugDetach(_ *call, r *protocol.DebugDetachRequest) (*protocol.DebugDetachResponse, error) {
+	return &protocol.DebugDetachResponse{Closed: s.closeDebug(r.SessionID)}, nil
+}
+
+func (s *Server) cleanup(c *call, r *protocol.CleanupRequest) (*protocol.Empty, error) {
+	j, err := s.job(c, &r.JobRequest)
+	if errors.Is(err, engine.ErrNotFound) {
+		return nil, nil // already gone: cleanup is idempotent
+	}
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := withTimeout(c, r.Timeout)
+	defer cancel()
+	return nil, j.Cleanup(cctx, r.K8s, r.GCS)
+}
+
+// mapBatch starts a batch. Its submission runs on the server's own context, not the
+// request's: it goes on after the reply, and after the client leaves (Serve waits).
+func (s *Server) mapBatch(_ *call, r *protocol.MapRequest) (*protocol.MapResponse, error) {
+	b, err := s.eng.Map(s.base, mapRequest(r))
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.batches[b.GroupID()] = b
+	s.mu.Unlock()
+	return &protocol.MapResponse{GroupID: b.GroupID()}, nil
+}
+
+func (s *Server) batch(c *call, r *protocol.BatchRequest) (*protocol.Batch, error) {
+	v, err := s.eng.ReadBatch(c, r.GroupID, r.Store, r.Status)
+	if err != nil {
+		return nil, err
+	}
+	return batchOf(v), nil
+}
+
+func (s *Server) batchWatch(c *call, r *protocol.GroupRequest) (*protocol.Empty, error) {
+	return nil, s.eng.WatchBatch(c, r.GroupID, r.Store, func(cs engine.ChildStatus) { c.event(protocol.EventChild, childStatusOf(cs)) })
+}
+
+func (s *Server) batchCancel(c *call, r *protocol.GroupRequest) (*protocol.Empty, error) {
+	s.mu.Lock()
+	b := s.batches[r.GroupID]
+	s.mu.Unlock()
+	if b != nil {
+		b.Stop()
+		<-b.Done()
+	}
+	return nil, s.eng.CancelBatch(c, r.GroupID, r.Store)
+}
+
+func (s *Server) batchCleanup(c *call, r *protocol.BatchCleanupRequest) (*protocol.Empty, error) {
+	return nil, s.eng.CleanupBatch(c, r.GroupID, r.Store, r.K8s, r.GCS)
+}
+
+func (s *Server) dataHash(_ *call, r *protocol.DataHashRequest) (*protocol.DataHashResponse, error) {
+	if strings.Contains(r.Path, "://") {
+		return nil, invalidf("content_hash() needs local data; %s is hashed by its store", r.Path)
+	}
+	sum, err := data.ContentHash(r.Path)
+	if err != nil {
+		return nil, err
+	}
+	return &protocol.DataHashResponse{Hash: sum}, nil
+}
+
+func (s *Server) list(c *call, r *protocol.ListRequest) ([]protocol.ListedJob, error) {
+	rows, err := s.eng.List(c, r.Store)
+	if err != nil {
+		return nil, err
+	}
+	return listedOf(rows), nil
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/kinetic-run/kinetic/backend/local"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/runner"
 	"github.com/kinetic-run/kinetic/store"
 )
@@ -107,7 +108,7 @@ func newRunnerCmd(g *Globals) *cobra.Command {
 // alreadyFinal reports a job that was given a final status before it started (cancelled
 // while its pod waited): there is nothing to run.
 func alreadyFinal(ctx context.Context, o runner.Options) bool {
-	s := runner.FinalStatus(ctx, o.Store, o.JobID)
+	s := jobview.FinalStatus(ctx, o.Store, o.JobID)
 	if s != nil {
 		fmt.Fprintf(os.Stderr, "kinetic: job %s is already %s (%s); not running it\n", o.JobID, s.State, s.Reason)
 	}

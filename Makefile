@@ -3,11 +3,16 @@ GO      ?= go
 # Debian's python3 carries pytest and cloudpickle from apt (see .ci/run).
 PYTHON  ?= $(shell command -v /usr/bin/python3 || command -v python3)
 BIN     := bin/kinetic
+# The worker alone (runner, install-runner): what runs in a job's pod, without the CLI.
+RUNNER  := bin/kinetic-runner
 
-.PHONY: build demo test test-go test-python vet fmt bench clean kube-tools cluster
+.PHONY: build runner demo test test-go test-python vet fmt bench clean kube-tools cluster
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/kinetic
+
+runner:
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(RUNNER) ./cmd/kinetic-runner
 
 demo: build
 	$(BIN) run examples/hello.py::main

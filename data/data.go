@@ -24,47 +24,25 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/kinetic-run/kinetic/job"
 )
 
-// Kind says what a Ref points at.
-type Kind string
+// Kind says what a Ref points at (job.DataKind: the spec carries it).
+type Kind = job.DataKind
 
 // The kinds of data.
 const (
-	LocalFile Kind = "local-file"
-	LocalDir  Kind = "local-dir"
-	GSDir     Kind = "gs-dir"
-	GSObject  Kind = "gs-object"
-	HF        Kind = "hf"
+	LocalFile = job.DataLocalFile
+	LocalDir  = job.DataLocalDir
+	GSDir     = job.DataGSDir
+	GSObject  = job.DataGSObject
+	HF        = job.DataHF
 )
 
-// IsLocal reports whether k is data on the submitting machine (uploaded by Upload).
-func (k Kind) IsLocal() bool { return k == LocalFile || k == LocalDir }
-
-// Ref is one Data(...) reference. It is JSON in the job spec.
-type Ref struct {
-	// Kind is one of the Kind constants.
-	Kind Kind `json:"kind"`
-	// Source is what the user wrote (a path or URI); it is for messages only.
-	Source string `json:"source"`
-	// Path is the absolute local path on the submitting machine (local kinds).
-	Path string `json:"path,omitempty"`
-	// Hash is the hex content hash (local kinds; set by Upload, or by the caller from
-	// ContentHash).
-	Hash string `json:"hash,omitempty"`
-	// Prefix is the store prefix holding the uploaded data, data/sha256/<hash>/ (local
-	// kinds; set by Upload).
-	Prefix string `json:"prefix,omitempty"`
-	// URI is the canonical gs:// or hf:// URI (remote kinds).
-	URI string `json:"uri,omitempty"`
-	// Fuse asks for a lazy GCS FUSE mount instead of a download.
-	Fuse bool `json:"fuse,omitempty"`
-	// HFTrustRemoteCode lets datasets.load_dataset run the dataset repository's code.
-	HFTrustRemoteCode bool `json:"hf_trust_remote_code,omitempty"`
-	// Mount is "" for data passed as an argument, or the absolute path it is mounted at
-	// (volumes={"/data": Data(...)}).
-	Mount string `json:"mount,omitempty"`
-}
+// Ref is one Data(...) reference. It is JSON in the job spec (job.DataRef), so that
+// package job needs nothing of this one.
+type Ref = job.DataRef
 
 // HFSource is a parsed hf:// URI.
 type HFSource struct {
@@ -141,7 +119,7 @@ func Parse(p string, fuse, hfTrust bool) (Ref, error) {
 
 // GCS returns the bucket and object key (GSObject) or prefix (GSDir, ending in "/" or
 // empty for the whole bucket) of a gs:// ref.
-func (r Ref) GCS() (bucket, key string, ok bool) {
+func GCS(r Ref) (bucket, key string, ok bool) {
 	if r.Kind != GSDir && r.Kind != GSObject {
 		return "", "", false
 	}
@@ -154,7 +132,7 @@ func (r Ref) GCS() (bucket, key string, ok bool) {
 
 // Validate checks a Ref read from a job spec: a known kind with the fields it needs, and
 // Mount empty or an absolute, clean path other than "/".
-func (r Ref) Validate() error {
+func Validate(r Ref) error {
 	switch r.Kind {
 	case LocalFile, LocalDir:
 		if !hexHash.MatchString(r.Hash) {

@@ -30,7 +30,7 @@ type FuseVolume struct {
 // volumes=, else a path chosen by the caller). Only gs:// data can be fused: a local path
 // must be uploaded first, and an hf:// dataset is made on the worker.
 func FuseSpec(ref Ref, name, mountPath string) (FuseVolume, error) {
-	bucket, key, ok := ref.GCS()
+	bucket, key, ok := GCS(ref)
 	if !ok || !ref.Fuse {
 		return FuseVolume{}, fmt.Errorf("Data(%q): only gs:// data with fuse=True is mounted with Cloud Storage FUSE", ref.Source)
 	}

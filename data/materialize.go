@@ -175,7 +175,7 @@ func materializeLocal(ctx context.Context, st *store.Store, ref Ref, dest string
 }
 
 func materializeGS(ctx context.Context, ref Ref, dest string, open OpenBucket) (string, error) {
-	bucket, key, ok := ref.GCS()
+	bucket, key, ok := GCS(ref)
 	if !ok {
 		return "", fmt.Errorf("materialize data %q: bad gs:// URI %q", ref.Source, ref.URI)
 	}

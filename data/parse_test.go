@@ -91,7 +91,7 @@ func TestValidate(t *testing.T) {
 		{Kind: HF, URI: "hf://imdb?split=train"},
 	}
 	for _, r := range good {
-		if err := r.Validate(); err != nil {
+		if err := Validate(r); err != nil {
 			t.Errorf("%+v: %v", r, err)
 		}
 	}
@@ -106,7 +106,7 @@ func TestValidate(t *testing.T) {
 		{Kind: "nfs"},
 	}
 	for _, r := range bad {
-		if err := r.Validate(); err == nil {
+		if err := Validate(r); err == nil {
 			t.Errorf("%+v: no error", r)
 		}
 	}
@@ -131,11 +131,11 @@ func FuzzParse(f *testing.F) {
 			if err != nil || r2.Kind != r.Kind || r2.URI != r.URI {
 				t.Fatalf("%q -> %q does not re-parse: %+v %v", p, r.URI, r2, err)
 			}
-			if err := r.Validate(); err != nil {
+			if err := Validate(r); err != nil {
 				t.Fatalf("%q: Validate: %v", p, err)
 			}
 		}
-		if b, k, ok := r.GCS(); ok && (b == "" || (k != "" && !cleanRel(strings.TrimSuffix(k, "/")))) {
+		if b, k, ok := GCS(r); ok && (b == "" || (k != "" && !cleanRel(strings.TrimSuffix(k, "/")))) {
 			t.Fatalf("%q: bucket %q key %q", p, b, k)
 		}
 	})

@@ -102,7 +102,7 @@ func TestUploadOnceAndMaterialize(t *testing.T) {
 			if last != total || total != 6+6+6+6+int64(len(sampleTree[".complete"])) {
 				t.Errorf("progress ended at %d of %d", last, total)
 			}
-			if err := ref.Validate(); err != nil {
+			if err := Validate(ref); err != nil {
 				t.Fatal(err)
 			}
 			objs, _ := st.List(ctx, ref.Prefix)

@@ -7,7 +7,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,11 +20,12 @@ import (
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/store"
 )
 
 // ErrNotFound means a job ID names no job in the store.
-var ErrNotFound = errors.New("job not found")
+var ErrNotFound = jobview.ErrNotFound
 
 // Engine is the client side of Kinetic. It is safe for concurrent use.
 type Engine struct {

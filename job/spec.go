@@ -3,8 +3,6 @@ package job
 import (
 	"encoding/json"
 	"fmt"
-
-	"github.com/kinetic-run/kinetic/data"
 )
 
 // Kinds of work a job can carry.
@@ -37,7 +35,7 @@ type Spec struct {
 	Command []string `json:"command,omitempty"`
 	// Data are the call's Data(...) references; the i-th replaces the sentinel
 	// "\x00kinetic-data:i\x00" in the arguments, or is mounted at its Mount path.
-	Data []data.Ref `json:"data,omitempty"`
+	Data []DataRef `json:"data,omitempty"`
 	// EnvNames lists the captured variable names (values are in env.json).
 	EnvNames  []string `json:"env_names,omitempty"`
 	OutputDir string   `json:"output_dir,omitempty"`

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/pack"
 	"github.com/kinetic-run/kinetic/store"
 )
@@ -511,23 +512,9 @@ func stopped(ctx context.Context) error {
 	return errors.New("stopped: the job was cancelled")
 }
 
-// FinalStatus returns the job's status.json when it holds a final state (nil otherwise,
-// or when it cannot be read): a job cancelled or judged before, or while, it ran.
-func FinalStatus(ctx context.Context, st *store.Store, id string) *job.Status {
-	raw, err := st.Get(ctx, store.StatusKey(id))
-	if err != nil {
-		return nil
-	}
-	var s job.Status
-	if json.Unmarshal(raw, &s) != nil || !s.State.Terminal() {
-		return nil
-	}
-	return &s
-}
-
-// finalStatus is FinalStatus after the job's context has ended.
+// finalStatus is jobview.FinalStatus after the job's context has ended.
 func finalStatus(st *store.Store, id string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return FinalStatus(ctx, st, id) != nil
+	return jobview.FinalStatus(ctx, st, id) != nil
 }

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/kinetic-run/kinetic/backend"
-	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/store"
 )
 
@@ -27,8 +27,42 @@ type Harness struct {
 	Deadline time.Duration
 }
 
+// Job is a submitted job as the suite sees it: from the store (jobview), its state from
+// the backend, stopped and cleaned up by the backend.
+type Job struct {
+	*jobview.Job
+	Handle  *job.Handle
+	Backend backend.Backend
+}
+
+// NewJob returns job h of backend b, whose store is st.
+func NewJob(h *job.Handle, st *store.Store, b backend.Backend) *Job {
+	return &Job{
+		Job:     &jobview.Job{Store: st, ID: h.JobID, Live: func(ctx context.Context) (job.State, string, error) { return b.Status(ctx, h) }},
+		Handle:  h,
+		Backend: b,
+	}
+}
+
+// Cancel stops the job.
+func (j *Job) Cancel(ctx context.Context) error { return j.Backend.Cancel(ctx, j.Handle) }
+
+// Cleanup removes the backend's resources (backendRes) and the job's store objects
+// (storeObjs), as the engine does.
+func (j *Job) Cleanup(ctx context.Context, backendRes, storeObjs bool) error {
+	if backendRes || storeObjs {
+		if err := j.Backend.Cleanup(ctx, j.Handle); err != nil {
+			return err
+		}
+	}
+	if storeObjs {
+		return j.Delete(ctx)
+	}
+	return nil
+}
+
 // Submit writes a command job to st and submits it to b.
-func Submit(t *testing.T, b backend.Backend, st *store.Store, argv ...string) *engine.Job {
+func Submit(t *testing.T, b backend.Backend, st *store.Store, argv ...string) *Job {
 	t.Helper()
 	ctx := context.Background()
 	id := job.NewID()
@@ -43,10 +77,10 @@ func Submit(t *testing.T, b backend.Backend, st *store.Store, argv ...string) *e
 	if err := b.Submit(ctx, h); err != nil {
 		t.Fatalf("Submit: %v", err)
 	}
-	return &engine.Job{Handle: h, Store: st, Backend: b}
+	return NewJob(h, st, b)
 }
 
-func (h *Harness) wait(t *testing.T, j *engine.Job) (job.State, string) {
+func (h *Harness) wait(t *testing.T, j *Job) (job.State, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), h.deadline())
 	defer cancel()
@@ -101,7 +135,7 @@ func Run(t *testing.T, h Harness) {
 	})
 	t.Run("NotFound", func(t *testing.T) {
 		b, st := h.New(t)
-		j := &engine.Job{Handle: &job.Handle{JobID: job.NewID(), Backend: b.Name()}, Store: st, Backend: b}
+		j := NewJob(&job.Handle{JobID: job.NewID(), Backend: b.Name()}, st, b)
 		if state, _, err := j.Status(ctx); err != nil || state != job.NotFound {
 			t.Fatalf("Status of an unknown job = %s, %v; want NOT_FOUND", state, err)
 		}
@@ -208,7 +242,7 @@ func Run(t *testing.T, h Harness) {
 	}
 }
 
-func waitFor(t *testing.T, j *engine.Job, want job.State, d time.Duration) {
+func waitFor(t *testing.T, j *Job, want job.State, d time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {

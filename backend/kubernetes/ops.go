@@ -19,6 +19,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/store"
 )
 
@@ -173,39 +174,14 @@ func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string,
 }
 
 // stored reads the job's final state from the store: a status.json written by cancel or
-// by an earlier verdict, or the runner's envelope.
+// by an earlier verdict, or the runner's envelope. A job the store does not know (never
+// written, or cleaned up) is NOT_FOUND whatever the cluster still holds.
 func (b *Backend) stored(ctx context.Context, h *job.Handle) (job.State, string, bool, error) {
-	raw, err := b.st.Get(ctx, store.StatusKey(h.JobID))
-	if err == nil {
-		var s job.Status
-		if json.Unmarshal(raw, &s) == nil && s.State.Terminal() {
-			return s.State, s.Reason, true, nil
-		}
-	} else if !store.IsNotFound(err) {
+	state, reason, final, err := jobview.Recorded(ctx, b.st, h.JobID)
+	if err != nil || !final {
 		return "", "", false, err
 	}
-	raw, err = b.st.Get(ctx, store.EnvelopeKey(h.JobID))
-	if store.IsNotFound(err) {
-		// No result yet: a job the store does not know (never written, or cleaned up)
-		// is NOT_FOUND whatever the cluster still holds.
-		if ok, err := b.st.Exists(ctx, store.HandleKey(h.JobID)); err != nil {
-			return "", "", false, err
-		} else if !ok {
-			return job.NotFound, "", true, nil
-		}
-		return "", "", false, nil
-	}
-	if err != nil {
-		return "", "", false, err
-	}
-	env, err := job.DecodeEnvelope(raw)
-	if err != nil {
-		return job.Failed, "the job's result.json is unreadable: " + err.Error(), true, nil
-	}
-	if env.Success {
-		return job.Succeeded, "", true, nil
-	}
-	return job.Failed, env.FailureReason(), true, nil
+	return state, reason, true, nil
 }
 
 // record writes a final FAILED verdict into the store, so it outlives the Job.

@@ -59,7 +59,7 @@ func TestSlotsQueueJobs(t *testing.T) {
 	if s1 != job.Running || s2 != job.Pending {
 		t.Fatalf("with one slot: first %s, second %s; want RUNNING and PENDING", s1, s2)
 	}
-	for _, j := range []*engine.Job{first, second} {
+	for _, j := range []*backendtest.Job{first, second} {
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		state, reason, err := j.Wait(wctx, nil)
 		cancel()

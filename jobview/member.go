@@ -1,4 +1,4 @@
-package engine
+package jobview
 
 import (
 	"context"
@@ -14,6 +14,22 @@ import (
 // ErrNotSubmitted means a batch index was never submitted (the batch was stopped).
 var ErrNotSubmitted = errors.New("batch input not submitted")
 
+// The parts of a batch's layout a member reads (the submitter writes them: engine's
+// Manifest and Child).
+type (
+	memberChild struct {
+		JobID    string   `json:"job_id,omitempty"`
+		Attempts []string `json:"attempts,omitempty"`
+	}
+	memberManifest struct {
+		SubmissionComplete bool   `json:"submission_complete"`
+		Stopped            string `json:"stopped,omitempty"`
+	}
+)
+
+// childKey is where the submitter writes child i's entry before its job.
+func childKey(gid string, i int) string { return fmt.Sprintf("groups/%s/children/%08d.json", gid, i) }
+
 // ResolveMember finds the job that index i of batch gid runs as its first attempt: what
 // a member of a backend's group unit (a pod of an Indexed Job) runs. Members may start
 // before the submitter has written their child, so it waits, up to wait, for the
@@ -27,7 +43,7 @@ func ResolveMember(ctx context.Context, st *store.Store, gid string, i int, wait
 		if id != "" || (err != nil && !store.IsNotFound(err)) {
 			return id, err
 		}
-		var m Manifest
+		var m memberManifest
 		if raw, err := st.Get(ctx, store.GroupManifestKey(gid)); err == nil && json.Unmarshal(raw, &m) == nil && m.SubmissionComplete {
 			if id, _ := memberJob(ctx, st, gid, i); id != "" {
 				return id, nil
@@ -52,7 +68,7 @@ func memberJob(ctx context.Context, st *store.Store, gid string, i int) (string,
 	if err != nil {
 		return "", err
 	}
-	var c Child
+	var c memberChild
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return "", fmt.Errorf("batch %s child %d: %w", gid, i, err)
 	}

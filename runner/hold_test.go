@@ -1,4 +1,4 @@
-package cli
+package runner
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/kinetic-run/kinetic/job"
-	"github.com/kinetic-run/kinetic/runner"
 	"github.com/kinetic-run/kinetic/store"
 )
 
@@ -21,11 +20,11 @@ func TestHostAlreadyRan(t *testing.T) {
 	}
 	defer st.Close()
 	id := "job-hold0000000000000000000"
-	o := runner.Options{StoreURL: url, JobID: id, Host: "1"}
-	if done, err := hostAlreadyRan(ctx, o); err != nil || done {
+	o := Options{StoreURL: url, JobID: id, Host: "1"}
+	if done, err := HostAlreadyRan(ctx, o); err != nil || done {
 		t.Fatalf("first start: %v %v", done, err)
 	}
-	if done, err := hostAlreadyRan(ctx, o); err != nil || !done {
+	if done, err := HostAlreadyRan(ctx, o); err != nil || !done {
 		t.Fatalf("second start: %v %v", done, err)
 	}
 	raw, err := st.Get(ctx, store.HostEnvelopeKey(id, "1"))
@@ -37,15 +36,15 @@ func TestHostAlreadyRan(t *testing.T) {
 		t.Errorf("restart envelope: %+v %v", env, err)
 	}
 	// The leader's result ends every host's work.
-	o0 := runner.Options{StoreURL: url, JobID: id, Host: "0"}
-	if done, err := hostAlreadyRan(ctx, o0); err != nil || done {
+	o0 := Options{StoreURL: url, JobID: id, Host: "0"}
+	if done, err := HostAlreadyRan(ctx, o0); err != nil || done {
 		t.Fatalf("leader first start: %v %v", done, err)
 	}
 	if err := st.Put(ctx, store.EnvelopeKey(id), (&job.Envelope{Success: true, Host: "0"}).Encode()); err != nil {
 		t.Fatal(err)
 	}
-	o2 := runner.Options{StoreURL: url, JobID: id, Host: "2"}
-	if done, err := hostAlreadyRan(ctx, o2); err != nil || !done {
+	o2 := Options{StoreURL: url, JobID: id, Host: "2"}
+	if done, err := HostAlreadyRan(ctx, o2); err != nil || !done {
 		t.Fatalf("after the leader's result: %v %v", done, err)
 	}
 	if ok, _ := st.Exists(ctx, store.HostEnvelopeKey(id, "2")); ok {

@@ -1,0 +1,140 @@
+// Package jobview is a job seen from the store alone: its status as the store records it
+// (status.json, the result envelope), waiting for it, its logs (the chunks the runner
+// mirrors, followed while it runs), their tail, and its result (the envelope and the
+// value). It needs no backend, so the worker side (runner, cmd/kinetic-runner) and the
+// conformance suite (backend/backendtest) use it without the engine; the engine composes
+// it with a backend (liveness, logs at the source, cancel, cleanup).
+package jobview
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/store"
+)
+
+// ErrNotFound means a job ID names no job in the store.
+var ErrNotFound = errors.New("job not found")
+
+// StatusFunc reports a job's state and, when FAILED, the reason.
+type StatusFunc func(ctx context.Context) (job.State, string, error)
+
+// Job is one job in a store.
+type Job struct {
+	Store *store.Store
+	ID    string
+	// Live, if set, is where the job's state comes from instead of the store's record:
+	// the backend that runs it (its liveness check turns a worker that died without a
+	// word into FAILED). nil reads the store alone (Recorded).
+	Live StatusFunc
+}
+
+// New returns job id of st, its state read from the store alone.
+func New(st *store.Store, id string) *Job { return &Job{Store: st, ID: id} }
+
+// Status returns the job's state and, when FAILED, the reason: from Live if set, else
+// as the store records it.
+func (j *Job) Status(ctx context.Context) (job.State, string, error) {
+	if j.Live != nil {
+		return j.Live(ctx)
+	}
+	state, reason, _, err := Recorded(ctx, j.Store, j.ID)
+	return state, reason, err
+}
+
+// Wait blocks until the job is terminal and returns its final state and reason.
+// onChange, if set, is called with every state first seen, the final one included.
+func (j *Job) Wait(ctx context.Context, onChange func(job.State)) (job.State, string, error) {
+	var last job.State
+	p := NewPoller()
+	for {
+		state, reason, err := j.Status(ctx)
+		if err != nil {
+			return "", "", err
+		}
+		if state != last && onChange != nil {
+			onChange(state)
+		}
+		last = state
+		if state.Terminal() {
+			return state, reason, nil
+		}
+		if err := p.Wait(ctx); err != nil {
+			return state, reason, err
+		}
+	}
+}
+
+// Delete removes the job's store objects (jobs/ID/). Outputs are never removed. A job
+// that still runs must be stopped first (its backend's Cleanup), or its process is
+// stranded.
+func (j *Job) Delete(ctx context.Context) error {
+	return j.Store.DeletePrefix(ctx, store.JobPrefix(j.ID))
+}
+
+// Recorded returns the job's state as the store records it. A final status.json (written
+// by cancel, or by an earlier verdict) decides first, then the runner's envelope, then a
+// missing handle (NOT_FOUND: never written, or cleaned up); final is then true.
+// Otherwise the store knows of no end: state is what status.json says (PENDING without
+// one) and final is false, for a backend to judge further.
+func Recorded(ctx context.Context, st *store.Store, id string) (state job.State, reason string, final bool, err error) {
+	state = job.Pending
+	raw, err := st.Get(ctx, store.StatusKey(id))
+	if err == nil {
+		var s job.Status
+		if json.Unmarshal(raw, &s) == nil && s.State != "" {
+			if s.State.Terminal() {
+				return s.State, s.Reason, true, nil
+			}
+			state = s.State
+		}
+	} else if !store.IsNotFound(err) {
+		return "", "", false, err
+	}
+	raw, err = st.Get(ctx, store.EnvelopeKey(id))
+	if store.IsNotFound(err) {
+		if ok, err := st.Exists(ctx, store.HandleKey(id)); err != nil {
+			return "", "", false, err
+		} else if !ok {
+			return job.NotFound, "", true, nil
+		}
+		return state, "", false, nil
+	}
+	if err != nil {
+		return "", "", false, err
+	}
+	env, err := job.DecodeEnvelope(raw)
+	if err != nil {
+		return job.Failed, "the job's result.json is unreadable: " + err.Error(), true, nil
+	}
+	if env.Success {
+		return job.Succeeded, "", true, nil
+	}
+	return job.Failed, env.FailureReason(), true, nil
+}
+
+// ReadStatus reads status.json.
+func ReadStatus(ctx context.Context, st *store.Store, id string) (*job.Status, error) {
+	b, err := st.Get(ctx, store.StatusKey(id))
+	if err != nil {
+		return nil, err
+	}
+	var s job.Status
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("status.json of %s: %w", id, err)
+	}
+	return &s, nil
+}
+
+// FinalStatus returns the job's status.json when it holds a final state (nil otherwise,
+// or when it cannot be read): a job cancelled or judged before, or while, it ran.
+func FinalStatus(ctx context.Context, st *store.Store, id string) *job.Status {
+	s, err := ReadStatus(ctx, st, id)
+	if err != nil || !s.State.Terminal() {
+		return nil
+	}
+	return s
+}

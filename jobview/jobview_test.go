@@ -1,0 +1,163 @@
+package jobview
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/store"
+)
+
+func newStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func put(t *testing.T, st *store.Store, key string, b []byte) {
+	t.Helper()
+	if err := st.Put(context.Background(), key, b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func putStatus(t *testing.T, st *store.Store, id string, s job.Status) {
+	t.Helper()
+	b, _ := json.Marshal(s)
+	put(t, st, store.StatusKey(id), b)
+}
+
+func TestRecorded(t *testing.T) {
+	ctx := context.Background()
+	code := 3
+	cases := []struct {
+		name       string
+		setup      func(t *testing.T, st *store.Store, id string)
+		state      job.State
+		reasonPart string
+		final      bool
+	}{
+		{"unknown", func(*testing.T, *store.Store, string) {}, job.NotFound, "", true},
+		{"handle only", func(t *testing.T, st *store.Store, id string) {
+			put(t, st, store.HandleKey(id), []byte(`{"job_id":"`+id+`"}`))
+		}, job.Pending, "", false},
+		{"running", func(t *testing.T, st *store.Store, id string) {
+			put(t, st, store.HandleKey(id), []byte(`{}`))
+			putStatus(t, st, id, job.Status{State: job.Running})
+		}, job.Running, "", false},
+		{"cancelled", func(t *testing.T, st *store.Store, id string) {
+			putStatus(t, st, id, job.Status{State: job.Failed, Reason: "cancelled"})
+			put(t, st, store.EnvelopeKey(id), (&job.Envelope{Success: true}).Encode())
+		}, job.Failed, "cancelled", true},
+		{"succeeded", func(t *testing.T, st *store.Store, id string) {
+			putStatus(t, st, id, job.Status{State: job.Running})
+			put(t, st, store.EnvelopeKey(id), (&job.Envelope{Success: true}).Encode())
+		}, job.Succeeded, "", true},
+		{"failed", func(t *testing.T, st *store.Store, id string) {
+			put(t, st, store.EnvelopeKey(id), (&job.Envelope{Phase: job.PhaseCall, ExcType: "ValueError", ExcMessage: "boom", ExitCode: &code}).Encode())
+		}, job.Failed, "ValueError", true},
+		{"unreadable envelope", func(t *testing.T, st *store.Store, id string) {
+			put(t, st, store.EnvelopeKey(id), []byte("{"))
+		}, job.Failed, "unreadable", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st, id := newStore(t), job.NewID()
+			c.setup(t, st, id)
+			state, reason, final, err := Recorded(ctx, st, id)
+			if err != nil || state != c.state || final != c.final || !strings.Contains(reason, c.reasonPart) {
+				t.Fatalf("Recorded = %s, %q, %v, %v; want %s, ~%q, %v", state, reason, final, err, c.state, c.reasonPart, c.final)
+			}
+			if got := FinalStatus(ctx, st, id); (got != nil) != (c.name == "cancelled") {
+				t.Fatalf("FinalStatus = %+v", got)
+			}
+		})
+	}
+}
+
+func TestWaitLogsTailResult(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	st, id := newStore(t), job.NewID()
+	put(t, st, store.HandleKey(id), []byte(`{}`))
+	j := New(st, id)
+	var seen []job.State
+	done := make(chan error, 1)
+	var logs bytes.Buffer
+	go func() { done <- j.Logs(ctx, &logs, true) }()
+	go func() {
+		for i := 0; i < 3; i++ {
+			put(t, st, store.LogChunkKey(id, i), []byte(strings.Repeat("x", i)+"line\n"))
+			time.Sleep(20 * time.Millisecond)
+		}
+		putStatus(t, st, id, job.Status{State: job.Running})
+		put(t, st, store.ResultKey(id), []byte("pickled"))
+		put(t, st, store.EnvelopeKey(id), (&job.Envelope{Success: true, HasValue: true}).Encode())
+	}()
+	state, _, err := j.Wait(ctx, func(s job.State) { seen = append(seen, s) })
+	if err != nil || state != job.Succeeded || seen[0] != job.Pending || seen[len(seen)-1] != job.Succeeded {
+		t.Fatalf("Wait = %s, %v; states %v", state, err, seen)
+	}
+	if err := <-done; err != nil || logs.String() != "line\nxline\nxxline\n" {
+		t.Fatalf("followed logs %q, %v", logs.String(), err)
+	}
+	if tail, err := j.Tail(ctx, 2); err != nil || tail != "xline\nxxline\n" {
+		t.Fatalf("Tail(2) = %q, %v", tail, err)
+	}
+	res, err := j.Result(ctx, t.TempDir())
+	if err != nil || !res.Envelope.Success || res.ValuePath == "" {
+		t.Fatalf("Result = %+v, %v", res, err)
+	}
+	if b, _ := os.ReadFile(res.ValuePath); string(b) != "pickled" {
+		t.Fatalf("value %q", b)
+	}
+	if err := j.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Result(ctx, ""); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Result after Delete: %v, want ErrNotFound", err)
+	}
+}
+
+func TestResultOfFailedHostAndNoResult(t *testing.T) {
+	ctx := context.Background()
+	st, id := newStore(t), job.NewID()
+	j := New(st, id)
+	put(t, st, store.LogChunkKey(id, 0), []byte("a\nb\nc\n"))
+	if _, err := j.ResultOf(ctx, job.Failed, "killed", ""); !errors.Is(err, ErrNoResult) || !strings.Contains(err.Error(), "killed") || !strings.Contains(err.Error(), "b\nc") {
+		t.Fatalf("ResultOf without an envelope: %v", err)
+	}
+	put(t, st, store.HostEnvelopeKey(id, "1"), (&job.Envelope{Host: "1", ExcType: "ValueError"}).Encode())
+	res, err := j.ResultOf(ctx, job.Failed, "host 1 failed", "")
+	if err != nil || res.Envelope.Host != "1" || res.Envelope.ExcType != "ValueError" {
+		t.Fatalf("ResultOf with a failed host = %+v, %v", res, err)
+	}
+}
+
+func TestLastLines(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"a\nb\nc\n", 2, "b\nc\n"},
+		{"a\nb\nc", 2, "b\nc"},
+		{"a\nb\n", 5, "a\nb\n"},
+		{"a\n", 0, ""},
+		{"", 3, ""},
+	} {
+		if got := lastLines(c.s, c.n); got != c.want {
+			t.Errorf("lastLines(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,38 @@
+package jobview
+
+import (
+	"context"
+	"time"
+)
+
+// Poller yields growing delays: every few milliseconds for the first seconds, so short
+// jobs return quickly (a status check of a local job costs a file read), then slower, so
+// long waits cost little.
+type Poller struct {
+	start time.Time
+	d     time.Duration
+}
+
+// NewPoller returns a poller whose first delay is 2 ms.
+func NewPoller() *Poller { return NewPollerFrom(2 * time.Millisecond) }
+
+// NewPollerFrom returns a poller whose first delay is d (a loop that just made progress
+// looks again soon, but not at once).
+func NewPollerFrom(d time.Duration) *Poller { return &Poller{start: time.Now(), d: d} }
+
+// Wait sleeps for the next delay, or until ctx ends (its error).
+func (p *Poller) Wait(ctx context.Context) error {
+	t := time.NewTimer(p.d)
+	defer t.Stop()
+	limit := 20 * time.Millisecond
+	if time.Since(p.start) > 3*time.Second {
+		limit = 500 * time.Millisecond
+	}
+	p.d = min(p.d*5/4+time.Millisecond, limit)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

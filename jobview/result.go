@@ -1,0 +1,117 @@
+package jobview
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/store"
+)
+
+// Result is how a job ended, with its value.
+type Result struct {
+	State    job.State     `json:"state"`
+	Reason   string        `json:"reason,omitempty"`
+	Envelope *job.Envelope `json:"envelope,omitempty"`
+	// ValuePath is a local file holding result.pkl (the value or the exception), when
+	// the caller asked for one.
+	ValuePath string `json:"value_path,omitempty"`
+}
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
+// ErrNoResult means the job ended without an envelope (killed, cancelled, lost).
+var ErrNoResult = errors.New("the job ended without a result")
+
+// Result waits for the job and reads its envelope; with valueDir, result.pkl is copied
+// to a file there. It returns ErrNoResult (wrapped, with the reason and the log tail)
+// when the job failed before it could report.
+func (j *Job) Result(ctx context.Context, valueDir string) (*Result, error) {
+	state, reason, err := j.Wait(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return j.ResultOf(ctx, state, reason, valueDir)
+}
+
+// ResultOf is Result for a job already known to be in the terminal state given (the
+// caller waited for it), so it is not looked up again.
+func (j *Job) ResultOf(ctx context.Context, state job.State, reason, valueDir string) (*Result, error) {
+	if state == job.NotFound {
+		return nil, fmt.Errorf("job %s no longer exists (it was cleaned up): %w", j.ID, ErrNotFound)
+	}
+	envKey, valueKey := store.EnvelopeKey(j.ID), store.ResultKey(j.ID)
+	raw, err := j.Store.Get(ctx, envKey)
+	if store.IsNotFound(err) && state == job.Failed {
+		// A multi-host job whose worker failed before the leader finished: the worker's
+		// exception is the job's.
+		if h, ok, herr := failedHost(ctx, j.Store, j.ID); herr != nil {
+			return nil, herr
+		} else if ok {
+			envKey, valueKey = store.HostEnvelopeKey(j.ID, h), store.HostResultKey(j.ID, h)
+			raw, err = j.Store.Get(ctx, envKey)
+		}
+	}
+	if store.IsNotFound(err) {
+		tail, _ := j.Tail(ctx, 20)
+		msg := fmt.Sprintf("job %s %s: %s", j.ID, strings.ToLower(string(state)), reason)
+		if tail != "" {
+			msg += "\nlast log lines:\n" + tail
+		}
+		return &Result{State: state, Reason: reason}, fmt.Errorf("%s: %w", msg, ErrNoResult)
+	}
+	if err != nil {
+		return nil, err
+	}
+	env, err := job.DecodeEnvelope(raw)
+	if err != nil {
+		return nil, fmt.Errorf("job %s: %s: %w", j.ID, envKey, err)
+	}
+	res := &Result{State: state, Reason: reason, Envelope: env}
+	if valueDir != "" && env.HasValue {
+		r, err := j.Store.NewReader(ctx, valueKey)
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		f, err := os.CreateTemp(valueDir, "kinetic-result-*.pkl")
+		if err != nil {
+			return nil, err
+		}
+		// Not io.Copy: the bucket's reader would copy through a fresh 1 MiB buffer, for
+		// values that are mostly a few bytes.
+		buf := copyBufs.Get().(*[]byte)
+		_, err = io.CopyBuffer(struct{ io.Writer }{f}, struct{ io.Reader }{r}, *buf)
+		copyBufs.Put(buf)
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			return nil, err
+		}
+		if err := f.Close(); err != nil {
+			return nil, err
+		}
+		res.ValuePath = f.Name()
+	}
+	return res, nil
+}
+
+// failedHost returns the first host of a multi-host job that wrote a failure envelope.
+func failedHost(ctx context.Context, st *store.Store, id string) (string, bool, error) {
+	objs, err := st.List(ctx, store.HostsPrefix(id))
+	if err != nil {
+		return "", false, err
+	}
+	for _, o := range objs {
+		rest := strings.TrimPrefix(o.Key, store.HostsPrefix(id))
+		if host, ok := strings.CutSuffix(rest, "/result.json"); ok && !strings.Contains(host, "/") {
+			return host, true, nil
+		}
+	}
+	return "", false, nil
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/job"
 )
 
 func init() { register(newJobsCmd) }
@@ -48,6 +50,19 @@ func (f *jobFlags) attach(cmd *cobra.Command, g *Globals, id string) (*engine.En
 	return e, j, nil
 }
 
+func (f *jobFlags) removeUnreadable(cmd *cobra.Command, g *Globals, id string) (bool, error) {
+	args := map[config.Key]string{}
+	if f.store != "" {
+		args[config.Store] = f.store
+	}
+	e, err := newEngine(cmd, g, args)
+	if err != nil {
+		return false, err
+	}
+	defer e.Close()
+	return e.RemoveUnreadable(cmd.Context(), id, "")
+}
+
 func newJobsListCmd(g *Globals) *cobra.Command {
 	var f jobFlags
 	cmd := &cobra.Command{
@@ -76,11 +91,21 @@ func newJobsListCmd(g *Globals) *cobra.Command {
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "JOB ID\tSTATUS\tFUNCTION\tACCELERATOR\tBACKEND\tCREATED")
+			var damaged []engine.Listed
 			for _, r := range rows {
 				h := r.Handle
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", h.JobID, r.State, h.DisplayName, h.Accelerator, h.Backend, h.CreatedAt)
+				if r.State == engine.ListError {
+					damaged = append(damaged, r)
+				}
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, r := range damaged {
+				fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: warning: %s\n", r.Reason)
+			}
+			return nil
 		},
 	}
 	f.add(cmd)
@@ -229,6 +254,15 @@ func newJobsCleanupCmd(g *Globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			e, j, err := f.attach(cmd, g, args[0])
+			if errors.Is(err, job.ErrDamaged) || errors.Is(err, engine.ErrNotFound) {
+				// A damaged job, or what a stopped submitter left: remove its objects.
+				if removed, rerr := f.removeUnreadable(cmd, g, args[0]); rerr != nil || removed {
+					if rerr == nil {
+						fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: removed the store objects of %s (it could not be read, so no backend resources were looked for)\n", args[0])
+					}
+					return rerr
+				}
+			}
 			if err != nil {
 				return err
 			}

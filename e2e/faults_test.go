@@ -65,6 +65,12 @@ var faultCases = []struct {
 		want:  "status and result come from the job's envelope at once; never rewritten as \"never started\"",
 		run:   faultStatusDeleted,
 	},
+	{
+		name:  "damaged-entries-listed",
+		fault: "one job's status.json holds garbage, another's handle.json is empty, a third has no handle.json (its submitter died)",
+		want:  "jobs list shows each as an ERROR row with the file named, warns on stderr, exits 0; jobs status names the job and the file; jobs cleanup removes them",
+		run:   faultDamagedEntries,
+	},
 }
 
 func TestFaults(t *testing.T) {
@@ -355,5 +361,52 @@ func faultStatusDeleted(t *testing.T, e *env) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("jobs result hangs after status.json was deleted")
+	}
+}
+
+func faultDamagedEntries(t *testing.T, e *env) {
+	var ids []string
+	for i := 0; i < 2; i++ {
+		r := e.run("run", "--json", "--async", "--", "true")
+		var h map[string]string
+		json.Unmarshal([]byte(r.stdout), &h)
+		ids = append(ids, h["job_id"])
+	}
+	for _, id := range ids {
+		deadline := time.Now().Add(30 * time.Second)
+		for e.statusJSON(t, id)["status"] != "SUCCEEDED" && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	garbled, emptied := ids[0], ids[1]
+	os.WriteFile(filepath.Join(e.store, "jobs", garbled, "status.json"), []byte("{not json"), 0o600)
+	os.WriteFile(filepath.Join(e.store, "jobs", emptied, "handle.json"), nil, 0o600)
+	orphan := "job-0000000001abcdefghijklm" // made in 1970: long past any submission
+	os.MkdirAll(filepath.Join(e.store, "jobs", orphan), 0o700)
+	os.WriteFile(filepath.Join(e.store, "jobs", orphan, "payload.pkl"), []byte("x"), 0o600)
+
+	r := e.run("jobs", "list")
+	if r.code != 0 {
+		t.Fatalf("jobs list: %d %q", r.code, r.stderr)
+	}
+	for id, file := range map[string]string{garbled: "status.json", emptied: "handle.json", orphan: "handle.json"} {
+		if !strings.Contains(r.stdout, id) || !strings.Contains(r.stderr, id) || !strings.Contains(r.stderr, file) {
+			t.Errorf("jobs list does not show %s (%s) with a warning:\n%s\n%s", id, file, r.stdout, r.stderr)
+		}
+	}
+	if n := strings.Count(r.stdout, "ERROR"); n != 3 {
+		t.Errorf("jobs list shows %d ERROR rows, want 3:\n%s", n, r.stdout)
+	}
+	r = e.run("jobs", "status", garbled)
+	if r.code == 0 || !strings.Contains(r.stderr, garbled) || !strings.Contains(r.stderr, "status.json") {
+		t.Errorf("jobs status of a damaged job: %d %q", r.code, r.stderr)
+	}
+	for _, id := range []string{garbled, emptied, orphan} {
+		if r := e.run("jobs", "cleanup", id); r.code != 0 {
+			t.Errorf("jobs cleanup %s: %d %q", id, r.code, r.stderr)
+		}
+	}
+	if got := e.jobsInStore(); len(got) != 0 {
+		t.Errorf("left in the store after cleanup: %v", got)
 	}
 }

@@ -243,7 +243,7 @@ func (e *Engine) Attach(ctx context.Context, id, storeURL string) (*Job, error) 
 	}
 	h, err := job.DecodeHandle(raw)
 	if err != nil {
-		return nil, fmt.Errorf("job %s: %w", id, err)
+		return nil, job.Damaged(id, "handle.json", raw, err)
 	}
 	be, err := e.backendFor(h, st)
 	if err != nil {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sort"
 	"time"
@@ -116,6 +117,11 @@ type Listed struct {
 	Reason string      `json:"reason,omitempty"`
 }
 
+// ListError is the State of a listed job that could not be read (a damaged handle.json
+// or status.json, an unreachable backend): the row carries the job ID and the error in
+// Reason. It is a listing marker, never a job's status.
+const ListError job.State = "ERROR"
+
 // List returns the jobs in the configured store (or storeURL), newest first.
 func (e *Engine) List(ctx context.Context, storeURL string) ([]Listed, error) {
 	if storeURL == "" {
@@ -135,11 +141,21 @@ func (e *Engine) List(ctx context.Context, storeURL string) ([]Listed, error) {
 	for i, id := range ids {
 		g.Go(func() error {
 			j, err := e.Attach(gctx, id, storeURL)
+			if errors.Is(err, ErrNotFound) {
+				// No handle.json: cleaned up between the listing and now, being submitted
+				// right now, or left by a submitter that stopped half-way.
+				if created, ok := job.CreatedAt(id); ok && time.Since(created) > incompleteGrace {
+					out[i] = Listed{Handle: &job.Handle{JobID: id}, State: ListError, Reason: incompleteReason(id)}
+				}
+				return nil
+			}
 			if err != nil {
-				return nil // half-cleaned or foreign: skip
+				out[i] = Listed{Handle: &job.Handle{JobID: id}, State: ListError, Reason: err.Error()}
+				return nil
 			}
 			state, reason, err := j.Status(gctx)
 			if err != nil {
+				out[i] = Listed{Handle: j.Handle, State: ListError, Reason: err.Error()}
 				return nil
 			}
 			out[i] = Listed{Handle: j.Handle, State: state, Reason: reason}
@@ -179,4 +195,39 @@ func (e *Engine) listIDs(ctx context.Context, st *store.Store) ([]string, error)
 		}
 	}
 	return st.ListDirs(ctx, "jobs/")
+}
+
+// incompleteGrace is how old a job prefix without handle.json must be before it counts
+// as a submission that stopped half-way (handle.json is written last, within seconds).
+const incompleteGrace = time.Minute
+
+func incompleteReason(id string) string {
+	return fmt.Sprintf("incomplete submission: the process that submitted %s stopped before writing handle.json; `kinetic jobs cleanup %s` removes what it wrote", id, id)
+}
+
+// RemoveUnreadable deletes the store objects of job id when the job cannot be attached:
+// a damaged handle.json, or a submission that stopped before writing it. No backend is
+// touched: without a handle nothing says where the job ran. It reports whether there
+// was anything to remove.
+func (e *Engine) RemoveUnreadable(ctx context.Context, id, storeURL string) (bool, error) {
+	if !job.ValidName(id) {
+		return false, nil
+	}
+	if storeURL == "" {
+		storeURL = e.cfg.Get(config.Store)
+	}
+	st, err := e.Store(ctx, storeURL)
+	if err != nil {
+		return false, err
+	}
+	objs, err := st.List(ctx, store.JobPrefix(id))
+	if err != nil || len(objs) == 0 {
+		return false, err
+	}
+	if raw, err := st.Get(ctx, store.HandleKey(id)); err == nil {
+		if _, err := job.DecodeHandle(raw); err == nil {
+			return false, nil // readable: clean it up the ordinary way
+		}
+	}
+	return true, st.DeletePrefix(ctx, store.JobPrefix(id))
 }

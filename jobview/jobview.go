@@ -8,9 +8,7 @@ package jobview
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
@@ -84,13 +82,14 @@ func Recorded(ctx context.Context, st *store.Store, id string) (state job.State,
 	state = job.Pending
 	raw, err := st.Get(ctx, store.StatusKey(id))
 	if err == nil {
-		var s job.Status
-		if json.Unmarshal(raw, &s) == nil && s.State != "" {
-			if s.State.Terminal() {
-				return s.State, s.Reason, true, nil
-			}
-			state = s.State
+		s, err := job.DecodeStatus(id, raw)
+		if err != nil {
+			return "", "", false, err
 		}
+		if s.State.Terminal() {
+			return s.State, s.Reason, true, nil
+		}
+		state = s.State
 	} else if !store.IsNotFound(err) {
 		return "", "", false, err
 	}
@@ -122,11 +121,7 @@ func ReadStatus(ctx context.Context, st *store.Store, id string) (*job.Status, e
 	if err != nil {
 		return nil, err
 	}
-	var s job.Status
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("status.json of %s: %w", id, err)
-	}
-	return &s, nil
+	return job.DecodeStatus(id, b)
 }
 
 // FinalStatus returns the job's status.json when it holds a final state (nil otherwise,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"io"
 	"os"
 	"strings"
@@ -69,8 +70,8 @@ func (j *Job) ResultOf(ctx context.Context, state job.State, reason, valueDir st
 		return nil, err
 	}
 	env, err := job.DecodeEnvelope(raw)
-	if err != nil {
-		return nil, fmt.Errorf("job %s: %s: %w", j.ID, envKey, err)
+	if err != nil || len(raw) == 0 {
+		return nil, job.Damaged(j.ID, path.Base(envKey), raw, err)
 	}
 	res := &Result{State: state, Reason: reason, Envelope: env}
 	if valueDir != "" && env.HasValue {

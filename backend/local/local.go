@@ -336,7 +336,14 @@ func (b *Backend) Cancel(ctx context.Context, h *job.Handle) error {
 
 // Cleanup implements backend.Backend: stop the job if needed and remove its workspace.
 func (b *Backend) Cleanup(ctx context.Context, h *job.Handle) error {
-	if err := b.Cancel(ctx, h); err != nil {
+	if err := b.Cancel(ctx, h); errors.Is(err, job.ErrDamaged) {
+		// status.json is unreadable, so it cannot say which supervisor to stop; its lock
+		// still tells whether one runs.
+		lock := &job.LocalProcess{LockPath: filepath.Join(b.workspace(h.JobID), "supervisor.lock"), BootID: bootID()}
+		if alive, _ := supervisorAlive(lock); alive {
+			return fmt.Errorf("cleanup %s: %w; its supervisor still runs, so nothing was removed: wait for it to end, then clean up again", h.JobID, err)
+		}
+	} else if err != nil {
 		return err
 	}
 	if err := os.RemoveAll(b.workspace(h.JobID)); err != nil {
@@ -351,11 +358,7 @@ func ReadStatus(ctx context.Context, st *store.Store, id string) (*job.Status, e
 	if err != nil {
 		return nil, err
 	}
-	var s job.Status
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("status.json of %s: %w", id, err)
-	}
-	return &s, nil
+	return job.DecodeStatus(id, b)
 }
 
 // WriteStatus writes status.json atomically.

@@ -5,6 +5,7 @@ import os
 import pickle
 import sys
 import tempfile
+import warnings
 from typing import Any, Callable, Optional
 
 from ._engine import engine
@@ -227,4 +228,10 @@ def list_jobs(project: Optional[str] = None, zone: Optional[str] = None, cluster
               namespace: Optional[str] = None, store: Optional[str] = None):
     """Handles of the jobs the backend knows, newest first."""
     rows = engine().call("list", {"store": store or ""})
-    return [JobHandle.from_dict(r["handle"]) for r in rows]
+    out = []
+    for r in rows:
+        if r.get("status") == "ERROR":  # a job the store holds but that cannot be read
+            warnings.warn("kinetic: %s" % r.get("reason", ""), RuntimeWarning, stacklevel=2)
+            continue
+        out.append(JobHandle.from_dict(r["handle"]))
+    return out

@@ -31,3 +31,25 @@ print("ID", h.job_id)
     assert "ERR" in lines, p.stdout + p.stderr
     assert lines["ID"] in lines["ERR"], lines
     assert "result.pkl" in lines["ERR"] and "truncated" in lines["ERR"], lines
+
+
+def test_list_jobs_warns_about_damaged_jobs(run_script, store_dir):
+    p = run_script('''
+import os, time, warnings, kinetic
+
+@kinetic.run(accelerator="cpu")
+def f():
+    return 1
+
+h = f.run_async()
+while h.status().value not in ("SUCCEEDED", "FAILED"):
+    time.sleep(0.05)
+with open(os.path.join(%r, "jobs", h.job_id, "status.json"), "w") as fh:
+    fh.write("{garbage")
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    ids = [j.job_id for j in kinetic.list_jobs()]
+print("LISTED", h.job_id in ids)
+print("WARNED", any(h.job_id in str(x.message) and "status.json" in str(x.message) for x in w))
+''' % store_dir)
+    assert "LISTED False" in p.stdout and "WARNED True" in p.stdout, p.stdout + p.stderr

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"io"
 	"os"
+	"path"
 	"strings"
 	"sync"
 

@@ -49,7 +49,10 @@ runtime = "runc"
 cgroup_manager = "cgroupfs"
 events_logger = "file"
 events_logfile_path = %q
-`, filepath.Join(dir, "events.log")),
+# Its own tmp_dir (the default, /run/libpod, holds the "alive" file every podman of the
+# machine shares): a parallel test's "system reset" must not pull it from under this one.
+tmp_dir = %q
+`, filepath.Join(dir, "events.log"), filepath.Join(dir, "tmp")),
 		"storage.conf": fmt.Sprintf(`[storage]
 driver = "overlay"
 graphroot = %q

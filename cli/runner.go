@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kinetic-run/kinetic/backend/local"
-	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/runner"
 	"github.com/kinetic-run/kinetic/store"
@@ -46,8 +46,8 @@ func newRunnerCmd(g *Globals) *cobra.Command {
 				if err != nil {
 					return fmt.Errorf("runner: $%s = %q is not a batch index", indexEnv, os.Getenv(indexEnv))
 				}
-				o.JobID, err = engine.ResolveMember(ctx, o.Store, group, i, memberWait)
-				if errors.Is(err, engine.ErrNotSubmitted) {
+				o.JobID, err = layout.ResolveMember(ctx, o.Store, group, i, memberWait)
+				if errors.Is(err, layout.ErrNotSubmitted) {
 					fmt.Fprintln(os.Stderr, "kinetic:", err)
 					return nil // nothing to run: not a failure of this index
 				}

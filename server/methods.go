@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"time"
 
+	"github.com/kinetic-run/kinetic/batch"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/data"
 	"github.com/kinetic-run/kinetic/engine"
@@ -331,11 +332,11 @@ func (s *Server) dispatch(ctx context.Context, req *Request) (any, error) {
 		return nil, j.Cleanup(cctx, p.K8s, p.GCS)
 
 	case "map":
-		var p engine.MapRequest
+		var p batch.MapRequest
 		if err := decode(req.Params, &p); err != nil {
 			return nil, err
 		}
-		b, err := s.eng.Map(s.base, &p)
+		b, err := batch.Map(s.base, s.eng, &p)
 		if err != nil {
 			return nil, &typedError{ErrInvalid, err}
 		}
@@ -353,7 +354,7 @@ func (s *Server) dispatch(ctx context.Context, req *Request) (any, error) {
 		if err := decode(req.Params, &p); err != nil {
 			return nil, err
 		}
-		return s.eng.ReadBatch(ctx, p.GroupID, p.Store, p.Status)
+		return batch.Read(ctx, s.eng, p.GroupID, p.Store, p.Status)
 
 	case "batch_watch":
 		var p struct {
@@ -363,7 +364,7 @@ func (s *Server) dispatch(ctx context.Context, req *Request) (any, error) {
 		if err := decode(req.Params, &p); err != nil {
 			return nil, err
 		}
-		return nil, s.eng.WatchBatch(ctx, p.GroupID, p.Store, func(c engine.ChildStatus) { s.event(req.ID, "child", c) })
+		return nil, batch.Watch(ctx, s.eng, p.GroupID, p.Store, func(c batch.ChildStatus) { s.event(req.ID, "child", c) })
 
 	case "batch_cancel":
 		var p struct {
@@ -380,7 +381,7 @@ func (s *Server) dispatch(ctx context.Context, req *Request) (any, error) {
 			b.Stop()
 			<-b.Done()
 		}
-		return nil, s.eng.CancelBatch(ctx, p.GroupID, p.Store)
+		return nil, batch.Cancel(ctx, s.eng, p.GroupID, p.Store)
 
 	case "batch_cleanup":
 		var p struct {
@@ -392,7 +393,7 @@ func (s *Server) dispatch(ctx context.Context, req *Request) (any, error) {
 		if err := decode(req.Params, &p); err != nil {
 			return nil, err
 		}
-		return nil, s.eng.CleanupBatch(ctx, p.GroupID, p.Store, p.K8s, p.GCS)
+		return nil, batch.Cleanup(ctx, s.eng, p.GroupID, p.Store, p.K8s, p.GCS)
 
 	case "data_hash":
 		var p struct {

@@ -14,6 +14,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/kinetic-run/kinetic/batch"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/version"
 )
@@ -76,7 +77,7 @@ type Server struct {
 	// leaving. Batch submissions run under it, so a client that exits normally does
 	// not cut its batches short; Serve waits for them.
 	base    context.Context
-	batches map[string]*engine.Batch
+	batches map[string]*batch.Batch
 	// debugs are the open debug sessions that hold a forward, by session ID.
 	debugs  map[string]func()
 	debugID int
@@ -84,7 +85,7 @@ type Server struct {
 
 // Serve reads requests from r and writes messages to w until r ends or ctx is done.
 func Serve(ctx context.Context, eng *engine.Engine, r io.Reader, w io.Writer) error {
-	s := &Server{eng: eng, enc: json.NewEncoder(w), inflight: map[int64]context.CancelFunc{}, base: ctx, batches: map[string]*engine.Batch{}, debugs: map[string]func(){}}
+	s := &Server{eng: eng, enc: json.NewEncoder(w), inflight: map[int64]context.CancelFunc{}, base: ctx, batches: map[string]*batch.Batch{}, debugs: map[string]func(){}}
 	if err := s.send(Message{Kinetic: Version, Protocol: Protocol}); err != nil {
 		return err
 	}
@@ -95,7 +96,7 @@ func Serve(ctx context.Context, eng *engine.Engine, r io.Reader, w io.Writer) er
 		cancel()
 		s.wg.Wait()
 		s.mu.Lock()
-		pending := make([]*engine.Batch, 0, len(s.batches))
+		pending := make([]*batch.Batch, 0, len(s.batches))
 		for _, b := range s.batches {
 			pending = append(pending, b)
 		}

@@ -270,3 +270,48 @@ func TestScheduler(t *testing.T) {
 		})
 	}
 }
+
+// TestKilledSubmitter: a submitter killed after submitting some children, before it
+// saved the manifest again, leaves them findable: readers merge their entries, a member
+// of a later index waits for its child and gives up after its wait, without claiming
+// the input was never submitted.
+func TestKilledSubmitter(t *testing.T) {
+	ctx := context.Background()
+	fake := newFakeBackend(nil)
+	e := newTestEngine(t, fakeGrouper{fake})
+	s, err := newScheduler(ctx, e, mapRequest(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.poll = newPoller()
+	// The steps run makes, cut short: two children submitted, never saved.
+	for i := range 2 {
+		if s.submit(ctx, i, 0) == nil {
+			t.Fatalf("child %d not submitted", i)
+		}
+	}
+	gid := s.b.GroupID()
+	v, err := Read(ctx, e, gid, "mem://", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.SubmissionComplete || len(v.Children) != 2 {
+		t.Fatalf("read %d children (complete %v), want the 2 submitted, incomplete", len(v.Children), v.SubmissionComplete)
+	}
+	for i, c := range v.Children {
+		if c.JobID == "" || v.Statuses[i].Status != job.Succeeded {
+			t.Errorf("child %d: job %q status %s, want its job found", i, c.JobID, v.Statuses[i].Status)
+		}
+	}
+	st, err := e.Store(ctx, "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := layout.ResolveMember(ctx, st, gid, 1, time.Second); err != nil || id != v.Children[1].JobID {
+		t.Errorf("member 1 resolves to %q, %v; want %s", id, err, v.Children[1].JobID)
+	}
+	id, err := layout.ResolveMember(ctx, st, gid, 2, 50*time.Millisecond)
+	if err == nil || errors.Is(err, layout.ErrNotSubmitted) || !strings.Contains(err.Error(), "not written to the store") {
+		t.Errorf("member 2 resolves to %q, %v; want a timeout waiting for its child", id, err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/kinetic-run/kinetic/batch"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
@@ -35,7 +36,7 @@ func (f *jobFlags) engine(cmd *cobra.Command, g *Globals) (*engine.Engine, error
 
 // counts tallies the children by status; inputs that failed at submission count as
 // SUBMIT_FAILED.
-func counts(v *engine.BatchView) map[string]int {
+func counts(v *batch.View) map[string]int {
 	c := map[string]int{}
 	for _, s := range v.Statuses {
 		switch {
@@ -61,7 +62,7 @@ func countsLine(c map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func finished(v *engine.BatchView) (done, total int) {
+func finished(v *batch.View) (done, total int) {
 	total = v.TotalExpected
 	for _, s := range v.Statuses {
 		if (s.Error != "" && s.Handle == nil) || s.Status.Terminal() {
@@ -72,11 +73,11 @@ func finished(v *engine.BatchView) (done, total int) {
 }
 
 // watch polls the batch until every child is final, drawing a bar on stderr.
-func watch(ctx context.Context, e *engine.Engine, gid, store string, stderr io.Writer) (*engine.BatchView, error) {
+func watch(ctx context.Context, e *engine.Engine, gid, store string, stderr io.Writer) (*batch.View, error) {
 	var bar *progressbar.ProgressBar
 	delay := 50 * time.Millisecond
 	for {
-		v, err := e.ReadBatch(ctx, gid, store, true)
+		v, err := batch.Read(ctx, e, gid, store, true)
 		if err != nil {
 			return nil, err
 		}
@@ -110,13 +111,13 @@ func newBatchListCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			defer e.Close()
-			ms, err := e.ListBatches(cmd.Context(), "")
+			ms, err := batch.List(cmd.Context(), e, "")
 			if err != nil {
 				return err
 			}
 			if f.asJSON {
 				if ms == nil {
-					ms = []engine.Manifest{}
+					ms = []batch.Manifest{}
 				}
 				return writeJSON(cmd.OutOrStdout(), ms)
 			}
@@ -145,11 +146,11 @@ func newBatchStatusCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			defer e.Close()
-			var v *engine.BatchView
+			var v *batch.View
 			if follow {
 				v, err = watch(cmd.Context(), e, args[0], "", cmd.ErrOrStderr())
 			} else {
-				v, err = e.ReadBatch(cmd.Context(), args[0], "", true)
+				v, err = batch.Read(cmd.Context(), e, args[0], "", true)
 			}
 			if err != nil {
 				return err
@@ -253,7 +254,7 @@ func newBatchCancelCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			defer e.Close()
-			if err := e.CancelBatch(cmd.Context(), args[0], ""); err != nil {
+			if err := batch.Cancel(cmd.Context(), e, args[0], ""); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: cancelled the unfinished children of %s\n", args[0])
@@ -277,7 +278,7 @@ func newBatchCleanupCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			defer e.Close()
-			if err := e.CleanupBatch(cmd.Context(), args[0], "", !keepBackend, !keepArtifact); err != nil {
+			if err := batch.Cleanup(cmd.Context(), e, args[0], "", !keepBackend, !keepArtifact); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: cleaned up %s\n", args[0])

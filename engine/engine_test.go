@@ -94,62 +94,6 @@ func pickleRequest() *SubmitRequest {
 		Config:         map[config.Key]string{config.Backend: "k8s", config.Store: "mem://"}}
 }
 
-// TestBatchRetriesPreemptedChildren: a child FAILED because its spot node was reclaimed
-// is a failure like any other: resubmitted while it has retries left, final otherwise.
-func TestBatchRetriesPreemptedChildren(t *testing.T) {
-	for name, tc := range map[string]struct {
-		retries      int
-		wantAttempts []int
-		wantState    job.State
-	}{
-		"retried":    {retries: 1, wantAttempts: []int{1, 2, 1}, wantState: job.Succeeded},
-		"no retries": {retries: 0, wantAttempts: []int{1, 1, 1}, wantState: job.Failed},
-	} {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			e := newTestEngine(t, nil, "")
-			fake := newFake(func(h *job.Handle, earlier int) (bool, string) {
-				return h.GroupIndex == "1" && earlier == 0, "preempted: the spot node was reclaimed"
-			})
-			e.RegisterBackend("k8s", func(*Engine, *store.Store) (backend.Backend, error) { return fake, nil })
-			req := &MapRequest{Template: *pickleRequest(), Inputs: [][]byte{{1}, {2}, {3}}, Retries: tc.retries}
-			req.Template.Spot = true
-			b, err := e.Map(ctx, req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case <-b.Done():
-			case <-time.After(30 * time.Second):
-				t.Fatal("the batch did not settle")
-			}
-			v, err := e.ReadBatch(ctx, b.GroupID(), "mem://", true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var attempts []int
-			for _, c := range v.Children {
-				attempts = append(attempts, len(c.Attempts))
-			}
-			if d := cmp.Diff(tc.wantAttempts, attempts); d != "" {
-				t.Errorf("attempts per child (-want +got):\n%s", d)
-			}
-			st := v.Statuses[1]
-			if st.Status != tc.wantState {
-				t.Errorf("child 1 is %s (%s), want %s", st.Status, st.Reason, tc.wantState)
-			}
-			if tc.wantState == job.Failed && !strings.HasPrefix(st.Reason, "preempted") {
-				t.Errorf("child 1's reason %q lost the preemption", st.Reason)
-			}
-			for _, h := range fake.submits {
-				if h.Spot != "true" || !strings.HasSuffix(h.Accelerator, ":spot") {
-					t.Errorf("child %s: spot %q accelerator %q, want spot capacity", h.GroupIndex, h.Spot, h.Accelerator)
-				}
-			}
-		})
-	}
-}
-
 // TestSpotReachesHandleAndSpec: spot=True and the :spot suffix both put the job on spot
 // capacity, in the handle and in the spec the backend reads.
 func TestSpotReachesHandleAndSpec(t *testing.T) {

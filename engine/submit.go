@@ -74,8 +74,6 @@ type SubmitRequest struct {
 
 	// Config are per-call arguments (project, zone, cluster, namespace, backend, store).
 	Config map[config.Key]string
-
-	group *groupInfo // set for the children of a batch
 }
 
 // plan is a validated request, ready to write.
@@ -101,10 +99,16 @@ const DefaultDebugWait = 10 * time.Minute
 // Submit validates req, writes the job to the store and starts it. Bad input fails
 // before anything is written; a failure after the first write removes what was written.
 func (e *Engine) Submit(ctx context.Context, req *SubmitRequest) (*Job, error) {
-	p, err := e.plan(ctx, req)
+	p, err := e.plan(ctx, req, nil)
 	if err != nil {
 		return nil, err
 	}
+	return e.submitPlanned(ctx, p, nil)
+}
+
+// submitPlanned writes a planned job and hands it to its backend; c, for the child of a
+// batch (Template.Submit), says how.
+func (e *Engine) submitPlanned(ctx context.Context, p *plan, c *Child) (*Job, error) {
 	be, err := e.backendFor(p.handle, p.st)
 	if err != nil {
 		return nil, err
@@ -114,18 +118,17 @@ func (e *Engine) Submit(ctx context.Context, req *SubmitRequest) (*Job, error) {
 	if _, ok := be.(backend.Grouper); ok {
 		p.handle.K8sName = id // the cluster object is named after the job
 	}
-	if g := req.group; g != nil {
-		if gr, ok := be.(backend.Grouper); ok && g.grouped && len(g.attempts) == 0 {
+	if c != nil {
+		if gr, ok := be.(backend.Grouper); ok && c.Join {
 			// A first attempt runs as an index of the batch's group unit.
-			p.handle.K8sName = g.id
+			p.handle.K8sName = c.GroupID
 			submit = gr.JoinGroup
 		}
-		p.handle.GroupID, p.handle.GroupKind, p.handle.GroupIndex = g.id, "map", strconv.Itoa(g.index)
-		c := Child{Index: g.index, JobID: id, Attempts: append(append([]string(nil), g.attempts...), id)}
-		b, _ := json.Marshal(c)
-		// Recorded before the job exists: a submitter killed now leaves a findable child.
-		if err := p.st.Put(ctx, childKey(g.id, g.index), b); err != nil {
-			return nil, err
+		p.handle.GroupID, p.handle.GroupKind, p.handle.GroupIndex = c.GroupID, "map", strconv.Itoa(c.Index)
+		if c.Record != nil {
+			if err := c.Record(ctx, p.handle); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := e.write(ctx, p); err != nil {
@@ -134,8 +137,8 @@ func (e *Engine) Submit(ctx context.Context, req *SubmitRequest) (*Job, error) {
 	}
 	// Children that run in a local container are started one by one, not queued to the
 	// in-process workers.
-	if q, ok := be.(backend.Queuer); ok && req.group != nil && p.spec.Container == "" {
-		submit = func(ctx context.Context, h *job.Handle) error { return q.Enqueue(ctx, h, req.group.parallelism) }
+	if q, ok := be.(backend.Queuer); ok && c != nil && c.Parallelism > 0 && p.spec.Container == "" {
+		submit = func(ctx context.Context, h *job.Handle) error { return q.Enqueue(ctx, h, c.Parallelism) }
 	}
 	if err := submit(ctx, p.handle); err != nil {
 		p.st.DeletePrefix(context.WithoutCancel(ctx), store.JobPrefix(id))
@@ -144,7 +147,9 @@ func (e *Engine) Submit(ctx context.Context, req *SubmitRequest) (*Job, error) {
 	return &Job{Handle: p.handle, Store: p.st, Backend: be}, nil
 }
 
-func (e *Engine) plan(ctx context.Context, req *SubmitRequest) (*plan, error) {
+// plan validates req and plans its job; child, for the child of a batch, holds what was
+// planned once for the batch (the tree, the environment, the image).
+func (e *Engine) plan(ctx context.Context, req *SubmitRequest, child *childPlan) (*plan, error) {
 	cfg, err := e.resolve(req.Config)
 	if err != nil {
 		return nil, err
@@ -205,7 +210,7 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest) (*plan, error) {
 			return nil, errors.New("empty payload: the function could not be pickled")
 		}
 		p.args = req.Args
-		if req.group != nil && len(p.args) == 0 {
+		if child != nil && len(p.args) == 0 {
 			return nil, errors.New("this input could not be pickled on the client")
 		}
 	case job.KindEntry:
@@ -222,7 +227,7 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest) (*plan, error) {
 
 	// Environment capture is validated now so a bad pattern writes nothing.
 	warn := e.Warn
-	if req.groupBase() != nil {
+	if child != nil {
 		warn = nil // said once for the whole batch
 	}
 	if p.env, err = captureEnv(req.CaptureEnv, req.Environ, warn); err != nil {
@@ -237,12 +242,13 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest) (*plan, error) {
 	if p.spec.Data, err = planData(req); err != nil {
 		return nil, err
 	}
-	if base := req.groupBase(); base != nil {
+	if child != nil {
 		// A batch child: the tree and the environment were planned once for the batch.
+		base := child.base
 		p.spec.Workdir, p.spec.Cwd, p.spec.Entry = base.Workdir, base.Cwd, base.Entry
 		p.spec.Requirements, p.spec.Constraints, p.spec.EnvKey, p.spec.RequirementsSource = base.Requirements, base.Constraints, base.EnvKey, base.RequirementsSource
-		p.root = req.group.root
-		p.shared = req.group.payload
+		p.root = child.root
+		p.shared = &child.payload
 		copyImage(p.spec, base)
 	} else {
 		if err := e.planTree(ctx, p, req, cwd, spec.Category()); err != nil {
@@ -531,14 +537,6 @@ func (e *Engine) planTree(ctx context.Context, p *plan, req *SubmitRequest, cwd,
 		}
 	}
 	return nil
-}
-
-// groupBase is the spec planned once for the batch this request belongs to, if any.
-func (r *SubmitRequest) groupBase() *job.Spec {
-	if r.group == nil {
-		return nil
-	}
-	return r.group.base
 }
 
 // writeTree uploads the planned working directory (only what the store lacks) and

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/store"
@@ -72,8 +73,8 @@ func RunWorker(ctx context.Context, w Worker) error {
 		if err != nil {
 			return fmt.Errorf("runner: $%s = %q is not a batch index", w.IndexEnv, os.Getenv(w.IndexEnv))
 		}
-		o.JobID, err = jobview.ResolveMember(ctx, st, w.Group, i, w.MemberWait)
-		if errors.Is(err, jobview.ErrNotSubmitted) {
+		o.JobID, err = layout.ResolveMember(ctx, st, w.Group, i, w.MemberWait)
+		if errors.Is(err, layout.ErrNotSubmitted) {
 			fmt.Fprintln(os.Stderr, "kinetic:", err)
 			return nil // nothing to run: not a failure of this index
 		}

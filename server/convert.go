@@ -2,6 +2,7 @@ package server
 
 import (
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/batch"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/protocol"
@@ -34,8 +35,8 @@ func submitRequest(p *protocol.SubmitRequest) *engine.SubmitRequest {
 	return r
 }
 
-func mapRequest(p *protocol.MapRequest) *engine.MapRequest {
-	return &engine.MapRequest{Template: *submitRequest(&p.Template), InputsPath: p.InputsPath,
+func mapRequest(p *protocol.MapRequest) *batch.MapRequest {
+	return &batch.MapRequest{Template: *submitRequest(&p.Template), InputsPath: p.InputsPath,
 		MaxConcurrent: p.MaxConcurrent, Retries: p.Retries, FailFast: p.FailFast, Name: p.Name, Tags: p.Tags}
 }
 
@@ -69,11 +70,11 @@ func debugSessionOf(s *engine.DebugSession) *protocol.DebugSession {
 	return p
 }
 
-func childStatusOf(c engine.ChildStatus) protocol.ChildStatus {
+func childStatusOf(c batch.ChildStatus) protocol.ChildStatus {
 	return protocol.ChildStatus{Index: c.Index, Handle: handleOf(c.Handle), Status: string(c.Status), Reason: c.Reason, Error: c.Error}
 }
 
-func batchOf(v *engine.BatchView) *protocol.Batch {
+func batchOf(v *batch.View) *protocol.Batch {
 	m := &v.Manifest
 	b := &protocol.Batch{GroupID: m.GroupID, Name: m.Name, Tags: m.Tags, FuncName: m.FuncName, Accelerator: m.Accelerator,
 		Backend: m.Backend, Store: m.Store, CreatedAt: m.CreatedAt, TotalExpected: m.TotalExpected,

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kinetic-run/kinetic/data"
+	"github.com/kinetic-run/kinetic/batch"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/protocol"
@@ -311,7 +312,7 @@ func (s *Server) cleanup(c *call, r *protocol.CleanupRequest) (*protocol.Empty, 
 // mapBatch starts a batch. Its submission runs on the server's own context, not the
 // request's: it goes on after the reply, and after the client leaves (Serve waits).
 func (s *Server) mapBatch(_ *call, r *protocol.MapRequest) (*protocol.MapResponse, error) {
-	b, err := s.eng.Map(s.base, mapRequest(r))
+	b, err := batch.Map(s.base, s.eng, mapRequest(r))
 	if err != nil {
 		return nil, err
 	}
@@ -322,7 +323,7 @@ func (s *Server) mapBatch(_ *call, r *protocol.MapRequest) (*protocol.MapRespons
 }
 
 func (s *Server) batch(c *call, r *protocol.BatchRequest) (*protocol.Batch, error) {
-	v, err := s.eng.ReadBatch(c, r.GroupID, r.Store, r.Status)
+	v, err := batch.Read(c, s.eng, r.GroupID, r.Store, r.Status)
 	if err != nil {
 		return nil, err
 	}
@@ -330,7 +331,7 @@ func (s *Server) batch(c *call, r *protocol.BatchRequest) (*protocol.Batch, erro
 }
 
 func (s *Server) batchWatch(c *call, r *protocol.GroupRequest) (*protocol.Empty, error) {
-	return nil, s.eng.WatchBatch(c, r.GroupID, r.Store, func(cs engine.ChildStatus) { c.event(protocol.EventChild, childStatusOf(cs)) })
+	return nil, batch.Watch(c, s.eng, r.GroupID, r.Store, func(cs batch.ChildStatus) { c.event(protocol.EventChild, childStatusOf(cs)) })
 }
 
 func (s *Server) batchCancel(c *call, r *protocol.GroupRequest) (*protocol.Empty, error) {
@@ -341,11 +342,11 @@ func (s *Server) batchCancel(c *call, r *protocol.GroupRequest) (*protocol.Empty
 		b.Stop()
 		<-b.Done()
 	}
-	return nil, s.eng.CancelBatch(c, r.GroupID, r.Store)
+	return nil, batch.Cancel(c, s.eng, r.GroupID, r.Store)
 }
 
 func (s *Server) batchCleanup(c *call, r *protocol.BatchCleanupRequest) (*protocol.Empty, error) {
-	return nil, s.eng.CleanupBatch(c, r.GroupID, r.Store, r.K8s, r.GCS)
+	return nil, batch.Cleanup(c, s.eng, r.GroupID, r.Store, r.K8s, r.GCS)
 }
 
 func (s *Server) dataHash(_ *call, r *protocol.DataHashRequest) (*protocol.DataHashResponse, error) {

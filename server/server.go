@@ -16,6 +16,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/kinetic-run/kinetic/batch"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/protocol"
 	"github.com/kinetic-run/kinetic/version"
@@ -39,7 +40,7 @@ type Server struct {
 	// leaving. Batch submissions run under it, so a client that exits normally does
 	// not cut its batches short; Serve waits for them.
 	base    context.Context
-	batches map[string]*engine.Batch
+	batches map[string]*batch.Batch
 	// debugs are the open debug sessions that hold a forward, by session ID.
 	debugs  map[string]func()
 	debugID int
@@ -47,7 +48,7 @@ type Server struct {
 
 func newServer(ctx context.Context, eng *engine.Engine, w io.Writer) *Server {
 	return &Server{eng: eng, enc: json.NewEncoder(w), inflight: map[int64]context.CancelFunc{}, base: ctx,
-		batches: map[string]*engine.Batch{}, debugs: map[string]func(){}}
+		batches: map[string]*batch.Batch{}, debugs: map[string]func(){}}
 }
 
 // Serve reads requests from r and writes messages to w until r ends or ctx is done.
@@ -63,7 +64,7 @@ func Serve(ctx context.Context, eng *engine.Engine, r io.Reader, w io.Writer) er
 		cancel()
 		s.wg.Wait()
 		s.mu.Lock()
-		pending := make([]*engine.Batch, 0, len(s.batches))
+		pending := make([]*batch.Batch, 0, len(s.batches))
 		for _, b := range s.batches {
 			pending = append(pending, b)
 		}

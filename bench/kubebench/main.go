@@ -27,6 +27,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/backend/kubernetes"
+	"github.com/kinetic-run/kinetic/batch"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/internal/kubetest"
@@ -104,7 +105,7 @@ func run(n, nodes int) error {
 	}
 	writes.Store(0)
 	t0 := time.Now()
-	b, err := e.Map(ctx, &engine.MapRequest{Template: engine.SubmitRequest{Kind: job.KindPickle, Payload: []byte("function"), FuncName: "noop", Cwd: dir, Accelerator: "cpu", ContainerImage: kubetest.PythonImage}, Inputs: inputs, MaxConcurrent: n})
+	b, err := batch.Map(ctx, e, &batch.MapRequest{Template: engine.SubmitRequest{Kind: job.KindPickle, Payload: []byte("function"), FuncName: "noop", Cwd: dir, Accelerator: "cpu", ContainerImage: kubetest.PythonImage}, Inputs: inputs, MaxConcurrent: n})
 	if err != nil {
 		return err
 	}

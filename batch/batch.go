@@ -1,0 +1,173 @@
+// Package batch fans one function out over many inputs (run_async_map): one child job
+// per input, submitted in the background through engine.Template, recorded in the store
+// under groups/ID/ (package batch/layout), and observed, cancelled, cleaned up and listed
+// from anywhere the store is reachable. The engine plans, packages and submits each job;
+// this package decides which inputs are submitted when, retries and stops.
+package batch
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/batch/layout"
+	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/store"
+)
+
+// Manifest is groups/{id}/manifest.json.
+type Manifest = layout.Manifest
+
+// Child is one input of a batch. Its job is the last of its attempts.
+type Child = layout.Child
+
+// MapRequest fans one function out over many inputs: one child job per input.
+type MapRequest struct {
+	// Template is the call shared by every child: the pickled function in Payload (or
+	// PayloadPath), and the options (accelerator, python, config, ...).
+	Template engine.SubmitRequest `json:"template"`
+	// InputsPath is a file of length-prefixed (8-byte big-endian) pickles of
+	// (args, kwargs), one per input.
+	InputsPath string   `json:"inputs_path,omitempty"`
+	Inputs     [][]byte `json:"-"`
+	// MaxConcurrent bounds the children not yet finished (0 = 64).
+	MaxConcurrent int `json:"max_concurrent,omitempty"`
+	// Retries resubmits a failed child as a new attempt, up to this many times.
+	Retries int `json:"retries,omitempty"`
+	// FailFast stops submitting and cancels what runs at the first final failure.
+	FailFast bool              `json:"fail_fast,omitempty"`
+	Name     string            `json:"name,omitempty"`
+	Tags     map[string]string `json:"tags,omitempty"`
+}
+
+// ReadInputs splits a length-prefixed inputs file.
+func ReadInputs(r io.Reader) ([][]byte, error) {
+	var out [][]byte
+	var hdr [8]byte
+	for {
+		if _, err := io.ReadFull(r, hdr[:]); err == io.EOF {
+			return out, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("inputs: truncated length: %w", err)
+		}
+		n := binary.BigEndian.Uint64(hdr[:])
+		if n > 1<<34 {
+			return nil, fmt.Errorf("inputs: input %d claims %d bytes", len(out), n)
+		}
+		b := make([]byte, n)
+		if _, err := io.ReadFull(r, b); err != nil {
+			return nil, fmt.Errorf("inputs: input %d truncated: %w", len(out), err)
+		}
+		out = append(out, b)
+	}
+}
+
+// Batch is a batch being submitted by this process.
+type Batch struct {
+	e  *engine.Engine
+	st *store.Store
+
+	mu       sync.Mutex
+	manifest Manifest
+	done     chan struct{}
+	cancel   context.CancelFunc
+}
+
+// Map validates the template, writes the manifest and starts submitting in the
+// background; it returns at once. Bad input for the whole batch (an unknown accelerator,
+// an unreadable payload) fails here; a failure of one input is recorded at its index.
+// Submission outlives ctx's cancellation (Stop ends it), not its values.
+func Map(ctx context.Context, e *engine.Engine, req *MapRequest) (*Batch, error) {
+	s, err := newScheduler(ctx, e, req)
+	if err != nil {
+		return nil, err
+	}
+	b := s.b
+	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	b.cancel = cancel
+	go func() {
+		defer close(b.done)
+		defer cancel()
+		s.run(bctx)
+	}()
+	return b, nil
+}
+
+// newScheduler plans the batch once, writes its manifest and, on a backend.Grouper,
+// starts its group unit: everything before the first child.
+func newScheduler(ctx context.Context, e *engine.Engine, req *MapRequest) (*scheduler, error) {
+	inputs := req.Inputs
+	if req.InputsPath != "" {
+		f, err := os.Open(req.InputsPath)
+		if err != nil {
+			return nil, fmt.Errorf("inputs: %w", err)
+		}
+		inputs, err = ReadInputs(f)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	// Plan once: everything but the arguments is shared.
+	t, err := e.PrepareTemplate(ctx, &req.Template)
+	if err != nil {
+		return nil, err
+	}
+	maxConc := req.MaxConcurrent
+	if maxConc <= 0 {
+		maxConc = 64
+	}
+	gid := job.NewGroupID()
+	m := Manifest{
+		GroupID: gid, Name: req.Name, Tags: req.Tags, FuncName: t.Handle.FuncName, Accelerator: t.Handle.Accelerator,
+		Backend: t.Handle.Backend, Store: t.Store.URL(), CreatedAt: time.Now().UTC().Format(time.RFC3339Nano),
+		TotalExpected: len(inputs), MaxConcurrent: maxConc, Retries: req.Retries, FailFast: req.FailFast,
+		Children: []Child{},
+	}
+	if m.Tags == nil {
+		m.Tags = map[string]string{}
+	}
+	b := &Batch{e: e, st: t.Store, manifest: m, done: make(chan struct{})}
+	if err := b.writeManifest(ctx); err != nil {
+		return nil, err
+	}
+	s := &scheduler{b: b, tmpl: t, inputs: inputs, maxConcurrent: maxConc, retries: req.Retries, failFast: req.FailFast}
+	_, s.queued = t.Backend.(backend.Queuer)
+	if gr, ok := t.Backend.(backend.Grouper); ok && len(inputs) > 0 {
+		// One object in the cluster for the whole batch, made before any child.
+		g := backend.Group{ID: gid, Size: len(inputs), Parallelism: maxConc}
+		if err := gr.StartGroup(ctx, g, t.Handle); err != nil {
+			t.Store.DeletePrefix(context.WithoutCancel(ctx), layout.Prefix(gid))
+			return nil, err
+		}
+		s.grouped = true
+	}
+	return s, nil
+}
+
+// writeManifest saves the manifest as it is now.
+func (b *Batch) writeManifest(ctx context.Context) error {
+	b.mu.Lock()
+	data, err := json.MarshalIndent(b.manifest, "", " ")
+	b.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return b.st.Put(ctx, layout.ManifestKey(b.manifest.GroupID), data)
+}
+
+// Done is closed when submission (and, with retries or fail_fast, supervision) is over.
+func (b *Batch) Done() <-chan struct{} { return b.done }
+
+// GroupID is the batch's ID.
+func (b *Batch) GroupID() string { return b.manifest.GroupID }
+
+// Stop ends submission: no more children are started (fail_fast, cancel).
+func (b *Batch) Stop() { b.cancel() }

@@ -1,0 +1,188 @@
+// Package layout is the store layout of a batch (groups/ID/ in the store): the manifest,
+// the children's entries, and the resolution of a member of a backend's group unit (a pod
+// of an Indexed Job) to the job it runs. It imports only job and store, so the runner in
+// a pod links it without the engine; package batch builds on it.
+package layout
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/store"
+)
+
+// Manifest is groups/{id}/manifest.json.
+type Manifest struct {
+	GroupID       string            `json:"group_id"`
+	Name          string            `json:"name,omitempty"`
+	Tags          map[string]string `json:"tags"`
+	FuncName      string            `json:"func_name"`
+	Accelerator   string            `json:"accelerator"`
+	Backend       string            `json:"backend"`
+	Store         string            `json:"store"`
+	CreatedAt     string            `json:"created_at"`
+	TotalExpected int               `json:"total_expected"`
+	MaxConcurrent int               `json:"max_concurrent"`
+	Retries       int               `json:"retries"`
+	FailFast      bool              `json:"fail_fast"`
+	// SubmissionComplete is set once every input was submitted (or failed to be).
+	SubmissionComplete bool `json:"submission_complete"`
+	// Stopped says why submission stopped early ("fail_fast", "cancelled"), if it did.
+	Stopped string `json:"stopped,omitempty"`
+	// Settled is set once the submitter has no more retries to make.
+	Settled  bool    `json:"settled,omitempty"`
+	Children []Child `json:"children"`
+}
+
+// Child is one input of a batch. Its job is the last of its attempts.
+type Child struct {
+	Index           int      `json:"index"`
+	JobID           string   `json:"job_id,omitempty"`
+	Attempts        []string `json:"attempts,omitempty"`
+	SubmissionError string   `json:"submission_error,omitempty"`
+}
+
+// Prefix holds everything of batch gid in the store (not its children's jobs).
+func Prefix(gid string) string { return "groups/" + gid + "/" }
+
+// ManifestKey is where the manifest of batch gid is.
+func ManifestKey(gid string) string { return store.GroupManifestKey(gid) }
+
+// ChildKey is where child i's entry is written before its job is submitted, so a
+// submitter killed at any moment leaves every submitted child findable.
+func ChildKey(gid string, i int) string { return fmt.Sprintf("%schildren/%08d.json", Prefix(gid), i) }
+
+// ChildrenPrefix holds the children's entries of batch gid.
+func ChildrenPrefix(gid string) string { return Prefix(gid) + "children/" }
+
+// WriteChild records child c of batch gid (one atomic object write).
+func WriteChild(ctx context.Context, st *store.Store, gid string, c Child) error {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	return st.Put(ctx, ChildKey(gid, c.Index), b)
+}
+
+// ReadManifest reads the manifest of batch gid as last saved (a store not-found error
+// if there is none).
+func ReadManifest(ctx context.Context, st *store.Store, gid string) (*Manifest, error) {
+	raw, err := st.Get(ctx, ManifestKey(gid))
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("batch %s: manifest.json: %w", gid, err)
+	}
+	return &m, nil
+}
+
+// MergeChildren adds to m the children written one by one since it was saved. cache
+// holds the entries already read, so each is read once across calls.
+func MergeChildren(ctx context.Context, st *store.Store, m *Manifest, cache map[int]Child) error {
+	prefix := ChildrenPrefix(m.GroupID)
+	objs, err := st.List(ctx, prefix)
+	if err != nil {
+		return err
+	}
+	have := map[int]bool{}
+	for _, c := range m.Children {
+		if c.JobID != "" || c.SubmissionError != "" {
+			have[c.Index] = true
+		}
+	}
+	for _, o := range objs {
+		name := o.Key[len(prefix):]
+		if len(name) <= len(".json") {
+			continue
+		}
+		i, err := strconv.Atoi(name[:len(name)-len(".json")])
+		if err != nil || i < 0 || have[i] {
+			continue
+		}
+		c, ok := cache[i]
+		if !ok {
+			raw, err := st.Get(ctx, o.Key)
+			if err != nil {
+				continue
+			}
+			if json.Unmarshal(raw, &c) != nil {
+				continue
+			}
+			cache[i] = c
+		}
+		for len(m.Children) <= i {
+			m.Children = append(m.Children, Child{Index: len(m.Children)})
+		}
+		m.Children[i] = c
+	}
+	sort.Slice(m.Children, func(a, b int) bool { return m.Children[a].Index < m.Children[b].Index })
+	return nil
+}
+
+// ErrNotSubmitted means a batch index was never submitted (the batch was stopped).
+var ErrNotSubmitted = errors.New("batch input not submitted")
+
+// ResolveMember finds the job that index i of batch gid runs as its first attempt: what
+// a member of a backend's group unit (a pod of an Indexed Job) runs. Members may start
+// before the submitter has written their child, so it waits, up to wait, for the
+// child's entry and then its handle. If the batch finished submitting without the index
+// (fail_fast, cancel), it returns ErrNotSubmitted.
+func ResolveMember(ctx context.Context, st *store.Store, gid string, i int, wait time.Duration) (string, error) {
+	deadline := time.Now().Add(wait)
+	delay := 100 * time.Millisecond
+	for {
+		id, err := memberJob(ctx, st, gid, i)
+		if id != "" || (err != nil && !store.IsNotFound(err)) {
+			return id, err
+		}
+		if m, err := ReadManifest(ctx, st, gid); err == nil && m.SubmissionComplete {
+			if id, _ := memberJob(ctx, st, gid, i); id != "" {
+				return id, nil
+			}
+			return "", fmt.Errorf("batch %s input %d: %w (stopped: %s)", gid, i, ErrNotSubmitted, m.Stopped)
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("batch %s input %d: not written to the store within %s: its submitter stopped before reaching it", gid, i, wait)
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 2*time.Second)
+	}
+}
+
+// memberJob returns the first attempt of child i once its handle exists ("" before).
+func memberJob(ctx context.Context, st *store.Store, gid string, i int) (string, error) {
+	raw, err := st.Get(ctx, ChildKey(gid, i))
+	if err != nil {
+		return "", err
+	}
+	var c Child
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return "", fmt.Errorf("batch %s child %d: %w", gid, i, err)
+	}
+	id := c.JobID
+	if len(c.Attempts) > 0 {
+		id = c.Attempts[0]
+	}
+	if id == "" || !job.ValidName(id) {
+		return "", nil
+	}
+	if _, err := st.Get(ctx, store.HandleKey(id)); err != nil {
+		if store.IsNotFound(err) {
+			return "", nil
+		}
+		return "", err
+	}
+	return id, nil
+}

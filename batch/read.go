@@ -1,0 +1,306 @@
+package batch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/batch/layout"
+	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/store"
+)
+
+// View is a batch as read from the store: the manifest with the children submitted so
+// far and each child's status.
+type View struct {
+	Manifest
+	Statuses []ChildStatus `json:"statuses"`
+}
+
+// ChildStatus is one child's current state.
+type ChildStatus struct {
+	Index  int         `json:"index"`
+	Handle *job.Handle `json:"handle,omitempty"`
+	Status job.State   `json:"status,omitempty"`
+	Reason string      `json:"reason,omitempty"`
+	Error  string      `json:"submission_error,omitempty"`
+}
+
+// openStore opens storeURL, or the engine's configured store when it is "".
+func openStore(ctx context.Context, e *engine.Engine, storeURL string) (*store.Store, string, error) {
+	if storeURL == "" {
+		storeURL = e.Config().Get(config.Store)
+	}
+	st, err := e.Store(ctx, storeURL)
+	return st, storeURL, err
+}
+
+// Read reads a batch's manifest, merges the children recorded since its last write,
+// and (withStatus) reads every child's status.
+func Read(ctx context.Context, e *engine.Engine, gid, storeURL string, withStatus bool) (*View, error) {
+	if !job.ValidName(gid) {
+		return nil, fmt.Errorf("%q is not a group ID (IDs look like grp-0123456789abcdefghijklm): %w", gid, engine.ErrNotFound)
+	}
+	st, storeURL, err := openStore(ctx, e, storeURL)
+	if err != nil {
+		return nil, err
+	}
+	var v View
+	if err := readManifest(ctx, st, gid, &v.Manifest, map[int]Child{}); err != nil {
+		return nil, err
+	}
+	v.Statuses = make([]ChildStatus, len(v.Children))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(32)
+	for i, c := range v.Children {
+		v.Statuses[i] = ChildStatus{Index: c.Index, Error: c.SubmissionError}
+		if c.JobID == "" {
+			continue
+		}
+		g.Go(func() error {
+			j, err := e.Attach(gctx, c.JobID, storeURL)
+			if err != nil {
+				v.Statuses[i].Status = job.NotFound
+				return nil
+			}
+			v.Statuses[i].Handle = j.Handle
+			if withStatus {
+				state, reason, err := j.Status(gctx)
+				if err != nil {
+					return err
+				}
+				v.Statuses[i].Status, v.Statuses[i].Reason = state, reason
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// readManifest reads a batch's manifest into m and, while submission is still going
+// on, adds the children recorded one by one since it was saved (cache holds the entries
+// already read, so each is read once).
+func readManifest(ctx context.Context, st *store.Store, gid string, m *Manifest, cache map[int]Child) error {
+	got, err := layout.ReadManifest(ctx, st, gid)
+	if store.IsNotFound(err) {
+		return fmt.Errorf("no batch %s in the store %s: %w", gid, st.URL(), engine.ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	*m = *got
+	if m.SubmissionComplete {
+		return nil
+	}
+	return layout.MergeChildren(ctx, st, m, cache)
+}
+
+// Cancel cancels every unfinished child of a batch.
+func Cancel(ctx context.Context, e *engine.Engine, gid, storeURL string) error {
+	v, err := Read(ctx, e, gid, storeURL, true)
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for _, c := range v.Statuses {
+		if c.Handle == nil || c.Status.Terminal() {
+			continue
+		}
+		g.Go(func() error {
+			j, err := e.Attach(gctx, c.Handle.JobID, v.Store)
+			if err != nil {
+				return nil
+			}
+			return j.Cancel(gctx)
+		})
+	}
+	return g.Wait()
+}
+
+// Cleanup cleans up the children (backend resources and/or store objects); with
+// storeObjs the manifest goes too. Outputs stay.
+func Cleanup(ctx context.Context, e *engine.Engine, gid, storeURL string, backendRes, storeObjs bool) error {
+	v, err := Read(ctx, e, gid, storeURL, false)
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for _, c := range v.Children {
+		for _, id := range c.Attempts {
+			g.Go(func() error {
+				j, err := e.Attach(gctx, id, v.Store)
+				if err != nil {
+					return nil // already gone
+				}
+				return j.Cleanup(gctx, backendRes, storeObjs)
+			})
+		}
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if backendRes {
+		if err := cleanupGroupUnit(ctx, e, v); err != nil {
+			return err
+		}
+	}
+	if storeObjs {
+		st, err := e.Store(ctx, v.Store)
+		if err != nil {
+			return err
+		}
+		return st.DeletePrefix(ctx, layout.Prefix(gid))
+	}
+	return nil
+}
+
+// cleanupGroupUnit removes the unit a Grouper backend ran the batch's first attempts in.
+func cleanupGroupUnit(ctx context.Context, e *engine.Engine, v *View) error {
+	st, err := e.Store(ctx, v.Store)
+	if err != nil {
+		return err
+	}
+	ns := ""
+	for _, c := range v.Children {
+		if c.JobID != "" {
+			if j, err := e.Attach(ctx, c.JobID, v.Store); err == nil {
+				ns = j.Handle.Namespace
+				break
+			}
+		}
+	}
+	be, err := e.BackendFor(&job.Handle{Backend: v.Backend, Namespace: ns}, st)
+	if err != nil {
+		return err
+	}
+	if gr, ok := be.(backend.Grouper); ok {
+		return gr.CleanupGroup(ctx, v.GroupID)
+	}
+	return nil
+}
+
+// List returns the manifests in the store (without their children), newest first.
+func List(ctx context.Context, e *engine.Engine, storeURL string) ([]Manifest, error) {
+	st, _, err := openStore(ctx, e, storeURL)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := st.ListDirs(ctx, "groups/")
+	if err != nil {
+		return nil, err
+	}
+	var out []Manifest
+	for _, id := range ids {
+		raw, err := st.Get(ctx, layout.ManifestKey(id))
+		if err != nil {
+			continue
+		}
+		var m Manifest
+		if json.Unmarshal(raw, &m) == nil {
+			m.Children = nil
+			out = append(out, m)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].GroupID > out[b].GroupID })
+	return out, nil
+}
+
+// Watch reports each child once, as soon as it is final (or failed to be submitted), in
+// completion order, while submission may still be going on. It returns when every input
+// is accounted for. Only unfinished children are looked at again, so a large batch
+// costs little to watch.
+func Watch(ctx context.Context, e *engine.Engine, gid, storeURL string, emit func(ChildStatus)) error {
+	st, storeURL, err := openStore(ctx, e, storeURL)
+	if err != nil {
+		return err
+	}
+	final := map[int]bool{}
+	jobs := map[int]*engine.Job{}
+	seenChild := map[int]Child{}
+	p := &poller{start: time.Now(), d: 10 * time.Millisecond}
+	var (
+		m        Manifest
+		lastRead time.Time
+		lastFull time.Time
+	)
+	for {
+		// The manifest changes at most every half second while submitting and the
+		// children's entries only grow: read them a few times a second, not every round.
+		if lastRead.IsZero() || (!m.SubmissionComplete && time.Since(lastRead) > 200*time.Millisecond) || (m.Retries > 0 && !m.Settled && time.Since(lastRead) > 500*time.Millisecond) {
+			m = Manifest{}
+			if err := readManifest(ctx, st, gid, &m, seenChild); err != nil {
+				return err
+			}
+			lastRead = time.Now()
+		}
+		// Children finish roughly in submission order: look at the oldest unfinished
+		// ones each round, until a few are found still unfinished or one still waiting
+		// (the ones after it are most likely waiting too), and at all of them every few
+		// seconds.
+		budget, full := 4, false
+		if time.Since(lastFull) > 3*time.Second {
+			budget, full, lastFull = 1<<30, true, time.Now()
+		}
+		progressed := false
+		for _, c := range m.Children {
+			if final[c.Index] {
+				continue
+			}
+			if c.JobID == "" {
+				if c.SubmissionError != "" {
+					final[c.Index], progressed = true, true
+					emit(ChildStatus{Index: c.Index, Error: c.SubmissionError})
+				}
+				continue
+			}
+			if budget <= 0 {
+				continue
+			}
+			j := jobs[c.Index]
+			if j == nil || j.Handle.JobID != c.JobID { // a new attempt replaces the old
+				if j, err = e.Attach(ctx, c.JobID, storeURL); err != nil {
+					continue // written a moment ago; next round
+				}
+				jobs[c.Index] = j
+			}
+			state, reason, err := j.Status(ctx)
+			if err != nil {
+				return err
+			}
+			if !state.Terminal() {
+				if budget--; state == job.Pending && !full {
+					budget = 0
+				}
+				continue
+			}
+			if state == job.Failed && len(c.Attempts) <= m.Retries && !m.Settled {
+				continue // a retry may still come: the submitter decides
+			}
+			final[c.Index], progressed = true, true
+			emit(ChildStatus{Index: c.Index, Handle: j.Handle, Status: state, Reason: reason})
+		}
+		if m.SubmissionComplete && len(final) >= len(m.Children) {
+			return nil
+		}
+		if progressed {
+			// A round that found children finished is followed by one soon, but not at
+			// once: a look finds more of them per status read.
+			p = &poller{start: time.Now(), d: 20 * time.Millisecond}
+		}
+		if err := p.wait(ctx); err != nil {
+			return err
+		}
+	}
+}

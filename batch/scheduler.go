@@ -1,0 +1,287 @@
+package batch
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/kinetic-run/kinetic/batch/layout"
+	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/job"
+)
+
+// scheduler submits the inputs of one batch: at most maxConcurrent children unfinished
+// (unless the backend queues or groups them), failed children resubmitted while they
+// have retries left, and with failFast a stop at the first final failure. Its steps are
+// submit (one attempt of one input), reap (look at the running children), and save (the
+// manifest); run strings them together.
+type scheduler struct {
+	b             *Batch
+	tmpl          *engine.Template
+	inputs        [][]byte
+	maxConcurrent int
+	retries       int
+	failFast      bool
+	// queued: the backend queues children (backend.Queuer) and bounds their concurrency
+	// with its workers. grouped: it runs first attempts as one unit started by Map
+	// (backend.Grouper).
+	queued, grouped bool
+
+	active   []attempt // submitted and not yet final, oldest first
+	failed   bool      // a child failed for good
+	stopped  string    // why submission stopped early ("fail_fast", "cancelled")
+	poll     *poller   // paces the looks at running children, for the whole run
+	saveMu   sync.Mutex
+	lastSave time.Time
+}
+
+// attempt is one submission of one input.
+type attempt struct {
+	index, n int // the input, and which attempt (0 first)
+	j        *engine.Job
+}
+
+// saveEvery bounds how often the manifest is rewritten while submitting.
+const saveEvery = 500 * time.Millisecond
+
+// save rewrites the manifest if it was not saved for a while (always with force).
+// The children written one by one since are found by readers anyway
+// (layout.MergeChildren). It is safe for concurrent use.
+func (s *scheduler) save(ctx context.Context, force bool) {
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
+	if force || time.Since(s.lastSave) > saveEvery {
+		s.b.writeManifest(context.WithoutCancel(ctx))
+		s.lastSave = time.Now()
+	}
+}
+
+// submit submits attempt n of input i and records it in the manifest (its child entry
+// is written to the store before the job). It returns nil if the submission failed; the
+// error is recorded at the input's index. It is safe for concurrent use.
+func (s *scheduler) submit(ctx context.Context, i, n int) *engine.Job {
+	b := s.b
+	gid := b.manifest.GroupID
+	b.mu.Lock()
+	var prev []string
+	if i < len(b.manifest.Children) {
+		prev = append(prev, b.manifest.Children[i].Attempts...)
+	}
+	b.mu.Unlock()
+	j, err := s.tmpl.Submit(ctx, &engine.Child{
+		Args: s.inputs[i], GroupID: gid, Index: i,
+		Join:        s.grouped && len(prev) == 0,
+		Parallelism: s.maxConcurrent,
+		Record: func(ctx context.Context, h *job.Handle) error {
+			// Before the job exists: a submitter killed now leaves a findable child.
+			return layout.WriteChild(ctx, b.st, gid, Child{Index: i, JobID: h.JobID, Attempts: append(prev, h.JobID)})
+		},
+	})
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for len(b.manifest.Children) <= i {
+		b.manifest.Children = append(b.manifest.Children, Child{Index: len(b.manifest.Children)})
+	}
+	c := &b.manifest.Children[i]
+	if err != nil {
+		c.SubmissionError = err.Error()
+		return nil
+	}
+	c.JobID = j.Handle.JobID
+	c.Attempts = append(c.Attempts, j.Handle.JobID)
+	c.SubmissionError = ""
+	return j
+}
+
+// reap looks at up to limit of the oldest active children (they tend to finish first),
+// resubmits the failed ones that have retries left, and drops the final ones.
+func (s *scheduler) reap(ctx context.Context, limit int) {
+	keep := s.active[:0]
+	for k, a := range s.active {
+		if k >= limit {
+			keep = append(keep, a)
+			continue
+		}
+		state, _, err := a.j.Status(ctx)
+		if err != nil || !state.Terminal() {
+			keep = append(keep, a)
+			continue
+		}
+		if state == job.Failed && a.n < s.retries && s.stopped == "" {
+			if j := s.submit(ctx, a.index, a.n+1); j != nil {
+				keep = append(keep, attempt{a.index, a.n + 1, j})
+				s.save(ctx, true)
+			}
+			continue
+		}
+		if state == job.Failed {
+			s.failed = true
+		}
+	}
+	s.active = keep
+}
+
+// watching: the submitter keeps looking at its children (to retry them, or to stop at
+// the first failure).
+func (s *scheduler) watching() bool { return s.retries > 0 || s.failFast }
+
+// run submits every input, then (watching) supervises until every child is final, and
+// records how it ended. Cancelling ctx stops it ("cancelled").
+func (s *scheduler) run(ctx context.Context) {
+	s.poll = newPoller()
+	next := 0
+	if s.grouped && !s.watching() {
+		next = s.submitGrouped(ctx)
+	}
+	s.submitEach(ctx, next)
+	s.finishSubmission(ctx)
+	if s.stopped == "fail_fast" {
+		s.cancelChildren(context.WithoutCancel(ctx))
+	}
+	s.supervise(ctx)
+	s.b.mu.Lock()
+	s.b.manifest.Settled = true
+	s.b.mu.Unlock()
+	s.save(ctx, true)
+}
+
+// submitGrouped writes every child concurrently: the backend's group unit already runs
+// every index and nothing is watched here, so a remote store's latency per object is
+// paid in parallel rather than once per child in turn. It returns the first input not
+// handled (all of them, unless ctx was cancelled).
+func (s *scheduler) submitGrouped(ctx context.Context) int {
+	g := new(errgroup.Group)
+	g.SetLimit(16)
+	defer g.Wait()
+	for i := range s.inputs {
+		if ctx.Err() != nil {
+			s.stopped = "cancelled"
+			return len(s.inputs)
+		}
+		g.Go(func() error {
+			s.submit(ctx, i, 0)
+			s.save(ctx, false)
+			return nil
+		})
+	}
+	return len(s.inputs)
+}
+
+// submitEach submits the inputs from the first-th on, one at a time, waiting while
+// the gate is full, until all are submitted or submission stops.
+func (s *scheduler) submitEach(ctx context.Context, first int) {
+	// A queueing or grouping backend bounds the batch's concurrency itself: children
+	// wait at no cost, so submission need not wait for them.
+	gate := s.maxConcurrent
+	if s.queued || s.grouped {
+		gate = len(s.inputs) + 1
+	}
+	for i := first; i < len(s.inputs); i++ {
+		for len(s.active) >= gate && ctx.Err() == nil {
+			s.reap(ctx, len(s.active))
+			if len(s.active) >= gate {
+				s.poll.wait(ctx)
+			}
+		}
+		if s.failFast && s.failed {
+			s.stopped = "fail_fast"
+		}
+		if ctx.Err() != nil && s.stopped == "" {
+			s.stopped = "cancelled"
+		}
+		if s.stopped != "" {
+			return
+		}
+		if j := s.submit(ctx, i, 0); j != nil {
+			s.active = append(s.active, attempt{i, 0, j})
+		}
+		s.save(ctx, false)
+		if s.watching() && i%16 == 0 {
+			s.reap(ctx, 32)
+		}
+	}
+}
+
+// finishSubmission marks submission complete, accounts for the inputs left unsubmitted
+// (by fail_fast or cancel) so none is silent, and saves.
+func (s *scheduler) finishSubmission(ctx context.Context) {
+	b := s.b
+	b.mu.Lock()
+	b.manifest.SubmissionComplete = true
+	b.manifest.Stopped = s.stopped
+	why := "not submitted: the batch was stopped (" + s.stopped + ")"
+	for i := range b.manifest.Children {
+		if c := &b.manifest.Children[i]; c.JobID == "" && c.SubmissionError == "" {
+			c.SubmissionError = why
+		}
+	}
+	for i := len(b.manifest.Children); i < len(s.inputs); i++ {
+		b.manifest.Children = append(b.manifest.Children, Child{Index: i, SubmissionError: why})
+	}
+	b.mu.Unlock()
+	s.save(ctx, true)
+}
+
+// supervise, when watching, keeps reaping until every child is final, and with
+// failFast cancels what runs at the first final failure.
+func (s *scheduler) supervise(ctx context.Context) {
+	for s.watching() && len(s.active) > 0 && ctx.Err() == nil {
+		s.reap(ctx, len(s.active))
+		if s.failFast && s.failed {
+			s.cancelChildren(context.WithoutCancel(ctx))
+			return
+		}
+		s.poll.wait(ctx)
+	}
+}
+
+// cancelChildren cancels every child that is not finished.
+func (s *scheduler) cancelChildren(ctx context.Context) {
+	b := s.b
+	b.mu.Lock()
+	ids := make([]string, 0, len(b.manifest.Children))
+	for _, c := range b.manifest.Children {
+		if c.JobID != "" {
+			ids = append(ids, c.JobID)
+		}
+	}
+	b.mu.Unlock()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for _, id := range ids {
+		g.Go(func() error {
+			if j, err := b.e.Attach(gctx, id, b.st.URL()); err == nil {
+				j.Cancel(gctx)
+			}
+			return nil
+		})
+	}
+	g.Wait()
+}
+
+// poller yields growing delays: every few milliseconds for the first seconds, so short
+// children are seen quickly, then slower, so long waits cost little.
+type poller struct {
+	start time.Time
+	d     time.Duration
+}
+
+func newPoller() *poller { return &poller{start: time.Now(), d: 2 * time.Millisecond} }
+
+func (p *poller) wait(ctx context.Context) error {
+	t := time.NewTimer(p.d)
+	defer t.Stop()
+	limit := 20 * time.Millisecond
+	if time.Since(p.start) > 3*time.Second {
+		limit = 500 * time.Millisecond
+	}
+	p.d = min(p.d*5/4+time.Millisecond, limit)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -155,6 +155,7 @@ func newScheduler(ctx context.Context, e *engine.Engine, req *MapRequest) (*sche
 // writeManifest saves the manifest as it is now.
 func (b *Batch) writeManifest(ctx context.Context) error {
 	b.mu.Lock()
+	b.manifest.Heartbeat = time.Now().UTC()
 	data, err := json.MarshalIndent(b.manifest, "", " ")
 	b.mu.Unlock()
 	if err != nil {

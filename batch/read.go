@@ -102,7 +102,13 @@ func readManifest(ctx context.Context, st *store.Store, gid string, m *Manifest,
 	if m.SubmissionComplete {
 		return nil
 	}
-	return layout.MergeChildren(ctx, st, m, cache)
+	if err := layout.MergeChildren(ctx, st, m, cache); err != nil {
+		return err
+	}
+	if m.SubmitterLost(time.Now()) {
+		m.MarkLost()
+	}
+	return nil
 }
 
 // Cancel cancels every unfinished child of a batch.

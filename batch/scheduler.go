@@ -131,6 +131,23 @@ func (s *scheduler) watching() bool { return s.retries > 0 || s.failFast }
 // records how it ended. Cancelling ctx stops it ("cancelled").
 func (s *scheduler) run(ctx context.Context) {
 	s.poll = newPoller()
+	// The heartbeat: while submission goes on (waiting for a free slot, say), the
+	// manifest is saved at least every HeartbeatEvery, so readers can tell that its
+	// submitter is alive.
+	beat, stopBeat := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBeat()
+	go func() {
+		t := time.NewTicker(layout.HeartbeatEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-beat.Done():
+				return
+			case <-t.C:
+				s.save(beat, false)
+			}
+		}
+	}()
 	next := 0
 	if s.grouped && !s.watching() {
 		next = s.submitGrouped(ctx)

@@ -170,17 +170,32 @@ func newBatchStatusCmd(g *Globals) *cobra.Command {
 }
 
 func newBatchResultsCmd(g *Globals) *cobra.Command {
-	var f jobFlags
+	var (
+		f       jobFlags
+		timeout time.Duration
+	)
 	cmd := &cobra.Command{
 		Use: "results GROUP_ID", Short: "Wait for a batch and print each input's result or failure", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if timeout < 0 {
+				return fmt.Errorf("--timeout %s: give a positive duration (e.g. 10m), or 0 to wait for as long as it takes", timeout)
+			}
 			e, err := f.engine(cmd, g)
 			if err != nil {
 				return err
 			}
 			defer e.Close()
-			v, err := watch(cmd.Context(), e, args[0], "", cmd.ErrOrStderr())
+			ctx := cmd.Context()
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			v, err := watch(ctx, e, args[0], "", cmd.ErrOrStderr())
 			if err != nil {
+				if ctx.Err() == context.DeadlineExceeded && cmd.Context().Err() == nil {
+					return &ExitError{Code: 124, Err: fmt.Errorf("batch %s did not finish within %s; it keeps running: `kinetic batch status %s` shows where it is", args[0], timeout, args[0])}
+				}
 				return err
 			}
 			type row struct {
@@ -241,6 +256,7 @@ func newBatchResultsCmd(g *Globals) *cobra.Command {
 		},
 	}
 	f.add(cmd)
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up waiting after this long (e.g. 10m; exit 124); the batch keeps running")
 	return cmd
 }
 

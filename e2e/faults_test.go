@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -70,6 +71,12 @@ var faultCases = []struct {
 		fault: "one job's status.json holds garbage, another's handle.json is empty, a third has no handle.json (its submitter died)",
 		want:  "jobs list shows each as an ERROR row with the file named, warns on stderr, exits 0; jobs status names the job and the file; jobs cleanup removes them",
 		run:   faultDamagedEntries,
+	},
+	{
+		name:  "batch-submitter-killed",
+		fault: "the store as a submitter killed after 3 of 6 inputs leaves it: manifest unfinished, last heartbeat 2 minutes old",
+		want:  "batch results returns at once: the submitted inputs' results, the others as submission failures (\"never submitted\"); batch status says submission is complete",
+		run:   faultBatchSubmitterKilled,
 	},
 }
 
@@ -408,5 +415,57 @@ func faultDamagedEntries(t *testing.T, e *env) {
 	}
 	if got := e.jobsInStore(); len(got) != 0 {
 		t.Errorf("left in the store after cleanup: %v", got)
+	}
+}
+
+func faultBatchSubmitterKilled(t *testing.T, e *env) {
+	// A batch whose submitter died after 3 of 6 inputs, as the store holds it then: the
+	// manifest unfinished with its last heartbeat two minutes old, children 3-5 never
+	// written. (Killing the engine at that instant is a race on the local backend,
+	// whose queue takes every input within milliseconds; the scheduler's own test kills
+	// it mid-way.)
+	gid := e.makeBatch(t, 6)
+	mpath := filepath.Join(e.store, "groups", gid, "manifest.json")
+	raw, err := os.ReadFile(mpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["submission_complete"], m["settled"] = false, false
+	m["heartbeat"] = time.Now().Add(-2 * time.Minute).UTC().Format(time.RFC3339Nano)
+	m["children"] = m["children"].([]any)[:3]
+	raw, _ = json.Marshal(m)
+	os.WriteFile(mpath, raw, 0o600)
+	for i := 3; i < 6; i++ {
+		os.Remove(filepath.Join(e.store, "groups", gid, "children", fmt.Sprintf("%08d.json", i)))
+	}
+	start := time.Now()
+	r := e.run("batch", "results", "--json", "--timeout", "2m", gid)
+	t.Logf("batch results returned %d after %s", r.code, time.Since(start).Round(time.Millisecond))
+	if r.code == 124 || time.Since(start) > 30*time.Second {
+		t.Fatalf("batch results waited for a batch whose submitter is gone: %d %q", r.code, r.stderr)
+	}
+	var rows []struct {
+		Index  int    `json:"index"`
+		Status string `json:"status"`
+		Error  string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil || len(rows) != 6 {
+		t.Fatalf("rows: %v, %d rows: %q %q", err, len(rows), r.stdout, r.stderr)
+	}
+	for _, row := range rows {
+		if lost := strings.Contains(row.Error, "never submitted"); lost != (row.Index >= 3) {
+			t.Errorf("input %d: %q %q", row.Index, row.Status, row.Error)
+		}
+	}
+	if r.code != 1 {
+		t.Errorf("exit %d, want 1 (inputs failed)", r.code)
+	}
+	st := e.run("batch", "status", "--json", gid)
+	if !strings.Contains(st.stdout, `"submission_complete": true`) {
+		t.Fatalf("batch status of a batch whose submitter is gone: %q", st.stdout)
 	}
 }

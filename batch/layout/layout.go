@@ -36,8 +36,47 @@ type Manifest struct {
 	// Stopped says why submission stopped early ("fail_fast", "cancelled"), if it did.
 	Stopped string `json:"stopped,omitempty"`
 	// Settled is set once the submitter has no more retries to make.
-	Settled  bool    `json:"settled,omitempty"`
-	Children []Child `json:"children"`
+	Settled bool `json:"settled,omitempty"`
+	// Heartbeat is when the submitter last saved the manifest; while submitting it
+	// saves at least every HeartbeatEvery, so a reader can tell a submitter that died
+	// (kill -9, a closed laptop) from one still at work (SubmitterLost).
+	Heartbeat time.Time `json:"heartbeat,omitzero"`
+	Children  []Child   `json:"children"`
+}
+
+// HeartbeatEvery is how often a submitting process saves the manifest at least.
+const HeartbeatEvery = 3 * time.Second
+
+// SubmitterLostAfter is how long a manifest of an unfinished submission may go unsaved
+// before its submitter counts as gone: ten heartbeats, for a machine under load.
+const SubmitterLostAfter = 10 * HeartbeatEvery
+
+// SubmitterLost reports whether submission stopped without finishing: the submitter
+// has not saved the manifest for SubmitterLostAfter. A manifest without a heartbeat
+// (written by an older kinetic) is never judged lost.
+func (m *Manifest) SubmitterLost(now time.Time) bool {
+	return !m.SubmissionComplete && !m.Heartbeat.IsZero() && now.Sub(m.Heartbeat) > SubmitterLostAfter
+}
+
+// MarkLost completes, in memory, the manifest of a lost submitter (call after merging
+// the children it wrote): every input it never submitted becomes a submission failure,
+// so every reader sees the batch end at once instead of waiting for ever.
+func (m *Manifest) MarkLost() {
+	have := make(map[int]bool, len(m.Children))
+	for _, c := range m.Children {
+		have[c.Index] = true
+	}
+	reason := fmt.Sprintf("never submitted: the process submitting the batch stopped (last seen %s) before reaching this input; submit it again", m.Heartbeat.Format(time.RFC3339))
+	for i := 0; i < m.TotalExpected; i++ {
+		if !have[i] {
+			m.Children = append(m.Children, Child{Index: i, SubmissionError: reason})
+		}
+	}
+	sort.Slice(m.Children, func(a, b int) bool { return m.Children[a].Index < m.Children[b].Index })
+	m.SubmissionComplete, m.Settled = true, true
+	if m.Stopped == "" {
+		m.Stopped = "submitter lost"
+	}
 }
 
 // Child is one input of a batch. Its job is the last of its attempts.
@@ -143,7 +182,10 @@ func ResolveMember(ctx context.Context, st *store.Store, gid string, i int, wait
 		if id != "" || (err != nil && !store.IsNotFound(err)) {
 			return id, err
 		}
-		if m, err := ReadManifest(ctx, st, gid); err == nil && m.SubmissionComplete {
+		if m, err := ReadManifest(ctx, st, gid); err == nil && (m.SubmissionComplete || m.SubmitterLost(time.Now())) {
+			if !m.SubmissionComplete {
+				m.Stopped = "submitter lost"
+			}
 			if id, _ := memberJob(ctx, st, gid, i); id != "" {
 				return id, nil
 			}

@@ -14,7 +14,7 @@ func init() { backend.Register(Name, factory{}) }
 
 // DefaultStateDir is where the local backend keeps workspaces, locks and slot files:
 // local under Kinetic's data directory.
-func DefaultStateDir() string { return filepath.Join(config.DataDir(), "local") }
+func DefaultStateDir() string { return filepath.Join(config.DataDir(), Name) }
 
 // factory makes the local backend of a store.
 type factory struct{}

@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -71,6 +70,6 @@ func newSuperviseCmd(g *Globals) *cobra.Command {
 	cmd.Flags().StringVar(&queue, "queue", "", "serve this batch queue instead of one job")
 	cmd.Flags().IntVar(&worker, "worker", 0, "worker number within the queue's pool")
 	cmd.Flags().IntVar(&o.Slots, "slots", 2, "concurrent jobs on this machine")
-	cmd.Flags().DurationVar(&o.Grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL on cancel")
+	cmd.Flags().DurationVar(&o.Grace, "grace", runner.DefaultGrace, "time between SIGTERM and SIGKILL on cancel")
 	return cmd
 }

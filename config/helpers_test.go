@@ -4,7 +4,17 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	backendnames "github.com/kinetic-run/kinetic/backend/names"
 )
+
+// The backends of the kinetic binary: config accepts the registered names, and no backend
+// is linked into config's tests (they import config).
+func init() {
+	for _, n := range []string{"local", "gke", "k8s", "pathways"} {
+		backendnames.Add(n)
+	}
+}
 
 // env is a fake environment for Options.Getenv, so tests never see the real one.
 type env map[string]string

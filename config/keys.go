@@ -42,6 +42,9 @@ const (
 type keyInfo struct {
 	key  Key
 	help string
+	// choices, when set, lists the accepted values at the end of help; they are known
+	// only once the program has started (the registered backends).
+	choices func() []string
 	// fallback gives the value used when no argument, env var or profile sets the key,
 	// and its source ("default", "env GOOGLE_CLOUD_PROJECT"); "" means unset.
 	fallback func(getenv func(string) string) (value, source string)
@@ -70,7 +73,7 @@ var keyTable = []keyInfo{
 	{key: Zone, help: "compute zone of the cluster", fallback: fixed("us-central1-a")},
 	{key: Cluster, help: "Kubernetes cluster name", fallback: fixed("kinetic-cluster")},
 	{key: Namespace, help: "Kubernetes namespace for jobs", fallback: fixed("default"), check: checkNamespace},
-	{key: Backend, help: "where jobs run: " + strings.Join(Backends, ", "), fallback: fixed("local"), check: checkBackend},
+	{key: Backend, help: "where jobs run", choices: Backends, fallback: fixed(DefaultBackend), check: checkBackend},
 	{key: Store, help: "store URL (file://, mem://, gs://, s3://) or an absolute path", fallback: defaultStore, check: checkStore},
 	{key: OutputDir, help: "directory a job's outputs are written to"},
 	{key: BaseImageRepo, help: "repository of the prebuilt base images"},
@@ -126,4 +129,10 @@ func Known(k Key) bool { _, ok := lookup(k); return ok }
 func (k Key) EnvVar() string { return "KINETIC_" + strings.ToUpper(string(k)) }
 
 // Help is a short description of k, for flag help and docs.
-func (k Key) Help() string { ki, _ := lookup(k); return ki.help }
+func (k Key) Help() string {
+	ki, _ := lookup(k)
+	if ki.choices != nil {
+		return ki.help + ": " + strings.Join(ki.choices(), ", ")
+	}
+	return ki.help
+}

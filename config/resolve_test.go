@@ -188,7 +188,7 @@ func TestResolveErrors(t *testing.T) {
 		want []string // substrings of the message
 	}{
 		{"bad backend", Options{Args: map[Key]string{Backend: "slurm"}}, ErrInvalid,
-			[]string{`invalid backend "slurm" (from argument)`, "local, gke, k8s, pathways"}},
+			[]string{`invalid backend "slurm" (from argument)`, "gke, k8s, local, pathways"}},
 		{"bad namespace from env", Options{Getenv: env{"KINETIC_NAMESPACE": "My_NS"}.get}, ErrInvalid,
 			[]string{`invalid namespace "My_NS" (from env KINETIC_NAMESPACE)`}},
 		{"relative store", Options{Args: map[Key]string{Store: "data/store"}}, ErrInvalid, []string{"absolute path"}},

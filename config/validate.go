@@ -10,10 +10,16 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	backendnames "github.com/kinetic-run/kinetic/backend/names"
 )
 
-// Backends are the accepted values of the backend key.
-var Backends = []string{"local", "gke", "k8s", "pathways"}
+// Backends are the accepted values of the backend key: the names of the backends linked
+// into this program (backend.Register), sorted.
+func Backends() []string { return backendnames.List() }
+
+// DefaultBackend is the backend key's default: the local backend (backend/local.Name).
+const DefaultBackend = "local"
 
 // ClusterTypes are the accepted values of the cluster_type key.
 var ClusterTypes = []string{"gke", "generic"}
@@ -88,7 +94,7 @@ func oneOf(choices []string) func(string) (string, error) {
 }
 
 var (
-	checkBackend      = oneOf(Backends)
+	checkBackend      = func(v string) (string, error) { return oneOf(Backends())(v) }
 	checkClusterType  = oneOf(ClusterTypes)
 	checkImageBuilder = oneOf(ImageBuilders)
 	checkContainer    = oneOf(Containers)

@@ -10,13 +10,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
+	"strings"
 	"sync"
-	"time"
 
 	"github.com/kinetic-run/kinetic/backend"
-	"github.com/kinetic-run/kinetic/backend/kubernetes"
-	"github.com/kinetic-run/kinetic/backend/local"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/job"
@@ -48,10 +45,12 @@ type Engine struct {
 // BackendFactory makes the backend that runs the jobs of one store.
 type BackendFactory func(e *Engine, st *store.Store) (backend.Backend, error)
 
-// RegisterBackend makes jobs whose handle names backend name run on what f makes (one
-// per store, made on first use). It is how a backend outside this package plugs in (the
-// Kubernetes backends; fakes in tests) and wins over the built-in choice for that name.
-// Register before the first job uses the name.
+// RegisterBackend makes this engine's jobs whose handle names backend name run on what f
+// makes (one per store, made on first use), instead of what the factory registered
+// under name with backend.Register makes: fakes in tests, a preconfigured cluster in
+// benchmarks. The name must still be registered (config accepts only registered names,
+// and the registered factory still plans the job). Register before the first job uses
+// the name.
 func (e *Engine) RegisterBackend(name string, f BackendFactory) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -124,70 +123,34 @@ func (e *Engine) Close() error {
 	return nil
 }
 
-// backendFor returns the backend that runs h over st: the handle names the backend and,
-// for the Kubernetes backends, the cluster and namespace (ClusterOf); only the kubeconfig
-// file and pod settings come from this machine's configuration.
+// backendFor returns the backend that runs h over st: the handle names the backend,
+// whose factory (registered with backend.Register, or plugged into this engine with
+// RegisterBackend) makes it; the Kubernetes backends take the cluster and namespace from
+// the handle too, and only the kubeconfig file and pod settings from this machine's
+// configuration.
 func (e *Engine) backendFor(h *job.Handle, st *store.Store) (backend.Backend, error) {
 	name := h.Backend
+	if name == "" {
+		name = config.DefaultBackend // handles older than the backend field
+	}
 	e.mu.Lock()
 	f := e.factories[name]
 	e.mu.Unlock()
 	if f != nil {
 		return e.cachedBackend(name, st, func() (backend.Backend, error) { return f(e, st) })
 	}
-	switch name {
-	case "", local.Name:
-		return e.cachedBackend(local.Name, st, func() (backend.Backend, error) {
-			return local.New(st, local.Options{StateDir: filepath.Join(config.DataDir(), "local"), Exe: e.Exe})
-		})
-	case "gke", "k8s":
-		c := e.ClusterOf(h)
-		return e.cachedBackend(name+"|"+c.KubeContext+"|"+c.Namespace, st, func() (backend.Backend, error) {
-			return kubernetes.New(st, e.kubeOptions(name, c))
-		})
-	case kubernetes.PathwaysName:
-		c := e.ClusterOf(h)
-		return e.cachedBackend(name+"|"+c.KubeContext+"|"+c.Namespace, st, func() (backend.Backend, error) {
-			return kubernetes.NewPathways(st, e.kubeOptions(name, c))
-		})
-	default:
-		return nil, fmt.Errorf("unknown backend %q: use local, gke, k8s or pathways", name)
+	d, ok := backend.Lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("unknown backend %q: this kinetic runs %s", name, strings.Join(backend.Names(), ", "))
 	}
+	env := backend.Env{Handle: h, Store: st, Settings: settings{e.cfg}, Exe: e.Exe}
+	return e.cachedBackend(name+"|"+d.Key(env), st, func() (backend.Backend, error) { return d.New(env) })
 }
 
-// kubeOptions are the Kubernetes backend's options from the configuration.
-func (e *Engine) kubeOptions(name string, cl Cluster) kubernetes.Options {
-	c := e.cfg
-	namespace := cl.Namespace
-	if namespace == "" {
-		namespace = c.Get(config.Namespace)
-	}
-	dur := func(k config.Key) time.Duration {
-		d, _ := time.ParseDuration(c.Get(k))
-		return d
-	}
-	clusterType := c.Get(config.ClusterType)
-	if clusterType == "" && name == kubernetes.PathwaysName && c.Get(config.Backend) == "k8s" {
-		// A multi-host job submitted with backend k8s: the cluster is not GKE.
-		clusterType = "generic"
-	}
-	return kubernetes.Options{
-		Name:               name,
-		ClusterType:        clusterType,
-		Kubeconfig:         cl.Kubeconfig,
-		Context:            cl.KubeContext,
-		Namespace:          namespace,
-		ServiceAccount:     c.Get(config.ServiceAccount),
-		RunnerImage:        c.Get(config.RunnerImage),
-		StoreSecret:        c.Get(config.StoreSecret),
-		CPU:                c.Get(config.PodCPU),
-		Memory:             c.Get(config.PodMemory),
-		UnschedulableGrace: dur(config.Unschedulable),
-		PullGrace:          dur(config.PullGrace),
-		// Only "false" turns them off: an unset key keeps the devices.
-		IgnoreAcceleratorResources: c.Get(config.AccelResources) == "false",
-	}
-}
+// settings are a resolved configuration as the backends read it.
+type settings struct{ c *config.Resolved }
+
+func (s settings) Get(key string) string { return s.c.Get(config.Key(key)) }
 
 // cachedBackend returns the backend called name over st, made by newBackend on first use: one
 // per store, since a backend may remember things between calls.

@@ -13,6 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/backend/kubernetes"
+	_ "github.com/kinetic-run/kinetic/backend/local" // the local backend; the cluster ones are faked with RegisterBackend
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/internal/gcstest"
 	"github.com/kinetic-run/kinetic/job"
@@ -164,19 +166,22 @@ func TestClusterOfFollowsTheHandle(t *testing.T) {
 	}
 
 	observer := newTestEngine(t, env, twoClusters) // profile b is active here
-	want := Cluster{Backend: "gke", Project: "pa", Zone: "europe-west4-a", Cluster: "ca", Namespace: "team-a", KubeContext: "ctx-a", Kubeconfig: "/home/u/.kube/config"}
-	if d := cmp.Diff(want, observer.ClusterOf(h)); d != "" {
+	clusterOf := func(h *job.Handle) kubernetes.Cluster {
+		return kubernetes.ClusterOf(h, observer.Config().Get(config.Kubeconfig))
+	}
+	want := kubernetes.Cluster{Backend: "gke", Project: "pa", Zone: "europe-west4-a", Cluster: "ca", Namespace: "team-a", KubeContext: "ctx-a", Kubeconfig: "/home/u/.kube/config"}
+	if d := cmp.Diff(want, clusterOf(h)); d != "" {
 		t.Errorf("ClusterOf (-want +got):\n%s", d)
 	}
 
 	// No context recorded: GKE's get-credentials name for the handle's cluster.
 	h2 := *h
 	h2.KubeContext = ""
-	if got := observer.ClusterOf(&h2).KubeContext; got != "gke_pa_europe-west4-a_ca" {
+	if got := clusterOf(&h2).KubeContext; got != "gke_pa_europe-west4-a_ca" {
 		t.Errorf("derived context = %q", got)
 	}
 	h2.Backend = "k8s" // a generic cluster: the kubeconfig's current context
-	if got := observer.ClusterOf(&h2).KubeContext; got != "" {
+	if got := clusterOf(&h2).KubeContext; got != "" {
 		t.Errorf("generic cluster context = %q, want none", got)
 	}
 }

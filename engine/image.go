@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/kinetic-run/kinetic/backend/local"
+	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/deps"
 	"github.com/kinetic-run/kinetic/image"
@@ -38,7 +38,10 @@ func (e *Engine) planImage(ctx context.Context, p *plan, req *SubmitRequest, req
 		return err
 	}
 	be := p.cfg.Get(config.Backend)
-	if be == "" || be == local.Name {
+	if be == "" {
+		be = config.DefaultBackend
+	}
+	if backend.RunsOnThisMachine(be) {
 		engine, err := containerEngine(p.cfg.Get(config.Container), p.cfg.Source(config.Container))
 		if err != nil {
 			return err

@@ -177,7 +177,7 @@ func (e *Engine) List(ctx context.Context, storeURL string) ([]Listed, error) {
 // Kubernetes backends, by label: the seeds' list_jobs), else the jobs in the store.
 func (e *Engine) listIDs(ctx context.Context, st *store.Store) ([]string, error) {
 	name := e.cfg.Get(config.Backend)
-	if name != "" && name != "local" {
+	if name != "" && !backend.RunsOnThisMachine(name) {
 		be, err := e.backendFor(&job.Handle{Backend: name, Namespace: e.cfg.Get(config.Namespace)}, st)
 		if err != nil {
 			return nil, err

@@ -17,7 +17,6 @@ import (
 
 	"github.com/kinetic-run/kinetic/accel"
 	"github.com/kinetic-run/kinetic/backend"
-	"github.com/kinetic-run/kinetic/backend/kubernetes"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/data"
 	"github.com/kinetic-run/kinetic/deps"
@@ -167,11 +166,8 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest, child *childPlan)
 			return nil, err
 		}
 	}
-	backendName := cfg.Get(config.Backend)
-	if backendName == "" {
-		backendName = "local"
-	}
-	if backendName, err = backendForAccelerator(backendName, spec); err != nil {
+	where, err := planBackend(cfg, spec)
+	if err != nil {
 		return nil, err
 	}
 	debug, err := debugSpec(req)
@@ -187,7 +183,7 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest, child *childPlan)
 	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("working directory %q cannot be read: %v (run from a directory you can read)", cwd, err)
 	}
-	if req.Python != "" && backendName == "local" && cfg.Get(config.Container) == "" {
+	if req.Python != "" && backend.RunsOnThisMachine(where.Backend) && cfg.Get(config.Container) == "" {
 		// On this machine the interpreter must be the one asked for: falling back to
 		// another Python would run the job with other packages, silently.
 		if fi, err := os.Stat(req.Python); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
@@ -290,18 +286,12 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest, child *childPlan)
 		imageURI = p.spec.Image // what the job really runs in (a digest for bundled images)
 	}
 	p.handle = &job.Handle{
-		JobID: id, Backend: cfg.Get(config.Backend), Project: cfg.Get(config.Project),
-		ClusterName: cfg.Get(config.Cluster), Zone: cfg.Get(config.Zone), Namespace: cfg.Get(config.Namespace),
+		JobID: id, Backend: where.Backend, Project: where.Project,
+		ClusterName: where.ClusterName, Zone: where.Zone, Namespace: where.Namespace,
 		BucketName: st.Bucket(), K8sName: id, ImageURI: imageURI, Accelerator: spec.Name,
 		FuncName: name, DisplayName: display, CreatedAt: time.Now().UTC().Format(time.RFC3339Nano),
 		Debug: strconv.FormatBool(req.Debug), Store: st.URL(), OutputDir: outDir,
-		Spot: strconv.FormatBool(spec.Spot), KubeContext: cfg.Get(config.KubeContext), ShippedRoot: p.root,
-	}
-	p.handle.Backend = backendName
-	if backendName == kubernetes.PathwaysName && cfg.Get(config.Backend) == "k8s" && p.handle.KubeContext == "" {
-		// A generic cluster: pin the kubeconfig's current context, or ClusterOf would
-		// take a Pathways handle with a project for a GKE cluster's context.
-		p.handle.KubeContext = kubernetes.CurrentContext(cfg.Get(config.Kubeconfig))
+		Spot: strconv.FormatBool(spec.Spot), KubeContext: where.KubeContext, ShippedRoot: p.root,
 	}
 	return p, nil
 }
@@ -315,7 +305,7 @@ func (e *Engine) write(ctx context.Context, p *plan) error {
 	}
 	for i := range p.spec.Data {
 		r := &p.spec.Data[i]
-		if r.Fuse && p.handle.Backend == "local" && p.spec.Container == "" {
+		if r.Fuse && backend.RunsOnThisMachine(p.handle.Backend) && p.spec.Container == "" {
 			continue // used in place on this machine
 		}
 		if err := data.Upload(ctx, p.st, r, nil); err != nil {
@@ -585,21 +575,27 @@ func debugSpec(req *SubmitRequest) (*job.DebugSpec, error) {
 	return &job.DebugSpec{WaitSeconds: int(wait.Round(time.Second) / time.Second)}, nil
 }
 
-// backendForAccelerator picks the backend that can run spec: a slice over several hosts
-// runs on Pathways (one LeaderWorkerSet) when the configured backend is a Kubernetes
-// one. The local backend runs one process on this machine, so it refuses such a slice
-// rather than pretend to be several hosts.
-func backendForAccelerator(name string, spec accel.Spec) (string, error) {
-	if !spec.MultiHost() {
-		return name, nil
+// planBackend returns where a job with accelerator spec runs: a handle with the backend's
+// name and the cluster fields of cfg, as the factory of the configured backend settles
+// them (backend.Planner: the Kubernetes backends send a slice over several hosts to
+// Pathways; the local backend refuses it, since it runs one host).
+func planBackend(cfg *config.Resolved, spec accel.Spec) (*job.Handle, error) {
+	name := cfg.Get(config.Backend)
+	if name == "" {
+		name = config.DefaultBackend
 	}
-	switch name {
-	case "gke", "k8s", kubernetes.PathwaysName:
-		return kubernetes.PathwaysName, nil
-	case "local":
-		return "", fmt.Errorf("accelerator %s spans %d hosts: the local backend runs one host; use --backend gke (multi-host slices run on Pathways, one LeaderWorkerSet)", spec.Name, spec.Hosts)
+	h := &job.Handle{Backend: name, Project: cfg.Get(config.Project), ClusterName: cfg.Get(config.Cluster),
+		Zone: cfg.Get(config.Zone), Namespace: cfg.Get(config.Namespace), KubeContext: cfg.Get(config.KubeContext)}
+	f, ok := backend.Lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("unknown backend %q: this kinetic runs %s", name, strings.Join(backend.Names(), ", "))
 	}
-	return name, nil
+	if pl, ok := f.(backend.Planner); ok {
+		if err := pl.Plan(h, spec, settings{cfg}); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
 }
 
 // sharedPayload is the batch's function pickle if an earlier child stored it.

@@ -32,7 +32,7 @@ type Handle struct {
 	// KubeContext is the kubeconfig context the job was submitted through ("" when none
 	// was configured): with ClusterName, Project, Zone and Namespace it says which cluster
 	// holds the job, whatever profile is active when someone attaches
-	// (engine.ClusterOf).
+	// (kubernetes.ClusterOf).
 	KubeContext string `json:"kube_context,omitempty"`
 	// ShippedRoot is the submitter's shipped root (absolute, on the submitting machine):
 	// the localRoot of a debugger's path mappings.

@@ -63,6 +63,20 @@ type Options struct {
 	// DebugPort is the port debugpy listens on (127.0.0.1) in a debug job; 0 means any
 	// free port. The port it got is recorded in debug.json (docs/debug.md).
 	DebugPort int
+	// Grace is how long a cancelled call gets between SIGTERM and SIGKILL (0 means
+	// DefaultGrace). The local backend passes its own.
+	Grace time.Duration
+}
+
+// DefaultGrace is the grace period of a cancelled call when Options.Grace is 0.
+const DefaultGrace = 10 * time.Second
+
+// grace is o.Grace or its default.
+func (o Options) grace() time.Duration {
+	if o.Grace > 0 {
+		return o.Grace
+	}
+	return DefaultGrace
 }
 
 // phaseError is a failure of the runner itself in a given phase.
@@ -253,7 +267,7 @@ func run(ctx context.Context, st *store.Store, o Options, out io.Writer) (*job.E
 		return nil, nil, inPhase(job.PhaseEnv, err)
 	}
 	if spec.Kind == job.KindCommand {
-		return runCommand(ctx, spec, cwd, environ, out, o.Host)
+		return runCommand(ctx, spec, cwd, environ, out, o.Host, o.grace())
 	}
 	if spec.Kind == job.KindEntry {
 		file, err := within(work, spec.Entry.File)
@@ -364,7 +378,7 @@ func runPython(ctx context.Context, spec *job.Spec, py string, rest []string, cw
 	// Debug jobs start cold: debugpy starts threads and an adapter process, which a
 	// child forked from the warm server (imports done, threads gone) is no place for.
 	if warmEnabled(o) && spec.Debug == nil {
-		runErr = runWarm(ctx, o.WarmDir, py, argv, cwd, environ, out)
+		runErr = runWarm(ctx, o.WarmDir, py, argv, cwd, environ, out, o.grace())
 		if cold = errors.Is(runErr, errNoWarm); cold {
 			debugf(out, "starting Python cold: %v", runErr)
 		}
@@ -374,7 +388,7 @@ func runPython(ctx context.Context, spec *job.Spec, py string, rest []string, cw
 		cmd.Dir = cwd
 		cmd.Env = environ
 		cmd.Stdout, cmd.Stderr = out, out
-		runErr = runGroup(cmd)
+		runErr = runGroup(cmd, o.grace())
 	}
 	raw, err := os.ReadFile(filepath.Join(outDir, "envelope.json"))
 	if err != nil {
@@ -410,12 +424,12 @@ func runPython(ctx context.Context, spec *job.Spec, py string, rest []string, cw
 	return &env, value, nil
 }
 
-func runCommand(ctx context.Context, spec *job.Spec, cwd string, environ []string, out io.Writer, host string) (*job.Envelope, *os.File, error) {
+func runCommand(ctx context.Context, spec *job.Spec, cwd string, environ []string, out io.Writer, host string, grace time.Duration) (*job.Envelope, *os.File, error) {
 	cmd := exec.CommandContext(ctx, spec.Command[0], spec.Command[1:]...)
 	cmd.Dir = cwd
 	cmd.Env = environ
 	cmd.Stdout, cmd.Stderr = out, out
-	err := runGroup(cmd)
+	err := runGroup(cmd, grace)
 	code := 0
 	env := &job.Envelope{Host: host}
 	var ee *exec.ExitError
@@ -435,22 +449,19 @@ func runCommand(ctx context.Context, spec *job.Spec, cwd string, environ []strin
 	return env, nil, nil
 }
 
-// Grace is how long a cancelled call gets between SIGTERM and SIGKILL.
-var Grace = 10 * time.Second
-
 // graceful makes cancellation of ctx a SIGTERM (so the user's code can save a
-// checkpoint), SIGKILL only after Grace, and death of the runner a SIGKILL.
+// checkpoint), SIGKILL only after grace, and death of the runner a SIGKILL.
 // The call runs in its own process group, so signals reach whatever it started.
-func graceful(cmd *exec.Cmd) {
+func graceful(cmd *exec.Cmd, grace time.Duration) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
-	cmd.WaitDelay = Grace
+	cmd.WaitDelay = grace
 }
 
 // runGroup runs cmd and, once it ends, kills what is left of its process group: a job's
 // processes end with the job.
-func runGroup(cmd *exec.Cmd) error {
-	graceful(cmd)
+func runGroup(cmd *exec.Cmd, grace time.Duration) error {
+	graceful(cmd, grace)
 	if err := cmd.Start(); err != nil {
 		return err
 	}

@@ -331,9 +331,9 @@ type warmReply struct {
 // another error if the call started but its outcome is unknown.
 //
 // Cancellation is as for a cold start: ctx cancelled → SIGTERM to the call's process
-// group, SIGKILL after Grace; once the call ends, SIGKILL to whatever is left of its
+// group, SIGKILL after grace; once the call ends, SIGKILL to whatever is left of its
 // group. If this process dies, the server sees the connection close and kills the group.
-func runWarm(ctx context.Context, dir, py string, argv []string, cwd string, environ []string, out io.Writer) error {
+func runWarm(ctx context.Context, dir, py string, argv []string, cwd string, environ []string, out io.Writer, grace time.Duration) error {
 	w, err := warmFor(dir, py, environ)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errNoWarm, err)
@@ -431,7 +431,7 @@ wait:
 		case <-done:
 			done = nil
 			syscall.Kill(-pid, syscall.SIGTERM)
-			t := time.NewTimer(Grace)
+			t := time.NewTimer(grace)
 			defer t.Stop()
 			kill = t.C
 		case <-kill:
@@ -441,10 +441,10 @@ wait:
 	}
 	syscall.Kill(-pid, syscall.SIGKILL) // a job's processes end with the job
 	// Output still in the pipe is copied; a descendant that left the group and keeps the
-	// pipe open gets Grace, as with a cold start's WaitDelay.
+	// pipe open gets grace, as with a cold start's WaitDelay.
 	select {
 	case <-copied:
-	case <-time.After(Grace):
+	case <-time.After(grace):
 		pr.Close()
 		<-copied
 	}

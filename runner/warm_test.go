@@ -327,8 +327,7 @@ def boom():
 }
 
 func TestWarmCancel(t *testing.T) {
-	defer func(g time.Duration) { Grace = g }(Grace)
-	Grace = 1500 * time.Millisecond
+	const Grace = 1500 * time.Millisecond
 	h := newHarness(t)
 	src := `
 import os, signal, sys, time
@@ -354,7 +353,7 @@ def sleep(ignore_term=False):
 			}
 			done := make(chan res, 1)
 			go func() {
-				env, _ := Run(ctx, Options{StoreURL: h.url, JobID: id, Workspace: filepath.Join(h.ws, id), Stdout: out, WarmDir: h.warm})
+				env, _ := Run(ctx, Options{StoreURL: h.url, JobID: id, Workspace: filepath.Join(h.ws, id), Stdout: out, WarmDir: h.warm, Grace: Grace})
 				done <- res{env, time.Now()}
 			}()
 			select {

@@ -1,25 +1,48 @@
 // Package backendtest is the conformance suite every backend passes: the same jobs, the
 // same statuses, the same guarantees (a job whose worker dies reports FAILED with a
 // reason, cancel stops it, cleanup is idempotent, unknown jobs are NOT_FOUND).
+//
+// The suite observes jobs as a person does, through a Job the caller provides (the
+// engine's: engine.Job satisfies it), so it needs nothing of the engine and the engine's
+// tests and the backends' tests can both drive it.
 package backendtest
 
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/job"
-	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/store"
 )
+
+// Job is a submitted job as the suite observes and stops it. *engine.Job satisfies it.
+type Job interface {
+	Status(ctx context.Context) (job.State, string, error)
+	Wait(ctx context.Context, onChange func(job.State)) (job.State, string, error)
+	Logs(ctx context.Context, w io.Writer, follow bool) error
+	Tail(ctx context.Context, n int) (string, error)
+	Cancel(ctx context.Context) error
+	Cleanup(ctx context.Context, backendRes, storeObjs bool) error
+}
+
+// Observe binds the job h, submitted to b over st, to what observes it: for the engine,
+//
+//	func(h *job.Handle, st *store.Store, b backend.Backend) backendtest.Job {
+//		return &engine.Job{Handle: h, Store: st, Backend: b}
+//	}
+type Observe func(h *job.Handle, st *store.Store, b backend.Backend) Job
 
 // Harness is what a backend's test provides.
 type Harness struct {
 	// New returns a backend and the store it uses, fresh for each subtest.
 	New func(t *testing.T) (backend.Backend, *store.Store)
+	// Observe binds a job to what observes it (required).
+	Observe Observe
 	// KillWorker kills whatever runs the job (the supervisor, the pod) without letting it
 	// report. The job must then become FAILED with a reason within Deadline.
 	KillWorker func(t *testing.T, b backend.Backend, st *store.Store, h *job.Handle)
@@ -27,42 +50,8 @@ type Harness struct {
 	Deadline time.Duration
 }
 
-// Job is a submitted job as the suite sees it: from the store (jobview), its state from
-// the backend, stopped and cleaned up by the backend.
-type Job struct {
-	*jobview.Job
-	Handle  *job.Handle
-	Backend backend.Backend
-}
-
-// NewJob returns job h of backend b, whose store is st.
-func NewJob(h *job.Handle, st *store.Store, b backend.Backend) *Job {
-	return &Job{
-		Job:     &jobview.Job{Store: st, ID: h.JobID, Live: func(ctx context.Context) (job.State, string, error) { return b.Status(ctx, h) }},
-		Handle:  h,
-		Backend: b,
-	}
-}
-
-// Cancel stops the job.
-func (j *Job) Cancel(ctx context.Context) error { return j.Backend.Cancel(ctx, j.Handle) }
-
-// Cleanup removes the backend's resources (backendRes) and the job's store objects
-// (storeObjs), as the engine does.
-func (j *Job) Cleanup(ctx context.Context, backendRes, storeObjs bool) error {
-	if backendRes || storeObjs {
-		if err := j.Backend.Cleanup(ctx, j.Handle); err != nil {
-			return err
-		}
-	}
-	if storeObjs {
-		return j.Delete(ctx)
-	}
-	return nil
-}
-
-// Submit writes a command job to st and submits it to b.
-func Submit(t *testing.T, b backend.Backend, st *store.Store, argv ...string) *Job {
+// Submit writes a command job to st, submits it to b and returns its handle.
+func Submit(t *testing.T, b backend.Backend, st *store.Store, argv ...string) *job.Handle {
 	t.Helper()
 	ctx := context.Background()
 	id := job.NewID()
@@ -77,10 +66,39 @@ func Submit(t *testing.T, b backend.Backend, st *store.Store, argv ...string) *J
 	if err := b.Submit(ctx, h); err != nil {
 		t.Fatalf("Submit: %v", err)
 	}
-	return NewJob(h, st, b)
+	return h
 }
 
-func (h *Harness) wait(t *testing.T, j *Job) (job.State, string) {
+// submitted is a job the suite submitted: its handle and its observer.
+type submitted struct {
+	Job
+	Handle *job.Handle
+	st     *store.Store
+}
+
+// submit submits a command job and binds it to its observer.
+func (h *Harness) submit(t *testing.T, b backend.Backend, st *store.Store, argv ...string) *submitted {
+	t.Helper()
+	jh := Submit(t, b, st, argv...)
+	return &submitted{Job: h.Observe(jh, st, b), Handle: jh, st: st}
+}
+
+// envelope waits for the job and returns its result envelope (result.json).
+func (h *Harness) envelope(t *testing.T, j *submitted) *job.Envelope {
+	t.Helper()
+	h.wait(t, j)
+	raw, err := j.st.Get(context.Background(), store.EnvelopeKey(j.Handle.JobID))
+	if err != nil {
+		t.Fatalf("result envelope of %s: %v", j.Handle.JobID, err)
+	}
+	env, err := job.DecodeEnvelope(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+func (h *Harness) wait(t *testing.T, j *submitted) (job.State, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), h.deadline())
 	defer cancel()
@@ -100,10 +118,13 @@ func (h *Harness) deadline() time.Duration {
 
 // Run runs the suite.
 func Run(t *testing.T, h Harness) {
+	if h.Observe == nil {
+		t.Fatal("backendtest: Harness.Observe is required")
+	}
 	ctx := context.Background()
 	t.Run("Succeeds", func(t *testing.T) {
 		b, st := h.New(t)
-		j := Submit(t, b, st, "sh", "-c", "echo hello from the job; echo to stderr >&2")
+		j := h.submit(t, b, st, "sh", "-c", "echo hello from the job; echo to stderr >&2")
 		if state, reason := h.wait(t, j); state != job.Succeeded {
 			t.Fatalf("state = %s (%s), want SUCCEEDED", state, reason)
 		}
@@ -116,39 +137,37 @@ func Run(t *testing.T, h Harness) {
 				t.Errorf("logs %q lack %q", logs.String(), want)
 			}
 		}
-		res, err := j.Result(ctx, "")
-		if err != nil || !res.Envelope.Success {
-			t.Fatalf("Result = %+v, %v", res, err)
+		if env := h.envelope(t, j); !env.Success {
+			t.Fatalf("envelope = %+v, want success", env)
 		}
 	})
 	t.Run("FailsWithExitCode", func(t *testing.T) {
 		b, st := h.New(t)
-		j := Submit(t, b, st, "sh", "-c", "echo failing; exit 3")
+		j := h.submit(t, b, st, "sh", "-c", "echo failing; exit 3")
 		state, reason := h.wait(t, j)
 		if state != job.Failed || !strings.Contains(reason, "exit code 3") {
 			t.Fatalf("state = %s (%s), want FAILED naming exit code 3", state, reason)
 		}
-		res, err := j.Result(ctx, "")
-		if err != nil || res.Envelope.Success || res.Envelope.ExitCode == nil || *res.Envelope.ExitCode != 3 {
-			t.Fatalf("Result = %+v, %v", res, err)
+		if env := h.envelope(t, j); env.Success || env.ExitCode == nil || *env.ExitCode != 3 {
+			t.Fatalf("envelope = %+v, want a failure with exit code 3", env)
 		}
 	})
 	t.Run("NotFound", func(t *testing.T) {
 		b, st := h.New(t)
-		j := NewJob(&job.Handle{JobID: job.NewID(), Backend: b.Name()}, st, b)
-		if state, _, err := j.Status(ctx); err != nil || state != job.NotFound {
+		jh := &job.Handle{JobID: job.NewID(), Backend: b.Name()}
+		if state, _, err := h.Observe(jh, st, b).Status(ctx); err != nil || state != job.NotFound {
 			t.Fatalf("Status of an unknown job = %s, %v; want NOT_FOUND", state, err)
 		}
-		if err := b.Cancel(ctx, j.Handle); err != nil {
+		if err := b.Cancel(ctx, jh); err != nil {
 			t.Fatalf("Cancel of an unknown job: %v", err)
 		}
-		if err := b.Cleanup(ctx, j.Handle); err != nil {
+		if err := b.Cleanup(ctx, jh); err != nil {
 			t.Fatalf("Cleanup of an unknown job: %v", err)
 		}
 	})
 	t.Run("LogsWhileRunning", func(t *testing.T) {
 		b, st := h.New(t)
-		j := Submit(t, b, st, "sh", "-c", "for i in $(seq 1 40); do echo line $i; sleep 0.1; done")
+		j := h.submit(t, b, st, "sh", "-c", "for i in $(seq 1 40); do echo line $i; sleep 0.1; done")
 		deadline := time.Now().Add(h.deadline())
 		for time.Now().Before(deadline) {
 			state, _, err := j.Status(ctx)
@@ -182,7 +201,7 @@ func Run(t *testing.T, h Harness) {
 	})
 	t.Run("Cancel", func(t *testing.T) {
 		b, st := h.New(t)
-		j := Submit(t, b, st, "sh", "-c", "echo started; sleep 300")
+		j := h.submit(t, b, st, "sh", "-c", "echo started; sleep 300")
 		waitFor(t, j, job.Running, h.deadline())
 		start := time.Now()
 		if err := j.Cancel(ctx); err != nil {
@@ -201,7 +220,7 @@ func Run(t *testing.T, h Harness) {
 	})
 	t.Run("CancelFinishedIsNoop", func(t *testing.T) {
 		b, st := h.New(t)
-		j := Submit(t, b, st, "true")
+		j := h.submit(t, b, st, "true")
 		h.wait(t, j)
 		if err := j.Cancel(ctx); err != nil {
 			t.Fatal(err)
@@ -212,7 +231,7 @@ func Run(t *testing.T, h Harness) {
 	})
 	t.Run("Cleanup", func(t *testing.T) {
 		b, st := h.New(t)
-		j := Submit(t, b, st, "true")
+		j := h.submit(t, b, st, "true")
 		h.wait(t, j)
 		for i := 0; i < 2; i++ {
 			if err := j.Cleanup(ctx, true, true); err != nil {
@@ -226,7 +245,7 @@ func Run(t *testing.T, h Harness) {
 	if h.KillWorker != nil {
 		t.Run("KilledWorkerFails", func(t *testing.T) {
 			b, st := h.New(t)
-			j := Submit(t, b, st, "sh", "-c", "echo started; sleep 300")
+			j := h.submit(t, b, st, "sh", "-c", "echo started; sleep 300")
 			waitFor(t, j, job.Running, h.deadline())
 			h.KillWorker(t, b, st, j.Handle)
 			start := time.Now()
@@ -242,7 +261,7 @@ func Run(t *testing.T, h Harness) {
 	}
 }
 
-func waitFor(t *testing.T, j *Job, want job.State, d time.Duration) {
+func waitFor(t *testing.T, j Job, want job.State, d time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {

@@ -25,6 +25,7 @@ import (
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/backend/backendtest"
 	"github.com/kinetic-run/kinetic/backend/kubernetes"
+	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/internal/daptest"
 	"github.com/kinetic-run/kinetic/internal/kubetest"
 	"github.com/kinetic-run/kinetic/internal/testbin"
@@ -135,6 +136,9 @@ func TestConformance(t *testing.T) {
 		New: func(t *testing.T) (backend.Backend, *store.Store) {
 			b, st := newBackend(t, nil)
 			return b, st
+		},
+		Observe: func(h *job.Handle, st *store.Store, b backend.Backend) backendtest.Job {
+			return &engine.Job{Handle: h, Store: st, Backend: b}
 		},
 		KillWorker: func(t *testing.T, b backend.Backend, st *store.Store, h *job.Handle) {
 			cs, err := cluster.Client()

@@ -123,11 +123,11 @@ func New(st *store.Store, o Options) (*Backend, error) {
 // withDefaults fills in every option left at its zero value.
 func (o Options) withDefaults() Options {
 	if o.Name == "" {
-		o.Name = "k8s"
+		o.Name = K8sName
 	}
 	if o.ClusterType == "" {
 		o.ClusterType = "generic"
-		if o.Name == "gke" {
+		if o.Name == GKEName {
 			o.ClusterType = "gke"
 		}
 	}

@@ -21,9 +21,6 @@ import (
 	"github.com/kinetic-run/kinetic/store"
 )
 
-// PathwaysName is the handle's backend field for multi-host jobs.
-const PathwaysName = "pathways"
-
 // LWSResource is the LeaderWorkerSet API (sigs.k8s.io/lws) the Pathways backend
 // creates, spoken through the dynamic client so the product does not depend on that
 // module.

@@ -25,10 +25,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/runner"
 	"github.com/kinetic-run/kinetic/store"
 )
 
-// Name is the backend's name in handles.
+// Name is the backend's name in handles (and config.DefaultBackend).
 const Name = "local"
 
 // NeverSubmittedGrace is how long a job with a handle but no status is taken to be on
@@ -37,14 +38,16 @@ var NeverSubmittedGrace = time.Minute
 
 // Options configure the local backend.
 type Options struct {
-	// StateDir holds workspaces, locks and slot files (default: $DATA/local).
+	// StateDir holds workspaces, locks and slot files (required; the registered
+	// backend uses DefaultStateDir).
 	StateDir string
 	// Exe is the kinetic binary that runs supervisors and runners (default: this one).
 	Exe string
 	// Slots bounds how many jobs run at once (default: KINETIC_LOCAL_SLOTS or the
 	// number of CPUs).
 	Slots int
-	// Grace is how long cancel waits after SIGTERM before SIGKILL (default 10 s).
+	// Grace is how long cancel waits after SIGTERM before SIGKILL (default
+	// runner.DefaultGrace); the supervisor passes it to the runner.
 	Grace time.Duration
 }
 
@@ -73,7 +76,7 @@ func New(st *store.Store, o Options) (*Backend, error) {
 		o.Slots = DefaultSlots()
 	}
 	if o.Grace <= 0 {
-		o.Grace = 10 * time.Second
+		o.Grace = runner.DefaultGrace
 	}
 	return &Backend{st: st, o: o}, nil
 }

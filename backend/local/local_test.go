@@ -19,6 +19,17 @@ import (
 	"github.com/kinetic-run/kinetic/store"
 )
 
+// observe is the engine's view of a job, as the conformance suite and these tests use it.
+func observe(h *job.Handle, st *store.Store, b backend.Backend) backendtest.Job {
+	return &engine.Job{Handle: h, Store: st, Backend: b}
+}
+
+// submit submits a command job to b and returns the engine's view of it.
+func submit(t *testing.T, b backend.Backend, st *store.Store, argv ...string) *engine.Job {
+	t.Helper()
+	return &engine.Job{Handle: backendtest.Submit(t, b, st, argv...), Store: st, Backend: b}
+}
+
 func newLocal(t *testing.T, slots int) (*local.Backend, *store.Store) {
 	st, err := store.Open(context.Background(), "file://"+t.TempDir()+"/store")
 	if err != nil {
@@ -34,7 +45,8 @@ func newLocal(t *testing.T, slots int) (*local.Backend, *store.Store) {
 
 func TestConformance(t *testing.T) {
 	backendtest.Run(t, backendtest.Harness{
-		New: func(t *testing.T) (backend.Backend, *store.Store) { return newLocal(t, 4) },
+		New:     func(t *testing.T) (backend.Backend, *store.Store) { return newLocal(t, 4) },
+		Observe: observe,
 		KillWorker: func(t *testing.T, b backend.Backend, st *store.Store, h *job.Handle) {
 			s, err := local.ReadStatus(context.Background(), st, h.JobID)
 			if err != nil {
@@ -51,15 +63,15 @@ func TestConformance(t *testing.T) {
 func TestSlotsQueueJobs(t *testing.T) {
 	b, st := newLocal(t, 1)
 	ctx := context.Background()
-	first := backendtest.Submit(t, b, st, "sh", "-c", "sleep 1.5")
-	second := backendtest.Submit(t, b, st, "true")
+	first := submit(t, b, st, "sh", "-c", "sleep 1.5")
+	second := submit(t, b, st, "true")
 	time.Sleep(700 * time.Millisecond)
 	s1, _, _ := first.Status(ctx)
 	s2, _, _ := second.Status(ctx)
 	if s1 != job.Running || s2 != job.Pending {
 		t.Fatalf("with one slot: first %s, second %s; want RUNNING and PENDING", s1, s2)
 	}
-	for _, j := range []*backendtest.Job{first, second} {
+	for _, j := range []*engine.Job{first, second} {
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		state, reason, err := j.Wait(wctx, nil)
 		cancel()
@@ -73,8 +85,8 @@ func TestSlotsQueueJobs(t *testing.T) {
 func TestCancelPending(t *testing.T) {
 	b, st := newLocal(t, 1)
 	ctx := context.Background()
-	first := backendtest.Submit(t, b, st, "sh", "-c", "sleep 300")
-	second := backendtest.Submit(t, b, st, "sh", "-c", "echo should not run")
+	first := submit(t, b, st, "sh", "-c", "sleep 300")
+	second := submit(t, b, st, "sh", "-c", "echo should not run")
 	if err := second.Cancel(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +103,7 @@ func TestCancelPending(t *testing.T) {
 func TestKilledRunnerFails(t *testing.T) {
 	b, st := newLocal(t, 2)
 	ctx := context.Background()
-	j := backendtest.Submit(t, b, st, "sh", "-c", "sleep 300")
+	j := submit(t, b, st, "sh", "-c", "sleep 300")
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if s, _, _ := j.Status(ctx); s == job.Running {

@@ -118,7 +118,6 @@ func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string,
 		case <-stop:
 		}
 	}()
-	runner.Grace = o.Grace
 	var env *job.Envelope
 	var runErr error
 	var spec *job.Spec
@@ -135,6 +134,7 @@ func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string,
 			EnvDir:      filepath.Join(o.StateDir, "envs"),
 			InPlaceData: true,
 			TreeDir:     treeDir,
+			Grace:       o.Grace,
 		})
 	}
 	final := outcome(env, runErr, cancelled.Load())

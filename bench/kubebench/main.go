@@ -87,13 +87,13 @@ func run(n, nodes int) error {
 		return err
 	}
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return counting{rt} }
-	e, err := engine.New(config.Options{Args: map[config.Key]string{config.Backend: "k8s", config.Store: storeURL, config.Kubeconfig: c.Kubeconfig}, Getenv: func(string) string { return "" }, ProfilesFile: os.DevNull})
+	e, err := engine.New(config.Options{Args: map[config.Key]string{config.Backend: kubernetes.K8sName, config.Store: storeURL, config.Kubeconfig: c.Kubeconfig}, Getenv: func(string) string { return "" }, ProfilesFile: os.DevNull})
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	e.RegisterBackend("k8s", func(_ *engine.Engine, st *store.Store) (backend.Backend, error) {
-		return kubernetes.New(st, kubernetes.Options{Name: "k8s", Namespace: "default", Config: cfg, Image: kubetest.PythonImage, RunnerImage: kubetest.PythonImage})
+	e.RegisterBackend(kubernetes.K8sName, func(_ *engine.Engine, st *store.Store) (backend.Backend, error) {
+		return kubernetes.New(st, kubernetes.Options{Name: kubernetes.K8sName, Namespace: "default", Config: cfg, Image: kubetest.PythonImage, RunnerImage: kubetest.PythonImage})
 	})
 	dir, _ := os.MkdirTemp("", "kubebench-")
 	defer os.RemoveAll(dir)

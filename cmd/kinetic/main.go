@@ -8,6 +8,10 @@ import (
 	"os/signal"
 	"syscall"
 
+	// The backends this binary runs jobs on: each registers its names in an init
+	// (backend.Register), and engine and config know only the registered ones.
+	_ "github.com/kinetic-run/kinetic/backend/kubernetes" // gke, k8s, pathways
+	_ "github.com/kinetic-run/kinetic/backend/local"      // local
 	"github.com/kinetic-run/kinetic/cli"
 )
 

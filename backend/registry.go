@@ -1,0 +1,110 @@
+package backend
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/kinetic-run/kinetic/accel"
+	"github.com/kinetic-run/kinetic/backend/names"
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/store"
+)
+
+// The registry: every backend package registers its factories by name in an init, as
+// gocloud's blob drivers register their URL schemes with blob.DefaultURLMux, and a
+// program links in the backends it wants with blank imports (cmd/kinetic links
+// backend/local and backend/kubernetes). The engine finds the factory for the name a
+// job's handle records; config accepts exactly the registered names.
+
+// Settings are the resolved configuration values of this machine, by configuration key
+// (config.Key as a string). A backend reads the keys it owns (the Kubernetes pod
+// settings, the kubeconfig file) through it, so backend needs nothing of config.
+type Settings interface {
+	Get(key string) string
+}
+
+// Env is what a factory builds a backend from.
+type Env struct {
+	// Handle says where the job runs: the backend name the factory was looked up by
+	// (Backend; "" for the local backend of old handles) and the cluster the job was
+	// submitted to (Project, Zone, ClusterName, Namespace, KubeContext). For a listing
+	// it is a handle with only Backend and Namespace.
+	Handle *job.Handle
+	// Store holds the jobs the backend runs.
+	Store *store.Store
+	// Settings are this machine's resolved configuration.
+	Settings Settings
+	// Exe is the kinetic executable a backend starts on this machine ("" means this
+	// process's own).
+	Exe string
+}
+
+// Factory builds the backends registered under one name.
+type Factory interface {
+	// Key tells apart the backends the factory makes for different handles over one
+	// store (a Kubernetes cluster's context and namespace). The engine makes one backend
+	// per name, key and store, and reuses it: a backend may remember things between
+	// calls.
+	Key(env Env) string
+	// New makes the backend for env.
+	New(env Env) (Backend, error)
+}
+
+// Planner is implemented by factories that settle, when a job is planned, which backend
+// runs it and what its handle records about where it runs.
+type Planner interface {
+	// Plan gets the job's accelerator and a handle with the configured backend's name
+	// (Backend) and the cluster fields of the configuration (Project, Zone, ClusterName,
+	// Namespace, KubeContext). It may name another registered backend in h.Backend (the
+	// Kubernetes backends send a slice over several hosts to Pathways), fill in the
+	// cluster fields (a generic cluster's current context), or refuse the job with an
+	// error a person can act on (the local backend runs one host).
+	Plan(h *job.Handle, acc accel.Spec, s Settings) error
+}
+
+// OnThisMachine is implemented by factories whose backends run jobs on the submitting
+// machine, in a local Python environment unless the job asks for container isolation:
+// the engine then builds no image, and uses a local Data(..., fuse=True) directory in
+// place instead of uploading it.
+type OnThisMachine interface {
+	OnThisMachine() bool
+}
+
+var (
+	regMu     sync.RWMutex
+	factories = map[string]Factory{}
+)
+
+// Register makes f the factory of backend name. Call it from the backend package's init.
+// It panics if f is nil or name is empty or already registered.
+func Register(name string, f Factory) {
+	if f == nil {
+		panic(fmt.Sprintf("backend.Register(%q): nil factory", name))
+	}
+	regMu.Lock()
+	defer regMu.Unlock()
+	names.Add(name) // panics on an empty or repeated name
+	factories[name] = f
+}
+
+// Lookup returns the factory registered under name.
+func Lookup(name string) (Factory, bool) {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	f, ok := factories[name]
+	return f, ok
+}
+
+// Names returns the registered backend names, sorted.
+func Names() []string { return names.List() }
+
+// RunsOnThisMachine reports whether the backend registered as name runs jobs on this
+// machine (its factory implements OnThisMachine and says so).
+func RunsOnThisMachine(name string) bool {
+	f, ok := Lookup(name)
+	if !ok {
+		return false
+	}
+	l, ok := f.(OnThisMachine)
+	return ok && l.OnThisMachine()
+}

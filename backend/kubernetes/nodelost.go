@@ -90,7 +90,7 @@ func judgeNode(n *corev1.Node, now time.Time, grace time.Duration) string {
 		if msg == "" {
 			msg = c.Reason
 		}
-		return fmt.Sprintf("NodeNotReady: the job's node %s has been %s for %s (%s): the pod can neither run nor report, so the job was stopped (check the node with `kubectl describe node %s`, then resubmit the job)",
+		return fmt.Sprintf("NodeNotReady: the job's node %s has been %s for %s (%s): the cluster can no longer see or manage the job's pod, so the job was stopped (check the node with `kubectl describe node %s`, then resubmit the job)",
 			n.Name, what, now.Sub(since).Round(time.Second), msg, n.Name)
 	}
 	return ""

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -21,18 +22,43 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/backend/backendtest"
 	"github.com/kinetic-run/kinetic/backend/kubernetes"
-	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/internal/kubetest"
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/store"
 )
 
 // faultBound bounds every wait for a final state after a fault.
 const faultBound = 3 * time.Minute
 
+// fjob is a submitted job as these tests use it (whatever type backendtest.Submit
+// returns): its handle, backend and store, and its logs.
+type fjob struct {
+	Handle *job.Handle
+	b      backend.Backend
+	st     *store.Store
+	logs   interface {
+		Logs(ctx context.Context, w io.Writer, follow bool) error
+	}
+}
+
+func (j *fjob) Status(ctx context.Context) (job.State, string, error) {
+	return j.b.Status(ctx, j.Handle)
+}
+
+// submit submits a command job through the conformance suite's helper.
+func submit(t *testing.T, b backend.Backend, st *store.Store, argv ...string) *fjob {
+	t.Helper()
+	j := backendtest.Submit(t, b, st, argv...)
+	f := &fjob{Handle: j.Handle, b: b, st: st, logs: j}
+	t.Cleanup(func() { b.Cleanup(context.Background(), f.Handle) })
+	return f
+}
+
 // waitState polls until the job is in one of want, failing the test after within.
-func waitState(t *testing.T, j *engine.Job, within time.Duration, want ...job.State) (job.State, string) {
+func waitState(t *testing.T, j *fjob, within time.Duration, want ...job.State) (job.State, string) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	var s job.State
@@ -52,7 +78,7 @@ func waitState(t *testing.T, j *engine.Job, within time.Duration, want ...job.St
 }
 
 // waitFinal waits (bounded) for a terminal state and logs how long it took.
-func waitFinal(t *testing.T, j *engine.Job, since time.Time) (job.State, string) {
+func waitFinal(t *testing.T, j *fjob, since time.Time) (job.State, string) {
 	t.Helper()
 	s, r := waitState(t, j, faultBound, job.Succeeded, job.Failed)
 	t.Logf("job %s: %s %s after the fault: %q", j.Handle.JobID, s, time.Since(since).Round(time.Second), r)
@@ -60,7 +86,7 @@ func waitFinal(t *testing.T, j *engine.Job, since time.Time) (job.State, string)
 }
 
 // stillFinal: a verdict stands (it does not flip back, or to another reason).
-func stillFinal(t *testing.T, j *engine.Job, state job.State, reason string) {
+func stillFinal(t *testing.T, j *fjob, state job.State, reason string) {
 	t.Helper()
 	time.Sleep(3 * time.Second)
 	s, r, err := j.Status(context.Background())
@@ -82,10 +108,10 @@ func podsOf(t *testing.T, name string) []corev1.Pod {
 	return list.Items
 }
 
-func logsOf(t *testing.T, j *engine.Job) string {
+func logsOf(t *testing.T, j *fjob) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := j.Logs(context.Background(), &b, false); err != nil {
+	if err := j.logs.Logs(context.Background(), &b, false); err != nil {
 		t.Errorf("logs of %s: %v", j.Handle.JobID, err)
 	}
 	return b.String()
@@ -107,8 +133,7 @@ func TestFaultPodDeleted(t *testing.T) {
 	}{{"Graceful", nil}, {"Forced", ptr(int64(0))}} {
 		t.Run(c.name, func(t *testing.T) {
 			b, st := newBackend(t, nil)
-			j := backendtest.Submit(t, b, st, "sh", "-c", "echo started; sleep 600")
-			t.Cleanup(func() { b.Cleanup(context.Background(), j.Handle) })
+			j := submit(t, b, st, "sh", "-c", "echo started; sleep 600")
 			waitState(t, j, 90*time.Second, job.Running)
 			pods := podsOf(t, j.Handle.K8sName)
 			if len(pods) != 1 {
@@ -183,8 +208,7 @@ func TestFaultStoreUnreachable(t *testing.T) {
 	needCluster(t)
 	t.Run("WhileRunning", func(t *testing.T) {
 		b, st := newBackend(t, nil)
-		j := backendtest.Submit(t, b, st, "sh", "-c", "for i in $(seq 1 75); do echo tick $i; sleep 1; done")
-		t.Cleanup(func() { b.Cleanup(context.Background(), j.Handle) })
+		j := submit(t, b, st, "sh", "-c", "for i in $(seq 1 75); do echo tick $i; sleep 1; done")
 		waitState(t, j, 90*time.Second, job.Running)
 		time.Sleep(3 * time.Second)
 		at := time.Now()
@@ -211,8 +235,7 @@ func TestFaultStoreUnreachable(t *testing.T) {
 	})
 	t.Run("WhileFinishing", func(t *testing.T) {
 		b, st := newBackend(t, nil)
-		j := backendtest.Submit(t, b, st, "sh", "-c", "echo begin; sleep 8; echo end")
-		t.Cleanup(func() { b.Cleanup(context.Background(), j.Handle) })
+		j := submit(t, b, st, "sh", "-c", "echo begin; sleep 8; echo end")
 		waitState(t, j, 90*time.Second, job.Running)
 		at := time.Now()
 		heal := dropPodTrafficTo(t, gcsPort(t))
@@ -228,9 +251,12 @@ func TestFaultStoreUnreachable(t *testing.T) {
 		if logs := logsOf(t, j); !strings.Contains(logs, "begin") || !strings.Contains(logs, "end") {
 			t.Errorf("logs %q", logs)
 		}
-		res, err := j.Result(context.Background(), "")
-		if err != nil || !res.Envelope.Success {
-			t.Errorf("result: %+v %v", res, err)
+		raw, err := st.Get(context.Background(), store.EnvelopeKey(j.Handle.JobID))
+		if err != nil {
+			t.Fatalf("result envelope: %v", err)
+		}
+		if env, err := job.DecodeEnvelope(raw); err != nil || !env.Success {
+			t.Errorf("result envelope: %+v %v", env, err)
 		}
 	})
 }
@@ -293,8 +319,7 @@ func TestFaultNodeNotReady(t *testing.T) {
 	needCluster(t)
 	t.Run("Lost", func(t *testing.T) {
 		b, st := newBackend(t, func(o *kubernetes.Options) { o.NodeLostGrace = 20 * time.Second })
-		j := backendtest.Submit(t, b, st, "sh", "-c", "echo started; sleep 600")
-		t.Cleanup(func() { b.Cleanup(context.Background(), j.Handle) })
+		j := submit(t, b, st, "sh", "-c", "echo started; sleep 600")
 		waitState(t, j, 90*time.Second, job.Running)
 		at := time.Now()
 		resume := stopKubelet(t)
@@ -307,8 +332,7 @@ func TestFaultNodeNotReady(t *testing.T) {
 	})
 	t.Run("Transient", func(t *testing.T) {
 		b, st := newBackend(t, nil) // the default grace: a node back within minutes keeps its jobs
-		j := backendtest.Submit(t, b, st, "sh", "-c", "echo started; sleep 65; echo done")
-		t.Cleanup(func() { b.Cleanup(context.Background(), j.Handle) })
+		j := submit(t, b, st, "sh", "-c", "echo started; sleep 65; echo done")
 		waitState(t, j, 90*time.Second, job.Running)
 		at := time.Now()
 		resume := stopKubelet(t)

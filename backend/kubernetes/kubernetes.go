@@ -62,6 +62,9 @@ type Options struct {
 	// PullGrace is how long image pulls may fail before the job is FAILED (default 2
 	// minutes); a registry that answers "not found" fails it at once.
 	PullGrace time.Duration
+	// NodeLostGrace is how long the node of a job's pod may be NotReady before the job
+	// is FAILED and stopped (default DefaultNodeLostGrace).
+	NodeLostGrace time.Duration
 	// QPS and Burst of the API client (defaults 100 and 200: client-go's 5/10 is far
 	// too low for batches).
 	QPS   float32
@@ -90,6 +93,8 @@ type Backend struct {
 
 	mu    sync.Mutex
 	cache map[string]*cached // Job name → recent Job and pods, shared by a batch's children
+
+	nodeCache nodeCache // recent Nodes (nodelost.go)
 }
 
 // New connects to the cluster (lazily: no request is made until a job is submitted or

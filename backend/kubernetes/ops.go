@@ -147,6 +147,8 @@ func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string,
 	} else {
 		v = judgeJob(j, pods, time.Now(), g)
 	}
+	// A pod on a node that stopped reporting shows Running for ever: judge the node.
+	v = b.nodeLost(ctx, v, pods, b.o.NodeLostGrace)
 	switch v.state {
 	case job.Succeeded:
 		// The runner writes the envelope before it exits; read it for the last word.

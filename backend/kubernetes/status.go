@@ -42,6 +42,12 @@ func judgeJob(j *batchv1.Job, pods []corev1.Pod, now time.Time, g graces) verdic
 			if v.state == job.Failed {
 				return v
 			}
+			// The Job's own reasons (deadline, failure policy) delete the pods themselves.
+			if c.Reason == "BackoffLimitExceeded" {
+				if r, pod := deletedReason(pods); r != "" {
+					return verdict{state: job.Failed, reason: r, pod: pod}
+				}
+			}
 			return verdict{state: job.Failed, reason: jobFailedReason(c)}
 		}
 	}
@@ -51,6 +57,9 @@ func judgeJob(j *batchv1.Job, pods []corev1.Pod, now time.Time, g graces) verdic
 	if j.Status.Failed > 0 {
 		if v := judgePods(pods, now, g); v.state == job.Failed {
 			return v
+		}
+		if r, pod := deletedReason(pods); r != "" {
+			return verdict{state: job.Failed, reason: r, pod: pod}
 		}
 		return verdict{state: job.Failed, reason: "the job's pod failed"}
 	}
@@ -66,6 +75,9 @@ func judgeIndex(j *batchv1.Job, i int, pods []corev1.Pod, now time.Time, g grace
 	if j.Status.FailedIndexes != nil && indexIn(*j.Status.FailedIndexes, i) {
 		if v := judgePods(mine, now, g); v.state == job.Failed {
 			return v
+		}
+		if r, pod := deletedReason(mine); r != "" {
+			return verdict{state: job.Failed, reason: r, pod: pod}
 		}
 		return verdict{state: job.Failed, reason: fmt.Sprintf("index %d of Job %s failed", i, j.Name)}
 	}
@@ -286,4 +298,25 @@ func podsOfIndex(pods []corev1.Pod, i int) []corev1.Pod {
 		}
 	}
 	return out
+}
+
+// deletedReason explains a failed Job whose pod did not fail by itself: the Job
+// controller counts a pod being deleted (kubectl delete pod, a controller, a drain) as
+// failed at once, and a force-deleted pod is simply gone. Either way the job left no
+// result, and "backoff limit" would tell a person nothing.
+func deletedReason(pods []corev1.Pod) (reason, pod string) {
+	if len(pods) == 0 {
+		return "the job's pod is gone: it was deleted before the job finished and left no result (kubectl delete pod, a drain, or its node removed); resubmit the job", ""
+	}
+	newest := &pods[0]
+	for i := range pods {
+		if pods[i].CreationTimestamp.After(newest.CreationTimestamp.Time) {
+			newest = &pods[i]
+		}
+	}
+	if newest.DeletionTimestamp == nil || newest.Status.Phase == corev1.PodSucceeded || newest.Status.Phase == corev1.PodFailed {
+		return "", ""
+	}
+	return fmt.Sprintf("the job's pod %s was deleted while the job ran (at %s; kubectl delete pod, a drain, or a controller), and the Job does not retry; resubmit the job",
+		newest.Name, newest.DeletionTimestamp.UTC().Format(time.RFC3339)), newest.Name
 }

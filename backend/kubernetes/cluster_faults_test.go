@@ -27,6 +27,7 @@ import (
 	"github.com/kinetic-run/kinetic/backend/kubernetes"
 	"github.com/kinetic-run/kinetic/internal/kubetest"
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/store"
 )
 
@@ -51,8 +52,8 @@ func (j *fjob) Status(ctx context.Context) (job.State, string, error) {
 // submit submits a command job through the conformance suite's helper.
 func submit(t *testing.T, b backend.Backend, st *store.Store, argv ...string) *fjob {
 	t.Helper()
-	j := backendtest.Submit(t, b, st, argv...)
-	f := &fjob{Handle: j.Handle, b: b, st: st, logs: j}
+	h := backendtest.Submit(t, b, st, argv...)
+	f := &fjob{Handle: h, b: b, st: st, logs: &jobview.Job{Store: st, ID: h.JobID}}
 	t.Cleanup(func() { b.Cleanup(context.Background(), f.Handle) })
 	return f
 }

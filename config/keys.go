@@ -34,6 +34,7 @@ const (
 	PodMemory      Key = "pod_memory"            // memory request and limit of job pods
 	Unschedulable  Key = "unschedulable_grace"   // how long a pod may be unschedulable before FAILED
 	PullGrace      Key = "image_pull_grace"      // how long image pulls may fail before FAILED
+	NodeLostGrace  Key = "node_lost_grace"       // how long a job's node may be NotReady before FAILED
 	AccelResources Key = "accelerator_resources" // "false" leaves GPU/TPU requests out of pods (tests, CPU dry runs)
 )
 
@@ -94,6 +95,7 @@ var keyTable = []keyInfo{
 	{key: PodMemory, help: "memory request and limit of job pods (Kubernetes quantity, e.g. 4Gi)", check: checkQuantity},
 	{key: Unschedulable, help: "how long a job's pod may stay unschedulable before the job is FAILED", fallback: fixed("10m"), check: checkDuration},
 	{key: PullGrace, help: "how long a job's image pulls may fail before the job is FAILED", fallback: fixed("2m"), check: checkDuration},
+	{key: NodeLostGrace, help: "how long a running job's node may be NotReady before the job is FAILED", fallback: fixed("5m"), check: checkDuration},
 	{key: AccelResources, help: "whether job pods request their GPUs/TPUs; false runs them as CPU pods (tests, dry runs on clusters without the devices)", fallback: fixed("true"), check: checkBool},
 }
 

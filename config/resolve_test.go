@@ -91,7 +91,7 @@ func TestResolveEveryKeyEveryLayer(t *testing.T) {
 			return map[string]string{"arg": "gke", "env": "generic", "profile": "gke"}[layer]
 		case PodCPU, PodMemory:
 			return map[string]string{"arg": "1", "env": "2Gi", "profile": "500m"}[layer]
-		case Unschedulable, PullGrace:
+		case Unschedulable, PullGrace, NodeLostGrace:
 			return map[string]string{"arg": "1m0s", "env": "2m0s", "profile": "3m0s"}[layer]
 		case ImageBuilder:
 			return map[string]string{"arg": "podman", "env": "daemonless", "profile": "docker"}[layer]
@@ -169,6 +169,7 @@ func TestResolveEntries(t *testing.T) {
 		{PodMemory, "", "unset"},
 		{Unschedulable, "10m0s", "default"},
 		{PullGrace, "2m0s", "default"},
+		{NodeLostGrace, "5m0s", "default"},
 		{AccelResources, "true", "default"},
 	}
 	if diff := cmp.Diff(want, r.Entries()); diff != "" {

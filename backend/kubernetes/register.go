@@ -98,6 +98,7 @@ func OptionsFor(name string, cl Cluster, s backend.Settings) Options {
 		Memory:             get(config.PodMemory),
 		UnschedulableGrace: dur(config.Unschedulable),
 		PullGrace:          dur(config.PullGrace),
+		NodeLostGrace:      dur(config.NodeLostGrace),
 		// Only "false" turns them off: an unset key keeps the devices.
 		IgnoreAcceleratorResources: get(config.AccelResources) == "false",
 	}

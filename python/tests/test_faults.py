@@ -51,5 +51,7 @@ with warnings.catch_warnings(record=True) as w:
     ids = [j.job_id for j in kinetic.list_jobs()]
 print("LISTED", h.job_id in ids)
 print("WARNED", any(h.job_id in str(x.message) and "status.json" in str(x.message) for x in w))
-''' % store_dir)
+import shutil
+shutil.rmtree(os.path.join(%r, "jobs", h.job_id))  # other tests list the same store
+''' % (store_dir, store_dir))
     assert "LISTED False" in p.stdout and "WARNED True" in p.stdout, p.stdout + p.stderr

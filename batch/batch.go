@@ -103,6 +103,9 @@ func Map(ctx context.Context, e *engine.Engine, req *MapRequest) (*Batch, error)
 // newScheduler plans the batch once, writes its manifest and, on a backend.Grouper,
 // starts its group unit: everything before the first child.
 func newScheduler(ctx context.Context, e *engine.Engine, req *MapRequest) (*scheduler, error) {
+	if req.MaxConcurrent < 0 || req.Retries < 0 {
+		return nil, fmt.Errorf("max_concurrent %d, retries %d: max_concurrent must be at least 1 (0 means 64) and retries 0 or more", req.MaxConcurrent, req.Retries)
+	}
 	inputs := req.Inputs
 	if req.InputsPath != "" {
 		f, err := os.Open(req.InputsPath)

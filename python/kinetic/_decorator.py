@@ -143,6 +143,11 @@ class RemoteFunction:
         import cloudpickle
         from .batch import _frame, normalise_input
 
+        if isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int) or max_concurrent < 1:
+            raise ValueError("max_concurrent=%r: give the number of inputs that may run at once, at least 1"
+                             % (max_concurrent,))
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise ValueError("retries=%r: give how many times a failed input is tried again, 0 or more" % (retries,))
         inputs = list(inputs)
         source, root = self._source_root()
         _, _, data = extract_data((), {}, self._options.get("volumes"))

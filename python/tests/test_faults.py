@@ -55,3 +55,22 @@ import shutil
 shutil.rmtree(os.path.join(%r, "jobs", h.job_id))  # other tests list the same store
 ''' % (store_dir, store_dir))
     assert "LISTED False" in p.stdout and "WARNED True" in p.stdout, p.stdout + p.stderr
+
+
+def test_map_refuses_bad_limits(run_script):
+    p = run_script('''
+import kinetic
+
+@kinetic.run(accelerator="cpu")
+def f(x):
+    return x
+
+for kw in ({"max_concurrent": 0}, {"max_concurrent": -1}, {"retries": -1}):
+    try:
+        f.run_async_map([1, 2], **kw)
+    except ValueError as e:
+        print("REFUSED", list(kw)[0], "|", e)
+    else:
+        print("ACCEPTED", kw)
+''')
+    assert p.stdout.count("REFUSED") == 3, p.stdout + p.stderr

@@ -1,8 +1,8 @@
 package server
 
 import (
-	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/batch"
+	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/protocol"

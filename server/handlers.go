@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/kinetic-run/kinetic/data"
 	"github.com/kinetic-run/kinetic/batch"
+	"github.com/kinetic-run/kinetic/data"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/protocol"

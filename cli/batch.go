@@ -27,6 +27,9 @@ func newBatchCmd(g *Globals) *cobra.Command {
 }
 
 func (f *jobFlags) engine(cmd *cobra.Command, g *Globals) (*engine.Engine, error) {
+	if err := f.existingStore(); err != nil {
+		return nil, err
+	}
 	args := map[config.Key]string{}
 	if f.store != "" {
 		args[config.Store] = f.store

@@ -3,6 +3,9 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -27,6 +30,24 @@ type jobFlags struct {
 	asJSON bool
 }
 
+// existingStore refuses an explicit --store naming a file store directory that does not
+// exist: commands that only look must not create one (a typo would show an empty store).
+func (f *jobFlags) existingStore() error {
+	if f.store == "" {
+		return nil
+	}
+	dir := f.store
+	if u, err := url.Parse(f.store); err == nil && u.Scheme == "file" {
+		dir = u.Path
+	} else if !strings.HasPrefix(f.store, "/") {
+		return nil
+	}
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("--store %s: no such directory, so no jobs there (check the path; a store is made by the first job submitted to it)", f.store)
+	}
+	return nil
+}
+
 func (f *jobFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.store, "store", "", "store URL holding the job (default: the configured store)")
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print JSON")
@@ -34,6 +55,9 @@ func (f *jobFlags) add(cmd *cobra.Command) {
 
 // attach resolves the job named on the command line.
 func (f *jobFlags) attach(cmd *cobra.Command, g *Globals, id string) (*engine.Engine, *engine.Job, error) {
+	if err := f.existingStore(); err != nil {
+		return nil, nil, err
+	}
 	args := map[config.Key]string{}
 	if f.store != "" {
 		args[config.Store] = f.store
@@ -70,6 +94,9 @@ func newJobsListCmd(g *Globals) *cobra.Command {
 		Short: "List the jobs in the store, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.existingStore(); err != nil {
+				return err
+			}
 			args := map[config.Key]string{}
 			if f.store != "" {
 				args[config.Store] = f.store

@@ -189,6 +189,8 @@ func TestBadInput(t *testing.T) {
 		"missing python":  {"", []string{"run", "--python", "/nonexistent/python3", "examples/hello.py::add", "1", "2"}, []string{`"/nonexistent/python3" is not an executable file`}},
 		"negative tail":   {"", []string{"jobs", "logs", "-n", "-5", "job-0000000000000000000000a"}, []string{"-n -5", "at least 1"}},
 		"huge bad python": {"", []string{"run", "--python", "/x" + strings.Repeat("y", 100<<10), "--", "true"}, []string{"bytes)"}},
+		"non-UTF-8 arg":   {"", []string{"run", "--", "echo", "caf\xe9"}, []string{"not valid UTF-8"}},
+		"missing store":   {"", []string{"jobs", "list", "--store", "file:///no/such/kinetic-store"}, []string{"no such directory"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := e.dir

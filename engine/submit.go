@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kinetic-run/kinetic/accel"
 	"github.com/kinetic-run/kinetic/backend"
@@ -216,6 +217,12 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest, child *childPlan)
 	case job.KindCommand:
 		if len(req.Command) == 0 {
 			return nil, errors.New("no command given after --")
+		}
+		for i, a := range req.Command {
+			// The spec is JSON: bytes that are not UTF-8 would arrive changed.
+			if !utf8.ValidString(a) {
+				return nil, fmt.Errorf("command argument %d (%q) is not valid UTF-8, and would not reach the job unchanged: pass it in a file, or encode it (base64, say)", i, clip(a))
+			}
 		}
 	default:
 		return nil, fmt.Errorf("unknown job kind %q", req.Kind)

@@ -179,6 +179,7 @@ func (e *Engine) kubeOptions(name string, cl Cluster) kubernetes.Options {
 		Namespace:          namespace,
 		ServiceAccount:     c.Get(config.ServiceAccount),
 		RunnerImage:        c.Get(config.RunnerImage),
+		ResolveRunnerImage: e.runnerImageFunc(c),
 		StoreSecret:        c.Get(config.StoreSecret),
 		CPU:                c.Get(config.PodCPU),
 		Memory:             c.Get(config.PodMemory),

@@ -137,6 +137,19 @@ func (e *Engine) runnerBinary() (string, error) {
 	return p, nil
 }
 
+// runnerImageFunc is the Kubernetes backends' runner image for cfg: runner_image when
+// set, else the runner index this CLI publishes to image_registry on the first
+// submission (one HEAD request when it is there). Whoever builds kubernetes.Options
+// sets Options.ResolveRunnerImage to it.
+func (e *Engine) runnerImageFunc(cfg *config.Resolved) func(context.Context) (string, error) {
+	return image.RunnerImageFunc(e.imageClient(), image.RunnerImageRequest{
+		Override: cfg.Get(config.RunnerImage),
+		Registry: cfg.Get(config.ImageRegistry),
+		Source:   image.RunnerSource{Exe: e.Exe, CacheDir: filepath.Join(config.DataDir(), "cache", "runner"), Progress: e.Notice},
+		Progress: e.Notice,
+	})
+}
+
 // ensurer returns the engine's Ensurer for the configured builder: one per builder, so
 // concurrent submissions in this process share one singleflight group.
 func (e *Engine) ensurer(cfg *config.Resolved) *image.Ensurer {

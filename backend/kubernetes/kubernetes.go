@@ -248,3 +248,9 @@ func (b *Backend) RunnerImage(ctx context.Context) (string, error) {
 	}
 	return b.o.RunnerImage, nil
 }
+
+// RESTConfig is the client configuration New uses for kubeconfig and context (both
+// empty: in-cluster, then the default loading rules), for `kinetic up` and `doctor`.
+func RESTConfig(kubeconfig, context string) (*rest.Config, error) {
+	return restConfig(kubeconfig, context)
+}

@@ -49,9 +49,14 @@ type Target struct {
 	StoreSecret string
 	Source      image.RunnerSource
 	Images      *image.Client
+	// Client, if set, is used instead of one made from Config (tests).
+	Client kubernetes.Interface
 }
 
 func (t *Target) clientset() (kubernetes.Interface, error) {
+	if t.Client != nil {
+		return t.Client, nil
+	}
 	cfg := rest.CopyConfig(t.Config)
 	cfg.UserAgent = "kinetic"
 	cfg.QPS, cfg.Burst = 50, 100
@@ -154,9 +159,9 @@ func PlanUp(ctx context.Context, t *Target) (*Plan, error) {
 		return nil, err
 	}
 	if _, err := cs.Discovery().ServerVersion(); err != nil {
-		return nil, fmt.Errorf("the cluster at %s is not reachable: %w (check the kubeconfig and context)", t.Config.Host, err)
+		return nil, fmt.Errorf("the cluster at %s is not reachable: %w (check the kubeconfig and context)", t.host(), err)
 	}
-	p := &Plan{target: t, Server: t.Config.Host, LWS: HasLWS(cs)}
+	p := &Plan{target: t, Server: t.host(), LWS: HasLWS(cs)}
 	ns := t.Namespace
 	core := cs.CoreV1()
 	rb := cs.RbacV1()
@@ -436,3 +441,10 @@ func sortedStrings(m map[string]bool) []string {
 }
 
 func mustQ(s string) resource.Quantity { return resource.MustParse(s) }
+
+func (t *Target) host() string {
+	if t.Config == nil {
+		return "(client)"
+	}
+	return t.Config.Host
+}

@@ -96,7 +96,9 @@ func newUpCmd(g *Globals) *cobra.Command {
 				string(config.Namespace): t.Namespace, string(config.Store): t.Store,
 				string(config.ImageRegistry): t.Registry, string(config.KubeContext): t.Context,
 			}
-			if t.Kubeconfig != "" {
+			// A kubeconfig that came from $KUBECONFIG stays there: written into the
+			// profile it would shadow the variable (the profile wins over it).
+			if t.Kubeconfig != "" && cfg.Source(config.Kubeconfig) != "env KUBECONFIG" {
 				if abs, err := filepath.Abs(t.Kubeconfig); err == nil {
 					want[string(config.Kubeconfig)] = abs
 				}
@@ -164,7 +166,6 @@ func newUpCmd(g *Globals) *cobra.Command {
 				}
 				fmt.Fprintf(out, "  %s profile %s\n", profileAction, name)
 			}
-			_ = cfg
 			return upChecks(ctx, cmd, t, plan.RunnerImage, start)
 		},
 	}

@@ -53,33 +53,33 @@ func TestConfigShowTable(t *testing.T) {
 	t.Setenv("KINETIC_HOME", "/kh")
 	t.Setenv("GOOGLE_CLOUD_PROJECT", "gp")
 	want := "" +
-		"KEY                    VALUE                                      SOURCE\n" +
-		"project                gp                                         env GOOGLE_CLOUD_PROJECT\n" +
-		"zone                   us-central1-a                              default\n" +
-		"cluster                kinetic-cluster                            default\n" +
-		"namespace              default                                    default\n" +
-		"backend                k8s                                        argument\n" +
-		"store                  file:///kh/store                           default\n" +
-		"output_dir             -                                          unset\n" +
-		"base_image_repo        -                                          unset\n" +
-		"image_registry         -                                          unset\n" +
-		"base_image_cpu         -                                          unset\n" +
-		"base_image_gpu         -                                          unset\n" +
-		"base_image_tpu         -                                          unset\n" +
-		"image_builder          -                                          unset\n" +
-		"container              -                                          unset\n" +
-		"service_account        -                                          unset\n" +
-		"kubeconfig             -                                          unset\n" +
-		"kube_context           -                                          unset\n" +
-		"cluster_type           -                                          unset\n" +
-		"gcs_endpoint           -                                          unset\n" +
-		"runner_image           ghcr.io/kinetic-run/kinetic-runner:latest  default\n" +
-		"store_secret           -                                          unset\n" +
-		"pod_cpu                250m                                       default\n" +
-		"pod_memory             -                                          unset\n" +
-		"unschedulable_grace    10m0s                                      default\n" +
-		"image_pull_grace       2m0s                                       default\n" +
-		"accelerator_resources  true                                       default\n"
+		"KEY                    VALUE             SOURCE\n" +
+		"project                gp                env GOOGLE_CLOUD_PROJECT\n" +
+		"zone                   us-central1-a     default\n" +
+		"cluster                kinetic-cluster   default\n" +
+		"namespace              default           default\n" +
+		"backend                k8s               argument\n" +
+		"store                  file:///kh/store  default\n" +
+		"output_dir             -                 unset\n" +
+		"base_image_repo        -                 unset\n" +
+		"image_registry         -                 unset\n" +
+		"base_image_cpu         -                 unset\n" +
+		"base_image_gpu         -                 unset\n" +
+		"base_image_tpu         -                 unset\n" +
+		"image_builder          -                 unset\n" +
+		"container              -                 unset\n" +
+		"service_account        -                 unset\n" +
+		"kubeconfig             -                 unset\n" +
+		"kube_context           -                 unset\n" +
+		"cluster_type           -                 unset\n" +
+		"gcs_endpoint           -                 unset\n" +
+		"runner_image           -                 unset\n" +
+		"store_secret           -                 unset\n" +
+		"pod_cpu                250m              default\n" +
+		"pod_memory             -                 unset\n" +
+		"unschedulable_grace    10m0s             default\n" +
+		"image_pull_grace       2m0s              default\n" +
+		"accelerator_resources  true              default\n"
 	if diff := cmp.Diff(want, must(t, "config", "show", "--backend", "k8s")); diff != "" {
 		t.Errorf("config show (-want +got):\n%s", diff)
 	}

@@ -89,7 +89,7 @@ var keyTable = []keyInfo{
 	{key: KubeContext, help: "context within the kubeconfig"},
 	{key: ClusterType, help: "kind of cluster: " + strings.Join(ClusterTypes, ", "), check: checkClusterType},
 	{key: GCSEndpoint, help: "GCS endpoint URL (emulators, private endpoints)", check: checkHTTPURL},
-	{key: RunnerImage, help: "image holding the kinetic binary at /kinetic/bin/kinetic, copied into job pods", fallback: fixed("ghcr.io/kinetic-run/kinetic-runner:latest")},
+	{key: RunnerImage, help: "image holding the kinetic runner at /kinetic/bin/kinetic, copied into job pods (default: the one this CLI publishes to image_registry)"},
 	{key: StoreSecret, help: "Kubernetes Secret with store credentials (key.json or credentials) mounted into job pods"},
 	{key: PodCPU, help: "CPU request of job pods without a CPU count (Kubernetes quantity)", fallback: fixed("250m"), check: checkQuantity},
 	{key: PodMemory, help: "memory request and limit of job pods (Kubernetes quantity, e.g. 4Gi)", check: checkQuantity},

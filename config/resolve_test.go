@@ -163,7 +163,7 @@ func TestResolveEntries(t *testing.T) {
 		{KubeContext, "", "unset"},
 		{ClusterType, "", "unset"},
 		{GCSEndpoint, "", "unset"},
-		{RunnerImage, "ghcr.io/kinetic-run/kinetic-runner:latest", "default"},
+		{RunnerImage, "", "unset"},
 		{StoreSecret, "", "unset"},
 		{PodCPU, "250m", "default"},
 		{PodMemory, "", "unset"},

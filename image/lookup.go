@@ -104,3 +104,9 @@ func (c *Client) Lookup(ctx context.Context, ref name.Reference) (v1.Hash, bool,
 func unreachable(reg name.Registry, err error) error {
 	return fmt.Errorf("%w: %s (%v): check image_registry and that the registry is running and reachable from this machine", ErrUnreachable, reg.RegistryStr(), err)
 }
+
+// RoundTripper is the client's HTTP transport.
+func (c *Client) RoundTripper() http.RoundTripper { return c.transport() }
+
+// Credentials is the client's keychain.
+func (c *Client) Credentials() authn.Keychain { return c.keychain() }

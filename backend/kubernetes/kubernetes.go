@@ -41,8 +41,14 @@ type Options struct {
 	// ServiceAccount of job pods ("" leaves the namespace's default).
 	ServiceAccount string
 	// RunnerImage holds the static kinetic binary at /kinetic/bin/kinetic; an init
-	// container copies it into the pod (default DefaultRunnerImage).
+	// container copies it into the pod. Empty means ResolveRunnerImage's, else
+	// DefaultRunnerImage.
 	RunnerImage string
+	// ResolveRunnerImage, when RunnerImage is empty, gives the runner image at the first
+	// submission (the engine passes image.RunnerImageFunc: the runner index this CLI
+	// publishes to image_registry). It is called once per Backend, only by Submit,
+	// StartGroup and the Pathways Submit: observing jobs never publishes anything.
+	ResolveRunnerImage func(context.Context) (string, error)
 	// Image runs jobs whose handle names no image (default DefaultImage).
 	Image string
 	// ImagePullPolicy of the job's containers ("" is IfNotPresent).
@@ -90,6 +96,8 @@ type Backend struct {
 	cs  kubernetes.Interface
 	dyn dynamic.Interface // LeaderWorkerSets; nil with NewForClient
 	cfg *rest.Config      // nil with NewForClient
+
+	runnerMu sync.Mutex // guards the one-time resolution of o.RunnerImage
 
 	mu    sync.Mutex
 	cache map[string]*cached // Job name → recent Job and pods, shared by a batch's children
@@ -139,7 +147,7 @@ func (o Options) withDefaults() Options {
 	if o.Namespace == "" {
 		o.Namespace = "default"
 	}
-	if o.RunnerImage == "" {
+	if o.RunnerImage == "" && o.ResolveRunnerImage == nil {
 		o.RunnerImage = DefaultRunnerImage
 	}
 	if o.Image == "" {
@@ -220,4 +228,34 @@ var _ backend.Backend = (*Backend)(nil)
 // ctxTimeout bounds one API call, so a dead apiserver gives an error, not a hang.
 func ctxTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, 30*time.Second)
+}
+
+// ensureRunnerImage resolves o.RunnerImage once (Options.ResolveRunnerImage) before the
+// first pod spec is made; a failure is returned and retried by the next submission.
+func (b *Backend) ensureRunnerImage(ctx context.Context) error {
+	b.runnerMu.Lock()
+	defer b.runnerMu.Unlock()
+	if b.o.RunnerImage != "" {
+		return nil
+	}
+	img, err := b.o.ResolveRunnerImage(ctx)
+	if err != nil {
+		return fmt.Errorf("runner image: %w", err)
+	}
+	b.o.RunnerImage = img
+	return nil
+}
+
+// RunnerImage is the runner image pods get (resolving it first if needed).
+func (b *Backend) RunnerImage(ctx context.Context) (string, error) {
+	if err := b.ensureRunnerImage(ctx); err != nil {
+		return "", err
+	}
+	return b.o.RunnerImage, nil
+}
+
+// RESTConfig is the client configuration New uses for kubeconfig and context (both
+// empty: in-cluster, then the default loading rules), for `kinetic up` and `doctor`.
+func RESTConfig(kubeconfig, context string) (*rest.Config, error) {
+	return restConfig(kubeconfig, context)
 }

@@ -32,6 +32,9 @@ func (b *Backend) Submit(ctx context.Context, h *job.Handle) error {
 	if h.K8sName == "" {
 		h.K8sName = h.JobID
 	}
+	if err := b.ensureRunnerImage(ctx); err != nil {
+		return err
+	}
 	j, err := b.jobFor(h)
 	if err != nil {
 		return err
@@ -49,6 +52,9 @@ func (b *Backend) Submit(ctx context.Context, h *job.Handle) error {
 
 // StartGroup implements backend.Grouper: one Indexed Job for the whole batch.
 func (b *Backend) StartGroup(ctx context.Context, g backend.Group, tmpl *job.Handle) error {
+	if err := b.ensureRunnerImage(ctx); err != nil {
+		return err
+	}
 	j, err := b.indexedJobFor(g, tmpl)
 	if err != nil {
 		return err

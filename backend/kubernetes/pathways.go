@@ -82,6 +82,9 @@ func (p *Pathways) Submit(ctx context.Context, h *job.Handle) error {
 	if h.K8sName == "" {
 		h.K8sName = h.JobID
 	}
+	if err := p.b.ensureRunnerImage(ctx); err != nil {
+		return err
+	}
 	obj, err := p.b.leaderWorkerSetFor(h)
 	if err != nil {
 		return err

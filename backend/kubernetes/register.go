@@ -1,11 +1,14 @@
 package kubernetes
 
 import (
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/kinetic-run/kinetic/accel"
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/job"
 )
 
@@ -120,6 +123,14 @@ func (f factory) Key(env backend.Env) string {
 // New implements backend.Factory.
 func (f factory) New(env backend.Env) (backend.Backend, error) {
 	o := OptionsFor(f.name, f.cluster(env), env.Settings)
+	// The runner image: runner_image when set, else the index this CLI publishes to
+	// image_registry at the first submission (one HEAD request once it is there).
+	o.ResolveRunnerImage = image.RunnerImageFunc(&image.Client{}, image.RunnerImageRequest{
+		Override: env.Settings.Get(string(config.RunnerImage)),
+		Registry: env.Settings.Get(string(config.ImageRegistry)),
+		Source:   image.RunnerSource{Exe: env.Exe, CacheDir: filepath.Join(config.DataDir(), "cache", "runner"), Progress: os.Stderr},
+		Progress: os.Stderr,
+	})
 	if f.name == PathwaysName {
 		return NewPathways(env.Store, o)
 	}

@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/kinetic-run/kinetic/runner"
+	"github.com/kinetic-run/kinetic/store"
 	"github.com/kinetic-run/kinetic/version"
 )
 
@@ -51,6 +52,7 @@ const usage = `kinetic-runner: the kinetic worker alone (in pods and containers)
 usage:
   kinetic-runner runner --store URL (--job ID | --group GID --index-env VAR) [flags]
   kinetic-runner install-runner DEST
+  kinetic-runner check-store --store URL --read KEY --write KEY
   kinetic-runner version
 `
 
@@ -87,6 +89,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return errUsage
 		}
 		return runner.InstallSelf(args[1])
+	case "check-store":
+		// `kinetic up` and `kinetic doctor` run this in a pod: read what the CLI wrote,
+		// write it back under another key.
+		fs := flag.NewFlagSet("check-store", flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		url := fs.String("store", "", "store URL")
+		read := fs.String("read", "", "key the CLI wrote")
+		write := fs.String("write", "", "key to write what was read to")
+		if err := fs.Parse(args[1:]); err != nil || *url == "" || *read == "" || *write == "" {
+			fmt.Fprintln(stderr, "usage: kinetic-runner check-store --store URL --read KEY --write KEY")
+			return errUsage
+		}
+		return checkStore(ctx, *url, *read, *write, stdout)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "kinetic-runner", version.Version)
 		return nil
@@ -97,4 +112,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "kinetic-runner: unknown command %q (this binary only runs jobs: runner, install-runner)\n%s", args[0], usage)
 		return errUsage
 	}
+}
+
+// checkStore reads key read from the store and writes it to key write.
+func checkStore(ctx context.Context, url, read, write string, stdout io.Writer) error {
+	st, err := store.Open(ctx, url)
+	if err != nil {
+		return fmt.Errorf("open the store from the pod: %w", err)
+	}
+	defer st.Close()
+	b, err := st.Get(ctx, read)
+	if err != nil {
+		return fmt.Errorf("read %s from the pod: %w", read, err)
+	}
+	if err := st.Put(ctx, write, b); err != nil {
+		return fmt.Errorf("write %s from the pod: %w", write, err)
+	}
+	fmt.Fprintln(stdout, "store read and write from the pod: ok")
+	return nil
 }

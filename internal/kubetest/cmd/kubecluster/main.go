@@ -47,7 +47,20 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fmt.Printf("export KUBECONFIG=%s\nexport KINETIC_BACKEND=k8s\nexport KINETIC_STORE='gs://%s?endpoint=%s'\nexport KINETIC_DEFAULT_IMAGE=%s\n# kubectl: %s/kubectl\n# Ctrl-C stops the cluster.\n",
-		c.Kubeconfig, bucket, c.GCS.URL(), kubetest.PythonImage, c.Bins)
+	fmt.Print(UserSetup(c.Kubeconfig, bucket, c.GCS.URL(), c.Bins))
 	<-ctx.Done()
+}
+
+// UserSetup is what a person runs to use the cluster: settings that kinetic really
+// reads (KUBECONFIG, and base_image_cpu because the nodes cannot reach Docker Hub),
+// then `kinetic up`, which publishes the runner image and writes the profile.
+func UserSetup(kubeconfig, bucket, gcsURL, bins string) string {
+	return fmt.Sprintf(`export KUBECONFIG=%s
+export KINETIC_BASE_IMAGE_CPU=%s
+export KINETIC_POD_CPU=100m
+kinetic up --backend k8s -y --registry %s/kinetic --store 'gs://%s?endpoint=%s'
+# then: kinetic run examples/hello.py::main
+# kubectl: %s/kubectl
+# Ctrl-C stops the cluster.
+`, kubeconfig, kubetest.PythonImage, kubetest.RegistryURL, bucket, gcsURL, bins)
 }

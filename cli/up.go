@@ -1,0 +1,233 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kinetic-run/kinetic/backend/kubernetes"
+	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/image"
+	"github.com/kinetic-run/kinetic/infra"
+)
+
+func init() { register(newUpCmd); register(newDoctorCmd) }
+
+// k8sTarget resolves the configuration (with args on top) into an infra.Target.
+func k8sTarget(g *Globals, args map[config.Key]string) (*infra.Target, *config.Resolved, error, error) {
+	cfg, err := config.Resolve(config.Options{Args: args, Profile: g.Profile})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	t := &infra.Target{
+		Kubeconfig: cfg.Get(config.Kubeconfig), Context: cfg.Get(config.KubeContext),
+		Namespace: cfg.Get(config.Namespace), Store: cfg.Get(config.Store),
+		Registry: cfg.Get(config.ImageRegistry), RunnerImage: cfg.Get(config.RunnerImage),
+		StoreSecret: cfg.Get(config.StoreSecret),
+		Source:      image.RunnerSource{CacheDir: filepath.Join(config.DataDir(), "cache", "runner")},
+		Images:      &image.Client{},
+	}
+	if t.Context == "" {
+		t.Context = kubernetes.CurrentContext(t.Kubeconfig)
+	}
+	rc, kerr := kubernetes.RESTConfig(t.Kubeconfig, t.Context)
+	t.Config = rc
+	return t, cfg, kerr, nil
+}
+
+func newUpCmd(g *Globals) *cobra.Command {
+	var be, ns, registry, st, kctx string
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "up --backend k8s [-y] [--namespace N] [--registry R] [--store URL]",
+		Short: "Prepare an existing Kubernetes cluster for jobs and write the profile",
+		Long: "Plans, prints, asks (unless -y) and applies, idempotently: the namespace, the\n" +
+			"service account of job pods, the Role the engine needs (Jobs, pods, pods/log,\n" +
+			"pods/portforward, LeaderWorkerSets if installed) bound to that service account,\n" +
+			"the runner image published to the registry, and the profile. After a change it\n" +
+			"checks the store from here and from a pod. A second `up` changes nothing.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch be {
+			case "k8s":
+			case "gke":
+				return errors.New("kinetic up --backend gke (creating a GKE cluster) is not built yet: create the cluster, get its credentials, then run `kinetic up --backend k8s`")
+			default:
+				return fmt.Errorf("--backend %q: only k8s (an existing cluster from your kubeconfig) is supported", be)
+			}
+			args := map[config.Key]string{config.Namespace: ns, config.ImageRegistry: registry, config.Store: st, config.KubeContext: kctx}
+			for k, v := range args {
+				if v == "" {
+					delete(args, k)
+				}
+			}
+			t, cfg, kerr, err := k8sTarget(g, args)
+			if err != nil {
+				return err
+			}
+			if kerr != nil {
+				return kerr
+			}
+			ctx := cmd.Context()
+			out := cmd.ErrOrStderr()
+			start := time.Now()
+			plan, err := infra.PlanUp(ctx, t)
+			if err != nil {
+				return err
+			}
+			// The profile.
+			path := config.ProfilesPath(nil)
+			f, err := config.LoadProfiles(path)
+			if err != nil {
+				return err
+			}
+			name, _ := config.ActiveName(f, g.Profile, nil, path)
+			if name == "" {
+				name = "default"
+			}
+			want := config.Profile{
+				string(config.Backend): "k8s", string(config.ClusterType): "generic",
+				string(config.Namespace): t.Namespace, string(config.Store): t.Store,
+				string(config.ImageRegistry): t.Registry, string(config.KubeContext): t.Context,
+			}
+			// A kubeconfig that came from $KUBECONFIG stays there: written into the
+			// profile it would shadow the variable (the profile wins over it).
+			if t.Kubeconfig != "" && cfg.Source(config.Kubeconfig) != "env KUBECONFIG" {
+				if abs, err := filepath.Abs(t.Kubeconfig); err == nil {
+					want[string(config.Kubeconfig)] = abs
+				}
+			}
+			for k, v := range want {
+				if v == "" {
+					delete(want, k)
+				}
+			}
+			old, exists := f.Profiles[name]
+			merged := config.Profile{}
+			for k, v := range old {
+				merged[k] = v
+			}
+			changed := []string{}
+			for k, v := range want {
+				if old[k] != v {
+					changed = append(changed, k+"="+v)
+				}
+				merged[k] = v
+			}
+			profileAction := "ok"
+			if !exists {
+				profileAction = "create"
+			} else if len(changed) > 0 {
+				profileAction = "update"
+			}
+			plan.Print(out)
+			mark := map[string]string{"ok": "=", "create": "+", "update": "~"}[profileAction]
+			detail := ""
+			if len(changed) > 0 {
+				detail = " (" + strings.Join(sortStrings(changed), ", ") + ")"
+			}
+			fmt.Fprintf(out, "  %s %-8s profile %s in %s%s\n", mark, profileAction, name, path, detail)
+			changes := plan.Changes()
+			if profileAction != "ok" {
+				changes++
+			}
+			if changes == 0 {
+				fmt.Fprintf(out, "nothing to change: the cluster is ready (%.1fs; `kinetic doctor` checks the store from a pod)\n", time.Since(start).Seconds())
+				return nil
+			}
+			if !yes {
+				fmt.Fprintf(out, "apply %d change(s)? [y/N] ", changes)
+				line, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+				if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+					return errors.New("nothing applied")
+				}
+			}
+			if err := plan.Apply(ctx, out); err != nil {
+				return err
+			}
+			if profileAction != "ok" {
+				err := config.Update(path, func(f *config.File) error {
+					if err := f.Put(name, merged); err != nil {
+						return err
+					}
+					if f.Current == "" {
+						f.Current = name
+					}
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "  %s profile %s\n", profileAction, name)
+			}
+			return upChecks(ctx, cmd, t, plan.RunnerImage, start)
+		},
+	}
+	cmd.Flags().StringVar(&be, "backend", "", "k8s: an existing cluster (the kubeconfig's current context, or --context)")
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "apply without asking")
+	cmd.Flags().StringVar(&ns, "namespace", "", "namespace for jobs (default: the profile's, else default)")
+	cmd.Flags().StringVar(&registry, "registry", "", "registry for the runner image and bundled images, HOST/PATH, pullable by the nodes (image_registry)")
+	cmd.Flags().StringVar(&st, "store", "", "store URL reachable from the pods: gs://BUCKET or s3://BUCKET")
+	cmd.Flags().StringVar(&kctx, "context", "", "kubeconfig context (default: the current one)")
+	cmd.MarkFlagRequired("backend")
+	return cmd
+}
+
+// upChecks checks the store from here and from a pod after a change.
+func upChecks(ctx context.Context, cmd *cobra.Command, t *infra.Target, runnerImage string, start time.Time) error {
+	out := cmd.ErrOrStderr()
+	if err := infra.CheckStoreHere(ctx, t.Store); err != nil {
+		return fmt.Errorf("store %s from here: %w", t.Store, err)
+	}
+	fmt.Fprintf(out, "✓ store %s: read and write from here\n", t.Store)
+	if err := infra.CheckStoreFromPod(ctx, t, runnerImage); err != nil {
+		return fmt.Errorf("store %s from a pod: %w (see `kinetic doctor`)", t.Store, err)
+	}
+	fmt.Fprintf(out, "✓ store %s: read and write from a pod in %s\n", t.Store, t.Namespace)
+	fmt.Fprintf(out, "ready in %.1fs: `kinetic run` submits to namespace %s\n", time.Since(start).Seconds(), t.Namespace)
+	return nil
+}
+
+func sortStrings(s []string) []string {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	return s
+}
+
+func newDoctorCmd(g *Globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "doctor [--json]",
+		Short: "Check that a job can run: cluster, permissions, store, registry, runner image, accelerators",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			t, _, kerr, err := k8sTarget(g, nil)
+			if err != nil {
+				return err
+			}
+			r := infra.Doctor(cmd.Context(), t, kerr)
+			if asJSON {
+				if err := writeJSON(cmd.OutOrStdout(), r); err != nil {
+					return err
+				}
+			} else {
+				r.Print(cmd.OutOrStdout())
+			}
+			if !r.OK {
+				return &ExitError{Code: 1, Err: errors.New("a job could not run here (see the ✗ lines)")}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}

@@ -79,6 +79,7 @@ func TestConfigShowTable(t *testing.T) {
 		"pod_memory             -                 unset\n" +
 		"unschedulable_grace    10m0s             default\n" +
 		"image_pull_grace       2m0s              default\n" +
+		"node_lost_grace        5m0s              default\n" +
 		"accelerator_resources  true              default\n"
 	if diff := cmp.Diff(want, must(t, "config", "show", "--backend", "k8s")); diff != "" {
 		t.Errorf("config show (-want +got):\n%s", diff)

@@ -14,6 +14,7 @@ import (
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/store"
 )
 
@@ -235,7 +236,7 @@ func Watch(ctx context.Context, e *engine.Engine, gid, storeURL string, emit fun
 	final := map[int]bool{}
 	jobs := map[int]*engine.Job{}
 	seenChild := map[int]Child{}
-	p := &poller{start: time.Now(), d: 10 * time.Millisecond}
+	p := jobview.NewPollerFrom(10 * time.Millisecond)
 	var (
 		m        Manifest
 		lastRead time.Time
@@ -303,9 +304,9 @@ func Watch(ctx context.Context, e *engine.Engine, gid, storeURL string, emit fun
 		if progressed {
 			// A round that found children finished is followed by one soon, but not at
 			// once: a look finds more of them per status read.
-			p = &poller{start: time.Now(), d: 20 * time.Millisecond}
+			p = jobview.NewPollerFrom(20 * time.Millisecond)
 		}
-		if err := p.wait(ctx); err != nil {
+		if err := p.Wait(ctx); err != nil {
 			return err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/jobview"
 )
 
 // scheduler submits the inputs of one batch: at most maxConcurrent children unfinished
@@ -29,10 +30,10 @@ type scheduler struct {
 	// (backend.Grouper).
 	queued, grouped bool
 
-	active   []attempt // submitted and not yet final, oldest first
-	failed   bool      // a child failed for good
-	stopped  string    // why submission stopped early ("fail_fast", "cancelled")
-	poll     *poller   // paces the looks at running children, for the whole run
+	active   []attempt       // submitted and not yet final, oldest first
+	failed   bool            // a child failed for good
+	stopped  string          // why submission stopped early ("fail_fast", "cancelled")
+	poll     *jobview.Poller // paces the looks at running children, for the whole run
 	saveMu   sync.Mutex
 	lastSave time.Time
 }
@@ -130,7 +131,7 @@ func (s *scheduler) watching() bool { return s.retries > 0 || s.failFast }
 // run submits every input, then (watching) supervises until every child is final, and
 // records how it ended. Cancelling ctx stops it ("cancelled").
 func (s *scheduler) run(ctx context.Context) {
-	s.poll = newPoller()
+	s.poll = jobview.NewPoller()
 	// The heartbeat: while submission goes on (waiting for a free slot, say), the
 	// manifest is saved at least every HeartbeatEvery, so readers can tell that its
 	// submitter is alive.
@@ -199,7 +200,7 @@ func (s *scheduler) submitEach(ctx context.Context, first int) {
 		for len(s.active) >= gate && ctx.Err() == nil {
 			s.reap(ctx, len(s.active))
 			if len(s.active) >= gate {
-				s.poll.wait(ctx)
+				s.poll.Wait(ctx)
 			}
 		}
 		if s.failFast && s.failed {
@@ -250,7 +251,7 @@ func (s *scheduler) supervise(ctx context.Context) {
 			s.cancelChildren(context.WithoutCancel(ctx))
 			return
 		}
-		s.poll.wait(ctx)
+		s.poll.Wait(ctx)
 	}
 }
 
@@ -276,29 +277,4 @@ func (s *scheduler) cancelChildren(ctx context.Context) {
 		})
 	}
 	g.Wait()
-}
-
-// poller yields growing delays: every few milliseconds for the first seconds, so short
-// children are seen quickly, then slower, so long waits cost little.
-type poller struct {
-	start time.Time
-	d     time.Duration
-}
-
-func newPoller() *poller { return &poller{start: time.Now(), d: 2 * time.Millisecond} }
-
-func (p *poller) wait(ctx context.Context) error {
-	t := time.NewTimer(p.d)
-	defer t.Stop()
-	limit := 20 * time.Millisecond
-	if time.Since(p.start) > 3*time.Second {
-		limit = 500 * time.Millisecond
-	}
-	p.d = min(p.d*5/4+time.Millisecond, limit)
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/jobview"
 )
 
 // TestScheduler runs whole batches against fake backends (plain, backend.Queuer,
@@ -283,7 +284,7 @@ func TestKilledSubmitter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.poll = newPoller()
+	s.poll = jobview.NewPoller()
 	// The steps run makes, cut short: two children submitted, never saved.
 	for i := range 2 {
 		if s.submit(ctx, i, 0) == nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/store"
 )
 
@@ -74,7 +75,7 @@ func (j *Job) DebugAttach(ctx context.Context, localPort int) (*DebugSession, er
 // waitDebugMarker polls for debug.json until it appears, the job ends or ctx ends.
 func (j *Job) waitDebugMarker(ctx context.Context) (*job.DebugMarker, error) {
 	id := j.Handle.JobID
-	p := newPoller()
+	p := jobview.NewPoller()
 	for {
 		// The state first: a marker read after a terminal state could be a dead one.
 		state, reason, err := j.Status(ctx)
@@ -99,7 +100,7 @@ func (j *Job) waitDebugMarker(ctx context.Context) (*job.DebugMarker, error) {
 		case !store.IsNotFound(err):
 			return nil, err
 		}
-		if err := p.wait(ctx); err != nil {
+		if err := p.Wait(ctx); err != nil {
 			return nil, fmt.Errorf("job %s: waiting for its debugger to start: %w", id, err)
 		}
 	}

@@ -27,30 +27,6 @@ func (j *Job) view() *jobview.Job {
 	return &jobview.Job{Store: j.Store, ID: j.Handle.JobID, Live: j.Status}
 }
 
-// poller paces the engine's own loops (batches, debug) as jobview.Poller does its waits.
-type poller struct {
-	start time.Time
-	d     time.Duration
-}
-
-func newPoller() *poller { return &poller{start: time.Now(), d: 2 * time.Millisecond} }
-
-func (p *poller) wait(ctx context.Context) error {
-	t := time.NewTimer(p.d)
-	defer t.Stop()
-	limit := 20 * time.Millisecond
-	if time.Since(p.start) > 3*time.Second {
-		limit = 500 * time.Millisecond
-	}
-	p.d = min(p.d*5/4+time.Millisecond, limit)
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // Wait blocks until the job is terminal and returns its final state and reason.
 // onChange, if set, is called with every state first seen, the final one included.
 func (j *Job) Wait(ctx context.Context, onChange func(job.State)) (job.State, string, error) {

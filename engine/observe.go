@@ -178,7 +178,7 @@ func (e *Engine) listIDs(ctx context.Context, st *store.Store) ([]string, error)
 const incompleteGrace = time.Minute
 
 func incompleteReason(id string) string {
-	return fmt.Sprintf("incomplete submission: the process that submitted %s stopped before writing handle.json; `kinetic jobs cleanup %s` removes what it wrote", id, id)
+	return fmt.Sprintf("job %s has objects in the store but no handle.json: a submission that stopped half-way, or output written after the job was cleaned up; `kinetic jobs cleanup %s` removes them", id, id)
 }
 
 // RemoveUnreadable deletes the store objects of job id when the job cannot be attached:

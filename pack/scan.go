@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/kinetic-run/kinetic/internal/atomicfile"
 )
 
 // Scan walks root (default excludes, .kineticignore, o.Skip) and returns its manifest:
@@ -257,27 +258,5 @@ func (c *hashCache) save() {
 	if err != nil {
 		return
 	}
-	_ = writeFileAtomic(c.file, b)
-}
-
-func writeFileAtomic(name string, data []byte) error {
-	dir := filepath.Dir(name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+path.Base(filepath.ToSlash(name))+".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), name)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
+	_ = atomicfile.Write(c.file, b, 0o644, 0o755)
 }

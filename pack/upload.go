@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/kinetic-run/kinetic/internal/atomicfile"
 	"github.com/kinetic-run/kinetic/store"
 )
 
@@ -514,5 +515,5 @@ func (idx *packIndex) save() {
 	if err != nil {
 		return
 	}
-	_ = writeFileAtomic(idx.file, b)
+	_ = atomicfile.Write(idx.file, b, 0o644, 0o755)
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/kinetic-run/kinetic/internal/atomicfile"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/pack"
 	"github.com/kinetic-run/kinetic/store"
@@ -131,7 +132,7 @@ func fetchPayload(ctx context.Context, st *store.Store, ref *job.BlobRef, o Opti
 	if o.TreeDir != "" {
 		path = filepath.Join(o.TreeDir, "payload-"+ref.SHA256+".pkl")
 	}
-	if err := writeFileAtomic(path, b, 0o600); err != nil {
+	if err := atomicfile.Write(path, b, 0o600, 0o755); err != nil {
 		return "", inPhase(job.PhaseDownload, err)
 	}
 	return path, nil
@@ -151,7 +152,7 @@ func writeBootstrap(o Options) (string, error) {
 			return bs, nil
 		}
 		if b, err := os.ReadFile(bs); err != nil || string(b) != string(bootstrap) {
-			if err := writeFileAtomic(bs, bootstrap, 0o644); err != nil {
+			if err := atomicfile.Write(bs, bootstrap, 0o644, 0o755); err != nil {
 				return bs, err
 			}
 		}
@@ -164,15 +165,4 @@ func writeBootstrap(o Options) (string, error) {
 	}
 	bs := filepath.Join(o.Workspace, "kinetic_bootstrap.py")
 	return bs, os.WriteFile(bs, bootstrap, 0o644)
-}
-
-func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, mode); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

@@ -48,6 +48,8 @@ import (
 	"gocloud.dev/gcerrors"
 	"gocloud.dev/gcp"
 	"google.golang.org/api/option"
+
+	"github.com/kinetic-run/kinetic/internal/atomicfile"
 )
 
 // ErrNotFound is returned when a key does not exist.
@@ -308,40 +310,13 @@ func (s *Store) Close() error { return s.bucket.Close() }
 // place: an empty status.json on a full disk. So the write is abandoned explicitly here.)
 func (s *Store) Put(ctx context.Context, key string, data []byte) error {
 	if s.dir != "" && plainKey(key) {
-		if err := writeFileAtomic(filepath.Join(s.dir, filepath.FromSlash(key)), data); err != nil {
+		if err := atomicfile.Write(filepath.Join(s.dir, filepath.FromSlash(key)), data, 0o600, 0o700); err != nil {
 			return fmt.Errorf("write %s: %w", key, err)
 		}
 		return nil
 	}
 	_, err := s.PutFrom(ctx, key, bytes.NewReader(data))
 	return err
-}
-
-// writeFileAtomic writes path through a temporary file in its directory (0600, in 0700
-// directories) renamed into place only once every byte is written and the file closed.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if errors.Is(err, fs.ErrNotExist) {
-		if err = os.MkdirAll(dir, 0o700); err == nil {
-			f, err = os.CreateTemp(dir, ".tmp-*")
-		}
-	}
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return nil
 }
 
 // PutFrom streams r into one object. The object appears only when r is fully copied: if

@@ -105,6 +105,29 @@ func (e *env) onTmpfs(t *testing.T, sizeKiB int) string {
 	return mnt
 }
 
+// submitAsync submits a command job with --async and returns its ID.
+func (e *env) submitAsync(t *testing.T, argv ...string) string {
+	t.Helper()
+	r := e.run(append([]string{"run", "--async", "--json", "--"}, argv...)...)
+	var h map[string]string
+	if err := json.Unmarshal([]byte(r.stdout), &h); r.code != 0 || err != nil || h["job_id"] == "" {
+		t.Fatalf("submit %v: %d %v %q", argv, r.code, err, r.stderr)
+	}
+	return h["job_id"]
+}
+
+// waitStatus polls jobs status until the job is in state want, failing t after 30 s.
+func (e *env) waitStatus(t *testing.T, id, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for e.statusJSON(t, id)["status"] != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s never %s: %v", id, want, e.statusJSON(t, id))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func (e *env) statusJSON(t *testing.T, id string) map[string]any {
 	t.Helper()
 	r := e.run("jobs", "status", "--json", id)
@@ -118,13 +141,7 @@ func (e *env) statusJSON(t *testing.T, id string) map[string]any {
 func faultOutputFillsDisk(t *testing.T, e *env) {
 	e.onTmpfs(t, 4096)
 	start := time.Now()
-	r := e.run("run", "--async", "--json", "--", "sh", "-c", "echo first-line; while :; do echo aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa; done")
-	if r.code != 0 {
-		t.Fatalf("submit: %d %s", r.code, r.stderr)
-	}
-	var h map[string]string
-	json.Unmarshal([]byte(r.stdout), &h)
-	id := h["job_id"]
+	id := e.submitAsync(t, "sh", "-c", "echo first-line; while :; do echo aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa; done")
 	var st map[string]any
 	for {
 		st = e.statusJSON(t, id)
@@ -147,17 +164,8 @@ func faultOutputFillsDisk(t *testing.T, e *env) {
 
 func faultStatusOnFullDisk(t *testing.T, e *env) {
 	mnt := e.onTmpfs(t, 4096)
-	r := e.run("run", "--async", "--json", "--", "sh", "-c", "echo done")
-	var h map[string]string
-	json.Unmarshal([]byte(r.stdout), &h)
-	id := h["job_id"]
-	deadline := time.Now().Add(30 * time.Second)
-	for e.statusJSON(t, id)["status"] != "SUCCEEDED" {
-		if time.Now().After(deadline) {
-			t.Fatalf("job never succeeded: %v", e.statusJSON(t, id))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	id := e.submitAsync(t, "sh", "-c", "echo done")
+	e.waitStatus(t, id, "SUCCEEDED")
 	statusFile := filepath.Join(mnt, "store", "jobs", id, "status.json")
 	before, err := os.ReadFile(statusFile)
 	if err != nil || len(before) == 0 {
@@ -174,7 +182,7 @@ func faultStatusOnFullDisk(t *testing.T, e *env) {
 	if st := e.statusJSON(t, id); st["status"] != "SUCCEEDED" {
 		t.Fatalf("status after freeing space: %v", st)
 	}
-	r = e.run("jobs", "list", "--json")
+	r := e.run("jobs", "list", "--json")
 	if !strings.Contains(r.stdout, id) {
 		t.Fatalf("the job dropped out of jobs list: %q %q", r.stdout, r.stderr)
 	}
@@ -257,17 +265,9 @@ func faultSymlinksOutside(t *testing.T, e *env) {
 }
 
 func faultLockDeleted(t *testing.T, e *env) {
-	r := e.run("run", "--async", "--json", "--", "sh", "-c", "sleep 2; echo done")
-	var h map[string]string
-	json.Unmarshal([]byte(r.stdout), &h)
-	id := h["job_id"]
+	id := e.submitAsync(t, "sh", "-c", "sleep 2; echo done")
+	e.waitStatus(t, id, "RUNNING")
 	deadline := time.Now().Add(30 * time.Second)
-	for e.statusJSON(t, id)["status"] != "RUNNING" {
-		if time.Now().After(deadline) {
-			t.Fatalf("never RUNNING: %v", e.statusJSON(t, id))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 	if err := os.Remove(filepath.Join(e.home, "data", "local", "jobs", id, "supervisor.lock")); err != nil {
 		t.Fatal(err)
 	}
@@ -294,10 +294,7 @@ func faultSupervisorKilled(t *testing.T, e *env) {
 	pidFile := filepath.Join(e.home, "grandchild.pid")
 	os.Setenv("KINETIC_WARM", "0")
 	defer os.Unsetenv("KINETIC_WARM")
-	r := e.run("run", "--async", "--json", "--", "sh", "-c", "sleep 300 & echo $! > "+pidFile+"; wait")
-	var h map[string]string
-	json.Unmarshal([]byte(r.stdout), &h)
-	id := h["job_id"]
+	id := e.submitAsync(t, "sh", "-c", "sleep 300 & echo $! > "+pidFile+"; wait")
 	var pid int
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -342,17 +339,8 @@ func faultSupervisorKilled(t *testing.T, e *env) {
 }
 
 func faultStatusDeleted(t *testing.T, e *env) {
-	r := e.run("run", "--async", "--json", "--", "sh", "-c", "echo hi")
-	var h map[string]string
-	json.Unmarshal([]byte(r.stdout), &h)
-	id := h["job_id"]
-	deadline := time.Now().Add(30 * time.Second)
-	for e.statusJSON(t, id)["status"] != "SUCCEEDED" {
-		if time.Now().After(deadline) {
-			t.Fatalf("never SUCCEEDED: %v", e.statusJSON(t, id))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	id := e.submitAsync(t, "sh", "-c", "echo hi")
+	e.waitStatus(t, id, "SUCCEEDED")
 	if err := os.Remove(filepath.Join(e.store, "jobs", id, "status.json")); err != nil {
 		t.Fatal(err)
 	}
@@ -372,18 +360,9 @@ func faultStatusDeleted(t *testing.T, e *env) {
 }
 
 func faultDamagedEntries(t *testing.T, e *env) {
-	var ids []string
-	for i := 0; i < 2; i++ {
-		r := e.run("run", "--json", "--async", "--", "true")
-		var h map[string]string
-		json.Unmarshal([]byte(r.stdout), &h)
-		ids = append(ids, h["job_id"])
-	}
+	ids := []string{e.submitAsync(t, "true"), e.submitAsync(t, "true")}
 	for _, id := range ids {
-		deadline := time.Now().Add(30 * time.Second)
-		for e.statusJSON(t, id)["status"] != "SUCCEEDED" && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
+		e.waitStatus(t, id, "SUCCEEDED")
 	}
 	garbled, emptied := ids[0], ids[1]
 	os.WriteFile(filepath.Join(e.store, "jobs", garbled, "status.json"), []byte("{not json"), 0o600)

@@ -494,7 +494,7 @@ func (e *Engine) planTree(ctx context.Context, p *plan, req *SubmitRequest, cwd,
 	p.packOpts = pack.OptionsFromEnv(pack.Options{CacheDir: packCache(), Skip: pack.SkipPaths(root, cwd, req.dataPaths())}, os.Getenv)
 	m, err := pack.Scan(ctx, root, p.packOpts)
 	if err != nil {
-		return fmt.Errorf("working directory %s: %w (make it readable, or exclude the unreadable part in %s)", root, err, pack.IgnoreFile)
+		return fmt.Errorf("working directory %s: %w", root, err)
 	}
 	threshold, err := pack.WarnThresholdFromEnv(os.Getenv)
 	if err != nil {

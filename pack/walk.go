@@ -134,7 +134,7 @@ func walk(root string, o Options) ([]walkEntry, error) {
 	var out []walkEntry
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return fmt.Errorf("read working directory: %w", err)
+			return fmt.Errorf("read working directory: %w (make it readable, or list it in %s)", err, IgnoreFile)
 		}
 		if p == root {
 			return nil
@@ -149,7 +149,7 @@ func walk(root string, o Options) ([]walkEntry, error) {
 		}
 		info, err := d.Info()
 		if err != nil {
-			return fmt.Errorf("read working directory: %w", err)
+			return fmt.Errorf("read working directory: %w (make it readable, or list it in %s)", err, IgnoreFile)
 		}
 		m := info.Mode()
 		if !m.IsRegular() && !m.IsDir() && m&fs.ModeSymlink == 0 {

@@ -358,6 +358,7 @@ func (e *Engine) write(ctx context.Context, p *plan) error {
 	if err := p.st.Put(ctx, store.SpecKey(id), p.spec.Encode()); err != nil {
 		return err
 	}
+	p.handle.SubmittedAt = time.Now().UTC().Format(time.RFC3339Nano)
 	return p.st.Put(ctx, store.HandleKey(id), p.handle.Encode())
 }
 

@@ -3,6 +3,7 @@ package job
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // Phases in which a job can fail, in the order the runner goes through them.
@@ -41,6 +42,13 @@ type Envelope struct {
 	Traceback  string `json:"traceback,omitempty"`
 	// ExitCode is set for command jobs and for Python jobs that called sys.exit.
 	ExitCode *int `json:"exit_code,omitempty"`
+	// StartedAt is when the runner started (the download phase), CalledAt when the
+	// function or command was started (after download, install, env and data), and
+	// FinishedAt when the envelope was made: the job's timeline as the worker saw it
+	// (the dashboard draws it). Zero in envelopes of older runners.
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	CalledAt   time.Time `json:"called_at,omitzero"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
 }
 
 // DecodeEnvelope parses result.json.

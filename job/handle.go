@@ -22,6 +22,9 @@ type Handle struct {
 	FuncName    string `json:"func_name"`
 	DisplayName string `json:"display_name"`
 	CreatedAt   string `json:"created_at"`
+	// SubmittedAt is when handle.json was written (RFC 3339), after the working tree,
+	// data and payload were uploaded: CreatedAt to SubmittedAt is the upload.
+	SubmittedAt string `json:"submitted_at,omitempty"`
 	GroupID     string `json:"group_id,omitempty"`
 	GroupKind   string `json:"group_kind,omitempty"`
 	GroupIndex  string `json:"group_index,omitempty"`

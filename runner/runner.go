@@ -130,7 +130,9 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 	sink.onError = func(err error) { guard.report("the job's logs (in the store)", err) }
 	// Neither writer ever fails: the call's output pipe is always drained.
 	out := io.MultiWriter(sink, &lenientWriter{w: o.Stdout, what: "the job's output log", guard: guard})
-	env, value, runErr := run(rctx, st, o, out)
+	started := time.Now().UTC()
+	var called time.Time
+	env, value, runErr := run(rctx, st, o, out, &called)
 	if runErr != nil {
 		var pe *phaseError
 		phase := job.PhaseSystem
@@ -140,6 +142,7 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 		fmt.Fprintf(out, "kinetic: %v\n", runErr)
 		env = &job.Envelope{Success: false, Phase: phase, Host: o.Host, ExcType: "kinetic.RunnerError", ExcMessage: runErr.Error()}
 	}
+	env.StartedAt, env.CalledAt, env.FinishedAt = started, called, time.Now().UTC()
 	sinkErr := sink.Close()
 	if value != nil {
 		defer value.Close()
@@ -181,7 +184,8 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 
 // run does the work; it returns the envelope and the result file to upload, or an error
 // in a phase before the call could produce an envelope.
-func run(ctx context.Context, st *store.Store, o Options, out io.Writer) (*job.Envelope, *os.File, error) {
+// called is set when the function or command starts.
+func run(ctx context.Context, st *store.Store, o Options, out io.Writer, called *time.Time) (*job.Envelope, *os.File, error) {
 	// download
 	raw, err := st.Get(ctx, store.SpecKey(o.JobID))
 	if err != nil {
@@ -267,6 +271,7 @@ func run(ctx context.Context, st *store.Store, o Options, out io.Writer) (*job.E
 		return nil, nil, inPhase(job.PhaseEnv, err)
 	}
 	if spec.Kind == job.KindCommand {
+		*called = time.Now().UTC()
 		return runCommand(ctx, spec, cwd, environ, out, o.Host, o.grace())
 	}
 	if spec.Kind == job.KindEntry {
@@ -299,6 +304,7 @@ func run(ctx context.Context, st *store.Store, o Options, out io.Writer) (*job.E
 		defer stop()
 		go dbg.watch(wctx, st, spec, o, work, cwd, out)
 	}
+	*called = time.Now().UTC()
 	return runPython(ctx, spec, py, []string{payloadPath, outDir, work, cwd, argsPath, dataMap}, cwd, outDir, o, environ, out)
 }
 

@@ -44,8 +44,13 @@ func handleOf(h *job.Handle) *protocol.Handle {
 	if h == nil {
 		return nil
 	}
-	p := protocol.Handle(*h)
-	return &p
+	// Field by field: the store's handle has fields the protocol does not carry
+	// (submitted_at, read by the dashboard).
+	return &protocol.Handle{JobID: h.JobID, Backend: h.Backend, Project: h.Project, ClusterName: h.ClusterName,
+		Zone: h.Zone, Namespace: h.Namespace, BucketName: h.BucketName, K8sName: h.K8sName, ImageURI: h.ImageURI,
+		Accelerator: h.Accelerator, FuncName: h.FuncName, DisplayName: h.DisplayName, CreatedAt: h.CreatedAt,
+		GroupID: h.GroupID, GroupKind: h.GroupKind, GroupIndex: h.GroupIndex, Debug: h.Debug, Spot: h.Spot,
+		KubeContext: h.KubeContext, ShippedRoot: h.ShippedRoot, Store: h.Store, OutputDir: h.OutputDir}
 }
 
 func resultOf(r *engine.Result) *protocol.Result {
@@ -54,8 +59,9 @@ func resultOf(r *engine.Result) *protocol.Result {
 	}
 	p := &protocol.Result{State: string(r.State), Reason: r.Reason, ValuePath: r.ValuePath}
 	if r.Envelope != nil {
-		e := protocol.Envelope(*r.Envelope)
-		p.Envelope = &e
+		e := r.Envelope // its timestamps are not part of the protocol
+		p.Envelope = &protocol.Envelope{Success: e.Success, Phase: e.Phase, Host: e.Host, HasValue: e.HasValue,
+			ValueRepr: e.ValueRepr, ExcType: e.ExcType, ExcMessage: e.ExcMessage, Traceback: e.Traceback, ExitCode: e.ExitCode}
 	}
 	return p
 }

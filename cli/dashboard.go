@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"fmt"
+	"net"
+	"os/exec"
+	"runtime"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/dashboard"
+)
+
+func init() { register(newDashboardCmd) }
+
+func newDashboardCmd(g *Globals) *cobra.Command {
+	var (
+		f      jobFlags
+		port   int
+		host   string
+		openIt bool
+	)
+	cmd := &cobra.Command{
+		Use:   "dashboard [--port P] [--open]",
+		Short: "Serve a web dashboard of the store's jobs and batches (on 127.0.0.1, with an access token in the URL)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if port < 0 || port > 65535 {
+				return fmt.Errorf("--port %d: give a TCP port from 1 to 65535 (or 0 for any free port)", port)
+			}
+			e, err := f.engine(cmd, g)
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			token, err := dashboard.NewToken()
+			if err != nil {
+				return err
+			}
+			o := dashboard.Options{Token: token, Store: e.Config().Get(config.Store), Backend: e.Config().Get(config.Backend)}
+			if o.Backend != "" && !backend.RunsOnThisMachine(o.Backend) {
+				t, _, kerr, err := k8sTarget(g, nil)
+				if err != nil {
+					return err
+				}
+				o.Cluster, o.ClusterErr = t, kerr
+				if kerr != nil {
+					o.Cluster = nil
+				}
+			}
+			srv, err := dashboard.New(e, o)
+			if err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+			if err != nil {
+				return fmt.Errorf("--port %d: cannot listen on %s (%v); choose another port, or --port 0 for any free one", port, host, err)
+			}
+			url := fmt.Sprintf("http://%s/?token=%s", ln.Addr().String(), token)
+			fmt.Fprintln(cmd.OutOrStdout(), url)
+			fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: dashboard of %s; anyone with this URL can read and cancel its jobs; Ctrl-C stops it\n", o.Store)
+			if host != "127.0.0.1" && host != "localhost" && host != "::1" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: warning: listening on %s, not only this machine: the token is all that keeps others out, and the connection is not encrypted\n", host)
+			}
+			if openIt {
+				openBrowser(url)
+			}
+			return srv.Serve(cmd.Context(), ln)
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().IntVar(&port, "port", 0, "TCP port to serve on (0: any free port)")
+	cmd.Flags().StringVar(&host, "address", "127.0.0.1", "address to listen on (127.0.0.1: only this machine)")
+	cmd.Flags().BoolVar(&openIt, "open", false, "open the dashboard in the browser")
+	cmd.Flags().MarkHidden("json")
+	return cmd
+}
+
+// openBrowser opens url in the desktop's browser, if there is one; the URL is printed
+// either way.
+func openBrowser(url string) {
+	name := "xdg-open"
+	if runtime.GOOS == "darwin" {
+		name = "open"
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		c := exec.Command(p, url)
+		if c.Start() == nil {
+			go c.Wait()
+		}
+	}
+}

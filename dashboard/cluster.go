@@ -1,0 +1,107 @@
+package dashboard
+
+import (
+	"net/http"
+	"runtime"
+
+	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/infra"
+)
+
+// ClusterView is the cluster page.
+type ClusterView struct {
+	Backend string
+	Local   bool
+	CPUs    int
+	Context string
+	Server  string
+	Error   string
+	Nodes   []infra.Node
+	Pools   []Pool
+}
+
+// Pool is the nodes of one node pool.
+type Pool struct {
+	Name                 string
+	Nodes, Ready         int
+	Accelerators         []string
+	Allocatable, Used    int64
+	UsedKnown, HasDevice bool
+}
+
+func (s *Server) clusterPage(w http.ResponseWriter, r *http.Request) {
+	v := &ClusterView{Backend: s.o.Backend, CPUs: runtime.NumCPU()}
+	switch {
+	case s.o.Backend == "" || backend.RunsOnThisMachine(s.o.Backend):
+		v.Local = true
+	case s.o.Cluster == nil:
+		v.Error = "no cluster is configured for this backend"
+		if s.o.ClusterErr != nil {
+			v.Error = s.o.ClusterErr.Error()
+		}
+	default:
+		v.Context = s.o.Cluster.Context
+		if s.o.Cluster.Config != nil {
+			v.Server = s.o.Cluster.Config.Host
+		}
+		nodes, err := infra.Nodes(r.Context(), s.o.Cluster)
+		if err != nil {
+			v.Error = err.Error()
+			break
+		}
+		v.Nodes = nodes
+		byName := map[string]*Pool{}
+		for _, n := range nodes {
+			name := n.Pool
+			if name == "" {
+				name = "(no pool label)"
+			}
+			p := byName[name]
+			if p == nil {
+				p = &Pool{Name: name, UsedKnown: true}
+				byName[name] = p
+				v.Pools = append(v.Pools, Pool{})
+			}
+			p.Nodes++
+			if n.Ready {
+				p.Ready++
+			}
+			p.Allocatable += n.Allocatable
+			if n.Used < 0 {
+				p.UsedKnown = false
+			} else {
+				p.Used += n.Used
+			}
+			if n.Resource != "" {
+				p.HasDevice = true
+			}
+			for _, a := range n.Accelerators {
+				if !contains(p.Accelerators, a) {
+					p.Accelerators = append(p.Accelerators, a)
+				}
+			}
+		}
+		v.Pools = v.Pools[:0]
+		seen := map[string]bool{}
+		for _, n := range nodes {
+			name := n.Pool
+			if name == "" {
+				name = "(no pool label)"
+			}
+			if !seen[name] {
+				seen[name] = true
+				v.Pools = append(v.Pools, *byName[name])
+			}
+		}
+	}
+	s.page(w, http.StatusOK, "cluster.html", "Cluster", "cluster", v)
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}

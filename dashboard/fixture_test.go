@@ -1,0 +1,240 @@
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/kinetic-run/kinetic/backend/local" // jobs run on this machine
+
+	"github.com/kinetic-run/kinetic/batch"
+	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/internal/testbin"
+	"github.com/kinetic-run/kinetic/job"
+)
+
+// fixture is a file:// store with real jobs on the local backend, made once for the
+// package's tests, and a dashboard over it.
+type fixture struct {
+	e     *engine.Engine
+	srv   *Server
+	ts    *httptest.Server
+	token string
+	store string
+	// The jobs: two successes (a command and a function), a function that raised, two
+	// running commands whose logs grow (one for the browser, one for the API test), and
+	// a 50-input batch whose input 7 fails on both of its attempts.
+	ok, okFunc, failed, running, running2 string
+	batch                                 string
+}
+
+var fx *fixture
+
+func TestMain(m *testing.M) {
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dashboard tests:", err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	home, err := os.MkdirTemp("", "kinetic-dashboard-test-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(home)
+	// The local backend keeps its state under KINETIC_HOME.
+	os.Setenv("KINETIC_HOME", filepath.Join(home, "data"))
+	// Room for the two running jobs beside the batch's workers.
+	os.Setenv("KINETIC_LOCAL_SLOTS", "6")
+	bin, err := testbin.Build()
+	if err != nil {
+		return 0, err
+	}
+	f, err := makeFixture(context.Background(), home, bin)
+	if f != nil {
+		defer f.close()
+	}
+	if err != nil {
+		return 0, err
+	}
+	fx = f
+	return m.Run(), nil
+}
+
+func (f *fixture) close() {
+	if f.ts != nil {
+		f.ts.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// Stop what still runs: no test leaves processes behind.
+	if rows, err := f.e.List(ctx, f.store); err == nil {
+		for _, r := range rows {
+			if !r.State.Terminal() {
+				if j, err := f.e.Attach(ctx, r.Handle.JobID, f.store); err == nil {
+					j.Cancel(ctx)
+				}
+			}
+		}
+	}
+	f.e.Close()
+}
+
+// pickles makes the pickles of the batch's function and inputs, and of two whole calls,
+// with Debian's python3 and cloudpickle.
+func pickles(dir string) error {
+	script := `
+import cloudpickle, pickle, sys, os
+d = sys.argv[1]
+def square(x):
+    import time
+    time.sleep(0.02 * (x % 5))
+    if x == 7:
+        raise ValueError("seven is not welcome here")
+    print("squaring", x)
+    return x * x
+def add(a, b):
+    print("adding", a, b)
+    return a + b
+def explode(n):
+    def inner(k):
+        return {"a": 1}[k]
+    print("about to fail")
+    return inner("missing-key-%d" % n)
+open(os.path.join(d, "square.pkl"), "wb").write(cloudpickle.dumps(square))
+for i in range(50):
+    open(os.path.join(d, "in-%02d.pkl" % i), "wb").write(cloudpickle.dumps(((i,), {})))
+open(os.path.join(d, "add.pkl"), "wb").write(cloudpickle.dumps((add, (2, 3), {})))
+open(os.path.join(d, "explode.pkl"), "wb").write(cloudpickle.dumps((explode, (3,), {})))
+`
+	out, err := exec.Command("python3", "-c", script, dir).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("make pickles (python3 with cloudpickle): %v: %s", err, out)
+	}
+	return nil
+}
+
+func makeFixture(ctx context.Context, home, bin string) (*fixture, error) {
+	st := "file://" + filepath.Join(home, "store")
+	pf := filepath.Join(home, "profiles.json")
+	env := map[string]string{"KINETIC_HOME": filepath.Join(home, "data"), "KINETIC_STORE": st, "KINETIC_BACKEND": "local"}
+	e, err := engine.New(config.Options{Getenv: func(k string) string { return env[k] }, ProfilesFile: pf})
+	if err != nil {
+		return nil, err
+	}
+	e.Exe = bin
+	e.Warn = func(string) {}
+	e.Notice = os.Stderr
+	f := &fixture{e: e, store: st}
+	pk := filepath.Join(home, "pickles")
+	os.MkdirAll(pk, 0o755)
+	if err := pickles(pk); err != nil {
+		return f, err
+	}
+	read := func(name string) []byte { b, _ := os.ReadFile(filepath.Join(pk, name)); return b }
+	submit := func(req *engine.SubmitRequest) (string, error) {
+		req.NoWorkdir = true
+		req.Cwd = home
+		j, err := e.Submit(ctx, req)
+		if err != nil {
+			return "", err
+		}
+		return j.Handle.JobID, nil
+	}
+	cmd := func(name, script string) (string, error) {
+		return submit(&engine.SubmitRequest{Kind: job.KindCommand, Command: []string{"sh", "-c", script}, DisplayName: name})
+	}
+	var inputs [][]byte
+	for i := range 50 {
+		inputs = append(inputs, read(fmt.Sprintf("in-%02d.pkl", i)))
+	}
+	b, err := batch.Map(ctx, e, &batch.MapRequest{Template: engine.SubmitRequest{Kind: job.KindPickle, Payload: read("square.pkl"),
+		FuncName: "square", DisplayName: "square", NoWorkdir: true, Cwd: home}, Inputs: inputs, MaxConcurrent: 4, Retries: 1,
+		Name: "squares", Tags: map[string]string{"team": "search"}})
+	if err != nil {
+		return f, err
+	}
+	f.batch = b.GroupID()
+	if f.ok, err = cmd("hello", "echo hello from kinetic; echo done"); err != nil {
+		return f, err
+	}
+	if f.okFunc, err = submit(&engine.SubmitRequest{Kind: job.KindPickle, Payload: read("add.pkl"), FuncName: "add", DisplayName: "add"}); err != nil {
+		return f, err
+	}
+	if f.failed, err = submit(&engine.SubmitRequest{Kind: job.KindPickle, Payload: read("explode.pkl"), FuncName: "explode", DisplayName: "explode"}); err != nil {
+		return f, err
+	}
+	// Wait for the finite jobs and the batch.
+	deadline := time.Now().Add(150 * time.Second)
+	for _, id := range []string{f.ok, f.okFunc, f.failed} {
+		j, err := e.Attach(ctx, id, st)
+		if err != nil {
+			return f, err
+		}
+		wctx, cancel := context.WithDeadline(ctx, deadline)
+		state, reason, err := j.Wait(wctx, nil)
+		cancel()
+		if err != nil {
+			return f, fmt.Errorf("wait for %s: %w", id, err)
+		}
+		if want := map[string]job.State{f.ok: job.Succeeded, f.okFunc: job.Succeeded, f.failed: job.Failed}[id]; state != want {
+			return f, fmt.Errorf("job %s is %s (%s), want %s", id, state, reason, want)
+		}
+	}
+	for {
+		v, err := batch.Read(ctx, e, f.batch, st, true)
+		if err != nil {
+			return f, err
+		}
+		done := 0
+		for _, s := range v.Statuses {
+			if s.Status.Terminal() {
+				done++
+			}
+		}
+		if v.Settled && done == 50 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return f, fmt.Errorf("the batch did not finish: %d of 50 final", done)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	grow := "i=0; while true; do i=$((i+1)); echo \"step $i: loss=$((1000/i))\"; sleep 0.2; done"
+	if f.running, err = cmd("train", grow); err != nil {
+		return f, err
+	}
+	if f.running2, err = cmd("train-2", grow); err != nil {
+		return f, err
+	}
+	f.token, _ = NewToken()
+	f.srv, err = New(e, Options{Token: f.token, Store: st, Backend: "local", Poll: 500 * time.Millisecond})
+	if err != nil {
+		return f, err
+	}
+	f.ts = httptest.NewServer(f.srv)
+	return f, nil
+}
+
+// url is the server's URL for path, with the token when auth is true.
+func (f *fixture) url(path string, auth bool) string {
+	u := f.ts.URL + path
+	if auth {
+		sep := "?"
+		if strings.Contains(path, "?") {
+			sep = "&"
+		}
+		u += sep + "token=" + f.token
+	}
+	return u
+}

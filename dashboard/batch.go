@@ -182,6 +182,9 @@ func (s *Server) batchView(ctx context.Context, gid string) (*BatchView, error) 
 	span := end.Sub(start).Seconds()
 	x := func(at time.Time) float64 { return 1000 * at.Sub(start).Seconds() / span }
 	gt := &Gantt{RowH: 14}
+	if len(v.Statuses) > 40 {
+		gt.RowH = 11
+	}
 	if len(v.Statuses) > 100 {
 		gt.RowH = 8
 	}
@@ -201,7 +204,7 @@ func (s *Server) batchView(ctx context.Context, gid string) (*BatchView, error) 
 			if runTo.IsZero() {
 				runTo = end
 			}
-			class := "run " + stateClass(cs.Status)
+			class := "att " + stateClass(cs.Status)
 			if !last {
 				class = "retry"
 			}

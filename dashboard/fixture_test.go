@@ -83,6 +83,7 @@ func (f *fixture) close() {
 			if !r.State.Terminal() {
 				if j, err := f.e.Attach(ctx, r.Handle.JobID, f.store); err == nil {
 					j.Cancel(ctx)
+					j.Wait(ctx, nil) // gone before the store is removed
 				}
 			}
 		}
@@ -165,32 +166,8 @@ func makeFixture(ctx context.Context, home, bin string) (*fixture, error) {
 		return f, err
 	}
 	f.batch = b.GroupID()
-	if f.ok, err = cmd("hello", "echo hello from kinetic; echo done"); err != nil {
-		return f, err
-	}
-	if f.okFunc, err = submit(&engine.SubmitRequest{Kind: job.KindPickle, Payload: read("add.pkl"), FuncName: "add", DisplayName: "add"}); err != nil {
-		return f, err
-	}
-	if f.failed, err = submit(&engine.SubmitRequest{Kind: job.KindPickle, Payload: read("explode.pkl"), FuncName: "explode", DisplayName: "explode"}); err != nil {
-		return f, err
-	}
-	// Wait for the finite jobs and the batch.
+	// Wait for the batch, then make and wait for the single jobs.
 	deadline := time.Now().Add(150 * time.Second)
-	for _, id := range []string{f.ok, f.okFunc, f.failed} {
-		j, err := e.Attach(ctx, id, st)
-		if err != nil {
-			return f, err
-		}
-		wctx, cancel := context.WithDeadline(ctx, deadline)
-		state, reason, err := j.Wait(wctx, nil)
-		cancel()
-		if err != nil {
-			return f, fmt.Errorf("wait for %s: %w", id, err)
-		}
-		if want := map[string]job.State{f.ok: job.Succeeded, f.okFunc: job.Succeeded, f.failed: job.Failed}[id]; state != want {
-			return f, fmt.Errorf("job %s is %s (%s), want %s", id, state, reason, want)
-		}
-	}
 	for {
 		v, err := batch.Read(ctx, e, f.batch, st, true)
 		if err != nil {
@@ -209,6 +186,31 @@ func makeFixture(ctx context.Context, home, bin string) (*fixture, error) {
 			return f, fmt.Errorf("the batch did not finish: %d of 50 final", done)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	// Then the single jobs, so that they are newer than every child (on page 1).
+	if f.ok, err = cmd("hello", "echo hello from kinetic; echo done"); err != nil {
+		return f, err
+	}
+	if f.okFunc, err = submit(&engine.SubmitRequest{Kind: job.KindPickle, Payload: read("add.pkl"), FuncName: "add", DisplayName: "add"}); err != nil {
+		return f, err
+	}
+	if f.failed, err = submit(&engine.SubmitRequest{Kind: job.KindPickle, Payload: read("explode.pkl"), FuncName: "explode", DisplayName: "explode"}); err != nil {
+		return f, err
+	}
+	for _, id := range []string{f.ok, f.okFunc, f.failed} {
+		j, err := e.Attach(ctx, id, st)
+		if err != nil {
+			return f, err
+		}
+		wctx, cancel := context.WithDeadline(ctx, deadline)
+		state, reason, err := j.Wait(wctx, nil)
+		cancel()
+		if err != nil {
+			return f, fmt.Errorf("wait for %s: %w", id, err)
+		}
+		if want := map[string]job.State{f.ok: job.Succeeded, f.okFunc: job.Succeeded, f.failed: job.Failed}[id]; state != want {
+			return f, fmt.Errorf("job %s is %s (%s), want %s", id, state, reason, want)
+		}
 	}
 	grow := "i=0; while true; do i=$((i+1)); echo \"step $i: loss=$((1000/i))\"; sleep 0.2; done"
 	if f.running, err = cmd("train", grow); err != nil {

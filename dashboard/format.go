@@ -22,11 +22,12 @@ var funcs = template.FuncMap{
 	"fadd":       func(a, b float64) float64 { return a + b },
 	"textX":      textX,
 	"anchor": func(x, w float64) string {
-		if x+w > 880 {
+		if x+w > 700 && w < 300 {
 			return "end"
 		}
 		return "start"
 	},
+	"inside": func(x, w float64) bool { return x+w > 700 && w >= 300 },
 	"mul":   func(a, b int) int { return a * b },
 	"sub64": func(a, b int64) int64 { return a - b },
 	"secs":  func(a, b time.Time) float64 { return b.Sub(a).Seconds() },
@@ -94,10 +95,14 @@ func short(id string) string {
 	return id
 }
 
-// textX places a bar's label inside it when it fits, else just after it.
+// textX places a bar's label just after it, or inside it (a long bar that reaches the
+// right), or before it (a short bar at the right).
 func textX(x, w float64) float64 {
-	if x+w > 880 {
-		return math.Max(x-4, 0)
+	switch {
+	case x+w <= 700:
+		return x + w + 6
+	case w >= 300:
+		return x + 8
 	}
-	return x + w + 4
+	return math.Max(x-6, 0)
 }

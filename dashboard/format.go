@@ -28,9 +28,9 @@ var funcs = template.FuncMap{
 		return "start"
 	},
 	"inside": func(x, w float64) bool { return x+w > 700 && w >= 300 },
-	"mul":   func(a, b int) int { return a * b },
-	"sub64": func(a, b int64) int64 { return a - b },
-	"secs":  func(a, b time.Time) float64 { return b.Sub(a).Seconds() },
+	"mul":    func(a, b int) int { return a * b },
+	"sub64":  func(a, b int64) int64 { return a - b },
+	"secs":   func(a, b time.Time) float64 { return b.Sub(a).Seconds() },
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}
 		for i := 0; i+1 < len(kv); i += 2 {

@@ -41,6 +41,7 @@ func chromium(t *testing.T) string {
 // chart. It saves screenshots (-update-screenshots: into docs/img for the README).
 func TestBrowser(t *testing.T) {
 	exe := chromium(t)
+	setup(t)
 	shots := t.TempDir()
 	if *updateScreenshots {
 		shots = filepath.Join("..", "docs", "img")

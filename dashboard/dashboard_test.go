@@ -67,6 +67,7 @@ func post(t *testing.T, c *http.Client, path string, form url.Values) (int, http
 // TestToken: nothing is served without the token; a wrong one is refused; the token URL
 // sets a cookie that later requests (pages, API, static files) use; a bearer header works.
 func TestToken(t *testing.T) {
+	setup(t)
 	anon := client(t)
 	for _, p := range []string{"/", "/jobs", "/api/jobs", "/jobs/" + fx.ok, "/api/jobs/" + fx.ok + "/logs", "/batches/" + fx.batch, "/cluster", "/static/style.css", "/nope"} {
 		if code, _, body := get(t, anon, p); code != http.StatusUnauthorized || strings.Contains(body, fx.ok) {
@@ -113,6 +114,7 @@ func jobsJSON(t *testing.T, c *http.Client, query string) (JobsPage, http.Header
 // TestJobsAPI: the table's rows, newest first, paged, filtered by status, name, batch
 // and tag, and an ETag that answers 304 while nothing changed.
 func TestJobsAPI(t *testing.T) {
+	setup(t)
 	c := login(t)
 	all, h := jobsJSON(t, c, "")
 	// 5 jobs, 50 children and the retry of input 7; maybe the cleanup test's job.
@@ -185,6 +187,7 @@ func hasRow(p JobsPage, id string) bool {
 
 // TestJobPages: each job's page, its JSON, and what the store records of its timeline.
 func TestJobPages(t *testing.T) {
+	setup(t)
 	c := login(t)
 	for name, tc := range map[string]struct {
 		id   string
@@ -228,6 +231,7 @@ func TestJobPages(t *testing.T) {
 
 // TestBadPaths: IDs that are not IDs, IDs of no job, paths with "..", in every form.
 func TestBadPaths(t *testing.T) {
+	setup(t)
 	c := login(t)
 	for _, p := range []string{
 		"/jobs/not-a-job", "/jobs/job-0000000000aaaaaaaaaaaaa", "/api/jobs/job-0000000000aaaaaaaaaaaaa",
@@ -264,6 +268,7 @@ func TestBadPaths(t *testing.T) {
 
 // TestLogs: a final job's whole log; a running job's log read on from an offset grows.
 func TestLogs(t *testing.T) {
+	setup(t)
 	c := login(t)
 	code, h, body := get(t, c, "/api/jobs/"+fx.ok+"/logs")
 	if code != 200 || !strings.Contains(body, "hello from kinetic") || h.Get("X-Final") != "1" || h.Get("X-Next-Offset") != strconv.Itoa(len(body)) {
@@ -300,6 +305,7 @@ func TestLogs(t *testing.T) {
 // TestActions: cancel and clean up are POSTs that need the token in the form; GET is
 // refused with 405.
 func TestActions(t *testing.T) {
+	setup(t)
 	c := login(t)
 	ctx := context.Background()
 	path := "/jobs/" + fx.running2 + "/cancel"
@@ -368,6 +374,7 @@ func TestActions(t *testing.T) {
 // TestBatchPages: the batch list, a batch's counts, chart (a row per input, the retry
 // marked) and failure, and its JSON.
 func TestBatchPages(t *testing.T) {
+	setup(t)
 	c := login(t)
 	code, _, body := get(t, c, "/batches")
 	if code != 200 || !strings.Contains(body, "squares") || !strings.Contains(body, fx.batch) || !strings.Contains(body, "team=search") {
@@ -402,6 +409,7 @@ func TestBatchPages(t *testing.T) {
 
 // TestClusterLocal: on the local backend the cluster page says so plainly.
 func TestClusterLocal(t *testing.T) {
+	setup(t)
 	code, _, body := get(t, login(t), "/cluster")
 	if code != 200 || !strings.Contains(body, "The backend is <b>local</b>") {
 		t.Errorf("%d %s", code, body)
@@ -409,6 +417,7 @@ func TestClusterLocal(t *testing.T) {
 }
 
 func TestNewToken(t *testing.T) {
+	setup(t)
 	a, err := NewToken()
 	b, _ := NewToken()
 	if err != nil || len(a) < 32 || a == b {

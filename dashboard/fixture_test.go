@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,40 +36,53 @@ type fixture struct {
 	batch                                 string
 }
 
-var fx *fixture
+// fx is the package's fixture, made by the first test that needs it (setup).
+var (
+	fx      *fixture
+	fxOnce  sync.Once
+	fxErr   error
+	fxClean func()
+)
 
 func TestMain(m *testing.M) {
-	code, err := run(m)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "dashboard tests:", err)
-		os.Exit(1)
+	code := m.Run()
+	if fxClean != nil {
+		fxClean()
 	}
 	os.Exit(code)
 }
 
-func run(m *testing.M) (int, error) {
-	home, err := os.MkdirTemp("", "kinetic-dashboard-test-")
-	if err != nil {
-		return 0, err
+// setup makes the fixture once (about a minute: real jobs and a 50-input batch).
+func setup(t *testing.T) {
+	t.Helper()
+	fxOnce.Do(func() {
+		home, err := os.MkdirTemp("", "kinetic-dashboard-test-")
+		if err != nil {
+			fxErr = err
+			return
+		}
+		// The local backend keeps its state under KINETIC_HOME; room for the two running
+		// jobs beside the batch's workers.
+		os.Setenv("KINETIC_HOME", filepath.Join(home, "data"))
+		os.Setenv("KINETIC_LOCAL_SLOTS", "6")
+		bin, err := testbin.Build()
+		if err != nil {
+			fxErr = err
+			os.RemoveAll(home)
+			return
+		}
+		f, err := makeFixture(context.Background(), home, bin)
+		fxClean = func() {
+			if f != nil {
+				f.close()
+			}
+			os.RemoveAll(home)
+		}
+		fx, fxErr = f, err
+	})
+	if fxErr != nil {
+		t.Fatalf("the test store: %v", fxErr)
 	}
-	defer os.RemoveAll(home)
-	// The local backend keeps its state under KINETIC_HOME.
-	os.Setenv("KINETIC_HOME", filepath.Join(home, "data"))
-	// Room for the two running jobs beside the batch's workers.
-	os.Setenv("KINETIC_LOCAL_SLOTS", "6")
-	bin, err := testbin.Build()
-	if err != nil {
-		return 0, err
-	}
-	f, err := makeFixture(context.Background(), home, bin)
-	if f != nil {
-		defer f.close()
-	}
-	if err != nil {
-		return 0, err
-	}
-	fx = f
-	return m.Run(), nil
 }
 
 func (f *fixture) close() {

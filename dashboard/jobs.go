@@ -22,24 +22,27 @@ import (
 type listing struct {
 	rows []engine.Listed
 	at   time.Time
+	took time.Duration
 }
 
 // list returns the store's jobs, newest first: one engine listing (engine.List) shared
-// by every request within Options.Fresh of it.
+// by every request within Options.Fresh of it, or within three times as long as the
+// listing took, if longer: a slow store is not listed back to back by pages that poll.
 func (s *Server) list(ctx context.Context) ([]engine.Listed, error) {
 	s.mu.Lock()
 	l := s.listed
 	s.mu.Unlock()
-	if l != nil && time.Since(l.at) < s.o.Fresh {
+	if l != nil && time.Since(l.at) < max(s.o.Fresh, 3*l.took) {
 		return l.rows, nil
 	}
 	v, err, _ := s.group.Do("jobs", func() (any, error) {
 		// Not the request's context: others wait for this listing too.
+		start := time.Now()
 		rows, err := s.e.List(context.WithoutCancel(ctx), s.o.Store)
 		if err != nil {
 			return nil, err
 		}
-		l := &listing{rows: rows, at: time.Now()}
+		l := &listing{rows: rows, at: time.Now(), took: time.Since(start)}
 		s.mu.Lock()
 		s.listed = l
 		s.mu.Unlock()

@@ -92,7 +92,7 @@ func (s *Server) cancelRequestMethod(_ *call, r *protocol.CancelRequest) (*proto
 }
 
 func (s *Server) root(_ *call, r *protocol.RootRequest) (*protocol.RootResponse, error) {
-	root, err := engine.Root(r.SourceFile, r.Cwd)
+	root, err := s.eng.Root(r.SourceFile, r.Cwd)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/protocol"
+	"github.com/kinetic-run/kinetic/version"
 )
 
 // handler serves one method: it decodes the params and returns the result to send.
@@ -84,7 +85,7 @@ func withTimeout(ctx context.Context, seconds float64) (context.Context, context
 }
 
 func (s *Server) hello(*call, *protocol.Empty) (*protocol.HelloResponse, error) {
-	return &protocol.HelloResponse{Kinetic: Version, Protocol: protocol.Version}, nil
+	return &protocol.HelloResponse{Kinetic: version.Version, Protocol: protocol.Version}, nil
 }
 
 func (s *Server) cancelRequestMethod(_ *call, r *protocol.CancelRequest) (*protocol.CancelResponse, error) {

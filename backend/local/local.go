@@ -36,7 +36,7 @@ const Name = "local"
 
 // NeverSubmittedGrace is how long a job with a handle but no status is taken to be on
 // its way to the backend before it is reported FAILED.
-var NeverSubmittedGrace = time.Minute
+const NeverSubmittedGrace = time.Minute
 
 // Options configure the local backend.
 type Options struct {

@@ -22,7 +22,6 @@ import (
 	"github.com/kinetic-run/kinetic/version"
 )
 
-
 // Server serves one client.
 type Server struct {
 	eng *engine.Engine

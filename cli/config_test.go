@@ -80,7 +80,8 @@ func TestConfigShowTable(t *testing.T) {
 		"unschedulable_grace    10m0s             default\n" +
 		"image_pull_grace       2m0s              default\n" +
 		"node_lost_grace        5m0s              default\n" +
-		"accelerator_resources  true              default\n"
+		"accelerator_resources  true              default\n" +
+		"gcp_endpoints          -                 unset\n"
 	if diff := cmp.Diff(want, must(t, "config", "show", "--backend", "k8s")); diff != "" {
 		t.Errorf("config show (-want +got):\n%s", diff)
 	}

@@ -36,6 +36,7 @@ const (
 	PullGrace      Key = "image_pull_grace"      // how long image pulls may fail before FAILED
 	NodeLostGrace  Key = "node_lost_grace"       // how long a job's node may be NotReady before FAILED
 	AccelResources Key = "accelerator_resources" // "false" leaves GPU/TPU requests out of pods (tests, CPU dry runs)
+	GCPEndpoints   Key = "gcp_endpoints"         // Google API endpoint overrides (tests, emulators)
 )
 
 // keyInfo is everything the package knows about one key. Keeping it in one table means a
@@ -97,6 +98,7 @@ var keyTable = []keyInfo{
 	{key: PullGrace, help: "how long a job's image pulls may fail before the job is FAILED", fallback: fixed("2m"), check: checkDuration},
 	{key: NodeLostGrace, help: "how long a running job's node may be NotReady before the job is FAILED", fallback: fixed("5m"), check: checkDuration},
 	{key: AccelResources, help: "whether job pods request their GPUs/TPUs; false runs them as CPU pods (tests, dry runs on clusters without the devices)", fallback: fixed("true"), check: checkBool},
+	{key: GCPEndpoints, help: "Google API endpoints for tests and emulators only: container=URL,artifactregistry=URL,iam=URL,compute=URL (plain, unauthenticated; used by up/down/status/pool for GKE)"},
 }
 
 // Sources reported by Resolved.Source besides "env NAME" and "profile NAME".

@@ -175,6 +175,9 @@ type Config struct {
 	Registry string
 	// Runner publishes the runner image; nil leaves that step out.
 	Runner Runner
+	// Kube connects to the running cluster to make the Kubernetes service account of
+	// job pods (KubeWithADC); nil leaves that step out (the fakes have no API server).
+	Kube KubeFunc
 	// Poll is the interval between polls of a long-running operation (0 = 5s).
 	Poll time.Duration
 }

@@ -280,6 +280,19 @@ func PlanUp(ctx context.Context, c *Clients, cfg Config) (*Plan, error) {
 			return err
 		}})
 
+	// The Kubernetes service account of job pods, once the cluster runs.
+	if cfg.Kube != nil {
+		var running *containerpb.Cluster
+		if cl != nil && cl.GetStatus() == containerpb.Cluster_RUNNING {
+			running = cl
+		}
+		s, err := c.kubeStep(ctx, &cfg, running)
+		if err != nil {
+			return nil, err
+		}
+		p.Steps = append(p.Steps, s)
+	}
+
 	// The runner image.
 	if cfg.Runner != nil {
 		ref, ok := "", false

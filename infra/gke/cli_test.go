@@ -1,0 +1,120 @@
+package gke_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/infra/gke/gketest"
+	"github.com/kinetic-run/kinetic/internal/imagetest"
+	"github.com/kinetic-run/kinetic/internal/testbin"
+)
+
+// TestCLI runs the real binary against the fakes, with every setting through config
+// (KINETIC_* variables): up --preview, up without -y off a terminal, up -y twice, pool
+// add/list, status, down.
+func TestCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the kinetic binary")
+	}
+	f := gketest.Start(t, gketest.Options{})
+	reg := imagetest.StartRegistry(t)
+	// The binary, with stand-ins for the runner binaries next to it (as a release has).
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "kinetic")
+	if err := os.Link(testbin.Path(t), bin); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"amd64", "arm64"} {
+		os.WriteFile(filepath.Join(dir, "kinetic-runner-linux-"+p), []byte("runner "+p), 0o755)
+	}
+	home := t.TempDir()
+	env := []string{"HOME=" + home, "KINETIC_HOME=" + filepath.Join(home, "data"), "PATH=" + os.Getenv("PATH"),
+		"KINETIC_PROFILES_FILE=" + filepath.Join(home, "profiles.json"),
+		"KINETIC_GCP_ENDPOINTS=container=" + f.Endpoints.Container + ",artifactregistry=" + f.Endpoints.ArtifactRegistry + ",iam=" + f.Endpoints.IAM + ",compute=" + f.Endpoints.Compute,
+		"KINETIC_PROJECT=p", "KINETIC_ZONE=us-central1-a", "KINETIC_STORE=" + f.StoreURL("p-kinetic"),
+		"KINETIC_IMAGE_REGISTRY=" + reg.Host + "/p/kinetic"}
+	run := func(args ...string) (string, string, error) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = env
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		return out.String(), errb.String(), err
+	}
+	must := func(args ...string) (string, string) {
+		t.Helper()
+		out, errOut, err := run(args...)
+		if err != nil {
+			t.Fatalf("kinetic %s: %v\n%s", strings.Join(args, " "), err, errOut)
+		}
+		return out, errOut
+	}
+
+	_, stderr := must("up", "--backend", "gke", "--preview")
+	for _, want := range []string{"+ create   cluster kinetic-cluster", "+ create   profile default", "--preview: nothing applied"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("up --preview does not say %q:\n%s", want, stderr)
+		}
+	}
+	if m := f.Mutations(); len(m) != 0 {
+		t.Errorf("--preview changed things: %v", m)
+	}
+
+	_, stderr, err := run("up", "--backend", "gke")
+	if err == nil || !strings.Contains(stderr, "not a terminal") || !strings.Contains(stderr, "-y") || len(f.Mutations()) != 0 {
+		t.Errorf("up without -y off a terminal: err %v, mutations %d\n%s", err, len(f.Mutations()), stderr)
+	}
+
+	_, stderr = must("up", "--backend", "gke", "-y")
+	if !strings.Contains(stderr, "✓ create cluster kinetic-cluster") || !strings.Contains(stderr, "ready in") {
+		t.Errorf("up -y:\n%s", stderr)
+	}
+	prof, err := config.LoadProfiles(filepath.Join(home, "profiles.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := prof.Profiles["default"]; p["backend"] != "gke" || p["cluster"] != "kinetic-cluster" || p["service_account"] != "kinetic" || prof.Current != "default" {
+		t.Errorf("profile = %v (current %q)", p, prof.Current)
+	}
+
+	f.Reset()
+	_, stderr = must("up", "--backend", "gke", "-y")
+	if !strings.Contains(stderr, "no change") || len(f.Mutations()) != 0 {
+		t.Errorf("second up: %d mutations\n%s", len(f.Mutations()), stderr)
+	}
+
+	_, stderr = must("pool", "add", "--accelerator", "tpu-v5p-16", "-y")
+	if !strings.Contains(stderr, "TPU topology 2x2x4") {
+		t.Errorf("pool add:\n%s", stderr)
+	}
+	out, _ := must("pool", "list", "--json")
+	var pools []struct {
+		Name     string
+		Topology string `json:"tpu_topology"`
+	}
+	if err := json.Unmarshal([]byte(out), &pools); err != nil || len(pools) != 2 || pools[1].Name != "tpu-v5p-16" {
+		t.Errorf("pool list --json = %s (%v)", out, err)
+	}
+	out, _ = must("status", "--no-doctor")
+	if !strings.Contains(out, "✓ cluster kinetic-cluster") || !strings.Contains(out, "tpu-v5p-16") {
+		t.Errorf("status:\n%s", out)
+	}
+	_, stderr, err = run("pool", "add", "--accelerator", "gpu-nope", "-y")
+	if err == nil || !strings.Contains(stderr, "--accelerator") || strings.Contains(stderr, "rpc error") {
+		t.Errorf("bad accelerator: %v\n%s", err, stderr)
+	}
+
+	_, stderr = must("down", "-y")
+	if !strings.Contains(stderr, "= keep     store bucket gs://p-kinetic") {
+		t.Errorf("down:\n%s", stderr)
+	}
+	if c := f.Counts(); c["clusters"]+c["repositories"]+c["service_accounts"] != 0 {
+		t.Errorf("after down: %v", c)
+	}
+}

@@ -171,6 +171,7 @@ func TestResolveEntries(t *testing.T) {
 		{PullGrace, "2m0s", "default"},
 		{NodeLostGrace, "5m0s", "default"},
 		{AccelResources, "true", "default"},
+		{GCPEndpoints, "", "unset"},
 	}
 	if diff := cmp.Diff(want, r.Entries()); diff != "" {
 		t.Errorf("Entries (-want +got):\n%s", diff)

@@ -76,7 +76,7 @@ type env struct {
 
 // runnerBinaries writes two small stand-ins for the runner binaries next to a fake CLI
 // path: the runner image is built and pushed from them as from the real ones.
-func runnerBinaries(t *testing.T) image.RunnerSource {
+func runnerBinaries(t testing.TB) image.RunnerSource {
 	dir := t.TempDir()
 	for _, p := range image.RunnerPlatforms {
 		os.WriteFile(filepath.Join(dir, "kinetic-runner-"+strings.ReplaceAll(p, "/", "-")), []byte("runner for "+p), 0o755)
@@ -85,6 +85,11 @@ func runnerBinaries(t *testing.T) image.RunnerSource {
 }
 
 func setup(t *testing.T, zone string, o gketest.Options) *env {
+	t.Helper()
+	return setupTB(t, zone, o)
+}
+
+func setupTB(t testing.TB, zone string, o gketest.Options) *env {
 	t.Helper()
 	f := gketest.Start(t, o)
 	c, err := gke.Dial(context.Background(), f.Endpoints)

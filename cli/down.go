@@ -37,7 +37,7 @@ func newDownCmd(g *Globals) *cobra.Command {
 		defer c.Close()
 		p, err := gke.PlanDown(cmd.Context(), c, cfg, gke.DownOptions{ForceDestroy: force})
 		if err != nil {
-			return err
+			return planErr(cmd.Context(), err)
 		}
 		p.Print(cmd.ErrOrStderr())
 		_, err = applyPlan(cmd, p, 0, preview, yes, start, "nothing of kinetic's is there")

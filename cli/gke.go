@@ -67,6 +67,14 @@ func gkeSetup(ctx context.Context, g *Globals, f *gkeFlags, extra map[config.Key
 	return c, cfg, res, nil
 }
 
+// planErr words an error of the planning reads: after Ctrl-C, nothing was changed.
+func planErr(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return errors.New("interrupted while reading what exists: nothing was changed")
+	}
+	return err
+}
+
 // addPreviewFlag defines --preview unless the command has it already.
 func addPreviewFlag(cmd *cobra.Command) {
 	if cmd.Flags().Lookup("preview") == nil {
@@ -131,7 +139,7 @@ func upGKE(cmd *cobra.Command, g *Globals, f *gkeFlags, extra map[config.Key]str
 	}
 	p, err := gke.PlanUp(ctx, c, cfg)
 	if err != nil {
-		return err
+		return planErr(ctx, err)
 	}
 	bucket, _ := (&cfg).Bucket()
 	store := cfg.Store

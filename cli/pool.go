@@ -50,7 +50,7 @@ func newPoolAddCmd(g *Globals) *cobra.Command {
 		defer c.Close()
 		p, err := gke.PlanPoolAdd(cmd.Context(), c, cfg, o)
 		if err != nil {
-			return err
+			return planErr(cmd.Context(), err)
 		}
 		p.Print(cmd.ErrOrStderr())
 		_, err = applyPlan(cmd, p, 0, preview, yes, start, "the pool is there")
@@ -101,7 +101,7 @@ func newPoolRemoveCmd(g *Globals) *cobra.Command {
 		defer c.Close()
 		p, err := gke.PlanPoolRemove(cmd.Context(), c, cfg, args[0])
 		if err != nil {
-			return err
+			return planErr(cmd.Context(), err)
 		}
 		p.Print(cmd.ErrOrStderr())
 		_, err = applyPlan(cmd, p, 0, preview, yes, start, fmt.Sprintf("pool %s is gone", args[0]))

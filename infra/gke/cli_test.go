@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/infra/gke/gketest"
@@ -23,25 +24,9 @@ func TestCLI(t *testing.T) {
 		t.Skip("builds the kinetic binary")
 	}
 	f := gketest.Start(t, gketest.Options{})
-	reg := imagetest.StartRegistry(t)
-	// The binary, with stand-ins for the runner binaries next to it (as a release has).
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "kinetic")
-	if err := os.Link(testbin.Path(t), bin); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []string{"amd64", "arm64"} {
-		os.WriteFile(filepath.Join(dir, "kinetic-runner-linux-"+p), []byte("runner "+p), 0o755)
-	}
-	home := t.TempDir()
-	env := []string{"HOME=" + home, "KINETIC_HOME=" + filepath.Join(home, "data"), "PATH=" + os.Getenv("PATH"),
-		"KINETIC_PROFILES_FILE=" + filepath.Join(home, "profiles.json"),
-		"KINETIC_GCP_ENDPOINTS=container=" + f.Endpoints.Container + ",artifactregistry=" + f.Endpoints.ArtifactRegistry + ",iam=" + f.Endpoints.IAM + ",compute=" + f.Endpoints.Compute,
-		"KINETIC_PROJECT=p", "KINETIC_ZONE=us-central1-a", "KINETIC_STORE=" + f.StoreURL("p-kinetic"),
-		"KINETIC_IMAGE_REGISTRY=" + reg.Host + "/p/kinetic"}
+	home, cmdFor := cliEnv(t, f)
 	run := func(args ...string) (string, string, error) {
-		cmd := exec.Command(bin, args...)
-		cmd.Env = env
+		cmd := cmdFor(args...)
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		err := cmd.Run()
@@ -117,4 +102,70 @@ func TestCLI(t *testing.T) {
 	if c := f.Counts(); c["clusters"]+c["repositories"]+c["service_accounts"] != 0 {
 		t.Errorf("after down: %v", c)
 	}
+}
+
+// cliEnv links the test binary into a directory with stand-ins for the runner binaries
+// and returns a home directory and a maker of commands with every setting in KINETIC_*.
+func cliEnv(t *testing.T, f *gketest.Fake) (string, func(args ...string) *exec.Cmd) {
+	reg := imagetest.StartRegistry(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "kinetic")
+	if err := os.Link(testbin.Path(t), bin); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"amd64", "arm64"} {
+		os.WriteFile(filepath.Join(dir, "kinetic-runner-linux-"+p), []byte("runner "+p), 0o755)
+	}
+	home := t.TempDir()
+	env := []string{"HOME=" + home, "KINETIC_HOME=" + filepath.Join(home, "data"), "PATH=" + os.Getenv("PATH"),
+		"KINETIC_PROFILES_FILE=" + filepath.Join(home, "profiles.json"),
+		"KINETIC_GCP_ENDPOINTS=container=" + f.Endpoints.Container + ",artifactregistry=" + f.Endpoints.ArtifactRegistry + ",iam=" + f.Endpoints.IAM + ",compute=" + f.Endpoints.Compute,
+		"KINETIC_PROJECT=p", "KINETIC_ZONE=us-central1-a", "KINETIC_STORE=" + f.StoreURL("p-kinetic"),
+		"KINETIC_IMAGE_REGISTRY=" + reg.Host + "/p/kinetic"}
+	return home, func(args ...string) *exec.Cmd {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = env
+		return cmd
+	}
+}
+
+// TestCLIInterrupt sends SIGINT (Ctrl-C) to `up -y` while the cluster operation runs:
+// it says what is still running and that the next up resumes, and the next plan waits
+// for the cluster instead of creating it again.
+func TestCLIInterrupt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the kinetic binary")
+	}
+	f := gketest.Start(t, gketest.Options{ClusterOpPolls: 1 << 20})
+	_, cmdFor := cliEnv(t, f)
+	cmd := cmdFor("up", "--backend", "gke", "-y")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !polled(f, "ClusterManager/GetOperation") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	stderr := errb.String()
+	if err == nil || !strings.Contains(stderr, "interrupted while waiting for cluster kinetic-cluster (operation operation-") ||
+		!strings.Contains(stderr, "run the same command again to resume") || strings.Contains(stderr, "context canceled") {
+		t.Fatalf("up after Ctrl-C: %v\n%s", err, stderr)
+	}
+	out, err := cmdFor("up", "--backend", "gke", "--preview").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "~ wait     cluster kinetic-cluster") || strings.Contains(string(out), "+ create   cluster") {
+		t.Errorf("the plan after Ctrl-C: %v\n%s", err, out)
+	}
+}
+
+func polled(f *gketest.Fake, method string) bool {
+	for _, r := range f.Requests() {
+		if strings.HasSuffix(r.Method, method) {
+			return true
+		}
+	}
+	return false
 }

@@ -178,7 +178,8 @@ type Config struct {
 	// Kube connects to the running cluster to make the Kubernetes service account of
 	// job pods (KubeWithADC); nil leaves that step out (the fakes have no API server).
 	Kube KubeFunc
-	// Poll is the interval between polls of a long-running operation (0 = 5s).
+	// Poll is the first interval between polls of a long-running operation (0 = 500ms);
+	// it grows to ten times that, at most 5 s.
 	Poll time.Duration
 }
 
@@ -205,7 +206,7 @@ func (c *Config) fill() error {
 		c.Registry = c.RepoHost()
 	}
 	if c.Poll == 0 {
-		c.Poll = 5 * time.Second
+		c.Poll = 500 * time.Millisecond
 	}
 	return nil
 }

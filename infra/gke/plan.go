@@ -123,6 +123,7 @@ type progress struct {
 	what  string
 	op    string
 	poll  time.Duration
+	first time.Duration
 	start time.Time
 	last  time.Time
 }
@@ -137,13 +138,21 @@ func (pr *progress) tick(state string) {
 	}
 }
 
+// sleep waits before the next poll: the interval grows by half each time, up to ten
+// times the first and at most 5 s (operations take seconds to many minutes).
 func (pr *progress) sleep(ctx context.Context) error {
+	if pr.first == 0 {
+		pr.first = pr.poll
+	}
 	select {
 	case <-ctx.Done():
 		return &InterruptedError{What: pr.what, Operation: pr.op}
 	case <-time.After(pr.poll):
-		return nil
 	}
+	if next := pr.poll * 3 / 2; next <= 10*pr.first && next <= 5*time.Second {
+		pr.poll = next
+	}
+	return nil
 }
 
 // waitOp polls a GKE operation until it is DONE.

@@ -85,6 +85,9 @@ type Options struct {
 	Zones map[string][]MachineType
 	// OpPolls is how many polls an operation stays RUNNING (default 2).
 	OpPolls int
+	// ClusterOpPolls is OpPolls for creating a cluster (default OpPolls): a large one
+	// keeps the cluster PROVISIONING, for an interruption.
+	ClusterOpPolls int
 }
 
 // DefaultZones is Options.Zones' default.
@@ -103,11 +106,12 @@ type Fake struct {
 	// StorageEndpoint is the proxied emulator's URL: a store URL's ?endpoint=.
 	StorageEndpoint string
 
-	mu       sync.Mutex
-	requests []Request
-	fail     map[string]error
-	opPolls  int
-	zones    map[string][]MachineType
+	mu             sync.Mutex
+	requests       []Request
+	fail           map[string]error
+	opPolls        int
+	clusterOpPolls int
+	zones          map[string][]MachineType
 
 	clusters  map[string]*containerpb.Cluster
 	ops       map[string]*op // by name (GKE ops: short name; LRO: full name)
@@ -136,7 +140,10 @@ func Start(t testing.TB, o Options) *Fake {
 	if o.OpPolls == 0 {
 		o.OpPolls = 2
 	}
-	f := &Fake{fail: map[string]error{}, opPolls: o.OpPolls, zones: o.Zones,
+	if o.ClusterOpPolls == 0 {
+		o.ClusterOpPolls = o.OpPolls
+	}
+	f := &Fake{fail: map[string]error{}, opPolls: o.OpPolls, clusterOpPolls: o.ClusterOpPolls, zones: o.Zones,
 		clusters: map[string]*containerpb.Cluster{}, ops: map[string]*op{}, repos: map[string]*artifactregistrypb.Repository{},
 		repoPol: map[string]*iampb.Policy{}, accounts: map[string]*adminpb.ServiceAccount{}, saPol: map[string]*iampb.Policy{},
 		bucketPol: map[string]json.RawMessage{}}
@@ -278,7 +285,11 @@ func canonical(b []byte) string {
 func (f *Fake) newGKEOp(kind containerpb.Operation_Type, target string, done func()) *containerpb.Operation {
 	f.nextOp++
 	o := &containerpb.Operation{Name: fmt.Sprintf("operation-%d", f.nextOp), OperationType: kind, Status: containerpb.Operation_RUNNING, TargetLink: target}
-	f.ops[o.Name] = &op{gkeOp: o, target: target, left: f.opPolls, done: done}
+	left := f.opPolls
+	if kind == containerpb.Operation_CREATE_CLUSTER {
+		left = f.clusterOpPolls
+	}
+	f.ops[o.Name] = &op{gkeOp: o, target: target, left: left, done: done}
 	return proto.Clone(o).(*containerpb.Operation)
 }
 

@@ -3,6 +3,7 @@ package gke_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -168,4 +169,60 @@ func polled(f *gketest.Fake, method string) bool {
 		}
 	}
 	return false
+}
+
+// TestCLIAsksOnATerminal runs `up --backend gke` in tmux, as a person would: it prints
+// the plan and asks; "y" applies it.
+func TestCLIAsksOnATerminal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the kinetic binary")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("no tmux")
+	}
+	f := gketest.Start(t, gketest.Options{})
+	_, cmdFor := cliEnv(t, f)
+	c := cmdFor("up", "--backend", "gke")
+	script := filepath.Join(t.TempDir(), "up.sh")
+	var b strings.Builder
+	b.WriteString("#!/bin/sh\n")
+	for _, kv := range c.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		fmt.Fprintf(&b, "export %s='%s'\n", k, strings.ReplaceAll(v, "'", `'\''`))
+	}
+	fmt.Fprintf(&b, "'%s' up --backend gke; echo EXIT=$?; sleep 120\n", c.Path)
+	os.WriteFile(script, []byte(b.String()), 0o755)
+	sock := fmt.Sprintf("kinetic-gke-%d", os.Getpid())
+	tmux := func(args ...string) string {
+		out, _ := exec.Command("tmux", append([]string{"-L", sock}, args...)...).CombinedOutput()
+		return string(out)
+	}
+	if out, err := exec.Command("tmux", "-L", sock, "new-session", "-d", "-x", "220", "-y", "60", script).CombinedOutput(); err != nil {
+		t.Fatalf("tmux: %v %s", err, out)
+	}
+	t.Cleanup(func() { tmux("kill-server") })
+	screen := func(want string) string {
+		t.Helper()
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			s := tmux("capture-pane", "-p", "-J", "-S", "-200")
+			if strings.Contains(s, want) {
+				return s
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the screen never showed %q:\n%s", want, s)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	s := screen("[y/N]")
+	if !strings.Contains(s, "+ create   cluster kinetic-cluster") || len(f.Mutations()) != 0 {
+		t.Errorf("before the answer:\n%s", s)
+	}
+	tmux("send-keys", "y", "Enter")
+	s = screen("EXIT=")
+	t.Log("the screen:\n" + s)
+	if !strings.Contains(s, "EXIT=0") || !strings.Contains(s, "ready in") {
+		t.Errorf("after y:\n%s", s)
+	}
 }

@@ -479,3 +479,48 @@ func FuzzParseEndpoints(f *testing.F) {
 		}
 	})
 }
+
+// TestUpOnAnExistingCluster: a cluster made elsewhere, without Workload Identity or the
+// FUSE driver, gets one UpdateCluster for each and keeps its own pools.
+func TestUpOnAnExistingCluster(t *testing.T) {
+	e := setup(t, "us-central1-a", gketest.Options{})
+	ctx := context.Background()
+	op, err := e.c.Cluster.CreateCluster(ctx, &containerpb.CreateClusterRequest{Parent: "projects/p/locations/us-central1-a",
+		Cluster: &containerpb.Cluster{Name: "kinetic-cluster", NodePools: []*containerpb.NodePool{{Name: "default-pool", InitialNodeCount: 3,
+			Config: &containerpb.NodeConfig{MachineType: "n2-standard-4"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for op.GetStatus() != containerpb.Operation_DONE {
+		op, _ = e.c.Cluster.GetOperation(ctx, &containerpb.GetOperationRequest{Name: "projects/p/locations/us-central1-a/operations/" + op.GetName()})
+	}
+	p, err := gke.PlanUp(ctx, e.c, e.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := printed(p)
+	for _, want := range []string{"= ok       cluster kinetic-cluster (RUNNING)", "~ update   Workload Identity on cluster kinetic-cluster", "~ update   GCS FUSE CSI driver on cluster kinetic-cluster"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("plan lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "node pool system") {
+		t.Errorf("a system pool is added to a cluster that has pools:\n%s", got)
+	}
+	e.fake.Reset()
+	if err := p.Apply(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	var updates int
+	for _, r := range e.fake.Mutations() {
+		if strings.HasSuffix(r.Method, "/UpdateCluster") {
+			updates++
+		}
+	}
+	if updates != 2 {
+		t.Errorf("%d UpdateCluster calls, want 2", updates)
+	}
+	if p2, _ := gke.PlanUp(ctx, e.c, e.cfg); p2.Changes() != 0 {
+		t.Errorf("after the updates:\n%s", printed(p2))
+	}
+}

@@ -82,6 +82,7 @@ func TestConfigShowTable(t *testing.T) {
 		"image_pull_grace       2m0s              default\n" +
 		"node_lost_grace        5m0s              default\n" +
 		"accelerator_resources  true              default\n" +
+		"gcp_endpoints          -                 unset\n" +
 		"local_slots            3                 env KINETIC_LOCAL_SLOTS\n" +
 		"warm                   true              default\n" +
 		"warm_idle              10m0s             default\n" +

@@ -40,6 +40,7 @@ const (
 	PullGrace      Key = "image_pull_grace"      // how long image pulls may fail before FAILED
 	NodeLostGrace  Key = "node_lost_grace"       // how long a job's node may be NotReady before FAILED
 	AccelResources Key = "accelerator_resources" // "false" leaves GPU/TPU requests out of pods (tests, CPU dry runs)
+	GCPEndpoints   Key = "gcp_endpoints"         // Google API endpoint overrides (tests, emulators)
 
 	// This machine's settings: how jobs run here and how the working directory is shipped.
 	LocalSlots        Key = "local_slots"          // local backend: jobs running at once
@@ -111,6 +112,7 @@ var keyTable = []keyInfo{
 	{key: PullGrace, help: "how long a job's image pulls may fail before the job is FAILED", fallback: fixed("2m"), check: checkDuration},
 	{key: NodeLostGrace, help: "how long a running job's node may be NotReady before the job is FAILED", fallback: fixed("5m"), check: checkDuration},
 	{key: AccelResources, help: "whether job pods request their GPUs/TPUs; false runs them as CPU pods (tests, dry runs on clusters without the devices)", fallback: fixed("true"), check: checkBool},
+	{key: GCPEndpoints, help: "Google API endpoints for tests and emulators only: container=URL,artifactregistry=URL,iam=URL,compute=URL (plain, unauthenticated; used by up/down/status/pool for GKE)"},
 	{key: LocalSlots, help: "local backend: how many jobs run at once on this machine", fallback: cpus, check: checkPositiveInt},
 	{key: Warm, help: "local backend: run Python calls in warm forked workers (docs/warm-workers.md)", fallback: fixed("true"), check: checkBool},
 	{key: WarmIdle, help: "how long a warm worker server waits without work before it exits", fallback: fixed("10m"), check: checkDuration},

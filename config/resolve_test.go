@@ -183,6 +183,7 @@ func TestResolveEntries(t *testing.T) {
 		{PullGrace, "2m0s", "default"},
 		{NodeLostGrace, "5m0s", "default"},
 		{AccelResources, "true", "default"},
+		{GCPEndpoints, "", "unset"},
 		{LocalSlots, strconv.Itoa(runtime.NumCPU()), "default (CPUs)"},
 		{Warm, "true", "default"},
 		{WarmIdle, "10m0s", "default"},

@@ -62,10 +62,15 @@ func newConfigShowCmd(g *Globals) *cobra.Command {
 func keyFlagName(k config.Key) string { return strings.ReplaceAll(string(k), "_", "-") }
 
 // keyFlags adds one string flag per configuration key, so a new key in package config
-// gets its flag everywhere without touching the CLI.
+// gets its flag everywhere without touching the CLI. A command that has a flag of the
+// same name already (run's --python, the job's interpreter) keeps its own: call keyFlags
+// after defining the command's flags.
 func keyFlags(cmd *cobra.Command) map[config.Key]*string {
 	vals := map[config.Key]*string{}
 	for _, k := range config.Keys() {
+		if cmd.Flags().Lookup(keyFlagName(k)) != nil {
+			continue
+		}
 		vals[k] = cmd.Flags().String(keyFlagName(k), "", k.Help()+" (env "+k.EnvVar()+")")
 	}
 	return vals

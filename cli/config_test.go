@@ -52,6 +52,7 @@ func TestConfigShowTable(t *testing.T) {
 	cfgEnv(t)
 	t.Setenv("KINETIC_HOME", "/kh")
 	t.Setenv("GOOGLE_CLOUD_PROJECT", "gp")
+	t.Setenv("KINETIC_LOCAL_SLOTS", "3") // the default is this machine's CPU count
 	want := "" +
 		"KEY                    VALUE             SOURCE\n" +
 		"project                gp                env GOOGLE_CLOUD_PROJECT\n" +
@@ -80,7 +81,16 @@ func TestConfigShowTable(t *testing.T) {
 		"unschedulable_grace    10m0s             default\n" +
 		"image_pull_grace       2m0s              default\n" +
 		"node_lost_grace        5m0s              default\n" +
-		"accelerator_resources  true              default\n"
+		"accelerator_resources  true              default\n" +
+		"gcp_endpoints          -                 unset\n" +
+		"local_slots            3                 env KINETIC_LOCAL_SLOTS\n" +
+		"warm                   true              default\n" +
+		"warm_idle              10m0s             default\n" +
+		"python                 -                 unset\n" +
+		"build_python           -                 unset\n" +
+		"package_root           -                 unset\n" +
+		"no_default_excludes    false             default\n" +
+		"context_size_warn_mb   100               default\n"
 	if diff := cmp.Diff(want, must(t, "config", "show", "--backend", "k8s")); diff != "" {
 		t.Errorf("config show (-want +got):\n%s", diff)
 	}

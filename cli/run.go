@@ -34,7 +34,6 @@ and return at once; follow it with "kinetic jobs".`,
   kinetic run --accelerator tpu-v6e-8 train.py::train 3e-4
   kinetic run --async -- python3 -c 'print("hi")'`,
 	}
-	vals := keyFlags(cmd)
 	f := cmd.Flags()
 	f.StringVarP(&acc, "accelerator", "a", "cpu", "accelerator, e.g. cpu, gpu-l4, tpu-v6e-8 (see `kinetic accelerators`)")
 	f.StringVar(&image, "container-image", "", `"bundled" (default), "prebuilt", or an image URI`)
@@ -45,6 +44,7 @@ and return at once; follow it with "kinetic jobs".`,
 	f.DurationVar(&debugWait, "debug-wait", 0, "with --debug, how long the job waits for a debugger before it fails (default 10m)")
 	f.BoolVar(&async, "async", false, "submit, print the handle, and return")
 	f.BoolVar(&asJSON, "json", false, "print the result (or the handle with --async) as JSON")
+	vals := keyFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		req := &engine.SubmitRequest{Accelerator: acc, ContainerImage: image, Python: python, CaptureEnv: capture, Spot: spot,
 			Debug: debug, DebugWait: debugWait.Seconds()}

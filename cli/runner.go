@@ -58,10 +58,14 @@ func newSuperviseCmd(g *Globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Ready = os.NewFile(3, "ready")
 			defer profile("supervise")()
+			var err error
 			if queue != "" {
-				return local.Work(cmd.Context(), local.WorkOptions{SuperviseOptions: o, Queue: queue, Worker: worker})
+				err = local.Work(cmd.Context(), local.WorkOptions{SuperviseOptions: o, Queue: queue, Worker: worker})
+			} else {
+				err = local.Supervise(cmd.Context(), o)
 			}
-			return local.Supervise(cmd.Context(), o)
+			local.SayStartupError(o.Ready, err)
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&o.StoreURL, "store", "", "store URL")
@@ -71,5 +75,8 @@ func newSuperviseCmd(g *Globals) *cobra.Command {
 	cmd.Flags().IntVar(&worker, "worker", 0, "worker number within the queue's pool")
 	cmd.Flags().IntVar(&o.Slots, "slots", 2, "concurrent jobs on this machine")
 	cmd.Flags().DurationVar(&o.Grace, "grace", runner.DefaultGrace, "time between SIGTERM and SIGKILL on cancel")
+	cmd.Flags().BoolVar(&o.Python.Cold, "cold", false, "start every Python call in a new interpreter (no warm workers)")
+	cmd.Flags().DurationVar(&o.Python.WarmIdle, "warm-idle", runner.DefaultWarmIdle, "how long an idle warm worker server lives")
+	cmd.Flags().StringVar(&o.Python.Interpreter, "python", "", "the interpreter Python jobs run with (default: the job's own)")
 	return cmd
 }

@@ -44,6 +44,7 @@ func k8sTarget(g *Globals, args map[config.Key]string) (*infra.Target, *config.R
 func newUpCmd(g *Globals) *cobra.Command {
 	var be, ns, registry, st, kctx string
 	var yes bool
+	var gf *gkeFlags
 	cmd := &cobra.Command{
 		Use:   "up --backend k8s [-y] [--namespace N] [--registry R] [--store URL]",
 		Short: "Prepare an existing Kubernetes cluster for jobs and write the profile",
@@ -57,9 +58,10 @@ func newUpCmd(g *Globals) *cobra.Command {
 			switch be {
 			case "k8s":
 			case "gke":
-				return errors.New("kinetic up --backend gke (creating a GKE cluster) is not built yet: create the cluster, get its credentials, then run `kinetic up --backend k8s`")
+				preview, _ := cmd.Flags().GetBool("preview")
+				return upGKE(cmd, g, gf, map[config.Key]string{config.Namespace: ns, config.ImageRegistry: registry, config.Store: st}, preview, yes)
 			default:
-				return fmt.Errorf("--backend %q: only k8s (an existing cluster from your kubeconfig) is supported", be)
+				return fmt.Errorf("--backend %q: use gke (create a GKE cluster and what jobs need) or k8s (an existing cluster from your kubeconfig)", be)
 			}
 			args := map[config.Key]string{config.Namespace: ns, config.ImageRegistry: registry, config.Store: st, config.KubeContext: kctx}
 			for k, v := range args {
@@ -169,13 +171,15 @@ func newUpCmd(g *Globals) *cobra.Command {
 			return upChecks(ctx, cmd, t, plan.RunnerImage, start)
 		},
 	}
-	cmd.Flags().StringVar(&be, "backend", "", "k8s: an existing cluster (the kubeconfig's current context, or --context)")
+	cmd.Flags().StringVar(&be, "backend", "", "gke: create a GKE cluster and what jobs need (docs/infrastructure.md); k8s: an existing cluster (the kubeconfig's current context, or --context)")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "apply without asking")
 	cmd.Flags().StringVar(&ns, "namespace", "", "namespace for jobs (default: the profile's, else default)")
 	cmd.Flags().StringVar(&registry, "registry", "", "registry for the runner image and bundled images, HOST/PATH, pullable by the nodes (image_registry)")
 	cmd.Flags().StringVar(&st, "store", "", "store URL reachable from the pods: gs://BUCKET or s3://BUCKET")
 	cmd.Flags().StringVar(&kctx, "context", "", "kubeconfig context (default: the current one)")
 	cmd.MarkFlagRequired("backend")
+	gf = addGKEFlags(cmd) // --project, --zone, --cluster (GKE)
+	addPreviewFlag(cmd)
 	return cmd
 }
 

@@ -6,7 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+
+	"github.com/kinetic-run/kinetic/internal/faultfs"
 )
 
 // noLeftovers fails if anything but the profiles file is in dir.
@@ -37,25 +40,42 @@ func TestSaveLeavesNoTempFiles(t *testing.T) {
 	noLeftovers(t, filepath.Dir(path))
 }
 
-// TestSaveFailureKeepsOriginal injects a failure after the new content is written, where
-// a disk-full or I/O error would strike, and checks the old file is untouched.
+// TestSaveFailureKeepsOriginal fills the disk (a small tmpfs) so that writing the new
+// content fails with ENOSPC, and checks the old file is untouched and nothing is left.
 func TestSaveFailureKeepsOriginal(t *testing.T) {
-	path := writeFile(t, twoProfiles)
-	boom := errors.New("disk on fire")
-	testHookBeforeRename = func(string) error { return boom }
-	t.Cleanup(func() { testHookBeforeRename = nil })
-
-	f := &File{}
-	if err := f.Put("other", Profile{"zone": "z"}); err != nil {
+	dir := faultfs.Tmpfs(t, 64)
+	path := filepath.Join(dir, "profiles.json")
+	if err := os.WriteFile(path, []byte(twoProfiles), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Save(path); !errors.Is(err, boom) {
-		t.Fatalf("Save = %v, want %v", err, boom)
+	faultfs.Fill(t, dir)
+	f := &File{}
+	if err := f.Put("other", Profile{"zone": strings.Repeat("z", 64<<10)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Save(path); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Save on a full disk = %v, want ENOSPC", err)
 	}
 	if data, _ := os.ReadFile(path); string(data) != twoProfiles {
 		t.Errorf("original changed:\n%s", data)
 	}
-	noLeftovers(t, filepath.Dir(path))
+	for _, e := range mustReadDir(t, dir) {
+		if e != "profiles.json" && e != "filler" {
+			t.Errorf("left behind: %s", e)
+		}
+	}
+}
+
+func mustReadDir(t *testing.T, dir string) []string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
 }
 
 func TestSaveReadOnlyDir(t *testing.T) {

@@ -1,6 +1,10 @@
 package config
 
-import "strings"
+import (
+	"runtime"
+	"strconv"
+	"strings"
+)
 
 // Key names one setting. Its string form is the key used in the profiles file and in
 // "kinetic config show"; its environment variable is KINETIC_ followed by the upper-cased key.
@@ -36,6 +40,17 @@ const (
 	PullGrace      Key = "image_pull_grace"      // how long image pulls may fail before FAILED
 	NodeLostGrace  Key = "node_lost_grace"       // how long a job's node may be NotReady before FAILED
 	AccelResources Key = "accelerator_resources" // "false" leaves GPU/TPU requests out of pods (tests, CPU dry runs)
+	GCPEndpoints   Key = "gcp_endpoints"         // Google API endpoint overrides (tests, emulators)
+
+	// This machine's settings: how jobs run here and how the working directory is shipped.
+	LocalSlots        Key = "local_slots"          // local backend: jobs running at once
+	Warm              Key = "warm"                 // local backend: warm forked Python workers
+	WarmIdle          Key = "warm_idle"            // how long an idle warm worker server lives
+	Python            Key = "python"               // the interpreter local jobs run with
+	BuildPython       Key = "build_python"         // the interpreter whose pip installs into bundled images
+	PackageRoot       Key = "package_root"         // the shipped root, instead of the one detected
+	NoDefaultExcludes Key = "no_default_excludes"  // ship what the default excludes would leave out
+	ContextSizeWarnMB Key = "context_size_warn_mb" // warn when the shipped root is larger (MiB; 0: never)
 )
 
 // keyInfo is everything the package knows about one key. Keeping it in one table means a
@@ -88,7 +103,7 @@ var keyTable = []keyInfo{
 	{key: Kubeconfig, help: "kubeconfig file for the Kubernetes backends", fallback: fromEnv("KUBECONFIG")},
 	{key: KubeContext, help: "context within the kubeconfig"},
 	{key: ClusterType, help: "kind of cluster: " + strings.Join(ClusterTypes, ", "), check: checkClusterType},
-	{key: GCSEndpoint, help: "GCS endpoint URL (emulators, private endpoints)", check: checkHTTPURL},
+	{key: GCSEndpoint, help: "GCS endpoint URL for gs:// stores (emulators, private endpoints)", fallback: emulatorHost, check: checkHTTPURL},
 	{key: RunnerImage, help: "image holding the kinetic runner at /kinetic/bin/kinetic, copied into job pods (default: the one this CLI publishes to image_registry)"},
 	{key: StoreSecret, help: "Kubernetes Secret with store credentials (key.json or credentials) mounted into job pods"},
 	{key: PodCPU, help: "CPU request of job pods without a CPU count (Kubernetes quantity)", fallback: fixed("250m"), check: checkQuantity},
@@ -97,6 +112,33 @@ var keyTable = []keyInfo{
 	{key: PullGrace, help: "how long a job's image pulls may fail before the job is FAILED", fallback: fixed("2m"), check: checkDuration},
 	{key: NodeLostGrace, help: "how long a running job's node may be NotReady before the job is FAILED", fallback: fixed("5m"), check: checkDuration},
 	{key: AccelResources, help: "whether job pods request their GPUs/TPUs; false runs them as CPU pods (tests, dry runs on clusters without the devices)", fallback: fixed("true"), check: checkBool},
+	{key: GCPEndpoints, help: "Google API endpoints for tests and emulators only: container=URL,artifactregistry=URL,iam=URL,compute=URL (plain, unauthenticated; used by up/down/status/pool for GKE)"},
+	{key: LocalSlots, help: "local backend: how many jobs run at once on this machine", fallback: cpus, check: checkPositiveInt},
+	{key: Warm, help: "local backend: run Python calls in warm forked workers (docs/warm-workers.md)", fallback: fixed("true"), check: checkBool},
+	{key: WarmIdle, help: "how long a warm worker server waits without work before it exits", fallback: fixed("10m"), check: checkDuration},
+	{key: Python, help: "the Python interpreter local jobs run with (default: the one the SDK runs, else python3)", check: checkExecutable},
+	{key: BuildPython, help: "the Python whose pip installs requirements into bundled images (default: python3)", check: checkExecutable},
+	{key: PackageRoot, help: "the directory shipped as the job's working directory, instead of the detected project root", check: checkAbsPath},
+	{key: NoDefaultExcludes, help: "ship files the default excludes leave out (.git, __pycache__, virtualenvs …)", fallback: fixed("false"), check: checkBool},
+	{key: ContextSizeWarnMB, help: "warn when the shipped working directory is larger than this many MiB (0: never)", fallback: fixed("100"), check: checkSizeMB},
+}
+
+// emulatorHost falls back to STORAGE_EMULATOR_HOST, the Google client's variable, which
+// may be host:port (plain HTTP) or a URL.
+func emulatorHost(getenv func(string) string) (string, string) {
+	v := strings.TrimSpace(getenv("STORAGE_EMULATOR_HOST"))
+	if v == "" {
+		return "", ""
+	}
+	if !strings.Contains(v, "://") {
+		v = "http://" + v
+	}
+	return v, "env STORAGE_EMULATOR_HOST"
+}
+
+// cpus is the default number of local slots: one job per CPU.
+func cpus(func(string) string) (string, string) {
+	return strconv.Itoa(runtime.NumCPU()), SourceDefault + " (CPUs)"
 }
 
 // Sources reported by Resolved.Source besides "env NAME" and "profile NAME".

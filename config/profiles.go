@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/kinetic-run/kinetic/internal/atomicfile"
 )
 
 // Profile is one named set of settings, keyed by Key strings. It is a plain map so keys
@@ -201,7 +203,7 @@ func (f *File) Marshal() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// Save writes f to path atomically (see writeFileAtomic), creating the directory (0700)
+// Save writes f to path atomically and durably (atomicfile.WriteDurable), creating the directory (0700)
 // if needed. The file is 0600: it names projects and clusters, which are nobody else's
 // business.
 func (f *File) Save(path string) error {
@@ -209,7 +211,7 @@ func (f *File) Save(path string) error {
 	if err != nil {
 		return fmt.Errorf("encode profiles: %w", err)
 	}
-	if err := writeFileAtomic(path, data, 0o600); err != nil {
+	if err := atomicfile.WriteDurable(path, data, 0o600, 0o700); err != nil {
 		return fmt.Errorf("save profiles file: %w", err)
 	}
 	return nil

@@ -3,6 +3,8 @@ package config
 import (
 	"errors"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -97,8 +99,18 @@ func TestResolveEveryKeyEveryLayer(t *testing.T) {
 			return map[string]string{"arg": "podman", "env": "daemonless", "profile": "docker"}[layer]
 		case Container:
 			return map[string]string{"arg": "podman", "env": "auto", "profile": "docker"}[layer]
-		case AccelResources:
+		case AccelResources, Warm, NoDefaultExcludes:
 			return map[string]string{"arg": "false", "env": "true", "profile": "false"}[layer]
+		case LocalSlots:
+			return map[string]string{"arg": "1", "env": "2", "profile": "3"}[layer]
+		case WarmIdle:
+			return map[string]string{"arg": "1m0s", "env": "2m0s", "profile": "3m0s"}[layer]
+		case ContextSizeWarnMB:
+			return map[string]string{"arg": "0", "env": "1.5", "profile": "200"}[layer]
+		case Python, BuildPython:
+			return map[string]string{"arg": "sh", "env": "true", "profile": "false"}[layer]
+		case PackageRoot:
+			return map[string]string{"arg": "/a", "env": "/e", "profile": "/p"}[layer]
 		}
 		if p, ok := sample[k]; ok {
 			return p + layer
@@ -171,6 +183,15 @@ func TestResolveEntries(t *testing.T) {
 		{PullGrace, "2m0s", "default"},
 		{NodeLostGrace, "5m0s", "default"},
 		{AccelResources, "true", "default"},
+		{GCPEndpoints, "", "unset"},
+		{LocalSlots, strconv.Itoa(runtime.NumCPU()), "default (CPUs)"},
+		{Warm, "true", "default"},
+		{WarmIdle, "10m0s", "default"},
+		{Python, "", "unset"},
+		{BuildPython, "", "unset"},
+		{PackageRoot, "", "unset"},
+		{NoDefaultExcludes, "false", "default"},
+		{ContextSizeWarnMB, "100", "default"},
 	}
 	if diff := cmp.Diff(want, r.Entries()); diff != "" {
 		t.Errorf("Entries (-want +got):\n%s", diff)
@@ -272,5 +293,47 @@ func TestProfilesPath(t *testing.T) {
 	}
 	if got := ProfilesPath(env{"HOME": "/h", "KINETIC_PROFILES_FILE": "/x.json"}.get); got != "/x.json" {
 		t.Errorf("override: %q", got)
+	}
+}
+
+// TestMachineSettings: the settings that used to be read deep inside packages
+// (KINETIC_WARM, KINETIC_LOCAL_SLOTS, KINETIC_PYTHON, STORAGE_EMULATOR_HOST …) resolve
+// here, with their forms of old, and bad values name the variable.
+func TestMachineSettings(t *testing.T) {
+	for _, tc := range []struct {
+		env       env
+		key       Key
+		want, src string
+		bad       string // a part of the error, when the value is refused
+	}{
+		{env: env{"KINETIC_WARM": "0"}, key: Warm, want: "false", src: "env KINETIC_WARM"},
+		{env: env{"KINETIC_NO_DEFAULT_EXCLUDES": "yes"}, key: NoDefaultExcludes, want: "true", src: "env KINETIC_NO_DEFAULT_EXCLUDES"},
+		{env: env{"KINETIC_NO_DEFAULT_EXCLUDES": "off"}, key: NoDefaultExcludes, want: "false", src: "env KINETIC_NO_DEFAULT_EXCLUDES"},
+		{env: env{"KINETIC_WARM_IDLE": "90s"}, key: WarmIdle, want: "1m30s", src: "env KINETIC_WARM_IDLE"},
+		{env: env{"KINETIC_LOCAL_SLOTS": "3"}, key: LocalSlots, want: "3", src: "env KINETIC_LOCAL_SLOTS"},
+		{env: env{"KINETIC_LOCAL_SLOTS": "0"}, key: LocalSlots, bad: "KINETIC_LOCAL_SLOTS"},
+		{env: env{"STORAGE_EMULATOR_HOST": "127.0.0.1:4443"}, key: GCSEndpoint, want: "http://127.0.0.1:4443", src: "env STORAGE_EMULATOR_HOST"},
+		{env: env{"STORAGE_EMULATOR_HOST": "127.0.0.1:1", "KINETIC_GCS_ENDPOINT": "https://g.example"}, key: GCSEndpoint, want: "https://g.example", src: "env KINETIC_GCS_ENDPOINT"},
+		{env: env{"KINETIC_PYTHON": "/no/such/python3"}, key: Python, bad: "not an executable file"},
+		{env: env{"KINETIC_PACKAGE_ROOT": "relative/dir"}, key: PackageRoot, bad: "absolute path"},
+		{env: env{"KINETIC_CONTEXT_SIZE_WARN_MB": "lots"}, key: ContextSizeWarnMB, bad: "size in MiB"},
+		{env: env{"KINETIC_CONTEXT_SIZE_WARN_MB": "0"}, key: ContextSizeWarnMB, want: "0", src: "env KINETIC_CONTEXT_SIZE_WARN_MB"},
+	} {
+		t.Run(string(tc.key)+"="+tc.want+tc.bad, func(t *testing.T) {
+			tc.env["HOME"] = t.TempDir()
+			r, err := Resolve(Options{Getenv: tc.env.get})
+			if tc.bad != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.bad) {
+					t.Fatalf("Resolve = %v, want an error with %q", err, tc.bad)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(got{tc.want, tc.src}, got{r.Get(tc.key), r.Source(tc.key)}); d != "" {
+				t.Error(d)
+			}
+		})
 	}
 }

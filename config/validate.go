@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -178,7 +179,52 @@ func checkQuantity(v string) (string, error) {
 	return v, nil
 }
 
+func checkPositiveInt(v string) (string, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 {
+		return "", fmt.Errorf("%q is not a whole number of at least 1", v)
+	}
+	return strconv.Itoa(n), nil
+}
+
+// checkSizeMB accepts a size in MiB, 0 included (0 turns a warning off).
+func checkSizeMB(v string) (string, error) {
+	mb, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || mb < 0 || mb > 1<<40 {
+		return "", fmt.Errorf("%q is not a size in MiB (write it like 100, or 0 for never)", v)
+	}
+	return strconv.FormatFloat(mb, 'f', -1, 64), nil
+}
+
+func checkAbsPath(v string) (string, error) {
+	if !filepath.IsAbs(v) {
+		return "", fmt.Errorf("%q is not an absolute path", v)
+	}
+	return filepath.Clean(v), nil
+}
+
+// checkExecutable accepts an absolute path to an executable file, or a command name
+// found on PATH, so a typo fails before a job is written rather than inside it.
+func checkExecutable(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	p, err := exec.LookPath(v)
+	if err != nil {
+		return "", fmt.Errorf("%q is not an executable file (give its absolute path, or a command on PATH)", v)
+	}
+	if !filepath.IsAbs(v) && strings.ContainsRune(v, filepath.Separator) {
+		return filepath.Abs(p)
+	}
+	return v, nil
+}
+
 func checkBool(v string) (string, error) {
+	// yes/no and on/off too: KINETIC_NO_DEFAULT_EXCLUDES=yes predates this table.
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "yes", "on":
+		return "true", nil
+	case "no", "off":
+		return "false", nil
+	}
 	b, err := strconv.ParseBool(strings.TrimSpace(v))
 	if err != nil {
 		return "", fmt.Errorf("%q is not true or false", v)

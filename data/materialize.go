@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path"
@@ -19,11 +17,9 @@ import (
 	"strings"
 
 	"gocloud.dev/blob"
-	"gocloud.dev/blob/gcsblob" // gs://
+	_ "gocloud.dev/blob/gcsblob" // gs://
 	"gocloud.dev/gcerrors"
-	"gocloud.dev/gcp"
 	"golang.org/x/sync/errgroup"
-	"google.golang.org/api/option"
 
 	"github.com/kinetic-run/kinetic/store"
 )
@@ -44,8 +40,8 @@ type OpenBucket func(ctx context.Context, bucketURL string) (*blob.Bucket, error
 //   - local-dir, gs-dir: the files are written under dest at their relative paths; the
 //     path is dest.
 //   - local-file, gs-object: the file is written to dest/<base name>; the path is that file.
-//   - hf: datasets.load_dataset(...).save_to_disk(dest) in the worker's Python (KINETIC_PYTHON
-//     or python3); the path is dest.
+//   - hf: datasets.load_dataset(...).save_to_disk(dest) in python3 (MaterializeHF takes
+//     the job's interpreter); the path is dest.
 //
 // Local data is read from st, and only when its completion marker exists (ErrIncomplete
 // otherwise); the marker's manifest is checked against ref.Hash and every file against
@@ -68,39 +64,16 @@ func Materialize(ctx context.Context, st *store.Store, ref Ref, dest string, ope
 		}
 		return materializeGS(ctx, ref, dest, open)
 	case HF:
-		return MaterializeHF(ctx, ref, dest, pythonFromEnv())
+		return MaterializeHF(ctx, ref, dest, "python3") // a runner calls MaterializeHF with the job's interpreter
 	default:
 		return "", fmt.Errorf("materialize data %q: unknown kind %q", ref.Source, ref.Kind)
 	}
 }
 
-// openGCSBucket opens gs://bucket with gocloud, honouring STORAGE_EMULATOR_HOST in both
-// forms the store accepts (docs/store.md): host:port, which gcsblob reads itself, and
-// http(s)://host[:port], which gcsblob would turn into "http://http://host:port".
+// openGCSBucket opens gs://bucket the way the store does, honouring the endpoint
+// parameter and STORAGE_EMULATOR_HOST (docs/store.md).
 func openGCSBucket(ctx context.Context, u string) (*blob.Bucket, error) {
-	ep := os.Getenv("STORAGE_EMULATOR_HOST")
-	if !strings.Contains(ep, "://") {
-		return blob.OpenBucket(ctx, u)
-	}
-	e, err := url.Parse(ep)
-	if err != nil || (e.Scheme != "http" && e.Scheme != "https") || e.Host == "" || (e.Path != "" && e.Path != "/") {
-		return nil, fmt.Errorf("STORAGE_EMULATOR_HOST %q: want host:port or http(s)://host[:port]", ep)
-	}
-	client := &gcp.HTTPClient{Client: http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}}
-	return gcsblob.OpenBucket(ctx, client, strings.TrimPrefix(u, "gs://"), &gcsblob.Options{
-		ClientOptions: []option.ClientOption{
-			// Later options win over the ones gcsblob derives from STORAGE_EMULATOR_HOST.
-			option.WithoutAuthentication(),
-			option.WithEndpoint(e.Scheme + "://" + e.Host + "/storage/v1/"),
-		},
-	})
-}
-
-func pythonFromEnv() string {
-	if p := os.Getenv("KINETIC_PYTHON"); p != "" {
-		return p
-	}
-	return "python3"
+	return store.OpenGCSBucket(ctx, u)
 }
 
 func materializeLocal(ctx context.Context, st *store.Store, ref Ref, dest string) (string, error) {

@@ -145,7 +145,6 @@ func TestMaterializeHFWithoutDatasets(t *testing.T) {
 	if !errors.Is(err, ErrNoDatasets) || !strings.Contains(err.Error(), "add `datasets` to the job's requirements.txt") {
 		t.Fatalf("got %v", err)
 	}
-	t.Setenv("KINETIC_PYTHON", "python3")
 	if _, err := Materialize(context.Background(), nil, ref, t.TempDir(), nil); !errors.Is(err, ErrNoDatasets) {
 		t.Fatalf("Materialize: %v", err)
 	}

@@ -265,9 +265,10 @@ func faultSymlinksOutside(t *testing.T, e *env) {
 }
 
 func faultLockDeleted(t *testing.T, e *env) {
-	id := e.submitAsync(t, "sh", "-c", "sleep 2; echo done")
+	// Long enough that a loaded machine's status polls still see it RUNNING.
+	id := e.submitAsync(t, "sh", "-c", "sleep 8; echo done")
 	e.waitStatus(t, id, "RUNNING")
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(40 * time.Second)
 	if err := os.Remove(filepath.Join(e.home, "data", "local", "jobs", id, "supervisor.lock")); err != nil {
 		t.Fatal(err)
 	}

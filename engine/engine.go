@@ -93,6 +93,7 @@ func (e *Engine) resolve(args map[config.Key]string) (*config.Resolved, error) {
 
 // Store opens (once) the store at url.
 func (e *Engine) Store(ctx context.Context, url string) (*store.Store, error) {
+	url = store.WithEndpoint(url, e.cfg.Get(config.GCSEndpoint))
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if s, ok := e.stores[url]; ok {

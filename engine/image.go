@@ -151,15 +151,16 @@ func (e *Engine) ensurer(cfg *config.Resolved) *image.Ensurer {
 	}
 	c := e.imageClient()
 	layers := filepath.Join(config.DataDir(), "cache", "image", "layers")
+	py := cfg.Get(config.BuildPython)
 	en := &image.Ensurer{Client: c, LockDir: filepath.Join(config.DataDir(), "cache", "image", "locks")}
 	switch kind {
 	case "", "auto":
-		en.Builder = &image.Daemonless{Client: c, CacheDir: layers}
+		en.Builder = &image.Daemonless{Client: c, CacheDir: layers, Python: py}
 		if eng := image.DetectEngine(); eng != "" {
 			en.Fallback = &image.EngineBuilder{Command: eng}
 		}
 	case "daemonless":
-		en.Builder = &image.Daemonless{Client: c, CacheDir: layers}
+		en.Builder = &image.Daemonless{Client: c, CacheDir: layers, Python: py}
 	case "podman", "docker":
 		en.Builder = &image.EngineBuilder{Command: kind}
 	case "cloudbuild":

@@ -362,9 +362,11 @@ func (e *Engine) write(ctx context.Context, p *plan) error {
 	return p.st.Put(ctx, store.HandleKey(id), p.handle.Encode())
 }
 
-func shippedRoot(req *SubmitRequest, cwd string) (string, error) {
-	if r := os.Getenv("KINETIC_PACKAGE_ROOT"); r != "" {
-		return filepath.Abs(r)
+// shippedRoot is the setting package_root, else the root detected from the code's
+// directory (pack.FindRoot).
+func shippedRoot(cfg *config.Resolved, req *SubmitRequest, cwd string) (string, error) {
+	if r := cfg.Get(config.PackageRoot); r != "" {
+		return r, nil
 	}
 	home, _ := os.UserHomeDir()
 	return pack.FindRoot(codeDir(req, cwd), home), nil
@@ -390,8 +392,8 @@ func codeDir(req *SubmitRequest, cwd string) string {
 
 // Root returns the shipped root for code in sourceFile (the Python SDK pickles modules
 // under it by value).
-func Root(sourceFile, cwd string) (string, error) {
-	return shippedRoot(&SubmitRequest{SourceFile: sourceFile}, cwd)
+func (e *Engine) Root(sourceFile, cwd string) (string, error) {
+	return shippedRoot(e.cfg, &SubmitRequest{SourceFile: sourceFile}, cwd)
 }
 
 func defaultOutputDir(st *store.Store, id string) string {
@@ -488,19 +490,18 @@ func (e *Engine) planTree(ctx context.Context, p *plan, req *SubmitRequest, cwd,
 		return nil
 	}
 	// The shipped root.
-	root, err := shippedRoot(req, cwd)
+	root, err := shippedRoot(p.cfg, req, cwd)
 	if err != nil {
 		return err
 	}
-	p.packOpts = pack.OptionsFromEnv(pack.Options{CacheDir: packCache(), Skip: pack.SkipPaths(root, cwd, req.dataPaths())}, os.Getenv)
+	p.packOpts = pack.Options{CacheDir: packCache(), Skip: pack.SkipPaths(root, cwd, req.dataPaths()),
+		NoDefaultExcludes: p.cfg.Get(config.NoDefaultExcludes) == "true"}
 	m, err := pack.Scan(ctx, root, p.packOpts)
 	if err != nil {
 		return fmt.Errorf("working directory %s: %w", root, err)
 	}
-	threshold, err := pack.WarnThresholdFromEnv(os.Getenv)
-	if err != nil {
-		return err
-	}
+	mb, _ := strconv.ParseFloat(p.cfg.Get(config.ContextSizeWarnMB), 64)
+	threshold := int64(mb * (1 << 20))
 	if msg := pack.SizeWarning(m, threshold); msg != "" {
 		e.Warn(msg)
 	}

@@ -66,7 +66,7 @@ type Builder interface {
 // binary, push with go-containerregistry.
 type Daemonless struct {
 	Client *Client
-	// Python runs pip ("" = $KINETIC_BUILD_PYTHON, else python3).
+	// Python runs pip ("" = python3; the engine passes the setting build_python).
 	Python string
 	// Work is a scratch directory ("" = the system temp dir).
 	Work string
@@ -197,9 +197,6 @@ func (d *Daemonless) Build(ctx context.Context, req *BuildRequest) (name.Digest,
 func (d *Daemonless) python() string {
 	if d.Python != "" {
 		return d.Python
-	}
-	if p := os.Getenv("KINETIC_BUILD_PYTHON"); p != "" {
-		return p
 	}
 	return "python3"
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/kinetic-run/kinetic/internal/filelock"
 )
 
 // Result is a resolved image.
@@ -56,7 +58,9 @@ func (e *Ensurer) ensure(ctx context.Context, req *BuildRequest) (Result, error)
 		return r, err
 	}
 	if e.LockDir != "" {
-		unlock, err := lockPath(filepath.Join(e.LockDir, lockName(req.Target)))
+		unlock, err := filelock.LockContext(ctx, filepath.Join(e.LockDir, lockName(req.Target)), func() {
+			say(req.Progress, "waiting for another build of %s on this machine", req.Target)
+		})
 		if err != nil {
 			return Result{}, fmt.Errorf("lock the build of %s: %w", req.Target, err)
 		}

@@ -79,7 +79,7 @@ func runPip(ctx context.Context, python string, t Target, verb, lines, constrain
 	if err := cmd.Run(); err != nil {
 		var ee *exec.Error
 		if errors.As(err, &ee) {
-			return fmt.Errorf("the daemonless builder runs pip with %s on this machine: %w (install python3 and pip, or set KINETIC_BUILD_PYTHON)", python, err)
+			return fmt.Errorf("the daemonless builder runs pip with %s on this machine: %w (install python3 and pip, or name another Python with KINETIC_BUILD_PYTHON or the profile key build_python)", python, err)
 		}
 		text := out.String()
 		if len(text) > 4000 {

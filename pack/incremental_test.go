@@ -280,7 +280,6 @@ func TestExcludes(t *testing.T) {
 	}
 	for name, tc := range map[string]struct {
 		ignore string
-		env    map[string]string
 		opts   Options
 		want   []string
 	}{
@@ -288,13 +287,9 @@ func TestExcludes(t *testing.T) {
 			want: []string{"README.md", "a1.tmp", "ab.tmp", "build/keep.txt", "build/out.o", "data/keep.csv", "data/train.csv", "deep/a/b/c.ckpt", "logs/a.log", "main.py", "pkg/m.py", "src/build", "src/logs/b.log", "x(1).py"},
 		},
 		"no default excludes": {
-			env: map[string]string{EnvNoDefaultExcludes: "1"},
+			opts: Options{NoDefaultExcludes: true},
 			want: []string{".mypy_cache/x", ".pytest_cache/x", ".ruff_cache/x", ".tox/x", ".venv/bin/python", "README.md", "a1.tmp", "ab.tmp", "build/keep.txt", "build/out.o", "data/keep.csv", "data/train.csv", "deep/a/b/c.ckpt", "logs/a.log", "main.py",
 				"nb/.DS_Store", "nb/.ipynb_checkpoints/x", "node_modules/a/i.js", "pkg/m.py", "src/build", "src/logs/b.log", "venv/x", "x(1).py"},
-		},
-		"env off means defaults": {
-			env:  map[string]string{EnvNoDefaultExcludes: "false"},
-			want: []string{"README.md", "a1.tmp", "ab.tmp", "build/keep.txt", "build/out.o", "data/keep.csv", "data/train.csv", "deep/a/b/c.ckpt", "logs/a.log", "main.py", "pkg/m.py", "src/build", "src/logs/b.log", "x(1).py"},
 		},
 		"kineticignore": {
 			ignore: strings.Join([]string{
@@ -335,8 +330,7 @@ func TestExcludes(t *testing.T) {
 			if tc.ignore != "" {
 				os.WriteFile(filepath.Join(src, IgnoreFile), []byte(tc.ignore), 0o644)
 			}
-			o := OptionsFromEnv(tc.opts, func(k string) string { return tc.env[k] })
-			m, err := Scan(context.Background(), src, o)
+			m, err := Scan(context.Background(), src, tc.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -345,7 +339,7 @@ func TestExcludes(t *testing.T) {
 			}
 			// Archive ships the same files.
 			var buf bytes.Buffer
-			st, err := Archive(context.Background(), src, &buf, o)
+			st, err := Archive(context.Background(), src, &buf, tc.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -638,14 +632,5 @@ func TestSizeWarning(t *testing.T) {
 	}
 	if w := SizeWarning(m, 500<<20); w != "" {
 		t.Errorf("under the threshold: %q", w)
-	}
-	for env, want := range map[string]int64{"": 100 << 20, "1.5": 3 << 19, "0": 0} {
-		got, err := WarnThresholdFromEnv(func(string) string { return env })
-		if err != nil || got != want {
-			t.Errorf("%q: %d, %v; want %d", env, got, err, want)
-		}
-	}
-	if _, err := WarnThresholdFromEnv(func(string) string { return "lots" }); err == nil {
-		t.Error("a bad threshold was accepted")
 	}
 }

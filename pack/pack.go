@@ -69,7 +69,7 @@ type Options struct {
 	// whatever this says.
 	Excludes []string
 	// NoDefaultExcludes leaves out only AlwaysExcludes (and Excludes, if set):
-	// KINETIC_NO_DEFAULT_EXCLUDES (see OptionsFromEnv).
+	// the setting no_default_excludes (KINETIC_NO_DEFAULT_EXCLUDES).
 	NoDefaultExcludes bool
 	// Skip are root-relative slash paths left out (e.g. local Data paths; see SkipPaths).
 	Skip []string

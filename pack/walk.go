@@ -22,39 +22,12 @@ var AlwaysExcludes = []string{".git", "__pycache__"}
 // that are not shipped.
 const IgnoreFile = ".kineticignore"
 
-// Environment variables read by OptionsFromEnv and WarnThresholdFromEnv.
-const (
-	EnvNoDefaultExcludes = "KINETIC_NO_DEFAULT_EXCLUDES"
-	EnvSizeWarnMB        = "KINETIC_CONTEXT_SIZE_WARN_MB"
-)
+// EnvSizeWarnMB is the variable SizeWarning names to raise the threshold (the setting
+// context_size_warn_mb, which config resolves).
+const EnvSizeWarnMB = "KINETIC_CONTEXT_SIZE_WARN_MB"
 
 // DefaultWarnBytes is the working-directory size above which SizeWarning speaks.
 const DefaultWarnBytes = 100 << 20
-
-// OptionsFromEnv applies KINETIC_NO_DEFAULT_EXCLUDES to o: any value other than "", "0",
-// "false", "no" or "off" sets NoDefaultExcludes.
-func OptionsFromEnv(o Options, getenv func(string) string) Options {
-	switch strings.ToLower(strings.TrimSpace(getenv(EnvNoDefaultExcludes))) {
-	case "", "0", "false", "no", "off":
-	default:
-		o.NoDefaultExcludes = true
-	}
-	return o
-}
-
-// WarnThresholdFromEnv returns the size warning threshold in bytes from
-// KINETIC_CONTEXT_SIZE_WARN_MB (default 100 MiB). 0 turns the warning off.
-func WarnThresholdFromEnv(getenv func(string) string) (int64, error) {
-	v := strings.TrimSpace(getenv(EnvSizeWarnMB))
-	if v == "" {
-		return DefaultWarnBytes, nil
-	}
-	mb, err := strconv.ParseFloat(v, 64)
-	if err != nil || mb < 0 || mb > 1<<40 {
-		return 0, fmt.Errorf("%s=%q: want a size in MiB, e.g. 100", EnvSizeWarnMB, v)
-	}
-	return int64(mb * (1 << 20)), nil
-}
 
 // SkipPaths turns local paths (absolute, or relative to cwd) into the root-relative slash
 // paths Options.Skip wants. Paths outside root are dropped: they are not shipped anyway.

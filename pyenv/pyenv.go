@@ -40,7 +40,7 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/kinetic-run/kinetic/internal/filelock"
 )
 
 // MarkerFile is the name of the completion marker inside an environment directory.
@@ -156,38 +156,19 @@ func ready(envDir string) bool {
 	return err == nil
 }
 
-// lock takes an exclusive flock on path, polling so that ctx can cancel the wait.
-// flock locks belong to the open file description, so two goroutines of one process
-// exclude each other as two processes do.
+// lock takes the build lock of key, saying once on stderr when it must wait for another
+// build; ctx ends the wait.
 func lock(ctx context.Context, path string, stderr io.Writer, key string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	unlock, err := filelock.LockContext(ctx, path, func() {
+		fmt.Fprintf(stderr, "kinetic: waiting for another build of Python environment %s\n", short(key))
+	})
 	if err != nil {
-		return nil, fmt.Errorf("pyenv: open lock: %w", err)
-	}
-	said := false
-	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			return func() {
-				_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
-				_ = f.Close()
-			}, nil
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
-			f.Close()
-			return nil, fmt.Errorf("pyenv: lock %s: %w", path, err)
-		}
-		if !said {
-			fmt.Fprintf(stderr, "kinetic: waiting for another build of Python environment %s\n", short(key))
-			said = true
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
+		if ctx.Err() != nil {
 			return nil, fmt.Errorf("pyenv: waiting for environment %s: %w", short(key), ctx.Err())
-		case <-time.After(50 * time.Millisecond):
 		}
+		return nil, fmt.Errorf("pyenv: %w", err)
 	}
+	return unlock, nil
 }
 
 func short(key string) string {

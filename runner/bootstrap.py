@@ -133,7 +133,8 @@ _DATA_PREFIX = "\x00kinetic-data:"
 
 
 def _resolve_data(v, paths):
-    """Replace the SDK's Data sentinels, at any depth of lists, tuples and dicts, by paths."""
+    """Replace the SDK's Data sentinels, at any depth of lists, tuples, sets and dicts (keys
+    included), by paths."""
     if type(v) is str and v.startswith(_DATA_PREFIX) and v.endswith("\x00"):
         return paths[v]
     if type(v) is list:
@@ -141,7 +142,9 @@ def _resolve_data(v, paths):
     if type(v) is tuple:
         return tuple(_resolve_data(x, paths) for x in v)
     if type(v) is dict:
-        return {k: _resolve_data(x, paths) for k, x in v.items()}
+        return {_resolve_data(k, paths): _resolve_data(x, paths) for k, x in v.items()}
+    if type(v) in (set, frozenset):
+        return type(v)(_resolve_data(x, paths) for x in v)
     return v
 
 

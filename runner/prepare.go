@@ -18,7 +18,7 @@ import (
 // environment returns the interpreter for the job: the base one, or the environment
 // built (once, cached by key) with the job's filtered requirements.
 func environment(ctx context.Context, spec *job.Spec, o Options, out io.Writer) (string, error) {
-	py := Python(spec)
+	py := o.python(spec)
 	if len(spec.Requirements) == 0 || o.EnvDir == "" {
 		return py, nil
 	}
@@ -48,7 +48,7 @@ func materializeData(ctx context.Context, st *store.Store, spec *job.Spec, o Opt
 			dest := filepath.Join(o.Workspace, "data", fmt.Sprint(i))
 			var err error
 			if ref.Kind == data.HF {
-				path, err = data.MaterializeHF(ctx, ref, dest, Python(spec))
+				path, err = data.MaterializeHF(ctx, ref, dest, o.python(spec))
 			} else {
 				path, err = data.Materialize(ctx, st, ref, dest, nil) // gs:// honours STORAGE_EMULATOR_HOST
 			}

@@ -47,8 +47,15 @@ type Options struct {
 	// WarmDir, if set, turns on warm workers for Python calls: fork servers, one per
 	// interpreter, keep their sockets and locks there and hand each call a fresh forked
 	// child instead of a cold interpreter (docs/warm-workers.md). "" (the default, and
-	// what a pod's runner uses) starts every call cold. KINETIC_WARM=0 turns it off.
+	// what a pod's runner uses, and the local backend's with the setting warm=false)
+	// starts every call cold.
 	WarmDir string
+	// WarmIdle is how long a warm worker server started for this job waits without work
+	// before it exits (0 means DefaultWarmIdle).
+	WarmIdle time.Duration
+	// Python, if set, is the interpreter Python jobs run with (the setting python),
+	// instead of the one the job recorded (the SDK's) or python3.
+	Python string
 	// EnvDir, if set, is where environments for jobs with requirements are built and
 	// cached by environment key (the local backend). "" means the requirements are
 	// already in the image (bundled mode) and nothing is installed.
@@ -359,10 +366,11 @@ func buildEnv(ctx context.Context, st *store.Store, spec *job.Spec, o Options) (
 	return out, nil
 }
 
-// Python returns the interpreter the runner uses for spec.
-func Python(spec *job.Spec) string {
-	if p := os.Getenv("KINETIC_PYTHON"); p != "" {
-		return p
+// python returns the interpreter the runner uses for spec: the Python option, else the
+// interpreter the job recorded if this machine has it, else python3.
+func (o Options) python(spec *job.Spec) string {
+	if o.Python != "" {
+		return o.Python
 	}
 	if spec.Python != "" {
 		if _, err := os.Stat(spec.Python); err == nil {
@@ -384,7 +392,7 @@ func runPython(ctx context.Context, spec *job.Spec, py string, rest []string, cw
 	// Debug jobs start cold: debugpy starts threads and an adapter process, which a
 	// child forked from the warm server (imports done, threads gone) is no place for.
 	if warmEnabled(o) && spec.Debug == nil {
-		runErr = runWarm(ctx, o.WarmDir, py, argv, cwd, environ, out, o.grace())
+		runErr = runWarm(ctx, o.WarmDir, o.warmIdle(), py, argv, cwd, environ, out, o.grace())
 		if cold = errors.Is(runErr, errNoWarm); cold {
 			debugf(out, "starting Python cold: %v", runErr)
 		}
@@ -411,7 +419,7 @@ func runPython(ctx context.Context, spec *job.Spec, py string, rest []string, cw
 		case !cold && runErr != nil:
 			return nil, nil, inPhase(job.PhaseCall, fmt.Errorf("python exited without a result (%w)", runErr))
 		case runErr != nil:
-			return nil, nil, inPhase(job.PhasePlan, fmt.Errorf("cannot start %s: %w (install Python 3 or set KINETIC_PYTHON)", py, runErr))
+			return nil, nil, inPhase(job.PhasePlan, fmt.Errorf("cannot start %s: %w (install Python 3, or set the interpreter with KINETIC_PYTHON or `kinetic profile` key python)", py, runErr))
 		default:
 			return nil, nil, inPhase(job.PhaseCall, errors.New("python exited without a result"))
 		}

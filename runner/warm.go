@@ -21,7 +21,7 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/kinetic-run/kinetic/internal/filelock"
 )
 
 // Warm workers: a fork server per interpreter (see docs/warm-workers.md and
@@ -31,13 +31,21 @@ import (
 //go:embed warmserver.py
 var warmServerPy []byte
 
-// WarmIdle is how long a warm worker server waits without work before it exits
-// (KINETIC_WARM_IDLE, a Go duration, overrides it). A server also exits, once idle, when
-// its socket is no longer where runners look for it (its directory was removed).
-var WarmIdle = 10 * time.Minute
+// DefaultWarmIdle is how long a warm worker server waits without work before it exits,
+// when Options.WarmIdle is 0 (the setting warm_idle). A server also exits, once idle,
+// when its socket is no longer where runners look for it (its directory was removed).
+const DefaultWarmIdle = 10 * time.Minute
 
 // warmStartTimeout bounds starting a server and waiting for one's reply.
-var warmStartTimeout = 10 * time.Second
+const warmStartTimeout = 10 * time.Second
+
+// warmIdle is o.WarmIdle or its default.
+func (o Options) warmIdle() time.Duration {
+	if o.WarmIdle > 0 {
+		return o.WarmIdle
+	}
+	return DefaultWarmIdle
+}
 
 const warmProto = 1
 
@@ -63,15 +71,16 @@ var (
 // start-up environment.
 type warmServer struct {
 	dir, key string
-	py       string   // absolute path of the interpreter, as the job would run it
-	env      []string // the server's environment
+	py       string        // absolute path of the interpreter, as the job would run it
+	env      []string      // the server's environment
+	idle     time.Duration // how long the server waits without work before it exits
 }
 
 func (w *warmServer) file(ext string) string { return filepath.Join(w.dir, w.key+ext) }
 
 // warmEnabled says whether o asks for warm workers.
 func warmEnabled(o Options) bool {
-	return o.WarmDir != "" && os.Getenv("KINETIC_WARM") != "0"
+	return o.WarmDir != ""
 }
 
 // startupVar reports whether the interpreter (or the dynamic loader, or libc) reads the
@@ -225,11 +234,7 @@ func (w *warmServer) start(ctx context.Context) error {
 		return err
 	}
 	defer pr.Close()
-	idleFor := WarmIdle
-	if d, err := time.ParseDuration(os.Getenv("KINETIC_WARM_IDLE")); err == nil && d > 0 {
-		idleFor = d
-	}
-	idle := strconv.FormatFloat(idleFor.Seconds(), 'f', -1, 64)
+	idle := strconv.FormatFloat(Options{WarmIdle: w.idle}.warmIdle().Seconds(), 'f', -1, 64)
 	cmd := exec.Command(w.py, script, w.file(".sock"), w.file(".alive"), idle, "3", bs)
 	cmd.Dir = w.dir
 	cmd.Env = w.env
@@ -272,29 +277,11 @@ func writeOnce(path string, data []byte) error {
 	return os.Rename(tmp, path)
 }
 
-// lockWait takes an exclusive flock on path, polling so that ctx and timeout apply.
+// lockWait takes an exclusive lock on path, waiting at most timeout (or until ctx ends).
 func lockWait(ctx context.Context, path string, timeout time.Duration) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	deadline := time.Now().Add(timeout)
-	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			return func() { f.Close() }, nil
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) || time.Now().After(deadline) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
-		case <-time.After(delay):
-		}
-	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return filelock.LockContext(ctx, path, nil)
 }
 
 type warmRequest struct {
@@ -333,8 +320,11 @@ type warmReply struct {
 // Cancellation is as for a cold start: ctx cancelled → SIGTERM to the call's process
 // group, SIGKILL after grace; once the call ends, SIGKILL to whatever is left of its
 // group. If this process dies, the server sees the connection close and kills the group.
-func runWarm(ctx context.Context, dir, py string, argv []string, cwd string, environ []string, out io.Writer, grace time.Duration) error {
+func runWarm(ctx context.Context, dir string, idle time.Duration, py string, argv []string, cwd string, environ []string, out io.Writer, grace time.Duration) error {
 	w, err := warmFor(dir, py, environ)
+	if err == nil {
+		w.idle = idle
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %v", errNoWarm, err)
 	}

@@ -60,6 +60,8 @@ type harness struct {
 	url  string
 	st   *store.Store
 	warm string // WarmDir
+	cold bool   // run without WarmDir (warm=false)
+	idle time.Duration
 	py   string
 	ws   string
 	n    int
@@ -180,7 +182,11 @@ func (h *harness) run(ctx context.Context, id string, out *syncBuffer) *job.Enve
 	if out == nil {
 		out = &syncBuffer{}
 	}
-	env, err := Run(ctx, Options{StoreURL: h.url, JobID: id, Workspace: filepath.Join(h.ws, id), Stdout: out, WarmDir: h.warm})
+	warm := h.warm
+	if h.cold {
+		warm = ""
+	}
+	env, err := Run(ctx, Options{StoreURL: h.url, JobID: id, Workspace: filepath.Join(h.ws, id), Stdout: out, WarmDir: warm, WarmIdle: h.idle})
 	if err != nil {
 		h.t.Fatalf("Run %s: %v\noutput:\n%s", id, err, out.String())
 	}
@@ -480,15 +486,17 @@ func TestWarmConcurrentJobs(t *testing.T) {
 	}
 }
 
-func TestWarmDisabledByEnv(t *testing.T) {
-	t.Setenv("KINETIC_WARM", "0")
+// TestWarmOff: without a warm directory (the local backend's setting warm=false) every
+// call starts cold and nothing is left in the warm directory.
+func TestWarmOff(t *testing.T) {
 	h := newHarness(t)
+	h.cold = true
 	_, ppid := pids(t, h.value(h.entry(pidsSrc, "pids", nil)))
 	if ppid != os.Getpid() {
-		t.Errorf("with KINETIC_WARM=0 the job's parent is %d, want this process %d (cold start)", ppid, os.Getpid())
+		t.Errorf("with warm off the job's parent is %d, want this process %d (cold start)", ppid, os.Getpid())
 	}
 	if files, _ := filepath.Glob(filepath.Join(h.warm, "*")); len(files) != 0 {
-		t.Errorf("KINETIC_WARM=0 left files in the warm dir: %v", files)
+		t.Errorf("warm off left files in the warm dir: %v", files)
 	}
 }
 
@@ -536,9 +544,8 @@ func TestWarmStaleSocketReplaced(t *testing.T) {
 }
 
 func TestWarmServerExitsWhenIdle(t *testing.T) {
-	defer func(d time.Duration) { WarmIdle = d }(WarmIdle)
-	WarmIdle = 500 * time.Millisecond
 	h := newHarness(t)
+	h.idle = 500 * time.Millisecond
 	h.value(h.entry(pidsSrc, "pids", nil))
 	server := h.serverPID()
 	if !gone(server, 10*time.Second) {

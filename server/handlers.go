@@ -18,6 +18,7 @@ import (
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/protocol"
+	"github.com/kinetic-run/kinetic/version"
 )
 
 // handler serves one method: it decodes the params and returns the result to send.
@@ -84,7 +85,7 @@ func withTimeout(ctx context.Context, seconds float64) (context.Context, context
 }
 
 func (s *Server) hello(*call, *protocol.Empty) (*protocol.HelloResponse, error) {
-	return &protocol.HelloResponse{Kinetic: Version, Protocol: protocol.Version}, nil
+	return &protocol.HelloResponse{Kinetic: version.Version, Protocol: protocol.Version}, nil
 }
 
 func (s *Server) cancelRequestMethod(_ *call, r *protocol.CancelRequest) (*protocol.CancelResponse, error) {
@@ -92,7 +93,7 @@ func (s *Server) cancelRequestMethod(_ *call, r *protocol.CancelRequest) (*proto
 }
 
 func (s *Server) root(_ *call, r *protocol.RootRequest) (*protocol.RootResponse, error) {
-	root, err := engine.Root(r.SourceFile, r.Cwd)
+	root, err := s.eng.Root(r.SourceFile, r.Cwd)
 	if err != nil {
 		return nil, err
 	}

@@ -22,9 +22,6 @@ import (
 	"github.com/kinetic-run/kinetic/version"
 )
 
-// Version is the kinetic version reported in the greeting.
-var Version = version.Version
-
 // Server serves one client.
 type Server struct {
 	eng *engine.Engine
@@ -54,7 +51,7 @@ func newServer(ctx context.Context, eng *engine.Engine, w io.Writer) *Server {
 // Serve reads requests from r and writes messages to w until r ends or ctx is done.
 func Serve(ctx context.Context, eng *engine.Engine, r io.Reader, w io.Writer) error {
 	s := newServer(ctx, eng, w)
-	if err := s.send(protocol.Greeting(Version)); err != nil {
+	if err := s.send(protocol.Greeting(version.Version)); err != nil {
 		return err
 	}
 	sc := bufio.NewScanner(r)

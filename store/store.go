@@ -134,6 +134,40 @@ func probe(ctx context.Context, b *blob.Bucket, t target) error {
 	return nil
 }
 
+// WithEndpoint returns rawURL with endpoint as its endpoint parameter when rawURL is a
+// gs:// URL without one (the setting gcs_endpoint); other URLs are returned unchanged.
+func WithEndpoint(rawURL, endpoint string) string {
+	if endpoint == "" || !strings.HasPrefix(rawURL, "gs://") {
+		return rawURL
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Query().Get(EndpointParam) != "" {
+		return rawURL
+	}
+	q := u.Query()
+	q.Set(EndpointParam, endpoint)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// OpenGCSBucket opens gs://BUCKET[/PREFIX] as a plain bucket (Data references, not a
+// store), on the same endpoint a store would use: the URL's endpoint parameter, else
+// STORAGE_EMULATOR_HOST in either form (host:port, or an http(s) URL, which gcsblob alone
+// would turn into "http://http://host:port"), else real GCS.
+func OpenGCSBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
+	t, err := normalise(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if t.scheme != "gs" {
+		return nil, fmt.Errorf("%q is not a gs:// URL", rawURL)
+	}
+	if t.endpoint != "" {
+		return openGCSEndpoint(ctx, t)
+	}
+	return blob.OpenBucket(ctx, t.open)
+}
+
 // openGCSEndpoint opens a gs:// bucket on a custom endpoint (an emulator such as
 // fake-gcs-server) with an unauthenticated client.
 func openGCSEndpoint(ctx context.Context, t target) (*blob.Bucket, error) {

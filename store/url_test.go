@@ -37,3 +37,19 @@ func TestNormaliseObjectURLs(t *testing.T) {
 		})
 	}
 }
+
+func TestWithEndpoint(t *testing.T) {
+	for in, want := range map[string]string{
+		"gs://b/p":                       "gs://b/p?endpoint=http%3A%2F%2F127.0.0.1%3A4443",
+		"gs://b?endpoint=http://other:1": "gs://b?endpoint=http://other:1",
+		"file:///var/kinetic":            "file:///var/kinetic",
+		"s3://b":                         "s3://b",
+	} {
+		if got := WithEndpoint(in, "http://127.0.0.1:4443"); got != want {
+			t.Errorf("WithEndpoint(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := WithEndpoint("gs://b", ""); got != "gs://b" {
+		t.Errorf("no endpoint: %q", got)
+	}
+}

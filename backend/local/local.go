@@ -8,10 +8,12 @@
 package local
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,8 +24,8 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/kinetic-run/kinetic/internal/backoff"
+	"github.com/kinetic-run/kinetic/internal/filelock"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/runner"
 	"github.com/kinetic-run/kinetic/store"
@@ -34,7 +36,7 @@ const Name = "local"
 
 // NeverSubmittedGrace is how long a job with a handle but no status is taken to be on
 // its way to the backend before it is reported FAILED.
-var NeverSubmittedGrace = time.Minute
+const NeverSubmittedGrace = time.Minute
 
 // Options configure the local backend.
 type Options struct {
@@ -43,12 +45,41 @@ type Options struct {
 	StateDir string
 	// Exe is the kinetic binary that runs supervisors and runners (default: this one).
 	Exe string
-	// Slots bounds how many jobs run at once (default: KINETIC_LOCAL_SLOTS or the
-	// number of CPUs).
+	// Slots bounds how many jobs run at once (default: the number of CPUs; the
+	// registered backend passes the setting local_slots).
 	Slots int
 	// Grace is how long cancel waits after SIGTERM before SIGKILL (default
 	// runner.DefaultGrace); the supervisor passes it to the runner.
 	Grace time.Duration
+	// Python says how jobs' Python runs (the settings warm, warm_idle, python).
+	Python PythonSettings
+}
+
+// PythonSettings say how jobs' Python runs on this machine. The zero value is the
+// default: warm workers that idle for runner.DefaultWarmIdle, the job's own interpreter.
+type PythonSettings struct {
+	// Cold starts every call in a new interpreter instead of a warm forked worker (the
+	// setting warm=false).
+	Cold bool
+	// WarmIdle is how long an idle warm worker server lives (0: runner.DefaultWarmIdle).
+	WarmIdle time.Duration
+	// Interpreter, if set, runs every Python job instead of the one it recorded.
+	Interpreter string
+}
+
+// flags are the supervise arguments that carry s to a supervisor.
+func (s PythonSettings) flags() []string {
+	var a []string
+	if s.Cold {
+		a = append(a, "--cold")
+	}
+	if s.WarmIdle > 0 {
+		a = append(a, "--warm-idle", s.WarmIdle.String())
+	}
+	if s.Interpreter != "" {
+		a = append(a, "--python", s.Interpreter)
+	}
+	return a
 }
 
 // Backend is the local backend.
@@ -73,20 +104,12 @@ func New(st *store.Store, o Options) (*Backend, error) {
 		o.Exe = exe
 	}
 	if o.Slots <= 0 {
-		o.Slots = DefaultSlots()
+		o.Slots = runtime.NumCPU()
 	}
 	if o.Grace <= 0 {
 		o.Grace = runner.DefaultGrace
 	}
 	return &Backend{st: st, o: o}, nil
-}
-
-// DefaultSlots is KINETIC_LOCAL_SLOTS, else the number of CPUs.
-func DefaultSlots() int {
-	if n, err := strconv.Atoi(os.Getenv("KINETIC_LOCAL_SLOTS")); err == nil && n > 0 {
-		return n
-	}
-	return runtime.NumCPU()
 }
 
 // Name implements backend.Backend.
@@ -101,7 +124,12 @@ func (b *Backend) Submit(ctx context.Context, h *job.Handle) error {
 	if err := os.MkdirAll(ws, 0o700); err != nil {
 		return fmt.Errorf("local backend: %w", err)
 	}
-	return b.spawn(ctx, filepath.Join(ws, "supervisor.log"), "--job", h.JobID)
+	if err := b.spawn(ctx, filepath.Join(ws, "supervisor.log"), "--job", h.JobID); err != nil {
+		// Nothing ran: leave no workspace behind (the engine removes the job's objects).
+		os.RemoveAll(ws)
+		return err
+	}
+	return nil
 }
 
 // spawn starts a detached `kinetic supervise` with args (a job, or a queue to serve)
@@ -121,7 +149,8 @@ func (b *Backend) spawn(ctx context.Context, logPath string, args ...string) err
 	}
 	defer rd.Close()
 	argv := append([]string{"supervise", "--store", b.st.URL(), "--state-dir", b.o.StateDir,
-		"--slots", strconv.Itoa(b.o.Slots), "--grace", b.o.Grace.String()}, args...)
+		"--slots", strconv.Itoa(b.o.Slots), "--grace", b.o.Grace.String()}, b.o.Python.flags()...)
+	argv = append(argv, args...)
 	cmd := exec.Command(b.o.Exe, argv...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{wr} // fd 3
@@ -133,16 +162,22 @@ func (b *Backend) spawn(ctx context.Context, logPath string, args ...string) err
 	wr.Close()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }() // reaped if we live long enough; detached otherwise
-	ready := make(chan bool, 1)
+	said := make(chan string, 1)
 	go func() {
-		buf := make([]byte, 64)
-		n, err := rd.Read(buf)
-		ready <- err == nil && strings.HasPrefix(string(buf[:n]), "ready")
+		// One line, not to EOF: a process the supervisor starts may inherit fd 3.
+		line, _ := bufio.NewReader(io.LimitReader(rd, 4<<10)).ReadString('\n')
+		said <- line
 	}()
 	select {
-	case ok := <-ready:
-		if ok {
+	case s := <-said:
+		if strings.HasPrefix(s, "ready") {
 			return nil
+		}
+		// A supervisor that fails before it is ready says why on fd 3 too: its log may
+		// be unwritable (a full disk) and so empty.
+		if msg, ok := strings.CutPrefix(s, StartupErrorPrefix); ok {
+			<-exited
+			return fmt.Errorf("local backend: the supervisor failed during start-up: %s", strings.TrimSpace(msg))
 		}
 		if err := <-exited; err != nil {
 			return fmt.Errorf("local backend: the supervisor failed during start-up: %v (see %s)", err, logPath)
@@ -240,17 +275,17 @@ func supervisorAlive(p *job.LocalProcess) (alive, known bool) {
 	if p.BootID != bootID() {
 		return false, p.BootID != "" && hostBootKnown()
 	}
-	f, err := openFile(p.LockPath, os.O_RDONLY, 0)
+	f, err := filelock.Open(p.LockPath, os.O_RDONLY, 0)
 	if err != nil {
 		// The lock file is gone: the workspace was removed with its supervisor, or
 		// someone deleted the file under a live one. Only the process can tell.
 		return supervisorRuns(p), true
 	}
 	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
+	if err := filelock.Try(f, filelock.Shared); err != nil {
 		return true, true
 	}
-	unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	filelock.Unlock(f)
 	return false, true
 }
 
@@ -320,7 +355,7 @@ func (b *Backend) Cancel(ctx context.Context, h *job.Handle) error {
 		}
 	}
 	deadline := time.Now().Add(b.o.Grace + 15*time.Second)
-	for delay := 10 * time.Millisecond; time.Now().Before(deadline); delay = min(delay*2, 250*time.Millisecond) {
+	for pause := backoff.New(10*time.Millisecond, 250*time.Millisecond); time.Now().Before(deadline); {
 		state, _, err := b.Status(ctx, h)
 		if err != nil {
 			return err
@@ -328,10 +363,8 @@ func (b *Backend) Cancel(ctx context.Context, h *job.Handle) error {
 		if state.Terminal() {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(delay):
+		if err := pause.Wait(ctx); err != nil {
+			return err
 		}
 	}
 	return fmt.Errorf("cancel %s: the job did not stop within %s", h.JobID, b.o.Grace+15*time.Second)

@@ -14,6 +14,7 @@ import (
 	"github.com/kinetic-run/kinetic/backend/backendtest"
 	"github.com/kinetic-run/kinetic/backend/local"
 	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/internal/faultfs"
 	"github.com/kinetic-run/kinetic/internal/testbin"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
@@ -63,11 +64,16 @@ func TestConformance(t *testing.T) {
 func TestSlotsQueueJobs(t *testing.T) {
 	b, st := newLocal(t, 1)
 	ctx := context.Background()
-	first := submit(t, b, st, "sh", "-c", "sleep 1.5")
+	first := submit(t, b, st, "sh", "-c", "sleep 4")
 	second := submit(t, b, st, "true")
-	time.Sleep(700 * time.Millisecond)
-	s1, _, _ := first.Status(ctx)
-	s2, _, _ := second.Status(ctx)
+	// Under load the submits themselves may take a while: look once the first runs.
+	var s1, s2 job.State
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if s1, _, _ = first.Status(ctx); s1 != job.Pending {
+			break
+		}
+	}
+	s2, _, _ = second.Status(ctx)
 	if s1 != job.Running || s2 != job.Pending {
 		t.Fatalf("with one slot: first %s, second %s; want RUNNING and PENDING", s1, s2)
 	}
@@ -224,5 +230,43 @@ func waitState(t *testing.T, j *engine.Job, want job.State) (job.State, string) 
 			t.Fatalf("%s (%s), want %s", s, reason, want)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestSupervisorStartupOnFullDisk: a supervisor that cannot record the job (its store is
+// on a full disk) fails Submit with the reason, ENOSPC named, even though its own log is
+// unwritable too, and leaves no workspace behind.
+func TestSupervisorStartupOnFullDisk(t *testing.T) {
+	ctx := context.Background()
+	disk := faultfs.Tmpfs(t, 256)
+	st, err := store.Open(ctx, "file://"+disk+"/store")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	state := filepath.Join(disk, "state")
+	b, err := local.New(st, local.Options{StateDir: state, Exe: testbin.Path(t), Slots: 1, Grace: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := job.NewID()
+	spec := &job.Spec{Version: job.SpecVersion, JobID: id, Kind: job.KindCommand, Command: []string{"true"}}
+	h := &job.Handle{JobID: id, Backend: b.Name(), K8sName: id, Accelerator: "cpu", FuncName: "true", DisplayName: "true", Store: st.URL(), CreatedAt: time.Now().UTC().Format(time.RFC3339)}
+	if err := st.Put(ctx, store.SpecKey(id), spec.Encode()); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Put(ctx, store.HandleKey(id), h.Encode()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(state, "jobs"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	faultfs.Fill(t, disk)
+	err = b.Submit(ctx, h)
+	if err == nil || !strings.Contains(err.Error(), "no space left on device") {
+		t.Fatalf("Submit on a full disk = %v, want an error naming ENOSPC", err)
+	}
+	if _, serr := os.Stat(filepath.Join(state, "jobs", id)); !os.IsNotExist(serr) {
+		t.Errorf("workspace left behind after a failed start-up: %v", serr)
 	}
 }

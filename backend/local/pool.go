@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/kinetic-run/kinetic/internal/backoff"
+	"github.com/kinetic-run/kinetic/internal/filelock"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
 )
@@ -74,7 +74,7 @@ func (b *Backend) Enqueue(ctx context.Context, h *job.Handle, parallelism int) e
 func (b *Backend) ensureWorkers(q string, n int) error {
 	for k := 0; k < n; k++ {
 		f, err := lockFile(filepath.Join(q, "workers", strconv.Itoa(k)+".lock"), false)
-		if errors.Is(err, errLocked) {
+		if errors.Is(err, filelock.ErrLocked) {
 			continue // worker k is alive
 		}
 		if err != nil {
@@ -126,7 +126,7 @@ func Work(ctx context.Context, o WorkOptions) error {
 		return err
 	}
 	defer pool.Close()
-	if err := unix.Flock(int(pool.Fd()), unix.LOCK_SH); err != nil {
+	if err := filelock.Wait(pool, filelock.Shared); err != nil {
 		return err
 	}
 	if o.Ready != nil {
@@ -143,13 +143,15 @@ func Work(ctx context.Context, o WorkOptions) error {
 	idleSince := time.Now()
 	w := &worker{o: o, st: st, usr: usr}
 	defer w.releaseSlot()
-	for delay := 2 * time.Millisecond; ; {
+	pause := backoff.New(2*time.Millisecond, 50*time.Millisecond)
+	for {
 		ran, err := w.once(ctx)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "kinetic worker:", err)
 		}
 		if ran {
-			idleSince, delay = time.Now(), 2*time.Millisecond
+			idleSince = time.Now()
+			pause.Reset()
 			continue
 		}
 		// Nothing to run: give the slot back for others while we wait.
@@ -157,15 +159,14 @@ func Work(ctx context.Context, o WorkOptions) error {
 		if time.Since(idleSince) > o.Idle {
 			// Leave the pool, then look once more: an entry queued meanwhile either is
 			// seen now or its submitter saw our lock free and started a new worker.
-			unix.Flock(int(pool.Fd()), unix.LOCK_UN)
+			filelock.Unlock(pool)
 			wl.Close()
 			if ents, _ := pending(o.Queue); len(ents) == 0 {
 				return nil
 			}
 			return Work(ctx, o) // take the locks again (or give way to a new worker)
 		}
-		time.Sleep(delay)
-		delay = min(delay*2, 50*time.Millisecond)
+		time.Sleep(pause.Next())
 	}
 }
 
@@ -306,7 +307,7 @@ func deadWorkerReason(c *job.LocalProcess) string {
 // the worker that claimed it holds the lock; FAILED if that worker died; ok is false when
 // nobody claimed it (it is still queued).
 func (b *Backend) claimedStatus(ctx context.Context, h *job.Handle, ws string) (s *job.Status, ok bool, err error) {
-	f, err := openFile(filepath.Join(ws, "supervisor.lock"), os.O_RDONLY, 0)
+	f, err := filelock.Open(filepath.Join(ws, "supervisor.lock"), os.O_RDONLY, 0)
 	if err != nil {
 		return nil, false, nil
 	}
@@ -317,7 +318,7 @@ func (b *Backend) claimedStatus(ctx context.Context, h *job.Handle, ws string) (
 	if c == nil {
 		return nil, false, nil // queued, or being claimed right now
 	}
-	if unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB) != nil {
+	if filelock.Try(f, filelock.Shared) != nil {
 		return &job.Status{State: job.Running, Local: c}, true, nil
 	}
 	// The lock is free: the worker ended. It writes the final status before it lets go.
@@ -332,7 +333,7 @@ func (b *Backend) claimedStatus(ctx context.Context, h *job.Handle, ws string) (
 
 // claimOf reads the claim of the batch child whose workspace is ws (nil if none).
 func claimOf(ws string) *job.LocalProcess {
-	f, err := openFile(filepath.Join(ws, "supervisor.lock"), os.O_RDONLY, 0)
+	f, err := filelock.Open(filepath.Join(ws, "supervisor.lock"), os.O_RDONLY, 0)
 	if err != nil {
 		return nil
 	}
@@ -411,13 +412,13 @@ func (b *Backend) cancelQueued(ctx context.Context, h *job.Handle, s *job.Status
 // queuedAlive judges a queued child: its pool lives while any worker holds pool.lock; a
 // pool found empty is given a grace period, since a new worker may be on its way.
 func queuedAlive(p *job.LocalProcess) bool {
-	f, err := openFile(p.LockPath, os.O_RDONLY, 0)
+	f, err := filelock.Open(p.LockPath, os.O_RDONLY, 0)
 	if err == nil {
 		defer f.Close()
-		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+		if filelock.Try(f, filelock.Exclusive) != nil {
 			return true
 		}
-		unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		filelock.Unlock(f)
 	}
 	if _, err := os.Stat(filepath.Join(p.Queue, filepath.Base(p.Workspace))); err != nil {
 		return false

@@ -3,6 +3,8 @@ package local
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
+	"time"
 
 	"github.com/kinetic-run/kinetic/accel"
 	"github.com/kinetic-run/kinetic/backend"
@@ -24,7 +26,14 @@ func (factory) Key(backend.Env) string { return "" }
 
 // New implements backend.Factory.
 func (factory) New(env backend.Env) (backend.Backend, error) {
-	return New(env.Store, Options{StateDir: DefaultStateDir(), Exe: env.Exe})
+	o := Options{StateDir: DefaultStateDir(), Exe: env.Exe}
+	if env.Settings != nil {
+		o.Slots, _ = strconv.Atoi(env.Settings.Get(string(config.LocalSlots)))
+		o.Python.Cold = env.Settings.Get(string(config.Warm)) == "false"
+		o.Python.WarmIdle, _ = time.ParseDuration(env.Settings.Get(string(config.WarmIdle)))
+		o.Python.Interpreter = env.Settings.Get(string(config.Python))
+	}
+	return New(env.Store, o)
 }
 
 // OnThisMachine implements backend.OnThisMachine.

@@ -8,12 +8,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/kinetic-run/kinetic/internal/backoff"
+	"github.com/kinetic-run/kinetic/internal/filelock"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/runner"
 	"github.com/kinetic-run/kinetic/store"
@@ -26,9 +27,32 @@ type SuperviseOptions struct {
 	StateDir string
 	Slots    int
 	Grace    time.Duration
+	Python   PythonSettings
 	// Ready, if set, is written "ready\n" and closed once the supervisor holds its lock
 	// and has recorded itself.
 	Ready *os.File
+}
+
+// warmDir is where warm worker servers live, or "" when calls start cold.
+func (o SuperviseOptions) warmDir() string {
+	if o.Python.Cold {
+		return ""
+	}
+	return filepath.Join(o.StateDir, "warm")
+}
+
+// StartupErrorPrefix starts what a supervisor writes on its ready file instead of
+// "ready" when it fails before it is ready; the error follows on the same line.
+const StartupErrorPrefix = "error: "
+
+// SayStartupError tells the spawner why the supervisor could not start, if it has not
+// said it was ready yet (writing to a closed ready file does nothing).
+func SayStartupError(ready *os.File, err error) {
+	if ready == nil || err == nil {
+		return
+	}
+	ready.WriteString(StartupErrorPrefix + strings.ReplaceAll(err.Error(), "\n", " ") + "\n")
+	ready.Close()
 }
 
 // Supervise runs one job to completion: wait for a slot (PENDING), run the runner in its
@@ -130,7 +154,9 @@ func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string,
 	} else {
 		env, runErr = runner.Run(rctx, runner.Options{
 			StoreURL: o.StoreURL, Store: st, JobID: id, Workspace: ws, Stdout: runLog,
-			WarmDir:     filepath.Join(o.StateDir, "warm"),
+			WarmDir:     o.warmDir(),
+			WarmIdle:    o.Python.WarmIdle,
+			Python:      o.Python.Interpreter,
 			EnvDir:      filepath.Join(o.StateDir, "envs"),
 			InPlaceData: true,
 			TreeDir:     treeDir,
@@ -170,55 +196,38 @@ func acquireSlot(dir string, n int, term <-chan os.Signal) (*os.File, error) {
 		return nil, err
 	}
 	start := os.Getpid() % n // spread the first tries
-	for delay := 5 * time.Millisecond; ; delay = min(delay*2, 200*time.Millisecond) {
+	pause := backoff.New(5*time.Millisecond, 200*time.Millisecond)
+	for {
 		for i := 0; i < n; i++ {
 			f, err := lockFile(filepath.Join(dir, fmt.Sprintf("%d.lock", (start+i)%n)), false)
 			if err == nil {
 				return f, nil
 			}
-			if !errors.Is(err, errLocked) {
+			if !errors.Is(err, filelock.ErrLocked) {
 				return nil, err
 			}
 		}
 		select {
 		case <-term:
 			return nil, errCancelled
-		case <-time.After(delay):
+		case <-time.After(pause.Next()):
 		}
 	}
 }
 
-var errLocked = errors.New("locked")
-
-// lockFile opens path and takes an exclusive flock on it without blocking. must means
-// the lock has to be free (it is ours alone); otherwise errLocked is returned.
+// lockFile opens path and takes an exclusive lock on it without waiting. must means the
+// lock has to be free (it is ours alone); otherwise filelock.ErrLocked is returned.
 func lockFile(path string, must bool) (*os.File, error) {
-	f, err := openFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := filelock.Open(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	if err := filelock.Try(f, filelock.Exclusive); err != nil {
 		f.Close()
-		if must {
+		if must && errors.Is(err, filelock.ErrLocked) {
 			return nil, fmt.Errorf("%s is held by another supervisor", path)
 		}
-		return nil, errLocked
+		return nil, err
 	}
 	return f, nil
-}
-
-// openFile is os.OpenFile for lock and state files, without the runtime poller's
-// attempt to register a regular file (four system calls more per open, on paths that
-// status checks take many times a second).
-func openFile(path string, flag int, perm uint32) (*os.File, error) {
-	for {
-		fd, err := unix.Open(path, flag|unix.O_CLOEXEC, perm)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &os.PathError{Op: "open", Path: path, Err: err}
-		}
-		return os.NewFile(uintptr(fd), path), nil
-	}
 }

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kinetic-run/kinetic/internal/backoff"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
 )
@@ -176,7 +177,7 @@ var ErrNotSubmitted = errors.New("batch input not submitted")
 // (fail_fast, cancel), it returns ErrNotSubmitted.
 func ResolveMember(ctx context.Context, st *store.Store, gid string, i int, wait time.Duration) (string, error) {
 	deadline := time.Now().Add(wait)
-	delay := 100 * time.Millisecond
+	pause := backoff.New(100*time.Millisecond, 2*time.Second)
 	for {
 		id, err := memberJob(ctx, st, gid, i)
 		if id != "" || (err != nil && !store.IsNotFound(err)) {
@@ -194,12 +195,9 @@ func ResolveMember(ctx context.Context, st *store.Store, gid string, i int, wait
 		if time.Now().After(deadline) {
 			return "", fmt.Errorf("batch %s input %d: not written to the store within %s: its submitter stopped before reaching it", gid, i, wait)
 		}
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(delay):
+		if err := pause.Wait(ctx); err != nil {
+			return "", err
 		}
-		delay = min(delay*2, 2*time.Second)
 	}
 }
 

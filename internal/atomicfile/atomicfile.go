@@ -1,8 +1,8 @@
 // Package atomicfile writes a file whole or not at all: through a temporary file in the
 // same directory, renamed over the target only once every byte is written and the file
 // closed. Any error (ENOSPC, EIO) removes the temporary file and leaves the old content.
-// It does not fsync: its callers (the store, caches) want atomicity, not durability
-// across a power cut (config's profile writer syncs, on its own).
+// Write does not fsync: its callers (the store, caches) want atomicity, not durability
+// across a power cut. WriteDurable does, for the files a person edits (the profiles).
 package atomicfile
 
 import (
@@ -10,11 +10,29 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // Write writes data to path with mode perm, creating missing directories with dirPerm.
 // The temporary file is named ".tmp-*" in path's directory.
 func Write(path string, data []byte, perm, dirPerm fs.FileMode) error {
+	return write(path, data, perm, dirPerm, false)
+}
+
+// WriteDurable is Write that also survives a power cut: the temporary file is fsynced
+// before the rename and the directory after it. A symlink at path is followed, so a
+// file kept in a dotfiles repository stays a link.
+func WriteDurable(path string, data []byte, perm, dirPerm fs.FileMode) error {
+	if target, err := filepath.EvalSymlinks(path); err == nil {
+		path = target
+	}
+	if err := write(path, data, perm, dirPerm, true); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+func write(path string, data []byte, perm, dirPerm fs.FileMode, durable bool) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, ".tmp-*")
 	if errors.Is(err, fs.ErrNotExist) {
@@ -29,6 +47,9 @@ func Write(path string, data []byte, perm, dirPerm fs.FileMode) error {
 	if err == nil && perm != 0o600 { // CreateTemp makes 0600
 		err = f.Chmod(perm)
 	}
+	if err == nil && durable {
+		err = f.Sync()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -39,4 +60,19 @@ func Write(path string, data []byte, perm, dirPerm fs.FileMode) error {
 		os.Remove(f.Name())
 	}
 	return err
+}
+
+// syncDir fsyncs a directory, so a rename in it survives a power cut. Some platforms and
+// file systems cannot (EINVAL, or opening a directory is refused); the data is already
+// safe in the file then, so that is not an error.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
+		return err
+	}
+	return nil
 }

@@ -1,9 +1,13 @@
 //go:build !unix
 
-// Package filelock serialises processes on this machine with advisory file locks.
+// Package filelock is the module's one advisory file lock. Without flock (not a unix
+// system) its locks are no-ops: writes stay atomic, only concurrent builds may repeat.
 package filelock
 
-import "errors"
+import "context"
 
-// Lock is not available here.
-func Lock(string) (func(), error) { return nil, errors.New("file locks need a unix system") }
+// Lock takes no lock here.
+func Lock(string) (func(), error) { return func() {}, nil }
+
+// LockContext takes no lock here.
+func LockContext(context.Context, string, func()) (func(), error) { return func() {}, nil }

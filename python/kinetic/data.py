@@ -12,7 +12,7 @@ class Data:
     """A reference to data the remote function needs: a local file or directory, a
     ``gs://`` directory (trailing slash) or object, or a Hugging Face dataset
     (``hf://repo?split=train&config_name=...&revision=...``). Passed as an argument (at
-    any depth of lists, tuples and dicts) or in ``volumes=``, it reaches the function as a
+    any depth of lists, tuples, sets and dicts, keys included) or in ``volumes=``, it reaches the function as a
     plain filesystem path. With ``fuse=True`` the data is mounted lazily instead of
     downloaded (GCS FUSE on Kubernetes; used in place on the local backend)."""
 
@@ -90,7 +90,10 @@ def extract(args: Tuple, kwargs: Dict[str, Any], volumes: Dict[str, "Data"]):
         if type(v) is tuple:
             return tuple(walk(x) for x in v)
         if type(v) is dict:
-            return {k: walk(x) for k, x in v.items()}
+            # Keys too: Data is hashable, and a dict keyed by Data must arrive keyed by path.
+            return {walk(k): walk(x) for k, x in v.items()}
+        if type(v) in (set, frozenset):
+            return type(v)(walk(x) for x in v)
         return v
 
     new_args = tuple(walk(a) for a in args)

@@ -255,6 +255,13 @@ def _describe(v):
 def describe(*args, **kwargs):
     return _describe(list(args)), _describe(kwargs)
 
+@kinetic.run(accelerator="cpu")
+def key_paths(by_key, in_set):
+    """What a function sees of Data used as dict keys and set members: paths, or not."""
+    seen = lambda k: (type(k).__name__, isinstance(k, str) and os.path.isfile(k),
+                      isinstance(k, str) and os.path.isdir(k))
+    return sorted((seen(k), v) for k, v in by_key.items()), sorted(seen(x) for x in in_set)
+
 @kinetic.run(accelerator="cpu", volumes={MOUNT: kinetic.Data("vol/")})
 def read_volume():
     return os.path.realpath(MOUNT) != MOUNT, _tree(MOUNT)
@@ -301,6 +308,15 @@ def test_data_nested_in_containers(tmp_path, monkeypatch):
     assert args == [{"inputs": [("file", "config.json", b'{"lr": 0.1}\n'), 7, (("dir", _tree_files()), "plain")],
                      "name": "x"}]
     assert kwargs == {"more": [{"deep": ("file", "inner.txt", b"one level down\n")}]}
+
+
+def test_data_as_dict_key_and_set_member(tmp_path, monkeypatch):
+    """A Data used as a dict key or in a set reaches the function as a path, like any
+    other Data in the arguments (it used to arrive as an unresolved Data object)."""
+    proj, mod = _data_project(tmp_path, monkeypatch)
+    by_key, in_set = mod.key_paths({Data("config.json"): 1, "plain": 2}, {Data("dataset")})
+    assert sorted(by_key, key=lambda kv: kv[1]) == [(("str", True, False), 1), (("str", False, False), 2)]
+    assert in_set == [("str", False, True)]
 
 
 def test_data_volume_at_mount_path(tmp_path, monkeypatch):

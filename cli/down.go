@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/infra/gke"
+)
+
+func init() { register(newDownCmd) }
+
+func newDownCmd(g *Globals) *cobra.Command {
+	var yes, preview, force bool
+	var st string
+	cmd := &cobra.Command{
+		Use:   "down [-y] [--preview] [--force-destroy]",
+		Short: "Delete what `kinetic up` made on GKE: cluster, repository, service account (the bucket only with --force-destroy)",
+		Long: "Plans, prints, asks (unless -y) and deletes the GKE cluster with its node pools, the\n" +
+			"Artifact Registry repository with its images, and the jobs' Google service account\n" +
+			"(its role on the bucket is removed first). The store bucket, with every job record\n" +
+			"and output, is kept unless --force-destroy. Safe to run again: what is gone is skipped.",
+		Args: cobra.NoArgs,
+	}
+	f := addGKEFlags(cmd)
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "apply without asking")
+	cmd.Flags().BoolVar(&preview, "preview", false, "print the plan and stop")
+	cmd.Flags().BoolVar(&force, "force-destroy", false, "also delete the store bucket and everything in it")
+	cmd.Flags().StringVar(&st, "store", "", "the store's gs:// URL (default: the profile's, else gs://PROJECT-kinetic)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		start := time.Now()
+		c, cfg, _, err := gkeSetup(cmd.Context(), g, f, map[config.Key]string{config.Store: st})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		p, err := gke.PlanDown(cmd.Context(), c, cfg, gke.DownOptions{ForceDestroy: force})
+		if err != nil {
+			return planErr(cmd.Context(), err)
+		}
+		p.Print(cmd.ErrOrStderr())
+		_, err = applyPlan(cmd, p, 0, preview, yes, start, "nothing of kinetic's is there")
+		return err
+	}
+	return cmd
+}

@@ -1,0 +1,251 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/image"
+	"github.com/kinetic-run/kinetic/infra/gke"
+)
+
+// gkeFlags are the settings flags of the GKE commands (up --backend gke, down, status, pool).
+type gkeFlags struct {
+	vals map[config.Key]*string
+}
+
+func addGKEFlags(cmd *cobra.Command) *gkeFlags {
+	f := &gkeFlags{vals: map[config.Key]*string{}}
+	for _, k := range []config.Key{config.Project, config.Zone, config.Cluster} {
+		if cmd.Flags().Lookup(string(k)) == nil {
+			f.vals[k] = cmd.Flags().String(string(k), "", k.Help()+" (env "+k.EnvVar()+")")
+		}
+	}
+	return f
+}
+
+// gkeSetup resolves the configuration (flags in extra win) into a gke.Config and dials
+// the Google APIs.
+func gkeSetup(ctx context.Context, g *Globals, f *gkeFlags, extra map[config.Key]string) (*gke.Clients, gke.Config, *config.Resolved, error) {
+	args := keyFlagArgs(f.vals)
+	for k, v := range extra {
+		if v != "" {
+			args[k] = v
+		}
+	}
+	res, err := config.Resolve(config.Options{Args: args, Profile: g.Profile})
+	if err != nil {
+		return nil, gke.Config{}, nil, err
+	}
+	ep, err := gke.ParseEndpoints(res.Get(config.GCPEndpoints))
+	if err != nil {
+		return nil, gke.Config{}, nil, err
+	}
+	cfg := gke.Config{
+		Project: res.Get(config.Project), Zone: res.Get(config.Zone), Cluster: res.Get(config.Cluster),
+		Namespace: res.Get(config.Namespace), Registry: res.Get(config.ImageRegistry),
+	}
+	// The default store (a local directory) is no store for GKE pods: then the bucket
+	// up makes, gs://PROJECT-kinetic.
+	if res.Source(config.Store) != config.SourceDefault {
+		cfg.Store = res.Get(config.Store)
+	}
+	c, err := gke.Dial(ctx, ep)
+	if err != nil {
+		return nil, cfg, nil, err
+	}
+	return c, cfg, res, nil
+}
+
+// planErr words an error of the planning reads: after Ctrl-C, nothing was changed.
+func planErr(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return errors.New("interrupted while reading what exists: nothing was changed")
+	}
+	return err
+}
+
+// addPreviewFlag defines --preview unless the command has it already.
+func addPreviewFlag(cmd *cobra.Command) {
+	if cmd.Flags().Lookup("preview") == nil {
+		cmd.Flags().Bool("preview", false, "print the plan and stop")
+	}
+}
+
+// confirm asks on a terminal; without one it refuses, naming -y.
+func confirm(cmd *cobra.Command, question string) error {
+	in := cmd.InOrStdin()
+	if f, ok := in.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
+		return errors.New("nothing applied: standard input is not a terminal to ask on; run again with -y to apply the plan above (or --preview to only see it)")
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "%s [y/N] ", question)
+	line, _ := bufio.NewReader(in).ReadString('\n')
+	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+		return errors.New("nothing applied")
+	}
+	return nil
+}
+
+// applyPlan prints p, stops on --preview or when there is nothing to do, asks unless
+// yes, and applies it with progress on stderr. extra counts changes outside p (the
+// profile). It returns whether it applied.
+func applyPlan(cmd *cobra.Command, p *gke.Plan, extra int, preview, yes bool, start time.Time, done string) (bool, error) {
+	out := cmd.ErrOrStderr()
+	n := p.Changes() + extra
+	if n == 0 {
+		fmt.Fprintf(out, "no change: %s (%.1fs)\n", done, time.Since(start).Seconds())
+		return false, nil
+	}
+	if preview {
+		fmt.Fprintf(out, "%d change(s) planned; --preview: nothing applied\n", n)
+		return false, nil
+	}
+	if !yes {
+		if err := confirm(cmd, fmt.Sprintf("apply %d change(s)?", n)); err != nil {
+			return false, err
+		}
+	}
+	if err := p.Apply(cmd.Context(), out); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// upGKE is `kinetic up --backend gke`.
+func upGKE(cmd *cobra.Command, g *Globals, f *gkeFlags, extra map[config.Key]string, preview, yes bool) error {
+	ctx := cmd.Context()
+	out := cmd.ErrOrStderr()
+	start := time.Now()
+	c, cfg, res, err := gkeSetup(ctx, g, f, extra)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if res.Get(config.RunnerImage) == "" {
+		cfg.Runner = gke.ImageRunner{Images: &image.Client{}, Source: image.RunnerSource{CacheDir: filepath.Join(config.DataDir(), "cache", "runner"), Progress: out}}
+	}
+	if res.Get(config.GCPEndpoints) == "" {
+		cfg.Kube = gke.KubeWithADC
+	}
+	p, err := gke.PlanUp(ctx, c, cfg)
+	if err != nil {
+		return planErr(ctx, err)
+	}
+	bucket, _ := (&cfg).Bucket()
+	store := cfg.Store
+	if store == "" {
+		store = "gs://" + bucket
+	}
+	registry := cfg.Registry
+	if registry == "" {
+		registry = (&gke.Config{Project: cfg.Project, Zone: cfg.Zone}).RepoHost()
+	}
+	cluster := cfg.Cluster
+	if cluster == "" {
+		cluster = gke.DefaultCluster
+	}
+	want := config.Profile{
+		string(config.Backend): "gke", string(config.ClusterType): "gke",
+		string(config.Project): cfg.Project, string(config.Zone): cfg.Zone, string(config.Cluster): cluster,
+		string(config.Namespace): res.Get(config.Namespace), string(config.Store): store,
+		string(config.ImageRegistry): registry, string(config.ServiceAccount): gke.KubeServiceAccount,
+	}
+	prof, err := planProfile(g, want)
+	if err != nil {
+		return err
+	}
+	p.Print(out)
+	prof.print(out)
+	applied, err := applyPlan(cmd, p, prof.changes(), preview, yes, start, "everything up makes is there")
+	if err != nil || !applied {
+		return err
+	}
+	if err := prof.write(out); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "ready in %.1fs: `kinetic run` submits to cluster %s; `kinetic pool add --accelerator A` adds GPUs or TPUs\n", time.Since(start).Seconds(), cluster)
+	return nil
+}
+
+// profilePlan is the profile change up makes.
+type profilePlan struct {
+	name, path string
+	exists     bool
+	changed    []string
+	merged     config.Profile
+}
+
+func planProfile(g *Globals, want config.Profile) (*profilePlan, error) {
+	path := config.ProfilesPath(nil)
+	f, err := config.LoadProfiles(path)
+	if err != nil {
+		return nil, err
+	}
+	name, _ := config.ActiveName(f, g.Profile, nil, path)
+	if name == "" {
+		name = "default"
+	}
+	old, exists := f.Profiles[name]
+	pp := &profilePlan{name: name, path: path, exists: exists, merged: config.Profile{}}
+	for k, v := range old {
+		pp.merged[k] = v
+	}
+	for k, v := range want {
+		if v == "" {
+			continue
+		}
+		if old[k] != v {
+			pp.changed = append(pp.changed, k+"="+v)
+		}
+		pp.merged[k] = v
+	}
+	sortStrings(pp.changed)
+	return pp, nil
+}
+
+func (pp *profilePlan) changes() int {
+	if !pp.exists || len(pp.changed) > 0 {
+		return 1
+	}
+	return 0
+}
+
+func (pp *profilePlan) print(w io.Writer) {
+	switch {
+	case !pp.exists:
+		fmt.Fprintf(w, "  + create   profile %s in %s (%s)\n", pp.name, pp.path, strings.Join(pp.changed, ", "))
+	case len(pp.changed) > 0:
+		fmt.Fprintf(w, "  ~ update   profile %s in %s (%s)\n", pp.name, pp.path, strings.Join(pp.changed, ", "))
+	default:
+		fmt.Fprintf(w, "  = ok       profile %s\n", pp.name)
+	}
+}
+
+func (pp *profilePlan) write(w io.Writer) error {
+	if pp.changes() == 0 {
+		return nil
+	}
+	err := config.Update(pp.path, func(f *config.File) error {
+		if err := f.Put(pp.name, pp.merged); err != nil {
+			return err
+		}
+		if f.Current == "" {
+			f.Current = pp.name
+		}
+		return nil
+	})
+	if err == nil {
+		fmt.Fprintf(w, "  ✓ profile %s\n", pp.name)
+	}
+	return err
+}

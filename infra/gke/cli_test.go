@@ -1,0 +1,228 @@
+package gke_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/infra/gke/gketest"
+	"github.com/kinetic-run/kinetic/internal/imagetest"
+	"github.com/kinetic-run/kinetic/internal/testbin"
+)
+
+// TestCLI runs the real binary against the fakes, with every setting through config
+// (KINETIC_* variables): up --preview, up without -y off a terminal, up -y twice, pool
+// add/list, status, down.
+func TestCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the kinetic binary")
+	}
+	f := gketest.Start(t, gketest.Options{})
+	home, cmdFor := cliEnv(t, f)
+	run := func(args ...string) (string, string, error) {
+		cmd := cmdFor(args...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		return out.String(), errb.String(), err
+	}
+	must := func(args ...string) (string, string) {
+		t.Helper()
+		out, errOut, err := run(args...)
+		if err != nil {
+			t.Fatalf("kinetic %s: %v\n%s", strings.Join(args, " "), err, errOut)
+		}
+		return out, errOut
+	}
+
+	_, stderr := must("up", "--backend", "gke", "--preview")
+	for _, want := range []string{"+ create   cluster kinetic-cluster", "+ create   profile default", "--preview: nothing applied"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("up --preview does not say %q:\n%s", want, stderr)
+		}
+	}
+	if m := f.Mutations(); len(m) != 0 {
+		t.Errorf("--preview changed things: %v", m)
+	}
+
+	_, stderr, err := run("up", "--backend", "gke")
+	if err == nil || !strings.Contains(stderr, "not a terminal") || !strings.Contains(stderr, "-y") || len(f.Mutations()) != 0 {
+		t.Errorf("up without -y off a terminal: err %v, mutations %d\n%s", err, len(f.Mutations()), stderr)
+	}
+
+	_, stderr = must("up", "--backend", "gke", "-y")
+	if !strings.Contains(stderr, "✓ create cluster kinetic-cluster") || !strings.Contains(stderr, "ready in") {
+		t.Errorf("up -y:\n%s", stderr)
+	}
+	prof, err := config.LoadProfiles(filepath.Join(home, "profiles.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := prof.Profiles["default"]; p["backend"] != "gke" || p["cluster"] != "kinetic-cluster" || p["service_account"] != "kinetic" || prof.Current != "default" {
+		t.Errorf("profile = %v (current %q)", p, prof.Current)
+	}
+
+	f.Reset()
+	_, stderr = must("up", "--backend", "gke", "-y")
+	if !strings.Contains(stderr, "no change") || len(f.Mutations()) != 0 {
+		t.Errorf("second up: %d mutations\n%s", len(f.Mutations()), stderr)
+	}
+
+	_, stderr = must("pool", "add", "--accelerator", "tpu-v5p-16", "-y")
+	if !strings.Contains(stderr, "TPU topology 2x2x4") {
+		t.Errorf("pool add:\n%s", stderr)
+	}
+	out, _ := must("pool", "list", "--json")
+	var pools []struct {
+		Name     string
+		Topology string `json:"tpu_topology"`
+	}
+	if err := json.Unmarshal([]byte(out), &pools); err != nil || len(pools) != 2 || pools[1].Name != "tpu-v5p-16" {
+		t.Errorf("pool list --json = %s (%v)", out, err)
+	}
+	out, _ = must("status", "--no-doctor")
+	if !strings.Contains(out, "✓ cluster kinetic-cluster") || !strings.Contains(out, "tpu-v5p-16") {
+		t.Errorf("status:\n%s", out)
+	}
+	_, stderr, err = run("pool", "add", "--accelerator", "gpu-nope", "-y")
+	if err == nil || !strings.Contains(stderr, "--accelerator") || strings.Contains(stderr, "rpc error") {
+		t.Errorf("bad accelerator: %v\n%s", err, stderr)
+	}
+
+	_, stderr = must("down", "-y")
+	if !strings.Contains(stderr, "= keep     store bucket gs://p-kinetic") {
+		t.Errorf("down:\n%s", stderr)
+	}
+	if c := f.Counts(); c["clusters"]+c["repositories"]+c["service_accounts"] != 0 {
+		t.Errorf("after down: %v", c)
+	}
+}
+
+// cliEnv links the test binary into a directory with stand-ins for the runner binaries
+// and returns a home directory and a maker of commands with every setting in KINETIC_*.
+func cliEnv(t *testing.T, f *gketest.Fake) (string, func(args ...string) *exec.Cmd) {
+	reg := imagetest.StartRegistry(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "kinetic")
+	if err := os.Link(testbin.Path(t), bin); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"amd64", "arm64"} {
+		os.WriteFile(filepath.Join(dir, "kinetic-runner-linux-"+p), []byte("runner "+p), 0o755)
+	}
+	home := t.TempDir()
+	env := []string{"HOME=" + home, "KINETIC_HOME=" + filepath.Join(home, "data"), "PATH=" + os.Getenv("PATH"),
+		"KINETIC_PROFILES_FILE=" + filepath.Join(home, "profiles.json"),
+		"KINETIC_GCP_ENDPOINTS=container=" + f.Endpoints.Container + ",artifactregistry=" + f.Endpoints.ArtifactRegistry + ",iam=" + f.Endpoints.IAM + ",compute=" + f.Endpoints.Compute,
+		"KINETIC_PROJECT=p", "KINETIC_ZONE=us-central1-a", "KINETIC_STORE=" + f.StoreURL("p-kinetic"),
+		"KINETIC_IMAGE_REGISTRY=" + reg.Host + "/p/kinetic"}
+	return home, func(args ...string) *exec.Cmd {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = env
+		return cmd
+	}
+}
+
+// TestCLIInterrupt sends SIGINT (Ctrl-C) to `up -y` while the cluster operation runs:
+// it says what is still running and that the next up resumes, and the next plan waits
+// for the cluster instead of creating it again.
+func TestCLIInterrupt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the kinetic binary")
+	}
+	f := gketest.Start(t, gketest.Options{ClusterOpPolls: 1 << 20})
+	_, cmdFor := cliEnv(t, f)
+	cmd := cmdFor("up", "--backend", "gke", "-y")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !polled(f, "ClusterManager/GetOperation") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	stderr := errb.String()
+	if err == nil || !strings.Contains(stderr, "interrupted while waiting for cluster kinetic-cluster (operation operation-") ||
+		!strings.Contains(stderr, "run the same command again to resume") || strings.Contains(stderr, "context canceled") {
+		t.Fatalf("up after Ctrl-C: %v\n%s", err, stderr)
+	}
+	out, err := cmdFor("up", "--backend", "gke", "--preview").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "~ wait     cluster kinetic-cluster") || strings.Contains(string(out), "+ create   cluster") {
+		t.Errorf("the plan after Ctrl-C: %v\n%s", err, out)
+	}
+}
+
+func polled(f *gketest.Fake, method string) bool {
+	for _, r := range f.Requests() {
+		if strings.HasSuffix(r.Method, method) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestCLIAsksOnATerminal runs `up --backend gke` in tmux, as a person would: it prints
+// the plan and asks; "y" applies it.
+func TestCLIAsksOnATerminal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the kinetic binary")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("no tmux")
+	}
+	f := gketest.Start(t, gketest.Options{})
+	_, cmdFor := cliEnv(t, f)
+	c := cmdFor("up", "--backend", "gke")
+	script := filepath.Join(t.TempDir(), "up.sh")
+	var b strings.Builder
+	b.WriteString("#!/bin/sh\n")
+	for _, kv := range c.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		fmt.Fprintf(&b, "export %s='%s'\n", k, strings.ReplaceAll(v, "'", `'\''`))
+	}
+	fmt.Fprintf(&b, "'%s' up --backend gke; echo EXIT=$?; sleep 120\n", c.Path)
+	os.WriteFile(script, []byte(b.String()), 0o755)
+	sock := fmt.Sprintf("kinetic-gke-%d", os.Getpid())
+	tmux := func(args ...string) string {
+		out, _ := exec.Command("tmux", append([]string{"-L", sock}, args...)...).CombinedOutput()
+		return string(out)
+	}
+	if out, err := exec.Command("tmux", "-L", sock, "new-session", "-d", "-x", "220", "-y", "60", script).CombinedOutput(); err != nil {
+		t.Fatalf("tmux: %v %s", err, out)
+	}
+	t.Cleanup(func() { tmux("kill-server") })
+	screen := func(want string) string {
+		t.Helper()
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			s := tmux("capture-pane", "-p", "-J", "-S", "-200")
+			if strings.Contains(s, want) {
+				return s
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the screen never showed %q:\n%s", want, s)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	s := screen("[y/N]")
+	if !strings.Contains(s, "+ create   cluster kinetic-cluster") || len(f.Mutations()) != 0 {
+		t.Errorf("before the answer:\n%s", s)
+	}
+	tmux("send-keys", "y", "Enter")
+	s = screen("EXIT=")
+	t.Log("the screen:\n" + s)
+	if !strings.Contains(s, "EXIT=0") || !strings.Contains(s, "ready in") {
+		t.Errorf("after y:\n%s", s)
+	}
+}

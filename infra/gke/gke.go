@@ -1,0 +1,283 @@
+// Package gke provisions Google Kubernetes Engine for Kinetic through Google's Go
+// clients: the cluster (Workload Identity, the GCS FUSE CSI driver, a small system pool
+// of a machine type the zone offers), the Artifact Registry repository, the store bucket
+// with its 30-day rule, the Google service account job pods act as (Workload Identity)
+// with the roles they need, and the runner image. Up, Down and the pool operations each
+// read the current state into a Plan (steps with an action), which is printed, then
+// applied in dependency order; a second Up finds nothing to do. Long-running operations
+// are polled until done; an interrupted one keeps running at Google, and the next plan
+// reads it (a cluster still PROVISIONING becomes a "wait" step). See
+// docs/infrastructure.md.
+package gke
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	artifactregistry "cloud.google.com/go/artifactregistry/apiv1"
+	container "cloud.google.com/go/container/apiv1"
+	admin "cloud.google.com/go/iam/admin/apiv1"
+	compute "google.golang.org/api/compute/v1"
+	"google.golang.org/api/option"
+	storagev1 "google.golang.org/api/storage/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// Defaults of the names up gives what it creates.
+const (
+	DefaultCluster = "kinetic-cluster"
+	// SystemPool is the node pool of the cluster's own pods and of CPU jobs.
+	SystemPool = "system"
+	// Repository is the Artifact Registry repository (Docker format) in the zone's region.
+	Repository = "kinetic"
+	// AccountID is the Google service account job pods act as through Workload Identity.
+	AccountID = "kinetic-jobs"
+	// KubeServiceAccount is the Kubernetes service account bound to AccountID; the same
+	// name `kinetic up --backend k8s` creates (infra.Name).
+	KubeServiceAccount = "kinetic"
+	// ManagedLabel marks what kinetic made (labels of the cluster, the pools, the repo).
+	ManagedLabel = "managed-by"
+)
+
+// Roles granted, each on one resource only (never on the project).
+const (
+	// RoleStorage lets job pods read code and inputs and write results, logs and
+	// outputs in the store bucket: object create/get/list/update/delete, no bucket admin.
+	RoleStorage = "roles/storage.objectUser"
+	// RoleRegistryRead lets the nodes pull the runner image and bundled images from the
+	// repository.
+	RoleRegistryRead = "roles/artifactregistry.reader"
+	// RoleWorkloadIdentity lets the Kubernetes service account act as the Google one.
+	RoleWorkloadIdentity = "roles/iam.workloadIdentityUser"
+)
+
+// Endpoints override Google's API endpoints: for tests and emulators only. An override
+// is a URL, "http://127.0.0.1:PORT" (plain gRPC or HTTP, no credentials). Storage is
+// taken from the store URL's ?endpoint= (as the store does).
+type Endpoints struct {
+	Container, ArtifactRegistry, IAM, Compute string
+}
+
+// ParseEndpoints reads the gcp_endpoints setting: "container=URL,artifactregistry=URL,
+// iam=URL,compute=URL" (any subset).
+func ParseEndpoints(s string) (Endpoints, error) {
+	var e Endpoints
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(part, "=")
+		if !ok {
+			return e, fmt.Errorf("gcp_endpoints %q: want SERVICE=URL,... (services: container, artifactregistry, iam, compute)", s)
+		}
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return e, fmt.Errorf("gcp_endpoints: %s=%q is not an http(s)://HOST:PORT URL", k, v)
+		}
+		switch k {
+		case "container":
+			e.Container = v
+		case "artifactregistry":
+			e.ArtifactRegistry = v
+		case "iam":
+			e.IAM = v
+		case "compute":
+			e.Compute = v
+		default:
+			return e, fmt.Errorf("gcp_endpoints: unknown service %q (services: container, artifactregistry, iam, compute)", k)
+		}
+	}
+	return e, nil
+}
+
+// Clients are the Google API clients provisioning uses.
+type Clients struct {
+	Cluster  *container.ClusterManagerClient
+	Registry *artifactregistry.Client
+	IAM      *admin.IamClient
+	Compute  *compute.Service
+}
+
+func grpcOpts(ep string) []option.ClientOption {
+	if ep == "" {
+		return nil
+	}
+	u, _ := url.Parse(ep)
+	if u.Scheme == "https" {
+		return []option.ClientOption{option.WithEndpoint(u.Host), option.WithoutAuthentication()}
+	}
+	return []option.ClientOption{option.WithEndpoint(u.Host), option.WithoutAuthentication(),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials()))}
+}
+
+// Dial makes the clients, with Application Default Credentials unless ep overrides.
+func Dial(ctx context.Context, ep Endpoints) (*Clients, error) {
+	c := &Clients{}
+	var err error
+	if c.Cluster, err = container.NewClusterManagerClient(ctx, grpcOpts(ep.Container)...); err != nil {
+		return nil, credErr("GKE", err)
+	}
+	if c.Registry, err = artifactregistry.NewClient(ctx, grpcOpts(ep.ArtifactRegistry)...); err != nil {
+		c.Close()
+		return nil, credErr("Artifact Registry", err)
+	}
+	if c.IAM, err = admin.NewIamClient(ctx, grpcOpts(ep.IAM)...); err != nil {
+		c.Close()
+		return nil, credErr("IAM", err)
+	}
+	copts := []option.ClientOption{option.WithScopes(compute.ComputeReadonlyScope)}
+	if ep.Compute != "" {
+		copts = []option.ClientOption{option.WithEndpoint(strings.TrimSuffix(ep.Compute, "/") + "/compute/v1/"),
+			option.WithoutAuthentication(), option.WithHTTPClient(&http.Client{Transport: http.DefaultTransport})}
+	}
+	if c.Compute, err = compute.NewService(ctx, copts...); err != nil {
+		c.Close()
+		return nil, credErr("Compute Engine", err)
+	}
+	return c, nil
+}
+
+func credErr(api string, err error) error {
+	return fmt.Errorf("connect to the %s API: %w (run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS)", api, err)
+}
+
+// Close closes every client.
+func (c *Clients) Close() {
+	if c.Cluster != nil {
+		c.Cluster.Close()
+	}
+	if c.Registry != nil {
+		c.Registry.Close()
+	}
+	if c.IAM != nil {
+		c.IAM.Close()
+	}
+}
+
+// Config says what to provision.
+type Config struct {
+	Project, Zone string
+	Cluster       string // "" = DefaultCluster
+	Namespace     string // Kubernetes namespace of jobs (the Workload Identity member)
+	// Store is the gs:// store URL ("" = gs://PROJECT-kinetic); ?endpoint= points at an
+	// emulator.
+	Store string
+	// Registry is where the runner image goes ("" = the repository up creates,
+	// REGION-docker.pkg.dev/PROJECT/kinetic).
+	Registry string
+	// Runner publishes the runner image; nil leaves that step out.
+	Runner Runner
+	// Kube connects to the running cluster to make the Kubernetes service account of
+	// job pods (KubeWithADC); nil leaves that step out (the fakes have no API server).
+	Kube KubeFunc
+	// Poll is the first interval between polls of a long-running operation (0 = 500ms);
+	// it grows to ten times that, at most 5 s.
+	Poll time.Duration
+}
+
+func (c *Config) fill() error {
+	if c.Project == "" {
+		return errors.New("no project: give --project, set KINETIC_PROJECT or GOOGLE_CLOUD_PROJECT, or a profile's project")
+	}
+	if Region(c.Zone) == "" {
+		return fmt.Errorf("zone %q is not a zone (e.g. us-central1-a): give --zone", c.Zone)
+	}
+	if c.Cluster == "" {
+		c.Cluster = DefaultCluster
+	}
+	if c.Namespace == "" {
+		c.Namespace = "default"
+	}
+	if c.Store == "" {
+		c.Store = "gs://" + c.Project + "-kinetic"
+	}
+	if !strings.HasPrefix(c.Store, "gs://") {
+		return fmt.Errorf("store %q: GKE jobs use a gs:// store (e.g. --store gs://%s-kinetic)", c.Store, c.Project)
+	}
+	if c.Registry == "" {
+		c.Registry = c.RepoHost()
+	}
+	if c.Poll == 0 {
+		c.Poll = 500 * time.Millisecond
+	}
+	return nil
+}
+
+// Region is the region of a zone ("us-central1-a" → "us-central1"), "" if not a zone.
+func Region(zone string) string {
+	i := strings.LastIndexByte(zone, '-')
+	if i <= 0 || strings.Count(zone, "-") < 2 {
+		return ""
+	}
+	return zone[:i]
+}
+
+func (c *Config) location() string    { return "projects/" + c.Project + "/locations/" + c.Zone }
+func (c *Config) clusterName() string { return c.location() + "/clusters/" + c.Cluster }
+func (c *Config) poolName(p string) string {
+	return c.clusterName() + "/nodePools/" + p
+}
+func (c *Config) repoParent() string { return "projects/" + c.Project + "/locations/" + Region(c.Zone) }
+func (c *Config) repoName() string   { return c.repoParent() + "/repositories/" + Repository }
+
+// RepoHost is the Docker path of the repository: REGION-docker.pkg.dev/PROJECT/kinetic.
+func (c *Config) RepoHost() string {
+	return Region(c.Zone) + "-docker.pkg.dev/" + c.Project + "/" + Repository
+}
+
+// AccountEmail is the Google service account of job pods.
+func (c *Config) AccountEmail() string {
+	return AccountID + "@" + c.Project + ".iam.gserviceaccount.com"
+}
+func (c *Config) accountName() string {
+	return "projects/" + c.Project + "/serviceAccounts/" + c.AccountEmail()
+}
+
+// WorkloadPool is the cluster's Workload Identity pool.
+func (c *Config) WorkloadPool() string { return c.Project + ".svc.id.goog" }
+
+// KubeMember is the IAM member of the Kubernetes service account of job pods.
+func (c *Config) KubeMember() string {
+	return "serviceAccount:" + c.WorkloadPool() + "[" + c.Namespace + "/" + KubeServiceAccount + "]"
+}
+
+// Bucket is the store's bucket and the endpoint of an emulator ("" = Google).
+func (c *Config) Bucket() (bucket, endpoint string) {
+	u, err := url.Parse(c.Store)
+	if err != nil {
+		return strings.TrimPrefix(c.Store, "gs://"), ""
+	}
+	return u.Host, u.Query().Get("endpoint")
+}
+
+func storageService(ctx context.Context, endpoint string) (*storagev1.Service, error) {
+	opts := []option.ClientOption{option.WithScopes(storagev1.DevstorageFullControlScope)}
+	if endpoint != "" {
+		opts = []option.ClientOption{option.WithoutAuthentication(), option.WithEndpoint(strings.TrimSuffix(endpoint, "/") + "/storage/v1/"),
+			option.WithHTTPClient(&http.Client{Transport: http.DefaultTransport})}
+	}
+	s, err := storagev1.NewService(ctx, opts...)
+	if err != nil {
+		return nil, credErr("Cloud Storage", err)
+	}
+	return s, nil
+}
+
+func managedLabels() map[string]string { return map[string]string{ManagedLabel: "kinetic"} }
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,411 @@
+// Package gketest runs in-process fakes of the Google APIs that GKE provisioning calls,
+// for tests and benchmarks: the GKE ClusterManager, Artifact Registry (with its
+// long-running Operations service) and IAM admin over gRPC, each implementing the real
+// generated server interface (containerpb.ClusterManagerServer,
+// artifactregistrypb.ArtifactRegistryServer, adminpb.IAMServer,
+// longrunningpb.OperationsServer); Compute Engine's machine types and project over the
+// REST API's JSON; and Cloud Storage through the fake-gcs-server emulator
+// (internal/gcstest) behind a proxy that adds the bucket IAM policy the emulator lacks.
+// All listen on 127.0.0.1 and keep state. Long-running operations stay RUNNING for
+// OpPolls polls, then are DONE and take effect. Every request is recorded (Requests),
+// and a fault can be injected into any method (FailNext).
+//
+// No GKE exists here: these fakes are the proof that the requests are well-formed and
+// the plan logic is right, not that Google accepts them (docs/status.md).
+package gketest
+
+import (
+	"bytes"
+	"cloud.google.com/go/iam/apiv1/iampb"
+	"context"
+	"encoding/json"
+	"fmt"
+	"google.golang.org/protobuf/types/known/anypb"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"cloud.google.com/go/artifactregistry/apiv1/artifactregistrypb"
+	"cloud.google.com/go/container/apiv1/containerpb"
+	"cloud.google.com/go/iam/admin/apiv1/adminpb"
+	"cloud.google.com/go/longrunning/autogen/longrunningpb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kinetic-run/kinetic/infra/gke"
+	"github.com/kinetic-run/kinetic/internal/gcstest"
+)
+
+// Request is one recorded call.
+type Request struct {
+	// Method is "container.ClusterManager/CreateCluster", "compute GET /compute/v1/…",
+	// "storage POST /storage/v1/b".
+	Method string
+	// Body is the request as indented JSON with sorted keys ("" for none).
+	Body string
+}
+
+// Mutating reports whether the call changes state.
+func (r Request) Mutating() bool {
+	m := r.Method
+	if i := strings.LastIndexByte(m, '/'); i >= 0 && !strings.Contains(m, " ") {
+		m = m[i+1:]
+		for _, p := range []string{"Get", "List"} {
+			if strings.HasPrefix(m, p) {
+				return false
+			}
+		}
+		return true
+	}
+	return !strings.Contains(m, " GET ")
+}
+
+// MachineType is one machine type a zone offers.
+type MachineType struct {
+	Name     string
+	CPUs     int64
+	MemoryMB int64
+	Shared   bool
+}
+
+// Options configure the fakes.
+type Options struct {
+	// Zones maps a zone to the machine types it offers; nil gives us-central1-a a
+	// general-purpose list and us-east5-b (TPU-only) ct6e and n2d-highmem types.
+	Zones map[string][]MachineType
+	// OpPolls is how many polls an operation stays RUNNING (default 2).
+	OpPolls int
+	// ClusterOpPolls is OpPolls for creating a cluster (default OpPolls): a large one
+	// keeps the cluster PROVISIONING, for an interruption.
+	ClusterOpPolls int
+}
+
+// DefaultZones is Options.Zones' default.
+func DefaultZones() map[string][]MachineType {
+	return map[string][]MachineType{
+		"us-central1-a": {{"e2-micro", 2, 1024, true}, {"e2-standard-4", 4, 16384, false}, {"n2-standard-4", 4, 16384, false}, {"g2-standard-4", 4, 16384, false}, {"ct5lp-hightpu-4t", 112, 196608, false}},
+		// A TPU-first zone: no E2/N1/N2 types; the system pool must come from what is there.
+		"us-east5-b": {{"ct6e-standard-4t", 180, 737280, false}, {"ct5p-hightpu-4t", 208, 458752, false}, {"n2d-standard-8", 8, 32768, false}, {"n2d-highmem-4", 4, 32768, false}},
+	}
+}
+
+// Fake is the set of running fakes.
+type Fake struct {
+	// Endpoints point the clients here (gke.Dial).
+	Endpoints gke.Endpoints
+	// StorageEndpoint is the proxied emulator's URL: a store URL's ?endpoint=.
+	StorageEndpoint string
+
+	mu             sync.Mutex
+	requests       []Request
+	fail           map[string]error
+	opPolls        int
+	clusterOpPolls int
+	zones          map[string][]MachineType
+
+	clusters  map[string]*containerpb.Cluster
+	ops       map[string]*op // by name (GKE ops: short name; LRO: full name)
+	repos     map[string]*artifactregistrypb.Repository
+	repoPol   map[string]*iampb.Policy
+	accounts  map[string]*adminpb.ServiceAccount
+	saPol     map[string]*iampb.Policy
+	bucketPol map[string]json.RawMessage
+	nextOp    int
+}
+
+type op struct {
+	gkeOp  *containerpb.Operation
+	lro    *longrunningpb.Operation
+	target string
+	left   int
+	done   func()
+}
+
+// Start starts the fakes; they stop when t ends.
+func Start(t testing.TB, o Options) *Fake {
+	t.Helper()
+	if o.Zones == nil {
+		o.Zones = DefaultZones()
+	}
+	if o.OpPolls == 0 {
+		o.OpPolls = 2
+	}
+	if o.ClusterOpPolls == 0 {
+		o.ClusterOpPolls = o.OpPolls
+	}
+	f := &Fake{fail: map[string]error{}, opPolls: o.OpPolls, clusterOpPolls: o.ClusterOpPolls, zones: o.Zones,
+		clusters: map[string]*containerpb.Cluster{}, ops: map[string]*op{}, repos: map[string]*artifactregistrypb.Repository{},
+		repoPol: map[string]*iampb.Policy{}, accounts: map[string]*adminpb.ServiceAccount{}, saPol: map[string]*iampb.Policy{},
+		bucketPol: map[string]json.RawMessage{}}
+
+	serve := func(register func(*grpc.Server)) string {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := grpc.NewServer(grpc.UnaryInterceptor(f.intercept))
+		register(s)
+		go s.Serve(lis)
+		t.Cleanup(s.Stop)
+		return "http://" + lis.Addr().String()
+	}
+	f.Endpoints.Container = serve(func(s *grpc.Server) { containerpb.RegisterClusterManagerServer(s, &clusterServer{f: f}) })
+	f.Endpoints.ArtifactRegistry = serve(func(s *grpc.Server) {
+		artifactregistrypb.RegisterArtifactRegistryServer(s, &registryServer{f: f})
+		longrunningpb.RegisterOperationsServer(s, &lroServer{f: f})
+	})
+	f.Endpoints.IAM = serve(func(s *grpc.Server) { adminpb.RegisterIAMServer(s, &iamServer{f: f}) })
+
+	cs := httptest.NewServer(http.HandlerFunc(f.compute))
+	t.Cleanup(cs.Close)
+	f.Endpoints.Compute = cs.URL
+
+	gcs := gcstest.Start(t)
+	u, _ := url.Parse(gcs.URL())
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	// The emulator reads the bucket from the Host of a download: keep its own.
+	director := proxy.Director
+	proxy.Director = func(r *http.Request) { director(r); r.Host = u.Host }
+	ss := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f.storage(w, r, proxy) }))
+	t.Cleanup(ss.Close)
+	f.StorageEndpoint = ss.URL
+	return f
+}
+
+// StoreURL is the gs:// store URL of bucket on the emulator.
+func (f *Fake) StoreURL(bucket string) string {
+	return "gs://" + bucket + "?endpoint=" + f.StorageEndpoint
+}
+
+// Requests returns the calls so far, oldest first.
+func (f *Fake) Requests() []Request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Request(nil), f.requests...)
+}
+
+// Mutations returns the calls so far that change state.
+func (f *Fake) Mutations() []Request {
+	var out []Request
+	for _, r := range f.Requests() {
+		if r.Mutating() {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Reset forgets the recorded calls.
+func (f *Fake) Reset() {
+	f.mu.Lock()
+	f.requests = nil
+	f.mu.Unlock()
+}
+
+// FailNext makes the next call of method (as in Request.Method, e.g.
+// "google.container.v1.ClusterManager/CreateCluster") fail with err.
+func (f *Fake) FailNext(method string, err error) {
+	f.mu.Lock()
+	f.fail[method] = err
+	f.mu.Unlock()
+}
+
+// Cluster returns a copy of the cluster's state, nil if none.
+func (f *Fake) Cluster(name string) *containerpb.Cluster {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c := f.clusters[name]; c != nil {
+		return proto.Clone(c).(*containerpb.Cluster)
+	}
+	return nil
+}
+
+// Counts says how many of each kind of thing exist (clusters, node pools, repos, accounts).
+func (f *Fake) Counts() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := map[string]int{"clusters": len(f.clusters), "repositories": len(f.repos), "service_accounts": len(f.accounts)}
+	for _, c := range f.clusters {
+		n["node_pools"] += len(c.NodePools)
+	}
+	return n
+}
+
+func (f *Fake) record(method string, body string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.requests = append(f.requests, Request{Method: method, Body: body})
+	if err, ok := f.fail[method]; ok {
+		delete(f.fail, method)
+		return err
+	}
+	return nil
+}
+
+func (f *Fake) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	body := ""
+	if m, ok := req.(proto.Message); ok {
+		b, _ := protojson.Marshal(m)
+		body = canonical(b)
+	}
+	method := strings.TrimPrefix(info.FullMethod, "/")
+	if err := f.record(method, body); err != nil {
+		return nil, err
+	}
+	return h(ctx, req)
+}
+
+// canonical re-encodes JSON indented with sorted keys (protojson's spacing is not stable).
+func canonical(b []byte) string {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return ""
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return string(b)
+	}
+	if m, ok := v.(map[string]any); ok && len(m) == 0 {
+		return ""
+	}
+	out, _ := json.MarshalIndent(v, "", "  ")
+	return string(out)
+}
+
+// newOp registers an operation that finishes after opPolls polls; mu is held.
+func (f *Fake) newGKEOp(kind containerpb.Operation_Type, target string, done func()) *containerpb.Operation {
+	f.nextOp++
+	o := &containerpb.Operation{Name: fmt.Sprintf("operation-%d", f.nextOp), OperationType: kind, Status: containerpb.Operation_RUNNING, TargetLink: target}
+	left := f.opPolls
+	if kind == containerpb.Operation_CREATE_CLUSTER {
+		left = f.clusterOpPolls
+	}
+	f.ops[o.Name] = &op{gkeOp: o, target: target, left: left, done: done}
+	return proto.Clone(o).(*containerpb.Operation)
+}
+
+func (f *Fake) newLRO(parent, target string, done func() proto.Message) *longrunningpb.Operation {
+	f.nextOp++
+	o := &longrunningpb.Operation{Name: fmt.Sprintf("%s/operations/op-%d", parent, f.nextOp)}
+	var d func()
+	d = func() {
+		resp := done()
+		anyResp, _ := anypb.New(resp)
+		o.Done = true
+		o.Result = &longrunningpb.Operation_Response{Response: anyResp}
+	}
+	f.ops[o.Name] = &op{lro: o, target: target, left: f.opPolls, done: d}
+	return proto.Clone(o).(*longrunningpb.Operation)
+}
+
+// tick advances one operation; mu is held.
+func (f *Fake) tick(o *op) {
+	if o.left <= 0 {
+		return
+	}
+	o.left--
+	if o.left == 0 {
+		if o.gkeOp != nil {
+			o.gkeOp.Status = containerpb.Operation_DONE
+		}
+		o.done()
+	}
+}
+
+// tickTarget advances the operations on target (a GetCluster of a PROVISIONING cluster
+// sees it progress, as it does at Google); mu is held.
+func (f *Fake) tickTarget(target string) {
+	for _, k := range sortedOps(f.ops) {
+		if o := f.ops[k]; o.target == target {
+			f.tick(o)
+		}
+	}
+}
+
+func sortedOps(m map[string]*op) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func notFound(what string) error { return status.Errorf(codes.NotFound, "%s not found", what) }
+
+// compute serves the Compute Engine REST calls provisioning makes: a zone's machine
+// types and a project.
+func (f *Fake) compute(w http.ResponseWriter, r *http.Request) {
+	if err := f.record("compute "+r.Method+" "+r.URL.Path, ""); err != nil {
+		http.Error(w, `{"error":{"code":500,"message":"`+err.Error()+`"}}`, 500)
+		return
+	}
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	w.Header().Set("Content-Type", "application/json")
+	// compute/v1/projects/P[/zones/Z/machineTypes]
+	switch {
+	case len(parts) == 4 && parts[2] == "projects":
+		json.NewEncoder(w).Encode(map[string]any{"kind": "compute#project", "name": parts[3], "defaultServiceAccount": "123456789-compute@developer.gserviceaccount.com"})
+	case len(parts) == 7 && parts[4] == "zones" && parts[6] == "machineTypes":
+		f.mu.Lock()
+		mts, ok := f.zones[parts[5]]
+		f.mu.Unlock()
+		if !ok {
+			w.WriteHeader(404)
+			fmt.Fprintf(w, `{"error":{"code":404,"message":"The resource 'projects/%s/zones/%s' was not found"}}`, parts[3], parts[5])
+			return
+		}
+		var items []map[string]any
+		for _, m := range mts {
+			items = append(items, map[string]any{"kind": "compute#machineType", "name": m.Name, "guestCpus": m.CPUs, "memoryMb": m.MemoryMB, "isSharedCpu": m.Shared, "zone": parts[5]})
+		}
+		json.NewEncoder(w).Encode(map[string]any{"kind": "compute#machineTypeList", "items": items})
+	default:
+		w.WriteHeader(404)
+		fmt.Fprintf(w, `{"error":{"code":404,"message":"no such path %s"}}`, r.URL.Path)
+	}
+}
+
+// storage records the call and serves /b/BUCKET/iam (the emulator has no IAM); the
+// rest goes to fake-gcs-server.
+func (f *Fake) storage(w http.ResponseWriter, r *http.Request, proxy http.Handler) {
+	var body []byte
+	if r.Body != nil {
+		body, _ = io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	if err := f.record("storage "+r.Method+" "+r.URL.Path, canonical(body)); err != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(500)
+		fmt.Fprintf(w, `{"error":{"code":500,"message":%q}}`, err.Error())
+		return
+	}
+	if strings.HasSuffix(r.URL.Path, "/iam") {
+		bucket := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/storage/v1/b/"), "/iam")
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		switch r.Method {
+		case http.MethodGet:
+			if p, ok := f.bucketPol[bucket]; ok {
+				w.Write(p)
+				return
+			}
+			fmt.Fprintf(w, `{"kind":"storage#policy","resourceId":"projects/_/buckets/%s","version":1,"etag":"CAE=","bindings":[{"role":"roles/storage.legacyBucketOwner","members":["projectOwner:p"]}]}`, bucket)
+		case http.MethodPut:
+			f.bucketPol[bucket] = body
+			w.Write(body)
+		}
+		return
+	}
+	proxy.ServeHTTP(w, r)
+}

@@ -1,0 +1,283 @@
+package gke
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"cloud.google.com/go/container/apiv1/containerpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kinetic-run/kinetic/accel"
+)
+
+// LabelAccelerator is the node label of a pool made by `pool add`: the catalog name.
+const LabelAccelerator = "kinetic.dev/accelerator"
+
+// PoolOptions describe an accelerator node pool.
+type PoolOptions struct {
+	Accelerator string // a catalog name (accel.Parse), e.g. gpu-l4x2, tpu-v5p-16
+	Name        string // "" = from the accelerator: gpu-l4x2, tpu-v5p-16-spot
+	// MinNodes and MaxNodes bound the autoscaler. Defaults: 0 and 1 (a single-host
+	// accelerator), or 0 and the slice's hosts (a multi-host TPU slice, all or nothing).
+	MinNodes, MaxNodes int
+	MaxSet             bool // MaxNodes was given
+	Spot               bool
+	Reservation        string // a specific Compute Engine reservation to consume
+}
+
+// NodePoolFor maps the accelerator catalog onto a GKE node pool: machine type, GPU
+// count and driver installation, TPU topology with COMPACT placement for a multi-host
+// slice, spot, reservation affinity, and the taints the catalog's tolerations match.
+// GKE itself labels the nodes with what the pod specs select (cloud.google.com/gke-
+// accelerator, gke-tpu-accelerator, gke-tpu-topology, gke-spot).
+func NodePoolFor(o PoolOptions) (*containerpb.NodePool, accel.Spec, error) {
+	sp, err := accel.Parse(o.Accelerator)
+	if err != nil {
+		return nil, sp, fmt.Errorf("--accelerator: %w", err)
+	}
+	if sp.Spot {
+		o.Spot = true
+		base, _ := strings.CutSuffix(sp.Name, ":spot")
+		if sp, err = accel.Parse(base); err != nil {
+			return nil, sp, err
+		}
+	}
+	if sp.Kind == accel.CPU || sp.MachineType == "" {
+		return nil, sp, fmt.Errorf("--accelerator %s: pool add makes GPU and TPU pools; CPU jobs run on the system pool (see `kinetic accelerators`)", o.Accelerator)
+	}
+	if o.Spot && o.Reservation != "" {
+		return nil, sp, errors.New("--spot and --reservation exclude each other: a reservation is on-demand capacity you hold; spot is capacity you may lose")
+	}
+	name := o.Name
+	if name == "" {
+		name = sp.Name
+		if o.Spot {
+			name += "-spot"
+		}
+	}
+	if !validPoolName(name) {
+		return nil, sp, fmt.Errorf("pool name %q: use lowercase letters, digits and dashes, at most 40, starting with a letter", name)
+	}
+	minN, maxN := o.MinNodes, o.MaxNodes
+	if !o.MaxSet {
+		maxN = sp.Hosts
+		if maxN < minN {
+			maxN = minN
+		}
+	}
+	if minN < 0 || maxN < 1 || minN > maxN {
+		return nil, sp, fmt.Errorf("--min-nodes %d --max-nodes %d: want 0 ≤ min ≤ max and max ≥ 1", minN, maxN)
+	}
+	if sp.MultiHost() {
+		// A multi-host slice is scheduled whole: its pool has 0 or Hosts nodes.
+		if (minN != 0 && minN != sp.Hosts) || maxN != sp.Hosts {
+			return nil, sp, fmt.Errorf("%s is one slice of %d hosts: its pool scales between 0 and %d nodes together (use --min-nodes 0 or %d and --max-nodes %d; add another pool for another slice)", sp.Name, sp.Hosts, sp.Hosts, sp.Hosts, sp.Hosts)
+		}
+	}
+	nc := &containerpb.NodeConfig{
+		MachineType:            sp.MachineType,
+		OauthScopes:            []string{"https://www.googleapis.com/auth/cloud-platform"},
+		Spot:                   o.Spot,
+		Labels:                 map[string]string{LabelAccelerator: sp.Name, "kinetic.dev/pool": name},
+		WorkloadMetadataConfig: &containerpb.WorkloadMetadataConfig{Mode: containerpb.WorkloadMetadataConfig_GKE_METADATA},
+	}
+	tol := sp.Tolerations
+	if o.Spot {
+		tol = append(tol, accel.Toleration{Key: accel.LabelSpot, Operator: "Equal", Value: "true", Effect: "NoSchedule"})
+	}
+	for _, t := range tol {
+		v := t.Value
+		if v == "" {
+			v = "present"
+		}
+		nc.Taints = append(nc.Taints, &containerpb.NodeTaint{Key: t.Key, Value: v, Effect: containerpb.NodeTaint_NO_SCHEDULE})
+	}
+	if sp.Kind == accel.GPU {
+		nc.Accelerators = []*containerpb.AcceleratorConfig{{
+			AcceleratorCount: int64(sp.Chips), AcceleratorType: sp.NodeSelector[accel.LabelGPUAccelerator],
+			GpuDriverInstallationConfig: &containerpb.GPUDriverInstallationConfig{GpuDriverVersion: containerpb.GPUDriverInstallationConfig_LATEST.Enum()},
+		}}
+	}
+	if o.Reservation != "" {
+		nc.ReservationAffinity = &containerpb.ReservationAffinity{ConsumeReservationType: containerpb.ReservationAffinity_SPECIFIC_RESERVATION,
+			Key: "compute.googleapis.com/reservation-name", Values: []string{o.Reservation}}
+	}
+	np := &containerpb.NodePool{
+		Name: name, Config: nc, InitialNodeCount: int32(minN),
+		Autoscaling: &containerpb.NodePoolAutoscaling{Enabled: true, MinNodeCount: int32(minN), MaxNodeCount: int32(maxN)},
+		Management:  &containerpb.NodeManagement{AutoRepair: true, AutoUpgrade: true},
+	}
+	if sp.MultiHost() {
+		np.PlacementPolicy = &containerpb.NodePool_PlacementPolicy{Type: containerpb.NodePool_PlacementPolicy_COMPACT, TpuTopology: sp.Topology}
+	}
+	return np, sp, nil
+}
+
+func validPoolName(n string) bool {
+	if n == "" || len(n) > 40 || n[0] < 'a' || n[0] > 'z' || n[len(n)-1] == '-' {
+		return false
+	}
+	for _, r := range n {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// PlanPoolAdd plans one accelerator pool: create it, nothing when the same pool is
+// there, an error when a pool of that name differs.
+func PlanPoolAdd(ctx context.Context, c *Clients, cfg Config, o PoolOptions) (*Plan, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	np, sp, err := NodePoolFor(o)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Title: fmt.Sprintf("GKE: project %s, zone %s, cluster %s", cfg.Project, cfg.Zone, cfg.Cluster), poll: cfg.Poll}
+	cl, err := c.Cluster.GetCluster(ctx, &containerpb.GetClusterRequest{Name: cfg.clusterName()})
+	if notFound(err) {
+		return nil, fmt.Errorf("cluster %s does not exist in %s/%s: run `kinetic up` first", cfg.Cluster, cfg.Project, cfg.Zone)
+	} else if err != nil {
+		return nil, apiErr("read the cluster "+cfg.clusterName(), err)
+	}
+	what := fmt.Sprintf("node pool %s", np.Name)
+	detail := poolDetail(np, sp)
+	for _, have := range cl.GetNodePools() {
+		if have.GetName() != np.Name {
+			continue
+		}
+		if same(have, np) {
+			p.Steps = append(p.Steps, Step{What: what, Action: ActOK, Detail: detail})
+			return p, nil
+		}
+		return nil, fmt.Errorf("node pool %s exists with other settings (%s): `kinetic pool remove %s` first, or give --name", np.Name, poolDetail(have, sp), np.Name)
+	}
+	p.Steps = append(p.Steps, Step{What: what, Action: ActCreate, Detail: detail, apply: func(ctx context.Context, pr *progress) error {
+		op, err := c.Cluster.CreateNodePool(ctx, &containerpb.CreateNodePoolRequest{Parent: cfg.clusterName(), NodePool: np})
+		if exists(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return c.waitOp(ctx, &cfg, op, pr)
+	}})
+	return p, nil
+}
+
+// same compares what pool add sets.
+func same(have, want *containerpb.NodePool) bool {
+	h, w := have.GetConfig(), want.GetConfig()
+	return h.GetMachineType() == w.GetMachineType() && h.GetSpot() == w.GetSpot() &&
+		proto.Equal(h.GetReservationAffinity(), w.GetReservationAffinity()) &&
+		have.GetAutoscaling().GetMinNodeCount() == want.GetAutoscaling().GetMinNodeCount() &&
+		have.GetAutoscaling().GetMaxNodeCount() == want.GetAutoscaling().GetMaxNodeCount() &&
+		have.GetPlacementPolicy().GetTpuTopology() == want.GetPlacementPolicy().GetTpuTopology() &&
+		len(h.GetAccelerators()) == len(w.GetAccelerators())
+}
+
+func poolDetail(np *containerpb.NodePool, sp accel.Spec) string {
+	c := np.GetConfig()
+	s := fmt.Sprintf("%s, %d–%d nodes", c.GetMachineType(), np.GetAutoscaling().GetMinNodeCount(), np.GetAutoscaling().GetMaxNodeCount())
+	if t := np.GetPlacementPolicy().GetTpuTopology(); t != "" {
+		s += fmt.Sprintf(", TPU topology %s (%d hosts, compact placement)", t, sp.Hosts)
+	}
+	for _, a := range c.GetAccelerators() {
+		s += fmt.Sprintf(", %d× %s", a.GetAcceleratorCount(), a.GetAcceleratorType())
+		if v := a.GetGpuDriverInstallationConfig().GetGpuDriverVersion(); v != 0 {
+			s += " driver " + v.String()
+		}
+	}
+	if c.GetSpot() {
+		s += ", spot"
+	}
+	if r := c.GetReservationAffinity(); len(r.GetValues()) > 0 {
+		s += ", reservation " + strings.Join(r.GetValues(), ",")
+	}
+	return s
+}
+
+// PoolInfo is one node pool, as pool list shows it.
+type PoolInfo struct {
+	Name        string `json:"name"`
+	Accelerator string `json:"accelerator,omitempty"`
+	MachineType string `json:"machine_type"`
+	MinNodes    int32  `json:"min_nodes"`
+	MaxNodes    int32  `json:"max_nodes"`
+	Spot        bool   `json:"spot"`
+	Reservation string `json:"reservation,omitempty"`
+	Topology    string `json:"tpu_topology,omitempty"`
+	Status      string `json:"status"`
+}
+
+// ListPools lists the cluster's node pools.
+func ListPools(ctx context.Context, c *Clients, cfg Config) ([]PoolInfo, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	r, err := c.Cluster.ListNodePools(ctx, &containerpb.ListNodePoolsRequest{Parent: cfg.clusterName()})
+	if notFound(err) {
+		return nil, fmt.Errorf("cluster %s does not exist in %s/%s: run `kinetic up` first", cfg.Cluster, cfg.Project, cfg.Zone)
+	} else if err != nil {
+		return nil, apiErr("list the node pools of "+cfg.clusterName(), err)
+	}
+	var out []PoolInfo
+	for _, np := range r.GetNodePools() {
+		out = append(out, poolInfo(np))
+	}
+	return out, nil
+}
+
+func poolInfo(np *containerpb.NodePool) PoolInfo {
+	c := np.GetConfig()
+	pi := PoolInfo{Name: np.GetName(), Accelerator: c.GetLabels()[LabelAccelerator], MachineType: c.GetMachineType(),
+		MinNodes: np.GetAutoscaling().GetMinNodeCount(), MaxNodes: np.GetAutoscaling().GetMaxNodeCount(),
+		Spot: c.GetSpot(), Topology: np.GetPlacementPolicy().GetTpuTopology(), Status: np.GetStatus().String()}
+	if v := c.GetReservationAffinity().GetValues(); len(v) > 0 {
+		pi.Reservation = strings.Join(v, ",")
+	}
+	if !np.GetAutoscaling().GetEnabled() {
+		pi.MinNodes, pi.MaxNodes = np.GetInitialNodeCount(), np.GetInitialNodeCount()
+	}
+	return pi
+}
+
+// PlanPoolRemove plans the deletion of one node pool (never the system pool).
+func PlanPoolRemove(ctx context.Context, c *Clients, cfg Config, name string) (*Plan, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	if name == SystemPool {
+		return nil, fmt.Errorf("pool %s holds the cluster's own pods and CPU jobs: it goes with `kinetic down`", SystemPool)
+	}
+	p := &Plan{Title: fmt.Sprintf("GKE: project %s, zone %s, cluster %s", cfg.Project, cfg.Zone, cfg.Cluster), poll: cfg.Poll}
+	_, err := c.Cluster.GetNodePool(ctx, &containerpb.GetNodePoolRequest{Name: cfg.poolName(name)})
+	if notFound(err) {
+		pools, lerr := ListPools(ctx, c, cfg)
+		if lerr != nil {
+			return nil, lerr
+		}
+		var names []string
+		for _, pi := range pools {
+			names = append(names, pi.Name)
+		}
+		return nil, fmt.Errorf("no node pool %q in cluster %s (pools: %s)", name, cfg.Cluster, strings.Join(names, ", "))
+	} else if err != nil {
+		return nil, apiErr("read the node pool "+name, err)
+	}
+	p.Steps = append(p.Steps, Step{What: "node pool " + name, Action: ActDelete, apply: func(ctx context.Context, pr *progress) error {
+		op, err := c.Cluster.DeleteNodePool(ctx, &containerpb.DeleteNodePoolRequest{Name: cfg.poolName(name)})
+		if notFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return c.waitOp(ctx, &cfg, op, pr)
+	}})
+	return p, nil
+}

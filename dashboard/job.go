@@ -84,8 +84,8 @@ func (s *Server) jobView(ctx context.Context, id string) (*JobView, error) {
 	}
 	add("store", h.Store)
 	add("output dir", h.OutputDir)
-	add("created", h.CreatedAt)
-	add("submitted", h.SubmittedAt)
+	add("created", when(h.CreatedAt))
+	add("submitted", when(h.SubmittedAt))
 	if h.Spot == "true" {
 		add("spot", "yes")
 	}
@@ -163,6 +163,15 @@ func timeline(h *job.Handle, state job.State, reason string, t jobTimes, now tim
 	}
 	tl.Ticks = ticks(span, x, tl.Start)
 	return tl
+}
+
+// when writes an RFC 3339 time of the store for a person: to the millisecond, in UTC.
+func when(s string) string {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return s
+	}
+	return t.UTC().Format("2006-01-02 15:04:05.000 UTC")
 }
 
 func maxTime(a, b time.Time) time.Time {

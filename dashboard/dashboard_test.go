@@ -87,6 +87,9 @@ func TestToken(t *testing.T) {
 	if code, h, _ := get(t, c, "/static/style.css"); code != 200 || !strings.HasPrefix(h.Get("Content-Type"), "text/css") {
 		t.Errorf("GET /static/style.css: %d %s", code, h.Get("Content-Type"))
 	}
+	if code, h, body := get(t, c, "/static/app.js"); code != 200 || !strings.Contains(h.Get("Content-Type"), "javascript") || !strings.Contains(body, "If-None-Match") {
+		t.Errorf("GET /static/app.js: %d %s", code, h.Get("Content-Type"))
+	}
 	if code, _, _ := get(t, anon, "/api/jobs", "Authorization", "Bearer "+fx.token); code != 200 {
 		t.Errorf("a bearer token: %d, want 200", code)
 	}
@@ -345,6 +348,16 @@ func TestActions(t *testing.T) {
 	}
 	if code, _, _ := post(t, c, "/batches/"+fx.batch+"/cancel", nil); code != http.StatusForbidden {
 		t.Errorf("batch cancel without the form token: %d, want 403", code)
+	}
+	// The batch is final: cancelling it changes nothing, and says so on its page.
+	if code, h, _ := post(t, c, "/batches/"+fx.batch+"/cancel", url.Values{"token": {fx.token}}); code != http.StatusSeeOther || h.Get("Location") != "/batches/"+fx.batch+"?done=cancel" {
+		t.Errorf("batch cancel: %d %q", code, h.Get("Location"))
+	}
+	if code, _, body := get(t, c, "/batches/"+fx.batch+"?done=cancel"); code != 200 || !strings.Contains(body, "Cancel requested") || !strings.Contains(body, "SUCCEEDED 49") {
+		t.Errorf("the batch page after a cancel: %d", code)
+	}
+	if code, _, _ := post(t, c, "/batches/grp-0000000000aaaaaaaaaaaaa/cancel", url.Values{"token": {fx.token}}); code != 404 {
+		t.Errorf("cancel of no batch: %d, want 404", code)
 	}
 
 	// Clean up a job made for it.

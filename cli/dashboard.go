@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os/exec"
@@ -10,8 +11,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/backend/kubernetes"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/dashboard"
+	"github.com/kinetic-run/kinetic/infra/gke"
 )
 
 func init() { register(newDashboardCmd) }
@@ -49,6 +52,17 @@ func newDashboardCmd(g *Globals) *cobra.Command {
 				o.Cluster, o.ClusterErr = t, kerr
 				if kerr != nil {
 					o.Cluster = nil
+				}
+			}
+			if o.Backend == kubernetes.GKEName {
+				// What `kinetic status` reads: the cluster and its node pools, from Google.
+				o.GKE = func(ctx context.Context) (*gke.Status, error) {
+					c, cfg, _, err := gkeSetup(ctx, g, &gkeFlags{}, map[config.Key]string{config.Store: f.store})
+					if err != nil {
+						return nil, err
+					}
+					defer c.Close()
+					return gke.GetStatus(ctx, c, cfg)
 				}
 			}
 			srv, err := dashboard.New(e, o)

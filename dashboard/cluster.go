@@ -6,6 +6,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/infra"
+	"github.com/kinetic-run/kinetic/infra/gke"
 )
 
 // ClusterView is the cluster page.
@@ -18,6 +19,9 @@ type ClusterView struct {
 	Error   string
 	Nodes   []infra.Node
 	Pools   []Pool
+	// GKE is the cluster as Google's APIs describe it (gke backends), or why not.
+	GKE    *gke.Status
+	GKEErr string
 }
 
 // Pool is the nodes of one node pool.
@@ -31,6 +35,14 @@ type Pool struct {
 
 func (s *Server) clusterPage(w http.ResponseWriter, r *http.Request) {
 	v := &ClusterView{Backend: s.o.Backend, CPUs: runtime.NumCPU()}
+	if s.o.GKE != nil {
+		st, err := s.o.GKE(r.Context())
+		if err != nil {
+			v.GKEErr = err.Error()
+		} else {
+			v.GKE = st
+		}
+	}
 	switch {
 	case s.o.Backend == "" || backend.RunsOnThisMachine(s.o.Backend):
 		v.Local = true

@@ -215,3 +215,25 @@ func trimPrefix(s, p string) string {
 	}
 	return s
 }
+
+// OnNode names the catalog accelerators (on-demand) whose node selectors a node with
+// these labels satisfies: what a cluster's node can run, by GKE's labels.
+func OnNode(labels map[string]string) []string {
+	var out []string
+	for _, sp := range Catalog() {
+		if len(sp.NodeSelector) == 0 || sp.Spot {
+			continue
+		}
+		all := true
+		for k, v := range sp.NodeSelector {
+			if labels[k] != v {
+				all = false
+				break
+			}
+		}
+		if all {
+			out = append(out, sp.Name)
+		}
+	}
+	return out
+}

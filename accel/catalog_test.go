@@ -2,6 +2,7 @@ package accel
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -173,4 +174,18 @@ func mustParse(t *testing.T, name string) Spec {
 		t.Fatalf("Parse(%q): %v", name, err)
 	}
 	return s
+}
+
+func TestOnNode(t *testing.T) {
+	sp, err := Parse("gpu-l4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l4 := sp.NodeSelector
+	if got := OnNode(l4); !slices.Contains(got, "gpu-l4") || slices.Contains(got, "gpu-t4") {
+		t.Errorf("a node labelled %v runs %v", l4, got)
+	}
+	if got := OnNode(map[string]string{"kubernetes.io/os": "linux"}); len(got) != 0 {
+		t.Errorf("a CPU node runs %v", got)
+	}
 }

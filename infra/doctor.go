@@ -189,20 +189,8 @@ func accelerators(ctx context.Context, cs kubernetes.Interface) string {
 	}
 	found := map[string]bool{}
 	for _, n := range nodes.Items {
-		for _, sp := range accel.Catalog() {
-			if len(sp.NodeSelector) == 0 || sp.Spot {
-				continue
-			}
-			all := true
-			for k, v := range sp.NodeSelector {
-				if n.Labels[k] != v {
-					all = false
-					break
-				}
-			}
-			if all {
-				found[sp.Name] = true
-			}
+		for _, name := range accel.OnNode(n.Labels) {
+			found[name] = true
 		}
 	}
 	if len(found) == 0 {

@@ -86,21 +86,7 @@ func Nodes(ctx context.Context, t *Target) ([]Node, error) {
 				nd.Resource, nd.Allocatable = string(r), q.Value()
 			}
 		}
-		for _, sp := range accel.Catalog() {
-			if len(sp.NodeSelector) == 0 || sp.Spot {
-				continue
-			}
-			all := true
-			for k, v := range sp.NodeSelector {
-				if n.Labels[k] != v {
-					all = false
-					break
-				}
-			}
-			if all {
-				nd.Accelerators = append(nd.Accelerators, sp.Name)
-			}
-		}
+		nd.Accelerators = accel.OnNode(n.Labels)
 		sort.Strings(nd.Accelerators)
 		out = append(out, nd)
 	}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -41,146 +40,191 @@ func k8sTarget(g *Globals, args map[config.Key]string) (*infra.Target, *config.R
 	return t, cfg, kerr, nil
 }
 
+// upK8sOptions are the flags of `kinetic up --backend k8s` (and what `kinetic init`
+// passes when joining a cluster).
+type upK8sOptions struct {
+	Namespace, Registry, Store, Context string
+	// Profile is the profile to write ("" = --profile, the active one, else default).
+	Profile      string
+	Yes, Preview bool
+}
+
 func newUpCmd(g *Globals) *cobra.Command {
-	var be, ns, registry, st, kctx string
-	var yes bool
+	var be string
+	var o upK8sOptions
 	var gf *gkeFlags
 	cmd := &cobra.Command{
-		Use:   "up --backend k8s [-y] [--namespace N] [--registry R] [--store URL]",
-		Short: "Prepare an existing Kubernetes cluster for jobs and write the profile",
+		Use:   "up --backend gke|k8s [-y | --preview] [--namespace N] [--registry R] [--store URL]",
+		Short: "Create a GKE cluster (gke) or prepare an existing cluster (k8s) for jobs, and write the profile",
 		Long: "Plans, prints, asks (unless -y) and applies, idempotently: the namespace, the\n" +
 			"service account of job pods, the Role the engine needs (Jobs, pods, pods/log,\n" +
 			"pods/portforward, LeaderWorkerSets if installed) bound to that service account,\n" +
 			"the runner image published to the registry, and the profile. After a change it\n" +
-			"checks the store from here and from a pod. A second `up` changes nothing.",
+			"checks the store from here and from a pod. A second `up` changes nothing.\n" +
+			"--preview prints the plan and changes nothing. Without -y it asks on a terminal,\n" +
+			"and refuses when there is no terminal to ask on.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch be {
 			case "k8s":
 			case "gke":
-				preview, _ := cmd.Flags().GetBool("preview")
-				return upGKE(cmd, g, gf, map[config.Key]string{config.Namespace: ns, config.ImageRegistry: registry, config.Store: st}, preview, yes)
+				return upGKE(cmd, g, gf, map[config.Key]string{config.Namespace: o.Namespace, config.ImageRegistry: o.Registry, config.Store: o.Store}, o.Preview, o.Yes)
 			default:
 				return fmt.Errorf("--backend %q: use gke (create a GKE cluster and what jobs need) or k8s (an existing cluster from your kubeconfig)", be)
 			}
-			args := map[config.Key]string{config.Namespace: ns, config.ImageRegistry: registry, config.Store: st, config.KubeContext: kctx}
-			for k, v := range args {
-				if v == "" {
-					delete(args, k)
-				}
+			if o.Yes && o.Preview {
+				return errors.New("--preview and -y: --preview only prints the plan; give one of them")
 			}
-			t, cfg, kerr, err := k8sTarget(g, args)
-			if err != nil {
-				return err
-			}
-			if kerr != nil {
-				return kerr
-			}
-			ctx := cmd.Context()
-			out := cmd.ErrOrStderr()
-			start := time.Now()
-			plan, err := infra.PlanUp(ctx, t)
-			if err != nil {
-				return err
-			}
-			// The profile.
-			path := config.ProfilesPath(nil)
-			f, err := config.LoadProfiles(path)
-			if err != nil {
-				return err
-			}
-			name, _ := config.ActiveName(f, g.Profile, nil, path)
-			if name == "" {
-				name = "default"
-			}
-			want := config.Profile{
-				string(config.Backend): "k8s", string(config.ClusterType): "generic",
-				string(config.Namespace): t.Namespace, string(config.Store): t.Store,
-				string(config.ImageRegistry): t.Registry, string(config.KubeContext): t.Context,
-			}
-			// A kubeconfig that came from $KUBECONFIG stays there: written into the
-			// profile it would shadow the variable (the profile wins over it).
-			if t.Kubeconfig != "" && cfg.Source(config.Kubeconfig) != "env KUBECONFIG" {
-				if abs, err := filepath.Abs(t.Kubeconfig); err == nil {
-					want[string(config.Kubeconfig)] = abs
-				}
-			}
-			for k, v := range want {
-				if v == "" {
-					delete(want, k)
-				}
-			}
-			old, exists := f.Profiles[name]
-			merged := config.Profile{}
-			for k, v := range old {
-				merged[k] = v
-			}
-			changed := []string{}
-			for k, v := range want {
-				if old[k] != v {
-					changed = append(changed, k+"="+v)
-				}
-				merged[k] = v
-			}
-			profileAction := "ok"
-			if !exists {
-				profileAction = "create"
-			} else if len(changed) > 0 {
-				profileAction = "update"
-			}
-			plan.Print(out)
-			mark := map[string]string{"ok": "=", "create": "+", "update": "~"}[profileAction]
-			detail := ""
-			if len(changed) > 0 {
-				detail = " (" + strings.Join(sortStrings(changed), ", ") + ")"
-			}
-			fmt.Fprintf(out, "  %s %-8s profile %s in %s%s\n", mark, profileAction, name, path, detail)
-			changes := plan.Changes()
-			if profileAction != "ok" {
-				changes++
-			}
-			if changes == 0 {
-				fmt.Fprintf(out, "nothing to change: the cluster is ready (%.1fs; `kinetic doctor` checks the store from a pod)\n", time.Since(start).Seconds())
-				return nil
-			}
-			if !yes {
-				fmt.Fprintf(out, "apply %d change(s)? [y/N] ", changes)
-				line, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
-				if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-					return errors.New("nothing applied")
-				}
-			}
-			if err := plan.Apply(ctx, out); err != nil {
-				return err
-			}
-			if profileAction != "ok" {
-				err := config.Update(path, func(f *config.File) error {
-					if err := f.Put(name, merged); err != nil {
-						return err
-					}
-					if f.Current == "" {
-						f.Current = name
-					}
-					return nil
-				})
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(out, "  %s profile %s\n", profileAction, name)
-			}
-			return upChecks(ctx, cmd, t, plan.RunnerImage, start)
+			return upK8s(cmd, g, o)
 		},
 	}
 	cmd.Flags().StringVar(&be, "backend", "", "gke: create a GKE cluster and what jobs need (docs/infrastructure.md); k8s: an existing cluster (the kubeconfig's current context, or --context)")
-	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "apply without asking")
-	cmd.Flags().StringVar(&ns, "namespace", "", "namespace for jobs (default: the profile's, else default)")
-	cmd.Flags().StringVar(&registry, "registry", "", "registry for the runner image and bundled images, HOST/PATH, pullable by the nodes (image_registry)")
-	cmd.Flags().StringVar(&st, "store", "", "store URL reachable from the pods: gs://BUCKET or s3://BUCKET")
-	cmd.Flags().StringVar(&kctx, "context", "", "kubeconfig context (default: the current one)")
+	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "apply without asking")
+	cmd.Flags().BoolVar(&o.Preview, "preview", false, "print the plan and change nothing")
+	cmd.Flags().StringVar(&o.Namespace, "namespace", "", "namespace for jobs (default: the profile's, else default)")
+	cmd.Flags().StringVar(&o.Registry, "registry", "", "registry for the runner image and bundled images, HOST/PATH, pullable by the nodes (image_registry)")
+	cmd.Flags().StringVar(&o.Store, "store", "", "store URL reachable from the pods: gs://BUCKET or s3://BUCKET")
+	cmd.Flags().StringVar(&o.Context, "context", "", "kubeconfig context (default: the current one)")
 	cmd.MarkFlagRequired("backend")
 	gf = addGKEFlags(cmd) // --project, --zone, --cluster (GKE)
 	addPreviewFlag(cmd)
 	return cmd
+}
+
+// upK8s is `kinetic up --backend k8s`: plan, print, ask, apply, write the profile, check.
+func upK8s(cmd *cobra.Command, g *Globals, o upK8sOptions) error {
+	args := map[config.Key]string{config.Namespace: o.Namespace, config.ImageRegistry: o.Registry, config.Store: o.Store, config.KubeContext: o.Context}
+	for k, v := range args {
+		if v == "" {
+			delete(args, k)
+		}
+	}
+	profile := g.Profile
+	if o.Profile != "" {
+		profile = o.Profile
+	}
+	t, cfg, kerr, err := k8sTarget(&Globals{Profile: existingProfile(profile)}, args)
+	if err != nil {
+		return err
+	}
+	if kerr != nil {
+		return kerr
+	}
+	ctx := cmd.Context()
+	out := cmd.ErrOrStderr()
+	start := time.Now()
+	plan, err := infra.PlanUp(ctx, t)
+	if err != nil {
+		return err
+	}
+	// The profile.
+	path := config.ProfilesPath(nil)
+	f, err := config.LoadProfiles(path)
+	if err != nil {
+		return err
+	}
+	name, _ := config.ActiveName(f, profile, nil, path)
+	if name == "" {
+		name = "default"
+	}
+	want := config.Profile{
+		string(config.Backend): "k8s", string(config.ClusterType): "generic",
+		string(config.Namespace): t.Namespace, string(config.Store): t.Store,
+		string(config.ImageRegistry): t.Registry, string(config.KubeContext): t.Context,
+	}
+	// A kubeconfig that came from $KUBECONFIG stays there: written into the
+	// profile it would shadow the variable (the profile wins over it).
+	if t.Kubeconfig != "" && cfg.Source(config.Kubeconfig) != "env KUBECONFIG" {
+		if abs, err := filepath.Abs(t.Kubeconfig); err == nil {
+			want[string(config.Kubeconfig)] = abs
+		}
+	}
+	for k, v := range want {
+		if v == "" {
+			delete(want, k)
+		}
+	}
+	old, exists := f.Profiles[name]
+	merged := config.Profile{}
+	for k, v := range old {
+		merged[k] = v
+	}
+	changed := []string{}
+	for k, v := range want {
+		if old[k] != v {
+			changed = append(changed, k+"="+v)
+		}
+		merged[k] = v
+	}
+	profileAction := "ok"
+	if !exists {
+		profileAction = "create"
+	} else if len(changed) > 0 {
+		profileAction = "update"
+	}
+	plan.Print(out)
+	mark := map[string]string{"ok": "=", "create": "+", "update": "~"}[profileAction]
+	detail := ""
+	if len(changed) > 0 {
+		detail = " (" + strings.Join(sortStrings(changed), ", ") + ")"
+	}
+	fmt.Fprintf(out, "  %s %-8s profile %s in %s%s\n", mark, profileAction, name, path, detail)
+	changes := plan.Changes()
+	if profileAction != "ok" {
+		changes++
+	}
+	if changes == 0 {
+		fmt.Fprintf(out, "nothing to change: the cluster is ready (%.1fs; `kinetic doctor` checks the store from a pod)\n", time.Since(start).Seconds())
+		return nil
+	}
+	if o.Preview {
+		fmt.Fprintf(out, "preview: %d change(s) planned, nothing applied (run again with -y to apply)\n", changes)
+		return nil
+	}
+	if !o.Yes {
+		if !isTerminal(cmd.InOrStdin()) {
+			return fmt.Errorf("%d change(s) planned and no terminal to ask on: nothing applied; run again with -y to apply (or --preview to only print the plan)", changes)
+		}
+		ok, err := newPrompter(cmd.InOrStdin(), out).confirm(fmt.Sprintf("apply %d change(s)?", changes))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errors.New("nothing applied")
+		}
+	}
+	if err := plan.Apply(ctx, out); err != nil {
+		return err
+	}
+	if profileAction != "ok" {
+		err := config.Update(path, func(f *config.File) error {
+			if err := f.Put(name, merged); err != nil {
+				return err
+			}
+			if f.Current == "" || o.Profile != "" {
+				f.Current = name
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "  %s profile %s\n", profileAction, name)
+	}
+	return upChecks(ctx, cmd, t, plan.RunnerImage, start)
+}
+
+// existingProfile is name if it names a profile that exists, else "" (the one up is
+// about to create cannot be resolved yet).
+func existingProfile(name string) string {
+	if name == "" {
+		return ""
+	}
+	f, err := config.LoadProfiles(config.ProfilesPath(nil))
+	if err != nil || f.Profiles[name] == nil {
+		return ""
+	}
+	return name
 }
 
 // upChecks checks the store from here and from a pod after a change.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"sort"
 	"strings"
 
@@ -113,6 +115,9 @@ func Doctor(ctx context.Context, t *Target, kubeErr error) *Report {
 	}
 	if len(missing) > 0 {
 		fix := fmt.Sprintf("a cluster admin runs `kinetic up --backend k8s --namespace %s` (it makes the role %s) and then %s", t.Namespace, Name, bindCommand(t.Namespace, user))
+		if user == "system:serviceaccount:"+t.Namespace+":"+Name {
+			fix = fmt.Sprintf("a cluster admin runs `kinetic up --backend k8s --namespace %s`: it makes the role %s and binds it to this service account (role binding %s)", t.Namespace, Name, Name)
+		}
 		fail(Check{Name: "permissions", Detail: fmt.Sprintf("%s cannot %s in namespace %s", who, strings.Join(missing, ", "), t.Namespace), Fix: fix})
 	} else {
 		r.add(Check{Name: "permissions", OK: true, Detail: fmt.Sprintf("%s may manage jobs, pods, logs and port-forwards%s in namespace %s", who, map[bool]string{true: " and LeaderWorkerSets"}[lws], t.Namespace)})
@@ -163,6 +168,11 @@ func Doctor(ctx context.Context, t *Target, kubeErr error) *Report {
 	if storeHere && runnerImage != "" && len(missing) == 0 {
 		if err := CheckStoreFromPod(ctx, t, runnerImage); err != nil {
 			fix := "pods must reach the store with their own credentials: on GKE bind the job's service account with Workload Identity (roles/storage.objectUser on the bucket); elsewhere create a Secret with key.json or credentials and set store_secret"
+			if h := loopbackEndpoint(t.Store); h != "" {
+				fix = fmt.Sprintf("the store's endpoint %s is this machine's loopback address: inside a pod it is the pod itself. Use an address of the store the pods reach (`kinetic up --backend k8s --store 'gs://BUCKET?endpoint=http://ADDRESS:PORT'`), or a real gs:// or s3:// bucket", h)
+			} else if unreachable(err) {
+				fix = "pods cannot reach the store's address: use a store address the pods resolve and reach (`kinetic up --backend k8s --store URL`), or allow the pods' egress to it"
+			}
 			if strings.Contains(err.Error(), "ImagePull") || strings.Contains(err.Error(), "cannot start") {
 				fix = "the nodes cannot pull " + runnerImage + ": give them pull access to the registry (on GKE: roles/artifactregistry.reader for the node service account)"
 			}
@@ -231,4 +241,33 @@ func orNone(s string) string {
 		return "(in-cluster)"
 	}
 	return s
+}
+
+// loopbackEndpoint is the host of the store URL's endpoint= when it is a loopback
+// address (reachable here, not from a pod), else "".
+func loopbackEndpoint(storeURL string) string {
+	u, err := url.Parse(storeURL)
+	if err != nil {
+		return ""
+	}
+	ep, err := url.Parse(u.Query().Get("endpoint"))
+	if err != nil || ep.Host == "" {
+		return ""
+	}
+	h := ep.Hostname()
+	if ip := net.ParseIP(h); (ip != nil && ip.IsLoopback()) || strings.EqualFold(h, "localhost") {
+		return ep.Host
+	}
+	return ""
+}
+
+// unreachable reports whether a pod's store error is about the network, not access.
+func unreachable(err error) bool {
+	s := err.Error()
+	for _, w := range []string{"connection refused", "no such host", "i/o timeout", "did not answer", "network is unreachable", "dial tcp"} {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
 }

@@ -85,3 +85,18 @@ func TestBindCommand(t *testing.T) {
 		t.Error(got)
 	}
 }
+
+func TestLoopbackEndpoint(t *testing.T) {
+	for u, want := range map[string]string{
+		"gs://b?endpoint=http://127.0.0.1:4443":  "127.0.0.1:4443",
+		"gs://b?endpoint=http://localhost:9000/": "localhost:9000",
+		"s3://b?endpoint=http://[::1]:9000":      "[::1]:9000",
+		"gs://b?endpoint=http://10.85.0.1:4443":  "",
+		"gs://b":                                 "",
+		"gs://b?endpoint=%zz":                    "",
+	} {
+		if got := loopbackEndpoint(u); got != want {
+			t.Errorf("loopbackEndpoint(%q) = %q, want %q", u, got, want)
+		}
+	}
+}

@@ -41,8 +41,9 @@ type Options struct {
 	// ServiceAccount of job pods ("" leaves the namespace's default).
 	ServiceAccount string
 	// RunnerImage holds the static kinetic binary at /kinetic/bin/kinetic; an init
-	// container copies it into the pod. Empty means ResolveRunnerImage's, else
-	// DefaultRunnerImage.
+	// container copies it into the pod. Empty means ResolveRunnerImage's; with neither,
+	// submissions fail with the fix (there is no default image: the runner in the pod
+	// must be the one built with the submitting client).
 	RunnerImage string
 	// ResolveRunnerImage, when RunnerImage is empty, gives the runner image at the first
 	// submission (the engine passes image.RunnerImageFunc: the runner index this CLI
@@ -83,11 +84,8 @@ type Options struct {
 	Config *rest.Config
 }
 
-// Default images.
-const (
-	DefaultRunnerImage = "ghcr.io/kinetic-run/kinetic-runner:latest"
-	DefaultImage       = "python:3.11-slim"
-)
+// DefaultImage runs jobs whose handle names no image.
+const DefaultImage = "python:3.11-slim"
 
 // Backend is the Kubernetes backend over one store and one cluster.
 type Backend struct {
@@ -146,9 +144,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Namespace == "" {
 		o.Namespace = "default"
-	}
-	if o.RunnerImage == "" && o.ResolveRunnerImage == nil {
-		o.RunnerImage = DefaultRunnerImage
 	}
 	if o.Image == "" {
 		o.Image = DefaultImage
@@ -237,6 +232,9 @@ func (b *Backend) ensureRunnerImage(ctx context.Context) error {
 	defer b.runnerMu.Unlock()
 	if b.o.RunnerImage != "" {
 		return nil
+	}
+	if b.o.ResolveRunnerImage == nil {
+		return errors.New("no runner image: set image_registry (the CLI publishes the runner image there; `kinetic up --backend k8s --registry HOST/PATH`) or runner_image")
 	}
 	img, err := b.o.ResolveRunnerImage(ctx)
 	if err != nil {

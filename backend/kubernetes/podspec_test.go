@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -28,10 +29,16 @@ func testBackend(t *testing.T, o Options) *Backend {
 	b := &Backend{st: st, cache: map[string]*cached{}}
 	// New's defaults, without its store scheme check (the golden files do not depend
 	// on the store).
+	if o.RunnerImage == "" {
+		o.RunnerImage = testRunnerImage
+	}
 	b.o = o.withDefaults()
 	b.cs = fake.NewSimpleClientset()
 	return b
 }
+
+// testRunnerImage is what pods get: a published runner image, by digest.
+const testRunnerImage = "registry.example.com/team/kinetic-runner@sha256:7d9c1f3c0f5e1b2a4c6d8e0f1a3b5c7d9e1f2a4b6c8d0e2f4a6b8c0d2e4f6a8b"
 
 func testHandle(acc string) *job.Handle {
 	return &job.Handle{
@@ -112,5 +119,15 @@ func TestAnnotationsRoundTrip(t *testing.T) {
 	}
 	if diff := cmp.Diff(h, got); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}
+
+// TestNoRunnerImage: with neither a runner image nor a way to publish one, a submission
+// fails with the fix (there is no default image to fall back on).
+func TestNoRunnerImage(t *testing.T) {
+	b := &Backend{o: Options{}.withDefaults()}
+	err := b.ensureRunnerImage(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "image_registry") || !strings.Contains(err.Error(), "runner_image") {
+		t.Errorf("no runner image: %v", err)
 	}
 }

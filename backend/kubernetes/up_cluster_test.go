@@ -1,8 +1,11 @@
 package kubernetes_test
 
 import (
+	"archive/tar"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -11,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -59,8 +63,32 @@ func TestUpFromBare(t *testing.T) {
 		"KINETIC_SOURCE_DIR=" + src,
 	}
 
+	// The test image has nothing of kinetic's: the runner can only come from the CLI.
+	noKineticIn(t, kubetest.PythonImage)
+
+	// --preview prints the plan and changes nothing; without -y and without a terminal
+	// up refuses with the fix.
+	upArgs := []string{"up", "--backend", "k8s", "--namespace", ns, "--registry", registry, "--store", st.URL()}
+	out, errOut, err := kinetic(t, st, env, append(upArgs, "--preview")...)
+	if err != nil || !strings.Contains(errOut, "+ create   namespace "+ns) || !strings.Contains(errOut, "+ publish  runner image") || !strings.Contains(errOut, "preview: 6 change(s) planned, nothing applied") {
+		t.Fatalf("up --preview: %v\n%s\n%s", err, out, errOut)
+	}
+	out, errOut, err = kinetic(t, st, env, upArgs...)
+	if err == nil || !strings.Contains(errOut, "no terminal to ask on: nothing applied; run again with -y") {
+		t.Fatalf("up without -y and without a terminal: %v\n%s\n%s", err, out, errOut)
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err == nil {
+		t.Fatal("up --preview or a refused up made the namespace")
+	}
+	if tags, err := remote.List(runnerRepo); err == nil && len(tags) > 0 {
+		t.Fatalf("up --preview or a refused up pushed: %v", tags)
+	}
+	if _, err := os.Stat(profiles); err == nil {
+		t.Fatal("up --preview or a refused up wrote the profiles file")
+	}
+
 	start := time.Now()
-	out, errOut, err := kinetic(t, st, env, "up", "--backend", "k8s", "-y", "--namespace", ns, "--registry", registry, "--store", st.URL())
+	out, errOut, err = kinetic(t, st, env, append(upArgs, "-y")...)
 	if err != nil {
 		t.Fatalf("up: %v\n%s\n%s", err, out, errOut)
 	}
@@ -93,7 +121,7 @@ func TestUpFromBare(t *testing.T) {
 	}
 	rvBefore := rvs()
 	start = time.Now()
-	out, errOut, err = kinetic(t, st, env, "up", "--backend", "k8s", "-y", "--namespace", ns, "--registry", registry, "--store", st.URL())
+	out, errOut, err = kinetic(t, st, env, append(upArgs, "-y")...)
 	second := time.Since(start)
 	if err != nil {
 		t.Fatalf("second up: %v\n%s\n%s", err, out, errOut)
@@ -125,14 +153,22 @@ def train(n):
 
 r = train(100)
 print("RESULT", r["sum"], r["host"])
+
+@kinetic.run(accelerator="cpu")
+def square(x):
+    return x * x
+
+b = square.run_async_map(range(20))
+print("MAP", b.results(timeout=600))
 `)
-	if err != nil || !strings.Contains(pout, "RESULT 4950 job-") {
+	if err != nil || !strings.Contains(pout, "RESULT 4950 job-") || !strings.Contains(pout, "MAP [0, 1, 4, 9, 16, 25, 36, 49, 64, 81, 100, 121, 144, 169, 196, 225, 256, 289, 324, 361]") {
 		t.Fatalf("python job: %v\n%s\n%s", err, pout, perr)
 	}
 	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=kinetic,kinetic.dev/job-id"})
-	if err != nil || len(pods.Items) == 0 {
-		t.Fatalf("the job's pod in %s: %v %d", ns, err, len(pods.Items))
+	if err != nil || len(pods.Items) < 2 {
+		t.Fatalf("the pods of the job and the batch in %s: %v %d", ns, err, len(pods.Items))
 	}
+	t.Logf("%d pods (the job's and the batch's)", len(pods.Items))
 	for _, p := range pods.Items {
 		if got := p.Spec.InitContainers[0].Image; got != pushed {
 			t.Errorf("pod %s: init container image %s, want %s", p.Name, got, pushed)
@@ -149,7 +185,6 @@ print("RESULT", r["sum"], r["host"])
 		if !strings.HasSuffix(ran, "@"+desc.Digest.String()) {
 			t.Errorf("pod %s: the init container ran %q, want the pushed %s", p.Name, ran, desc.Digest)
 		}
-		t.Logf("pod %s: init container ran %s", p.Name, ran)
 	}
 
 	// doctor as the admin: every check passes.
@@ -185,14 +220,112 @@ print("RESULT", r["sum"], r["host"])
 	if err == nil || !strings.Contains(out, "✗ permissions") || !strings.Contains(out, "cannot create jobs.batch") || !strings.Contains(out, wantFix) {
 		t.Errorf("doctor without the role: %v, want exit 1, ✗ permissions and %q\n%s\n%s", err, wantFix, out, errOut)
 	}
-	// The fix works.
-	out, errOut, err = runIn(t, st, t.TempDir(), nil, filepath.Join(c.Bins, "kubectl"), "--kubeconfig", c.Kubeconfig,
-		"create", "rolebinding", "kinetic-nobody", "--namespace", ns, "--role", "kinetic", "--serviceaccount", ns+":nobody")
+
+	// doctor as the service account up bound: ✓ permissions; with the role binding
+	// deleted: ✗ permissions and the fix is `kinetic up`, which puts it back.
+	tok, err = cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "kinetic", &authnv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("kubectl: %v\n%s\n%s", err, out, errOut)
+		t.Fatal(err)
 	}
-	out, _, err = kinetic(t, st, append(env, "KUBECONFIG="+nobody), "doctor", "--json")
-	if err != nil || !strings.Contains(out, `"ok": true`) {
-		t.Errorf("doctor after the fix: %v\n%s", err, out)
+	for _, ctxName := range []string{kc.CurrentContext} {
+		kc.AuthInfos[kc.Contexts[ctxName].AuthInfo] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
 	}
+	asSA := filepath.Join(t.TempDir(), "kinetic-sa.kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, asSA); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err = kinetic(t, st, append(env, "KUBECONFIG="+asSA), "doctor")
+	if !strings.Contains(out, "✓ permissions: system:serviceaccount:"+ns+":kinetic may manage jobs") {
+		t.Errorf("doctor as the bound service account: %v\n%s\n%s", err, out, errOut)
+	}
+	if err := cs.RbacV1().RoleBindings(ns).Delete(ctx, "kinetic", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err = kinetic(t, st, append(env, "KUBECONFIG="+asSA), "doctor")
+	t.Logf("doctor without the role binding:\n%s", out)
+	wantFix = fmt.Sprintf("`kinetic up --backend k8s --namespace %s`: it makes the role kinetic and binds it to this service account", ns)
+	if err == nil || !strings.Contains(out, "✗ permissions: system:serviceaccount:"+ns+":kinetic cannot create jobs.batch") || !strings.Contains(out, wantFix) {
+		t.Errorf("doctor without the role binding: %v, want exit 1, ✗ permissions and %q\n%s\n%s", err, wantFix, out, errOut)
+	}
+	out, errOut, err = kinetic(t, st, env, append(upArgs, "-y")...)
+	if err != nil || !strings.Contains(errOut, "+ create   role binding "+ns+"/kinetic") {
+		t.Fatalf("up after the binding was deleted: %v\n%s\n%s", err, out, errOut)
+	}
+	if out, _, err := kinetic(t, st, append(env, "KUBECONFIG="+asSA), "doctor", "--json"); err != nil || !strings.Contains(out, `"ok": true`) {
+		t.Errorf("doctor after up put the binding back: %v\n%s", err, out)
+	}
+
+	// A store whose address works here and not in a pod: its endpoint is this machine's
+	// loopback (a proxy to the emulator). ✓ from here, ✗ from a pod, with the fix.
+	proxy := loopbackProxy(t, strings.TrimPrefix(cluster.GCS.URL(), "http://"))
+	bucket := strings.TrimPrefix(strings.SplitN(st.URL(), "?", 2)[0], "gs://")
+	local := "gs://" + bucket + "?endpoint=http://" + proxy
+	start = time.Now()
+	out, errOut, err = kinetic(t, st, append(env, "KINETIC_STORE="+local), "doctor")
+	t.Logf("doctor with a loopback store endpoint (%.1fs):\n%s", time.Since(start).Seconds(), out)
+	if err == nil || !strings.Contains(out, "✓ store from here") || !strings.Contains(out, "✗ store from a pod") ||
+		!strings.Contains(out, "the store's endpoint "+proxy+" is this machine's loopback address") {
+		t.Errorf("doctor with a store pods cannot reach: %v, want exit 1, ✗ store from a pod and the fix\n%s\n%s", err, out, errOut)
+	}
+}
+
+// noKineticIn fails the test if the image holds any file of kinetic's (a runner baked
+// in would hide a missing runner image).
+func noKineticIn(t *testing.T, ref string) {
+	t.Helper()
+	r, err := name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := remote.Image(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	n := 0
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if strings.Contains(strings.ToLower(h.Name), "kinetic") {
+			t.Fatalf("%s holds %s", ref, h.Name)
+		}
+	}
+	t.Logf("%s: %d files, none of kinetic's", ref, n)
+}
+
+// loopbackProxy forwards 127.0.0.1:PORT to target and returns 127.0.0.1:PORT.
+func loopbackProxy(t *testing.T, target string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				u, err := net.Dial("tcp", target)
+				if err != nil {
+					return
+				}
+				defer u.Close()
+				go io.Copy(u, c)
+				io.Copy(c, u)
+			}()
+		}
+	}()
+	return l.Addr().String()
 }

@@ -13,7 +13,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/kinetic-run/kinetic/runner"
 	"github.com/kinetic-run/kinetic/store"
@@ -114,8 +116,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 }
 
+// checkStoreTimeout bounds the pod's store check: a store the pod cannot reach would
+// otherwise be retried until the Job's deadline.
+const checkStoreTimeout = 30 * time.Second
+
 // checkStore reads key read from the store and writes it to key write.
 func checkStore(ctx context.Context, url, read, write string, stdout io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, checkStoreTimeout)
+	defer cancel()
+	err := checkStoreOnce(ctx, url, read, write, stdout)
+	if err != nil && ctx.Err() != nil {
+		msg := err.Error()
+		if _, last, ok := strings.Cut(msg, "last error: "); ok {
+			msg = last
+		}
+		return fmt.Errorf("the store did not answer the pod within %s (%s)", checkStoreTimeout, msg)
+	}
+	return err
+}
+
+func checkStoreOnce(ctx context.Context, url, read, write string, stdout io.Writer) error {
 	st, err := store.Open(ctx, url)
 	if err != nil {
 		return fmt.Errorf("open the store from the pod: %w", err)

@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -32,6 +33,28 @@ type ChildStatus struct {
 	Status job.State   `json:"status,omitempty"`
 	Reason string      `json:"reason,omitempty"`
 	Error  string      `json:"submission_error,omitempty"`
+	// CollectedAt is set for a child whose result was collected and which was then
+	// cleaned up (results(cleanup=True)): its Status is NOT_FOUND, as the API says, and
+	// it succeeded.
+	CollectedAt *time.Time `json:"collected_at,omitempty"`
+}
+
+// Succeeded reports whether the child succeeded, collected or not.
+func (c ChildStatus) Succeeded() bool { return c.Status == job.Succeeded || c.CollectedAt != nil }
+
+// collectedAt says whether the error of attaching a child's job means it was collected
+// and cleaned up, and when: its tombstone, else the batch's collection record.
+func collectedAt(err error, id string, records map[string]layout.Collected) *time.Time {
+	var gone *engine.CleanedUpError
+	if errors.As(err, &gone) {
+		t := gone.Tombstone.CleanedAt
+		return &t
+	}
+	if c, ok := records[id]; ok {
+		t := c.CollectedAt
+		return &t
+	}
+	return nil
 }
 
 // openStore opens storeURL, or the engine's configured store when it is "".
@@ -57,6 +80,10 @@ func Read(ctx context.Context, e *engine.Engine, gid, storeURL string, withStatu
 	if err := readManifest(ctx, st, gid, &v.Manifest, map[int]Child{}); err != nil {
 		return nil, err
 	}
+	records, err := layout.ReadCollected(ctx, st, gid)
+	if err != nil {
+		return nil, err
+	}
 	v.Statuses = make([]ChildStatus, len(v.Children))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(32)
@@ -69,6 +96,7 @@ func Read(ctx context.Context, e *engine.Engine, gid, storeURL string, withStatu
 			j, err := e.Attach(gctx, c.JobID, storeURL)
 			if err != nil {
 				v.Statuses[i].Status = job.NotFound
+				v.Statuses[i].CollectedAt = collectedAt(err, c.JobID, records)
 				return nil
 			}
 			v.Statuses[i].Handle = j.Handle
@@ -78,6 +106,11 @@ func Read(ctx context.Context, e *engine.Engine, gid, storeURL string, withStatu
 					return err
 				}
 				v.Statuses[i].Status, v.Statuses[i].Reason = state, reason
+				if c, ok := records[j.Handle.JobID]; ok && state == job.Succeeded {
+					// Collected, its cleanup under way: NOT_FOUND already.
+					t := c.CollectedAt
+					v.Statuses[i].Status, v.Statuses[i].CollectedAt = job.NotFound, &t
+				}
 			}
 			return nil
 		})
@@ -149,6 +182,9 @@ func Cleanup(ctx context.Context, e *engine.Engine, gid, storeURL string, backen
 			g.Go(func() error {
 				j, err := e.Attach(gctx, id, v.Store)
 				if err != nil {
+					if storeObjs && errors.Is(err, engine.ErrNotFound) {
+						return e.RemoveTombstone(gctx, id, v.Store) // collected before
+					}
 					return nil // already gone
 				}
 				return j.Cleanup(gctx, backendRes, storeObjs)
@@ -278,7 +314,13 @@ func Watch(ctx context.Context, e *engine.Engine, gid, storeURL string, emit fun
 			j := jobs[c.Index]
 			if j == nil || j.Handle.JobID != c.JobID { // a new attempt replaces the old
 				if j, err = e.Attach(ctx, c.JobID, storeURL); err != nil {
-					continue // written a moment ago; next round
+					var gone *engine.CleanedUpError
+					if errors.As(err, &gone) { // collected and cleaned up: final
+						t := gone.Tombstone.CleanedAt
+						final[c.Index], progressed = true, true
+						emit(ChildStatus{Index: c.Index, Status: job.NotFound, CollectedAt: &t})
+					}
+					continue // else written a moment ago; next round
 				}
 				jobs[c.Index] = j
 			}

@@ -45,6 +45,9 @@ func counts(v *batch.View) map[string]int {
 		switch {
 		case s.Error != "" && s.Handle == nil:
 			c["SUBMIT_FAILED"]++
+		case s.CollectedAt != nil:
+			c[string(job.Succeeded)]++
+			c[collectedKey]++
 		case s.Status != "":
 			c[string(s.Status)]++
 		}
@@ -52,15 +55,25 @@ func counts(v *batch.View) map[string]int {
 	return c
 }
 
+// collectedKey counts, within SUCCEEDED, the children whose results were collected and
+// which were then cleaned up (results(cleanup=True)).
+const collectedKey = "SUCCEEDED_COLLECTED"
+
 func countsLine(c map[string]int) string {
 	var keys []string
 	for k := range c {
-		keys = append(keys, k)
+		if k != collectedKey {
+			keys = append(keys, k)
+		}
 	}
 	sort.Strings(keys)
 	var parts []string
 	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s %d", k, c[k]))
+		p := fmt.Sprintf("%s %d", k, c[k])
+		if k == string(job.Succeeded) && c[collectedKey] > 0 {
+			p += fmt.Sprintf(" (%d collected and cleaned up)", c[collectedKey])
+		}
+		parts = append(parts, p)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -207,11 +220,18 @@ func newBatchResultsCmd(g *Globals) *cobra.Command {
 				Status job.State     `json:"status,omitempty"`
 				Result *job.Envelope `json:"result,omitempty"`
 				Error  string        `json:"error,omitempty"`
+				// CollectedAt: the result was collected and the job cleaned up then.
+				CollectedAt *time.Time `json:"collected_at,omitempty"`
 			}
 			rows := make([]row, len(v.Statuses))
 			failures := 0
 			for i, s := range v.Statuses {
 				rows[i] = row{Index: s.Index, Status: s.Status, Error: s.Error}
+				if s.CollectedAt != nil {
+					// Succeeded; its value went to whoever collected it.
+					rows[i].Status, rows[i].CollectedAt = job.Succeeded, s.CollectedAt
+					continue
+				}
 				if s.Handle == nil {
 					failures++
 					continue
@@ -243,7 +263,9 @@ func newBatchResultsCmd(g *Globals) *cobra.Command {
 				fmt.Fprintln(tw, "INDEX\tSTATUS\tRESULT")
 				for _, r := range rows {
 					out := r.Error
-					if r.Result != nil && r.Result.Success {
+					if r.CollectedAt != nil {
+						out = "(result collected and cleaned up at " + r.CollectedAt.Local().Format(time.DateTime) + ")"
+					} else if r.Result != nil && r.Result.Success {
 						out = r.Result.ValueRepr
 					} else if r.Result != nil {
 						out = r.Result.ExcType + ": " + r.Result.ExcMessage

@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -87,56 +87,13 @@ func (f *jobFlags) removeUnreadable(cmd *cobra.Command, g *Globals, id string) (
 	return e.RemoveUnreadable(cmd.Context(), id, "")
 }
 
-func newJobsListCmd(g *Globals) *cobra.Command {
-	var f jobFlags
-	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List the jobs in the store, newest first",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := f.existingStore(); err != nil {
-				return err
-			}
-			args := map[config.Key]string{}
-			if f.store != "" {
-				args[config.Store] = f.store
-			}
-			e, err := newEngine(cmd, g, args)
-			if err != nil {
-				return err
-			}
-			defer e.Close()
-			rows, err := e.List(cmd.Context(), "")
-			if err != nil {
-				return err
-			}
-			if f.asJSON {
-				if rows == nil {
-					rows = []engine.Listed{}
-				}
-				return writeJSON(cmd.OutOrStdout(), rows)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "JOB ID\tSTATUS\tFUNCTION\tACCELERATOR\tBACKEND\tCREATED")
-			var damaged []engine.Listed
-			for _, r := range rows {
-				h := r.Handle
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", h.JobID, r.State, h.DisplayName, h.Accelerator, h.Backend, h.CreatedAt)
-				if r.State == engine.ListError {
-					damaged = append(damaged, r)
-				}
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			for _, r := range damaged {
-				fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: warning: %s\n", r.Reason)
-			}
-			return nil
-		},
+func (f *jobFlags) removeTombstone(cmd *cobra.Command, g *Globals, id string) error {
+	e, err := f.engine(cmd, g)
+	if err != nil {
+		return err
 	}
-	f.add(cmd)
-	return cmd
+	defer e.Close()
+	return e.RemoveTombstone(cmd.Context(), id, "")
 }
 
 func newJobsStatusCmd(g *Globals) *cobra.Command {
@@ -147,6 +104,23 @@ func newJobsStatusCmd(g *Globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			e, j, err := f.attach(cmd, g, args[0])
+			var gone *engine.CleanedUpError
+			if err == nil {
+				if t, terr := j.Collected(cmd.Context()); terr == nil && t != nil {
+					gone = &engine.CleanedUpError{Tombstone: t} // being cleaned up right now
+					e.Close()
+				}
+			}
+			if gone != nil || errors.As(err, &gone) {
+				// Collected and cleaned up: the API says NOT_FOUND, a person is told more.
+				t := gone.Tombstone
+				if f.asJSON {
+					return writeJSON(cmd.OutOrStdout(), map[string]any{"handle": &job.Handle{JobID: t.JobID, DisplayName: t.DisplayName, Accelerator: t.Accelerator, Backend: t.Backend, CreatedAt: t.CreatedAt, GroupID: t.GroupID, GroupIndex: t.GroupIndex},
+						"status": t.State, "collected": true, "finished_at": t.FinishedAt, "cleaned_at": t.CleanedAt, "removed": t.Removed})
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", t.State, strings.TrimPrefix(t.Summary(), "succeeded; "))
+				return nil
+			}
 			if err != nil {
 				return err
 			}
@@ -281,6 +255,18 @@ func newJobsCleanupCmd(g *Globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			e, j, err := f.attach(cmd, g, args[0])
+			var gone *engine.CleanedUpError
+			if errors.As(err, &gone) && !keepArtifacts {
+				// Collected and cleaned up before: only its tombstone is left.
+				if err := f.removeTombstone(cmd, g, args[0]); err != nil {
+					return err
+				}
+				if f.asJSON {
+					return writeJSON(cmd.OutOrStdout(), map[string]any{"job_id": args[0], "backend": false, "store": true, "tombstone": true})
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: removed the tombstone of %s (its result was collected and the job cleaned up at %s)\n", args[0], gone.Tombstone.CleanedAt.Local().Format(time.DateTime))
+				return nil
+			}
 			if errors.Is(err, job.ErrDamaged) || errors.Is(err, engine.ErrNotFound) {
 				// A damaged job, or what a stopped submitter left: remove its objects.
 				if removed, rerr := f.removeUnreadable(cmd, g, args[0]); rerr != nil || removed {

@@ -200,6 +200,9 @@ func (e *Engine) Attach(ctx context.Context, id, storeURL string) (*Job, error) 
 	}
 	raw, err := st.Get(ctx, store.HandleKey(id))
 	if store.IsNotFound(err) {
+		if t, terr := readTombstone(ctx, st, id); terr == nil && t != nil {
+			return nil, &CleanedUpError{Tombstone: t}
+		}
 		return nil, fmt.Errorf("no job %s in the store %s (check the ID, or use --store / the profile the job was submitted with; `kinetic jobs list` shows the jobs there): %w", id, storeURL, ErrNotFound)
 	}
 	if err != nil {

@@ -43,11 +43,20 @@ func (j *Job) Logs(ctx context.Context, w io.Writer, follow bool) error {
 			return err
 		}
 	}
-	return j.view().Logs(ctx, w, follow)
+	if !follow {
+		return j.logsChecked(ctx, w)
+	}
+	return j.cleanedUp(ctx, "logs", j.view().Logs(ctx, w, follow))
 }
 
 // Tail returns the last n lines of the job's logs.
-func (j *Job) Tail(ctx context.Context, n int) (string, error) { return j.view().Tail(ctx, n) }
+func (j *Job) Tail(ctx context.Context, n int) (string, error) {
+	s, err := j.view().Tail(ctx, n)
+	if err := j.cleanedUp(ctx, "logs", err); err != nil {
+		return "", err
+	}
+	return s, nil
+}
 
 // Result is how a job ended, with its value.
 type Result = jobview.Result
@@ -59,20 +68,29 @@ var ErrNoResult = jobview.ErrNoResult
 // to a file there. It returns ErrNoResult (wrapped, with the reason and the log tail)
 // when the job failed before it could report.
 func (j *Job) Result(ctx context.Context, valueDir string) (*Result, error) {
-	return j.view().Result(ctx, valueDir)
+	res, err := j.view().Result(ctx, valueDir)
+	if err != nil && res == nil {
+		return nil, j.cleanedUp(ctx, "result", err)
+	}
+	return res, err
 }
 
 // ResultOf is Result for a job already known to be in the terminal state given (the
 // caller waited for it), so it is not looked up again.
 func (j *Job) ResultOf(ctx context.Context, state job.State, reason, valueDir string) (*Result, error) {
-	return j.view().ResultOf(ctx, state, reason, valueDir)
+	res, err := j.view().ResultOf(ctx, state, reason, valueDir)
+	if err != nil && res == nil {
+		return nil, j.cleanedUp(ctx, "result", err)
+	}
+	return res, err
 }
 
 // Cancel stops the job.
 func (j *Job) Cancel(ctx context.Context) error { return j.Backend.Cancel(ctx, j.Handle) }
 
 // Cleanup removes the backend's resources (backendRes) and the job's store objects
-// (storeObjs). Outputs under KINETIC_OUTPUT_DIR are never removed.
+// (storeObjs), its tombstone included (a cleanup asked for by name leaves nothing).
+// Outputs under KINETIC_OUTPUT_DIR are never removed.
 func (j *Job) Cleanup(ctx context.Context, backendRes, storeObjs bool) error {
 	if backendRes || storeObjs {
 		// Store objects without a stopped job would strand a running process.
@@ -81,7 +99,10 @@ func (j *Job) Cleanup(ctx context.Context, backendRes, storeObjs bool) error {
 		}
 	}
 	if storeObjs {
-		return j.view().Delete(ctx)
+		if err := j.view().Delete(ctx); err != nil {
+			return err
+		}
+		return j.Store.Delete(ctx, store.TombstoneKey(j.Handle.JobID))
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kinetic-run/kinetic/batch"
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/data"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
@@ -132,6 +133,12 @@ func (s *Server) status(c *call, r *protocol.JobRequest) (*protocol.StatusRespon
 	if err != nil {
 		return nil, err
 	}
+	if state == job.Succeeded {
+		// Collected and being cleaned up: NOT_FOUND already, as after the cleanup.
+		if t, err := j.Collected(c); err == nil && t != nil {
+			return &protocol.StatusResponse{Status: protocol.StateNotFound}, nil
+		}
+	}
 	return &protocol.StatusResponse{Status: string(state), Reason: reason}, nil
 }
 
@@ -183,19 +190,64 @@ func (s *Server) result(c *call, r *protocol.ResultRequest) (*protocol.Result, e
 		return nil, err
 	}
 	if r.Cleanup && res.Envelope != nil && res.Envelope.Success {
-		c.afterReply(func() { cleanupAll(context.WithoutCancel(c), []*engine.Job{j}) })
+		if jobs := collect(c, []*engine.Job{j}); len(jobs) > 0 {
+			c.afterReply(func() { cleanupAll(context.WithoutCancel(c), jobs) })
+		}
 	}
 	return resultOf(res), nil
 }
 
-// cleanupAll removes the backend resources and store objects of finished jobs, warning
-// about failures (the caller has had its reply).
+// collect records, before the reply, that the results of jobs were collected: a
+// tombstone per job, and for batch children a collection record in their batch. It
+// returns the jobs to clean up after the reply; a job whose tombstone could not be
+// written is kept whole (and said so), for a cleanup without it would leave "no job".
+// Anything the caller does after the reply (logs(), `kinetic jobs status`) then finds
+// the tombstone, so a read racing the cleanup says "removed by cleanup", never less.
+func collect(ctx context.Context, jobs []*engine.Job) []*engine.Job {
+	out := make([]*engine.Job, len(jobs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for i, j := range jobs {
+		g.Go(func() error {
+			if _, err := j.MarkCollected(gctx); err != nil {
+				fmt.Fprintf(os.Stderr, "kinetic: warning: %v; the job is kept (`kinetic jobs cleanup %s` removes it)\n", err, j.Handle.JobID)
+				return nil
+			}
+			out[i] = j
+			return nil
+		})
+	}
+	g.Wait()
+	var kept []*engine.Job
+	groups := map[string][]layout.Collected{}
+	stores := map[string]*engine.Job{}
+	now := time.Now().UTC()
+	for _, j := range out {
+		if j == nil {
+			continue
+		}
+		kept = append(kept, j)
+		if gid := j.Handle.GroupID; gid != "" {
+			groups[gid] = append(groups[gid], layout.Collected{JobID: j.Handle.JobID, Index: j.Handle.GroupIndex, CollectedAt: now})
+			stores[gid] = j
+		}
+	}
+	for gid, cs := range groups {
+		if err := layout.RecordCollected(ctx, stores[gid].Store, gid, cs); err != nil {
+			fmt.Fprintf(os.Stderr, "kinetic: warning: could not record in batch %s that %d results were collected: %v\n", gid, len(cs), err)
+		}
+	}
+	return kept
+}
+
+// cleanupAll removes the backend resources and store objects of collected jobs, keeping
+// their tombstones, warning about failures (the caller has had its reply).
 func cleanupAll(ctx context.Context, jobs []*engine.Job) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(4)
 	for _, j := range jobs {
 		g.Go(func() error {
-			if err := j.Cleanup(gctx, true, true); err != nil {
+			if err := j.CleanupCollected(gctx); err != nil {
 				fmt.Fprintf(os.Stderr, "kinetic: warning: cleanup of %s failed: %v\n", j.Handle.JobID, err)
 			}
 			return nil
@@ -236,7 +288,9 @@ func (s *Server) resultsMany(c *call, r *protocol.ResultsManyRequest) ([]protoco
 	}
 	g.Wait()
 	if r.Cleanup && len(done) > 0 {
-		c.afterReply(func() { cleanupAll(context.WithoutCancel(c), done) })
+		if jobs := collect(c, done); len(jobs) > 0 {
+			c.afterReply(func() { cleanupAll(context.WithoutCancel(c), jobs) })
+		}
 	}
 	return out, nil
 }
@@ -300,6 +354,10 @@ func (s *Server) debugDetach(_ *call, r *protocol.DebugDetachRequest) (*protocol
 func (s *Server) cleanup(c *call, r *protocol.CleanupRequest) (*protocol.Empty, error) {
 	j, err := s.job(c, &r.JobRequest)
 	if errors.Is(err, engine.ErrNotFound) {
+		var gone *engine.CleanedUpError
+		if errors.As(err, &gone) && r.GCS {
+			return nil, s.eng.RemoveTombstone(c, r.JobID, r.Store) // what a collection left
+		}
 		return nil, nil // already gone: cleanup is idempotent
 	}
 	if err != nil {

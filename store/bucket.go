@@ -21,7 +21,7 @@ const RetentionDays = 30
 // among them: what a job writes under KINETIC_OUTPUT_DIR is kept until someone deletes
 // it. (data/ is not either: its completion marker is written after its files, and an
 // expiry that took the files first would leave a marker over missing data.)
-var ExpiringAreas = []string{"jobs/", "groups/", "blobs/"}
+var ExpiringAreas = []string{"jobs/", "groups/", "blobs/", TombstonesPrefix}
 
 // ErrBucketExists is returned by CreateBucket when the bucket is already there; it is
 // then left exactly as it was.

@@ -68,8 +68,8 @@ func TestCreateBucketWithRetention(t *testing.T) {
 		path       string
 		wantPrefix []string
 	}{
-		"whole bucket": {"", []string{"jobs/", "groups/", "blobs/"}},
-		"prefix":       {"/team-a", []string{"team-a/jobs/", "team-a/groups/", "team-a/blobs/"}},
+		"whole bucket": {"", []string{"jobs/", "groups/", "blobs/", "tombstones/"}},
+		"prefix":       {"/team-a", []string{"team-a/jobs/", "team-a/groups/", "team-a/blobs/", "team-a/tombstones/"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			bucket := "kinetic-create-" + strings.ReplaceAll(name, " ", "-")

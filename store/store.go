@@ -14,7 +14,9 @@
 //	jobs/{id}/result.json     the result envelope, written after result.pkl
 //	jobs/{id}/logs/{seq}.log  log chunks, in order
 //	jobs/{id}/debug.json      where a debug job's debugpy listens (job.DebugMarker)
+//	tombstones/{id}.json      a success whose result was collected and cleaned up (job.Tombstone)
 //	groups/{id}/manifest.json batch manifests
+//	groups/{id}/collected/    which children's results were collected, and when
 //	blobs/sha256/{hex}        content-addressed blobs (working directories, data)
 //	outputs/{id}/             KINETIC_OUTPUT_DIR by default; never removed by cleanup
 //
@@ -695,8 +697,14 @@ func HostLogChunkKey(id, host string, seq int) string {
 }
 
 func GroupManifestKey(id string) string { return "groups/" + id + "/manifest.json" }
-func BlobKey(sum string) string         { return "blobs/sha256/" + sum }
-func OutputsPrefix(id string) string    { return "outputs/" + id + "/" }
+
+// TombstonesPrefix holds the tombstones of collected jobs; TombstoneKey is one's. They
+// live outside jobs/{id}/ so the cleanup that deletes the job leaves them.
+const TombstonesPrefix = "tombstones/"
+
+func TombstoneKey(id string) string  { return TombstonesPrefix + id + ".json" }
+func BlobKey(sum string) string      { return "blobs/sha256/" + sum }
+func OutputsPrefix(id string) string { return "outputs/" + id + "/" }
 
 // IsNotFound reports whether err means a missing object.
 func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

@@ -226,3 +226,54 @@ func memberJob(ctx context.Context, st *store.Store, gid string, i int) (string,
 	}
 	return id, nil
 }
+
+// Collected is one child whose result was collected and which was then cleaned up
+// (BatchHandle.results(cleanup=True)): its job is gone, this record and the job's
+// tombstone say it succeeded.
+type Collected struct {
+	JobID       string    `json:"job_id"`
+	Index       string    `json:"index,omitempty"`
+	CollectedAt time.Time `json:"collected_at"`
+}
+
+// CollectedPrefix holds batch gid's collection records: one object per collecting call
+// (so concurrent callers never rewrite each other's), each a list of Collected.
+func CollectedPrefix(gid string) string { return Prefix(gid) + "collected/" }
+
+// RecordCollected writes one collection record of batch gid.
+func RecordCollected(ctx context.Context, st *store.Store, gid string, cs []Collected) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(cs)
+	if err != nil {
+		return err
+	}
+	return st.Put(ctx, CollectedPrefix(gid)+job.NewID()+".json", b)
+}
+
+// ReadCollected returns the children of batch gid recorded as collected, by job ID.
+func ReadCollected(ctx context.Context, st *store.Store, gid string) (map[string]Collected, error) {
+	objs, err := st.List(ctx, CollectedPrefix(gid))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]Collected{}
+	for _, o := range objs {
+		raw, err := st.Get(ctx, o.Key)
+		if store.IsNotFound(err) {
+			continue // removed by a cleanup of the batch meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		var cs []Collected
+		if err := json.Unmarshal(raw, &cs); err != nil {
+			return nil, fmt.Errorf("batch %s: %s cannot be read: %w", gid, o.Key, err)
+		}
+		for _, c := range cs {
+			out[c.JobID] = c
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,181 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/jobview"
+	"github.com/kinetic-run/kinetic/store"
+)
+
+// CleanedUpError is what becomes of a job whose result was collected and which was then
+// cleaned up (result(cleanup=True), the default): its tombstone says when. It is an
+// ErrNotFound (the API's status() of such a job is NOT_FOUND), with a message that says
+// what happened instead of "no job".
+type CleanedUpError struct {
+	Tombstone *job.Tombstone
+	// What is what was asked for ("logs", "result"), "" for the job itself.
+	What string
+}
+
+func (e *CleanedUpError) Error() string {
+	t := e.Tombstone
+	when := t.CleanedAt.Local().Format(time.DateTime)
+	if e.What != "" {
+		return fmt.Sprintf("the %s of job %s were removed by cleanup: it succeeded and its result was collected and cleaned up at %s (result(cleanup=False) or `kinetic jobs result` keeps a job's objects)", e.What, t.JobID, when)
+	}
+	return fmt.Sprintf("job %s %s: its logs and result were removed by cleanup (result(cleanup=False) keeps them)", t.JobID, t.Summary())
+}
+
+func (e *CleanedUpError) Is(target error) bool { return target == ErrNotFound }
+
+// Tombstone returns the tombstone of job id in storeURL ("" = the configured store),
+// nil if it has none.
+func (e *Engine) Tombstone(ctx context.Context, id, storeURL string) (*job.Tombstone, error) {
+	st, err := e.storeOrDefault(ctx, storeURL)
+	if err != nil {
+		return nil, err
+	}
+	return readTombstone(ctx, st, id)
+}
+
+func readTombstone(ctx context.Context, st *store.Store, id string) (*job.Tombstone, error) {
+	raw, err := st.Get(ctx, store.TombstoneKey(id))
+	if store.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return job.DecodeTombstone(id, raw)
+}
+
+// RemoveTombstone deletes the tombstone of job id (an explicit cleanup or prune).
+func (e *Engine) RemoveTombstone(ctx context.Context, id, storeURL string) error {
+	st, err := e.storeOrDefault(ctx, storeURL)
+	if err != nil {
+		return err
+	}
+	return st.Delete(ctx, store.TombstoneKey(id))
+}
+
+// Tombstones returns every tombstone in storeURL ("" = the configured store), newest
+// job first. A tombstone that cannot be read is skipped: it stands for a job already
+// gone.
+func (e *Engine) Tombstones(ctx context.Context, storeURL string) ([]*job.Tombstone, error) {
+	st, err := e.storeOrDefault(ctx, storeURL)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := st.List(ctx, store.TombstonesPrefix)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*job.Tombstone, len(objs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i, o := range objs {
+		id := strings.TrimSuffix(strings.TrimPrefix(o.Key, store.TombstonesPrefix), ".json")
+		if !job.ValidName(id) {
+			continue
+		}
+		g.Go(func() error {
+			t, err := readTombstone(gctx, st, id)
+			if err == nil {
+				out[i] = t
+			}
+			return nil
+		})
+	}
+	g.Wait()
+	var ts []*job.Tombstone
+	for _, t := range out {
+		if t != nil {
+			ts = append(ts, t)
+		}
+	}
+	sort.Slice(ts, func(a, b int) bool { return ts[a].JobID > ts[b].JobID })
+	return ts, nil
+}
+
+func (e *Engine) storeOrDefault(ctx context.Context, storeURL string) (*store.Store, error) {
+	if storeURL == "" {
+		storeURL = e.cfg.Get(config.Store)
+	}
+	return e.Store(ctx, storeURL)
+}
+
+// MarkCollected writes the job's tombstone: its result was collected and it is about to
+// be cleaned up (CleanupCollected). Call it before answering the caller that collected
+// the result, so that anything the caller does next (logs(), `jobs status`) finds it.
+func (j *Job) MarkCollected(ctx context.Context) (*job.Tombstone, error) {
+	finished := time.Now()
+	if s, err := jobview.ReadStatus(ctx, j.Store, j.Handle.JobID); err == nil && s.State.Terminal() && !s.UpdatedAt.IsZero() {
+		finished = s.UpdatedAt
+	}
+	t := job.NewTombstone(j.Handle, finished, time.Now())
+	if err := j.Store.Put(ctx, store.TombstoneKey(j.Handle.JobID), t.Encode()); err != nil {
+		return nil, fmt.Errorf("record that job %s was collected: %w", j.Handle.JobID, err)
+	}
+	return t, nil
+}
+
+// Collected returns the job's tombstone if its result was collected (it is then being
+// cleaned up, or the caller attached just before), nil otherwise.
+func (j *Job) Collected(ctx context.Context) (*job.Tombstone, error) {
+	return readTombstone(ctx, j.Store, j.Handle.JobID)
+}
+
+// CleanupCollected removes a collected job's backend resources and store objects and
+// keeps its tombstone (MarkCollected).
+func (j *Job) CleanupCollected(ctx context.Context) error {
+	if err := j.Backend.Cleanup(ctx, j.Handle); err != nil {
+		return err
+	}
+	return j.view().Delete(ctx)
+}
+
+// cleanedUp turns a read of the job's objects into a CleanedUpError when the job was
+// collected meanwhile: the tombstone is written before any object is deleted, so a read
+// that ends with no tombstone in the store read whole objects, and one that ends with a
+// tombstone may not have.
+func (j *Job) cleanedUp(ctx context.Context, what string, err error) error {
+	t, terr := readTombstone(ctx, j.Store, j.Handle.JobID)
+	if terr != nil || t == nil {
+		return err
+	}
+	return &CleanedUpError{Tombstone: t, What: what}
+}
+
+// logsChecked is Logs into w, whole or not at all: buffered, and checked against a
+// cleanup that ran meanwhile.
+func (j *Job) logsChecked(ctx context.Context, w io.Writer) error {
+	var b strings.Builder
+	if err := j.cleanedUp(ctx, "logs", j.view().Logs(ctx, &b, false)); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// FinishedAt returns when job id reached its final state as status.json records it
+// (zero if it has not, or the record cannot be read): the end of a listing's DURATION.
+func (e *Engine) FinishedAt(ctx context.Context, id, storeURL string) time.Time {
+	st, err := e.storeOrDefault(ctx, storeURL)
+	if err != nil {
+		return time.Time{}
+	}
+	s, err := jobview.ReadStatus(ctx, st, id)
+	if err != nil || !s.State.Terminal() {
+		return time.Time{}
+	}
+	return s.UpdatedAt
+}

@@ -5,18 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
-
-	"golang.org/x/term"
 )
-
-// isTerminal reports whether r is a terminal a person can answer on.
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
 
 // errNoAnswer is a prompt that got end of input instead of an answer.
 var errNoAnswer = errors.New("no answer (end of input): nothing was changed")

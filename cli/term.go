@@ -1,15 +1,13 @@
 package cli
 
 import (
-	"io"
-	"os"
-
 	"golang.org/x/term"
 )
 
-// isTerminal reports whether w is a terminal: progress bars, redraws and other escape
-// codes go only there, never into files and pipes.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+// isTerminal reports whether a command's input or output is a terminal: a person can
+// answer prompts there, and progress bars, redraws and other escape codes go only there,
+// never into files and pipes.
+func isTerminal(f any) bool {
+	fd, ok := f.(interface{ Fd() uintptr })
+	return ok && term.IsTerminal(int(fd.Fd()))
 }

@@ -5,6 +5,8 @@ package cli
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/kinetic-run/kinetic/version"
 )
 
 // commands are the constructors of the top-level commands, registered by each file's init.
@@ -26,7 +28,9 @@ func NewRoot() *cobra.Command {
 		Short:         "Run a function on a TPU, GPU or CPU somewhere else and get the value back",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.Version,
 	}
+	root.SetVersionTemplate("kinetic {{.Version}}\n")
 	root.PersistentFlags().StringVar(&g.Profile, "profile", "", "configuration profile to use (default: the active one)")
 	for _, c := range commands {
 		root.AddCommand(c(g))

@@ -3,5 +3,6 @@
 // environment key, so a new runner never reuses an environment built for an older one.
 package version
 
-// Version is the kinetic version.
-var Version = "0.1.0-dev"
+// Version is the kinetic version. The Python SDK's kinetic.__version__ and the package
+// version in python/pyproject.toml are the same string (TestSameVersionEverywhere).
+var Version = "0.1.0"

@@ -196,12 +196,19 @@ def run(accelerator: str = "tpu-v5e-1", container_image: Optional[str] = None,
     (default 600) for a debugger before it calls the function, then fails if none came;
     ``JobHandle.debug_attach()`` prints the VS Code configuration (docs/debug.md).
     """
+    if callable(accelerator) and not isinstance(accelerator, str):
+        # @kinetic.run without parentheses (as Ray users write @ray.remote): the function
+        # came as the first argument; every option keeps its default.
+        return run()(accelerator)
     options = dict(accelerator=accelerator, container_image=container_image, base_image_repo=base_image_repo,
                    zone=zone, project=project, capture_env_vars=list(capture_env_vars or []), cluster=cluster,
                    backend=backend, namespace=namespace, spot=spot, output_dir=output_dir, debug=debug,
                    debug_wait=debug_wait, store=store, volumes=dict(volumes or {}))
 
     def decorate(func):
+        if isinstance(func, (classmethod, staticmethod)):
+            raise TypeError("kinetic.run cannot decorate a %s: put @kinetic.run below it, on the plain function, "
+                            "or decorate a module-level function" % type(func).__name__)
         if not callable(func):
             raise TypeError("kinetic.run decorates functions, not %r" % (func,))
         return RemoteFunction(func, options)

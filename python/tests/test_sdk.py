@@ -355,3 +355,31 @@ def test_container_image_reaches_the_engine(store_dir, image):
     with open(os.path.join(store_dir, "jobs", h.job_id, "handle.json")) as fh:
         assert json.load(fh).get("image_uri", "") == (image or "")
     assert h.result(timeout=60) == 2
+
+
+def test_version_same_as_binary():
+    """kinetic.__version__ and `kinetic version` say the same thing (one release, two faces)."""
+    import json
+    import subprocess
+    out = subprocess.run([os.environ["KINETIC_BIN"], "version", "--json"], check=True, capture_output=True, text=True).stdout
+    assert json.loads(out)["kinetic"] == kinetic.__version__
+    short = subprocess.run([os.environ["KINETIC_BIN"], "--version"], check=True, capture_output=True, text=True).stdout
+    assert short.strip() == "kinetic " + kinetic.__version__
+
+
+@kinetic.run
+def plus_one(x):
+    return x + 1
+
+
+def test_bare_decorator_and_remote_callable():
+    """`@kinetic.run` without parentheses decorates with the defaults (and runs), and what
+    it returns is a kinetic.RemoteCallable (the API reference's name); classmethod and
+    staticmethod objects are refused when decorating."""
+    assert isinstance(plus_one, kinetic.RemoteCallable)
+    assert plus_one._options["accelerator"] == "tpu-v5e-1"
+    assert plus_one(1) == 2
+    with pytest.raises(TypeError, match="classmethod"):
+        kinetic.run(accelerator="cpu")(classmethod(lambda cls: 1))
+    with pytest.raises(TypeError, match="staticmethod"):
+        kinetic.run(accelerator="cpu")(staticmethod(lambda: 1))

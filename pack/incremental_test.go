@@ -279,9 +279,10 @@ func TestExcludes(t *testing.T) {
 		"deep/a/b/c.ckpt":         "",
 	}
 	for name, tc := range map[string]struct {
-		ignore string
-		opts   Options
-		want   []string
+		ignore    string
+		gitignore string
+		opts      Options
+		want      []string
 	}{
 		"defaults": {
 			want: []string{"README.md", "a1.tmp", "ab.tmp", "build/keep.txt", "build/out.o", "data/keep.csv", "data/train.csv", "deep/a/b/c.ckpt", "logs/a.log", "main.py", "pkg/m.py", "src/build", "src/logs/b.log", "x(1).py"},
@@ -290,6 +291,15 @@ func TestExcludes(t *testing.T) {
 			opts: Options{NoDefaultExcludes: true},
 			want: []string{".mypy_cache/x", ".pytest_cache/x", ".ruff_cache/x", ".tox/x", ".venv/bin/python", "README.md", "a1.tmp", "ab.tmp", "build/keep.txt", "build/out.o", "data/keep.csv", "data/train.csv", "deep/a/b/c.ckpt", "logs/a.log", "main.py",
 				"nb/.DS_Store", "nb/.ipynb_checkpoints/x", "node_modules/a/i.js", "pkg/m.py", "src/build", "src/logs/b.log", "venv/x", "x(1).py"},
+		},
+		"gitignore honoured": {
+			gitignore: "build/\n*.tmp\n",
+			want:      []string{".gitignore", "README.md", "data/keep.csv", "data/train.csv", "deep/a/b/c.ckpt", "logs/a.log", "main.py", "pkg/m.py", "src/build", "src/logs/b.log", "x(1).py"},
+		},
+		"kineticignore wins over gitignore": {
+			gitignore: "data/\nlogs/\n",
+			ignore:    "!data/\n",
+			want:      []string{".gitignore", ".kineticignore", "README.md", "a1.tmp", "ab.tmp", "build/keep.txt", "build/out.o", "data/keep.csv", "data/train.csv", "deep/a/b/c.ckpt", "main.py", "pkg/m.py", "src/build", "x(1).py"},
 		},
 		"kineticignore": {
 			ignore: strings.Join([]string{
@@ -329,6 +339,9 @@ func TestExcludes(t *testing.T) {
 			tree{files: files}.build(t, src)
 			if tc.ignore != "" {
 				os.WriteFile(filepath.Join(src, IgnoreFile), []byte(tc.ignore), 0o644)
+			}
+			if tc.gitignore != "" {
+				os.WriteFile(filepath.Join(src, GitIgnoreFile), []byte(tc.gitignore), 0o644)
 			}
 			m, err := Scan(context.Background(), src, tc.opts)
 			if err != nil {

@@ -21,7 +21,7 @@ func newProfileCmd(g *Globals) *cobra.Command {
 			"else KINETIC_PROFILE, else the one chosen with \"kinetic profile use\".",
 	}
 	cmd.AddCommand(newProfileCreateCmd(), newProfileListCmd(g), newProfileUseCmd(),
-		newProfileShowCmd(g), newProfileRemoveCmd(), newProfileUnsetCmd())
+		newProfileShowCmd(g), newProfileRemoveCmd(), newProfileUnsetCmd(), newProfileSetCmd(g), newProfileUnsetKeyCmd(g))
 	return cmd
 }
 

@@ -191,3 +191,36 @@ func TestProfileEmpty(t *testing.T) {
 		t.Errorf("unset with nothing to do wrote the file: %v", err)
 	}
 }
+
+// TestProfileSetAndUnsetKey: `profile set KEY=VALUE...` changes the active profile (or
+// --profile's), validates like create, and `profile unset-key` removes keys again.
+func TestProfileSetAndUnsetKey(t *testing.T) {
+	path := cfgEnv(t)
+	if _, _, err := kinetic(t, "profile", "set", "zone=europe-west4-a"); err == nil || !strings.Contains(err.Error(), "kinetic profile create") {
+		t.Fatalf("set without a profile = %v, want the fix", err)
+	}
+	must(t, "profile", "create", "dev", "--zone", "us-central1-a")
+	must(t, "profile", "create", "other")
+	must(t, "profile", "set", "zone=europe-west4-a", "image-registry=r.example/p", "warm=0")
+	must(t, "profile", "set", "--profile", "other", "cluster=tpus")
+	for _, bad := range [][]string{{"nosuchkey=1"}, {"zone"}, {"namespace=Not_Valid"}} {
+		if _, _, err := kinetic(t, append([]string{"profile", "set"}, bad...)...); err == nil {
+			t.Errorf("profile set %v was accepted", bad)
+		}
+	}
+	f, err := config.LoadProfiles(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]config.Profile{
+		"dev":   {"zone": "europe-west4-a", "image_registry": "r.example/p", "warm": "false"},
+		"other": {"cluster": "tpus"},
+	}
+	if d := cmp.Diff(want, f.Profiles); d != "" {
+		t.Errorf("profiles (-want +got):\n%s", d)
+	}
+	must(t, "profile", "unset-key", "image_registry", "warm")
+	if f, _ = config.LoadProfiles(path); !cmp.Equal(f.Profiles["dev"], config.Profile{"zone": "europe-west4-a"}) {
+		t.Errorf("after unset-key: %v", f.Profiles["dev"])
+	}
+}

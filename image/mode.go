@@ -102,7 +102,7 @@ func (s Settings) Base(category string) (name.Reference, error) {
 // BundledRef is the tag of the bundled image for envKey: REGISTRY/kinetic-env:KEY.
 func (s Settings) BundledRef(envKey string) (name.Tag, error) {
 	if s.Registry == "" {
-		return name.Tag{}, fmt.Errorf("bundled images need a registry to push to: set image_registry (`kinetic up --backend k8s --registry HOST/PATH` writes it into the profile, as does `kinetic profile create NAME --image-registry HOST/PATH`; or KINETIC_IMAGE_REGISTRY), or pass container_image=IMAGE")
+		return name.Tag{}, fmt.Errorf("bundled images need a registry to push to: set image_registry (`kinetic up --backend k8s --registry HOST/PATH` writes it into the profile, as does `kinetic profile set image_registry=HOST/PATH`; or KINETIC_IMAGE_REGISTRY), or pass container_image=IMAGE")
 	}
 	if _, err := ParseRepository(s.Registry); err != nil {
 		return name.Tag{}, fmt.Errorf("image_registry: %w", err)

@@ -80,6 +80,13 @@ class RemoteFunction:
         self._options = options
         functools.update_wrapper(self, func)
 
+    def __get__(self, instance, owner=None):
+        # A decorated method: bind the instance, which then travels with the call (it
+        # must be picklable), as self does for a plain method.
+        if instance is None:
+            return self
+        return _BoundRemote(self, instance)
+
     def __call__(self, *args, **kwargs):
         handle = self.run_async(*args, **kwargs)
         if handle.debug:
@@ -177,6 +184,21 @@ class RemoteFunction:
             os.unlink(ipath)
         return BatchHandle(res["group_id"], name=name, tags=tags, store=self._options.get("store") or "",
                            local_failures=local_failures, poll_interval=1.0)
+
+
+class _BoundRemote:
+    """A decorated method bound to its instance: calls and run_async pass the instance
+    as the first argument."""
+
+    def __init__(self, remote, instance):
+        self._remote, self._instance = remote, instance
+        functools.update_wrapper(self, remote._func)
+
+    def __call__(self, *args, **kwargs):
+        return self._remote(self._instance, *args, **kwargs)
+
+    def run_async(self, *args, **kwargs) -> JobHandle:
+        return self._remote.run_async(self._instance, *args, **kwargs)
 
 
 def run(accelerator: str = "tpu-v5e-1", container_image: Optional[str] = None,

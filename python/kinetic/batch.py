@@ -277,9 +277,12 @@ def normalise_input(x, mode):
             raise TypeError("input_mode='kwargs' needs a dict per input, got %r" % (type(x).__name__,))
         return (), dict(x)
     if mode == "auto":
-        if isinstance(x, dict):
+        # A list or tuple is spread as positional arguments; a dict whose keys are all
+        # identifiers as keyword arguments; anything else (a dict keyed by other things
+        # included) is the one argument.
+        if isinstance(x, (tuple, list)):
+            return tuple(x), {}
+        if isinstance(x, dict) and all(isinstance(k, str) and k.isidentifier() for k in x):
             return (), dict(x)
-        if isinstance(x, tuple):
-            return x, {}
         return (x,), {}
     raise ValueError("input_mode must be 'auto', 'single', 'args' or 'kwargs', not %r" % (mode,))

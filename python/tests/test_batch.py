@@ -56,6 +56,20 @@ def fail_or_nap(x):
     return x
 
 
+@kinetic.run(accelerator="cpu")
+def spread(*args, **kwargs):
+    return list(args), kwargs
+
+
+def test_input_mode_auto_spreads_lists_tuples_and_identifier_dicts():
+    """input_mode="auto": a list or tuple is spread as *args, a dict whose keys are all
+    identifiers as **kwargs, anything else (a dict with other keys too) is one argument."""
+    inputs = [[1, 2], (3, 4), {"a": 1, "b": 2}, {"a-b": 1}, {1: "x"}, 5, "s"]
+    got = spread.run_async_map(inputs).results()
+    assert got == [([1, 2], {}), ([3, 4], {}), ([], {"a": 1, "b": 2}), ([{"a-b": 1}], {}),
+                   ([{1: "x"}], {}), ([5], {}), (["s"], {})]
+
+
 def _group_dir(store_dir, gid):
     return os.path.join(store_dir, "groups", gid)
 

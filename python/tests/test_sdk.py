@@ -367,6 +367,23 @@ def test_version_same_as_binary():
     assert short.strip() == "kinetic " + kinetic.__version__
 
 
+class Scaler:
+    def __init__(self, factor):
+        self.factor = factor
+
+    @kinetic.run(accelerator="cpu")
+    def scale(self, x):
+        return self.factor * x
+
+
+def test_decorated_method_binds_self():
+    """A decorated method gets its instance as self, in a call and in run_async."""
+    s = Scaler(3)
+    assert s.scale(2) == 6
+    assert s.scale.run_async(5).result() == 15
+    assert isinstance(Scaler.scale, kinetic.RemoteCallable)
+
+
 @kinetic.run
 def plus_one(x):
     return x + 1

@@ -14,7 +14,7 @@ from .job_status import JobStatus
 from .jobs import JobHandle, _unpack
 
 
-class BatchError(Exception):
+class BatchError(KineticError):
     """Raised by BatchHandle.results() when children failed.
 
     ``failures`` holds the failed children's handles (None for inputs that failed at

@@ -400,3 +400,13 @@ def test_bare_decorator_and_remote_callable():
         kinetic.run(accelerator="cpu")(classmethod(lambda cls: 1))
     with pytest.raises(TypeError, match="staticmethod"):
         kinetic.run(accelerator="cpu")(staticmethod(lambda: 1))
+
+
+def test_one_exception_hierarchy():
+    """Every error the SDK raises is a KineticError; a job that ended without a value
+    raises a RuntimeError (RemoteError); a batch's failures a BatchError."""
+    from kinetic.batch import SubmissionError
+    for cls in (kinetic.RemoteError, kinetic.BatchError, kinetic.JobNotFoundError, SubmissionError):
+        assert issubclass(cls, kinetic.KineticError), cls
+    assert issubclass(kinetic.RemoteError, RuntimeError)
+    assert issubclass(kinetic.JobNotFoundError, LookupError)

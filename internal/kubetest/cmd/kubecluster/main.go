@@ -51,16 +51,19 @@ func main() {
 	<-ctx.Done()
 }
 
-// UserSetup is what a person runs to use the cluster: settings that kinetic really
-// reads (KUBECONFIG, and base_image_cpu because the nodes cannot reach Docker Hub),
-// then `kinetic up`, which publishes the runner image and writes the profile.
+// UserSetup is what a person runs to use the cluster, from the repository root: settings
+// that kinetic really reads (KUBECONFIG; base_image_cpu because the node cannot reach
+// Docker Hub; pod_cpu because the node is small), then `kinetic up`, which publishes
+// the runner image to the harness registry and writes the profile, then a job.
 func UserSetup(kubeconfig, bucket, gcsURL, bins string) string {
-	return fmt.Sprintf(`export KUBECONFIG=%s
+	return fmt.Sprintf(`# From the repository root, in another shell (make build makes bin/kinetic):
+export KUBECONFIG=%s
 export KINETIC_BASE_IMAGE_CPU=%s
 export KINETIC_POD_CPU=100m
-kinetic up --backend k8s -y --registry %s/kinetic --store 'gs://%s?endpoint=%s'
-# then: kinetic run examples/hello.py::main
+bin/kinetic up --backend k8s -y --registry %s/kinetic --store 'gs://%s?endpoint=%s'
+bin/kinetic run examples/hello.py::main
+# registry: %s (the node pulls from it; up pushes the runner image there)
 # kubectl: %s/kubectl
-# Ctrl-C stops the cluster.
-`, kubeconfig, kubetest.PythonImage, kubetest.RegistryURL, bucket, gcsURL, bins)
+# Ctrl-C here stops the cluster.
+`, kubeconfig, kubetest.PythonImage, kubetest.RegistryURL, bucket, gcsURL, kubetest.RegistryURL, bins)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/kinetic-run/kinetic/batch"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/internal/backoff"
 	"github.com/kinetic-run/kinetic/job"
 )
 
@@ -88,32 +89,36 @@ func finished(v *batch.View) (done, total int) {
 	return done, total
 }
 
-// watch polls the batch until every child is final, drawing a bar on stderr.
+// watch polls the batch until every child is final, drawing a bar on stderr when it is
+// a terminal (never into files and pipes). The bar is redrawn with the final counts
+// before it is cleared, so it never shows a count behind the description.
 func watch(ctx context.Context, e *engine.Engine, gid, store string, stderr io.Writer) (*batch.View, error) {
 	var bar *progressbar.ProgressBar
-	delay := 50 * time.Millisecond
+	tty := isTerminal(stderr)
+	pause := backoff.New(50*time.Millisecond, time.Second)
 	for {
 		v, err := batch.Read(ctx, e, gid, store, true)
 		if err != nil {
 			return nil, err
 		}
 		done, total := finished(v)
-		if bar == nil {
+		if bar == nil && tty {
 			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(stderr), progressbar.OptionSetWidth(30),
 				progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100*time.Millisecond))
 		}
-		bar.Describe(countsLine(counts(v)))
-		bar.Set(done)
+		if bar != nil {
+			bar.Describe(countsLine(counts(v)))
+			bar.Set(done)
+		}
 		if v.SubmissionComplete && done >= len(v.Children) {
-			bar.Finish()
+			if bar != nil {
+				bar.Finish()
+			}
 			return v, nil
 		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(delay):
+		if err := pause.Wait(ctx); err != nil {
+			return nil, err
 		}
-		delay = min(delay*3/2, time.Second)
 	}
 }
 

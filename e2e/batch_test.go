@@ -100,3 +100,16 @@ func TestBatchCLI(t *testing.T) {
 }
 
 func jsonNumber(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+// TestBatchBarNotInPipes: `batch status -f` and `batch results` draw their progress bar
+// only on a terminal; through a pipe stderr carries no carriage returns or bar.
+func TestBatchBarNotInPipes(t *testing.T) {
+	e := newEnv(t)
+	gid := e.makeBatch(t, 3)
+	for _, args := range [][]string{{"batch", "status", "-f", gid}, {"batch", "results", gid}} {
+		r := e.run(args...)
+		if strings.ContainsAny(r.stderr, "\r\x1b") || strings.Contains(r.stderr, "█") {
+			t.Errorf("%v wrote a progress bar into a pipe: %q", args, r.stderr)
+		}
+	}
+}

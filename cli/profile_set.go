@@ -23,6 +23,26 @@ func profileTarget(g *Globals, f *config.File) (string, error) {
 	return name, nil
 }
 
+// editProfile applies edit to a copy of the target profile and saves it (validated as
+// by create) under the profiles file's lock; it returns the profile's name.
+func editProfile(g *Globals, edit func(config.Profile) error) (name string, err error) {
+	err = config.Update(config.ProfilesPath(nil), func(f *config.File) error {
+		if name, err = profileTarget(g, f); err != nil {
+			return err
+		}
+		p, _ := f.Get(name)
+		next := config.Profile{}
+		for k, v := range p {
+			next[k] = v
+		}
+		if err := edit(next); err != nil {
+			return err
+		}
+		return f.Put(name, next)
+	})
+	return name, err
+}
+
 func newProfileSetCmd(g *Globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "set KEY=VALUE...",
@@ -43,21 +63,11 @@ func newProfileSetCmd(g *Globals) *cobra.Command {
 				}
 				set[k] = v
 			}
-			var name string
-			err := config.Update(config.ProfilesPath(nil), func(f *config.File) error {
-				var err error
-				if name, err = profileTarget(g, f); err != nil {
-					return err
-				}
-				p, _ := f.Get(name)
-				next := config.Profile{}
-				for k, v := range p {
-					next[k] = v
-				}
+			name, err := editProfile(g, func(p config.Profile) error {
 				for k, v := range set {
-					next[k] = v
+					p[k] = v
 				}
-				return f.Put(name, next)
+				return nil
 			})
 			if err != nil {
 				return err
@@ -75,28 +85,18 @@ func newProfileUnsetKeyCmd(g *Globals) *cobra.Command {
 		Example: `  kinetic profile unset-key image_registry`,
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var name string
 			var removed []string
-			err := config.Update(config.ProfilesPath(nil), func(f *config.File) error {
-				var err error
-				if name, err = profileTarget(g, f); err != nil {
-					return err
-				}
-				p, _ := f.Get(name)
-				next := config.Profile{}
-				for k, v := range p {
-					next[k] = v
-				}
+			name, err := editProfile(g, func(p config.Profile) error {
 				for _, a := range args {
 					k := strings.ReplaceAll(strings.TrimSpace(a), "-", "_")
-					if _, ok := next[k]; ok {
-						delete(next, k)
+					if _, ok := p[k]; ok {
+						delete(p, k)
 						removed = append(removed, k)
 					} else if !config.Known(config.Key(k)) {
 						return fmt.Errorf("unknown key %q (keys: %s)", k, keyNames())
 					}
 				}
-				return f.Put(name, next)
+				return nil
 			})
 			if err != nil {
 				return err

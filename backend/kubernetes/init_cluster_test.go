@@ -59,7 +59,9 @@ func TestInitJoinsCluster(t *testing.T) {
 	term.Type(registry)
 	term.WaitFor("Store the pods reach (gs://BUCKET or s3://BUCKET):", 5*time.Second)
 	term.Type(st.URL())
-	screen = term.WaitFor("apply 6 change(s)? [y/N]", 60*time.Second)
+	// The plan publishes the runner image; the first test to do so builds the two runner
+	// binaries from source (KINETIC_SOURCE_DIR), minutes on a loaded 2-core machine.
+	screen = term.WaitFor("apply 6 change(s)? [y/N]", 6*time.Minute)
 	for _, w := range []string{"+ create   namespace " + ns, "+ publish  runner image " + registry + "/kinetic-runner:sha256-", "+ create   profile cluster"} {
 		if !strings.Contains(screen, w) {
 			t.Errorf("the plan does not show %q:\n%s", w, screen)

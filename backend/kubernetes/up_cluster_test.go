@@ -151,7 +151,7 @@ def train(n):
     import socket
     return {"sum": sum(range(n)), "host": socket.gethostname()}
 
-r = train(100)
+r = train.run_async(100).result(cleanup=False)  # keep the pod for the checks below
 print("RESULT", r["sum"], r["host"])
 
 @kinetic.run(accelerator="cpu")
@@ -159,7 +159,7 @@ def square(x):
     return x * x
 
 b = square.run_async_map(range(20))
-print("MAP", b.results(timeout=600))
+print("MAP", b.results(timeout=600, cleanup=False))
 `)
 	if err != nil || !strings.Contains(pout, "RESULT 4950 job-") || !strings.Contains(pout, "MAP [0, 1, 4, 9, 16, 25, 36, 49, 64, 81, 100, 121, 144, 169, 196, 225, 256, 289, 324, 361]") {
 		t.Fatalf("python job: %v\n%s\n%s", err, pout, perr)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -44,6 +45,13 @@ func TestInitJoinsCluster(t *testing.T) {
 		"KUBECONFIG=" + c.Kubeconfig, "KINETIC_SOURCE_DIR=" + filepath.Join(filepath.Dir(file), "..", ".."),
 		"KINETIC_RUNNER_IMAGE=", "KINETIC_IMAGE_REGISTRY=", "KINETIC_BACKEND=", "KINETIC_STORE=", "KINETIC_NAMESPACE=",
 		"KINETIC_PROFILE=", "CLOUDSDK_CORE_PROJECT=", "GOOGLE_CLOUD_PROJECT=", "CLOUDSDK_CONFIG="}
+	// HOME is a new directory: keep Go's caches where they are, or building the runner
+	// binaries from source starts from an empty module and build cache.
+	for _, v := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
+		if out, err := exec.Command("go", "env", v).Output(); err == nil {
+			env = append(env, v+"="+strings.TrimSpace(string(out)))
+		}
+	}
 	term := tmuxtest.Start(t, t.TempDir(), env, kineticBin, "init")
 	screen := term.WaitFor("choice [1]:", 30*time.Second)
 	want := fmt.Sprintf("1) join Kubernetes context %s (%s)", kc.CurrentContext, kc.Clusters[kc.Contexts[kc.CurrentContext].Cluster].Server)

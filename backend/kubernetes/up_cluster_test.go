@@ -164,7 +164,7 @@ print("MAP", b.results(timeout=600, cleanup=False))
 	if err != nil || !strings.Contains(pout, "RESULT 4950 job-") || !strings.Contains(pout, "MAP [0, 1, 4, 9, 16, 25, 36, 49, 64, 81, 100, 121, 144, 169, 196, 225, 256, 289, 324, 361]") {
 		t.Fatalf("python job: %v\n%s\n%s", err, pout, perr)
 	}
-	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=kinetic,kinetic.dev/job-id"})
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=kinetic"}) // the job's pod and the batch's (group-id, not job-id, labels)
 	if err != nil || len(pods.Items) < 2 {
 		t.Fatalf("the pods of the job and the batch in %s: %v %d", ns, err, len(pods.Items))
 	}

@@ -66,8 +66,10 @@ class BatchHandle:
             i = c["index"]
             if c.get("handle"):
                 jobs[i] = JobHandle.from_dict(c["handle"])
-                if c.get("status"):
-                    statuses[i] = JobStatus(c["status"])
+            if c.get("status") and (c.get("handle") or c.get("job_id")):
+                # A child cleaned up after its result was collected may have lost its
+                # handle; its status (NOT_FOUND) is still reported, as the API says.
+                statuses[i] = JobStatus(c["status"])
             if c.get("submission_error") and not c.get("handle"):
                 self._submission_errors[i] = self._local_failures.get(i) or SubmissionError(c["submission_error"])
         for i, e in self._local_failures.items():

@@ -11,14 +11,18 @@ RUNNER  := bin/kinetic-runner
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/kinetic
 
-# -s -w: no symbol table or DWARF (63 MB → 44 MB); the runner image is built from these.
+# The runner's build flags, equal to image.RunnerBuildFlags (a test holds them equal):
+# -s -w drops the symbol table and DWARF (63 MB → 44 MB), disable_grpc_modules drops the
+# GCS client's gRPC direct path, which the runner never uses (44 MB → 31 MB).
+RUNNER_FLAGS := -trimpath -tags=disable_grpc_modules -ldflags='-s -w'
+
 runner:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(RUNNER) ./cmd/kinetic-runner
+	CGO_ENABLED=0 $(GO) build $(RUNNER_FLAGS) -o $(RUNNER) ./cmd/kinetic-runner
 
 # The runner binaries a distribution ships next to bin/kinetic, from which the CLI
 # publishes the runner image on any OS (image.RunnerSource).
 runner-cross:
-	for a in amd64 arm64; do CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -ldflags='-s -w' -o bin/kinetic-runner-linux-$$a ./cmd/kinetic-runner || exit 1; done
+	for a in amd64 arm64; do CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build $(RUNNER_FLAGS) -o bin/kinetic-runner-linux-$$a ./cmd/kinetic-runner || exit 1; done
 
 demo: build
 	$(BIN) run examples/hello.py::main

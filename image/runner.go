@@ -272,6 +272,12 @@ func (s RunnerSource) Binaries(ctx context.Context) (map[string]string, error) {
 	return BuildRunners(ctx, src, dir, RunnerPlatforms, s.Progress)
 }
 
+// RunnerBuildFlags are the go build flags of every runner binary (the Makefile's
+// runner targets use the same; a test holds them equal): no paths, no symbols, and
+// without cloud.google.com/go/storage's gRPC direct-path modules (xds, rls), which the
+// runner never uses: it reads and writes gs:// over HTTP (44 MB → 31 MB stripped).
+var RunnerBuildFlags = []string{"-trimpath", "-tags=disable_grpc_modules", "-ldflags=-s -w"}
+
 // BuildRunners cross-compiles cmd/kinetic-runner of the module at src for each platform
 // into dir/kinetic-runner-OS-ARCH (static, stripped).
 func BuildRunners(ctx context.Context, src, dir string, platforms []string, progress io.Writer) (map[string]string, error) {
@@ -284,7 +290,8 @@ func BuildRunners(ctx context.Context, src, dir string, platforms []string, prog
 		out := filepath.Join(dir, "kinetic-runner-"+goos+"-"+goarch)
 		say(progress, "building kinetic-runner for %s from %s", p, src)
 		tmp := out + ".tmp"
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", tmp, "./cmd/kinetic-runner")
+		args := append(append([]string{"build"}, RunnerBuildFlags...), "-o", tmp, "./cmd/kinetic-runner")
+		cmd := exec.CommandContext(ctx, "go", args...)
 		cmd.Dir = src
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
 		if b, err := cmd.CombinedOutput(); err != nil {

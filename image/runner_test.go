@@ -255,3 +255,23 @@ func TestRunnerSourceMissing(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// The Makefile's runner targets build with the same flags as BuildRunners, so a
+// release's binaries and ones built from source are the same size and contents.
+func TestMakefileRunnerFlags(t *testing.T) {
+	b, err := os.ReadFile("../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "RUNNER_FLAGS :=") {
+			line = strings.TrimSpace(strings.TrimPrefix(l, "RUNNER_FLAGS :="))
+		}
+	}
+	want := strings.Join(RunnerBuildFlags, " ")
+	want = strings.Replace(want, "-ldflags=-s -w", "-ldflags='-s -w'", 1)
+	if line != want {
+		t.Fatalf("Makefile RUNNER_FLAGS = %q, image.RunnerBuildFlags = %q", line, want)
+	}
+}

@@ -550,6 +550,9 @@ func (s *Store) list(ctx context.Context, prefix string) ([]Object, error) {
 // ListDirs returns the names of the immediate "directories" under prefix (which must
 // end in "/"), e.g. the job IDs under "jobs/".
 func (s *Store) ListDirs(ctx context.Context, prefix string) ([]string, error) {
+	if s.dir != "" && strings.HasSuffix(prefix, "/") && plainKey(strings.TrimSuffix(prefix, "/")) {
+		return s.listFileDirs(prefix)
+	}
 	var out []string
 	it := s.bucket.List(&blob.ListOptions{Prefix: prefix, Delimiter: "/"})
 	for {
@@ -592,6 +595,57 @@ func (s *Store) DeletePrefix(ctx context.Context, prefix string) error {
 
 // removeEmptyDirs removes dir and the directories under it that are empty, deepest
 // first: a file store would otherwise keep an empty directory per deleted job.
+// listFileDirs is ListDirs on a file store, from the directory itself: fileblob walks
+// every file under the prefix to find its directories (6 s for 10,000 jobs), one
+// directory read takes 10 ms. As in a bucket, a directory is listed only when it holds
+// an object: an empty one (a job's prefix being removed) or one holding only temporary
+// files is not.
+func (s *Store) listFileDirs(prefix string) ([]string, error) {
+	root := filepath.Join(s.dir, filepath.FromSlash(prefix))
+	ents, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	var out []string
+	for _, e := range ents {
+		if !e.IsDir() || !plainKey(e.Name()) {
+			continue
+		}
+		if holdsObject(filepath.Join(root, e.Name())) {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
+// holdsObject reports whether dir or a directory under it holds a file that is an
+// object (not a temporary file or an attributes sidecar).
+func holdsObject(dir string) bool {
+	f, err := os.Open(dir)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	for {
+		ents, err := f.ReadDir(64)
+		for _, e := range ents {
+			if e.IsDir() {
+				if holdsObject(filepath.Join(dir, e.Name())) {
+					return true
+				}
+			} else if !tempKey(e.Name()) && !strings.HasSuffix(e.Name(), ".attrs") {
+				return true
+			}
+		}
+		if err != nil {
+			return false
+		}
+	}
+}
+
 func removeEmptyDirs(dir string) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {

@@ -13,7 +13,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -32,7 +31,7 @@ import (
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/dashboard"
 	"github.com/kinetic-run/kinetic/engine"
-	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/internal/storefill"
 	"github.com/kinetic-run/kinetic/store"
 )
 
@@ -145,26 +144,8 @@ func fill(ctx context.Context, url string, n int) error {
 		return err
 	}
 	defer st.Close()
-	base := time.Now().Add(-time.Duration(n) * time.Second)
-	for i := 0; i < n; i++ {
-		created := base.Add(time.Duration(i) * time.Second)
-		id := job.NewID() // created now: the IDs sort as written
-		h := &job.Handle{JobID: id, Backend: "local", Accelerator: "cpu", FuncName: "train", DisplayName: fmt.Sprintf("train-%d", i),
-			CreatedAt: created.UTC().Format(time.RFC3339Nano), SubmittedAt: created.Add(50 * time.Millisecond).UTC().Format(time.RFC3339Nano), Store: url}
-		env := &job.Envelope{Success: i%10 != 0, Host: "0", StartedAt: created.Add(200 * time.Millisecond), CalledAt: created.Add(400 * time.Millisecond), FinishedAt: created.Add(900 * time.Millisecond)}
-		s := &job.Status{State: job.Succeeded, UpdatedAt: env.FinishedAt}
-		if !env.Success {
-			env.Phase, env.ExcType, env.ExcMessage = job.PhaseCall, "builtins.ValueError", "bad input"
-			s.State, s.Reason = job.Failed, env.FailureReason()
-		}
-		sb, _ := json.Marshal(s)
-		for key, b := range map[string][]byte{store.HandleKey(id): h.Encode(), store.EnvelopeKey(id): env.Encode(), store.StatusKey(id): sb} {
-			if err := st.Put(ctx, key, b); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	_, err = storefill.Jobs(ctx, st, n)
+	return err
 }
 
 // readAll reads every job's handle.json and status.json: the floor of one listing.

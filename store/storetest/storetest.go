@@ -86,6 +86,13 @@ func Run(t *testing.T, open func(t *testing.T) *store.Store) {
 		if objs, _ := s.List(ctx, "jobs/b/"); len(objs) != 0 {
 			t.Errorf("after DeletePrefix: %v", objs)
 		}
+		// A prefix with no object left (nested or not) is no directory, in any store.
+		if dirs, _ := s.ListDirs(ctx, "jobs/"); !cmp.Equal([]string{"a"}, dirs) {
+			t.Errorf("ListDirs after DeletePrefix = %v, want [a]", dirs)
+		}
+		if dirs, _ := s.ListDirs(ctx, "nothing/"); len(dirs) != 0 {
+			t.Errorf("ListDirs of a prefix never written = %v", dirs)
+		}
 		if ok, _ := s.Exists(ctx, "jobs/a/handle.json"); !ok {
 			t.Error("DeletePrefix removed a sibling")
 		}

@@ -1,0 +1,48 @@
+// Package storefill writes many finished jobs into a store the way the engine and the
+// local backend write them (handle, result envelope, final status), for benchmarks and
+// tests of listings at scale: the listing then depends on no live process.
+package storefill
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/store"
+)
+
+// Jobs writes n final jobs to st, created one second apart ending now: every tenth
+// failed (a ValueError in the call), the rest succeeded. It returns their IDs in order.
+func Jobs(ctx context.Context, st *store.Store, n int) ([]string, error) {
+	base := time.Now().Add(-time.Duration(n) * time.Second)
+	ids := make([]string, 0, n)
+	for i := 0; i < n; i++ {
+		created := base.Add(time.Duration(i) * time.Second)
+		id := job.NewID() // created now: the IDs sort as written
+		h := &job.Handle{JobID: id, Backend: "local", Accelerator: "cpu", FuncName: "train", DisplayName: fmt.Sprintf("train-%d", i),
+			CreatedAt: created.UTC().Format(time.RFC3339Nano), SubmittedAt: created.Add(50 * time.Millisecond).UTC().Format(time.RFC3339Nano), Store: st.URL()}
+		env := &job.Envelope{Success: i%10 != 0, Host: "0", StartedAt: created.Add(200 * time.Millisecond), CalledAt: created.Add(400 * time.Millisecond), FinishedAt: created.Add(900 * time.Millisecond)}
+		s := &job.Status{State: job.Succeeded, UpdatedAt: env.FinishedAt}
+		if !env.Success {
+			env.Phase, env.ExcType, env.ExcMessage = job.PhaseCall, "builtins.ValueError", "bad input"
+			s.State, s.Reason = job.Failed, env.FailureReason()
+		}
+		sb, err := json.Marshal(s)
+		if err != nil {
+			return nil, err
+		}
+		// The order of the engine and the runner: the handle makes the job exist.
+		for _, kv := range []struct {
+			key string
+			b   []byte
+		}{{store.HandleKey(id), h.Encode()}, {store.EnvelopeKey(id), env.Encode()}, {store.StatusKey(id), sb}} {
+			if err := st.Put(ctx, kv.key, kv.b); err != nil {
+				return nil, err
+			}
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}

@@ -167,11 +167,7 @@ func runJobsList(cmd *cobra.Command, g *Globals, f *listFlags) error {
 // listRows is every job of the store (and every tombstone of a collected one), newest
 // first, filtered by age and state.
 func listRows(ctx context.Context, e *engine.Engine, since time.Duration, want map[job.State]bool) ([]listRow, error) {
-	listed, err := e.List(ctx, "")
-	if err != nil {
-		return nil, err
-	}
-	tombs, err := e.Tombstones(ctx, "")
+	listed, tombs, err := e.Listing(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +176,12 @@ func listRows(ctx context.Context, e *engine.Engine, since time.Duration, want m
 	var rows []listRow
 	for _, l := range listed {
 		byID[l.Handle.JobID] = len(rows)
-		rows = append(rows, listRow{Listed: l})
+		r := listRow{Listed: l}
+		if !l.FinishedAt.IsZero() {
+			fin := l.FinishedAt
+			r.FinishedAt = &fin
+		}
+		rows = append(rows, r)
 	}
 	for _, t := range tombs {
 		cleaned := t.CleanedAt

@@ -112,6 +112,8 @@ type Listed struct {
 	Handle *job.Handle `json:"handle"`
 	State  job.State   `json:"status"`
 	Reason string      `json:"reason,omitempty"`
+	// FinishedAt is when a final job ended (its status.json), zero when not recorded.
+	FinishedAt time.Time `json:"-"`
 }
 
 // ListError is the State of a listed job that could not be read (a damaged handle.json
@@ -121,21 +123,63 @@ const ListError job.State = "ERROR"
 
 // List returns the jobs in the configured store (or storeURL), newest first.
 func (e *Engine) List(ctx context.Context, storeURL string) ([]Listed, error) {
+	rows, _, err := e.listing(ctx, storeURL, true, false)
+	return rows, err
+}
+
+// Listing returns the jobs and the tombstones of collected jobs in the configured store
+// (or storeURL), each newest first: what `kinetic jobs list` shows, with one read of the
+// listing index for both.
+func (e *Engine) Listing(ctx context.Context, storeURL string) ([]Listed, []*job.Tombstone, error) {
+	return e.listing(ctx, storeURL, true, true)
+}
+
+// listing lists jobs and/or tombstones through the listing index (listindex.go): rows
+// of final jobs and tombstones come from it, everything else from the store, and the
+// index is rewritten when the listing found something it lacked or it holds rows of
+// jobs that are gone. A part not listed is carried over unchanged.
+func (e *Engine) listing(ctx context.Context, storeURL string, jobs, tombs bool) ([]Listed, []*job.Tombstone, error) {
 	if storeURL == "" {
 		storeURL = e.cfg.Get(config.Store)
 	}
 	st, err := e.Store(ctx, storeURL)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	idx := readIndex(ctx, st)
+	seenJobs, seenTombs := idx.Jobs, idx.Tombstones
+	var rows []Listed
+	if jobs {
+		if rows, seenJobs, err = e.listJobs(ctx, st, storeURL, idx); err != nil {
+			return nil, nil, err
+		}
+	}
+	var ts []*job.Tombstone
+	if tombs {
+		if ts, seenTombs, err = listTombstones(ctx, st, idx); err != nil {
+			return nil, nil, err
+		}
+	}
+	updateIndex(ctx, st, idx, seenJobs, seenTombs)
+	return rows, ts, nil
+}
+
+// listJobs lists the jobs, a final one from the index when it is there; it returns the
+// rows and the final ones to index.
+func (e *Engine) listJobs(ctx context.Context, st *store.Store, storeURL string, idx *listIndex) ([]Listed, map[string]indexedJob, error) {
 	ids, err := e.listIDs(ctx, st)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make([]Listed, len(ids))
+	final := make([]bool, len(ids))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for i, id := range ids {
+		if r, ok := idx.Jobs[id]; ok && r.Handle != nil && r.Handle.JobID == id {
+			out[i], final[i] = Listed{Handle: r.Handle, State: r.State, Reason: r.Reason, FinishedAt: r.FinishedAt}, true
+			continue
+		}
 		g.Go(func() error {
 			j, err := e.Attach(gctx, id, storeURL)
 			if errors.Is(err, ErrNotFound) {
@@ -156,18 +200,32 @@ func (e *Engine) List(ctx context.Context, storeURL string) ([]Listed, error) {
 				return nil
 			}
 			out[i] = Listed{Handle: j.Handle, State: state, Reason: reason}
+			if state.Terminal() {
+				if s, err := jobview.ReadStatus(gctx, st, id); err == nil && s.State == state {
+					out[i].FinishedAt = s.UpdatedAt
+				}
+				final[i] = true
+			}
 			return nil
 		})
 	}
 	g.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
 	var rows []Listed
-	for _, l := range out {
-		if l.Handle != nil {
-			rows = append(rows, l)
+	index := map[string]indexedJob{}
+	for i, l := range out {
+		if l.Handle == nil {
+			continue
+		}
+		rows = append(rows, l)
+		if final[i] {
+			index[l.Handle.JobID] = indexedJob{Handle: l.Handle, State: l.State, Reason: l.Reason, FinishedAt: l.FinishedAt}
 		}
 	}
 	sort.Slice(rows, func(a, b int) bool { return rows[a].Handle.JobID > rows[b].Handle.JobID })
-	return rows, nil
+	return rows, index, nil
 }
 
 // listIDs lists the jobs of the configured backend when it can list by itself (the

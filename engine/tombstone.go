@@ -71,13 +71,16 @@ func (e *Engine) RemoveTombstone(ctx context.Context, id, storeURL string) error
 // job first. A tombstone that cannot be read is skipped: it stands for a job already
 // gone.
 func (e *Engine) Tombstones(ctx context.Context, storeURL string) ([]*job.Tombstone, error) {
-	st, err := e.storeOrDefault(ctx, storeURL)
-	if err != nil {
-		return nil, err
-	}
+	_, ts, err := e.listing(ctx, storeURL, false, true)
+	return ts, err
+}
+
+// listTombstones lists tombstones/, each read from the index when it is there (a
+// tombstone never changes); it returns them and the ones to index.
+func listTombstones(ctx context.Context, st *store.Store, idx *listIndex) ([]*job.Tombstone, map[string]*job.Tombstone, error) {
 	objs, err := st.List(ctx, store.TombstonesPrefix)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make([]*job.Tombstone, len(objs))
 	g, gctx := errgroup.WithContext(ctx)
@@ -85,6 +88,10 @@ func (e *Engine) Tombstones(ctx context.Context, storeURL string) ([]*job.Tombst
 	for i, o := range objs {
 		id := strings.TrimSuffix(strings.TrimPrefix(o.Key, store.TombstonesPrefix), ".json")
 		if !job.ValidName(id) {
+			continue
+		}
+		if t, ok := idx.Tombstones[id]; ok && t != nil && t.JobID == id {
+			out[i] = t
 			continue
 		}
 		g.Go(func() error {
@@ -96,14 +103,19 @@ func (e *Engine) Tombstones(ctx context.Context, storeURL string) ([]*job.Tombst
 		})
 	}
 	g.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
 	var ts []*job.Tombstone
+	index := map[string]*job.Tombstone{}
 	for _, t := range out {
 		if t != nil {
 			ts = append(ts, t)
+			index[t.JobID] = t
 		}
 	}
 	sort.Slice(ts, func(a, b int) bool { return ts[a].JobID > ts[b].JobID })
-	return ts, nil
+	return ts, index, nil
 }
 
 func (e *Engine) storeOrDefault(ctx context.Context, storeURL string) (*store.Store, error) {

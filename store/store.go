@@ -752,6 +752,11 @@ func HostLogChunkKey(id, host string, seq int) string {
 
 func GroupManifestKey(id string) string { return "groups/" + id + "/manifest.json" }
 
+// ListIndexKey is the listing index: a cache of the final jobs and tombstones a listing
+// has read, so that the next one reads one object instead of two per job (engine.List;
+// docs/store.md). Deleting it loses nothing.
+const ListIndexKey = "index/listing.json"
+
 // TombstonesPrefix holds the tombstones of collected jobs; TombstoneKey is one's. They
 // live outside jobs/{id}/ so the cleanup that deletes the job leaves them.
 const TombstonesPrefix = "tombstones/"

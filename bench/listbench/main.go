@@ -80,7 +80,7 @@ func run(n, runs int, bin string, gcs bool) error {
 		var floor, cold, warm, cli []time.Duration
 		for i := 0; i < runs; i++ {
 			floor = append(floor, readAll(ctx, st))
-			if err := st.Delete(ctx, "index/jobs.json"); err != nil && !store.IsNotFound(err) {
+			if err := st.Delete(ctx, store.ListIndexKey); err != nil && !store.IsNotFound(err) {
 				return err
 			}
 			d, rows, err := timed(func() (int, error) { l, err := e.List(ctx, url); return len(l), err })

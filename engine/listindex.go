@@ -1,0 +1,104 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/store"
+)
+
+// The listing index (store.ListIndexKey) caches what a listing read about jobs that can
+// no longer change: the handle, final state, reason and end of every final job, and every
+// tombstone. A listing of 10,000 final jobs then reads one object instead of 20,000.
+//
+// It is a cache, never the truth. A listing still lists jobs/ (and tombstones/), takes a
+// row from the index only for a job listed there, reads every other job from its own
+// objects, and drops rows of jobs that are gone. Only final rows are cached, and a final
+// job's handle, state and end never change (its objects may only be deleted), so an index
+// that is stale, lost, damaged, or written by two listers at once (the last write wins;
+// each holds only true rows) costs reads, never a wrong row. The index is one object,
+// written whole by one Put: a crash while writing it leaves the old one or the new one.
+
+// indexVersion changes when the index's shape does; an index of another version is
+// ignored (and rewritten by the next listing that finds something to add).
+const indexVersion = 1
+
+type listIndex struct {
+	Version    int                       `json:"version"`
+	Jobs       map[string]indexedJob     `json:"jobs"`
+	Tombstones map[string]*job.Tombstone `json:"tombstones"`
+}
+
+type indexedJob struct {
+	Handle     *job.Handle `json:"handle"`
+	State      job.State   `json:"state"`
+	Reason     string      `json:"reason,omitempty"`
+	FinishedAt time.Time   `json:"finished_at,omitzero"`
+}
+
+// readIndex returns the store's listing index, or an empty one when there is none or it
+// cannot be read or decoded (it is only a cache).
+func readIndex(ctx context.Context, st *store.Store) *listIndex {
+	idx := &listIndex{Version: indexVersion, Jobs: map[string]indexedJob{}, Tombstones: map[string]*job.Tombstone{}}
+	raw, err := st.Get(ctx, store.ListIndexKey)
+	if err != nil {
+		if !store.IsNotFound(err) {
+			slog.Debug("listing index unreadable; listing without it", "err", err)
+		}
+		return idx
+	}
+	var got listIndex
+	if err := json.Unmarshal(raw, &got); err != nil || got.Version != indexVersion {
+		slog.Debug("listing index of another version or damaged; listing without it", "err", err, "version", got.Version)
+		return idx
+	}
+	if got.Jobs != nil {
+		idx.Jobs = got.Jobs
+	}
+	if got.Tombstones != nil {
+		idx.Tombstones = got.Tombstones
+	}
+	return idx
+}
+
+// writeIndex stores idx. A failure (a read-only store, a full disk) is not the listing's:
+// the next listing reads the jobs themselves again.
+func writeIndex(ctx context.Context, st *store.Store, idx *listIndex) {
+	b, err := json.Marshal(idx)
+	if err == nil {
+		err = st.Put(ctx, store.ListIndexKey, b)
+	}
+	if err != nil {
+		slog.Debug("listing index not written", "err", err)
+	}
+}
+
+// updateIndex merges a listing into the index and writes it when anything changed.
+// seenJobs are the final rows of this listing (cached or newly read), seenTombs the
+// tombstones listed; rows of anything else are dropped.
+func updateIndex(ctx context.Context, st *store.Store, old *listIndex, seenJobs map[string]indexedJob, seenTombs map[string]*job.Tombstone) {
+	changed := len(seenJobs) != len(old.Jobs) || len(seenTombs) != len(old.Tombstones)
+	if !changed {
+		for id := range seenJobs {
+			if _, ok := old.Jobs[id]; !ok {
+				changed = true
+				break
+			}
+		}
+	}
+	if !changed {
+		for id := range seenTombs {
+			if _, ok := old.Tombstones[id]; !ok {
+				changed = true
+				break
+			}
+		}
+	}
+	if !changed {
+		return
+	}
+	writeIndex(ctx, st, &listIndex{Version: indexVersion, Jobs: seenJobs, Tombstones: seenTombs})
+}

@@ -85,38 +85,33 @@ func Read(ctx context.Context, e *engine.Engine, gid, storeURL string, withStatu
 		return nil, err
 	}
 	v.Statuses = make([]ChildStatus, len(v.Children))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(32)
+	var ids []string
+	var at []int
 	for i, c := range v.Children {
 		v.Statuses[i] = ChildStatus{Index: c.Index, Error: c.SubmissionError}
-		if c.JobID == "" {
+		if c.JobID != "" {
+			ids, at = append(ids, c.JobID), append(at, i)
+		}
+	}
+	rows, err := e.Rows(ctx, storeURL, ids, withStatus)
+	if err != nil {
+		return nil, err
+	}
+	for k, r := range rows {
+		s := &v.Statuses[at[k]]
+		if r.Handle == nil {
+			s.Status, s.CollectedAt = job.NotFound, collectedAt(r.Err, ids[k], records)
 			continue
 		}
-		g.Go(func() error {
-			j, err := e.Attach(gctx, c.JobID, storeURL)
-			if err != nil {
-				v.Statuses[i].Status = job.NotFound
-				v.Statuses[i].CollectedAt = collectedAt(err, c.JobID, records)
-				return nil
+		s.Handle = r.Handle
+		if withStatus {
+			s.Status, s.Reason = r.State, r.Reason
+			if c, ok := records[r.Handle.JobID]; ok && r.State == job.Succeeded {
+				// Collected, its cleanup under way: NOT_FOUND already.
+				t := c.CollectedAt
+				s.Status, s.CollectedAt = job.NotFound, &t
 			}
-			v.Statuses[i].Handle = j.Handle
-			if withStatus {
-				state, reason, err := j.Status(gctx)
-				if err != nil {
-					return err
-				}
-				v.Statuses[i].Status, v.Statuses[i].Reason = state, reason
-				if c, ok := records[j.Handle.JobID]; ok && state == job.Succeeded {
-					// Collected, its cleanup under way: NOT_FOUND already.
-					t := c.CollectedAt
-					v.Statuses[i].Status, v.Statuses[i].CollectedAt = job.NotFound, &t
-				}
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
+		}
 	}
 	return &v, nil
 }

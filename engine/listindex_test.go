@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -140,6 +141,34 @@ func TestListingIndex(t *testing.T) {
 	}
 	if n := len(index().Jobs); n < 19 {
 		t.Errorf("listing tombstones dropped the indexed jobs: %d left", n)
+	}
+	// Rows (a batch's children): final rows from the index, a job gone from the store
+	// NOT_FOUND even while the index still has it, a collected one with its tombstone.
+	if err := st.Put(ctx, store.HandleKey(ids[6]), changed.Encode()); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeletePrefix(ctx, store.JobPrefix(ids[5])); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := index().Jobs[ids[5]]; !ok {
+		t.Fatal("test setup: job 5 should still be indexed")
+	}
+	got, err := e.Rows(ctx, "", []string{ids[6], ids[5], ids[3], "job-doesnotexist00000000000"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gone *CleanedUpError
+	if got[0].Handle == nil || got[0].Handle.DisplayName != rows[ids[6]].Handle.DisplayName || got[0].State != job.Succeeded {
+		t.Errorf("Rows: job 6 = %+v, want its indexed row", got[0])
+	}
+	if got[1].Handle != nil || got[1].State != job.NotFound || !errors.As(got[1].Err, &gone) || gone.Tombstone.JobID != ids[5] {
+		t.Errorf("Rows: a collected job = %+v, want NOT_FOUND with its tombstone", got[1])
+	}
+	if got[2].Handle != nil || got[2].State != job.NotFound || got[3].Handle != nil || got[3].State != job.NotFound {
+		t.Errorf("Rows: jobs not in the store = %+v, %+v", got[2], got[3])
+	}
+	if _, ok := index().Jobs[ids[5]]; ok {
+		t.Error("Rows left a job that is gone in the index")
 	}
 	if err := e.RemoveTombstone(ctx, ids[5], ""); err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	_ "github.com/kinetic-run/kinetic/backend/local"
+	"github.com/kinetic-run/kinetic/batch"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/internal/gcstest"
@@ -114,10 +115,41 @@ func run(n, runs int, bin string, gcs bool) error {
 			sort.Slice(ds, func(a, b int) bool { return ds[a] < ds[b] })
 			fmt.Printf("| %s | %s | %s | %s | %s |\n", what, kind, ms(ds[len(ds)/2]), ms(ds[0]), ms(ds[len(ds)-1]))
 		}
+		// A batch of n inputs beside the n jobs: batch status reads the manifest and its
+		// children.
+		gid, err := storefill.Batch(ctx, st, n)
+		if err != nil {
+			return err
+		}
+		var bstat, bcli []time.Duration
+		for i := 0; i < runs; i++ {
+			d, rows, err := timed(func() (int, error) {
+				v, err := batch.Read(ctx, e, gid, url, true)
+				if err != nil {
+					return 0, err
+				}
+				return len(v.Statuses), nil
+			})
+			if err != nil || rows != n {
+				return fmt.Errorf("batch read: %d children, %v", rows, err)
+			}
+			bstat = append(bstat, d)
+			if bin != "" {
+				t := time.Now()
+				cmd := exec.Command(bin, "batch", "status", gid, "--json")
+				cmd.Env = append(os.Environ(), "KINETIC_STORE="+url, "KINETIC_BACKEND=local", "KINETIC_HOME="+env["KINETIC_HOME"], "KINETIC_PROFILES_FILE="+filepath.Join(dir, "profiles.json"))
+				if out, err := cmd.CombinedOutput(); err != nil {
+					return fmt.Errorf("kinetic batch status: %v\n%s", err, out)
+				}
+				bcli = append(bcli, time.Since(t))
+			}
+		}
 		row("floor: list jobs/ and read every handle.json and status.json (16 at a time)", floor)
 		row("engine.List, no index (the first listing writes it)", cold)
 		row("engine.List, index present", warm)
 		row("`kinetic jobs list --all --json` (a new process), index present", cli)
+		row(fmt.Sprintf("batch.Read of a %d-input batch, every child's status", n), bstat)
+		row("`kinetic batch status G --json` (a new process)", bcli)
 		e.Close()
 		st.Close()
 	}

@@ -7,10 +7,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
 )
@@ -19,6 +21,30 @@ import (
 // failed (a ValueError in the call), the rest succeeded. It returns their IDs in order.
 // Jobs are written 16 at a time (a remote store's round trips dominate).
 func Jobs(ctx context.Context, st *store.Store, n int) ([]string, error) {
+	return jobs(ctx, st, n, "")
+}
+
+// Batch writes a finished batch of n inputs (the children as Jobs writes them, and a
+// complete manifest) and returns its group ID.
+func Batch(ctx context.Context, st *store.Store, n int) (string, error) {
+	gid := job.NewGroupID()
+	ids, err := jobs(ctx, st, n, gid)
+	if err != nil {
+		return "", err
+	}
+	m := layout.Manifest{GroupID: gid, FuncName: "train", Accelerator: "cpu", Backend: "local", Store: st.URL(),
+		CreatedAt: time.Now().UTC().Format(time.RFC3339Nano), TotalExpected: n, SubmissionComplete: true, Settled: true, Tags: map[string]string{}}
+	for i, id := range ids {
+		m.Children = append(m.Children, layout.Child{Index: i, JobID: id, Attempts: []string{id}})
+	}
+	b, err := json.Marshal(&m)
+	if err != nil {
+		return "", err
+	}
+	return gid, st.Put(ctx, layout.ManifestKey(gid), b)
+}
+
+func jobs(ctx context.Context, st *store.Store, n int, gid string) ([]string, error) {
 	base := time.Now().Add(-time.Duration(n) * time.Second)
 	ids := make([]string, n)
 	for i := range ids {
@@ -27,7 +53,7 @@ func Jobs(ctx context.Context, st *store.Store, n int) ([]string, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for i, id := range ids {
-		g.Go(func() error { return write(gctx, st, id, i, base.Add(time.Duration(i)*time.Second)) })
+		g.Go(func() error { return write(gctx, st, id, gid, i, base.Add(time.Duration(i)*time.Second)) })
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
@@ -35,10 +61,13 @@ func Jobs(ctx context.Context, st *store.Store, n int) ([]string, error) {
 	return ids, nil
 }
 
-func write(ctx context.Context, st *store.Store, id string, i int, created time.Time) error {
+func write(ctx context.Context, st *store.Store, id, gid string, i int, created time.Time) error {
 	{
 		h := &job.Handle{JobID: id, Backend: "local", Accelerator: "cpu", FuncName: "train", DisplayName: fmt.Sprintf("train-%d", i),
 			CreatedAt: created.UTC().Format(time.RFC3339Nano), SubmittedAt: created.Add(50 * time.Millisecond).UTC().Format(time.RFC3339Nano), Store: st.URL()}
+		if gid != "" {
+			h.GroupID, h.GroupIndex = gid, strconv.Itoa(i)
+		}
 		env := &job.Envelope{Success: i%10 != 0, Host: "0", StartedAt: created.Add(200 * time.Millisecond), CalledAt: created.Add(400 * time.Millisecond), FinishedAt: created.Add(900 * time.Millisecond)}
 		s := &job.Status{State: job.Succeeded, UpdatedAt: env.FinishedAt}
 		if !env.Success {

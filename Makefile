@@ -6,7 +6,7 @@ BIN     := bin/kinetic
 # The worker alone (runner, install-runner): what runs in a job's pod, without the CLI.
 RUNNER  := bin/kinetic-runner
 
-.PHONY: build runner runner-cross demo test test-go test-python vet fmt bench clean kube-tools cluster
+.PHONY: build runner runner-cross wheel demo test test-go test-python vet fmt bench clean kube-tools cluster
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/kinetic
@@ -23,6 +23,19 @@ runner:
 # publishes the runner image on any OS (image.RunnerSource).
 runner-cross:
 	for a in amd64 arm64; do CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build $(RUNNER_FLAGS) -o bin/kinetic-runner-linux-$$a ./cmd/kinetic-runner || exit 1; done
+
+# Platform wheels that carry the binary (as ruff and uv ship theirs) and the runner
+# binaries, into dist/: pip install dist/kinetic-*-manylinux*_x86_64*.whl gives the SDK and
+# the kinetic command, offline apart from cloudpickle (python/kinetic_build.py).
+WHEEL_PLATFORMS := linux/amd64 linux/arm64 darwin/arm64
+
+wheel: runner-cross
+	rm -rf dist bin/wheel && mkdir -p dist
+	for p in $(WHEEL_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; d=bin/wheel/$$os-$$arch; \
+	  mkdir -p $$d && cp bin/kinetic-runner-linux-amd64 bin/kinetic-runner-linux-arm64 $$d/ && \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags='-s -w' -o $$d/kinetic ./cmd/kinetic && \
+	  KINETIC_WHEEL_BIN=$$d/kinetic KINETIC_WHEEL_PLATFORM=$$p $(PYTHON) -c 'import sys; sys.path.insert(0, "python"); import kinetic_build as b; print("dist/" + b.build_wheel("dist"))' || exit 1; \
+	done
 
 demo: build
 	$(BIN) run examples/hello.py::main

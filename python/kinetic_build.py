@@ -128,6 +128,12 @@ def _write_wheel(wheel_directory, config_settings, editable=False):
             w.add(arc, open(path, "rb").read())
     if binary:
         w.add(NAME + "/_bin/kinetic", open(binary, "rb").read(), 0o755)
+        # The runner binaries beside it (`make runner-cross`): from them the CLI publishes
+        # the runner image on any OS (docs/infrastructure.md).
+        d = os.path.dirname(os.path.abspath(binary))
+        for f in sorted(os.listdir(d)):
+            if re.match(r"^kinetic-runner-linux-(amd64|arm64)$", f):
+                w.add(NAME + "/_bin/" + f, open(os.path.join(d, f), "rb").read(), 0o755)
     w.add(dist_info + "/METADATA", _metadata(p).encode())
     w.add(dist_info + "/WHEEL", ("Wheel-Version: 1.0\nGenerator: kinetic_build\nRoot-Is-Purelib: %s\n%s\n"
                                  % ("false" if binary else "true",

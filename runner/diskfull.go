@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // A job whose output fills the disk must end FAILED, at once and saying why, not hang:
@@ -54,7 +52,7 @@ func newDiskGuard(dir string, stop func(error)) *diskGuard {
 		return g
 	}
 	defer f.Close()
-	if unix.Fallocate(int(f.Fd()), 0, 0, reserveSize) != nil {
+	if preallocate(f, reserveSize) != nil {
 		os.Remove(p) // no fallocate here (or already no space): go without
 		return g
 	}

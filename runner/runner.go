@@ -467,7 +467,7 @@ func runCommand(ctx context.Context, spec *job.Spec, cwd string, environ []strin
 // checkpoint), SIGKILL only after grace, and death of the runner a SIGKILL.
 // The call runs in its own process group, so signals reach whatever it started.
 func graceful(cmd *exec.Cmd, grace time.Duration) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = groupAttr()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = grace
 }

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -84,6 +86,10 @@ and return at once; follow it with "kinetic jobs".`,
 			return nil
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: job %s submitted (%s on %s)\n", j.Handle.JobID, j.Handle.Accelerator, j.Handle.Backend)
+		// Ctrl-C cancels the job this command started (and says so); a second one
+		// leaves at once, the job running, with the commands to re-attach or stop it.
+		setLeaveMessage(leftRunning(j.Handle.JobID))
+		defer setLeaveMessage("")
 		if debug {
 			// Say where the debugger goes (stderr: stdout is for the value), keep any
 			// forward open while the job runs.
@@ -101,6 +107,9 @@ and return at once; follow it with "kinetic jobs".`,
 		go func() { logsDone <- j.Logs(ctx, cmd.ErrOrStderr(), true) }()
 		res, err := j.Result(ctx, "")
 		<-logsDone
+		if err != nil && Interrupted(ctx, err) {
+			return cancelInterrupted(cmd.ErrOrStderr(), j)
+		}
 		if err != nil && res == nil {
 			return err
 		}
@@ -135,4 +144,19 @@ func printResult(cmd *cobra.Command, res *engine.Result, resErr error, asJSON bo
 		fmt.Fprint(cmd.ErrOrStderr(), "remote traceback:\n"+env.Traceback)
 	}
 	return &ExitError{Code: code, Err: fmt.Errorf("job failed in phase %s: %s: %s", env.Phase, env.ExcType, env.ExcMessage)}
+}
+
+// cancelInterrupted cancels the job a blocking command started, after the first Ctrl-C.
+func cancelInterrupted(w io.Writer, j *engine.Job) error {
+	id := j.Handle.JobID
+	fmt.Fprintf(w, "\nkinetic: interrupted: cancelling job %s (Ctrl-C again to stop waiting)\n", id)
+	setLeaveMessage(fmt.Sprintf("kinetic: stopped waiting; job %s was told to stop and may still be running its grace period. Check: `kinetic jobs status %s`; again: `kinetic jobs cancel %s`", id, id, id))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := j.Cancel(ctx); err != nil {
+		fmt.Fprintf(w, "kinetic: could not cancel job %s: %v\n%s\n", id, err, leftRunning(id))
+		return &ExitError{Code: ExitInterrupted, Err: ErrInterrupted}
+	}
+	fmt.Fprintf(w, "kinetic: job %s cancelled\n", id)
+	return &ExitError{Code: ExitInterrupted, Err: ErrInterrupted}
 }

@@ -226,3 +226,20 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 }
+
+// Kinetic's own state inside the shipped root (KINETIC_HOME, and so the file store, in
+// the project directory, or a root that is the home directory) never ships: it changes
+// while it is scanned ("file changed since it was scanned") and holds every job.
+func TestStateInsideTheRootIsNotShipped(t *testing.T) {
+	e := newEnv(t)
+	home := filepath.Join(e.dir, "state")
+	for i := 0; i < 2; i++ {
+		cmd := exec.Command(e.bin, "run", "--json", "--", "sh", "-c", "ls -a; test ! -e state")
+		cmd.Dir = e.dir
+		cmd.Env = append(os.Environ(), "KINETIC_HOME="+home, "KINETIC_PROFILES_FILE="+filepath.Join(e.home, "profiles.json"), "HOME="+e.home)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("run %d with KINETIC_HOME inside the project: %v\n%s", i, err, out)
+		}
+	}
+}

@@ -245,6 +245,12 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest, child *childPlan)
 	if p.spec.Data, err = planData(req); err != nil {
 		return nil, err
 	}
+	// The store first: the tree's scan leaves out a file store inside the shipped root.
+	st, err := e.Store(ctx, cfg.Get(config.Store))
+	if err != nil {
+		return nil, err
+	}
+	p.st = st
 	if child != nil {
 		// A batch child: the tree and the environment were planned once for the batch.
 		base := child.base
@@ -262,11 +268,6 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest, child *childPlan)
 		}
 	}
 
-	st, err := e.Store(ctx, cfg.Get(config.Store))
-	if err != nil {
-		return nil, err
-	}
-	p.st = st
 	outDir := req.OutputDir
 	if outDir == "" {
 		outDir = cfg.Get(config.OutputDir)
@@ -494,7 +495,14 @@ func (e *Engine) planTree(ctx context.Context, p *plan, req *SubmitRequest, cwd,
 	if err != nil {
 		return err
 	}
-	p.packOpts = pack.Options{CacheDir: packCache(), Skip: pack.SkipPaths(root, cwd, req.dataPaths()),
+	// Kinetic's own state never ships: a KINETIC_HOME or file store inside the root
+	// (a project that keeps them there, or a root that is the home directory) changes
+	// while it is scanned, and holds every job.
+	skip := append(req.dataPaths(), config.DataDir())
+	if d := p.st.LocalDir(); d != "" {
+		skip = append(skip, d)
+	}
+	p.packOpts = pack.Options{CacheDir: packCache(), Skip: pack.SkipPaths(root, cwd, skip),
 		NoDefaultExcludes: p.cfg.Get(config.NoDefaultExcludes) == "true"}
 	m, err := pack.Scan(ctx, root, p.packOpts)
 	if err != nil {

@@ -547,6 +547,9 @@ func (s *Store) list(ctx context.Context, prefix string) ([]Object, error) {
 	}
 }
 
+// LocalDir is the directory of a file:// store, "" for any other.
+func (s *Store) LocalDir() string { return s.dir }
+
 // ListDirs returns the names of the immediate "directories" under prefix (which must
 // end in "/"), e.g. the job IDs under "jobs/".
 func (s *Store) ListDirs(ctx context.Context, prefix string) ([]string, error) {

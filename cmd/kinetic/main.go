@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -23,10 +24,20 @@ func main() {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		s := <-sigs
-		cancel(fmt.Errorf("received %v", s))
-		signal.Stop(sigs) // a second signal gets the default action
+		cancel(fmt.Errorf("received %v: %w", s, cli.ErrInterrupted))
+		<-sigs // a second one leaves at once, saying what is left running
+		cli.Leave(os.Stderr)
 	}()
 	err := cli.NewRoot().ExecuteContext(ctx)
+	if err != nil && cli.Interrupted(ctx, err) {
+		// Whatever the command was doing stopped because of Ctrl-C: one line, no
+		// "context canceled" (a command that had more to say, like run, said it).
+		var ee *cli.ExitError
+		if !errors.As(err, &ee) {
+			fmt.Fprintln(os.Stderr, "kinetic: interrupted")
+		}
+		os.Exit(cli.ExitInterrupted)
+	}
 	cancel(nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kinetic:", err)

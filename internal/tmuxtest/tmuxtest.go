@@ -29,12 +29,14 @@ func Start(t testing.TB, dir string, env []string, argv ...string) *Term {
 	}
 	tmp := t.TempDir()
 	tm := &Term{t: t, socket: filepath.Join(tmp, "tmux.sock"), done: filepath.Join(tmp, "exit")}
-	// The program, then its exit code into a file; the pane stays for capture-pane.
+	// The program, then its exit code into a file; the pane stays for capture-pane. The
+	// shell traps SIGINT (a handler, not "ignore", so the program gets the default
+	// back) to outlive a Ctrl-C sent to the program and write its exit code.
 	var q []string
 	for _, a := range argv {
 		q = append(q, shq(a))
 	}
-	script := fmt.Sprintf("cd %s && %s; echo $? > %s; sleep 3600", shq(dir), strings.Join(q, " "), shq(tm.done))
+	script := fmt.Sprintf("trap : INT; cd %s && %s; echo $? > %s; sleep 3600", shq(dir), strings.Join(q, " "), shq(tm.done))
 	args := []string{"-S", tm.socket, "-f", "/dev/null", "new-session", "-d", "-x", "120", "-y", "40", "-s", "t"}
 	for _, e := range env {
 		args = append(args, "-e", e)
@@ -105,4 +107,13 @@ func (tm *Term) Exit(timeout time.Duration) int {
 	}
 	tm.t.Fatalf("the program did not end within %s:\n%s", timeout, tm.Screen())
 	return -1
+}
+
+// Keys sends tmux key names (e.g. "C-c") to the program, as a person presses them.
+func (tm *Term) Keys(keys ...string) {
+	tm.t.Helper()
+	args := append([]string{"-S", tm.socket, "send-keys", "-t", "t"}, keys...)
+	if out, err := exec.Command("tmux", args...).CombinedOutput(); err != nil {
+		tm.t.Fatalf("tmux send-keys: %v\n%s", err, out)
+	}
 }

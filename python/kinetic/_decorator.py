@@ -92,7 +92,10 @@ class RemoteFunction:
         if handle.debug:
             # The job waits for a debugger: say where, then wait for the value as usual.
             handle.debug_attach()
-        return handle.result(stream_logs=not handle.debug)
+        try:
+            return handle.result(stream_logs=not handle.debug)
+        except KeyboardInterrupt:
+            raise _cancel_on_interrupt(handle) from None
 
     def run_async(self, *args, **kwargs) -> JobHandle:
         """Submit the call and return its JobHandle at once."""
@@ -236,3 +239,28 @@ def run(accelerator: str = "tpu-v5e-1", container_image: Optional[str] = None,
         return RemoteFunction(func, options)
 
     return decorate
+
+
+def _left_running(job_id):
+    return ("kinetic: left job %s running. Re-attach: kinetic.attach(%r).result(), or "
+            "`kinetic jobs logs -f %s`; stop it: `kinetic jobs cancel %s`\n" % (job_id, job_id, job_id, job_id))
+
+
+def _cancel_on_interrupt(handle):
+    """Ctrl-C during a blocking call: cancel the job it started and say so; a second
+    Ctrl-C leaves it running and says how to re-attach. Returns the KeyboardInterrupt to
+    raise (it names the job)."""
+    jid = handle.job_id
+    sys.stderr.write("\nkinetic: interrupted: cancelling job %s (Ctrl-C again to stop waiting)\n" % jid)
+    sys.stderr.flush()
+    try:
+        handle.cancel()
+    except KeyboardInterrupt:
+        sys.stderr.write("kinetic: stopped waiting; job %s was told to stop and may still be running its grace "
+                         "period. Check: kinetic.attach(%r).status(); again: `kinetic jobs cancel %s`\n" % (jid, jid, jid))
+        return KeyboardInterrupt("job %s: stopped waiting for its cancellation" % jid)
+    except Exception as e:  # the engine gone, the backend unreachable: say what is left
+        sys.stderr.write("kinetic: could not cancel job %s: %s\n%s" % (jid, e, _left_running(jid)))
+        return KeyboardInterrupt("job %s left running" % jid)
+    sys.stderr.write("kinetic: job %s cancelled\n" % jid)
+    return KeyboardInterrupt("job %s cancelled" % jid)

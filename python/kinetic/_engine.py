@@ -52,7 +52,11 @@ class Engine:
         self._proc = subprocess.Popen(
             [self.binary, "serve", "--stdio"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None,
-            bufsize=0, close_fds=True)
+            bufsize=0, close_fds=True,
+            # Its own session: a Ctrl-C in the terminal reaches this process alone, which
+            # decides what it means (cancel the job a blocking call started); the engine
+            # ends when this process closes its stdin, or dies.
+            start_new_session=True)
         self._wlock = threading.Lock()
         self._plock = threading.Lock()
         self._pending = {}

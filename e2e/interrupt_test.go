@@ -1,0 +1,102 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kinetic-run/kinetic/internal/tmuxtest"
+)
+
+var submittedID = regexp.MustCompile(`job (job-[0-9a-z]+) submitted`)
+
+// Ctrl-C in a real terminal, as a person presses it: the first cancels the job the
+// blocking command started and says so, a second leaves at once with the job ID and what
+// to do; exit 130 and never Go's "context canceled".
+func TestCtrlC(t *testing.T) {
+	e := newEnv(t)
+	envs := []string{"KINETIC_HOME=" + filepath.Join(e.home, "data"), "KINETIC_PROFILES_FILE=" + filepath.Join(e.home, "profiles.json"), "HOME=" + e.home,
+		"PATH=" + os.Getenv("PATH")}
+	idOn := func(t *testing.T, screen string) string {
+		m := submittedID.FindStringSubmatch(screen)
+		if m == nil {
+			t.Fatalf("no job ID on the screen:\n%s", screen)
+		}
+		return m[1]
+	}
+	noGoText := func(t *testing.T, screen string) {
+		for _, s := range []string{"context canceled", "deadline exceeded", "panic:", "goroutine "} {
+			if strings.Contains(screen, s) {
+				t.Errorf("the terminal shows %q:\n%s", s, screen)
+			}
+		}
+	}
+
+	t.Run("run/once cancels the job", func(t *testing.T) {
+		tm := tmuxtest.Start(t, e.dir, envs, e.bin, "run", "--", "sh", "-c", "echo started; sleep 300")
+		id := idOn(t, tm.WaitFor("started", 60*time.Second))
+		tm.Keys("C-c")
+		s := tm.WaitFor("cancelled", 60*time.Second)
+		if code := tm.Exit(30 * time.Second); code != 130 {
+			t.Errorf("exit %d after Ctrl-C, want 130:\n%s", code, tm.Screen())
+		}
+		if !strings.Contains(s, "kinetic: interrupted: cancelling job "+id) || !strings.Contains(s, "kinetic: job "+id+" cancelled") {
+			t.Errorf("what Ctrl-C said:\n%s", s)
+		}
+		noGoText(t, tm.Screen())
+		if st := e.statusJSON(t, id); st["status"] != "FAILED" || !strings.Contains(st["reason"].(string), "cancel") {
+			t.Errorf("the job after Ctrl-C: %v, want FAILED (cancelled)", st)
+		}
+	})
+
+	t.Run("run/twice stops waiting at once", func(t *testing.T) {
+		// The job takes 20 s to stop after SIGTERM, so the second Ctrl-C comes while the
+		// cancellation is under way.
+		tm := tmuxtest.Start(t, e.dir, envs, e.bin, "run", "--", "sh", "-c", `trap "sleep 20; exit 1" TERM; echo started; while :; do sleep 1; done`)
+		id := idOn(t, tm.WaitFor("started", 60*time.Second))
+		tm.Keys("C-c")
+		tm.WaitFor("Ctrl-C again to stop waiting", 30*time.Second)
+		start := time.Now()
+		tm.Keys("C-c")
+		if code := tm.Exit(10 * time.Second); code != 130 {
+			t.Errorf("exit %d after the second Ctrl-C, want 130", code)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("the second Ctrl-C took %s to leave", d)
+		}
+		s := tm.Screen()
+		if !strings.Contains(s, "kinetic: stopped waiting; job "+id) || !strings.Contains(s, "kinetic jobs status "+id) {
+			t.Errorf("what the second Ctrl-C said:\n%s", s)
+		}
+		noGoText(t, s)
+		e.waitStatus(t, id, "FAILED") // the cancellation still happens
+	})
+
+	t.Run("python/once cancels the job", func(t *testing.T) {
+		py := "/usr/bin/python3"
+		if _, err := os.Stat(py); err != nil {
+			t.Skip("no /usr/bin/python3")
+		}
+		script := filepath.Join(e.dir, "slow.py")
+		os.WriteFile(script, []byte("import time, kinetic\n\n@kinetic.run(accelerator='cpu')\ndef slow():\n    print('started', flush=True)\n    time.sleep(300)\n\nslow()\n"), 0o644)
+		penv := append(append([]string{}, envs...), "KINETIC_BIN="+e.bin, "PYTHONPATH="+filepath.Join(repoRoot(), "python"))
+		tm := tmuxtest.Start(t, e.dir, penv, py, "slow.py")
+		tm.WaitFor("started", 90*time.Second)
+		tm.Keys("C-c")
+		s := tm.WaitFor("KeyboardInterrupt: job ", 60*time.Second)
+		if code := tm.Exit(30 * time.Second); code != 130 {
+			t.Errorf("python exit %d after Ctrl-C, want 130:\n%s", code, s)
+		}
+		m := regexp.MustCompile(`kinetic: job (job-[0-9a-z]+) cancelled`).FindStringSubmatch(s)
+		if m == nil || !strings.Contains(s, "KeyboardInterrupt: job "+m[1]+" cancelled") {
+			t.Fatalf("what Ctrl-C said in Python:\n%s", s)
+		}
+		noGoText(t, s)
+		if st := e.statusJSON(t, m[1]); st["status"] != "FAILED" {
+			t.Errorf("the job after Ctrl-C in Python: %v, want FAILED (cancelled)", st)
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/kinetic-run/kinetic/accel"
 	"github.com/kinetic-run/kinetic/config"
@@ -61,7 +62,33 @@ func classify(err error) protocol.Class {
 	}
 }
 
-// toError is err on the wire.
+// toError is err on the wire. Go's own words for a context that ended ("context
+// deadline exceeded", "context canceled") never reach a user: a handler that knows
+// what timed out says so (timedOut); anything left is said plainly here.
 func toError(err error) *protocol.Error {
-	return &protocol.Error{Class: classify(err), Message: err.Error()}
+	class, msg := classify(err), err.Error()
+	switch class {
+	case protocol.Timeout:
+		msg = plain(msg, context.DeadlineExceeded.Error(), "timed out")
+	case protocol.Cancelled:
+		msg = plain(msg, context.Canceled.Error(), "cancelled")
+	}
+	return &protocol.Error{Class: class, Message: msg}
+}
+
+// plain replaces Go's phrase in msg with word (msg alone when it is only the phrase).
+func plain(msg, phrase, word string) string {
+	if msg == phrase {
+		return word
+	}
+	return strings.ReplaceAll(msg, phrase, word)
+}
+
+// timedOut is err, when a wait of secs seconds ran out, as a Timeout that says what did
+// not happen in time and what is left (the job keeps running).
+func timedOut(err error, secs float64, what, then string) error {
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) || secs <= 0 {
+		return err
+	}
+	return &classError{protocol.Timeout, fmt.Errorf("%s within %gs; %s", what, secs, then)}
 }

@@ -169,7 +169,7 @@ func (s *Server) wait(c *call, r *protocol.WaitRequest) (*protocol.StatusRespons
 	defer cancel()
 	state, reason, err := s.waitFor(wctx, c, j, r)
 	if err != nil {
-		return nil, err
+		return nil, timedOut(err, r.Timeout, "job "+j.Handle.JobID+" did not finish", "it keeps running: wait again, or cancel it")
 	}
 	return &protocol.StatusResponse{Status: string(state), Reason: reason}, nil
 }
@@ -183,11 +183,11 @@ func (s *Server) result(c *call, r *protocol.ResultRequest) (*protocol.Result, e
 	defer cancel()
 	state, reason, err := s.waitFor(wctx, c, j, &r.WaitRequest)
 	if err != nil {
-		return nil, err
+		return nil, timedOut(err, r.Timeout, "job "+j.Handle.JobID+" did not finish", "it keeps running: result() again waits for it, cancel() stops it")
 	}
 	res, err := j.ResultOf(wctx, state, reason, r.ValueDir)
 	if err != nil {
-		return nil, err
+		return nil, timedOut(err, r.Timeout, "the result of job "+j.Handle.JobID+" could not be read", "try again")
 	}
 	if r.Cleanup && res.Envelope != nil && res.Envelope.Success {
 		if jobs := collect(c, []*engine.Job{j}); len(jobs) > 0 {
@@ -330,7 +330,7 @@ func (s *Server) cancel(c *call, r *protocol.JobRequest) (*protocol.StatusRespon
 	cctx, cancel := withTimeout(c, r.Timeout)
 	defer cancel()
 	if err := j.Cancel(cctx); err != nil {
-		return nil, err
+		return nil, timedOut(err, r.Timeout, "job "+j.Handle.JobID+" did not stop", "it was told to: check its status, or cancel it again")
 	}
 	state, reason, err := j.Status(c)
 	if err != nil {
@@ -365,7 +365,7 @@ func (s *Server) cleanup(c *call, r *protocol.CleanupRequest) (*protocol.Empty, 
 	}
 	cctx, cancel := withTimeout(c, r.Timeout)
 	defer cancel()
-	return nil, j.Cleanup(cctx, r.K8s, r.GCS)
+	return nil, timedOut(j.Cleanup(cctx, r.K8s, r.GCS), r.Timeout, "the cleanup of job "+j.Handle.JobID+" did not finish", "run it again")
 }
 
 // mapBatch starts a batch. Its submission runs on the server's own context, not the

@@ -23,7 +23,7 @@ func newRunCmd(g *Globals) *cobra.Command {
 		capture             []string
 		async, asJSON, spot bool
 		debug               bool
-		debugWait           time.Duration
+		debugWait, timeout  time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] FILE.py::FUNC [ARGS...] | run [flags] -- CMD [ARGS...]",
@@ -44,12 +44,13 @@ and return at once; follow it with "kinetic jobs".`,
 	f.BoolVar(&spot, "spot", false, "run on spot capacity")
 	f.BoolVar(&debug, "debug", false, "start debugpy in the job and wait for a debugger before the call (attach with `kinetic jobs debug ID`)")
 	f.DurationVar(&debugWait, "debug-wait", 0, "with --debug, how long the job waits for a debugger before it fails (default 10m)")
+	f.DurationVar(&timeout, "timeout", 0, "stop the job after this long (e.g. 30m, 2h); it then fails with reason timeout")
 	f.BoolVar(&async, "async", false, "submit, print the handle, and return")
 	f.BoolVar(&asJSON, "json", false, "print the result (or the handle with --async) as JSON")
 	vals := keyFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		req := &engine.SubmitRequest{Accelerator: acc, ContainerImage: image, Python: python, CaptureEnv: capture, Spot: spot,
-			Debug: debug, DebugWait: debugWait.Seconds()}
+			Debug: debug, DebugWait: debugWait.Seconds(), Timeout: timeout}
 		if dash := cmd.ArgsLenAtDash(); dash >= 0 {
 			if dash != 0 {
 				return fmt.Errorf("give either FILE.py::FUNC or -- CMD, not both")

@@ -100,3 +100,30 @@ func TestCtrlC(t *testing.T) {
 		}
 	})
 }
+
+// A per-job time limit (--timeout, timeout= in Python): the call is stopped at it and
+// the job FAILS with a reason starting "timeout:".
+func TestRunTimeout(t *testing.T) {
+	e := newEnv(t)
+	start := time.Now()
+	r := e.run("run", "--timeout", "2s", "--", "sh", "-c", "echo started; sleep 120")
+	took := time.Since(start)
+	if r.code == 0 || took > 60*time.Second {
+		t.Fatalf("run --timeout 2s: exit %d after %s\n%s", r.code, took, r.stderr)
+	}
+	m := submittedID.FindStringSubmatch(r.stderr)
+	if m == nil {
+		t.Fatalf("no job ID:\n%s", r.stderr)
+	}
+	st := e.statusJSON(t, m[1])
+	if st["status"] != "FAILED" || !strings.HasPrefix(st["reason"].(string), "timeout: the call ran longer than its time limit of 2s") {
+		t.Errorf("the job after its time limit: %v", st)
+	}
+	if !strings.Contains(r.stderr, "timeout") {
+		t.Errorf("run did not say the job timed out:\n%s", r.stderr)
+	}
+	t.Logf("stopped after %s:\n%s", took, r.stderr)
+	if r := e.run("run", "--timeout", "-5s", "--", "true"); r.code == 0 || !strings.Contains(r.stderr, "timeout -5s is negative") {
+		t.Errorf("a negative timeout: exit %d\n%s", r.code, r.stderr)
+	}
+}

@@ -62,6 +62,9 @@ type SubmitRequest struct {
 	Environ        map[string]string // the submitter's environment, for CaptureEnv
 	OutputDir      string
 	Spot           bool
+	// Timeout limits the call (0 = none): the job is stopped after it and FAILS with a
+	// reason starting "timeout:" (docs/jobs.md).
+	Timeout time.Duration
 	// Debug starts debugpy in the job's Python and waits for a debugger before the call
 	// (docs/debug.md); DebugWait bounds the wait in seconds (default DefaultDebugWait).
 	Debug     bool
@@ -175,6 +178,10 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest, child *childPlan)
 	if err != nil {
 		return nil, err
 	}
+	timeout, err := timeoutSeconds(req.Timeout)
+	if err != nil {
+		return nil, err
+	}
 	cwd := req.Cwd
 	if cwd == "" {
 		if cwd, err = os.Getwd(); err != nil {
@@ -193,7 +200,7 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest, child *childPlan)
 	}
 	p := &plan{cfg: cfg}
 	id := job.NewID()
-	p.spec = &job.Spec{Version: job.SpecVersion, JobID: id, Kind: req.Kind, Python: req.Python, Accelerator: spec.Name, Spot: spec.Spot, Debug: debug}
+	p.spec = &job.Spec{Version: job.SpecVersion, JobID: id, Kind: req.Kind, Python: req.Python, Accelerator: spec.Name, Spot: spec.Spot, Debug: debug, TimeoutSeconds: timeout}
 
 	switch req.Kind {
 	case job.KindPickle:
@@ -300,6 +307,9 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest, child *childPlan)
 		FuncName: name, DisplayName: display, CreatedAt: time.Now().UTC().Format(time.RFC3339Nano),
 		Debug: strconv.FormatBool(req.Debug), Store: st.URL(), OutputDir: outDir,
 		Spot: strconv.FormatBool(spec.Spot), KubeContext: where.KubeContext, ShippedRoot: p.root,
+	}
+	if p.spec.TimeoutSeconds > 0 {
+		p.handle.TimeoutSeconds = strconv.Itoa(p.spec.TimeoutSeconds)
 	}
 	return p, nil
 }
@@ -631,4 +641,12 @@ func clip(s string) string {
 		return s
 	}
 	return s[:max] + fmt.Sprintf("... (%d bytes)", len(s))
+}
+
+// timeoutSeconds is a call's time limit in whole seconds (rounded up; 0 = none).
+func timeoutSeconds(d time.Duration) (int, error) {
+	if d < 0 {
+		return 0, fmt.Errorf("timeout %s is negative: give a positive time limit for the call (e.g. 3600 seconds), or none", d)
+	}
+	return int((d + time.Second - 1) / time.Second), nil
 }

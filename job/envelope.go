@@ -68,7 +68,14 @@ func (e *Envelope) Encode() []byte {
 
 // FailureReason is the one-line reason of a failed envelope: the exception and the
 // phase it happened in.
+// TimeoutExcType is the exception type of a call the runner stopped at its time limit;
+// the job's reason then starts "timeout:".
+const TimeoutExcType = "kinetic.Timeout"
+
 func (e *Envelope) FailureReason() string {
+	if e.ExcType == TimeoutExcType {
+		return "timeout: " + e.ExcMessage
+	}
 	msg := e.ExcType
 	if e.ExcMessage != "" {
 		msg += ": " + e.ExcMessage

@@ -32,6 +32,10 @@ type Handle struct {
 	// Spot is "true" when the job asked for spot (preemptible) capacity, whether by
 	// spot=True or an accelerator name ending in ":spot".
 	Spot string `json:"spot,omitempty"`
+	// TimeoutSeconds is the call's time limit in seconds (timeout=; "" = none), for
+	// backends that enforce a deadline of their own around the runner's (a pod's
+	// activeDeadlineSeconds). Every handle field is a string, as the API reference says.
+	TimeoutSeconds string `json:"timeout_seconds,omitempty"`
 	// KubeContext is the kubeconfig context the job was submitted through ("" when none
 	// was configured): with ClusterName, Project, Zone and Namespace it says which cluster
 	// holds the job, whatever profile is active when someone attaches

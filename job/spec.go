@@ -65,6 +65,9 @@ type Spec struct {
 	// Container is the engine ("podman" or "docker") the local backend runs Image with;
 	// "" runs the job directly on the machine.
 	Container string `json:"container,omitempty"`
+	// TimeoutSeconds limits the call (timeout= on run; 0 = none): the runner stops it
+	// after that long and the job FAILS with a reason starting "timeout:".
+	TimeoutSeconds int `json:"timeout_seconds,omitempty"`
 	// Debug, if set, makes the runner start debugpy in the job's Python and wait for a
 	// debugger before the call (docs/debug.md).
 	Debug *DebugSpec `json:"debug,omitempty"`

@@ -107,7 +107,9 @@ type SubmitRequest struct {
 	Environ        map[string]string `json:"environ,omitempty"`
 	OutputDir      string            `json:"output_dir,omitempty"`
 	Spot           bool              `json:"spot,omitempty"`
-	Debug          bool              `json:"debug,omitempty"`
+	// Timeout limits the call, in seconds (0 = none).
+	Timeout float64 `json:"timeout,omitempty"`
+	Debug   bool    `json:"debug,omitempty"`
 	// DebugWait is in seconds (0 = the default).
 	DebugWait float64   `json:"debug_wait,omitempty"`
 	Data      []DataArg `json:"data,omitempty"`

@@ -148,6 +148,10 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 		}
 		fmt.Fprintf(out, "kinetic: %v\n", runErr)
 		env = &job.Envelope{Success: false, Phase: phase, Host: o.Host, ExcType: "kinetic.RunnerError", ExcMessage: runErr.Error()}
+		var to *errTimedOut
+		if errors.As(runErr, &to) {
+			env.ExcType, env.ExcMessage = job.TimeoutExcType, to.Error()
+		}
 	}
 	env.StartedAt, env.CalledAt, env.FinishedAt = started, called, time.Now().UTC()
 	sinkErr := sink.Close()
@@ -279,7 +283,9 @@ func run(ctx context.Context, st *store.Store, o Options, out io.Writer, called 
 	}
 	if spec.Kind == job.KindCommand {
 		*called = time.Now().UTC()
-		return runCommand(ctx, spec, cwd, environ, out, o.Host, o.grace())
+		cctx, cancel := callLimit(ctx, spec)
+		defer cancel()
+		return overLimit(cctx)(runCommand(cctx, spec, cwd, environ, out, o.Host, o.grace()))
 	}
 	if spec.Kind == job.KindEntry {
 		file, err := within(work, spec.Entry.File)
@@ -312,7 +318,41 @@ func run(ctx context.Context, st *store.Store, o Options, out io.Writer, called 
 		go dbg.watch(wctx, st, spec, o, work, cwd, out)
 	}
 	*called = time.Now().UTC()
-	return runPython(ctx, spec, py, []string{payloadPath, outDir, work, cwd, argsPath, dataMap}, cwd, outDir, o, environ, out)
+	cctx, cancel := callLimit(ctx, spec)
+	defer cancel()
+	return overLimit(cctx)(runPython(cctx, spec, py, []string{payloadPath, outDir, work, cwd, argsPath, dataMap}, cwd, outDir, o, environ, out))
+}
+
+// errTimedOut is why a call was stopped at its time limit (timeout= on run).
+type errTimedOut struct{ limit time.Duration }
+
+func (e *errTimedOut) Error() string {
+	return fmt.Sprintf("the call ran longer than its time limit of %s (timeout=%d) and was stopped", e.limit, int(e.limit/time.Second))
+}
+
+// callLimit is ctx ending at the spec's time limit, if it has one, with errTimedOut as
+// its cause: the call then gets SIGTERM, and SIGKILL after the grace period.
+func callLimit(ctx context.Context, spec *job.Spec) (context.Context, context.CancelFunc) {
+	if spec.TimeoutSeconds <= 0 {
+		return context.WithCancel(ctx)
+	}
+	d := time.Duration(spec.TimeoutSeconds) * time.Second
+	return context.WithTimeoutCause(ctx, d, &errTimedOut{limit: d})
+}
+
+// overLimit makes a call stopped at its time limit fail with errTimedOut, whatever it
+// reported while being stopped (a handler of SIGTERM may still return a value).
+func overLimit(ctx context.Context) func(*job.Envelope, *os.File, error) (*job.Envelope, *os.File, error) {
+	return func(env *job.Envelope, value *os.File, err error) (*job.Envelope, *os.File, error) {
+		var to *errTimedOut
+		if ctx.Err() == nil || !errors.As(context.Cause(ctx), &to) {
+			return env, value, err
+		}
+		if value != nil {
+			value.Close()
+		}
+		return nil, nil, inPhase(job.PhaseCall, to)
+	}
 }
 
 // within joins rel onto root and refuses results outside root.

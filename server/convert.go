@@ -1,6 +1,8 @@
 package server
 
 import (
+	"time"
+
 	"github.com/kinetic-run/kinetic/batch"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
@@ -18,6 +20,7 @@ func submitRequest(p *protocol.SubmitRequest) *engine.SubmitRequest {
 		FuncName: p.FuncName, DisplayName: p.DisplayName, SourceFile: p.SourceFile, Cwd: p.Cwd, Python: p.Python,
 		Accelerator: p.Accelerator, ContainerImage: p.ContainerImage, CaptureEnv: p.CaptureEnv, Environ: p.Environ,
 		OutputDir: p.OutputDir, Spot: p.Spot, Debug: p.Debug, DebugWait: p.DebugWait, NoWorkdir: p.NoWorkdir,
+		Timeout: time.Duration(p.Timeout * float64(time.Second)),
 	}
 	if p.Entry != nil {
 		e := job.Entry(*p.Entry)

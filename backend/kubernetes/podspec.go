@@ -165,6 +165,12 @@ func (b *Backend) podTemplate(h *job.Handle, sp accel.Spec, labels map[string]st
 		// profile's service account is there for Workload Identity.
 		AutomountServiceAccountToken: ptr(b.o.ServiceAccount != ""),
 	}
+	if secs, _ := strconv.Atoi(h.TimeoutSeconds); secs > 0 {
+		// The runner stops the call at its limit and reports "timeout:"; the pod's own
+		// deadline is the backstop for a runner that cannot (a node that hangs), with
+		// room for the image pull and the set-up before the call.
+		spec.ActiveDeadlineSeconds = ptr(int64(secs) + podStartAllowance)
+	}
 	if b.o.ClusterType == "gke" {
 		if len(sp.NodeSelector) > 0 {
 			spec.NodeSelector = sp.NodeSelector
@@ -260,3 +266,7 @@ func copyMap(m map[string]string) map[string]string {
 	}
 	return out
 }
+
+// podStartAllowance is how long, in seconds, a pod with a time limit may take beyond it:
+// the image pull and the runner's set-up come before the call's clock starts.
+const podStartAllowance = 15 * 60

@@ -131,3 +131,36 @@ func TestNoRunnerImage(t *testing.T) {
 		t.Errorf("no runner image: %v", err)
 	}
 }
+
+// A job with a time limit: the runner stops the call; the pod's activeDeadlineSeconds is
+// the backstop, the limit plus the start-up allowance, for jobs and batches alike.
+func TestTimeoutIsThePodsDeadline(t *testing.T) {
+	b := testBackend(t, Options{ClusterType: "gke"})
+	h := testHandle("cpu")
+	j, err := b.jobFor(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := j.Spec.Template.Spec.ActiveDeadlineSeconds; d != nil {
+		t.Errorf("a job without timeout has a pod deadline of %d s", *d)
+	}
+	h.TimeoutSeconds = "90"
+	j, err = b.jobFor(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := j.Spec.Template.Spec.ActiveDeadlineSeconds; d == nil || *d != 90+podStartAllowance {
+		t.Errorf("timeout 90: pod deadline %v, want %d", d, 90+podStartAllowance)
+	}
+	h.GroupID, h.GroupKind = "grp-0123456789abcdefghijklm", "map"
+	ij, err := b.indexedJobFor(backend.Group{ID: h.GroupID, Size: 10, Parallelism: 2}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := ij.Spec.Template.Spec.ActiveDeadlineSeconds; d == nil || *d != 90+podStartAllowance {
+		t.Errorf("a batch's pods: deadline %v", d)
+	}
+	if ij.Spec.ActiveDeadlineSeconds != nil {
+		t.Error("the Indexed Job itself has a deadline: it would stop the whole batch")
+	}
+}

@@ -193,7 +193,7 @@ func podFailure(p *corev1.Pod) string {
 		return "evicted: " + p.Status.Message
 	}
 	if p.Status.Reason == "DeadlineExceeded" {
-		return "DeadlineExceeded: " + p.Status.Message
+		return "timeout: the pod ran past its deadline (the job's timeout plus the start-up allowance): " + p.Status.Message
 	}
 	for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 		t := cs.State.Terminated

@@ -135,6 +135,7 @@ class RemoteFunction:
             "spot": bool(o.get("spot")),
             "debug": bool(o.get("debug")),
             "debug_wait": float(o.get("debug_wait") or 0),
+            "timeout": float(o.get("timeout") or 0),
             "config": {k: v for k, v in (
                 ("project", o.get("project")), ("zone", o.get("zone")), ("cluster", o.get("cluster")),
                 ("namespace", o.get("namespace")), ("backend", o.get("backend")), ("store", o.get("store")),
@@ -209,7 +210,8 @@ def run(accelerator: str = "tpu-v5e-1", container_image: Optional[str] = None,
         capture_env_vars: Optional[List[str]] = None, cluster: Optional[str] = None,
         backend: Optional[str] = None, namespace: Optional[str] = None,
         volumes: Optional[Dict[str, Any]] = None, spot: bool = False, output_dir: Optional[str] = None,
-        debug: bool = False, store: Optional[str] = None, debug_wait: Optional[float] = None):
+        debug: bool = False, store: Optional[str] = None, debug_wait: Optional[float] = None,
+        timeout: Optional[float] = None):
     """Execute the decorated function on a remote TPU, GPU or CPU.
 
     Calling the decorated function blocks, streams its logs and returns its value;
@@ -220,15 +222,22 @@ def run(accelerator: str = "tpu-v5e-1", container_image: Optional[str] = None,
     With ``debug=True`` the job starts debugpy and waits up to ``debug_wait`` seconds
     (default 600) for a debugger before it calls the function, then fails if none came;
     ``JobHandle.debug_attach()`` prints the VS Code configuration (docs/debug.md).
+
+    ``timeout`` limits each call, in seconds (as Modal's): past it the job is stopped
+    (SIGTERM, then SIGKILL after the grace period) and FAILS with a reason starting
+    "timeout:", on every backend.
     """
     if callable(accelerator) and not isinstance(accelerator, str):
         # @kinetic.run without parentheses (as Ray users write @ray.remote): the function
         # came as the first argument; every option keeps its default.
         return run()(accelerator)
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+        raise ValueError("kinetic.run(timeout=%r): give the call's time limit in seconds, a positive number "
+                         "(e.g. timeout=3600), or leave it out" % (timeout,))
     options = dict(accelerator=accelerator, container_image=container_image, base_image_repo=base_image_repo,
                    zone=zone, project=project, capture_env_vars=list(capture_env_vars or []), cluster=cluster,
                    backend=backend, namespace=namespace, spot=spot, output_dir=output_dir, debug=debug,
-                   debug_wait=debug_wait, store=store, volumes=dict(volumes or {}))
+                   debug_wait=debug_wait, store=store, volumes=dict(volumes or {}), timeout=timeout)
 
     def decorate(func):
         if isinstance(func, (classmethod, staticmethod)):

@@ -219,7 +219,13 @@ def main():
             env["has_value"] = True
         except BaseException:
             pass
-        sys.stderr.write(tb)
+        # One line in the log: the traceback travels with the exception (the SDK re-raises
+        # it with the remote traceback attached, `kinetic run` and `kinetic jobs result`
+        # print it), so a caller who catches the exception sees no traceback, and one who
+        # does not sees it once.
+        sys.stderr.write("kinetic: the call raised %s: %s (the traceback comes with the exception; "
+                         "`kinetic jobs result %s` prints it)\n" % (
+                             _qualname(type(e)), _safe_repr(str(e), 200), os.environ.get("KINETIC_JOB_ID", "JOB_ID")))
     sys.stdout.flush()
     sys.stderr.flush()
     _write_atomic(os.path.join(out_dir, "envelope.json"), json.dumps(env), mode="w")

@@ -27,7 +27,7 @@ type tpuFamily struct {
 	defaultChips int      // what the family name alone means
 	rows         []tpuRow
 	// legacy maps Cloud TPU TensorCore-count names onto chips: "v3-8" is the classic
-	// name of the 4-chip v3 host (and the seeds use it), but 8 is not a v3 chip count.
+	// name of the 4-chip v3 host (and the API reference uses it), but 8 is not a v3 chip count.
 	legacy map[int]int
 }
 

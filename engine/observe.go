@@ -229,7 +229,7 @@ func (e *Engine) listJobs(ctx context.Context, st *store.Store, storeURL string,
 }
 
 // listIDs lists the jobs of the configured backend when it can list by itself (the
-// Kubernetes backends, by label: the seeds' list_jobs), else the jobs in the store.
+// Kubernetes backends, by label: the API reference's list_jobs), else the jobs in the store.
 func (e *Engine) listIDs(ctx context.Context, st *store.Store) ([]string, error) {
 	name := e.cfg.Get(config.Backend)
 	if name != "" && !backend.RunsOnThisMachine(name) {

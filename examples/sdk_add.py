@@ -1,4 +1,4 @@
-"""The seeds' first example, through the Python SDK (PYTHONPATH=python python3 examples/sdk_add.py)."""
+"""the API reference's first example, through the Python SDK (PYTHONPATH=python python3 examples/sdk_add.py)."""
 
 import kinetic
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Handle is handle.json: the durable description of a submitted job, with the seeds'
+// Handle is handle.json: the durable description of a submitted job, with the API reference's
 // JobHandle fields. Every field is a string so that any language reads it without a
 // schema; unknown keys are ignored on read so older clients read newer handles.
 type Handle struct {

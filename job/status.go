@@ -2,7 +2,7 @@ package job
 
 import "time"
 
-// State is the observable status of a job; the five values are the seeds' JobStatus.
+// State is the observable status of a job; the five values are the API reference's JobStatus.
 type State string
 
 const (

@@ -30,7 +30,7 @@ var LWSResource = schema.GroupVersionResource{Group: "leaderworkerset.x-k8s.io",
 const (
 	lwsNameLabel        = "leaderworkerset.sigs.k8s.io/name"
 	lwsWorkerIndexLabel = "leaderworkerset.sigs.k8s.io/worker-index"
-	// LabelPathwaysApp is the app label of multi-host jobs (the seeds' list_jobs
+	// LabelPathwaysApp is the app label of multi-host jobs (the API reference's list_jobs
 	// selects app=kinetic-pathways for them).
 	LabelPathwaysApp = "kinetic-pathways"
 )

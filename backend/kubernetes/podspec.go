@@ -20,7 +20,7 @@ import (
 // Labels and annotations on every object the backend creates.
 const (
 	LabelName    = "app.kubernetes.io/name" // = "kinetic"
-	LabelApp     = "app"                    // = "kinetic", as the seeds' list_jobs expects
+	LabelApp     = "app"                    // = "kinetic", as the API reference's list_jobs expects
 	LabelJobID   = "kinetic.dev/job-id"
 	LabelGroupID = "kinetic.dev/group-id"
 	// AnnotationPrefix + a handle field's JSON name carries that field, so listing needs

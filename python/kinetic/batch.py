@@ -32,7 +32,7 @@ class SubmissionError(KineticError):
 
 
 class BatchHandle:
-    """Handle for a collection of submitted jobs (see the seeds' BatchHandle)."""
+    """Handle for a collection of submitted jobs (see the API reference's BatchHandle)."""
 
     def __init__(self, group_id: str, name: Optional[str] = None, tags: Optional[Dict[str, str]] = None,
                  store: str = "", poll_interval: float = 10.0, poll_timeout: Optional[float] = None,

@@ -31,7 +31,7 @@ func newPoolAddCmd(g *Globals) *cobra.Command {
 		Args:    cobra.NoArgs,
 	}
 	f := addGKEFlags(cmd)
-	cmd.Flags().StringVar(&o.Accelerator, "accelerator", "", "accelerator, e.g. gpu-l4, gpu-a100x8, tpu-v6e-16 (`kinetic accelerators`)")
+	cmd.Flags().StringVar(&o.Accelerator, "accelerator", "", "accelerator, e.g. gpu-l4, gpu-a100x8, tpu-v6e-16 (see: kinetic accelerators)")
 	cmd.Flags().StringVar(&o.Name, "name", "", "pool name (default: the accelerator's, -spot for spot)")
 	cmd.Flags().IntVar(&o.MinNodes, "min-nodes", 0, "fewest nodes the autoscaler keeps")
 	cmd.Flags().IntVar(&o.MaxNodes, "max-nodes", 0, "most nodes (default: 1, or a multi-host slice's hosts)")

@@ -35,5 +35,6 @@ func NewRoot() *cobra.Command {
 	for _, c := range commands {
 		root.AddCommand(c(g))
 	}
+	withExamples(root)
 	return root
 }

@@ -37,12 +37,12 @@ and return at once; follow it with "kinetic jobs".`,
   kinetic run --async -- python3 -c 'print("hi")'`,
 	}
 	f := cmd.Flags()
-	f.StringVarP(&acc, "accelerator", "a", "cpu", "accelerator, e.g. cpu, gpu-l4, tpu-v6e-8 (see `kinetic accelerators`)")
+	f.StringVarP(&acc, "accelerator", "a", "cpu", "accelerator, e.g. cpu, gpu-l4, tpu-v6e-8 (see: kinetic accelerators)")
 	f.StringVar(&image, "container-image", "", `"bundled" (default), "prebuilt", or an image URI`)
 	f.StringVar(&python, "python", "", "Python interpreter for the local backend (default: python3 on PATH)")
 	f.StringArrayVar(&capture, "capture-env", nil, "environment variable (NAME or PREFIX*) to send with the job; repeatable")
 	f.BoolVar(&spot, "spot", false, "run on spot capacity")
-	f.BoolVar(&debug, "debug", false, "start debugpy in the job and wait for a debugger before the call (attach with `kinetic jobs debug ID`)")
+	f.BoolVar(&debug, "debug", false, "start debugpy in the job and wait for a debugger before the call (attach with: kinetic jobs debug ID)")
 	f.DurationVar(&debugWait, "debug-wait", 0, "with --debug, how long the job waits for a debugger before it fails (default 10m)")
 	f.DurationVar(&timeout, "timeout", 0, "stop the job after this long (e.g. 30m, 2h); it then fails with reason timeout")
 	f.BoolVar(&async, "async", false, "submit, print the handle, and return")

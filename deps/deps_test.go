@@ -235,14 +235,14 @@ flax
 	if len(r.Entries) != 9 {
 		t.Errorf("Filtered modified its receiver: %d entries", len(r.Entries))
 	}
-	msg := DroppedMessage(dropped)
+	msg := DroppedMessage(dropped, true)
 	for _, s := range []string{"ignoring 5 accelerator runtime requirements", "/proj/requirements.txt:2: JAX[tpu]>=0.4", "/proj/c.txt:1: jaxlib<0.5 (constraint)", "# kn:keep"} {
 		if !strings.Contains(msg, s) {
 			t.Errorf("message lacks %q:\n%s", s, msg)
 		}
 	}
-	if DroppedMessage(nil) != "" {
-		t.Error("DroppedMessage(nil) not empty")
+	if DroppedMessage(nil, true) != "" {
+		t.Error("DroppedMessage(nil, true) not empty")
 	}
 	var nilReqs *Requirements
 	if k, d := nilReqs.Filtered(); len(k.Entries) != 0 || d != nil {

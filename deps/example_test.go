@@ -20,7 +20,7 @@ numpy==1.26.4 \
 		return
 	}
 	kept, dropped := reqs.Filtered()
-	fmt.Fprint(os.Stdout, deps.DroppedMessage(dropped))
+	fmt.Fprint(os.Stdout, deps.DroppedMessage(dropped, true))
 	for _, l := range kept.Lines() {
 		fmt.Println(l)
 	}

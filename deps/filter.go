@@ -50,8 +50,10 @@ func (r *Requirements) Filtered() (kept *Requirements, dropped []Requirement) {
 }
 
 // DroppedMessage formats the notice for stderr about requirements Filtered dropped, one
-// line per requirement with its location; "" when nothing was dropped.
-func DroppedMessage(dropped []Requirement) string {
+// line per requirement with its location; "" when nothing was dropped. inContainer says
+// whether the job runs in a container (whose jax matches its hardware) or in a Python
+// environment on this machine (whose interpreter's own jax it gets, if any).
+func DroppedMessage(dropped []Requirement, inContainer bool) string {
 	if len(dropped) == 0 {
 		return ""
 	}
@@ -60,7 +62,11 @@ func DroppedMessage(dropped []Requirement) string {
 	if len(dropped) > 1 {
 		noun = "requirements"
 	}
-	fmt.Fprintf(&b, "kinetic: ignoring %d accelerator runtime %s; the container's jax, jaxlib and libtpu match its hardware:\n", len(dropped), noun)
+	if inContainer {
+		fmt.Fprintf(&b, "kinetic: ignoring %d accelerator runtime %s; the container's jax, jaxlib and libtpu match its hardware:\n", len(dropped), noun)
+	} else {
+		fmt.Fprintf(&b, "kinetic: ignoring %d accelerator runtime %s: jobs use the jax, jaxlib and libtpu already installed where they run (on this machine: its Python's, if any):\n", len(dropped), noun)
+	}
 	for _, d := range dropped {
 		text := d.Text
 		if text == "" {

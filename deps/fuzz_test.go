@@ -49,7 +49,7 @@ func checkRoundTrip(t *testing.T, r *Requirements) {
 	if EnvKey(kept, "i", "c", "v") != EnvKey(kept, "i", "c", "v") {
 		t.Fatal("EnvKey not deterministic")
 	}
-	_ = DroppedMessage(r.Requirements())
+	_ = DroppedMessage(r.Requirements(), false)
 }
 
 func FuzzParseRequirements(f *testing.F) {

@@ -79,7 +79,7 @@ func report(r *Requirements, err error) string {
 		ds = append(ds, fmt.Sprintf("%s: %s", d.location(), d.String()))
 	}
 	section("dropped", ds)
-	fmt.Fprintf(&b, "message:\n%s", DroppedMessage(dropped))
+	fmt.Fprintf(&b, "message:\n%s", DroppedMessage(dropped, true))
 	fmt.Fprintf(&b, "key: %s\n", EnvKey(kept, goldenImage, goldenCat, goldenRunner))
 	return b.String()
 }

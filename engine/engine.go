@@ -40,6 +40,26 @@ type Engine struct {
 	backends  map[string]backend.Backend
 	factories map[string]BackendFactory
 	ensurers  map[string]*image.Ensurer // per image builder
+	noticed   map[string]bool           // notices already given (noticeOnce)
+}
+
+// noticeOnce writes msg to Notice the first time this engine is asked to: a notice that
+// would be the same for every job (a dropped jax, a GPU run on the CPU) is said once
+// per session, not once per job.
+func (e *Engine) noticeOnce(msg string) {
+	if e.Notice == nil || msg == "" {
+		return
+	}
+	e.mu.Lock()
+	if e.noticed == nil {
+		e.noticed = map[string]bool{}
+	}
+	seen := e.noticed[msg]
+	e.noticed[msg] = true
+	e.mu.Unlock()
+	if !seen {
+		io.WriteString(e.Notice, msg)
+	}
 }
 
 // BackendFactory makes the backend that runs the jobs of one store.

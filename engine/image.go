@@ -47,8 +47,8 @@ func (e *Engine) planImage(ctx context.Context, p *plan, req *SubmitRequest, req
 			return err
 		}
 		if engine == "" {
-			if choice.Mode != image.Bundled && e.Notice != nil {
-				fmt.Fprintf(e.Notice, "kinetic: container_image=%q is used by backends that run containers; the local backend runs this job in a local Python environment (set container=auto to run it with podman or docker)\n", req.ContainerImage)
+			if choice.Mode != image.Bundled {
+				e.noticeOnce(fmt.Sprintf("kinetic: container_image=%q is used by backends that run containers; the local backend runs this job in a local Python environment (set container=auto to run it with podman or docker)\n", req.ContainerImage))
 			}
 			return nil
 		}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -92,6 +91,8 @@ type plan struct {
 	env      map[string]string
 	root     string             // the shipped root ("" when no working directory is shipped)
 	reqs     *deps.Requirements // the filtered requirements (nil: none)
+	// inContainer says the job runs in a container (a cluster, or container= locally).
+	inContainer bool
 	// shared, for a batch child: the function pickle stored once for the whole batch.
 	shared *atomic.Pointer[job.BlobRef]
 }
@@ -198,7 +199,12 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest, child *childPlan)
 			return nil, fmt.Errorf("python %q is not an executable file: give the path of a Python 3 interpreter (e.g. $(command -v python3)), or leave it out", clip(req.Python))
 		}
 	}
-	p := &plan{cfg: cfg}
+	onHere := backend.RunsOnThisMachine(where.Backend)
+	p := &plan{cfg: cfg, inContainer: !onHere || cfg.Get(config.Container) != ""}
+	if onHere && spec.Kind != accel.CPU {
+		e.noticeOnce(fmt.Sprintf("kinetic: the %s backend runs %s jobs on this machine's CPU: no %s is attached here (a cluster backend runs them on one: see kinetic up)\n",
+			where.Backend, spec.Name, strings.ToUpper(string(spec.Kind))))
+	}
 	id := job.NewID()
 	p.spec = &job.Spec{Version: job.SpecVersion, JobID: id, Kind: req.Kind, Python: req.Python, Accelerator: spec.Name, Spot: spec.Spot, Debug: debug, TimeoutSeconds: timeout}
 
@@ -434,9 +440,7 @@ func (e *Engine) planDeps(p *plan, req *SubmitRequest, cwd, root, category strin
 		return err
 	}
 	kept, dropped := reqs.Filtered()
-	if msg := deps.DroppedMessage(dropped); msg != "" && e.Notice != nil {
-		io.WriteString(e.Notice, msg)
-	}
+	e.noticeOnce(deps.DroppedMessage(dropped, p.inContainer))
 	s.Requirements, s.Constraints, s.RequirementsSource = kept.Lines(), kept.ConstraintLines(), reqs.Source
 	p.reqs = kept
 	// Locally the "base image" is the interpreter the environment is made from.

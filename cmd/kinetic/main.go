@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	// The backends this binary runs jobs on: each registers its names in an init
@@ -33,8 +34,12 @@ func main() {
 		// Whatever the command was doing stopped because of Ctrl-C: one line, no
 		// "context canceled" (a command that had more to say, like run, said it).
 		var ee *cli.ExitError
-		if !errors.As(err, &ee) {
+		switch msg := err.Error(); {
+		case errors.As(err, &ee): // said already
+		case strings.Contains(msg, "context canceled") || strings.Contains(msg, "deadline exceeded") || errors.Is(err, cli.ErrInterrupted):
 			fmt.Fprintln(os.Stderr, "kinetic: interrupted")
+		default: // the command said what the interruption left (up: what still runs)
+			fmt.Fprintln(os.Stderr, "kinetic:", msg)
 		}
 		os.Exit(cli.ExitInterrupted)
 	}

@@ -176,7 +176,7 @@ def tenfold(x):
     return x * 10
 
 b = tenfold.run_async_map(range(%d), max_concurrent=2)
-print(b.group_id, flush=True)
+print(b.group_id, kinetic._engine.engine()._proc.pid, flush=True)
 time.sleep(600)
 """
 
@@ -189,11 +189,28 @@ def _start_submitter(tmp_path, source):
 
 
 def _read_gid(p):
+    """The batch's group ID the submitter prints, with its engine's pid (p.engine_pid):
+    the engine runs in a session of its own, so killing the submitter's process group
+    does not reach it (_kill_submitter kills both, as a machine that dies would)."""
     line = p.stdout.readline().strip()
     if not line.startswith("grp-"):
         p.kill()
         raise AssertionError("submitter said %r: %s" % (line, p.stderr.read()))
-    return line
+    gid, pid = line.split()
+    p.engine_pid = int(pid)
+    return gid
+
+
+def _kill_submitter(p):
+    pids = [("group", p.pid)]
+    if getattr(p, "engine_pid", 0) > 1:
+        pids.append(("pid", p.engine_pid))
+    for kind, pid in pids:
+        try:
+            os.killpg(pid, signal.SIGKILL) if kind == "group" else os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    p.wait()
 
 
 def test_attach_after_submitter_killed_mid_submission(store_dir, tmp_path):
@@ -203,8 +220,7 @@ def test_attach_after_submitter_killed_mid_submission(store_dir, tmp_path):
         gid = _read_gid(p)
         _wait_until(lambda: len(_children_entries(store_dir, gid)) >= 10, 60, "10 children")
     finally:
-        os.killpg(p.pid, signal.SIGKILL)  # the engine subprocess dies with it
-        p.wait()
+        _kill_submitter(p)  # the SDK process and its engine, as if the machine died
     time.sleep(0.2)
     entries = _children_entries(store_dir, gid)
     assert _manifest(store_dir, gid)["submission_complete"] is False
@@ -324,7 +340,7 @@ def ident(x):
     return x
 
 b = ident.run_async_map(range(%d))
-print(b.group_id, flush=True)
+print(b.group_id, kinetic._engine.engine()._proc.pid, flush=True)
 b.wait(timeout=300)
 """
 
@@ -350,8 +366,7 @@ def test_attach_while_still_submitting_polls(store_dir, tmp_path):
         assert p.wait(timeout=60) == 0
     finally:
         if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
+            _kill_submitter(p)
 
 
 # 8 -------------------------------------------------------------------------------------

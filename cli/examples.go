@@ -42,13 +42,13 @@ var examples = map[string]string{
 	"kinetic profile":     `  kinetic profile ls`,
 	"kinetic profile create": `  kinetic profile create team --backend k8s --namespace ml --store gs://team-bucket
   kinetic profile create laptop --backend local --use`,
-	"kinetic profile ls":   `  kinetic profile ls`,
-	"kinetic profile rm":   `  kinetic profile rm team`,
-	"kinetic profile show": `  kinetic profile show team`,
+	"kinetic profile ls":    `  kinetic profile ls`,
+	"kinetic profile rm":    `  kinetic profile rm team`,
+	"kinetic profile show":  `  kinetic profile show team`,
 	"kinetic profile unset": `  kinetic profile unset`,
-	"kinetic profile use":  `  kinetic profile use team`,
-	"kinetic status":       `  kinetic status`,
-	"kinetic store":        `  kinetic store create gs://team-bucket`,
+	"kinetic profile use":   `  kinetic profile use team`,
+	"kinetic status":        `  kinetic status`,
+	"kinetic store":         `  kinetic store create gs://team-bucket`,
 	"kinetic up": `  kinetic up --backend k8s --preview
   kinetic up --backend k8s -y --namespace ml --registry registry.example.com/ml
   kinetic up --backend gke --project my-project --zone us-central2-b -y`,

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"time"
 
 	"github.com/kinetic-run/kinetic/job"
 )
@@ -98,4 +99,28 @@ var ErrNoLogs = errors.New("no logs at the source")
 //   - wrap ErrUnavailable when the worker cannot be reached from here.
 type Debugger interface {
 	DebugEndpoint(ctx context.Context, h *job.Handle, m *job.DebugMarker, localPort int) (host string, port int, stop func(), err error)
+}
+
+// Pruner is implemented by backends that keep state on this machine which no job needs
+// once it has ended (workspaces, environments): `kinetic prune` removes it.
+//
+// Implementations must remove nothing a job that has not ended may use, and nothing
+// used (by their own measure) more recently than OlderThan; with DryRun they remove
+// nothing and report what they would.
+type Pruner interface {
+	Prune(ctx context.Context, o PruneOptions) ([]Freed, error)
+}
+
+// PruneOptions say what a prune may remove.
+type PruneOptions struct {
+	OlderThan time.Duration
+	DryRun    bool
+}
+
+// Freed is one thing a prune removed (or, with DryRun, would): its kind ("workspace",
+// "environment", "tombstone", "output directory"), where it was and its size.
+type Freed struct {
+	Kind  string `json:"kind"`
+	Path  string `json:"path"`
+	Bytes int64  `json:"bytes"`
 }

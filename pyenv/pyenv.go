@@ -102,6 +102,7 @@ func EnsureSpec(ctx context.Context, cacheDir, key, python string, spec Spec, st
 	envDir := filepath.Join(cacheDir, key)
 	py := filepath.Join(envDir, "bin", "python")
 	if ready(envDir) {
+		touch(envDir) // last used: what `kinetic prune` goes by
 		return py, nil
 	}
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
@@ -350,3 +351,38 @@ func (t *tail) Write(p []byte) (int, error) {
 }
 
 func (t *tail) String() string { return string(bytes.TrimRight(t.buf, "\n")) + "\n" }
+
+// touch marks the environment in envDir used now (its marker's modification time).
+func touch(envDir string) {
+	now := time.Now()
+	os.Chtimes(filepath.Join(envDir, MarkerFile), now, now)
+}
+
+// LastUsed is when the environment in envDir was last used (or built); false when it is
+// not a complete environment.
+func LastUsed(envDir string) (time.Time, bool) {
+	fi, err := os.Stat(filepath.Join(envDir, MarkerFile))
+	if err != nil {
+		return time.Time{}, false
+	}
+	return fi.ModTime(), true
+}
+
+// Remove deletes the environment of key under its build lock, if it is still unused
+// since before cutoff (a job may have used it since it was looked at). It reports
+// whether it removed it.
+func Remove(ctx context.Context, cacheDir, key string, cutoff time.Time) (bool, error) {
+	unlock, err := lock(ctx, filepath.Join(cacheDir, key+".lock"), io.Discard, key)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	envDir := filepath.Join(cacheDir, key)
+	if used, ok := LastUsed(envDir); ok && used.After(cutoff) {
+		return false, nil
+	}
+	if err := os.RemoveAll(envDir); err != nil {
+		return false, fmt.Errorf("pyenv: remove %s: %w", envDir, err)
+	}
+	return true, nil
+}

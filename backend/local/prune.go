@@ -1,0 +1,123 @@
+package local
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/pyenv"
+	"github.com/kinetic-run/kinetic/store"
+)
+
+// Prune implements backend.Pruner: workspaces of jobs that ended (or are gone from the
+// store) more than o.OlderThan ago and whose supervisor no longer runs, then the Python
+// environments no remaining workspace's job uses and that no job used for o.OlderThan.
+func (b *Backend) Prune(ctx context.Context, o backend.PruneOptions) ([]backend.Freed, error) {
+	cutoff := time.Now().Add(-o.OlderThan)
+	var freed []backend.Freed
+	inUse := map[string]bool{} // environment keys of the workspaces kept
+	dir := filepath.Join(b.o.StateDir, "jobs")
+	ents, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	for _, e := range ents {
+		if err := ctx.Err(); err != nil {
+			return freed, err
+		}
+		id := e.Name()
+		ws := filepath.Join(dir, id)
+		if !e.IsDir() || !job.ValidName(id) {
+			continue
+		}
+		if !b.workspaceDone(ctx, id, ws, cutoff) {
+			if spec, err := b.st.Get(ctx, store.SpecKey(id)); err == nil {
+				if s, err := job.DecodeSpec(spec); err == nil && s.EnvKey != "" {
+					inUse[s.EnvKey] = true
+				}
+			}
+			continue
+		}
+		size := dirSize(ws)
+		if !o.DryRun {
+			if err := os.RemoveAll(ws); err != nil {
+				return freed, err
+			}
+		}
+		freed = append(freed, backend.Freed{Kind: "workspace", Path: ws, Bytes: size})
+	}
+
+	envs := filepath.Join(b.o.StateDir, "envs")
+	ents, err = os.ReadDir(envs)
+	if err != nil && !os.IsNotExist(err) {
+		return freed, err
+	}
+	for _, e := range ents {
+		key := e.Name()
+		env := filepath.Join(envs, key)
+		if !e.IsDir() || inUse[key] || key == "pip-cache" {
+			continue
+		}
+		used, ok := pyenv.LastUsed(env)
+		if !ok || used.After(cutoff) {
+			continue // being built, or used recently
+		}
+		size := dirSize(env)
+		if !o.DryRun {
+			removed, err := pyenv.Remove(ctx, envs, key, cutoff)
+			if err != nil {
+				return freed, err
+			}
+			if !removed {
+				continue
+			}
+		}
+		freed = append(freed, backend.Freed{Kind: "environment", Path: env, Bytes: size})
+	}
+	sort.Slice(freed, func(i, j int) bool { return freed[i].Path < freed[j].Path })
+	return freed, nil
+}
+
+// workspaceDone reports whether the workspace of job id may go: no supervisor runs it,
+// and the job is final (or gone from the store) and its workspace untouched since cutoff.
+func (b *Backend) workspaceDone(ctx context.Context, id, ws string, cutoff time.Time) bool {
+	lock := &job.LocalProcess{LockPath: filepath.Join(ws, "supervisor.lock"), BootID: bootID()}
+	if alive, _ := supervisorAlive(lock); alive {
+		return false
+	}
+	fi, err := os.Stat(ws)
+	if err != nil || fi.ModTime().After(cutoff) {
+		return false
+	}
+	s, err := ReadStatus(ctx, b.st, id)
+	switch {
+	case err == nil:
+		return s.State.Terminal() && !s.UpdatedAt.After(cutoff)
+	case store.IsNotFound(err):
+		// No status: final only if the job itself is gone (cleaned up or collected); a
+		// job that still has a handle may be queued.
+		ok, err := b.st.Exists(ctx, store.HandleKey(id))
+		return err == nil && !ok
+	default:
+		return false
+	}
+}
+
+// dirSize is the bytes of the regular files under dir.
+func dirSize(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}

@@ -1,0 +1,74 @@
+package local_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/backend/local"
+	"github.com/kinetic-run/kinetic/pyenv"
+	"github.com/kinetic-run/kinetic/store"
+)
+
+// Environments go when no kept workspace's job uses them and none was used recently; a
+// workspace whose job has not ended keeps its environment, however old.
+func TestPruneEnvironments(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, "file://"+t.TempDir()+"/store")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	state := t.TempDir()
+	b, err := local.New(st, local.Options{StateDir: state, Exe: "/bin/true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-48 * time.Hour)
+	mkEnv := func(key string, used time.Time) string {
+		d := filepath.Join(state, "envs", key)
+		os.MkdirAll(filepath.Join(d, "bin"), 0o700)
+		os.WriteFile(filepath.Join(d, "bin", "python"), []byte("#!/bin/sh\n"), 0o700)
+		os.WriteFile(filepath.Join(d, "lib.bin"), make([]byte, 4096), 0o600)
+		m := filepath.Join(d, pyenv.MarkerFile)
+		os.WriteFile(m, []byte("{}"), 0o600)
+		os.Chtimes(m, used, used)
+		return d
+	}
+	unused, recent, needed := mkEnv("env-unused", old), mkEnv("env-recent", time.Now()), mkEnv("env-needed", old)
+
+	// A job still RUNNING (no supervisor here, but its status says so) uses env-needed.
+	id := job.NewID()
+	spec, _ := json.Marshal(&job.Spec{Version: job.SpecVersion, JobID: id, Kind: job.KindCommand, Command: []string{"true"}, EnvKey: "env-needed"})
+	st.Put(ctx, store.SpecKey(id), spec)
+	st.Put(ctx, store.HandleKey(id), (&job.Handle{JobID: id, Backend: "local"}).Encode())
+	local.WriteStatus(ctx, st, id, &job.Status{State: job.Running, UpdatedAt: old})
+	ws := filepath.Join(state, "jobs", id)
+	os.MkdirAll(ws, 0o700)
+	os.Chtimes(ws, old, old)
+
+	dry, err := b.Prune(ctx, backend.PruneOptions{OlderThan: 24 * time.Hour, DryRun: true})
+	if err != nil || len(dry) != 1 || dry[0].Path != unused || dry[0].Kind != "environment" || dry[0].Bytes < 4096 {
+		t.Fatalf("dry run: %+v, %v", dry, err)
+	}
+	if _, err := os.Stat(unused); err != nil {
+		t.Fatal("the dry run removed an environment")
+	}
+	freed, err := b.Prune(ctx, backend.PruneOptions{OlderThan: 24 * time.Hour})
+	if err != nil || len(freed) != 1 || freed[0].Path != unused {
+		t.Fatalf("prune: %+v, %v", freed, err)
+	}
+	for _, d := range []string{recent, needed, ws} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("prune removed %s: %v", d, err)
+		}
+	}
+	if _, err := os.Stat(unused); !os.IsNotExist(err) {
+		t.Errorf("the unused environment is still there: %v", err)
+	}
+}

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/kinetic-run/kinetic/backend"
-	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/backend/local"
+	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/pyenv"
 	"github.com/kinetic-run/kinetic/store"
 )

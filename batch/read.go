@@ -28,7 +28,9 @@ type View struct {
 
 // ChildStatus is one child's current state.
 type ChildStatus struct {
-	Index  int         `json:"index"`
+	Index int `json:"index"`
+	// JobID is the child's job (its last attempt), also once its handle is gone.
+	JobID  string      `json:"job_id,omitempty"`
 	Handle *job.Handle `json:"handle,omitempty"`
 	Status job.State   `json:"status,omitempty"`
 	Reason string      `json:"reason,omitempty"`
@@ -88,7 +90,7 @@ func Read(ctx context.Context, e *engine.Engine, gid, storeURL string, withStatu
 	var ids []string
 	var at []int
 	for i, c := range v.Children {
-		v.Statuses[i] = ChildStatus{Index: c.Index, Error: c.SubmissionError}
+		v.Statuses[i] = ChildStatus{Index: c.Index, JobID: c.JobID, Error: c.SubmissionError}
 		if c.JobID != "" {
 			ids, at = append(ids, c.JobID), append(at, i)
 		}

@@ -361,7 +361,10 @@ type BatchChild struct {
 // ChildStatus is one input's current state: its job's handle and status, or the error
 // that kept it from being submitted. It is also the data of a child event.
 type ChildStatus struct {
-	Index  int     `json:"index"`
+	Index int `json:"index"`
+	// JobID is the child's job, also once its handle is gone (collected and cleaned up:
+	// NOT_FOUND, as the API says).
+	JobID  string  `json:"job_id,omitempty"`
 	Handle *Handle `json:"handle,omitempty"`
 	Status string  `json:"status,omitempty"`
 	Reason string  `json:"reason,omitempty"`

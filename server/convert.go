@@ -80,7 +80,7 @@ func debugSessionOf(s *engine.DebugSession) *protocol.DebugSession {
 }
 
 func childStatusOf(c batch.ChildStatus) protocol.ChildStatus {
-	return protocol.ChildStatus{Index: c.Index, Handle: handleOf(c.Handle), Status: string(c.Status), Reason: c.Reason, Error: c.Error}
+	return protocol.ChildStatus{Index: c.Index, JobID: c.JobID, Handle: handleOf(c.Handle), Status: string(c.Status), Reason: c.Reason, Error: c.Error}
 }
 
 func batchOf(v *batch.View) *protocol.Batch {

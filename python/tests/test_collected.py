@@ -67,9 +67,9 @@ def test_cli_says_a_collected_job_succeeded(store_dir):
 def test_cli_batch_results_after_collection():
     b = chatty.run_async_map([1, 2])
     assert sorted(b.results()) == [1, 2]
-    # statuses() right after results() should list both as NOT_FOUND (as the API says); it
-    # sometimes lists none while the cleanup settles: an open race (issue 14, docs/status.md).
-    assert [s.value for _, s in b.statuses()] in (["NOT_FOUND", "NOT_FOUND"], [])
+    # statuses() right after results() lists both as NOT_FOUND (as the API says), also
+    # while the cleanup is still removing them.
+    assert [s.value for _, s in b.statuses()] == ["NOT_FOUND", "NOT_FOUND"]
     p = _cli("batch", "status", b.group_id)
     assert p.returncode == 0, p.stderr
     assert "SUCCEEDED 2 (2 collected and cleaned up)" in p.stdout, p.stdout

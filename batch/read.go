@@ -234,6 +234,9 @@ func cleanupGroupUnit(ctx context.Context, e *engine.Engine, v *View) error {
 // List returns the manifests in the store (without their children), newest first.
 func List(ctx context.Context, e *engine.Engine, storeURL string) ([]Manifest, error) {
 	st, _, err := openStore(ctx, e, storeURL)
+	if errors.Is(err, store.ErrNoStore) {
+		return nil, nil // a store never written to holds no batches
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,16 @@ func newEngine(cmd *cobra.Command, g *Globals, args map[config.Key]string) (*eng
 	}
 	e.Warn = func(s string) { cmd.PrintErrln("kinetic: warning:", s) }
 	e.Notice = cmd.ErrOrStderr()
+	e.LookOnly = lookOnly[cmd.CommandPath()]
 	return e, nil
+}
+
+// lookOnly are the commands that only look at a store: they never create one (a file://
+// store that does not exist holds no jobs, and says so).
+var lookOnly = map[string]bool{
+	"kinetic jobs list": true, "kinetic jobs status": true, "kinetic jobs logs": true, "kinetic jobs result": true,
+	"kinetic batch list": true, "kinetic batch status": true, "kinetic batch results": true,
+	"kinetic dashboard": true,
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -41,7 +41,8 @@ type File struct {
 // runaway file should fail clearly rather than exhaust memory.
 const maxFileSize = 8 << 20
 
-// ProfilesPath is the profiles file: $KINETIC_PROFILES_FILE, else ~/.kinetic/profiles.json.
+// ProfilesPath is the profiles file: $KINETIC_PROFILES_FILE, else $KINETIC_HOME/profiles.json,
+// else ~/.kinetic/profiles.json.
 // getenv nil means os.Getenv.
 func ProfilesPath(getenv func(string) string) string {
 	if getenv == nil {
@@ -49,6 +50,10 @@ func ProfilesPath(getenv func(string) string) string {
 	}
 	if p := getenv("KINETIC_PROFILES_FILE"); p != "" {
 		return p
+	}
+	if d := getenv("KINETIC_HOME"); d != "" {
+		// KINETIC_HOME moves all of Kinetic's state, profiles included.
+		return filepath.Join(absPath(d), "profiles.json")
 	}
 	return filepath.Join(homeDir(getenv), ".kinetic", "profiles.json")
 }

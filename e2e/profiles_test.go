@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -57,5 +58,38 @@ func TestProfilesNameClusters(t *testing.T) {
 	}
 	if r := e.run("--profile", "nope", "jobs", "list"); r.code == 0 || !strings.Contains(r.stderr, "nope") {
 		t.Errorf("unknown profile: %d %s", r.code, r.stderr)
+	}
+}
+
+// KINETIC_HOME moves all of Kinetic's state, the profiles file included; and a command
+// that only looks never creates a store (a profile's store for another machine, a typo).
+func TestKineticHomeAndLookOnlyCommands(t *testing.T) {
+	e := newEnv(t)
+	home := filepath.Join(e.home, "elsewhere")
+	cmd := exec.Command(e.bin, "profile", "create", "moved", "--backend", "local")
+	cmd.Env = append(os.Environ(), "KINETIC_HOME="+home, "HOME="+e.home, "KINETIC_PROFILES_FILE=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("profile create: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(home, "profiles.json")); err != nil {
+		t.Errorf("KINETIC_HOME did not move the profiles file: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(e.home, ".kinetic", "profiles.json")); err == nil {
+		t.Error("the profile went to ~/.kinetic despite KINETIC_HOME")
+	}
+
+	missing := filepath.Join(e.home, "srv", "kinetic")
+	for _, args := range [][]string{{"jobs", "list"}, {"batch", "list"}, {"jobs", "status", "job-01k865go4h84k7p9pg3a2qr"},
+		{"jobs", "logs", "job-01k865go4h84k7p9pg3a2qr"}, {"batch", "status", "grp-01k865go4h84k7p9pg3a2qr"}} {
+		cmd := exec.Command(e.bin, args...)
+		cmd.Env = append(os.Environ(), "KINETIC_HOME="+home, "HOME="+e.home, "KINETIC_PROFILES_FILE=", "KINETIC_STORE=file://"+missing)
+		out, err := cmd.CombinedOutput()
+		if _, serr := os.Stat(missing); serr == nil {
+			t.Fatalf("kinetic %s created the store %s", strings.Join(args, " "), missing)
+		}
+		list := args[1] == "list"
+		if list && err != nil || !list && (err == nil || !strings.Contains(string(out), "does not exist, so it holds no jobs")) {
+			t.Errorf("kinetic %s on a store that does not exist: %v\n%s", strings.Join(args, " "), err, out)
+		}
 	}
 }

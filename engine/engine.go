@@ -34,6 +34,9 @@ type Engine struct {
 	Warn func(string)
 	// Notice receives ready-made notices for a person (dropped requirements, ...).
 	Notice io.Writer
+	// LookOnly opens stores without creating them (store.OpenExisting): set by commands
+	// that only look, so a file:// store that does not exist is store.ErrNoStore.
+	LookOnly bool
 
 	mu        sync.Mutex
 	stores    map[string]*store.Store
@@ -119,7 +122,11 @@ func (e *Engine) Store(ctx context.Context, url string) (*store.Store, error) {
 	if s, ok := e.stores[url]; ok {
 		return s, nil
 	}
-	s, err := store.Open(ctx, url)
+	open := store.Open
+	if e.LookOnly {
+		open = store.OpenExisting
+	}
+	s, err := open(ctx, url)
 	if err != nil {
 		return nil, err
 	}

@@ -143,6 +143,9 @@ func (e *Engine) listing(ctx context.Context, storeURL string, jobs, tombs bool)
 		storeURL = e.cfg.Get(config.Store)
 	}
 	st, err := e.Store(ctx, storeURL)
+	if errors.Is(err, store.ErrNoStore) {
+		return nil, nil, nil // a store never written to holds no jobs
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -77,6 +77,36 @@ type Store struct {
 // Application Default Credentials; an endpoint (the URL's endpoint parameter, else
 // STORAGE_EMULATOR_HOST) is spoken to without credentials, as emulators expect.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
+	return open(ctx, rawURL, true)
+}
+
+// ErrNoStore means a file:// store's directory does not exist: no job was ever
+// submitted to it. OpenExisting returns it instead of making the directory.
+var ErrNoStore = errors.New("no such store")
+
+// OpenExisting opens a store for reading only what is there: a file:// store whose
+// directory does not exist is ErrNoStore, and nothing is created (the commands that only
+// look, like `kinetic jobs list`, must not make a directory out of a typo or a profile
+// for another machine).
+func OpenExisting(ctx context.Context, rawURL string) (*Store, error) {
+	return open(ctx, rawURL, false)
+}
+
+func open(ctx context.Context, rawURL string, create bool) (*Store, error) {
+	if !create {
+		// Before normalise, which makes a file store's directory.
+		p := rawURL
+		if strings.HasPrefix(p, "file://") {
+			if pu, err := url.Parse(p); err == nil {
+				p = pu.Path
+			}
+		}
+		if strings.HasPrefix(p, "/") {
+			if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("store %s: %w: its directory %s does not exist, so it holds no jobs (a store is made by the first job submitted to it; check the store URL or the profile)", rawURL, ErrNoStore, p)
+			}
+		}
+	}
 	t, err := normalise(rawURL)
 	if err != nil {
 		return nil, err
@@ -91,7 +121,7 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %q: %w (check the URL, the credentials, and that the bucket or directory exists)", t.record, err)
 	}
-	if strings.HasPrefix(u, "file://") {
+	if strings.HasPrefix(u, "file://") && create {
 		// fileblob creates the directory lazily; make sure it is writable now, so a bad
 		// path fails here with its name rather than later in the middle of a submission.
 		if ok, _ := b.Exists(ctx, ".kinetic-store"); ok {

@@ -243,3 +243,43 @@ func TestStateInsideTheRootIsNotShipped(t *testing.T) {
 		}
 	}
 }
+
+// kinetic run finds the interpreter behind a python3 shim (pyenv's is a shell script):
+// the job records the real interpreter, which warm workers are made of.
+func TestRunResolvesAPythonShim(t *testing.T) {
+	real := "/usr/bin/python3" // Debian's; the shim below stands for pyenv's
+	if _, err := os.Stat(real); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	e := newEnv(t)
+	shims := filepath.Join(e.home, "shims")
+	os.MkdirAll(shims, 0o755)
+	os.WriteFile(filepath.Join(shims, "python3"), []byte("#!/bin/sh\nexec "+real+" \"$@\"\n"), 0o755)
+	os.WriteFile(filepath.Join(e.dir, "which.py"), []byte("def main():\n    return 1\n"), 0o644)
+	cmd := exec.Command(e.bin, "run", "--json", "which.py::main")
+	cmd.Dir = e.dir
+	cmd.Env = append(os.Environ(), "PATH="+shims+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"KINETIC_HOME="+filepath.Join(e.home, "data"), "KINETIC_PROFILES_FILE="+filepath.Join(e.home, "profiles.json"), "HOME="+e.home)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	id := submittedID.FindStringSubmatch(string(out))
+	if id == nil {
+		t.Fatalf("no job ID:\n%s", out)
+	}
+	// The job was collected: its spec is gone; the workspace's copy is what the runner read.
+	specs, _ := filepath.Glob(filepath.Join(e.store, "jobs", id[1], "spec.json"))
+	raw, err := os.ReadFile(filepath.Join(e.home, "data", "local", "jobs", id[1], "spec.json"))
+	if len(specs) > 0 {
+		raw, err = os.ReadFile(specs[0])
+	}
+	if err != nil {
+		t.Skipf("the job's spec is not kept after collection: %v", err)
+	}
+	var spec struct{ Python string }
+	json.Unmarshal(raw, &spec)
+	if spec.Python != real {
+		t.Errorf("the job's python is %q, want %q (the shim resolved)", spec.Python, real)
+	}
+}

@@ -44,6 +44,8 @@ type Engine struct {
 	factories map[string]BackendFactory
 	ensurers  map[string]*image.Ensurer // per image builder
 	noticed   map[string]bool           // notices already given (noticeOnce)
+	pyOnce    sync.Once                 // pathPython
+	pyPath    string
 }
 
 // noticeOnce writes msg to Notice the first time this engine is asked to: a notice that

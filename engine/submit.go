@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -191,6 +192,11 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest, child *childPlan)
 	}
 	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("working directory %q cannot be read: %v (run from a directory you can read)", cwd, err)
+	}
+	if req.Python == "" && req.Kind != job.KindCommand && backend.RunsOnThisMachine(where.Backend) && cfg.Get(config.Container) == "" && cfg.Get(config.Python) == "" {
+		// kinetic run FILE.py::FUNC: the python3 on PATH, resolved through a shim
+		// (pyenv's is a shell script, which warm workers cannot be made of).
+		req.Python = e.pathPython()
 	}
 	if req.Python != "" && backend.RunsOnThisMachine(where.Backend) && cfg.Get(config.Container) == "" {
 		// On this machine the interpreter must be the one asked for: falling back to
@@ -653,4 +659,42 @@ func timeoutSeconds(d time.Duration) (int, error) {
 		return 0, fmt.Errorf("timeout %s is negative: give a positive time limit for the call (e.g. 3600 seconds), or none", d)
 	}
 	return int((d + time.Second - 1) / time.Second), nil
+}
+
+// pathPython is the interpreter the python3 on PATH runs, found once per engine: itself
+// when it is a binary, else (a script: pyenv's shims, asdf's, a wrapper) what it reports
+// as sys.executable. "" when there is none, or it cannot tell.
+func (e *Engine) pathPython() string {
+	e.pyOnce.Do(func() {
+		p, err := exec.LookPath("python3")
+		if err != nil {
+			return
+		}
+		if !isScript(p) {
+			e.pyPath = p
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, p, "-c", "import sys; print(sys.executable)").Output()
+		if err != nil {
+			return
+		}
+		if real := strings.TrimSpace(string(out)); filepath.IsAbs(real) && !isScript(real) {
+			e.pyPath = real
+		}
+	})
+	return e.pyPath
+}
+
+// isScript reports whether the file at p starts with "#!".
+func isScript(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var b [2]byte
+	n, _ := f.Read(b[:])
+	return n == 2 && string(b[:]) == "#!"
 }

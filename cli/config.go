@@ -15,11 +15,16 @@ import (
 func init() { register(newConfigCmd) }
 
 func newConfigCmd(g *Globals) *cobra.Command {
+	show := newConfigShowCmd(g)
 	cmd := &cobra.Command{
 		Use:   "config",
-		Short: "Inspect the resolved configuration",
+		Short: "Inspect the resolved configuration (bare: the same as config show)",
+		Args:  cobra.NoArgs,
+		// Bare `kinetic config` is `kinetic config show`, flags included.
+		RunE: func(cmd *cobra.Command, args []string) error { return show.RunE(cmd, args) },
 	}
-	cmd.AddCommand(newConfigShowCmd(g))
+	cmd.Flags().AddFlagSet(show.Flags())
+	cmd.AddCommand(show)
 	return cmd
 }
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
@@ -191,26 +193,71 @@ func newJobsLogsCmd(g *Globals) *cobra.Command {
 }
 
 func newJobsResultCmd(g *Globals) *cobra.Command {
-	var f jobFlags
+	var (
+		f                  jobFlags
+		timeout            time.Duration
+		cleanup, noCleanup bool
+	)
 	cmd := &cobra.Command{
 		Use:   "result JOB_ID",
 		Short: "Wait for a job and print its return value (repr) or its failure",
-		Args:  cobra.ExactArgs(1),
+		Long: `Waits for the job and prints its return value (repr) on stdout, or its failure and
+remote traceback on stderr (exit 1, or a command's own exit code). As JobHandle.result()
+does, a success is then cleaned up (its backend resources and store artifacts; a
+tombstone says it succeeded), except for debug jobs: --no-cleanup keeps it.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			e, j, err := f.attach(cmd, g, args[0])
 			if err != nil {
 				return err
 			}
 			defer e.Close()
-			res, err := j.Result(cmd.Context(), "")
+			ctx := cmd.Context()
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			res, err := j.Result(ctx, "")
 			if err != nil && res == nil {
+				if errors.Is(err, context.DeadlineExceeded) && cmd.Context().Err() == nil {
+					return fmt.Errorf("job %s did not finish within %s; it keeps running: run this again to wait, or `kinetic jobs cancel %s`", j.Handle.JobID, timeout, j.Handle.JobID)
+				}
 				return err
 			}
-			return printResult(cmd, res, err, f.asJSON)
+			clean := cleanup && !noCleanup && j.Handle.Debug != "true"
+			if cmd.Flags().Changed("cleanup") {
+				clean = cleanup && !noCleanup
+			}
+			perr := printResult(cmd, res, err, f.asJSON)
+			if clean && res.Envelope != nil && res.Envelope.Success {
+				if err := collectAndClean(cmd.Context(), j); err != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: warning: %v; the job is kept (`kinetic jobs cleanup %s` removes it)\n", err, j.Handle.JobID)
+				}
+			}
+			return perr
 		},
 	}
 	f.add(cmd)
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "stop waiting after this long (the job keeps running), e.g. 30s, 10m")
+	cmd.Flags().BoolVar(&cleanup, "cleanup", true, "clean up a success after printing its value (as JobHandle.result(); not for debug jobs unless given)")
+	cmd.Flags().BoolVar(&noCleanup, "no-cleanup", false, "keep the job after printing its value")
 	return cmd
+}
+
+// collectAndClean records that j's result was collected (its tombstone, and for a batch
+// child the group's record) and removes the job, as JobHandle.result() does.
+func collectAndClean(ctx context.Context, j *engine.Job) error {
+	if _, err := j.MarkCollected(ctx); err != nil {
+		return err
+	}
+	if gid := j.Handle.GroupID; gid != "" {
+		rec := []layout.Collected{{JobID: j.Handle.JobID, Index: j.Handle.GroupIndex, CollectedAt: time.Now().UTC()}}
+		if err := layout.RecordCollected(ctx, j.Store, gid, rec); err != nil {
+			return err
+		}
+	}
+	return j.CleanupCollected(ctx)
 }
 
 func newJobsCancelCmd(g *Globals) *cobra.Command {
@@ -291,7 +338,18 @@ func newJobsCleanupCmd(g *Globals) *cobra.Command {
 		},
 	}
 	f.add(cmd)
-	cmd.Flags().BoolVar(&keepBackend, "keep-backend", false, "keep the backend's resources (k8s=False)")
-	cmd.Flags().BoolVar(&keepArtifacts, "keep-artifacts", false, "keep the store artifacts (gcs=False)")
+	cmd.Flags().BoolVar(&keepBackend, "keep-backend", false, "keep the backend's resources (the same as --no-k8s)")
+	cmd.Flags().BoolVar(&keepArtifacts, "keep-artifacts", false, "keep the store artifacts (the same as --no-gcs)")
+	// JobHandle.cleanup(k8s=..., gcs=...)'s names, as flags.
+	var k8s, gcs, noK8s, noGCS bool
+	cmd.Flags().BoolVar(&k8s, "k8s", true, "remove the backend's resources (cleanup(k8s=True))")
+	cmd.Flags().BoolVar(&gcs, "gcs", true, "remove the store artifacts (cleanup(gcs=True))")
+	cmd.Flags().BoolVar(&noK8s, "no-k8s", false, "keep the backend's resources")
+	cmd.Flags().BoolVar(&noGCS, "no-gcs", false, "keep the store artifacts")
+	cmd.PreRunE = func(cmd *cobra.Command, args []string) error {
+		keepBackend = keepBackend || noK8s || !k8s
+		keepArtifacts = keepArtifacts || noGCS || !gcs
+		return nil
+	}
 	return cmd
 }

@@ -180,12 +180,26 @@ func newProfileShowCmd(g *Globals) *cobra.Command {
 }
 
 func newProfileRemoveCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:     "rm NAME",
+	var yes bool
+	cmd := &cobra.Command{
+		Use:     "rm NAME [--yes]",
 		Aliases: []string{"remove", "delete"},
-		Short:   "Delete a profile",
+		Short:   "Delete a profile (asks first on a terminal; --yes does not ask)",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if !yes {
+				if !isTerminal(cmd.InOrStdin()) {
+					return fmt.Errorf("profile rm %s: give --yes to delete it without asking (there is no terminal to ask on)", args[0])
+				}
+				ok, err := newPrompter(cmd.InOrStdin(), cmd.ErrOrStderr()).confirm(fmt.Sprintf("delete profile %s?", args[0]))
+				if err != nil {
+					return err
+				}
+				if !ok {
+					fmt.Fprintf(cmd.ErrOrStderr(), "kept profile %s\n", args[0])
+					return nil
+				}
+			}
 			var wasCurrent bool
 			err := config.Update(config.ProfilesPath(nil), func(f *config.File) (err error) {
 				wasCurrent, err = f.Remove(args[0])
@@ -201,6 +215,8 @@ func newProfileRemoveCmd() *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "delete without asking")
+	return cmd
 }
 
 func newProfileUnsetCmd() *cobra.Command {

@@ -111,7 +111,7 @@ func TestProfileLifecycle(t *testing.T) {
 		t.Errorf("show --profile dev: %+v", shown)
 	}
 
-	_, stderr, err = kinetic(t, "profile", "rm", "prod")
+	_, stderr, err = kinetic(t, "profile", "rm", "prod", "--yes")
 	if err != nil || !strings.Contains(stderr, "no profile is active now") {
 		t.Errorf("rm active profile: %v, %q", err, stderr)
 	}
@@ -138,7 +138,7 @@ func TestProfileErrors(t *testing.T) {
 	}{
 		{[]string{"profile", "use", "dve"}, `profile "dve" does not exist; existing profiles: dev`},
 		{[]string{"profile", "show", "nope"}, `profile "nope" does not exist`},
-		{[]string{"profile", "rm", "nope"}, `profile "nope" does not exist`},
+		{[]string{"profile", "rm", "nope", "--yes"}, `profile "nope" does not exist`},
 		{[]string{"profile", "create", "dev"}, `profile "dev" already exists (use --force`},
 		{[]string{"profile", "create", "x", "--backend", "slurm"}, `invalid backend "slurm": must be one of gke, k8s, local, pathways`},
 		{[]string{"profile", "create", "y", "--namespace", "Bad_NS"}, `invalid namespace "Bad_NS"`},
@@ -222,5 +222,21 @@ func TestProfileSetAndUnsetKey(t *testing.T) {
 	must(t, "profile", "unset-key", "image_registry", "warm")
 	if f, _ = config.LoadProfiles(path); !cmp.Equal(f.Profiles["dev"], config.Profile{"zone": "europe-west4-a"}) {
 		t.Errorf("after unset-key: %v", f.Profiles["dev"])
+	}
+}
+
+// profile rm asks first: with no terminal to ask on and no --yes, nothing is deleted.
+func TestProfileRmNeedsYesWithoutTerminal(t *testing.T) {
+	t.Setenv("KINETIC_PROFILES_FILE", filepath.Join(t.TempDir(), "profiles.json"))
+	if _, _, err := kinetic(t, "profile", "create", "keep", "--backend", "local"); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := kinetic(t, "profile", "rm", "keep")
+	if err == nil || !strings.Contains(err.Error()+stderr, "give --yes") {
+		t.Fatalf("profile rm without --yes and no terminal: %v %s", err, stderr)
+	}
+	out, _, _ := kinetic(t, "profile", "ls")
+	if !strings.Contains(out, "keep") {
+		t.Errorf("the profile was deleted without --yes:\n%s", out)
 	}
 }

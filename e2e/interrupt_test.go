@@ -127,3 +127,49 @@ func TestRunTimeout(t *testing.T) {
 		t.Errorf("a negative timeout: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// jobs result as JobHandle.result(): --timeout says the job keeps running; a success is
+// cleaned up (its tombstone says it succeeded) unless --no-cleanup; jobs cleanup takes
+// cleanup(k8s=, gcs=)'s names; bare `kinetic config` is `config show`.
+func TestJobsResultAndCleanupFlags(t *testing.T) {
+	e := newEnv(t)
+	slow := e.submitAsync(t, "sh", "-c", "sleep 60")
+	r := e.run("jobs", "result", "--timeout", "1s", slow)
+	if r.code == 0 || !strings.Contains(r.stderr, "did not finish within 1s; it keeps running") || strings.Contains(r.stderr, "deadline exceeded") {
+		t.Errorf("jobs result --timeout: %d %q", r.code, r.stderr)
+	}
+	e.run("jobs", "cancel", slow)
+
+	kept := e.submitAsync(t, "echo", "kept")
+	if r := e.run("jobs", "result", "--no-cleanup", kept); r.code != 0 {
+		t.Fatalf("result --no-cleanup: %d %s", r.code, r.stderr)
+	}
+	if st := e.statusJSON(t, kept); st["status"] != "SUCCEEDED" || st["collected"] == true {
+		t.Errorf("after --no-cleanup: %v", st)
+	}
+	if r := e.run("jobs", "result", kept); r.code != 0 {
+		t.Fatalf("result: %d %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(e.store, "jobs", kept)); !os.IsNotExist(err) {
+		t.Errorf("jobs result did not clean up the success: %v", err)
+	}
+	if st := e.statusJSON(t, kept); st["collected"] != true {
+		t.Errorf("after jobs result: %v, want collected (a tombstone)", st)
+	}
+
+	other := e.submitAsync(t, "echo", "x")
+	e.waitStatus(t, other, "SUCCEEDED")
+	if r := e.run("jobs", "cleanup", "--no-gcs", other); r.code != 0 {
+		t.Fatalf("cleanup --no-gcs: %d %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(e.store, "jobs", other, "handle.json")); err != nil {
+		t.Errorf("cleanup --no-gcs removed the store artifacts: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(e.home, "data", "local", "jobs", other)); !os.IsNotExist(err) {
+		t.Errorf("cleanup --no-gcs kept the workspace: %v", err)
+	}
+
+	if r := e.run("config"); r.code != 0 || !strings.Contains(r.stdout, "KEY") || !strings.Contains(r.stdout, "SOURCE") {
+		t.Errorf("bare kinetic config: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+}

@@ -75,6 +75,9 @@ func Read(ctx context.Context, e *engine.Engine, gid, storeURL string, withStatu
 		return nil, fmt.Errorf("%q is not a group ID (IDs look like grp-0123456789abcdefghijklm): %w", gid, engine.ErrNotFound)
 	}
 	st, storeURL, err := openStore(ctx, e, storeURL)
+	if errors.Is(err, store.ErrNoStore) {
+		return nil, fmt.Errorf("no batch %s in the store %s, which does not exist yet (check the ID and the store; `kinetic batch list` shows the batches there): %w", gid, storeURL, engine.ErrNotFound)
+	}
 	if err != nil {
 		return nil, err
 	}

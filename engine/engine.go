@@ -7,6 +7,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -224,6 +225,9 @@ func (e *Engine) Attach(ctx context.Context, id, storeURL string) (*Job, error) 
 		storeURL = e.cfg.Get(config.Store)
 	}
 	st, err := e.Store(ctx, storeURL)
+	if errors.Is(err, store.ErrNoStore) {
+		return nil, fmt.Errorf("no job %s in the store %s, which does not exist yet (check the ID, or use --store / the profile the job was submitted with; `kinetic jobs list` shows the jobs there): %w", id, storeURL, ErrNotFound)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kinetic-run/kinetic/batch"
-	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/internal/backoff"
 	"github.com/kinetic-run/kinetic/job"
@@ -31,11 +30,7 @@ func (f *jobFlags) engine(cmd *cobra.Command, g *Globals) (*engine.Engine, error
 	if err := f.existingStore(); err != nil {
 		return nil, err
 	}
-	args := map[config.Key]string{}
-	if f.store != "" {
-		args[config.Store] = f.store
-	}
-	return newEngine(cmd, g, args)
+	return newEngine(cmd, g, f.args())
 }
 
 // counts tallies the children by status; inputs that failed at submission count as

@@ -30,6 +30,7 @@ func newJobsCmd(g *Globals) *cobra.Command {
 type jobFlags struct {
 	store  string
 	asJSON bool
+	where  map[config.Key]*string // --project --zone --cluster --namespace
 }
 
 // existingStore refuses an explicit --store naming a file store directory that does not
@@ -53,6 +54,21 @@ func (f *jobFlags) existingStore() error {
 func (f *jobFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.store, "store", "", "store URL holding the job (default: the configured store)")
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print JSON")
+	// Where the job runs, as attach(job_id, project=, cluster=) and list_jobs(project=,
+	// zone=, cluster=, namespace=) take it: argument > KINETIC_* > profile > default.
+	f.where = map[config.Key]*string{}
+	for _, k := range []config.Key{config.Project, config.Zone, config.Cluster, config.Namespace} {
+		f.where[k] = cmd.Flags().String(keyFlagName(k), "", k.Help()+" (env "+k.EnvVar()+")")
+	}
+}
+
+// args are the configuration the flags give.
+func (f *jobFlags) args() map[config.Key]string {
+	args := keyFlagArgs(f.where)
+	if f.store != "" {
+		args[config.Store] = f.store
+	}
+	return args
 }
 
 // attach resolves the job named on the command line.
@@ -60,11 +76,7 @@ func (f *jobFlags) attach(cmd *cobra.Command, g *Globals, id string) (*engine.En
 	if err := f.existingStore(); err != nil {
 		return nil, nil, err
 	}
-	args := map[config.Key]string{}
-	if f.store != "" {
-		args[config.Store] = f.store
-	}
-	e, err := newEngine(cmd, g, args)
+	e, err := newEngine(cmd, g, f.args())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -77,11 +89,7 @@ func (f *jobFlags) attach(cmd *cobra.Command, g *Globals, id string) (*engine.En
 }
 
 func (f *jobFlags) removeUnreadable(cmd *cobra.Command, g *Globals, id string) (bool, error) {
-	args := map[config.Key]string{}
-	if f.store != "" {
-		args[config.Store] = f.store
-	}
-	e, err := newEngine(cmd, g, args)
+	e, err := newEngine(cmd, g, f.args())
 	if err != nil {
 		return false, err
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
 )
@@ -106,11 +105,7 @@ func runJobsList(cmd *cobra.Command, g *Globals, f *listFlags) error {
 	if err := f.existingStore(); err != nil {
 		return err
 	}
-	args := map[config.Key]string{}
-	if f.store != "" {
-		args[config.Store] = f.store
-	}
-	e, err := newEngine(cmd, g, args)
+	e, err := newEngine(cmd, g, f.args())
 	if err != nil {
 		return err
 	}

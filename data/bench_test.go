@@ -189,3 +189,68 @@ func cpuModel() string {
 	}
 	return model + ", " + sha
 }
+
+// genFixed writes files files of size bytes each (pseudo-random contents) under root, in
+// directories of 100.
+func genFixed(tb testing.TB, root string, files int, size int64) {
+	tb.Helper()
+	rng := rand.New(rand.NewPCG(3, 4))
+	buf := make([]byte, size)
+	for i := 0; i < files; i++ {
+		for j := range buf {
+			if j%8 == 0 {
+				v := rng.Uint64()
+				for k := 0; k < 8 && j+k < len(buf); k++ {
+					buf[j+k] = byte(v >> (8 * k))
+				}
+			}
+		}
+		dir := filepath.Join(root, fmt.Sprintf("d%03d", i/100))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%05d.bin", i)), buf, 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// TestContentHashShapes measures content_hash against the 2-core SHA-256 limit of the
+// same run (openssl speed -evp sha256 -multi N, wall clock) for the two shapes of issue
+// 16: 4,000 files of 128 KiB and 10 files of 50 MiB, page cache warm.
+//
+//	KINETIC_DATA_BENCH=1 go test -run TestContentHashShapes -v ./data/
+func TestContentHashShapes(t *testing.T) {
+	if os.Getenv("KINETIC_DATA_BENCH") == "" {
+		t.Skip("set KINETIC_DATA_BENCH=1 to run the content-hash shapes benchmark")
+	}
+	n := runtime.GOMAXPROCS(0)
+	for _, shape := range []struct {
+		name  string
+		files int
+		size  int64
+	}{{"4000 x 128 KiB", 4000, 128 << 10}, {"10 x 50 MiB", 10, 50 << 20}} {
+		root := t.TempDir()
+		genFixed(t, root, shape.files, shape.size)
+		total := float64(int64(shape.files) * shape.size)
+		if _, err := ContentHash(root); err != nil { // warm the page cache
+			t.Fatal(err)
+		}
+		var rates, limits []float64
+		for round := 0; round < 5; round++ {
+			limit, err := opensslSpeed(n, true)
+			if err != nil {
+				t.Skipf("openssl: %v", err)
+			}
+			start := time.Now()
+			if _, err := ContentHash(root); err != nil {
+				t.Fatal(err)
+			}
+			rates = append(rates, total/time.Since(start).Seconds())
+			limits = append(limits, limit)
+		}
+		r, l := median(rates), median(limits)
+		t.Logf("%s: content_hash %.0f MB/s, openssl speed -elapsed -evp sha256 -multi %d %.0f MB/s: %.0f%% (machine: %s, load %s)",
+			shape.name, r/1e6, n, l/1e6, 100*r/l, cpuModel(), loadAvg())
+	}
+}

@@ -3,6 +3,7 @@ package data
 import (
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/hex"
 	"hash"
 	"os"
 	"os/exec"
@@ -10,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // pyContentHash is the reference algorithm written independently in Python with
@@ -216,3 +219,57 @@ func TestContentHashErrors(t *testing.T) {
 func mkfifo(p string) error { return exec.Command("mkfifo", p).Run() }
 
 func newSHA() hash.Hash { return sha256.New() }
+
+// A file that shrinks while it is hashed from its mapping faults (SIGBUS) on the pages it
+// lost: the hash reports the change instead of crashing the process.
+func TestHashMappedShrunkFileIsAnError(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "shrinks.bin")
+	if err := os.WriteFile(p, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Open(p, unix.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	// As if the file had 8 MiB when it was looked at and 1 MiB now.
+	_, ok, err := hashMapped(sha256.New(), fd, 8<<20)
+	if !ok || err == nil || !strings.Contains(err.Error(), "changed (shrank) while it was hashed") {
+		t.Fatalf("hashMapped of a shrunk file: ok=%v err=%v", ok, err)
+	}
+	// The same file hashed as it is now: the digest of its bytes.
+	n, ok, err := hashMapped(sha256.New(), fd, 1<<20)
+	if !ok || err != nil || n != 1<<20 {
+		t.Fatalf("hashMapped of the file as it is: %d %v %v", n, ok, err)
+	}
+}
+
+// Large files (mapped) and small ones (read) hash to the same digests as a plain read of
+// every byte would give.
+func TestMappedAndReadDigestsAgree(t *testing.T) {
+	dir := t.TempDir()
+	big := make([]byte, 3<<20+17)
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	os.WriteFile(filepath.Join(dir, "big.bin"), big, 0o644)
+	os.WriteFile(filepath.Join(dir, "small.bin"), big[:1000], 0o644)
+	got, err := ContentHash(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := func(rel string, b []byte) []byte {
+		h := sha256.New()
+		h.Write([]byte(rel))
+		h.Write([]byte{0})
+		h.Write(b)
+		return h.Sum(nil)
+	}
+	h := sha256.New()
+	h.Write([]byte("dir:"))
+	h.Write(file("big.bin", big))
+	h.Write(file("small.bin", big[:1000]))
+	if want := hex.EncodeToString(h.Sum(nil)); got != want {
+		t.Errorf("ContentHash = %s, want %s", got, want)
+	}
+}

@@ -22,6 +22,7 @@ func newRunCmd(g *Globals) *cobra.Command {
 		acc, image, python  string
 		capture             []string
 		async, asJSON, spot bool
+		quiet               bool
 		debug               bool
 		debugWait, timeout  time.Duration
 	)
@@ -45,6 +46,7 @@ and return at once; follow it with "kinetic jobs".`,
 	f.BoolVar(&debug, "debug", false, "start debugpy in the job and wait for a debugger before the call (attach with: kinetic jobs debug ID)")
 	f.DurationVar(&debugWait, "debug-wait", 0, "with --debug, how long the job waits for a debugger before it fails (default 10m)")
 	f.DurationVar(&timeout, "timeout", 0, "stop the job after this long (e.g. 30m, 2h); it then fails with reason timeout")
+	f.BoolVarP(&quiet, "quiet", "q", false, "no progress, notices or status lines on stderr (the job's logs and failures still show)")
 	f.BoolVar(&async, "async", false, "submit, print the handle, and return")
 	f.BoolVar(&asJSON, "json", false, "print the result (or the handle with --async) as JSON")
 	vals := keyFlags(cmd)
@@ -74,6 +76,9 @@ and return at once; follow it with "kinetic jobs".`,
 			return err
 		}
 		defer e.Close()
+		if quiet {
+			e.Quiet, e.Bars, e.Notice = true, false, io.Discard
+		}
 		ctx := cmd.Context()
 		j, err := e.Submit(ctx, req)
 		if err != nil {
@@ -86,7 +91,9 @@ and return at once; follow it with "kinetic jobs".`,
 			fmt.Fprintln(cmd.OutOrStdout(), j.Handle.JobID)
 			return nil
 		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: job %s submitted (%s on %s)\n", j.Handle.JobID, j.Handle.Accelerator, j.Handle.Backend)
+		if !quiet {
+			fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: job %s submitted (%s on %s)\n", j.Handle.JobID, j.Handle.Accelerator, j.Handle.Backend)
+		}
 		// Ctrl-C cancels the job this command started (and says so); a second one
 		// leaves at once, the job running, with the commands to re-attach or stop it.
 		setLeaveMessage(leftRunning(j.Handle.JobID))
@@ -104,6 +111,7 @@ and return at once; follow it with "kinetic jobs".`,
 				return err
 			}
 		}
+		e.NoticeWhilePending(ctx, j)
 		logsDone := make(chan error, 1)
 		go func() { logsDone <- j.Logs(ctx, cmd.ErrOrStderr(), true) }()
 		res, err := j.Result(ctx, "")

@@ -35,6 +35,9 @@ type Engine struct {
 	Warn func(string)
 	// Notice receives ready-made notices for a person (dropped requirements, ...).
 	Notice io.Writer
+	// Bars draws progress bars for long work (uploads) on Notice: by default when stderr
+	// is a terminal. Quiet says nothing of progress or notices (kinetic run --quiet).
+	Bars, Quiet bool
 	// LookOnly opens stores without creating them (store.OpenExisting): set by commands
 	// that only look, so a file:// store that does not exist is store.ErrNoStore.
 	LookOnly bool
@@ -92,7 +95,7 @@ func New(o config.Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{opts: o, cfg: cfg, stores: map[string]*store.Store{}, Notice: os.Stderr, Warn: func(s string) { fmt.Fprintln(os.Stderr, "kinetic: warning:", s) }}, nil
+	return &Engine{opts: o, cfg: cfg, stores: map[string]*store.Store{}, Notice: os.Stderr, Bars: stderrIsTerminal(), Warn: func(s string) { fmt.Fprintln(os.Stderr, "kinetic: warning:", s) }}, nil
 }
 
 // Config returns the engine's resolved configuration.

@@ -338,7 +338,10 @@ func (e *Engine) write(ctx context.Context, p *plan) error {
 		if r.Fuse && backend.RunsOnThisMachine(p.handle.Backend) && p.spec.Container == "" {
 			continue // used in place on this machine
 		}
-		if err := data.Upload(ctx, p.st, r, nil); err != nil {
+		update, finish := e.progress(fmt.Sprintf("uploading Data(%q)", r.Source))
+		err := data.Upload(ctx, p.st, r, update)
+		finish(-1)
+		if err != nil {
 			return fmt.Errorf("upload Data(%q): %w", r.Source, err)
 		}
 	}
@@ -572,15 +575,17 @@ func (e *Engine) writeTree(ctx context.Context, p *plan) error {
 	if p.manifest == nil {
 		return nil
 	}
-	uo := pack.UploadOptions{CacheDir: packCache()}
+	update, finish := e.progress("uploading the working directory")
+	uo := pack.UploadOptions{CacheDir: packCache(), Progress: update}
 	{
-		ref, _, err := pack.Upload(ctx, p.st, p.manifest, uo)
+		ref, stats, err := pack.Upload(ctx, p.st, p.manifest, uo)
 		if errors.Is(err, pack.ErrFileChanged) {
 			// A file changed between scan and upload: scan again, once.
 			if p.manifest, err = pack.Scan(ctx, p.manifest.Root, p.packOpts); err == nil {
-				ref, _, err = pack.Upload(ctx, p.st, p.manifest, uo)
+				ref, stats, err = pack.Upload(ctx, p.st, p.manifest, uo)
 			}
 		}
+		finish(stats.UploadedBytes)
 		if err != nil {
 			return fmt.Errorf("upload the working directory: %w", err)
 		}

@@ -181,6 +181,7 @@ func (s *Server) result(c *call, r *protocol.ResultRequest) (*protocol.Result, e
 	}
 	wctx, cancel := withTimeout(c, r.Timeout)
 	defer cancel()
+	s.eng.NoticeWhilePending(wctx, j)
 	state, reason, err := s.waitFor(wctx, c, j, &r.WaitRequest)
 	if err != nil {
 		return nil, timedOut(err, r.Timeout, "job "+j.Handle.JobID+" did not finish", "it keeps running: result() again waits for it, cancel() stops it")

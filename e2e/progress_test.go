@@ -1,0 +1,93 @@
+package e2e
+
+import (
+	"bytes"
+	"crypto/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kinetic-run/kinetic/internal/tmuxtest"
+)
+
+// Long work says so on stderr: a big upload ends with one line in a pipe and a bar then
+// that line on a terminal; a job that waits for a free slot says why after 2 s; --quiet
+// says nothing of either.
+func TestProgressAndPendingNotices(t *testing.T) {
+	e := newEnv(t)
+	big := make([]byte, 24<<20)
+	rand.Read(big)
+	if err := os.WriteFile(filepath.Join(e.dir, "weights.bin"), big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := e.run("run", "--", "true")
+	if r.code != 0 || !strings.Contains(r.stderr, "kinetic: uploading the working directory: 24.0 MiB in") {
+		t.Errorf("a 24 MiB upload in a pipe: %d\n%s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, "\r") {
+		t.Errorf("a bar was drawn into a pipe:\n%q", r.stderr)
+	}
+
+	// On a terminal: a new file makes the upload happen again.
+	rand.Read(big)
+	os.WriteFile(filepath.Join(e.dir, "weights.bin"), big, 0o644)
+	envs := []string{"KINETIC_HOME=" + filepath.Join(e.home, "data"), "KINETIC_PROFILES_FILE=" + filepath.Join(e.home, "profiles.json"), "HOME=" + e.home, "PATH=" + os.Getenv("PATH")}
+	tm := tmuxtest.Start(t, e.dir, envs, e.bin, "run", "--", "true")
+	if code := tm.Exit(60 * time.Second); code != 0 {
+		t.Fatalf("run on a terminal: exit %d\n%s", code, tm.Screen())
+	}
+	if s := tm.Screen(); !strings.Contains(s, "kinetic: uploading the working directory: 24.0 MiB in") {
+		t.Errorf("the terminal after a 24 MiB upload:\n%s", s)
+	}
+
+	// --quiet: neither the upload line nor the submitted line.
+	rand.Read(big)
+	os.WriteFile(filepath.Join(e.dir, "weights.bin"), big, 0o644)
+	if r := e.run("run", "--quiet", "--", "echo", "hi"); r.code != 0 || strings.Contains(r.stderr, "uploading") || strings.Contains(r.stderr, "submitted") || !strings.Contains(r.stderr+r.stdout, "hi") {
+		t.Errorf("run --quiet: %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+
+	// One slot, held by a long job: the next waits, and says why after 2 s.
+	os.Remove(filepath.Join(e.dir, "weights.bin"))
+	one := []string{"KINETIC_LOCAL_SLOTS=1"}
+	hold := e.submitAsyncEnv(t, one, "sleep", "60")
+	e.waitStatus(t, hold, "RUNNING")
+	done := make(chan result, 1)
+	go func() { done <- e.runEnv(one, "run", "--", "echo", "second") }()
+	time.Sleep(5 * time.Second)
+	e.run("jobs", "cancel", hold)
+	r = <-done
+	if r.code != 0 || !strings.Contains(r.stderr, "has not started after 2s: waiting for a free slot: this machine runs 1 jobs at once (the setting local_slots)") {
+		t.Errorf("a job waiting for a slot: %d\n%s", r.code, r.stderr)
+	}
+}
+
+func (e *env) runEnv(extra []string, args ...string) result {
+	e.t.Helper()
+	cmd := exec.Command(e.bin, args...)
+	cmd.Dir = e.dir
+	cmd.Env = append(append(os.Environ(), "KINETIC_HOME="+filepath.Join(e.home, "data"), "KINETIC_PROFILES_FILE="+filepath.Join(e.home, "profiles.json"), "HOME="+e.home), extra...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		e.t.Fatal(err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+func (e *env) submitAsyncEnv(t *testing.T, extra []string, argv ...string) string {
+	t.Helper()
+	r := e.runEnv(extra, append([]string{"run", "--async", "--"}, argv...)...)
+	id := strings.TrimSpace(r.stdout)
+	if r.code != 0 || !strings.HasPrefix(id, "job-") {
+		t.Fatalf("submit %v: %d %q", argv, r.code, r.stderr)
+	}
+	return id
+}

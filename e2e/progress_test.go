@@ -91,3 +91,35 @@ func (e *env) submitAsyncEnv(t *testing.T, extra []string, argv ...string) strin
 	}
 	return id
 }
+
+// BatchHandle.results() shows a bar on a terminal while it waits, and leaves the line
+// clean once the values are in; in a pipe it prints nothing.
+func TestPythonResultsBar(t *testing.T) {
+	py := "/usr/bin/python3"
+	if _, err := os.Stat(py); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	e := newEnv(t)
+	script := "import time, kinetic\n\n@kinetic.run(accelerator='cpu')\ndef slow(i):\n    import time\n    time.sleep(0.3 * (i % 4))\n    return i\n\n" +
+		"b = slow.run_async_map(range(40))\nr = b.results()\nprint('SUM', sum(r))\ntime.sleep(30)\n"
+	os.WriteFile(filepath.Join(e.dir, "mapit.py"), []byte(script), 0o644)
+	envs := []string{"KINETIC_HOME=" + filepath.Join(e.home, "data"), "KINETIC_PROFILES_FILE=" + filepath.Join(e.home, "profiles.json"), "HOME=" + e.home,
+		"PATH=" + os.Getenv("PATH"), "KINETIC_BIN=" + e.bin, "PYTHONPATH=" + filepath.Join(repoRoot(), "python")}
+	tm := tmuxtest.Start(t, e.dir, envs, py, "mapit.py")
+	s := tm.WaitFor("/40 done", 90*time.Second)
+	if !strings.Contains(s, "kinetic: batch grp-") || !strings.Contains(s, "[#") && !strings.Contains(s, "[-") {
+		t.Errorf("no bar while results() waits:\n%s", s)
+	}
+	s = tm.WaitFor("SUM 780", 90*time.Second)
+	if strings.Contains(s, "/40 done") {
+		t.Errorf("the bar was left on the screen:\n%s", s)
+	}
+	// In a pipe: nothing.
+	cmd := exec.Command(py, "-c", strings.Replace(script, "time.sleep(30)\n", "", 1))
+	cmd.Dir = e.dir
+	cmd.Env = append(os.Environ(), envs...)
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.Contains(string(out), "done") || !strings.Contains(string(out), "SUM 780") {
+		t.Errorf("results() in a pipe: %v\n%s", err, out)
+	}
+}

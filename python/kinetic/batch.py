@@ -2,8 +2,10 @@
 collected from any process with ``kinetic.attach_batch``. Submission, retries and
 fail-fast run in the engine; this module reads the batch's state and collects results."""
 
+import os
 import queue
 import struct
+import sys
 import tempfile
 import time
 from typing import Any, Dict, Iterator, List, Optional
@@ -191,7 +193,14 @@ class BatchHandle:
         """Collect every result. Failed positions hold the exception with
         return_exceptions=True; otherwise BatchError is raised if anything failed."""
         start = time.time()
-        order: List[int] = [c["index"] for c in self._watch(timeout)]
+        bar = _Bar("batch %s" % self.group_id, lambda: max(self._total or 0, len(self.jobs or [])))
+        order: List[int] = []
+        try:
+            for c in self._watch(timeout):
+                order.append(c["index"])
+                bar.update(len(order), failed=c.get("status") == "FAILED")
+        finally:
+            bar.close()
         self._refresh(status=False)
         n = len(self.jobs)
         values: List[Any] = [None] * n
@@ -288,3 +297,44 @@ def normalise_input(x, mode):
             return (), dict(x)
         return (x,), {}
     raise ValueError("input_mode must be 'auto', 'single', 'args' or 'kwargs', not %r" % (mode,))
+
+
+class _Bar:
+    """A one-line progress bar on stderr while results() waits, on a terminal only (in a
+    pipe or a log it says nothing). KINETIC_QUIET=1 turns it off."""
+
+    WIDTH = 24
+
+    def __init__(self, what, total):
+        self._what, self._total = what, total
+        self._on = sys.stderr.isatty() and os.environ.get("KINETIC_QUIET", "") in ("", "0")
+        self._last = 0.0
+        self._failed = 0
+        self._drawn = False
+
+    def update(self, done, failed=False):
+        self._failed += bool(failed)
+        if not self._on:
+            return
+        try:
+            self._draw(done)
+        except Exception:  # a bar must never break results()
+            self._on = False
+
+    def _draw(self, done):
+        now = time.time()
+        total = self._total() or done
+        if now - self._last < 0.1 and done < total:
+            return
+        self._last = now
+        fill = int(self.WIDTH * done / max(total, 1))
+        extra = ", %d failed" % self._failed if self._failed else ""
+        sys.stderr.write("\r\x1b[2Kkinetic: %s [%s%s] %d/%d done%s" % (
+            self._what, "#" * fill, "-" * (self.WIDTH - fill), done, total, extra))
+        sys.stderr.flush()
+        self._drawn = True
+
+    def close(self):
+        if self._drawn:
+            sys.stderr.write("\r\x1b[2K")
+            sys.stderr.flush()

@@ -2,6 +2,7 @@
 
 import functools
 import inspect
+import operator
 import os
 import sys
 import tempfile
@@ -87,7 +88,18 @@ class RemoteFunction:
             return self
         return _BoundRemote(self, instance)
 
+    def __reduce__(self):
+        # Pickled into a job (a global of the function that job runs), a decorated
+        # function travels as the plain function, as the API reference says: called
+        # inside the job it runs its body there, and unpickling needs no kinetic (only
+        # the standard library's operator.getitem).
+        return (operator.getitem, ((self._func,), 0))
+
     def __call__(self, *args, **kwargs):
+        if os.environ.get("KINETIC_JOB_ID"):
+            # Inside a job (its module imported there, the decorator run again): the body
+            # runs here, no nested job.
+            return self._func(*args, **kwargs)
         handle = self.run_async(*args, **kwargs)
         if handle.debug:
             # The job waits for a debugger: say where, then wait for the value as usual.

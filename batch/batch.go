@@ -41,10 +41,12 @@ type MapRequest struct {
 	MaxConcurrent int `json:"max_concurrent,omitempty"`
 	// Retries resubmits a failed child as a new attempt, up to this many times.
 	Retries int `json:"retries,omitempty"`
-	// FailFast stops submitting and cancels what runs at the first final failure.
-	FailFast bool              `json:"fail_fast,omitempty"`
-	Name     string            `json:"name,omitempty"`
-	Tags     map[string]string `json:"tags,omitempty"`
+	// FailFast stops submitting at the first final failure and cancels the children
+	// that have not started; with CancelRunningOnFail the running ones too.
+	FailFast            bool              `json:"fail_fast,omitempty"`
+	CancelRunningOnFail bool              `json:"cancel_running_on_fail,omitempty"`
+	Name                string            `json:"name,omitempty"`
+	Tags                map[string]string `json:"tags,omitempty"`
 }
 
 // ReadInputs splits a length-prefixed inputs file.
@@ -141,7 +143,7 @@ func newScheduler(ctx context.Context, e *engine.Engine, req *MapRequest) (*sche
 	if err := b.writeManifest(ctx); err != nil {
 		return nil, err
 	}
-	s := &scheduler{b: b, tmpl: t, inputs: inputs, maxConcurrent: maxConc, retries: req.Retries, failFast: req.FailFast}
+	s := &scheduler{b: b, tmpl: t, inputs: inputs, maxConcurrent: maxConc, retries: req.Retries, failFast: req.FailFast, cancelRunning: req.CancelRunningOnFail}
 	_, s.queued = t.Backend.(backend.Queuer)
 	if gr, ok := t.Backend.(backend.Grouper); ok && len(inputs) > 0 {
 		// One object in the cluster for the whole batch, made before any child.

@@ -25,6 +25,7 @@ type scheduler struct {
 	maxConcurrent int
 	retries       int
 	failFast      bool
+	cancelRunning bool // with failFast: cancel running children too, not only waiting ones
 	// queued: the backend queues children (backend.Queuer) and bounds their concurrency
 	// with its workers. grouped: it runs first attempts as one unit started by Map
 	// (backend.Grouper).
@@ -255,7 +256,9 @@ func (s *scheduler) supervise(ctx context.Context) {
 	}
 }
 
-// cancelChildren cancels every child that is not finished.
+// cancelChildren cancels every child that has not started (PENDING) and, with
+// cancelRunning (cancel_running_on_fail=True), the running ones too: fail-fast stops
+// what has not begun, and by default lets what runs finish.
 func (s *scheduler) cancelChildren(ctx context.Context) {
 	b := s.b
 	b.mu.Lock()
@@ -271,6 +274,11 @@ func (s *scheduler) cancelChildren(ctx context.Context) {
 	for _, id := range ids {
 		g.Go(func() error {
 			if j, err := b.e.Attach(gctx, id, b.st.URL()); err == nil {
+				if !s.cancelRunning {
+					if state, _, err := j.Status(gctx); err != nil || state != job.Pending {
+						return nil
+					}
+				}
 				j.Cancel(gctx)
 			}
 			return nil

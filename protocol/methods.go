@@ -307,13 +307,16 @@ type CleanupRequest struct {
 // Template is a submit request whose payload is the pickled function alone; InputsPath
 // is a file of length-prefixed (8-byte big-endian) pickles of (args, kwargs).
 type MapRequest struct {
-	Template      SubmitRequest     `json:"template"`
-	InputsPath    string            `json:"inputs_path,omitempty"`
-	MaxConcurrent int               `json:"max_concurrent,omitempty"`
-	Retries       int               `json:"retries,omitempty"`
-	FailFast      bool              `json:"fail_fast,omitempty"`
-	Name          string            `json:"name,omitempty"`
-	Tags          map[string]string `json:"tags,omitempty"`
+	Template      SubmitRequest `json:"template"`
+	InputsPath    string        `json:"inputs_path,omitempty"`
+	MaxConcurrent int           `json:"max_concurrent,omitempty"`
+	Retries       int           `json:"retries,omitempty"`
+	FailFast      bool          `json:"fail_fast,omitempty"`
+	// CancelRunningOnFail, with FailFast, cancels the children already running too
+	// (otherwise they finish; the ones not started are cancelled).
+	CancelRunningOnFail bool              `json:"cancel_running_on_fail,omitempty"`
+	Name                string            `json:"name,omitempty"`
+	Tags                map[string]string `json:"tags,omitempty"`
 }
 
 // MapResponse names the batch at once; submission goes on in the server.

@@ -40,7 +40,7 @@ func submitRequest(p *protocol.SubmitRequest) *engine.SubmitRequest {
 
 func mapRequest(p *protocol.MapRequest) *batch.MapRequest {
 	return &batch.MapRequest{Template: *submitRequest(&p.Template), InputsPath: p.InputsPath,
-		MaxConcurrent: p.MaxConcurrent, Retries: p.Retries, FailFast: p.FailFast, Name: p.Name, Tags: p.Tags}
+		MaxConcurrent: p.MaxConcurrent, Retries: p.Retries, FailFast: p.FailFast, CancelRunningOnFail: p.CancelRunningOnFail, Name: p.Name, Tags: p.Tags}
 }
 
 func handleOf(h *job.Handle) *protocol.Handle {

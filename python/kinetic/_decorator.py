@@ -6,12 +6,13 @@ import operator
 import os
 import sys
 import tempfile
+import warnings
 from typing import Any, Dict, List, Optional
 
 from ._engine import engine
 from .exceptions import KineticError
 from .batch import BatchHandle
-from .data import extract as extract_data
+from .data import Data, extract as extract_data
 from .jobs import JobHandle
 
 _roots = {}
@@ -158,11 +159,16 @@ class RemoteFunction:
         return req
 
     def run_async_map(self, inputs, input_mode: str = "auto", max_concurrent: int = 64, retries: int = 0,
-                      fail_fast: bool = False, name: Optional[str] = None,
-                      tags: Optional[Dict[str, str]] = None) -> BatchHandle:
+                      fail_fast: bool = False, cancel_running_on_fail: bool = False, name: Optional[str] = None,
+                      tags: Optional[Dict[str, str]] = None, project: Optional[str] = None,
+                      cluster: Optional[str] = None) -> BatchHandle:
         """Fan the function out over inputs, one job per input; returns a BatchHandle at
         once while the engine goes on submitting. An input that cannot be submitted is
-        recorded at its index (jobs[i] is None, submission_failures[i] holds the error)."""
+        recorded at its index (jobs[i] is None, submission_failures[i] holds the error).
+
+        With ``fail_fast`` the first input that fails for good stops submission and
+        cancels the inputs not started; ``cancel_running_on_fail=True`` cancels the
+        running ones too. ``project`` and ``cluster`` override the decorator's."""
         import cloudpickle
         from .batch import _frame, normalise_input
 
@@ -191,8 +197,12 @@ class RemoteFunction:
         try:
             tmpl = self._request(fpath, source)
             tmpl["data"] = data
+            for key, value in (("project", project), ("cluster", cluster)):
+                if value:
+                    tmpl["config"][key] = value
             req = {"template": tmpl, "inputs_path": ipath,
                    "max_concurrent": int(max_concurrent), "retries": int(retries), "fail_fast": bool(fail_fast),
+                   "cancel_running_on_fail": bool(cancel_running_on_fail),
                    "name": name or "", "tags": dict(tags or {})}
             res = engine().call("map", req)
         finally:
@@ -246,6 +256,16 @@ def run(accelerator: str = "tpu-v5e-1", container_image: Optional[str] = None,
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
         raise ValueError("kinetic.run(timeout=%r): give the call's time limit in seconds, a positive number "
                          "(e.g. timeout=3600), or leave it out" % (timeout,))
+    for mount, d in (volumes or {}).items():
+        if not isinstance(mount, str) or not mount.startswith("/"):
+            raise ValueError("kinetic.run(volumes=...): the key %r is not an absolute path; give where the data "
+                             "appears in the job, e.g. {\"/data\": Data(\"./dataset/\")}" % (mount,))
+        if not isinstance(d, Data):
+            raise TypeError("kinetic.run(volumes=...): the value for %r is a %s, not a kinetic.Data; wrap it: "
+                            "Data(%r)" % (mount, type(d).__name__, d))
+    if debug and spot:
+        warnings.warn("kinetic.run(debug=True, spot=True): a spot node may be taken back while you debug, "
+                      "which ends the session; debug on on-demand capacity", stacklevel=2)
     options = dict(accelerator=accelerator, container_image=container_image, base_image_repo=base_image_repo,
                    zone=zone, project=project, capture_env_vars=list(capture_env_vars or []), cluster=cluster,
                    backend=backend, namespace=namespace, spot=spot, output_dir=output_dir, debug=debug,
@@ -257,6 +277,10 @@ def run(accelerator: str = "tpu-v5e-1", container_image: Optional[str] = None,
                             "or decorate a module-level function" % type(func).__name__)
         if not callable(func):
             raise TypeError("kinetic.run decorates functions, not %r" % (func,))
+        if hasattr(func, "cache_info") and hasattr(func, "cache_clear") and hasattr(func, "__wrapped__"):
+            raise TypeError("kinetic.run cannot decorate a functools.lru_cache-wrapped function (%s): its cache "
+                            "would not travel to the job; decorate the plain function, and cache inside it or "
+                            "around the call" % getattr(func, "__qualname__", func))
         return RemoteFunction(func, options)
 
     return decorate

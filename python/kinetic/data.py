@@ -1,5 +1,6 @@
 """kinetic.Data: data that must be on the worker, seen by the function as a plain path."""
 
+import errno
 import os
 from typing import Any, Dict, List, Tuple
 
@@ -19,6 +20,17 @@ class Data:
     def __init__(self, path: str, fuse: bool = False, hf_trust_remote_code: bool = False):
         if not isinstance(path, str) or not path:
             raise TypeError("Data(path): path must be a non-empty string, got %r" % (path,))
+        if path.startswith("hf://") and fuse:
+            raise ValueError("Data(%r, fuse=True): a Hugging Face dataset is downloaded, it cannot be mounted "
+                             "with GCS FUSE; leave fuse out" % (path,))
+        if not (path.startswith("gs://") or path.startswith("hf://")):
+            if "://" in path:
+                raise ValueError("Data(%r): a local path, gs://bucket/prefix or hf://repo is expected" % (path,))
+            # A local path: resolved now (the path property is absolute), and it must exist.
+            path = os.path.abspath(os.path.expanduser(path))
+            if not os.path.exists(path):
+                raise FileNotFoundError(errno.ENOENT, "Data(path): no such file or directory; give an existing "
+                                        "local file or directory, a gs:// URI or an hf:// dataset", path)
         self._path = path
         self._fuse = bool(fuse)
         self._hf_trust_remote_code = bool(hf_trust_remote_code)

@@ -314,7 +314,7 @@ def test_retries_recover_an_input_that_fails_once(store_dir, tmp_path):
 # 6 -------------------------------------------------------------------------------------
 def test_fail_fast_stops_submission_and_cancels_running(store_dir):
     t = time.time()
-    b = fail_or_nap.run_async_map(range(40), fail_fast=True, max_concurrent=2)
+    b = fail_or_nap.run_async_map(range(40), fail_fast=True, cancel_running_on_fail=True, max_concurrent=2)
     out = b.results(return_exceptions=True, timeout=60)
     assert time.time() - t < 30
     assert isinstance(out[0], KeyError)
@@ -426,3 +426,32 @@ def test_submitter_exiting_normally_does_not_cut_the_batch_short(run_script):
     gid = p.stdout.strip().splitlines()[-1]
     b = kinetic.attach_batch(gid, poll_interval=0.2)
     assert b.results(timeout=120) == [3 * x for x in range(150)]
+
+
+@kinetic.run(accelerator="cpu")
+def fail_late_or_finish(x):
+    import time
+    if x == 0:
+        time.sleep(1.5)
+        raise KeyError("fail fast")
+    time.sleep(4 if x == 1 else 3)
+    return x
+
+
+def test_fail_fast_lets_running_children_finish_by_default(store_dir):
+    """fail_fast=True, cancel_running_on_fail=False (the reference's default): the inputs
+    not started are cancelled, the ones running finish."""
+    b = fail_late_or_finish.run_async_map(range(8), fail_fast=True, max_concurrent=2)
+    out = b.results(return_exceptions=True, timeout=90)
+    assert isinstance(out[0], KeyError), out[0]
+    assert out[1] == 1, out[1]  # it was running: it finished
+    # The ones waiting were cancelled; one may have taken the slot input 0 freed before
+    # the failure was seen, and then runs to its end like any running input.
+    cancelled = [i for i in range(2, 8) if isinstance(out[i], Exception) or b.jobs[i] is None]
+    assert len(cancelled) >= 5, out
+    b.cleanup()
+
+
+def test_run_async_map_takes_project_and_cluster():
+    b = ident.run_async_map([1, 2], project="some-project", cluster="some-cluster")
+    assert sorted(b.results(timeout=60)) == [1, 2]

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -18,6 +19,18 @@ import (
 )
 
 func main() {
+	// KINETIC_LOG_LEVEL (debug, info, warn, error) turns on the engine's own log/slog
+	// records on stderr: the listing index, retries. Default: warnings and errors only.
+	if lvl := os.Getenv("KINETIC_LOG_LEVEL"); lvl != "" {
+		var l slog.Level
+		if err := l.UnmarshalText([]byte(lvl)); err != nil {
+			fmt.Fprintf(os.Stderr, "kinetic: warning: KINETIC_LOG_LEVEL=%q: want debug, info, warn or error\n", lvl)
+		} else {
+			slog.SetLogLoggerLevel(l)
+		}
+	} else {
+		slog.SetLogLoggerLevel(slog.LevelWarn)
+	}
 	// The signal is the context's cause: a runner in a pod tells a SIGTERM from the
 	// kubelet (pod deleted, evicted, preempted) in the job's failure.
 	ctx, cancel := context.WithCancelCause(context.Background())

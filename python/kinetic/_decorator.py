@@ -43,6 +43,27 @@ def _modules_under(root):
     return out
 
 
+def _payload_warn_mb():
+    raw = os.environ.get("KINETIC_PAYLOAD_SIZE_WARN_MB", "")
+    try:
+        return float(raw) if raw else 50.0
+    except ValueError:
+        warnings.warn("KINETIC_PAYLOAD_SIZE_WARN_MB=%r is not a number of MiB; using 50" % raw)
+        return 50.0
+
+
+def _warn_if_large(payload, func):
+    """A pickled call over KINETIC_PAYLOAD_SIZE_WARN_MB (default 50 MiB; 0: never) is
+    said once: big arguments travel with every call, Data(...) travels once."""
+    limit = _payload_warn_mb()
+    if limit > 0 and len(payload) > limit * (1 << 20):
+        warnings.warn("kinetic: the pickled call of %s is %.0f MiB (over KINETIC_PAYLOAD_SIZE_WARN_MB=%g): "
+                      "it is uploaded with every call; pass large data as kinetic.Data(path) (uploaded once "
+                      "per content) or read it inside the function" % (
+                          getattr(func, "__qualname__", "the function"), len(payload) / (1 << 20), limit),
+                      stacklevel=4)
+
+
 def _pickle_call(func, args, kwargs, root, func_only=False):
     try:
         import cloudpickle
@@ -58,7 +79,9 @@ def _pickle_call(func, args, kwargs, root, func_only=False):
         except (ValueError, AttributeError):
             pass
     try:
-        return cloudpickle.dumps(func if func_only else (func, args, kwargs))
+        payload = cloudpickle.dumps(func if func_only else (func, args, kwargs))
+        _warn_if_large(payload, func)
+        return payload
     except Exception as e:
         name = getattr(func, "__qualname__", repr(func))
         raise TypeError(
@@ -101,6 +124,10 @@ class RemoteFunction:
             # Inside a job (its module imported there, the decorator run again): the body
             # runs here, no nested job.
             return self._func(*args, **kwargs)
+        if self._options.get("debug") and not sys.stdin.isatty() and os.environ.get("KINETIC_NO_TTY_DEBUG", "") in ("", "0"):
+            raise RuntimeError("kinetic.run(debug=True) in a blocking call waits for you to attach a debugger, "
+                               "and there is no terminal here: use f.run_async(...) and attach from elsewhere "
+                               "(`kinetic jobs debug JOB_ID`), or set KINETIC_NO_TTY_DEBUG=1 to wait anyway")
         handle = self.run_async(*args, **kwargs)
         if handle.debug:
             # The job waits for a debugger: say where, then wait for the value as usual.

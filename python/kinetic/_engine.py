@@ -6,6 +6,7 @@ import atexit
 import io
 import itertools
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -15,6 +16,20 @@ import threading
 from .exceptions import JobNotFoundError, KineticError
 
 PROTOCOL = 1
+
+# KINETIC_LOG_LEVEL (DEBUG, INFO, WARNING, ...) sets the SDK's logger ("kinetic": every
+# engine request at DEBUG) and, inherited, the engine's own.
+_log = logging.getLogger("kinetic")
+if os.environ.get("KINETIC_LOG_LEVEL"):
+    try:
+        _log.setLevel(os.environ["KINETIC_LOG_LEVEL"].upper())
+        if not _log.handlers:
+            _h = logging.StreamHandler()
+            _h.setFormatter(logging.Formatter("kinetic: %(levelname)s: %(message)s"))
+            _log.addHandler(_h)
+    except ValueError:
+        sys.stderr.write("kinetic: warning: KINETIC_LOG_LEVEL=%r: want DEBUG, INFO, WARNING or ERROR\n"
+                         % os.environ["KINETIC_LOG_LEVEL"])
 
 
 def find_binary():
@@ -125,6 +140,7 @@ class Engine:
         with self._plock:
             self._pending[rid] = p
         line = json.dumps({"id": rid, "method": method, "params": params or {}}) + "\n"
+        _log.debug("engine request %d: %s", rid, method)
         try:
             with self._wlock:
                 self._proc.stdin.write(line.encode())

@@ -123,9 +123,26 @@ def test_spot_reaches_the_handle():
     assert h.result(timeout=60) == 2
 
 
-def test_sync_debug_call_prints_the_configuration_and_returns(capfd):
+def test_sync_debug_call_without_a_terminal_is_refused(monkeypatch):
+    """debug=True in a blocking call needs a terminal to attach from; KINETIC_NO_TTY_DEBUG
+    overrides (the next test)."""
+    monkeypatch.delenv("KINETIC_NO_TTY_DEBUG", raising=False)
+
+    @kinetic.run(accelerator="cpu", debug=True, debug_wait=5)
+    def nope():
+        return 1
+
+    before = len(kinetic.list_jobs())
+    with pytest.raises(RuntimeError, match="KINETIC_NO_TTY_DEBUG=1"):
+        nope()
+    assert len(kinetic.list_jobs()) == before  # nothing was submitted
+
+
+def test_sync_debug_call_prints_the_configuration_and_returns(capfd, monkeypatch):
     import threading
     import time
+
+    monkeypatch.setenv("KINETIC_NO_TTY_DEBUG", "1")  # pytest has no terminal on stdin
 
     @kinetic.run(accelerator="cpu", debug=True, debug_wait=120)
     def square(x):

@@ -43,3 +43,16 @@ def test_data_checks_at_construction(tmp_path, monkeypatch):
     (tmp_path / "ds").mkdir()
     assert kinetic.Data("./ds/").path == str(tmp_path / "ds")
     assert kinetic.Data("gs://bucket/prefix/").path == "gs://bucket/prefix/"
+
+
+def test_large_payload_warns(monkeypatch):
+    monkeypatch.setenv("KINETIC_PAYLOAD_SIZE_WARN_MB", "1")
+
+    @kinetic.run(accelerator="cpu")
+    def size(blob):
+        return len(blob)
+
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert size(b"x" * (2 << 20)) == 2 << 20
+    assert any("KINETIC_PAYLOAD_SIZE_WARN_MB=1" in str(x.message) for x in w), [str(x.message) for x in w]

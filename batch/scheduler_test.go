@@ -31,6 +31,7 @@ func TestScheduler(t *testing.T) {
 		maxConcurrent int
 		retries       int
 		failFast      bool
+		cancelRunning bool
 		outcome       func(index, attempt int) outcome
 		// onSubmit runs in the backend's submission call of (index, attempt).
 		onSubmit func(c ctl, index, attempt int) error
@@ -107,7 +108,7 @@ func TestScheduler(t *testing.T) {
 			wantStates:      []job.State{job.Succeeded, job.Failed, job.Succeeded},
 		},
 		"fail_fast: submission stops and running children are cancelled": {
-			n: 5, maxConcurrent: 3, failFast: true,
+			n: 5, maxConcurrent: 3, failFast: true, cancelRunning: true,
 			outcome: func(i, a int) outcome {
 				if i == 1 {
 					return fail("boom")
@@ -122,8 +123,21 @@ func TestScheduler(t *testing.T) {
 			wantErrors:      []string{"", "", "", "not submitted: the batch was stopped (fail_fast)", "not submitted: the batch was stopped (fail_fast)"},
 			wantStopped:     "fail_fast",
 		},
-		"fail_fast after submission: what still runs is cancelled": {
+		"fail_fast without cancel_running_on_fail: running children finish": {
 			n: 3, maxConcurrent: 8, failFast: true,
+			outcome: func(i, a int) outcome {
+				if i == 2 {
+					return outcome{reads: 1, reason: "boom"}
+				}
+				return outcome{reads: 3}
+			},
+			wantCalls:       []string{"submit 0/0", "submit 1/0", "submit 2/0"},
+			wantMaxInFlight: 3,
+			wantAttempts:    []int{1, 1, 1},
+			wantStates:      []job.State{job.Succeeded, job.Succeeded, job.Failed},
+		},
+		"fail_fast after submission: what still runs is cancelled": {
+			n: 3, maxConcurrent: 8, failFast: true, cancelRunning: true,
 			outcome: func(i, a int) outcome {
 				if i == 2 {
 					return outcome{reads: 1, reason: "boom"}
@@ -184,7 +198,7 @@ func TestScheduler(t *testing.T) {
 			}
 			e := newTestEngine(t, be)
 			req := mapRequest(tc.n)
-			req.MaxConcurrent, req.Retries, req.FailFast = tc.maxConcurrent, tc.retries, tc.failFast
+			req.MaxConcurrent, req.Retries, req.FailFast, req.CancelRunningOnFail = tc.maxConcurrent, tc.retries, tc.failFast, tc.cancelRunning
 			b, err := Map(ctx, e, req)
 			if err != nil {
 				t.Fatal(err)

@@ -123,7 +123,19 @@ const ListError job.State = "ERROR"
 
 // List returns the jobs in the configured store (or storeURL), newest first.
 func (e *Engine) List(ctx context.Context, storeURL string) ([]Listed, error) {
-	rows, _, err := e.listing(ctx, storeURL, true, false)
+	rows, _, err := e.listing(ctx, e.cfg, storeURL, true, false)
+	return rows, err
+}
+
+// ListIn is List with per-call configuration (list_jobs(project=, zone=, cluster=,
+// namespace=, store=)): argument > KINETIC_* > profile > default, as for a submission, so
+// a cluster backend lists the cluster and namespace they name.
+func (e *Engine) ListIn(ctx context.Context, args map[config.Key]string) ([]Listed, error) {
+	cfg, err := e.resolve(args)
+	if err != nil {
+		return nil, err
+	}
+	rows, _, err := e.listing(ctx, cfg, cfg.Get(config.Store), true, false)
 	return rows, err
 }
 
@@ -131,16 +143,16 @@ func (e *Engine) List(ctx context.Context, storeURL string) ([]Listed, error) {
 // (or storeURL), each newest first: what `kinetic jobs list` shows, with one read of the
 // listing index for both.
 func (e *Engine) Listing(ctx context.Context, storeURL string) ([]Listed, []*job.Tombstone, error) {
-	return e.listing(ctx, storeURL, true, true)
+	return e.listing(ctx, e.cfg, storeURL, true, true)
 }
 
 // listing lists jobs and/or tombstones through the listing index (listindex.go): rows
 // of final jobs and tombstones come from it, everything else from the store, and the
 // index is rewritten when the listing found something it lacked or it holds rows of
 // jobs that are gone. A part not listed is carried over unchanged.
-func (e *Engine) listing(ctx context.Context, storeURL string, jobs, tombs bool) ([]Listed, []*job.Tombstone, error) {
+func (e *Engine) listing(ctx context.Context, cfg *config.Resolved, storeURL string, jobs, tombs bool) ([]Listed, []*job.Tombstone, error) {
 	if storeURL == "" {
-		storeURL = e.cfg.Get(config.Store)
+		storeURL = cfg.Get(config.Store)
 	}
 	st, err := e.Store(ctx, storeURL)
 	if errors.Is(err, store.ErrNoStore) {
@@ -153,7 +165,7 @@ func (e *Engine) listing(ctx context.Context, storeURL string, jobs, tombs bool)
 	seenJobs, seenTombs := idx.Jobs, idx.Tombstones
 	var rows []Listed
 	if jobs {
-		if rows, seenJobs, err = e.listJobs(ctx, st, storeURL, idx); err != nil {
+		if rows, seenJobs, err = e.listJobs(ctx, cfg, st, storeURL, idx); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -169,8 +181,8 @@ func (e *Engine) listing(ctx context.Context, storeURL string, jobs, tombs bool)
 
 // listJobs lists the jobs, a final one from the index when it is there; it returns the
 // rows and the final ones to index.
-func (e *Engine) listJobs(ctx context.Context, st *store.Store, storeURL string, idx *listIndex) ([]Listed, map[string]indexedJob, error) {
-	ids, err := e.listIDs(ctx, st)
+func (e *Engine) listJobs(ctx context.Context, cfg *config.Resolved, st *store.Store, storeURL string, idx *listIndex) ([]Listed, map[string]indexedJob, error) {
+	ids, err := e.listIDs(ctx, cfg, st)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -233,10 +245,12 @@ func (e *Engine) listJobs(ctx context.Context, st *store.Store, storeURL string,
 
 // listIDs lists the jobs of the configured backend when it can list by itself (the
 // Kubernetes backends, by label: the API reference's list_jobs), else the jobs in the store.
-func (e *Engine) listIDs(ctx context.Context, st *store.Store) ([]string, error) {
-	name := e.cfg.Get(config.Backend)
+func (e *Engine) listIDs(ctx context.Context, cfg *config.Resolved, st *store.Store) ([]string, error) {
+	name := cfg.Get(config.Backend)
 	if name != "" && !backend.RunsOnThisMachine(name) {
-		be, err := e.backendFor(&job.Handle{Backend: name, Namespace: e.cfg.Get(config.Namespace)}, st)
+		where := &job.Handle{Backend: name, Namespace: cfg.Get(config.Namespace), Project: cfg.Get(config.Project),
+			Zone: cfg.Get(config.Zone), ClusterName: cfg.Get(config.Cluster), KubeContext: cfg.Get(config.KubeContext)}
+		be, err := e.backendFor(where, st)
 		if err != nil {
 			return nil, err
 		}

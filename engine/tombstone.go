@@ -71,7 +71,7 @@ func (e *Engine) RemoveTombstone(ctx context.Context, id, storeURL string) error
 // job first. A tombstone that cannot be read is skipped: it stands for a job already
 // gone.
 func (e *Engine) Tombstones(ctx context.Context, storeURL string) ([]*job.Tombstone, error) {
-	_, ts, err := e.listing(ctx, storeURL, false, true)
+	_, ts, err := e.listing(ctx, e.cfg, storeURL, false, true)
 	return ts, err
 }
 

@@ -404,6 +404,9 @@ type DataHashResponse struct {
 // first; the response is a list of ListedJob.
 type ListRequest struct {
 	Store string `json:"store,omitempty"`
+	// Config are per-call configuration values (project, zone, cluster, namespace), by
+	// configuration key: list_jobs(project=, zone=, cluster=, namespace=).
+	Config map[string]string `json:"config,omitempty"`
 }
 
 // ListedJob is one row of list.

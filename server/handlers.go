@@ -15,6 +15,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/batch"
 	"github.com/kinetic-run/kinetic/batch/layout"
+	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/data"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
@@ -421,7 +422,14 @@ func (s *Server) dataHash(_ *call, r *protocol.DataHashRequest) (*protocol.DataH
 }
 
 func (s *Server) list(c *call, r *protocol.ListRequest) ([]protocol.ListedJob, error) {
-	rows, err := s.eng.List(c, r.Store)
+	args := map[config.Key]string{}
+	for k, v := range r.Config {
+		args[config.Key(k)] = v
+	}
+	if r.Store != "" {
+		args[config.Store] = r.Store
+	}
+	rows, err := s.eng.ListIn(c, args)
 	if err != nil {
 		return nil, err
 	}

@@ -339,6 +339,17 @@ func TestLifecycle(t *testing.T) {
 	if err != nil || !strings.Contains(out, id) {
 		t.Errorf("jobs list: %v\n%s\n%s", err, out, errOut)
 	}
+	// ... in its namespace only: --namespace (CLI) and list_jobs(namespace=) (SDK) list the
+	// namespace they name (the argument beats KINETIC_NAMESPACE and the profile).
+	if out, errOut, err := kinetic(t, st, nil, "jobs", "list", "--json", "--namespace", "kinetic-elsewhere"); err != nil || strings.Contains(out, id) {
+		t.Errorf("jobs list --namespace kinetic-elsewhere: %v (lists %s: %v)\n%s", err, id, strings.Contains(out, id), errOut)
+	}
+	sdkOut, sdkErr, err := python(t, st, nil, "import kinetic\n"+
+		"print(sorted(j.job_id for j in kinetic.list_jobs(namespace='kinetic-elsewhere')))\n"+
+		"print(sorted(j.job_id for j in kinetic.list_jobs(namespace='default')))\n")
+	if lines := strings.Split(strings.TrimSpace(sdkOut), "\n"); err != nil || len(lines) != 2 || strings.Contains(lines[0], id) || !strings.Contains(lines[1], id) {
+		t.Errorf("list_jobs(namespace=): %v\n%s\n%s", err, sdkOut, sdkErr)
+	}
 	// cancel a long job.
 	long := submitCmd(t, st, nil, "sh", "-c", "sleep 600")
 	waitStatus(t, st, long, 90*time.Second, "RUNNING")

@@ -227,7 +227,9 @@ def attach(job_id: str, project: Optional[str] = None, cluster: Optional[str] = 
 def list_jobs(project: Optional[str] = None, zone: Optional[str] = None, cluster: Optional[str] = None,
               namespace: Optional[str] = None, store: Optional[str] = None):
     """Handles of the jobs the backend knows, newest first."""
-    rows = engine().call("list", {"store": store or ""})
+    config = {k: v for k, v in (("project", project), ("zone", zone), ("cluster", cluster),
+                                ("namespace", namespace)) if v}
+    rows = engine().call("list", {"store": store or "", "config": config})
     out = []
     for r in rows:
         if r.get("status") == "ERROR":  # a job the store holds but that cannot be read

@@ -2,6 +2,7 @@ package kubernetes_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"context"
 	"io"
 	"net/http"
@@ -86,4 +87,28 @@ func TestDashboardClusterPage(t *testing.T) {
 	if t.Failed() {
 		t.Logf("page:\n%s", page)
 	}
+
+	// kinetic accelerators --live: the same facts on the command line.
+	live, errOut, err := kinetic(t, st, []string{"KINETIC_CLUSTER_TYPE=gke", "KINETIC_KUBE_CONTEXT=kinetic-test"}, "accelerators", "--live", "--json")
+	if err != nil {
+		t.Fatalf("accelerators --live: %v\n%s", err, errOut)
+	}
+	var rows []struct {
+		Name        string
+		Nodes, Free int
+	}
+	if err := json.Unmarshal([]byte(live), &rows); err != nil {
+		t.Fatalf("accelerators --live --json: %v\n%s", err, live)
+	}
+	found := false
+	for _, r := range rows {
+		if r.Name == "gpu-l4" {
+			found = r.Nodes == 2 && r.Free == 8
+		}
+	}
+	if !found {
+		t.Errorf("accelerators --live: want gpu-l4 on 2 nodes with 8 free devices:\n%s", live)
+	}
+	table, _, _ := kinetic(t, st, []string{"KINETIC_CLUSTER_TYPE=gke", "KINETIC_KUBE_CONTEXT=kinetic-test"}, "accelerators", "--live")
+	t.Logf("kinetic accelerators --live:\n%s", table)
 }

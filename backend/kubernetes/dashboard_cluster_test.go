@@ -2,8 +2,8 @@ package kubernetes_test
 
 import (
 	"bufio"
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os/exec"

@@ -35,8 +35,17 @@ func newProfileCreateCmd() *cobra.Command {
 	vals := keyFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		name, p := args[0], config.Profile{}
-		for k, v := range keyFlagArgs(vals) {
+		given := keyFlagArgs(vals)
+		for k, v := range given {
 			p[string(k)] = v
+		}
+		if len(given) == 0 && isTerminal(cmd.InOrStdin()) {
+			// Nothing given on a terminal: ask, with the defaults shown.
+			asked, err := askProfile(newPrompter(cmd.InOrStdin(), cmd.ErrOrStderr()))
+			if err != nil {
+				return err
+			}
+			p = asked
 		}
 		var activated bool
 		err := config.Update(config.ProfilesPath(nil), func(f *config.File) error {
@@ -251,3 +260,49 @@ func profileCell(s string) string {
 }
 
 func keyHeader(k config.Key) string { return strings.ToUpper(keyFlagName(k)) }
+
+// askProfile asks for a new profile's main settings; an empty answer keeps the default
+// (and leaves the key out, so the default keeps applying).
+func askProfile(pr *prompter) (config.Profile, error) {
+	p := config.Profile{}
+	backends := config.Backends()
+	def := 0
+	for i, b := range backends {
+		if b == config.DefaultBackend {
+			def = i
+		}
+	}
+	i, err := pr.choose("backend: where jobs run", backends, def)
+	if err != nil {
+		return nil, err
+	}
+	if backends[i] != config.DefaultBackend {
+		p[string(config.Backend)] = backends[i]
+	}
+	questions := []struct {
+		key config.Key
+		q   string
+	}{{config.Store, "store URL (file:// path, gs://bucket, s3://bucket)"}}
+	if backends[i] != config.DefaultBackend {
+		questions = append([]struct {
+			key config.Key
+			q   string
+		}{
+			{config.Project, "Google Cloud project (empty: none)"},
+			{config.Zone, "zone"},
+			{config.Cluster, "cluster"},
+			{config.Namespace, "namespace"},
+		}, questions...)
+	}
+	for _, q := range questions {
+		defVal := config.Default(q.key)
+		a, err := pr.askOptional(q.q, defVal)
+		if err != nil {
+			return nil, err
+		}
+		if a != "" && a != defVal {
+			p[string(q.key)] = a
+		}
+	}
+	return p, nil
+}

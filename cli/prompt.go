@@ -86,3 +86,20 @@ func (p *prompter) choose(q string, options []string, def int) (int, error) {
 		fmt.Fprintf(p.out, "  (a number from 1 to %d)\n", len(options))
 	}
 }
+
+// askOptional asks for a value that may stay empty: def (or "") when the answer is.
+func (p *prompter) askOptional(q, def string) (string, error) {
+	if def != "" {
+		fmt.Fprintf(p.out, "%s [%s]: ", q, def)
+	} else {
+		fmt.Fprintf(p.out, "%s: ", q)
+	}
+	a, err := p.line()
+	if err != nil {
+		return "", err
+	}
+	if a == "" {
+		return def, nil
+	}
+	return a, nil
+}

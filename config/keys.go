@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -179,4 +180,15 @@ func (k Key) Help() string {
 		return ki.help + ": " + strings.Join(ki.choices(), ", ")
 	}
 	return ki.help
+}
+
+// Default is k's value when nothing sets it (the environment's fallbacks included), ""
+// when it has none: what a prompt offers.
+func Default(k Key) string {
+	info, ok := lookup(k)
+	if !ok || info.fallback == nil {
+		return ""
+	}
+	v, _ := info.fallback(os.Getenv)
+	return v
 }

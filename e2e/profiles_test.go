@@ -6,8 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/kinetic-run/kinetic/internal/tmuxtest"
 )
 
 // TestProfilesNameClusters: two profiles for two clusters, each with its own store.
@@ -91,5 +95,53 @@ func TestKineticHomeAndLookOnlyCommands(t *testing.T) {
 		if list && err != nil || !list && (err == nil || !strings.Contains(string(out), "does not exist")) {
 			t.Errorf("kinetic %s on a store that does not exist: %v\n%s", strings.Join(args, " "), err, out)
 		}
+	}
+}
+
+// profile create with no settings on a terminal asks for them, defaults shown; what is
+// left at its default is not written (the default keeps applying).
+func TestProfileCreatePrompts(t *testing.T) {
+	e := newEnv(t)
+	pf := filepath.Join(e.home, "profiles.json")
+	envs := []string{"KINETIC_HOME=" + filepath.Join(e.home, "data"), "KINETIC_PROFILES_FILE=" + pf, "HOME=" + e.home, "PATH=" + os.Getenv("PATH")}
+	tm := tmuxtest.Start(t, e.dir, envs, e.bin, "profile", "create", "team")
+	s := tm.WaitFor("choice [", 30*time.Second)
+	m := regexp.MustCompile(`(?m)^\s*(\d+)\) k8s$`).FindStringSubmatch(s)
+	if m == nil {
+		t.Fatalf("no k8s in the backend choice:\n%s", s)
+	}
+	tm.Type(m[1])
+	tm.WaitFor("Google Cloud project", 10*time.Second)
+	tm.Type("proj-1")
+	tm.WaitFor("zone [us-central1-a]", 10*time.Second)
+	tm.Type("")
+	tm.WaitFor("cluster [kinetic-cluster]", 10*time.Second)
+	tm.Type("gpu-eu")
+	tm.WaitFor("namespace [default]", 10*time.Second)
+	tm.Type("ml")
+	tm.WaitFor("store URL", 10*time.Second)
+	tm.Type("")
+	if code := tm.Exit(20 * time.Second); code != 0 {
+		t.Fatalf("profile create: exit %d\n%s", code, tm.Screen())
+	}
+	b, err := os.ReadFile(pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Profiles map[string]map[string]string `json:"profiles"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	got := f.Profiles["team"]
+	want := map[string]string{"backend": "k8s", "project": "proj-1", "cluster": "gpu-eu", "namespace": "ml"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("profile team %s = %q, want %q (%v)", k, got[k], v, got)
+		}
+	}
+	if got["zone"] != "" {
+		t.Errorf("the default zone was written: %v", got)
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kinetic-run/kinetic/batch/layout"
+	"github.com/kinetic-run/kinetic/batch"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
@@ -253,17 +253,12 @@ tombstone says it succeeded), except for debug jobs: --no-cleanup keeps it.`,
 	return cmd
 }
 
-// collectAndClean records that j's result was collected (its tombstone, and for a batch
-// child the group's record) and removes the job, as JobHandle.result() does.
+// collectAndClean records that j's result was collected (batch.Collect: its tombstone,
+// and for a batch child the group's record) and removes the job, as JobHandle.result()
+// does.
 func collectAndClean(ctx context.Context, j *engine.Job) error {
-	if _, err := j.MarkCollected(ctx); err != nil {
-		return err
-	}
-	if gid := j.Handle.GroupID; gid != "" {
-		rec := []layout.Collected{{JobID: j.Handle.JobID, Index: j.Handle.GroupIndex, CollectedAt: time.Now().UTC()}}
-		if err := layout.RecordCollected(ctx, j.Store, gid, rec); err != nil {
-			return err
-		}
+	if len(batch.Collect(ctx, []*engine.Job{j})) == 0 {
+		return nil // not recorded, so kept whole; Collect said so
 	}
 	return j.CleanupCollected(ctx)
 }

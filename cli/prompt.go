@@ -42,23 +42,12 @@ func (p *prompter) confirm(q string) (bool, error) {
 	return a == "y" || a == "yes", nil
 }
 
-// ask asks for a value, def when the answer is empty.
+// ask asks for a value, def when the answer is empty; with no def it asks until answered.
 func (p *prompter) ask(q, def string) (string, error) {
 	for {
-		if def != "" {
-			fmt.Fprintf(p.out, "%s [%s]: ", q, def)
-		} else {
-			fmt.Fprintf(p.out, "%s: ", q)
-		}
-		a, err := p.line()
-		if err != nil {
-			return "", err
-		}
-		if a == "" {
-			a = def
-		}
-		if a != "" {
-			return a, nil
+		a, err := p.askOptional(q, def)
+		if err != nil || a != "" {
+			return a, err
 		}
 		fmt.Fprintln(p.out, "  (an answer is needed)")
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/pack"
 )
 
 func init() { register(newPruneCmd) }
@@ -97,10 +98,10 @@ func printFreed(w io.Writer, freed []backend.Freed, dryRun bool) {
 	sort.Strings(kinds)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, k := range kinds {
-		fmt.Fprintf(tw, "%d\t%s\t%s\n", count[k], plural(k, count[k]), humanBytes(size[k]))
+		fmt.Fprintf(tw, "%d\t%s\t%s\n", count[k], plural(k, count[k]), pack.HumanBytes(size[k]))
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "%s %s in all\n", verb, humanBytes(total(freed)))
+	fmt.Fprintf(w, "%s %s in all\n", verb, pack.HumanBytes(total(freed)))
 }
 
 func plural(kind string, n int) string {
@@ -111,19 +112,4 @@ func plural(kind string, n int) string {
 		return "output directories"
 	}
 	return kind + "s"
-}
-
-// humanBytes is n in B, KiB, MiB or GiB.
-func humanBytes(n int64) string {
-	const k = 1024
-	switch {
-	case n < k:
-		return fmt.Sprintf("%d B", n)
-	case n < k*k:
-		return fmt.Sprintf("%.1f KiB", float64(n)/k)
-	case n < k*k*k:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(k*k))
-	default:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(k*k*k))
-	}
 }

@@ -56,9 +56,20 @@ func (e *env) run(args ...string) result {
 
 func (e *env) runIn(dir string, args ...string) result {
 	e.t.Helper()
+	return e.runWith(dir, nil, args...)
+}
+
+// runEnv runs the binary in the project with extra environment variables.
+func (e *env) runEnv(extra []string, args ...string) result {
+	e.t.Helper()
+	return e.runWith(e.dir, extra, args...)
+}
+
+func (e *env) runWith(dir string, extra []string, args ...string) result {
+	e.t.Helper()
 	cmd := exec.Command(e.bin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "KINETIC_HOME="+filepath.Join(e.home, "data"), "KINETIC_PROFILES_FILE="+filepath.Join(e.home, "profiles.json"), "HOME="+e.home)
+	cmd.Env = append(append(os.Environ(), "KINETIC_HOME="+filepath.Join(e.home, "data"), "KINETIC_PROFILES_FILE="+filepath.Join(e.home, "profiles.json"), "HOME="+e.home), extra...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"crypto/rand"
 	"os"
 	"os/exec"
@@ -63,23 +62,6 @@ func TestProgressAndPendingNotices(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stderr, "has not started after 2s: waiting for a free slot: this machine runs 1 jobs at once (the setting local_slots)") {
 		t.Errorf("a job waiting for a slot: %d\n%s", r.code, r.stderr)
 	}
-}
-
-func (e *env) runEnv(extra []string, args ...string) result {
-	e.t.Helper()
-	cmd := exec.Command(e.bin, args...)
-	cmd.Dir = e.dir
-	cmd.Env = append(append(os.Environ(), "KINETIC_HOME="+filepath.Join(e.home, "data"), "KINETIC_PROFILES_FILE="+filepath.Join(e.home, "profiles.json"), "HOME="+e.home), extra...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		e.t.Fatal(err)
-	}
-	return result{out.String(), errb.String(), code}
 }
 
 func (e *env) submitAsyncEnv(t *testing.T, extra []string, argv ...string) string {

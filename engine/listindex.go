@@ -43,6 +43,37 @@ type indexedJob struct {
 	FinishedAt time.Time   `json:"finished_at,omitzero"`
 }
 
+// row is the indexed row of job id, if the index holds one.
+func (idx *listIndex) row(id string) (Listed, bool) {
+	r, ok := idx.Jobs[id]
+	if !ok || r.Handle == nil || r.Handle.JobID != id {
+		return Listed{}, false
+	}
+	return Listed{Handle: r.Handle, State: r.State, Reason: r.Reason, FinishedAt: r.FinishedAt}, true
+}
+
+// indexed is l as the index keeps it.
+func indexed(l Listed) indexedJob {
+	return indexedJob{Handle: l.Handle, State: l.State, Reason: l.Reason, FinishedAt: l.FinishedAt}
+}
+
+// readRow is j's row read from its backend and, once final, when it ended (its
+// status.json); final says the row may be indexed.
+func readRow(ctx context.Context, st *store.Store, j *Job) (l Listed, final bool, err error) {
+	state, reason, err := j.Status(ctx)
+	if err != nil {
+		return Listed{Handle: j.Handle}, false, err
+	}
+	l = Listed{Handle: j.Handle, State: state, Reason: reason}
+	if !state.Terminal() {
+		return l, false, nil
+	}
+	if s, err := jobview.ReadStatus(ctx, st, j.Handle.JobID); err == nil && s.State == state {
+		l.FinishedAt = s.UpdatedAt
+	}
+	return l, true, nil
+}
+
 // readIndex returns the store's listing index, or an empty one when there is none or it
 // cannot be read or decoded (it is only a cache).
 func readIndex(ctx context.Context, st *store.Store) *listIndex {
@@ -134,8 +165,8 @@ func (e *Engine) Rows(ctx context.Context, storeURL string, ids []string, withSt
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for i, id := range ids {
-		if r, ok := idx.Jobs[id]; ok && present[id] && r.Handle != nil && r.Handle.JobID == id {
-			out[i] = Row{Listed: Listed{Handle: r.Handle, State: r.State, Reason: r.Reason, FinishedAt: r.FinishedAt}}
+		if r, ok := idx.row(id); ok && present[id] {
+			out[i] = Row{Listed: r}
 			continue
 		}
 		if t, ok := idx.Tombstones[id]; ok && !present[id] {
@@ -152,18 +183,8 @@ func (e *Engine) Rows(ctx context.Context, storeURL string, ids []string, withSt
 			if !withStatus {
 				return nil
 			}
-			state, reason, err := j.Status(gctx)
-			if err != nil {
-				return err
-			}
-			out[i].State, out[i].Reason = state, reason
-			if state.Terminal() {
-				if s, err := jobview.ReadStatus(gctx, st, id); err == nil && s.State == state {
-					out[i].FinishedAt = s.UpdatedAt
-				}
-				final[i] = true
-			}
-			return nil
+			out[i].Listed, final[i], err = readRow(gctx, st, j)
+			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -178,7 +199,7 @@ func (e *Engine) Rows(ctx context.Context, storeURL string, ids []string, withSt
 	}
 	for i, r := range out {
 		if final[i] {
-			seen[ids[i]] = indexedJob{Handle: r.Handle, State: r.State, Reason: r.Reason, FinishedAt: r.FinishedAt}
+			seen[ids[i]] = indexed(r.Listed)
 		}
 	}
 	updateIndex(ctx, st, idx, seen, idx.Tombstones)

@@ -191,8 +191,8 @@ func (e *Engine) listJobs(ctx context.Context, cfg *config.Resolved, st *store.S
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for i, id := range ids {
-		if r, ok := idx.Jobs[id]; ok && r.Handle != nil && r.Handle.JobID == id {
-			out[i], final[i] = Listed{Handle: r.Handle, State: r.State, Reason: r.Reason, FinishedAt: r.FinishedAt}, true
+		if r, ok := idx.row(id); ok {
+			out[i], final[i] = r, true
 			continue
 		}
 		g.Go(func() error {
@@ -209,17 +209,9 @@ func (e *Engine) listJobs(ctx context.Context, cfg *config.Resolved, st *store.S
 				out[i] = Listed{Handle: &job.Handle{JobID: id}, State: ListError, Reason: err.Error()}
 				return nil
 			}
-			state, reason, err := j.Status(gctx)
+			out[i], final[i], err = readRow(gctx, st, j)
 			if err != nil {
 				out[i] = Listed{Handle: j.Handle, State: ListError, Reason: err.Error()}
-				return nil
-			}
-			out[i] = Listed{Handle: j.Handle, State: state, Reason: reason}
-			if state.Terminal() {
-				if s, err := jobview.ReadStatus(gctx, st, id); err == nil && s.State == state {
-					out[i].FinishedAt = s.UpdatedAt
-				}
-				final[i] = true
 			}
 			return nil
 		})
@@ -236,7 +228,7 @@ func (e *Engine) listJobs(ctx context.Context, cfg *config.Resolved, st *store.S
 		}
 		rows = append(rows, l)
 		if final[i] {
-			index[l.Handle.JobID] = indexedJob{Handle: l.Handle, State: l.State, Reason: l.Reason, FinishedAt: l.FinishedAt}
+			index[l.Handle.JobID] = indexed(l)
 		}
 	}
 	sort.Slice(rows, func(a, b int) bool { return rows[a].Handle.JobID > rows[b].Handle.JobID })

@@ -13,6 +13,7 @@ import (
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/pack"
 )
 
 // Progress of long work (uploads) goes to Notice: a byte bar on a terminal, drawn only
@@ -70,22 +71,10 @@ func (e *Engine) progress(what string) (func(done, total int64), func(wrote int6
 			bar.Finish()
 		}
 		if bar != nil || wrote >= bigUpload {
-			fmt.Fprintf(e.Notice, "kinetic: %s: %s in %.1fs\n", what, humanBytes(wrote), time.Since(start).Seconds())
+			fmt.Fprintf(e.Notice, "kinetic: %s: %s in %.1fs\n", what, pack.HumanBytes(wrote), time.Since(start).Seconds())
 		}
 	}
 	return update, finish
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 // pendingNotice is how long a blocking wait lets a job sit in PENDING before it says so.

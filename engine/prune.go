@@ -45,7 +45,7 @@ func (e *Engine) Prune(ctx context.Context, storeURL string, o backend.PruneOpti
 		}
 	}
 	cutoff := time.Now().Add(-o.OlderThan)
-	_, tombs, err := e.Listing(ctx, storeURL)
+	tombs, err := e.Tombstones(ctx, storeURL) // not the jobs: listing them is work for nothing here
 	if err != nil {
 		return freed, err
 	}

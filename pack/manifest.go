@@ -346,15 +346,17 @@ func SizeWarning(m *Manifest, threshold int64) string {
 		where = " " + m.Root
 	}
 	fmt.Fprintf(&b, "the working directory%s holds %s in %d files, more than %s (%s); largest entries:",
-		where, humanBytes(total), files, humanBytes(threshold), EnvSizeWarnMB)
+		where, HumanBytes(total), files, HumanBytes(threshold), EnvSizeWarnMB)
 	for _, e := range m.LargestEntries(5) {
-		fmt.Fprintf(&b, "\n  %10s  %s (%d files)", humanBytes(e.Size), e.Path, e.Files)
+		fmt.Fprintf(&b, "\n  %10s  %s (%d files)", HumanBytes(e.Size), e.Path, e.Files)
 	}
 	b.WriteString("\nlist what the job does not need in " + IgnoreFile + " (gitignore syntax), or pass data as Data(\"path\") so it is uploaded once and cached by content")
 	return b.String()
 }
 
-func humanBytes(n int64) string {
+// HumanBytes is n in B, KiB, MiB, ... with one decimal: how Kinetic writes sizes for a
+// person (the size warning, upload lines, prune).
+func HumanBytes(n int64) string {
 	const unit = 1024
 	if n < unit {
 		return fmt.Sprintf("%d B", n)

@@ -14,7 +14,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kinetic-run/kinetic/batch"
-	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/data"
 	"github.com/kinetic-run/kinetic/engine"
@@ -192,54 +191,11 @@ func (s *Server) result(c *call, r *protocol.ResultRequest) (*protocol.Result, e
 		return nil, timedOut(err, r.Timeout, "the result of job "+j.Handle.JobID+" could not be read", "try again")
 	}
 	if r.Cleanup && res.Envelope != nil && res.Envelope.Success {
-		if jobs := collect(c, []*engine.Job{j}); len(jobs) > 0 {
+		if jobs := batch.Collect(c, []*engine.Job{j}); len(jobs) > 0 {
 			c.afterReply(func() { cleanupAll(context.WithoutCancel(c), jobs) })
 		}
 	}
 	return resultOf(res), nil
-}
-
-// collect records, before the reply, that the results of jobs were collected: a
-// tombstone per job, and for batch children a collection record in their batch. It
-// returns the jobs to clean up after the reply; a job whose tombstone could not be
-// written is kept whole (and said so), for a cleanup without it would leave "no job".
-// Anything the caller does after the reply (logs(), `kinetic jobs status`) then finds
-// the tombstone, so a read racing the cleanup says "removed by cleanup", never less.
-func collect(ctx context.Context, jobs []*engine.Job) []*engine.Job {
-	out := make([]*engine.Job, len(jobs))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(8)
-	for i, j := range jobs {
-		g.Go(func() error {
-			if _, err := j.MarkCollected(gctx); err != nil {
-				fmt.Fprintf(os.Stderr, "kinetic: warning: %v; the job is kept (`kinetic jobs cleanup %s` removes it)\n", err, j.Handle.JobID)
-				return nil
-			}
-			out[i] = j
-			return nil
-		})
-	}
-	g.Wait()
-	var kept []*engine.Job
-	groups := map[string][]layout.Collected{}
-	stores := map[string]*engine.Job{}
-	now := time.Now().UTC()
-	for _, j := range out {
-		if j == nil {
-			continue
-		}
-		kept = append(kept, j)
-		if gid := j.Handle.GroupID; gid != "" {
-			groups[gid] = append(groups[gid], layout.Collected{JobID: j.Handle.JobID, Index: j.Handle.GroupIndex, CollectedAt: now})
-			stores[gid] = j
-		}
-	}
-	for gid, cs := range groups {
-		if err := layout.RecordCollected(ctx, stores[gid].Store, gid, cs); err != nil {
-			fmt.Fprintf(os.Stderr, "kinetic: warning: could not record in batch %s that %d results were collected: %v\n", gid, len(cs), err)
-		}
-	}
-	return kept
 }
 
 // cleanupAll removes the backend resources and store objects of collected jobs, keeping
@@ -290,7 +246,7 @@ func (s *Server) resultsMany(c *call, r *protocol.ResultsManyRequest) ([]protoco
 	}
 	g.Wait()
 	if r.Cleanup && len(done) > 0 {
-		if jobs := collect(c, done); len(jobs) > 0 {
+		if jobs := batch.Collect(c, done); len(jobs) > 0 {
 			c.afterReply(func() { cleanupAll(context.WithoutCancel(c), jobs) })
 		}
 	}

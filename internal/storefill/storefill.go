@@ -61,31 +61,31 @@ func jobs(ctx context.Context, st *store.Store, n int, gid string) ([]string, er
 	return ids, nil
 }
 
+// write puts job id's objects in the order of the engine and the runner: the handle
+// makes the job exist.
 func write(ctx context.Context, st *store.Store, id, gid string, i int, created time.Time) error {
-	{
-		h := &job.Handle{JobID: id, Backend: "local", Accelerator: "cpu", FuncName: "train", DisplayName: fmt.Sprintf("train-%d", i),
-			CreatedAt: created.UTC().Format(time.RFC3339Nano), SubmittedAt: created.Add(50 * time.Millisecond).UTC().Format(time.RFC3339Nano), Store: st.URL()}
-		if gid != "" {
-			h.GroupID, h.GroupIndex = gid, strconv.Itoa(i)
-		}
-		env := &job.Envelope{Success: i%10 != 0, Host: "0", StartedAt: created.Add(200 * time.Millisecond), CalledAt: created.Add(400 * time.Millisecond), FinishedAt: created.Add(900 * time.Millisecond)}
-		s := &job.Status{State: job.Succeeded, UpdatedAt: env.FinishedAt}
-		if !env.Success {
-			env.Phase, env.ExcType, env.ExcMessage = job.PhaseCall, "builtins.ValueError", "bad input"
-			s.State, s.Reason = job.Failed, env.FailureReason()
-		}
-		sb, err := json.Marshal(s)
-		if err != nil {
+	h := &job.Handle{JobID: id, Backend: "local", Accelerator: "cpu", FuncName: "train", DisplayName: fmt.Sprintf("train-%d", i),
+		CreatedAt: created.UTC().Format(time.RFC3339Nano), SubmittedAt: created.Add(50 * time.Millisecond).UTC().Format(time.RFC3339Nano), Store: st.URL()}
+	if gid != "" {
+		h.GroupID, h.GroupIndex = gid, strconv.Itoa(i)
+	}
+	env := &job.Envelope{Success: i%10 != 0, Host: "0", StartedAt: created.Add(200 * time.Millisecond), CalledAt: created.Add(400 * time.Millisecond), FinishedAt: created.Add(900 * time.Millisecond)}
+	s := &job.Status{State: job.Succeeded, UpdatedAt: env.FinishedAt}
+	if !env.Success {
+		env.Phase, env.ExcType, env.ExcMessage = job.PhaseCall, "builtins.ValueError", "bad input"
+		s.State, s.Reason = job.Failed, env.FailureReason()
+	}
+	sb, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	// The order of the engine and the runner: the handle makes the job exist.
+	for _, kv := range []struct {
+		key string
+		b   []byte
+	}{{store.HandleKey(id), h.Encode()}, {store.EnvelopeKey(id), env.Encode()}, {store.StatusKey(id), sb}} {
+		if err := st.Put(ctx, kv.key, kv.b); err != nil {
 			return err
-		}
-		// The order of the engine and the runner: the handle makes the job exist.
-		for _, kv := range []struct {
-			key string
-			b   []byte
-		}{{store.HandleKey(id), h.Encode()}, {store.EnvelopeKey(id), env.Encode()}, {store.StatusKey(id), sb}} {
-			if err := st.Put(ctx, kv.key, kv.b); err != nil {
-				return err
-			}
 		}
 	}
 	return nil

@@ -175,5 +175,8 @@ func (b *Batch) Done() <-chan struct{} { return b.done }
 // GroupID is the batch's ID.
 func (b *Batch) GroupID() string { return b.manifest.GroupID }
 
+// Store is the URL of the store the batch is written to.
+func (b *Batch) Store() string { return b.manifest.Store }
+
 // Stop ends submission: no more children are started (fail_fast, cancel).
 func (b *Batch) Stop() { b.cancel() }

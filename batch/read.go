@@ -59,6 +59,18 @@ func collectedAt(err error, id string, records map[string]layout.Collected) *tim
 	return nil
 }
 
+// unavailable says why a child's job cannot be read (BatchHandle.unavailable_children).
+func unavailable(collected *time.Time, err error) string {
+	switch {
+	case collected != nil:
+		return "its result was collected and the job cleaned up at " + collected.UTC().Format(time.RFC3339)
+	case err != nil && !store.IsNotFound(err) && !errors.Is(err, engine.ErrNotFound):
+		return "its job cannot be read: " + err.Error()
+	default:
+		return "its job is no longer in the store (cleaned up or removed)"
+	}
+}
+
 // openStore opens storeURL, or the engine's configured store when it is "".
 func openStore(ctx context.Context, e *engine.Engine, storeURL string) (*store.Store, string, error) {
 	if storeURL == "" {
@@ -106,6 +118,7 @@ func Read(ctx context.Context, e *engine.Engine, gid, storeURL string, withStatu
 		s := &v.Statuses[at[k]]
 		if r.Handle == nil {
 			s.Status, s.CollectedAt = job.NotFound, collectedAt(r.Err, ids[k], records)
+			s.Reason = unavailable(s.CollectedAt, r.Err)
 			continue
 		}
 		s.Handle = r.Handle

@@ -51,7 +51,7 @@ func Resolve(o Options) (*Resolved, error) {
 	if r.profilesFile == "" {
 		r.profilesFile = ProfilesPath(getenv)
 	}
-	prof, err := r.activeProfile(o.Profile, getenv)
+	prof, err := r.activeProfile(o.Profile, o.Args, getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -88,16 +88,24 @@ func resolveKey(ki keyInfo, arg string, getenv func(string) string, prof Profile
 	return e
 }
 
-// activeProfile picks the profile: explicit > KINETIC_PROFILE > the file's current. The
-// file is read even when no profile is named, because its "current" may name one; a
-// corrupt file is an error rather than silently ignored, since ignoring it would run
-// jobs with settings the user did not choose.
-func (r *Resolved) activeProfile(explicit string, getenv func(string) string) (Profile, error) {
+// activeProfile picks the profile: explicit > the profile of the cluster the arguments
+// name (ProfileFor) > KINETIC_PROFILE > the file's current. The file is read even when
+// no profile is named, because its "current" may name one; a corrupt file is an error
+// rather than silently ignored, since ignoring it would run jobs with settings the user
+// did not choose.
+func (r *Resolved) activeProfile(explicit string, args map[Key]string, getenv func(string) string) (Profile, error) {
 	f, err := LoadProfiles(r.profilesFile)
 	if err != nil {
 		return nil, err
 	}
 	name, origin := activeName(f, explicit, getenv, r.profilesFile)
+	if explicit == "" {
+		if other := f.ProfileFor(args); other != "" && other != name && !f.Profiles[name].names(args) {
+			// attach(job_id, cluster="B") with profile A active: B's profile knows
+			// where B's jobs are (its store) and how to reach B.
+			name, origin = other, "the profile of "+clusterWords(args)
+		}
+	}
 	if name == "" {
 		return nil, nil
 	}
@@ -162,3 +170,53 @@ func (r *Resolved) ProfileSource() string { return r.profileSource }
 
 // ProfilesFile is the profiles file that was consulted.
 func (r *Resolved) ProfilesFile() string { return r.profilesFile }
+
+// clusterKeys are the arguments that name a cluster, and so may choose its profile.
+var clusterKeys = []Key{Project, Cluster}
+
+// names reports whether p has every cluster key given in args (and at least one is).
+func (p Profile) names(args map[Key]string) bool {
+	given := 0
+	for _, k := range clusterKeys {
+		v := strings.TrimSpace(args[k])
+		if v == "" {
+			continue
+		}
+		given++
+		if p.Get(k) != v {
+			return false
+		}
+	}
+	return given > 0
+}
+
+// ProfileFor returns the one profile whose project and cluster are those args gives (of
+// the two, the ones given): the profile of the cluster a call names. It returns "" when
+// args name no cluster, or when no profile or several match (the arguments then apply
+// on top of the active profile, as any argument does). A store given by argument keeps
+// the active profile: the caller said where the jobs are.
+func (f *File) ProfileFor(args map[Key]string) string {
+	if strings.TrimSpace(args[Store]) != "" {
+		return ""
+	}
+	found := ""
+	for _, name := range f.Names() {
+		if f.Profiles[name].names(args) {
+			if found != "" {
+				return ""
+			}
+			found = name
+		}
+	}
+	return found
+}
+
+func clusterWords(args map[Key]string) string {
+	var parts []string
+	for _, k := range clusterKeys {
+		if v := strings.TrimSpace(args[k]); v != "" {
+			parts = append(parts, string(k)+" "+v)
+		}
+	}
+	return strings.Join(parts, ", ")
+}

@@ -139,6 +139,16 @@ func (e *Engine) ListIn(ctx context.Context, args map[config.Key]string) ([]List
 	return rows, err
 }
 
+// StoreIn is the store URL the configuration resolves to with args on top (the profile
+// of a cluster args name included: config.File.ProfileFor).
+func (e *Engine) StoreIn(args map[config.Key]string) (string, error) {
+	cfg, err := e.resolve(args)
+	if err != nil {
+		return "", err
+	}
+	return cfg.Get(config.Store), nil
+}
+
 // Listing returns the jobs and the tombstones of collected jobs in the configured store
 // (or storeURL), each newest first: what `kinetic jobs list` shows, with one read of the
 // listing index for both.

@@ -169,6 +169,10 @@ type JobRequest struct {
 	JobID   string  `json:"job_id"`
 	Store   string  `json:"store,omitempty"`
 	Timeout float64 `json:"timeout,omitempty"`
+	// Config are the configuration values that say where the job is when Store is not
+	// given (attach(job_id, project=, cluster=)): the store of the profile of the cluster
+	// they name, else the configured one.
+	Config map[string]string `json:"config,omitempty"`
 }
 
 // StatusResponse is a job's state and, when FAILED, why (status, wait, cancel). An
@@ -322,6 +326,9 @@ type MapRequest struct {
 // MapResponse names the batch at once; submission goes on in the server.
 type MapResponse struct {
 	GroupID string `json:"group_id"`
+	// Store is where the batch is (the SDK's handle reads it there, whatever profile
+	// the call's project/cluster chose).
+	Store string `json:"store"`
 }
 
 // BatchRequest (batch) reads a batch; with Status, every child's status too.
@@ -329,6 +336,8 @@ type BatchRequest struct {
 	GroupID string `json:"group_id"`
 	Store   string `json:"store,omitempty"`
 	Status  bool   `json:"status"`
+	// Config, as in JobRequest: attach_batch(group_id, project=, cluster=).
+	Config map[string]string `json:"config,omitempty"`
 }
 
 // Batch is a batch's manifest with the children submitted so far and, when asked for,

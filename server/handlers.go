@@ -75,7 +75,25 @@ var handlers = map[string]handler{
 
 // job attaches the job r names.
 func (s *Server) job(c *call, r *protocol.JobRequest) (*engine.Job, error) {
-	return s.eng.Attach(c, r.JobID, r.Store)
+	st, err := s.storeIn(r.Store, r.Config)
+	if err != nil {
+		return nil, err
+	}
+	return s.eng.Attach(c, r.JobID, st)
+}
+
+// storeIn is the store a request means: its own, else the one its configuration values
+// resolve to (argument > KINETIC_* > profile, the profile of a cluster they name
+// included), else "" (the engine's).
+func (s *Server) storeIn(storeURL string, cfg map[string]string) (string, error) {
+	if storeURL != "" || len(cfg) == 0 {
+		return storeURL, nil
+	}
+	args := map[config.Key]string{}
+	for k, v := range cfg {
+		args[config.Key(k)] = v
+	}
+	return s.eng.StoreIn(args)
 }
 
 func withTimeout(ctx context.Context, seconds float64) (context.Context, context.CancelFunc) {
@@ -336,11 +354,15 @@ func (s *Server) mapBatch(_ *call, r *protocol.MapRequest) (*protocol.MapRespons
 	s.mu.Lock()
 	s.batches[b.GroupID()] = b
 	s.mu.Unlock()
-	return &protocol.MapResponse{GroupID: b.GroupID()}, nil
+	return &protocol.MapResponse{GroupID: b.GroupID(), Store: b.Store()}, nil
 }
 
 func (s *Server) batch(c *call, r *protocol.BatchRequest) (*protocol.Batch, error) {
-	v, err := batch.Read(c, s.eng, r.GroupID, r.Store, r.Status)
+	st, err := s.storeIn(r.Store, r.Config)
+	if err != nil {
+		return nil, err
+	}
+	v, err := batch.Read(c, s.eng, r.GroupID, st, r.Status)
 	if err != nil {
 		return nil, err
 	}

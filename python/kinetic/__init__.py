@@ -12,7 +12,7 @@ All orchestration happens in the ``kinetic`` Go binary; this package pickles cal
 talks to it (docs/protocol.md) and unpickles what comes back.
 """
 
-from . import debug, job_status
+from . import collections, debug, job_status
 from ._decorator import RemoteFunction, run
 
 # The documented name of what @kinetic.run returns; RemoteFunction is the same class.
@@ -26,4 +26,4 @@ from .jobs import JobHandle, attach, list_jobs
 __version__ = "0.1.0"
 
 __all__ = ["run", "attach", "attach_batch", "list_jobs", "JobHandle", "BatchHandle", "BatchError", "Data",
-           "JobStatus", "RemoteCallable", "RemoteFunction", "KineticError", "JobNotFoundError", "RemoteError", "job_status", "debug"]
+           "JobStatus", "RemoteCallable", "RemoteFunction", "KineticError", "JobNotFoundError", "RemoteError", "job_status", "debug", "collections"]

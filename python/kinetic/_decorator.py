@@ -235,8 +235,9 @@ class RemoteFunction:
         finally:
             os.unlink(fpath)
             os.unlink(ipath)
-        return BatchHandle(res["group_id"], name=name, tags=tags, store=self._options.get("store") or "",
-                           local_failures=local_failures, poll_interval=1.0)
+        return BatchHandle(res["group_id"], name=name, tags=tags,
+                           store=res.get("store") or self._options.get("store") or "",
+                           local_failures=local_failures, poll_interval=1.0, total=len(inputs))
 
 
 class _BoundRemote:

@@ -38,24 +38,29 @@ class BatchHandle:
 
     def __init__(self, group_id: str, name: Optional[str] = None, tags: Optional[Dict[str, str]] = None,
                  store: str = "", poll_interval: float = 10.0, poll_timeout: Optional[float] = None,
-                 local_failures: Optional[Dict[int, Exception]] = None):
+                 local_failures: Optional[Dict[int, Exception]] = None, total: Optional[int] = None):
         self.group_id = group_id
         self.name = name
         self.tags = dict(tags or {})
-        self.jobs: List[Optional[JobHandle]] = []
+        # One slot per input, None until the input is submitted (or if it failed to be).
+        self._jobs: List[Optional[JobHandle]] = [None] * (total or 0)
+        self._unavailable: Dict[int, str] = {}
+        self._refreshed = 0.0
         self._store = store
-        self._total = None
+        self._total = total
         self._complete = False
         self._statuses: List[Optional[JobStatus]] = []
         self._submission_errors: Dict[int, Exception] = {}
         self._local_failures = dict(local_failures or {})
         self._cached_failures: Optional[List[JobHandle]] = None
+        self._config: Dict[str, str] = {}  # project/cluster of attach_batch, until the store is known
         self._poll_interval = poll_interval
         self._poll_deadline = None if poll_timeout is None else time.time() + poll_timeout
 
     # -- state ---------------------------------------------------------------------
     def _refresh(self, status=True):
-        v = engine().call("batch", {"group_id": self.group_id, "store": self._store, "status": status})
+        v = engine().call("batch", {"group_id": self.group_id, "store": self._store, "status": status,
+                                    "config": self._config})
         self.name = v.get("name") or self.name
         self.tags = v.get("tags") or self.tags
         self._store = v.get("store") or self._store
@@ -64,10 +69,16 @@ class BatchHandle:
         n = max(self._total, len(v.get("statuses") or []))
         jobs: List[Optional[JobHandle]] = [None] * n
         statuses: List[Optional[JobStatus]] = [None] * n
+        unavailable: Dict[int, str] = {}
         for c in v.get("statuses") or []:
             i = c["index"]
             if c.get("handle"):
                 jobs[i] = JobHandle.from_dict(c["handle"])
+            elif c.get("job_id"):
+                # Submitted, but its handle cannot be read now: keep the handle this
+                # process had (attach() of it says why), and say so.
+                jobs[i] = self._jobs[i] if i < len(self._jobs) else None
+                unavailable[i] = "%s: %s" % (c["job_id"], c.get("reason") or "its job is no longer in the store")
             if c.get("status") and (c.get("handle") or c.get("job_id")):
                 # A child cleaned up after its result was collected may have lost its
                 # handle; its status (NOT_FOUND) is still reported, as the API says.
@@ -77,8 +88,26 @@ class BatchHandle:
         for i, e in self._local_failures.items():
             if i < n:
                 self._submission_errors[i] = e
-        self.jobs, self._statuses = jobs, statuses
+        self._jobs, self._statuses, self._unavailable = jobs, statuses, unavailable
+        self._refreshed = time.time()
         return v
+
+    @property
+    def jobs(self) -> List[Optional[JobHandle]]:
+        """One slot per input: its JobHandle, or None while it is not submitted yet and
+        for an input whose submission failed (see ``submission_failures``). While the
+        batch is still being submitted, reading it looks again (at most twice a second)."""
+        if self._total is None or (not self._complete and time.time() - self._refreshed > 0.5):
+            self._refresh(status=False)
+        return self._jobs
+
+    @property
+    def unavailable_children(self) -> Dict[int, str]:
+        """Inputs that were submitted but whose job cannot be read now (index -> why):
+        cleaned up after their result was collected, removed, or damaged. Their
+        ``jobs`` slot keeps the handle this process had, if any."""
+        self._refresh(status=False)
+        return dict(self._unavailable)
 
     @property
     def submission_failures(self) -> Dict[int, Exception]:
@@ -110,7 +139,7 @@ class BatchHandle:
         child once; poll_interval bounds how long a quiet wait lasts between checks.)"""
         for c in self._watch(timeout):
             if c.get("handle"):
-                yield self.jobs[c["index"]]
+                yield self._jobs[c["index"]]
 
     def _watch(self, timeout):
         """Child reports from the engine as they come (submission failures included)."""
@@ -158,16 +187,16 @@ class BatchHandle:
         self._refresh(status=True)
         if self._complete:
             return False  # finished meanwhile: the engine's watch reports the rest
-        return all(s is not None and s.terminal for i, (h, s) in enumerate(zip(self.jobs, self._statuses))
+        return all(s is not None and s.terminal for i, (h, s) in enumerate(zip(self._jobs, self._statuses))
                    if h is not None and i not in seen)
 
     def _leftovers(self, seen):
         """Reports for the inputs the engine's watch has not reported: the final submitted
         children, and the inputs that were never submitted."""
-        for i in range(len(self.jobs)):
+        for i in range(len(self._jobs)):
             if i in seen:
                 continue
-            h = self.jobs[i]
+            h = self._jobs[i]
             if h is not None:
                 yield {"index": i, "handle": h.to_dict(), "status": self._statuses[i].value}
             elif i not in self._submission_errors:
@@ -179,11 +208,12 @@ class BatchHandle:
 
     def _record(self, c):
         i = c["index"]
-        while len(self.jobs) <= i:
-            self.jobs.append(None)
+        while len(self._jobs) <= i:
+            self._jobs.append(None)
+        while len(self._statuses) <= i:
             self._statuses.append(None)
         if c.get("handle"):
-            self.jobs[i] = JobHandle.from_dict(c["handle"])
+            self._jobs[i] = JobHandle.from_dict(c["handle"])
             self._statuses[i] = JobStatus(c["status"])
         elif c.get("submission_error"):
             self._submission_errors[i] = self._local_failures.get(i) or SubmissionError(c["submission_error"])
@@ -193,7 +223,7 @@ class BatchHandle:
         """Collect every result. Failed positions hold the exception with
         return_exceptions=True; otherwise BatchError is raised if anything failed."""
         start = time.time()
-        bar = _Bar("batch %s" % self.group_id, lambda: max(self._total or 0, len(self.jobs or [])))
+        bar = _Bar("batch %s" % self.group_id, lambda: max(self._total or 0, len(self._jobs)))
         order: List[int] = []
         try:
             for c in self._watch(timeout):
@@ -202,25 +232,26 @@ class BatchHandle:
         finally:
             bar.close()
         self._refresh(status=False)
-        n = len(self.jobs)
+        jobs = self._jobs
+        n = len(jobs)
         values: List[Any] = [None] * n
         errors: Dict[int, BaseException] = dict(self._submission_errors)
 
-        todo = [i for i in range(n) if self.jobs[i] is not None and i not in errors]
+        todo = [i for i in range(n) if jobs[i] is not None and i not in errors and i not in self._unavailable]
         remaining = None if timeout is None else max(0.1, timeout - (time.time() - start))
         # One request for all of them: the engine reads them in parallel and cleans the
         # successful ones up after answering.
         replies = engine().call("results_many", {
-            "job_ids": [self.jobs[i].job_id for i in todo], "store": self._store,
+            "job_ids": [jobs[i].job_id for i in todo], "store": self._store,
             "value_dir": tempfile.gettempdir(), "cleanup": bool(cleanup), "timeout": remaining or 0})
         for i, r in zip(todo, replies):
             try:
                 if r.get("error"):
                     raise _exception(r["error"])
-                values[i] = _unpack(r, self.jobs[i].job_id)
+                values[i] = _unpack(r, jobs[i].job_id)
             except Exception as e:  # the child's own exception, or why it has none
                 errors[i] = e
-        failed_handles = [self.jobs[i] for i in sorted(errors)]
+        failed_handles = [jobs[i] for i in sorted(errors)]
         self._cached_failures = [h for h in failed_handles if h is not None]
         if errors and not return_exceptions:
             raise BatchError(self.group_id, failed_handles, values)
@@ -236,7 +267,7 @@ class BatchHandle:
         """Handles of the jobs that FAILED (cached by results(), which may clean up)."""
         if self._cached_failures is not None:
             return list(self._cached_failures)
-        return [self.jobs[i] for i, s in self.statuses() if s == JobStatus.FAILED]
+        return [self._jobs[i] for i, s in self.statuses() if s == JobStatus.FAILED]
 
     def cancel(self) -> None:
         """Stop submitting and cancel every unfinished job."""
@@ -252,7 +283,7 @@ class BatchHandle:
         return self._total
 
     def __repr__(self):
-        return "BatchHandle(group_id=%r, name=%r, jobs=%d)" % (self.group_id, self.name, len(self.jobs))
+        return "BatchHandle(group_id=%r, name=%r, jobs=%d)" % (self.group_id, self.name, len(self._jobs))
 
 
 def attach_batch(group_id: str, project: Optional[str] = None, cluster: Optional[str] = None,
@@ -262,6 +293,7 @@ def attach_batch(group_id: str, project: Optional[str] = None, cluster: Optional
     While the original submitter is still adding children, the handle keeps reading the
     manifest (up to poll_timeout seconds)."""
     b = BatchHandle(group_id, store=store or "", poll_interval=poll_interval, poll_timeout=poll_timeout)
+    b._config = {k: v for k, v in (("project", project), ("cluster", cluster)) if v}
     b._refresh(status=False)
     return b
 

@@ -220,8 +220,18 @@ def _unpack(res, job_id=""):
 
 def attach(job_id: str, project: Optional[str] = None, cluster: Optional[str] = None,
            store: Optional[str] = None) -> JobHandle:
-    """Rebuild the handle of a submitted job from the store, from any process or machine."""
-    return JobHandle.from_dict(engine().call("attach", {"job_id": job_id, "store": store or ""}))
+    """Rebuild the handle of a submitted job from the store, from any process or machine.
+
+    ``project`` and ``cluster`` say where the job is when ``store`` is not given: they
+    resolve as a submission's settings do (argument > ``KINETIC_*`` > profile > default),
+    and a profile whose project and cluster are the ones named supplies its store, so a
+    job of another cluster than the active profile's is found."""
+    return JobHandle.from_dict(engine().call("attach", {"job_id": job_id, "store": store or "",
+                                                         "config": _cluster_config(project=project, cluster=cluster)}))
+
+
+def _cluster_config(**kw):
+    return {k: v for k, v in kw.items() if v}
 
 
 def list_jobs(project: Optional[str] = None, zone: Optional[str] = None, cluster: Optional[str] = None,

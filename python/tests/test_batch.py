@@ -391,6 +391,8 @@ def test_unpicklable_input_is_a_submission_failure():
 # 9 -------------------------------------------------------------------------------------
 def test_cleanup_semantics(store_dir):
     b = maybe_fails.run_async_map([1, 5, 22, 2])  # 5 and 22 fail
+    # Seed: "jobs: list[JobHandle | None]": a slot per input from the start.
+    assert len(b.jobs) == 4 and all(h is None or h.group_index == i for i, h in enumerate(b.jobs))
     out = b.results(return_exceptions=True, timeout=60)  # cleanup=True by default
     assert out[0] == 2 and out[3] == 4
     assert isinstance(out[1], ValueError) and isinstance(out[2], ValueError)
@@ -406,6 +408,12 @@ def test_cleanup_semantics(store_dir):
     again = kinetic.attach_batch(b.group_id)
     # Successful children are gone from the store; the failed ones are still attached.
     assert [h.job_id if h else None for h in again.jobs] == [None, ids[1], ids[2], None]
+    # Which submitted inputs cannot be read now, and why.
+    gone = again.unavailable_children
+    assert sorted(gone) == [0, 3], gone
+    assert ids[0] in gone[0] and "collected" in gone[0], gone
+    assert b.unavailable_children.keys() == gone.keys()
+    assert b.jobs[0].job_id == ids[0]  # this process's handle is kept
     b.cleanup(gcs=True)
     assert not os.path.exists(_group_dir(store_dir, b.group_id))
     assert not os.path.exists(_job_dir(store_dir, ids[1]))
@@ -455,3 +463,17 @@ def test_fail_fast_lets_running_children_finish_by_default(store_dir):
 def test_run_async_map_takes_project_and_cluster():
     b = ident.run_async_map([1, 2], project="some-project", cluster="some-cluster")
     assert sorted(b.results(timeout=60)) == [1, 2]
+
+
+def test_collections_map_is_run_async_map():
+    """kinetic.collections.map(submit_fn, inputs, ...): the decorated function or its
+    run_async, with run_async_map's keyword arguments; anything else is refused."""
+    b = kinetic.collections.map(maybe_fails, [1, 2, 3], max_concurrent=2, name="via-collections")
+    assert isinstance(b, kinetic.BatchHandle) and b.name == "via-collections"
+    assert b.results(timeout=60) == [2, 4, 6]
+    b2 = kinetic.collections.map(maybe_fails.run_async, [(4,), [5]])  # auto: lists/tuples spread
+    out = b2.results(timeout=60, return_exceptions=True)
+    assert out[0] == 8 and isinstance(out[1], ValueError)
+    b2.cleanup()
+    with pytest.raises(TypeError, match="decorated with @kinetic.run"):
+        kinetic.collections.map(lambda x: x, [1])

@@ -410,3 +410,36 @@ def test_one_exception_hierarchy():
         assert issubclass(cls, kinetic.KineticError), cls
     assert issubclass(kinetic.RemoteError, RuntimeError)
     assert issubclass(kinetic.JobNotFoundError, LookupError)
+
+
+def test_attach_with_project_and_cluster_finds_the_other_clusters_job(run_script, tmp_path):
+    """Seed: attach(job_id, project=None, cluster=None) and attach_batch(group_id, project,
+    cluster): "Falls back to KINETIC_PROJECT, then the active profile's project". A job of
+    cluster B, attached while cluster A's profile is active, is found through B's profile."""
+    store_a, store_b = tmp_path / "store-a", tmp_path / "store-b"
+    profiles = tmp_path / "profiles.json"
+    profiles.write_text(json.dumps({"current": "a", "profiles": {
+        "a": {"backend": "local", "project": "proj", "cluster": "ca", "store": str(store_a)},
+        "b": {"backend": "local", "project": "proj", "cluster": "cb", "store": str(store_b)}}}))
+    p = run_script(
+        "import json, os, kinetic\n"
+        "os.environ['KINETIC_PROFILES_FILE'] = %r\n"
+        "@kinetic.run(accelerator='cpu', store=%r)\n"
+        "def f(x):\n"
+        "    return x * 2\n"
+        "h = f.run_async(21)\n"
+        "b = f.run_async_map([1, 2])\n"
+        "b.wait(timeout=120)\n"
+        "try:\n"
+        "    kinetic.attach(h.job_id)\n"
+        "    print('FOUND-IN-A')\n"
+        "except kinetic.KineticError as e:\n"
+        "    print('not in a:', e)\n"
+        "g = kinetic.attach(h.job_id, project='proj', cluster='cb')\n"
+        "print(json.dumps({'value': g.result(timeout=60), 'store': g.store,\n"
+        "                  'batch': kinetic.attach_batch(b.group_id, cluster='cb').results(timeout=60)}))\n"
+        % (str(profiles), "file://" + str(store_b)))
+    assert "FOUND-IN-A" not in p.stdout
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out["value"] == 42 and out["batch"] == [2, 4]
+    assert "store-b" in out["store"]

@@ -140,13 +140,25 @@ func newScheduler(ctx context.Context, e *engine.Engine, req *MapRequest) (*sche
 		m.Tags = map[string]string{}
 	}
 	b := &Batch{e: e, st: t.Store, manifest: m, done: make(chan struct{})}
-	if err := b.writeManifest(ctx); err != nil {
-		return nil, err
-	}
 	s := &scheduler{b: b, tmpl: t, inputs: inputs, maxConcurrent: maxConc, retries: req.Retries, failFast: req.FailFast, cancelRunning: req.CancelRunningOnFail}
 	_, s.queued = t.Backend.(backend.Queuer)
-	if gr, ok := t.Backend.(backend.Grouper); ok && len(inputs) > 0 {
-		// One object in the cluster for the whole batch, made before any child.
+	gr, grouped := t.Backend.(backend.Grouper)
+	if grouped && len(inputs) > 0 {
+		// O(1) writes: the template and the inputs, then the manifest; each child's
+		// job is written by its pod (layout, derived.go).
+		if err := t.WriteDerived(ctx, gid, inputs); err != nil {
+			t.Store.DeletePrefix(context.WithoutCancel(ctx), layout.Prefix(gid))
+			return nil, err
+		}
+		b.manifest.Derived, b.manifest.SubmissionComplete = true, true
+	}
+	if err := b.writeManifest(ctx); err != nil {
+		t.Store.DeletePrefix(context.WithoutCancel(ctx), layout.Prefix(gid))
+		return nil, err
+	}
+	if grouped && len(inputs) > 0 {
+		// One object in the cluster for the whole batch, made after everything its
+		// pods read.
 		g := backend.Group{ID: gid, Size: len(inputs), Parallelism: maxConc}
 		if err := gr.StartGroup(ctx, g, t.Handle); err != nil {
 			t.Store.DeletePrefix(context.WithoutCancel(ctx), layout.Prefix(gid))

@@ -148,8 +148,16 @@ type fakeGrouper struct{ *fakeBackend }
 
 func (f fakeGrouper) StartGroup(ctx context.Context, g backend.Group, template *job.Handle) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.calls = append(f.calls, fmt.Sprintf("start size=%d p=%d", g.Size, g.Parallelism))
+	f.mu.Unlock()
+	// Every index runs at once, as the pods of an Indexed Job do, each as the derived
+	// job of its input (nothing of it is written by the submitter).
+	for i := range g.Size {
+		h := &job.Handle{JobID: job.ChildID(g.ID, i), GroupID: g.ID, GroupIndex: strconv.Itoa(i), K8sName: g.ID}
+		if err := f.take(h, "join", ""); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -71,6 +71,9 @@ func (s *scheduler) submit(ctx context.Context, i, n int) *engine.Job {
 	if i < len(b.manifest.Children) {
 		prev = append(prev, b.manifest.Children[i].Attempts...)
 	}
+	if len(prev) == 0 && b.manifest.Derived {
+		prev = []string{job.ChildID(gid, i)} // the first attempt, derived
+	}
 	b.mu.Unlock()
 	j, err := s.tmpl.Submit(ctx, &engine.Child{
 		Args: s.inputs[i], GroupID: gid, Index: i,
@@ -89,10 +92,13 @@ func (s *scheduler) submit(ctx context.Context, i, n int) *engine.Job {
 	c := &b.manifest.Children[i]
 	if err != nil {
 		c.SubmissionError = err.Error()
+		if c.JobID == "" && len(prev) > 0 {
+			c.JobID, c.Attempts = prev[len(prev)-1], prev // the derived attempt before it
+		}
 		return nil
 	}
 	c.JobID = j.Handle.JobID
-	c.Attempts = append(c.Attempts, j.Handle.JobID)
+	c.Attempts = append(prev, j.Handle.JobID)
 	c.SubmissionError = ""
 	return j
 }
@@ -150,12 +156,21 @@ func (s *scheduler) run(ctx context.Context) {
 			}
 		}
 	}()
-	next := 0
-	if s.grouped && !s.watching() {
-		next = s.submitGrouped(ctx)
+	if s.grouped {
+		// Every first attempt was submitted with the group: nothing is written per
+		// input. Only a watching submitter keeps them, to retry or stop.
+		for i := range s.inputs {
+			if !s.watching() {
+				break
+			}
+			if j, err := s.tmpl.DerivedJob(ctx, s.b.manifest.GroupID, i); err == nil {
+				s.active = append(s.active, attempt{i, 0, j})
+			}
+		}
+	} else {
+		s.submitEach(ctx, 0)
+		s.finishSubmission(ctx)
 	}
-	s.submitEach(ctx, next)
-	s.finishSubmission(ctx)
 	if s.stopped == "fail_fast" {
 		s.cancelChildren(context.WithoutCancel(ctx))
 	}
@@ -166,35 +181,13 @@ func (s *scheduler) run(ctx context.Context) {
 	s.save(ctx, true)
 }
 
-// submitGrouped writes every child concurrently: the backend's group unit already runs
-// every index and nothing is watched here, so a remote store's latency per object is
-// paid in parallel rather than once per child in turn. It returns the first input not
-// handled (all of them, unless ctx was cancelled).
-func (s *scheduler) submitGrouped(ctx context.Context) int {
-	g := new(errgroup.Group)
-	g.SetLimit(16)
-	defer g.Wait()
-	for i := range s.inputs {
-		if ctx.Err() != nil {
-			s.stopped = "cancelled"
-			return len(s.inputs)
-		}
-		g.Go(func() error {
-			s.submit(ctx, i, 0)
-			s.save(ctx, false)
-			return nil
-		})
-	}
-	return len(s.inputs)
-}
-
 // submitEach submits the inputs from the first-th on, one at a time, waiting while
 // the gate is full, until all are submitted or submission stops.
 func (s *scheduler) submitEach(ctx context.Context, first int) {
-	// A queueing or grouping backend bounds the batch's concurrency itself: children
-	// wait at no cost, so submission need not wait for them.
+	// A queueing backend bounds the batch's concurrency itself: children wait at no
+	// cost, so submission need not wait for them.
 	gate := s.maxConcurrent
-	if s.queued || s.grouped {
+	if s.queued {
 		gate = len(s.inputs) + 1
 	}
 	for i := first; i < len(s.inputs); i++ {
@@ -266,6 +259,17 @@ func (s *scheduler) cancelChildren(ctx context.Context) {
 	for _, c := range b.manifest.Children {
 		if c.JobID != "" {
 			ids = append(ids, c.JobID)
+		}
+	}
+	if b.manifest.Derived {
+		// The first attempts not retried are derived, not in the manifest.
+		for i := len(b.manifest.Children); i < b.manifest.TotalExpected; i++ {
+			ids = append(ids, job.ChildID(b.manifest.GroupID, i))
+		}
+		for _, c := range b.manifest.Children {
+			if c.JobID == "" && c.SubmissionError == "" {
+				ids = append(ids, job.ChildID(b.manifest.GroupID, c.Index))
+			}
 		}
 	}
 	b.mu.Unlock()

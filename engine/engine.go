@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/job"
@@ -48,6 +49,7 @@ type Engine struct {
 	factories map[string]BackendFactory
 	ensurers  map[string]*image.Ensurer // per image builder
 	noticed   map[string]bool           // notices already given (noticeOnce)
+	templates map[string]*layout.Template // derived batches' templates, by store and group (immutable)
 	pyOnce    sync.Once                 // pathPython
 	pyPath    string
 }
@@ -238,6 +240,9 @@ func (e *Engine) Attach(ctx context.Context, id, storeURL string) (*Job, error) 
 	if store.IsNotFound(err) {
 		if t, terr := readTombstone(ctx, st, id); terr == nil && t != nil {
 			return nil, &CleanedUpError{Tombstone: t}
+		}
+		if j, derr := e.derivedJob(ctx, st, id); derr != nil || j != nil {
+			return j, derr // a batch child its pod has not written yet
 		}
 		return nil, fmt.Errorf("no job %s in the store %s (check the ID, or use --store / the profile the job was submitted with; `kinetic jobs list` shows the jobs there): %w", id, storeURL, ErrNotFound)
 	}

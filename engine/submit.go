@@ -27,9 +27,6 @@ import (
 	"github.com/kinetic-run/kinetic/version"
 )
 
-// inlineArgs is the size up to which a batch input travels inside its spec.
-const inlineArgs = 16 << 10
-
 // SubmitRequest is one call to run somewhere else.
 type SubmitRequest struct {
 	// Kind is job.KindPickle, job.KindEntry or job.KindCommand.
@@ -330,6 +327,38 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest, child *childPlan)
 // is what makes a job exist.
 func (e *Engine) write(ctx context.Context, p *plan) error {
 	id := p.handle.JobID
+	if err := e.writeShared(ctx, p); err != nil {
+		return err
+	}
+	if p.args != nil {
+		// A batch child: the function is shared content, the arguments are its own.
+		if len(p.args) <= job.InlineArgs {
+			p.spec.ArgsInline = p.args
+		} else {
+			asum := sha256.Sum256(p.args)
+			p.spec.Args = &job.BlobRef{Key: store.ArgsKey(id), SHA256: hex.EncodeToString(asum[:]), Size: int64(len(p.args))}
+			if err := p.st.Put(ctx, store.ArgsKey(id), p.args); err != nil {
+				return err
+			}
+		}
+	}
+	if len(p.env) > 0 {
+		b, _ := json.Marshal(p.env)
+		if err := p.st.Put(ctx, store.EnvKey(id), b); err != nil {
+			return err
+		}
+	}
+	if err := p.st.Put(ctx, store.SpecKey(id), p.spec.Encode()); err != nil {
+		return err
+	}
+	p.handle.SubmittedAt = time.Now().UTC().Format(time.RFC3339Nano)
+	return p.st.Put(ctx, store.HandleKey(id), p.handle.Encode())
+}
+
+// writeShared puts in the store what a job shares with others like it: the shipped
+// tree, its Data, and its function (once for a whole batch: p.args != nil).
+func (e *Engine) writeShared(ctx context.Context, p *plan) error {
+	id := p.handle.JobID
 	if err := e.writeTree(ctx, p); err != nil {
 		return err
 	}
@@ -345,47 +374,26 @@ func (e *Engine) write(ctx context.Context, p *plan) error {
 			return fmt.Errorf("upload Data(%q): %w", r.Source, err)
 		}
 	}
-	if p.args != nil {
-		// A batch child: the function is shared content, the arguments are its own.
+	switch {
+	case p.args != nil:
 		if ref := p.sharedPayload(); ref != nil {
 			p.spec.Payload = ref // stored by an earlier child: no request
-		} else {
-			key, sum, err := p.st.PutBlob(ctx, p.payload)
-			if err != nil {
-				return err
-			}
-			p.spec.Payload = &job.BlobRef{Key: key, SHA256: sum, Size: int64(len(p.payload))}
-			if p.shared != nil {
-				p.shared.Store(p.spec.Payload)
-			}
+			return nil
 		}
-		if len(p.args) <= inlineArgs {
-			p.spec.ArgsInline = p.args
-		} else {
-			asum := sha256.Sum256(p.args)
-			p.spec.Args = &job.BlobRef{Key: store.ArgsKey(id), SHA256: hex.EncodeToString(asum[:]), Size: int64(len(p.args))}
-			if err := p.st.Put(ctx, store.ArgsKey(id), p.args); err != nil {
-				return err
-			}
+		key, sum, err := p.st.PutBlob(ctx, p.payload)
+		if err != nil {
+			return err
 		}
-	} else if p.payload != nil {
+		p.spec.Payload = &job.BlobRef{Key: key, SHA256: sum, Size: int64(len(p.payload))}
+		if p.shared != nil {
+			p.shared.Store(p.spec.Payload)
+		}
+	case p.payload != nil:
 		sum := sha256.Sum256(p.payload)
 		p.spec.Payload = &job.BlobRef{Key: store.PayloadKey(id), SHA256: hex.EncodeToString(sum[:]), Size: int64(len(p.payload))}
-		if err := p.st.Put(ctx, store.PayloadKey(id), p.payload); err != nil {
-			return err
-		}
+		return p.st.Put(ctx, store.PayloadKey(id), p.payload)
 	}
-	if len(p.env) > 0 {
-		b, _ := json.Marshal(p.env)
-		if err := p.st.Put(ctx, store.EnvKey(id), b); err != nil {
-			return err
-		}
-	}
-	if err := p.st.Put(ctx, store.SpecKey(id), p.spec.Encode()); err != nil {
-		return err
-	}
-	p.handle.SubmittedAt = time.Now().UTC().Format(time.RFC3339Nano)
-	return p.st.Put(ctx, store.HandleKey(id), p.handle.Encode())
+	return nil
 }
 
 // shippedRoot is the setting package_root, else the root detected from the code's
@@ -422,23 +430,7 @@ func (e *Engine) Root(sourceFile, cwd string) (string, error) {
 	return shippedRoot(e.cfg, &SubmitRequest{SourceFile: sourceFile}, cwd)
 }
 
-func defaultOutputDir(st *store.Store, id string) string {
-	u := st.URL()
-	if strings.HasPrefix(u, "/") {
-		return filepath.Join(u, "outputs", id)
-	}
-	if strings.HasPrefix(u, "file://") {
-		path := strings.TrimPrefix(u, "file://")
-		if i := strings.IndexByte(path, '?'); i >= 0 {
-			path = path[:i]
-		}
-		return filepath.Join(path, "outputs", id)
-	}
-	if i := strings.IndexByte(u, '?'); i >= 0 {
-		u = u[:i]
-	}
-	return strings.TrimSuffix(u, "/") + "/outputs/" + id
-}
+func defaultOutputDir(st *store.Store, id string) string { return store.DefaultOutputDir(st.URL(), id) }
 
 // planDeps discovers the job's requirements (from the function's directory up to the
 // shipped root), drops the accelerator runtimes, says so, and keys the environment.

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -67,8 +68,36 @@ var namePattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 // job's prefix in the store.
 func ValidName(s string) bool { return len(s) <= 63 && namePattern.MatchString(s) }
 
-// CreatedAt decodes the creation time embedded in an ID made by NewID.
+// ChildID is the job of the first attempt of input i of batch gid when its children
+// are derived rather than written at submission (a batch run as one unit on a cluster:
+// docs/store.md): "job-" + the group ID's 23 characters + "-" + i. It sorts and dates like
+// its batch, and is a valid Kubernetes name for any index below 10^31.
+func ChildID(gid string, i int) string {
+	return JobPrefix + gid[len(GroupPrefix):] + "-" + strconv.Itoa(i)
+}
+
+// ParseChildID splits an ID made by ChildID into its batch and index.
+func ParseChildID(id string) (gid string, i int, ok bool) {
+	const n = len(JobPrefix) + timeChars + randChars
+	if len(id) < n+2 || id[n] != '-' || !ValidID(id[:n]) || id[:len(JobPrefix)] != JobPrefix {
+		return "", 0, false
+	}
+	digits := id[n+1:]
+	if len(digits) > 1 && digits[0] == '0' {
+		return "", 0, false // one spelling per index
+	}
+	i, err := strconv.Atoi(digits)
+	if err != nil || i < 0 || strconv.Itoa(i) != digits {
+		return "", 0, false
+	}
+	return GroupPrefix + id[len(JobPrefix):n], i, true
+}
+
+// CreatedAt decodes the creation time embedded in an ID made by NewID (or ChildID).
 func CreatedAt(id string) (time.Time, bool) {
+	if gid, _, ok := ParseChildID(id); ok {
+		id = gid
+	}
 	if !ValidID(id) {
 		return time.Time{}, false
 	}

@@ -23,7 +23,8 @@ type Spec struct {
 	// Args are the pickled (args, kwargs) of a batch child; Payload is then the pickled
 	// function alone.
 	Args *BlobRef `json:"args,omitempty"`
-	// ArgsInline carries small arguments in the spec itself (one object less per input).
+	// ArgsInline carries small arguments (up to InlineArgs bytes) in the spec itself (one
+	// object less per input).
 	ArgsInline []byte `json:"args_inline,omitempty"`
 	// Workdir is the packaged working directory, if any.
 	Workdir *BlobRef `json:"workdir,omitempty"`
@@ -136,3 +137,7 @@ func (s *Spec) Encode() []byte {
 	b, _ := json.MarshalIndent(s, "", "  ")
 	return append(b, '\n')
 }
+
+// InlineArgs is the size up to which a batch input travels inside its spec
+// (Spec.ArgsInline) rather than as its own object.
+const InlineArgs = 16 << 10

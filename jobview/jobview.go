@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
 )
@@ -70,7 +71,31 @@ func (j *Job) Wait(ctx context.Context, onChange func(job.State)) (job.State, st
 // that still runs must be stopped first (its backend's Cleanup), or its process is
 // stranded.
 func (j *Job) Delete(ctx context.Context) error {
+	if gid, i, ok := job.ParseChildID(j.ID); ok {
+		// A derived batch child is not made again once removed (batch/layout).
+		if t, err := j.Store.Exists(ctx, store.GroupTemplateKey(gid)); err != nil {
+			return err
+		} else if t {
+			if err := layout.MarkGone(ctx, j.Store, gid, i); err != nil {
+				return err
+			}
+		}
+	}
 	return j.Store.DeletePrefix(ctx, store.JobPrefix(j.ID))
+}
+
+// Derived reports whether id is a derived batch child (batch/layout) that exists
+// without its own objects yet: its batch has a template and it was not removed.
+func Derived(ctx context.Context, st *store.Store, id string) (bool, error) {
+	gid, i, ok := job.ParseChildID(id)
+	if !ok {
+		return false, nil
+	}
+	if t, err := st.Exists(ctx, store.GroupTemplateKey(gid)); err != nil || !t {
+		return false, err
+	}
+	gone, err := layout.Gone(ctx, st, gid, i)
+	return !gone, err
 }
 
 // Recorded returns the job's state as the store records it. A final status.json (written
@@ -98,6 +123,9 @@ func Recorded(ctx context.Context, st *store.Store, id string) (state job.State,
 		if ok, err := st.Exists(ctx, store.HandleKey(id)); err != nil {
 			return "", "", false, err
 		} else if !ok {
+			if ok, err := Derived(ctx, st, id); err != nil || ok {
+				return state, "", false, err // its pod has not written it yet
+			}
 			return job.NotFound, "", true, nil
 		}
 		return state, "", false, nil

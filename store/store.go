@@ -524,6 +524,21 @@ func (s *Store) NewReader(ctx context.Context, key string) (io.ReadCloser, error
 	return r, nil
 }
 
+// GetRange reads n bytes of one object from offset off (fewer at its end). A missing
+// key gives an error that wraps ErrNotFound.
+func (s *Store) GetRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	r, err := s.bucket.NewRangeReader(ctx, key, off, n, nil)
+	if err != nil {
+		return nil, s.wrap(key, err)
+	}
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", key, err)
+	}
+	return b, nil
+}
+
 // Exists reports whether key exists.
 func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
 	ok, err := s.bucket.Exists(ctx, key)
@@ -785,6 +800,15 @@ func HostLogChunkKey(id, host string, seq int) string {
 
 func GroupManifestKey(id string) string { return "groups/" + id + "/manifest.json" }
 
+// Keys of a batch whose children are derived (batch/layout): the template every child's
+// handle and spec are made from, all the inputs in one object, and the marker a cleanup
+// of a child leaves so that a derived child that was removed is not made again.
+func GroupTemplateKey(gid string) string { return "groups/" + gid + "/template.json" }
+func GroupInputsKey(gid string) string   { return "groups/" + gid + "/inputs.bin" }
+func GroupGoneKey(gid string, i int) string {
+	return fmt.Sprintf("groups/%s/gone/%d", gid, i)
+}
+
 // ListIndexKey is the listing index: a cache of the final jobs and tombstones a listing
 // has read, so that the next one reads one object instead of two per job (engine.List;
 // docs/store.md). Deleting it loses nothing.
@@ -800,3 +824,22 @@ func OutputsPrefix(id string) string { return "outputs/" + id + "/" }
 
 // IsNotFound reports whether err means a missing object.
 func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// DefaultOutputDir is where job id's outputs go when no output_dir is set: under
+// outputs/ID of the store at u (a local path for a file:// store).
+func DefaultOutputDir(u, id string) string {
+	if strings.HasPrefix(u, "/") {
+		return filepath.Join(u, "outputs", id)
+	}
+	if strings.HasPrefix(u, "file://") {
+		path := strings.TrimPrefix(u, "file://")
+		if i := strings.IndexByte(path, '?'); i >= 0 {
+			path = path[:i]
+		}
+		return filepath.Join(path, "outputs", id)
+	}
+	if i := strings.IndexByte(u, '?'); i >= 0 {
+		u = u[:i]
+	}
+	return strings.TrimSuffix(u, "/") + "/outputs/" + id
+}

@@ -32,6 +32,10 @@ type Manifest struct {
 	MaxConcurrent int               `json:"max_concurrent"`
 	Retries       int               `json:"retries"`
 	FailFast      bool              `json:"fail_fast"`
+	// Derived: the first attempts of the children are derived from the batch's template
+	// (derived.go), not written one by one; Children holds only what differs from that
+	// (retries, submission failures).
+	Derived bool `json:"derived,omitempty"`
 	// SubmissionComplete is set once every input was submitted (or failed to be).
 	SubmissionComplete bool `json:"submission_complete"`
 	// Stopped says why submission stopped early ("fail_fast", "cancelled"), if it did.
@@ -110,8 +114,8 @@ func WriteChild(ctx context.Context, st *store.Store, gid string, c Child) error
 	return st.Put(ctx, ChildKey(gid, c.Index), b)
 }
 
-// ReadManifest reads the manifest of batch gid as last saved (a store not-found error
-// if there is none).
+// ReadManifest reads the manifest of batch gid as last saved, with the derived first
+// attempts of a Derived batch filled in (a store not-found error if there is none).
 func ReadManifest(ctx context.Context, st *store.Store, gid string) (*Manifest, error) {
 	raw, err := st.Get(ctx, ManifestKey(gid))
 	if err != nil {
@@ -120,6 +124,9 @@ func ReadManifest(ctx context.Context, st *store.Store, gid string) (*Manifest, 
 	var m Manifest
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, fmt.Errorf("batch %s: manifest.json: %w", gid, err)
+	}
+	if m.Derived {
+		m.deriveChildren()
 	}
 	return &m, nil
 }
@@ -164,7 +171,23 @@ func MergeChildren(ctx context.Context, st *store.Store, m *Manifest, cache map[
 		m.Children[i] = c
 	}
 	sort.Slice(m.Children, func(a, b int) bool { return m.Children[a].Index < m.Children[b].Index })
+	if m.Derived {
+		m.deriveChildren()
+	}
 	return nil
+}
+
+// deriveChildren gives every input without an entry its derived first attempt.
+func (m *Manifest) deriveChildren() {
+	for len(m.Children) < m.TotalExpected {
+		m.Children = append(m.Children, Child{Index: len(m.Children)})
+	}
+	for i := range m.Children {
+		if c := &m.Children[i]; c.JobID == "" && c.SubmissionError == "" {
+			id := job.ChildID(m.GroupID, c.Index)
+			c.JobID, c.Attempts = id, []string{id}
+		}
+	}
 }
 
 // ErrNotSubmitted means a batch index was never submitted (the batch was stopped).
@@ -183,7 +206,12 @@ func ResolveMember(ctx context.Context, st *store.Store, gid string, i int, wait
 		if id != "" || (err != nil && !store.IsNotFound(err)) {
 			return id, err
 		}
-		if m, err := ReadManifest(ctx, st, gid); err == nil && (m.SubmissionComplete || m.SubmitterLost(time.Now())) {
+		m, merr := ReadManifest(ctx, st, gid)
+		if merr == nil && m.Derived {
+			// Nothing was written for this input: this pod writes its job.
+			return Materialize(ctx, st, gid, i)
+		}
+		if merr == nil && (m.SubmissionComplete || m.SubmitterLost(time.Now())) {
 			if !m.SubmissionComplete {
 				m.Stopped = "submitter lost"
 			}

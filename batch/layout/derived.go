@@ -1,0 +1,194 @@
+package layout
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/store"
+)
+
+// Derived children. A batch that a backend runs as one unit (backend.Grouper: an Indexed
+// Job) does not write its children at submission: that would be three objects per input
+// before the last one could start. It writes three objects in all: the manifest (with
+// Derived set), the template every child is made from, and every input in one object.
+// The first attempt of input i is job job.ChildID(gid, i); its handle and spec are
+// written by its own pod when it starts (Materialize), and until then every reader makes
+// them from the template (Template.ChildHandle). Retries are ordinary jobs with child entries.
+
+// Template is groups/ID/template.json: a child's handle and spec with JobID
+// job.ChildID(gid, 0) and no arguments, and the environment every child captures.
+type Template struct {
+	Handle *job.Handle        `json:"handle"`
+	Spec   *job.Spec          `json:"spec"`
+	Env    map[string]string `json:"env,omitempty"`
+	// DefaultOutputs: the output directory is the store's outputs/ID of each child (no
+	// output_dir was set), not the one directory in Handle.
+	DefaultOutputs bool `json:"default_outputs,omitempty"`
+}
+
+// inputsMagic starts groups/ID/inputs.bin: then the number of inputs n, n+1 offsets
+// (8-byte big-endian, from the end of the table) and the inputs, so that a pod reads its
+// own input with two ranged reads whatever the batch's size.
+const inputsMagic = "KNINPUT1"
+
+// WriteDerived writes the template and the inputs of batch gid, inputs first: the
+// template's presence is what makes its children exist.
+func WriteDerived(ctx context.Context, st *store.Store, gid string, t *Template, inputs [][]byte) error {
+	table := make([]byte, 16+8*(len(inputs)+1))
+	copy(table, inputsMagic)
+	binary.BigEndian.PutUint64(table[8:], uint64(len(inputs)))
+	var off uint64
+	parts := []io.Reader{bytes.NewReader(table)}
+	for i, in := range inputs {
+		binary.BigEndian.PutUint64(table[16+8*i:], off)
+		off += uint64(len(in))
+		parts = append(parts, bytes.NewReader(in))
+	}
+	binary.BigEndian.PutUint64(table[16+8*len(inputs):], off)
+	if _, err := st.PutFrom(ctx, store.GroupInputsKey(gid), io.MultiReader(parts...)); err != nil {
+		return fmt.Errorf("batch %s: write its inputs: %w", gid, err)
+	}
+	b, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	if err := st.Put(ctx, store.GroupTemplateKey(gid), b); err != nil {
+		return fmt.Errorf("batch %s: write its template: %w", gid, err)
+	}
+	return nil
+}
+
+// ReadTemplate reads the template of batch gid (a store not-found error if its children
+// are not derived).
+func ReadTemplate(ctx context.Context, st *store.Store, gid string) (*Template, error) {
+	raw, err := st.Get(ctx, store.GroupTemplateKey(gid))
+	if err != nil {
+		return nil, err
+	}
+	var t Template
+	if err := json.Unmarshal(raw, &t); err != nil || t.Handle == nil || t.Spec == nil {
+		if err == nil {
+			err = errors.New("no handle or spec")
+		}
+		return nil, fmt.Errorf("batch %s: template.json cannot be read: %w", gid, err)
+	}
+	return &t, nil
+}
+
+// ChildHandle is the handle of input i's first attempt.
+func (t *Template) ChildHandle(gid string, i int) *job.Handle {
+	h := *t.Handle
+	h.JobID = job.ChildID(gid, i)
+	h.GroupID, h.GroupKind, h.GroupIndex = gid, "map", strconv.Itoa(i)
+	if t.DefaultOutputs {
+		h.OutputDir = store.DefaultOutputDir(h.Store, h.JobID)
+	}
+	if h.SubmittedAt == "" {
+		h.SubmittedAt = h.CreatedAt
+	}
+	return &h
+}
+
+// Gone reports whether input i's derived job was removed (cleaned up): it is not made
+// again.
+func Gone(ctx context.Context, st *store.Store, gid string, i int) (bool, error) {
+	return st.Exists(ctx, store.GroupGoneKey(gid, i))
+}
+
+// MarkGone records that input i's derived job is being removed, before its objects go.
+func MarkGone(ctx context.Context, st *store.Store, gid string, i int) error {
+	return st.Put(ctx, store.GroupGoneKey(gid, i), []byte(time.Now().UTC().Format(time.RFC3339Nano)))
+}
+
+// Materialize writes the job of input i of batch gid (its pod does, when it starts) and
+// returns its ID: the arguments (inline when small), the environment, the spec and, last,
+// the handle. It does nothing to a job already written, so a restarted pod repeats it
+// safely; a job that was removed is ErrNotSubmitted.
+func Materialize(ctx context.Context, st *store.Store, gid string, i int) (string, error) {
+	id := job.ChildID(gid, i)
+	if ok, err := st.Exists(ctx, store.HandleKey(id)); err != nil || ok {
+		return id, err
+	}
+	if gone, err := Gone(ctx, st, gid, i); err != nil {
+		return "", err
+	} else if gone {
+		return "", fmt.Errorf("batch %s input %d: %w (its job %s was cleaned up before it started)", gid, i, ErrNotSubmitted, id)
+	}
+	t, err := ReadTemplate(ctx, st, gid)
+	if err != nil {
+		return "", err
+	}
+	args, err := ReadInput(ctx, st, gid, i)
+	if err != nil {
+		return "", err
+	}
+	spec := *t.Spec
+	spec.JobID = id
+	h := t.ChildHandle(gid, i)
+	spec.OutputDir = h.OutputDir
+	if len(args) <= job.InlineArgs {
+		spec.ArgsInline = args
+	} else {
+		sum := sha256.Sum256(args)
+		spec.Args = &job.BlobRef{Key: store.ArgsKey(id), SHA256: hex.EncodeToString(sum[:]), Size: int64(len(args))}
+		if err := st.Put(ctx, store.ArgsKey(id), args); err != nil {
+			return "", err
+		}
+	}
+	if len(t.Env) > 0 {
+		b, _ := json.Marshal(t.Env)
+		if err := st.Put(ctx, store.EnvKey(id), b); err != nil {
+			return "", err
+		}
+	}
+	if err := st.Put(ctx, store.SpecKey(id), spec.Encode()); err != nil {
+		return "", err
+	}
+	return id, st.Put(ctx, store.HandleKey(id), h.Encode())
+}
+
+// ReadInput reads input i of a batch with derived children: two ranged reads.
+func ReadInput(ctx context.Context, st *store.Store, gid string, i int) ([]byte, error) {
+	key := store.GroupInputsKey(gid)
+	head, err := st.GetRange(ctx, key, 0, 16)
+	if err != nil {
+		return nil, err
+	}
+	if len(head) != 16 || string(head[:8]) != inputsMagic {
+		return nil, fmt.Errorf("batch %s: inputs.bin is not an inputs file", gid)
+	}
+	n := binary.BigEndian.Uint64(head[8:])
+	if i < 0 || uint64(i) >= n {
+		return nil, fmt.Errorf("batch %s has %d inputs, not %d", gid, n, i+1)
+	}
+	offs, err := st.GetRange(ctx, key, 16+8*int64(i), 16)
+	if err != nil {
+		return nil, err
+	}
+	if len(offs) != 16 {
+		return nil, fmt.Errorf("batch %s: inputs.bin is truncated", gid)
+	}
+	from, to := binary.BigEndian.Uint64(offs), binary.BigEndian.Uint64(offs[8:])
+	if to < from || to-from > 1<<34 {
+		return nil, fmt.Errorf("batch %s: inputs.bin is damaged at input %d", gid, i)
+	}
+	start := 16 + 8*(int64(n)+1) + int64(from)
+	b, err := st.GetRange(ctx, key, start, int64(to-from))
+	if err != nil {
+		return nil, err
+	}
+	if uint64(len(b)) != to-from {
+		return nil, fmt.Errorf("batch %s: inputs.bin is truncated at input %d", gid, i)
+	}
+	return b, nil
+}

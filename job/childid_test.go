@@ -1,0 +1,25 @@
+package job
+
+import "testing"
+
+func TestChildID(t *testing.T) {
+	gid := NewGroupID()
+	for _, i := range []int{0, 7, 10, 9999, 1 << 30} {
+		id := ChildID(gid, i)
+		if !ValidName(id) {
+			t.Errorf("ChildID(%s, %d) = %q is not a valid name", gid, i, id)
+		}
+		g, j, ok := ParseChildID(id)
+		if !ok || g != gid || j != i {
+			t.Errorf("ParseChildID(%q) = %q, %d, %v", id, g, j, ok)
+		}
+		if a, ok := CreatedAt(id); !ok || a.IsZero() {
+			t.Errorf("CreatedAt(%q) = %v, %v", id, a, ok)
+		}
+	}
+	for _, bad := range []string{NewID(), gid, ChildID(gid, 1) + "x", NewID() + "-01", NewID() + "--1", NewID() + "-", "grp-" + gid[4:] + "-1"} {
+		if _, _, ok := ParseChildID(bad); ok {
+			t.Errorf("ParseChildID(%q) accepted", bad)
+		}
+	}
+}

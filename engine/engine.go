@@ -47,10 +47,10 @@ type Engine struct {
 	stores    map[string]*store.Store
 	backends  map[string]backend.Backend
 	factories map[string]BackendFactory
-	ensurers  map[string]*image.Ensurer // per image builder
-	noticed   map[string]bool           // notices already given (noticeOnce)
+	ensurers  map[string]*image.Ensurer   // per image builder
+	noticed   map[string]bool             // notices already given (noticeOnce)
 	templates map[string]*layout.Template // derived batches' templates, by store and group (immutable)
-	pyOnce    sync.Once                 // pathPython
+	pyOnce    sync.Once                   // pathPython
 	pyPath    string
 }
 

@@ -28,8 +28,8 @@ import (
 // Template is groups/ID/template.json: a child's handle and spec with JobID
 // job.ChildID(gid, 0) and no arguments, and the environment every child captures.
 type Template struct {
-	Handle *job.Handle        `json:"handle"`
-	Spec   *job.Spec          `json:"spec"`
+	Handle *job.Handle       `json:"handle"`
+	Spec   *job.Spec         `json:"spec"`
 	Env    map[string]string `json:"env,omitempty"`
 	// DefaultOutputs: the output directory is the store's outputs/ID of each child (no
 	// output_dir was set), not the one directory in Handle.

@@ -55,13 +55,17 @@ type Group struct {
 
 // Grouper is implemented by backends that run the first attempts of a batch's children
 // as one unit (a Kubernetes Indexed Job) instead of one object per child. StartGroup is
-// called once, before any child is written, with the handle every child is made from;
-// the unit's member i waits for child i to be written to the store. JoinGroup has the
-// contract of Submit for a first attempt (it may have nothing left to do). Retries are
-// submitted alone with Submit.
+// called once, after the batch's template and inputs are in the store (batch/layout:
+// its children are derived, nothing is written per input), with the handle every child
+// is made from; the unit's member i writes child i's job (layout.ResolveMember) and runs
+// it. Retries are submitted alone with Submit.
 type Grouper interface {
 	StartGroup(ctx context.Context, g Group, template *job.Handle) error
-	JoinGroup(ctx context.Context, h *job.Handle) error
+	// GroupDone returns the members of group gid that have ended (succeeded or failed)
+	// as the unit records them, from one look at the unit: watching a batch of any size
+	// costs O(1) requests per look. A unit that is gone gives nil and no error: its
+	// members are then looked at one by one.
+	GroupDone(ctx context.Context, gid string) (map[int]bool, error)
 	// CleanupGroup removes the unit (its members' results stay in the store).
 	CleanupGroup(ctx context.Context, gid string) error
 }

@@ -116,3 +116,43 @@ func TestDerivedBatch(t *testing.T) {
 		t.Errorf("recorded of a child not started: %s, %v; want PENDING", s, err)
 	}
 }
+
+// TestDerivedBatchWatch: watching a batch run as one unit looks at the unit once per
+// round and at a child only once its member ended: O(1) backend requests per round,
+// not one per input (a watch that looked at every running child would read 2n statuses
+// here: one sweep while they run, one when they end).
+func TestDerivedBatchWatch(t *testing.T) {
+	ctx := context.Background()
+	const n = 500
+	fake := newFakeBackend(func(int, int) outcome { return outcome{reads: -1} }) // running
+	e := newTestEngine(t, fakeGrouper{fake})
+	b, err := Map(ctx, e, mapRequest(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-b.Done()
+	go func() {
+		time.Sleep(500 * time.Millisecond) // a few rounds while every member runs
+		fake.mu.Lock()
+		defer fake.mu.Unlock()
+		for _, j := range fake.jobs {
+			j.o.reads = 0 // ends at its next look
+			if j.name == "3/0" {
+				j.o.reason = "input 3 failed"
+			}
+		}
+	}()
+	seen := map[int]job.State{}
+	if err := Watch(ctx, e, b.GroupID(), "mem://", func(c ChildStatus) { seen[c.Index] = c.Status }); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != n || seen[3] != job.Failed || seen[0] != job.Succeeded {
+		t.Fatalf("watch reported %d children (3: %s, 0: %s), want %d", len(seen), seen[3], seen[0], n)
+	}
+	fake.mu.Lock()
+	reads, looks := fake.statusReads, fake.groupLooks
+	fake.mu.Unlock()
+	if reads > n+10 || looks < 2 {
+		t.Errorf("the watch read %d statuses for %d children and looked at the unit %d times: want about one each, and the unit looked at every round", reads, n, looks)
+	}
+}

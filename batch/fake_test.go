@@ -29,7 +29,7 @@ type outcome struct {
 // flight (submitted, not yet seen final by a Status read).
 type fakeBackend struct {
 	outcome func(index, attempt int) outcome
-	// onSubmit, if set, runs in Submit, JoinGroup and Enqueue before the job is taken;
+	// onSubmit, if set, runs in Submit, StartGroup (per member) and Enqueue before the job is taken;
 	// an error fails the submission.
 	onSubmit func(index, attempt int) error
 
@@ -40,6 +40,8 @@ type fakeBackend struct {
 	attempts    map[string]int // per input
 	inFlight    int
 	maxInFlight int
+	statusReads int // Status calls
+	groupLooks  int // GroupDone calls
 }
 
 type fakeJob struct {
@@ -89,6 +91,7 @@ func (f *fakeBackend) Submit(ctx context.Context, h *job.Handle) error {
 func (f *fakeBackend) Status(ctx context.Context, h *job.Handle) (job.State, string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.statusReads++
 	j := f.jobs[h.JobID]
 	if j == nil {
 		return job.NotFound, "", nil
@@ -161,12 +164,17 @@ func (f fakeGrouper) StartGroup(ctx context.Context, g backend.Group, template *
 	return nil
 }
 
-func (f fakeGrouper) JoinGroup(ctx context.Context, h *job.Handle) error {
-	extra := ""
-	if h.K8sName != h.GroupID {
-		extra = " (not named after the group: " + h.K8sName + ")"
+func (f fakeGrouper) GroupDone(ctx context.Context, gid string) (map[int]bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.groupLooks++
+	done := map[int]bool{}
+	for id, j := range f.jobs {
+		if g, i, ok := job.ParseChildID(id); ok && g == gid && (j.state.Terminal() || j.o.reads >= 0 && j.reads >= j.o.reads) {
+			done[i] = true
+		}
 	}
-	return f.take(h, "join", extra)
+	return done, nil
 }
 
 func (f fakeGrouper) CleanupGroup(ctx context.Context, gid string) error {

@@ -77,7 +77,6 @@ func (s *scheduler) submit(ctx context.Context, i, n int) *engine.Job {
 	b.mu.Unlock()
 	j, err := s.tmpl.Submit(ctx, &engine.Child{
 		Args: s.inputs[i], GroupID: gid, Index: i,
-		Join:        s.grouped && len(prev) == 0,
 		Parallelism: s.maxConcurrent,
 		Record: func(ctx context.Context, h *job.Handle) error {
 			// Before the job exists: a submitter killed now leaves a findable child.

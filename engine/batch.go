@@ -73,9 +73,6 @@ type Child struct {
 	Args    []byte
 	GroupID string
 	Index   int
-	// Join runs the job as index Index of the unit the backend started for the batch
-	// (backend.Grouper.JoinGroup) rather than alone. Ignored by other backends.
-	Join bool
 	// Parallelism, when > 0, hands the job to the backend's queue (backend.Queuer),
 	// bounding the batch's workers. A job that runs in a container is started alone.
 	Parallelism int

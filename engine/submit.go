@@ -121,11 +121,6 @@ func (e *Engine) submitPlanned(ctx context.Context, p *plan, c *Child) (*Job, er
 		p.handle.K8sName = id // the cluster object is named after the job
 	}
 	if c != nil {
-		if gr, ok := be.(backend.Grouper); ok && c.Join {
-			// A first attempt runs as an index of the batch's group unit.
-			p.handle.K8sName = c.GroupID
-			submit = gr.JoinGroup
-		}
 		p.handle.GroupID, p.handle.GroupKind, p.handle.GroupIndex = c.GroupID, "map", strconv.Itoa(c.Index)
 		if c.Record != nil {
 			if err := c.Record(ctx, p.handle); err != nil {

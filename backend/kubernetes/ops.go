@@ -67,9 +67,27 @@ func (b *Backend) StartGroup(ctx context.Context, g backend.Group, tmpl *job.Han
 	return nil
 }
 
-// JoinGroup implements backend.Grouper: the Indexed Job's pod for this index picks the
-// child up from the store, so there is nothing to create.
-func (b *Backend) JoinGroup(ctx context.Context, h *job.Handle) error { return nil }
+// GroupDone implements backend.Grouper: the indexes the batch's Indexed Job records as
+// completed or failed, from one (cached) look at the Job.
+func (b *Backend) GroupDone(ctx context.Context, gid string) (map[int]bool, error) {
+	j, err := b.getJob(ctx, gid, true)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look at the Indexed Job %s: %w", gid, err)
+	}
+	limit := 0
+	if j.Spec.Completions != nil {
+		limit = int(*j.Spec.Completions)
+	}
+	done := map[int]bool{}
+	addIndexes(done, j.Status.CompletedIndexes, limit)
+	if j.Status.FailedIndexes != nil {
+		addIndexes(done, *j.Status.FailedIndexes, limit)
+	}
+	return done, nil
+}
 
 // member reports whether h runs as an index of its group's Indexed Job.
 func member(h *job.Handle) (index int, ok bool) {
@@ -80,7 +98,7 @@ func member(h *job.Handle) (index int, ok bool) {
 	return i, err == nil
 }
 
-// cached is a recent look at one Job and its pods. A batch's children share it, so
+// cached is a recent look at one Job, or at its pods. A batch's children share them, so
 // watching a thousand children costs two requests per refresh, not two thousand.
 type cached struct {
 	at   time.Time
@@ -91,31 +109,72 @@ type cached struct {
 
 const cacheTTL = 500 * time.Millisecond
 
-func (b *Backend) observe(ctx context.Context, name string, shared bool) (*batchv1.Job, []corev1.Pod, error) {
-	if shared {
-		b.mu.Lock()
-		c := b.cache[name]
-		b.mu.Unlock()
-		if c != nil && time.Since(c.at) < cacheTTL {
-			return c.job, c.pods, c.err
-		}
+// fresh returns the entry under key if it is recent.
+func (b *Backend) fresh(key string) *cached {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c := b.cache[key]; c != nil && time.Since(c.at) < cacheTTL {
+		return c
+	}
+	return nil
+}
+
+func (b *Backend) keep(key string, c *cached) {
+	c.at = time.Now()
+	b.mu.Lock()
+	b.cache[key] = c
+	b.mu.Unlock()
+}
+
+// getJob reads Job name (through the cache when shared: a batch's Indexed Job).
+func (b *Backend) getJob(ctx context.Context, name string, shared bool) (*batchv1.Job, error) {
+	if c := b.fresh("job/" + name); shared && c != nil {
+		return c.job, c.err
 	}
 	cctx, cancel := ctxTimeout(ctx)
 	defer cancel()
 	j, err := b.cs.BatchV1().Jobs(b.o.Namespace).Get(cctx, name, metav1.GetOptions{})
+	if shared {
+		b.keep("job/"+name, &cached{job: j, err: err})
+	}
+	return j, err
+}
+
+// listPods lists the pods of Job name. For a batch's Indexed Job (shared) the list is
+// cached and leaves out the pods that succeeded: the Job's completedIndexes already says
+// which indexes those ran, and a batch of ten thousand inputs would otherwise list ten
+// thousand finished pods on every look.
+func (b *Backend) listPods(ctx context.Context, name string, shared bool) ([]corev1.Pod, error) {
+	if c := b.fresh("pods/" + name); shared && c != nil {
+		return c.pods, c.err
+	}
+	cctx, cancel := ctxTimeout(ctx)
+	defer cancel()
+	opts := metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + name}
+	if shared {
+		opts.FieldSelector = "status.phase!=" + string(corev1.PodSucceeded)
+	}
 	var pods []corev1.Pod
+	list, err := b.cs.CoreV1().Pods(b.o.Namespace).List(cctx, opts)
 	if err == nil {
-		var list *corev1.PodList
-		list, err = b.cs.CoreV1().Pods(b.o.Namespace).List(cctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + name})
-		if err == nil {
-			pods = list.Items
-		}
+		pods = list.Items
 	}
 	if shared {
-		b.mu.Lock()
-		b.cache[name] = &cached{at: time.Now(), job: j, pods: pods, err: err}
-		b.mu.Unlock()
+		b.keep("pods/"+name, &cached{pods: pods, err: err})
 	}
+	return pods, err
+}
+
+// observe reads Job name and, unless index (>= 0) is one it completed, its pods.
+func (b *Backend) observe(ctx context.Context, name string, shared bool, index int) (*batchv1.Job, []corev1.Pod, error) {
+	j, err := b.getJob(ctx, name, shared)
+	if err != nil {
+		return j, nil, err
+	}
+	if index >= 0 && indexIn(j.Status.CompletedIndexes, index) {
+		return j, nil, nil
+	}
+	pods, err := b.listPods(ctx, name, shared)
 	return j, pods, err
 }
 
@@ -130,7 +189,10 @@ func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string,
 		name = h.JobID
 	}
 	index, isMember := member(h)
-	j, pods, err := b.observe(ctx, name, isMember)
+	if !isMember {
+		index = -1
+	}
+	j, pods, err := b.observe(ctx, name, isMember, index)
 	if apierrors.IsNotFound(err) {
 		// The runner may have finished between our two looks.
 		if s, reason, ok, err := b.stored(ctx, h); err != nil || ok {

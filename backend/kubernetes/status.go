@@ -267,6 +267,24 @@ func imageOf(p *corev1.Pod, container string) string {
 
 // indexIn reports whether i is in an index set like "1,3-5,7".
 func indexIn(set string, i int) bool {
+	found := false
+	eachIndexRange(set, func(a, b int) {
+		found = found || i >= a && i <= b
+	})
+	return found
+}
+
+// addIndexes adds the indexes of set (a Job's "1,3-5,7") to done, up to limit of them
+// (a damaged range cannot make it allocate without bound).
+func addIndexes(done map[int]bool, set string, limit int) {
+	eachIndexRange(set, func(a, b int) {
+		for i := a; i <= b && i < limit; i++ {
+			done[i] = true
+		}
+	})
+}
+
+func eachIndexRange(set string, f func(a, b int)) {
 	for _, part := range strings.Split(set, ",") {
 		if part == "" {
 			continue
@@ -282,11 +300,8 @@ func indexIn(set string, i int) bool {
 				continue
 			}
 		}
-		if i >= a && i <= b {
-			return true
-		}
+		f(a, b)
 	}
-	return false
 }
 
 func podsOfIndex(pods []corev1.Pod, i int) []corev1.Pod {

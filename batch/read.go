@@ -59,6 +59,56 @@ func collectedAt(err error, id string, records map[string]layout.Collected) *tim
 	return nil
 }
 
+// firstDerived reports whether c is still at its derived first attempt.
+func firstDerived(m *Manifest, c Child) bool {
+	return m.Derived && len(c.Attempts) == 1 && c.JobID == job.ChildID(m.GroupID, c.Index)
+}
+
+// lookEnded reads, 16 at a time, the status of each child at its derived first attempt
+// whose unit member ended (done) and that is not final yet, and returns the final ones.
+func lookEnded(ctx context.Context, e *engine.Engine, m *Manifest, storeURL string, done, final map[int]bool) ([]ChildStatus, error) {
+	var ended []Child
+	for _, c := range m.Children {
+		if !final[c.Index] && done[c.Index] && firstDerived(m, c) {
+			ended = append(ended, c)
+		}
+	}
+	out := make([]ChildStatus, len(ended))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for k, c := range ended {
+		g.Go(func() error {
+			j, err := e.Attach(gctx, c.JobID, storeURL)
+			if err != nil {
+				var gone *engine.CleanedUpError
+				if errors.As(err, &gone) { // collected and cleaned up: final
+					t := gone.Tombstone.CleanedAt
+					out[k] = ChildStatus{Index: c.Index, Status: job.NotFound, CollectedAt: &t}
+				}
+				return nil
+			}
+			state, reason, err := j.Status(gctx)
+			if err != nil {
+				return err
+			}
+			if state.Terminal() && !(state == job.Failed && len(c.Attempts) <= m.Retries && !m.Settled) {
+				out[k] = ChildStatus{Index: c.Index, Handle: j.Handle, Status: state, Reason: reason}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	kept := out[:0]
+	for _, cs := range out {
+		if cs.Status != "" {
+			kept = append(kept, cs)
+		}
+	}
+	return kept, nil
+}
+
 // groupDone returns the members of a derived batch's unit that ended, nil when the batch
 // is not derived, its backend runs no units, or the unit cannot be seen (then every
 // child is looked at by itself).
@@ -342,12 +392,22 @@ func Watch(ctx context.Context, e *engine.Engine, gid, storeURL string, emit fun
 		// others are not looked at one by one (O(1) requests per round, not O(inputs)).
 		done := groupDone(ctx, e, &m, storeURL, jobs)
 		progressed := false
+		if done != nil {
+			ended, err := lookEnded(ctx, e, &m, storeURL, done, final)
+			if err != nil {
+				return err
+			}
+			for _, cs := range ended {
+				final[cs.Index], progressed = true, true
+				emit(cs)
+			}
+		}
 		for _, c := range m.Children {
 			if final[c.Index] {
 				continue
 			}
-			if done != nil && !done[c.Index] && len(c.Attempts) == 1 && c.JobID == job.ChildID(m.GroupID, c.Index) {
-				continue // its unit's member still runs (or waits)
+			if done != nil && firstDerived(&m, c) {
+				continue // its unit's member still runs (or waits); lookEnded takes it when it ends
 			}
 			if c.JobID == "" {
 				if c.SubmissionError != "" {

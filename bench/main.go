@@ -66,7 +66,14 @@ t = time.perf_counter()
 for i in range(n if sys.argv[2:] != ["nobare"] else 0):
     subprocess.run([sys.executable, "-c", "def noop(x):\n    return x\nnoop(%d)" % i], check=True)
 bare = time.perf_counter() - t
-print(json.dumps({"batch": batch, "bare": bare}))
+import resource
+from kinetic import _engine
+hwm = 0.0
+for l in open("/proc/%d/status" % _engine.engine()._proc.pid):
+    if l.startswith("VmHWM:"):
+        hwm = int(l.split()[1]) / 1024.0
+sdk = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+print(json.dumps({"batch": batch, "bare": bare, "sdk_rss": sdk, "engine_rss": hwm}))
 `
 
 func main() {
@@ -112,7 +119,11 @@ func main() {
 	}
 	var res struct{ SDK, Bare []float64 }
 	run("bench_sync.py", *n, &res)
-	var batch struct{ Batch, Bare float64 }
+	var batch struct {
+		Batch, Bare float64
+		SDKRSS      float64 `json:"sdk_rss"`
+		EngineRSS   float64 `json:"engine_rss"`
+	}
 	if *mapN > 0 {
 		run("bench_batch.py", *mapN, &batch)
 	}
@@ -135,6 +146,7 @@ func main() {
 		fmt.Println("|---|---|---|---|")
 		fmt.Printf("| `run_async_map(...).results()`, local backend | %d | %.2f s | **%.0f/s** |\n", *mapN, batch.Batch, float64(*mapN)/batch.Batch)
 		fmt.Printf("| the same calls as bare `python3 -c`, one after another | %d | %.2f s | %.0f/s |\n", *mapN, batch.Bare, float64(*mapN)/batch.Bare)
+		fmt.Printf("\nPeak RSS while it ran: the SDK's process %.0f MB, the engine's %.0f MB (%d results held by results()).\n", batch.SDKRSS, batch.EngineRSS, *mapN)
 		fmt.Println("\nTarget: at least 100 inputs per second.")
 	}
 }

@@ -23,3 +23,17 @@ func TestChildID(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseChildID: IDs come from users and from store listings.
+func FuzzParseChildID(f *testing.F) {
+	gid := NewGroupID()
+	f.Add(ChildID(gid, 12))
+	f.Add(NewID())
+	f.Add("job-0123456789abcdefghijklm-99999999999999999999")
+	f.Fuzz(func(t *testing.T, id string) {
+		g, i, ok := ParseChildID(id)
+		if ok && ChildID(g, i) != id {
+			t.Errorf("ParseChildID(%q) = %q, %d: ChildID gives %q", id, g, i, ChildID(g, i))
+		}
+	})
+}

@@ -1,11 +1,13 @@
 package layout
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"testing"
 	"time"
 
+	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
 )
 
@@ -50,5 +52,54 @@ func TestSubmitterLost(t *testing.T) {
 				t.Fatalf("ResolveMember of an input a lost submitter never wrote: %v after %s", err, time.Since(start))
 			}
 		})
+	}
+}
+
+// FuzzReadInput: inputs.bin is read from a store anyone with write access may have
+// damaged; whatever its bytes, ReadInput returns an input or an error, never panics or
+// allocates without bound, and a file WriteDerived made gives back every input.
+func FuzzReadInput(f *testing.F) {
+	f.Add([]byte("KNINPUT1\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02hi"), 0)
+	f.Add([]byte("KNINPUT1\xff\xff\xff\xff\xff\xff\xff\xff"), 3)
+	f.Add([]byte("garbage"), 0)
+	f.Fuzz(func(t *testing.T, raw []byte, i int) {
+		ctx := context.Background()
+		st, err := store.Open(ctx, "mem://")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		if err := st.Put(ctx, store.GroupInputsKey("grp-x"), raw); err != nil {
+			t.Fatal(err)
+		}
+		ReadInput(ctx, st, "grp-x", i%1000)
+	})
+}
+
+func TestWriteDerivedRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	gid := job.NewGroupID()
+	inputs := [][]byte{[]byte("a"), {}, []byte("a longer input"), make([]byte, 70000)}
+	tmpl := &Template{Handle: &job.Handle{JobID: job.ChildID(gid, 0), Store: "mem://"}, Spec: &job.Spec{JobID: job.ChildID(gid, 0)}, DefaultOutputs: true}
+	if err := WriteDerived(ctx, st, gid, tmpl, inputs); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range inputs {
+		got, err := ReadInput(ctx, st, gid, i)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("input %d: %d bytes, %v; want %d bytes", i, len(got), err, len(want))
+		}
+	}
+	if _, err := ReadInput(ctx, st, gid, len(inputs)); err == nil {
+		t.Error("an input past the end was read")
+	}
+	h := tmpl.ChildHandle(gid, 2)
+	if h.JobID != job.ChildID(gid, 2) || h.GroupIndex != "2" || h.OutputDir != store.DefaultOutputDir("mem://", h.JobID) {
+		t.Errorf("child handle: %+v", h)
 	}
 }

@@ -1,17 +1,23 @@
-// Command kubebench measures job submission to Kubernetes against the control plane of
+// Command kubebench measures batch submission to Kubernetes against the control plane of
 // internal/kubetest, with kwok nodes running the pods (the real node is cordoned), and
-// prints a Markdown table: API writes issued by Kinetic, time until submitted, time until
-// every job is SUCCEEDED, against raw Job creates with client-go in the same run.
+// prints Markdown tables: a map of n inputs (API writes, store objects written, time
+// until fully submitted, time until the engine's watch saw every child end, the API
+// requests of that watch per second, the engine's peak RSS), against one raw Indexed
+// Job of n completions and raw store writes in the same run; and a loop of single jobs
+// against raw Job creates.
 //
-//	go run ./bench/kubebench [-n 1000]
+//	go run ./bench/kubebench [-n 10000] [-nodes 1000] [-parallel 1000] [-singles 200]
 package main
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
 	"net/http"
 	"os"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -35,8 +41,8 @@ import (
 	"github.com/kinetic-run/kinetic/store"
 )
 
-// writes counts the mutating API requests Kinetic's client sends.
-var writes atomic.Int64
+// writes and reads count the API requests Kinetic's client sends.
+var writes, reads atomic.Int64
 
 type counting struct{ rt http.RoundTripper }
 
@@ -44,21 +50,59 @@ func (c counting) RoundTrip(r *http.Request) (*http.Response, error) {
 	switch r.Method {
 	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 		writes.Add(1)
+	default:
+		reads.Add(1)
 	}
 	return c.rt.RoundTrip(r)
 }
 
 func main() {
-	n := flag.Int("n", 1000, "inputs in the map, and single jobs in the loop")
-	nodes := flag.Int("nodes", 4, "kwok nodes")
+	n := flag.Int("n", 10000, "inputs in the map")
+	nodes := flag.Int("nodes", 1000, "kwok nodes")
+	parallel := flag.Int("parallel", 1000, "max_concurrent of the map (the Indexed Job's parallelism)")
+	singles := flag.Int("singles", 0, "single jobs submitted one by one, against as many raw Job creates (0: skip)")
 	flag.Parse()
-	if err := run(*n, *nodes); err != nil {
+	if err := run(*n, *nodes, *parallel, *singles); err != nil {
 		fmt.Fprintln(os.Stderr, "kubebench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n, nodes int) error {
+// rssPeak samples this process's resident memory (the engine runs in it) until stop.
+type rssPeak struct{ peak atomic.Int64 }
+
+func (r *rssPeak) sample(stop <-chan struct{}) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if kb := rssKB(); kb > r.peak.Load() {
+			r.peak.Store(kb)
+		}
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func rssKB() int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb
+		}
+	}
+	return 0
+}
+
+func run(n, nodes, parallel, singles int) error {
 	ctx := context.Background()
 	c, err := kubetest.Start(ctx, kubetest.Options{Log: os.Stderr, Kwok: true})
 	if err != nil {
@@ -73,11 +117,16 @@ func run(n, nodes int) error {
 	if _, err := cs.CoreV1().Nodes().Patch(ctx, kubetest.NodeName, types.MergePatchType, []byte(`{"spec":{"unschedulable":true}}`), metav1.PatchOptions{}); err != nil {
 		return err
 	}
+	t0 := time.Now()
+	g := new(errgroup.Group)
+	g.SetLimit(16)
 	for i := 0; i < nodes; i++ {
-		if err := c.AddFakeNode(ctx, kubetest.FakeNode{Name: fmt.Sprintf("kwok-%d", i)}); err != nil {
-			return err
-		}
+		g.Go(func() error { return c.AddFakeNode(ctx, kubetest.FakeNode{Name: fmt.Sprintf("kwok-%d", i)}) })
 	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "kubebench: %d kwok nodes in %s\n", nodes, round(time.Since(t0)))
 	if err := c.GCS.MakeBucket("bench"); err != nil {
 		return err
 	}
@@ -95,50 +144,109 @@ func run(n, nodes int) error {
 	e.RegisterBackend(kubernetes.K8sName, func(_ *engine.Engine, st *store.Store) (backend.Backend, error) {
 		return kubernetes.New(st, kubernetes.Options{Name: kubernetes.K8sName, Namespace: "default", Config: cfg, Image: kubetest.PythonImage, RunnerImage: kubetest.PythonImage})
 	})
-	dir, _ := os.MkdirTemp("", "kubebench-")
-	defer os.RemoveAll(dir)
-
-	// 1. One map of n inputs.
-	inputs := make([][]byte, n)
-	for i := range inputs {
-		inputs[i] = []byte(fmt.Sprintf("input %d", i))
-	}
-	writes.Store(0)
-	t0 := time.Now()
-	b, err := batch.Map(ctx, e, &batch.MapRequest{Template: engine.SubmitRequest{Kind: job.KindPickle, Payload: []byte("function"), FuncName: "noop", Cwd: dir, Accelerator: "cpu", ContainerImage: kubetest.PythonImage}, Inputs: inputs, MaxConcurrent: n})
-	if err != nil {
-		return err
-	}
-	mapReturned := time.Since(t0)
-	mapWrites := writes.Load()
-	<-b.Done()
-	mapWritten := time.Since(t0)
-	mapWritesAll := writes.Load()
-	if err := waitJobs(ctx, c, kubernetes.LabelGroupID+"="+b.GroupID(), 1, func(j *batchv1.Job) int { return int(j.Status.Succeeded) }, n); err != nil {
-		return err
-	}
-	mapDone := time.Since(t0)
-
-	// The store's own limit in the same run: 3n small object writes, 16 at a time (what
-	// the map's children cost: entry, spec, handle).
 	st, err := e.Store(ctx, storeURL)
 	if err != nil {
 		return err
 	}
+	dir, _ := os.MkdirTemp("", "kubebench-")
+	defer os.RemoveAll(dir)
+
+	var rss rssPeak
+	stop := make(chan struct{})
+	go rss.sample(stop)
+	rssStart := rssKB()
+
+	// 1. One map of n inputs: submitted (store and cluster), then watched to the end.
+	inputs := make([][]byte, n)
+	for i := range inputs {
+		inputs[i] = []byte(fmt.Sprintf("input %d", i))
+	}
+	before, err := st.List(ctx, "")
+	if err != nil {
+		return err
+	}
+	writes.Store(0)
 	t0 = time.Now()
-	g := new(errgroup.Group)
+	b, err := batch.Map(ctx, e, &batch.MapRequest{Template: engine.SubmitRequest{Kind: job.KindPickle, Payload: []byte("function"), FuncName: "noop", Cwd: dir, Accelerator: "cpu", ContainerImage: kubetest.PythonImage}, Inputs: inputs, MaxConcurrent: parallel})
+	if err != nil {
+		return err
+	}
+	<-b.Done()
+	submitted := time.Since(t0)
+	mapWrites := writes.Load()
+	after, err := st.List(ctx, "")
+	if err != nil {
+		return err
+	}
+	storeObjects := len(after) - len(before)
+	inputs = nil
+	reads.Store(0)
+	tw := time.Now()
+	ended := 0
+	if err := batch.Watch(ctx, e, b.GroupID(), storeURL, func(batch.ChildStatus) { ended++ }); err != nil {
+		return err
+	}
+	watched := time.Since(tw)
+	mapDone := time.Since(t0)
+	watchReads, watchWrites := reads.Load(), writes.Load()-mapWrites
+	close(stop)
+	if ended != n {
+		return fmt.Errorf("the watch saw %d of %d children end", ended, n)
+	}
+
+	// The physical limits in the same run: one raw Indexed Job of n completions, and
+	// raw small object writes to the store (what a child's entry, spec and handle each
+	// cost in the design that wrote them at submission).
+	raw, err := kubernetesClient(cfg)
+	if err != nil {
+		return err
+	}
+	t0 = time.Now()
+	indexed := batchv1.IndexedCompletion
+	rj := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "raw-indexed", Labels: map[string]string{"raw": "indexed"}},
+		Spec: batchv1.JobSpec{CompletionMode: &indexed, Completions: ptr(int32(n)), Parallelism: ptr(int32(parallel)), BackoffLimitPerIndex: ptr(int32(0)),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "c", Image: kubetest.PythonImage}}}}}}
+	if _, err := raw.BatchV1().Jobs("default").Create(ctx, rj, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	if err := waitJobs(ctx, c, "raw=indexed", 1, func(j *batchv1.Job) int { return int(j.Status.Succeeded) }, n); err != nil {
+		return err
+	}
+	rawIndexed := time.Since(t0)
+	rawN := min(3*n, 3000)
+	t0 = time.Now()
+	g = new(errgroup.Group)
 	g.SetLimit(16)
-	for i := 0; i < 3*n; i++ {
+	for i := 0; i < rawN; i++ {
 		g.Go(func() error { return st.Put(ctx, fmt.Sprintf("bench/raw/%08d.json", i), []byte(`{"raw": true}`)) })
 	}
 	if err := g.Wait(); err != nil {
 		return err
 	}
 	rawStore := time.Since(t0)
+	perObject := rawStore / time.Duration(rawN)
 
-	// 2. n single jobs in a loop.
+	fmt.Printf("| %d inputs, %d kwok nodes, parallelism %d | API writes | store objects written | until fully submitted | until the watch saw all end |\n|---|---|---|---|---|\n", n, nodes, parallel)
+	fmt.Printf("| `run_async_map` (one Indexed Job, derived children) | %d | %d | %s | %s (watch: %s) |\n", mapWrites, storeObjects, round(submitted), round(mapDone), round(watched))
+	fmt.Printf("| raw: one Indexed Job of %d completions, client-go | 1 | 0 | — | %s |\n", n, round(rawIndexed))
+	fmt.Printf("| raw: %d small store writes, 16 at a time (%s each: %d inputs × 3 would take %s) | 0 | %d | %s | — |\n\n", rawN, perObject.Round(10*time.Microsecond), n, round(perObject*time.Duration(3*n)), rawN, round(rawStore))
+	fmt.Printf("| the engine while it watched | value |\n|---|---|\n")
+	fmt.Printf("| API requests of the watch | %d reads, %d writes in %s: %.1f per second for %d children |\n", watchReads, watchWrites, round(watched), float64(watchReads+watchWrites)/watched.Seconds(), n)
+	fmt.Printf("| peak RSS of the engine's process (map and watch) | %.0f MB (%.0f MB at start) |\n", float64(rss.peak.Load())/1024, float64(rssStart)/1024)
+
+	if singles > 0 {
+		if err := loop(ctx, c, e, cfg, dir, singles); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loop submits n single jobs one by one, against n raw Job creates.
+func loop(ctx context.Context, c *kubetest.Cluster, e *engine.Engine, cfg *rest.Config, dir string, n int) error {
 	writes.Store(0)
-	t0 = time.Now()
+	t0 := time.Now()
 	for i := 0; i < n; i++ {
 		if _, err := e.Submit(ctx, &engine.SubmitRequest{Kind: job.KindCommand, Command: []string{"true"}, Cwd: dir, Accelerator: "cpu", ContainerImage: kubetest.PythonImage}); err != nil {
 			return err
@@ -150,8 +258,6 @@ func run(n, nodes int) error {
 		return err
 	}
 	loopDone := time.Since(t0)
-
-	// 3. The physical limit: n raw Job creates with client-go, same client settings.
 	raw, err := kubernetesClient(cfg)
 	if err != nil {
 		return err
@@ -170,12 +276,9 @@ func run(n, nodes int) error {
 		return err
 	}
 	rawDone := time.Since(t0)
-
-	fmt.Printf("| what (%d jobs, %d kwok nodes) | API writes | until submitted | until all SUCCEEDED |\n|---|---|---|---|\n", n, nodes)
-	fmt.Printf("| `run_async_map` of %d inputs (one Indexed Job) | %d at return, %d in all | %s (Map returns; children in the store after %s) | %s |\n", n, mapWrites, mapWritesAll, round(mapReturned), round(mapWritten), round(mapDone))
-	fmt.Printf("| %d single jobs, one `Submit` each | %d | %s | %s |\n", n, loopWrites, round(loopSubmitted), round(loopDone))
-	fmt.Printf("| raw: %d Job creates with client-go | %d | %s | %s |\n", n, n, round(rawSubmitted), round(rawDone))
-	fmt.Printf("| raw: %d small object writes to the store, 16 at a time | 0 | %s | — |\n", 3*n, round(rawStore))
+	fmt.Printf("\n| %d single jobs | API writes | until submitted | until all SUCCEEDED |\n|---|---|---|---|\n", n)
+	fmt.Printf("| one `Submit` each | %d | %s | %s |\n", loopWrites, round(loopSubmitted), round(loopDone))
+	fmt.Printf("| raw: Job creates with client-go | %d | %s | %s |\n", n, round(rawSubmitted), round(rawDone))
 	return nil
 }
 

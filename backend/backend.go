@@ -66,6 +66,10 @@ type Grouper interface {
 	// costs O(1) requests per look. A unit that is gone gives nil and no error: its
 	// members are then looked at one by one.
 	GroupDone(ctx context.Context, gid string) (map[int]bool, error)
+	// UnwrittenStatus is Status for member h whose job its pod has not written yet
+	// (nothing of it is in the store, as a listing of the store showed): the unit's
+	// view alone, without the store reads Status begins with.
+	UnwrittenStatus(ctx context.Context, h *job.Handle) (job.State, string, error)
 	// CleanupGroup removes the unit (its members' results stay in the store).
 	CleanupGroup(ctx context.Context, gid string) error
 }

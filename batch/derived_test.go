@@ -62,6 +62,10 @@ func TestDerivedBatch(t *testing.T) {
 			t.Fatalf("child %d: %+v, want its derived job, RUNNING", i, c)
 		}
 	}
+	// Nothing of them is in the store: their statuses came from the unit alone.
+	if fake.unwrittenReads != n {
+		t.Errorf("%d statuses read from the unit alone, want %d", fake.unwrittenReads, n)
+	}
 	j, err := e.Attach(ctx, job.ChildID(gid, 5), "mem://")
 	if err != nil || j.Handle.K8sName != gid || j.Handle.FuncName != "f" {
 		t.Fatalf("attach a derived child: %+v, %v", j, err)

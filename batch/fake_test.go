@@ -42,6 +42,9 @@ type fakeBackend struct {
 	maxInFlight int
 	statusReads int // Status calls
 	groupLooks  int // GroupDone calls
+	// unwrittenReads counts UnwrittenStatus calls (statuses of derived children read
+	// without the store).
+	unwrittenReads int
 }
 
 type fakeJob struct {
@@ -162,6 +165,13 @@ func (f fakeGrouper) StartGroup(ctx context.Context, g backend.Group, template *
 		}
 	}
 	return nil
+}
+
+func (f fakeGrouper) UnwrittenStatus(ctx context.Context, h *job.Handle) (job.State, string, error) {
+	f.mu.Lock()
+	f.unwrittenReads++
+	f.mu.Unlock()
+	return f.Status(ctx, h)
 }
 
 func (f fakeGrouper) GroupDone(ctx context.Context, gid string) (map[int]bool, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
@@ -101,4 +102,49 @@ func (e *Engine) cacheTemplate(st *store.Store, gid string, t *layout.Template) 
 		e.templates = map[string]*layout.Template{}
 	}
 	e.templates[st.URL()+"\x00"+gid] = t
+}
+
+// unwrittenChildren returns, among ids, the derived batch children with nothing in the
+// store (not in present, the store's jobs/ listing) whose backend runs their unit: one
+// read of each batch's template and of its gone markers, not a read per child.
+func (e *Engine) unwrittenChildren(ctx context.Context, st *store.Store, ids []string, present map[string]bool) map[string]*Job {
+	out := map[string]*Job{}
+	type group struct {
+		t    *layout.Template
+		gone map[int]bool
+		be   backend.Backend
+	}
+	groups := map[string]*group{}
+	for _, id := range ids {
+		gid, i, ok := job.ParseChildID(id)
+		if !ok || present[id] {
+			continue
+		}
+		g, seen := groups[gid]
+		if !seen {
+			groups[gid] = nil
+			t, err := e.template(ctx, st, gid)
+			if t == nil || err != nil {
+				continue
+			}
+			gone, err := layout.GoneSet(ctx, st, gid)
+			if err != nil {
+				continue
+			}
+			be, err := e.backendFor(t.ChildHandle(gid, 0), st)
+			if err != nil {
+				continue
+			}
+			if _, ok := be.(backend.Grouper); !ok {
+				continue
+			}
+			g = &group{t: t, gone: gone, be: be}
+			groups[gid] = g
+		}
+		if g == nil || g.gone[i] {
+			continue
+		}
+		out[id] = &Job{Handle: g.t.ChildHandle(gid, i), Store: st, Backend: g.be}
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
@@ -162,6 +163,7 @@ func (e *Engine) Rows(ctx context.Context, storeURL string, ids []string, withSt
 	}
 	out := make([]Row, len(ids))
 	final := make([]bool, len(ids))
+	unwritten := e.unwrittenChildren(ctx, st, ids, present)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for i, id := range ids {
@@ -171,6 +173,20 @@ func (e *Engine) Rows(ctx context.Context, storeURL string, ids []string, withSt
 		}
 		if t, ok := idx.Tombstones[id]; ok && !present[id] {
 			out[i] = Row{Listed: Listed{State: job.NotFound}, Err: &CleanedUpError{Tombstone: t}}
+			continue
+		}
+		if j := unwritten[id]; j != nil {
+			// A derived batch child its pod has not written: the store holds nothing
+			// of it, so only its unit can say where it stands.
+			out[i].Handle = j.Handle
+			if withStatus {
+				g.Go(func() error {
+					gr := j.Backend.(backend.Grouper)
+					state, reason, err := gr.UnwrittenStatus(gctx, j.Handle)
+					out[i].Listed = Listed{Handle: j.Handle, State: state, Reason: reason}
+					return err
+				})
+			}
 			continue
 		}
 		g.Go(func() error {

@@ -38,6 +38,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -564,8 +565,13 @@ type Object struct {
 
 // List returns the objects under prefix, recursively, in lexical key order.
 func (s *Store) List(ctx context.Context, prefix string) ([]Object, error) {
-	// A file store lists by walking directories; a temporary file renamed away in the
-	// middle of the walk fails it. Such a race is over at once: list again.
+	if s.dir != "" && prefix != "" && plainKey(strings.TrimSuffix(prefix, "/")) {
+		if out, ok, err := s.listFile(ctx, prefix); ok {
+			return out, err
+		}
+	}
+	// fileblob lists by walking directories and fails when a temporary file is renamed
+	// away in the middle of the walk. Such a race is over at once: list again.
 	for try := 0; ; try++ {
 		out, err := s.list(ctx, prefix)
 		if err == nil || try == 4 || !errors.Is(err, fs.ErrNotExist) {
@@ -590,6 +596,68 @@ func (s *Store) list(ctx context.Context, prefix string) ([]Object, error) {
 		}
 		out = append(out, Object{Key: o.Key, Size: o.Size})
 	}
+}
+
+// listFile is List on a file store, from its directories. fileblob stats every entry of
+// its walk and fails the whole listing when one vanishes meanwhile, which happens all
+// the time in a directory being written to (a batch's children/ while ten thousand
+// inputs are submitted: each write is a temporary file renamed into place). Here an
+// entry that vanishes is skipped, and temporary files and attribute sidecars are never
+// objects. ok is false when the directory holds a name fileblob would have escaped: the
+// caller then lists through fileblob.
+func (s *Store) listFile(ctx context.Context, prefix string) (out []Object, ok bool, err error) {
+	dirKey := prefix[:strings.LastIndex(prefix, "/")+1]
+	var walk func(dir, keyPrefix string) (bool, error)
+	walk = func(dir, keyPrefix string) (bool, error) {
+		if err := ctx.Err(); err != nil {
+			return true, fmt.Errorf("list %s: %w", prefix, err)
+		}
+		ents, err := os.ReadDir(dir)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return true, nil
+		}
+		if err != nil {
+			return true, fmt.Errorf("list %s: %w", prefix, err)
+		}
+		for _, e := range ents {
+			name := e.Name()
+			if tempKey(name) || strings.HasSuffix(name, ".attrs") {
+				continue
+			}
+			if !plainKey(name) {
+				return false, nil
+			}
+			key := keyPrefix + name
+			if e.IsDir() {
+				if strings.HasPrefix(key+"/", prefix) || strings.HasPrefix(prefix, key+"/") {
+					if ok, err := walk(filepath.Join(dir, name), key+"/"); !ok || err != nil {
+						return ok, err
+					}
+				}
+				continue
+			}
+			if !strings.HasPrefix(key, prefix) {
+				continue
+			}
+			fi, err := e.Info()
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // renamed or removed since the directory was read
+			}
+			if err != nil {
+				return true, fmt.Errorf("list %s: %w", prefix, err)
+			}
+			if fi.Mode().IsRegular() {
+				out = append(out, Object{Key: key, Size: fi.Size()})
+			}
+		}
+		return true, nil
+	}
+	ok, err = walk(filepath.Join(s.dir, filepath.FromSlash(dirKey)), dirKey)
+	if !ok || err != nil {
+		return nil, ok, err
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Key < out[b].Key })
+	return out, true, nil
 }
 
 // LocalDir is the directory of a file:// store, "" for any other.

@@ -184,6 +184,18 @@ func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string,
 	if s, reason, ok, err := b.stored(ctx, h); err != nil || ok {
 		return s, reason, err
 	}
+	return b.clusterStatus(ctx, h, true)
+}
+
+// UnwrittenStatus implements backend.Grouper: the status of a member whose job its pod
+// has not written (nothing of it is in the store), from the cluster alone.
+func (b *Backend) UnwrittenStatus(ctx context.Context, h *job.Handle) (job.State, string, error) {
+	return b.clusterStatus(ctx, h, false)
+}
+
+// clusterStatus judges h from its Job and pods; inStore says the store may hold its
+// result (read once more before a verdict, since the runner writes it before exiting).
+func (b *Backend) clusterStatus(ctx context.Context, h *job.Handle, inStore bool) (job.State, string, error) {
 	name := h.K8sName
 	if name == "" {
 		name = h.JobID
@@ -195,7 +207,7 @@ func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string,
 	j, pods, err := b.observe(ctx, name, isMember, index)
 	if apierrors.IsNotFound(err) {
 		// The runner may have finished between our two looks.
-		if s, reason, ok, err := b.stored(ctx, h); err != nil || ok {
+		if s, reason, ok, err := b.storedIf(ctx, h, inStore); err != nil || ok {
 			return s, reason, err
 		}
 		created, _ := time.Parse(time.RFC3339Nano, h.CreatedAt)
@@ -220,12 +232,12 @@ func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string,
 	switch v.state {
 	case job.Succeeded:
 		// The runner writes the envelope before it exits; read it for the last word.
-		if s, reason, ok, err := b.stored(ctx, h); err != nil || ok {
+		if s, reason, ok, err := b.storedIf(ctx, h, inStore); err != nil || ok {
 			return s, reason, err
 		}
 		return job.Succeeded, "", nil
 	case job.Failed:
-		if s, reason, ok, err := b.stored(ctx, h); err != nil || ok {
+		if s, reason, ok, err := b.storedIf(ctx, h, inStore); err != nil || ok {
 			return s, reason, err
 		}
 		reason := v.reason
@@ -252,6 +264,14 @@ func (b *Backend) stored(ctx context.Context, h *job.Handle) (job.State, string,
 		return "", "", false, err
 	}
 	return state, reason, true, nil
+}
+
+// storedIf is stored when the store may hold h's result (inStore).
+func (b *Backend) storedIf(ctx context.Context, h *job.Handle, inStore bool) (job.State, string, bool, error) {
+	if !inStore {
+		return "", "", false, nil
+	}
+	return b.stored(ctx, h)
 }
 
 // record writes a final FAILED verdict into the store, so it outlives the Job.

@@ -105,6 +105,23 @@ func Gone(ctx context.Context, st *store.Store, gid string, i int) (bool, error)
 	return st.Exists(ctx, store.GroupGoneKey(gid, i))
 }
 
+// GoneSet returns the inputs of batch gid whose derived jobs were removed (one listing).
+func GoneSet(ctx context.Context, st *store.Store, gid string) (map[int]bool, error) {
+	prefix := store.GroupGoneKey(gid, 0)
+	prefix = prefix[:len(prefix)-1]
+	objs, err := st.List(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int]bool, len(objs))
+	for _, o := range objs {
+		if i, err := strconv.Atoi(o.Key[len(prefix):]); err == nil {
+			out[i] = true
+		}
+	}
+	return out, nil
+}
+
 // MarkGone records that input i's derived job is being removed, before its objects go.
 func MarkGone(ctx context.Context, st *store.Store, gid string, i int) error {
 	return st.Put(ctx, store.GroupGoneKey(gid, i), []byte(time.Now().UTC().Format(time.RFC3339Nano)))

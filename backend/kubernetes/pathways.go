@@ -113,6 +113,10 @@ func (b *Backend) leaderWorkerSetFor(h *job.Handle) (*unstructured.Unstructured,
 	labels := baseLabels()
 	labels[LabelApp] = LabelPathwaysApp
 	labels[LabelJobID] = h.JobID
+	if h.GroupID != "" {
+		// A batch child: its batch's LeaderWorkerSets (and their pods) are found by label.
+		labels[LabelGroupID] = h.GroupID
+	}
 	args := []string{"runner", "--store", h.Store, "--job", h.JobID, "--workspace", workDir, "--hold"}
 	tmpl := b.podTemplate(h, sp, labels, args)
 	// LeaderWorkerSet pods belong to StatefulSets, which allow only Always; the runner

@@ -23,6 +23,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/backend/kubernetes"
 	"github.com/kinetic-run/kinetic/internal/kubetest"
+	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
 )
 
@@ -411,4 +412,239 @@ func TestPathwaysGKESchedulingOnFakeNodes(t *testing.T) {
 		t.Fatalf("cleanup: %v\n%s\n%s", err, out, errOut)
 	}
 	waitLWSGone(t, id)
+}
+
+// groupLWS lists the LeaderWorkerSets of batch gid (by the group label its children's
+// LeaderWorkerSets carry).
+func groupLWS(t *testing.T, gid string) []string {
+	t.Helper()
+	list, err := dynClient(t).Resource(kubernetes.LWSResource).Namespace("default").List(context.Background(), metav1.ListOptions{LabelSelector: kubernetes.LabelGroupID + "=" + gid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, o := range list.Items {
+		names = append(names, o.GetName())
+	}
+	return names
+}
+
+// waitGroupGone waits until batch gid has no LeaderWorkerSet and no pod left.
+func waitGroupGone(t *testing.T, gid string) {
+	t.Helper()
+	cs, _ := cluster.Client()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		lws := groupLWS(t, gid)
+		pods, err := cs.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: kubernetes.LabelGroupID + "=" + gid})
+		if len(lws) == 0 && err == nil && len(pods.Items) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("batch %s: LeaderWorkerSets %v and %d pods still there (%v)", gid, lws, len(pods.Items), err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// envelopeTime is when a host's run of job id ended, from its envelope in the store
+// (the leader's, or host's own failure envelope).
+func envelopeTime(t *testing.T, st *store.Store, id, host string) time.Time {
+	t.Helper()
+	key := store.EnvelopeKey(id)
+	if host != "0" {
+		key = store.HostEnvelopeKey(id, host)
+	}
+	raw, err := st.Get(context.Background(), key)
+	if err != nil {
+		t.Fatalf("%s: %v", key, err)
+	}
+	env, err := job.DecodeEnvelope(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env.FinishedAt
+}
+
+// TestPathwaysBatch: run_async_map over a 2-host accelerator runs every input as its
+// own LeaderWorkerSet (labelled with the batch), at most max_concurrent at once; the
+// leaders' values come back in input order; an input whose non-leader host raises fails
+// with that exception after its retry (a second LeaderWorkerSet); the status counts add
+// up; cleanup removes every LeaderWorkerSet of the batch.
+func TestPathwaysBatch(t *testing.T) {
+	needLWS(t)
+	st := newStore(t)
+	out, errOut, err := python(t, st, multiHostEnv, `
+import json, kinetic
+
+@kinetic.run(accelerator="tpu-v6e-8")
+def work(x):
+    import os, time
+    host = os.environ["KINETIC_HOST_INDEX"]
+    if x == 1:
+        if host != "0":
+            time.sleep(1)
+            raise ValueError("host %s refused input %d" % (host, x))
+        time.sleep(600)  # the leader would wait for ever: the worker's failure decides
+    return {"x": x, "square": x * x, "host": host, "job": os.environ["KINETIC_JOB_ID"]}
+
+b = work.run_async_map([0, 1, 2], max_concurrent=2, retries=1)
+print("GROUP", b.group_id, flush=True)
+b.wait(timeout=600)
+print("COUNTS", json.dumps(b.status_counts(), sort_keys=True), flush=True)
+print("JOBS", " ".join(j.job_id for j in b.jobs), flush=True)
+res = b.results(timeout=120, return_exceptions=True, cleanup=False)
+for i, r in enumerate(res):
+    print("RES%d %s %s" % (i, type(r).__name__, json.dumps(r, sort_keys=True) if isinstance(r, dict) else r), flush=True)
+b.cleanup()
+print("CLEANED", flush=True)
+`)
+	gid := lineAfter(out, "GROUP ")
+	if err != nil {
+		t.Fatalf("script: %v\n%s\n%s", err, out, errOut)
+	}
+	ids := strings.Fields(lineAfter(out, "JOBS "))
+	if len(ids) != 3 {
+		t.Fatalf("jobs %v\n%s\n%s", ids, out, errOut)
+	}
+	if got := lineAfter(out, "COUNTS "); got != `{"FAILED": 1, "SUCCEEDED": 2}` {
+		t.Errorf("status counts %s, want 2 SUCCEEDED and 1 FAILED\n%s", got, errOut)
+	}
+	for _, i := range []int{0, 2} {
+		want := fmt.Sprintf(`RES%d dict {"host": "0", "job": %q, "square": %d, "x": %d}`, i, ids[i], i*i, i)
+		if !strings.Contains(out, want) {
+			t.Errorf("input %d: %q, want %q", i, lineAfter(out, fmt.Sprintf("RES%d ", i)), want)
+		}
+	}
+	if got := lineAfter(out, "RES1 "); got != "ValueError host 1 refused input 1" {
+		t.Errorf("input 1: %q, want the worker's ValueError", got)
+	}
+	// Input 1 ran twice (retries=1), each attempt its own LeaderWorkerSet, and failed by
+	// its worker both times.
+	raw, err := st.Get(context.Background(), store.HandleKey(ids[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := job.DecodeHandle(raw)
+	if err != nil || h.Backend != kubernetes.PathwaysName || h.GroupID != gid || h.GroupIndex != "1" {
+		t.Errorf("input 1's handle: %+v (%v)", h, err)
+	}
+	var attempts []string
+	for _, k := range storeKeysUnder(t, st, "jobs/") {
+		if strings.HasSuffix(k, "/hosts/1/result.json") {
+			attempts = append(attempts, k)
+		}
+	}
+	if len(attempts) != 2 {
+		t.Errorf("worker failure envelopes %v, want two (the first attempt and its retry)", attempts)
+	}
+	// max_concurrent=2: input 2 was submitted only once input 0 or input 1's first
+	// attempt had ended.
+	created, _ := time.Parse(time.RFC3339Nano, handleOf(t, st, ids[2]).CreatedAt)
+	firstEnd := envelopeTime(t, st, ids[0], "0")
+	for _, k := range attempts {
+		id := strings.Split(strings.TrimPrefix(k, "jobs/"), "/")[0]
+		if e := envelopeTime(t, st, id, "1"); e.Before(firstEnd) {
+			firstEnd = e
+		}
+	}
+	if created.Before(firstEnd.Add(-time.Second)) { // pod and test clocks are one machine's
+		t.Errorf("input 2 was created at %s, before any of the first two inputs ended (%s): more than max_concurrent=2 ran", created, firstEnd)
+	}
+	if !strings.Contains(out, "CLEANED") {
+		t.Fatalf("cleanup:\n%s\n%s", out, errOut)
+	}
+	waitGroupGone(t, gid)
+}
+
+func handleOf(t *testing.T, st *store.Store, id string) *job.Handle {
+	t.Helper()
+	raw, err := st.Get(context.Background(), store.HandleKey(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := job.DecodeHandle(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func storeKeysUnder(t *testing.T, st *store.Store, prefix string) []string {
+	t.Helper()
+	objs, err := st.List(context.Background(), prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, o := range objs {
+		keys = append(keys, o.Key)
+	}
+	return keys
+}
+
+// TestPathwaysBatchFailFastCancel: with fail_fast, an input failed by its worker host
+// stops submission (the third input is never submitted); cancelling the batch then
+// cancels the input still running and deletes its LeaderWorkerSet; cleanup removes the
+// failed input's.
+func TestPathwaysBatchFailFastCancel(t *testing.T) {
+	needLWS(t)
+	st := newStore(t)
+	out, errOut, err := python(t, st, multiHostEnv, `
+import json, time, kinetic
+
+@kinetic.run(accelerator="tpu-v6e-8")
+def work(x):
+    import os, time
+    if x == 0 and os.environ["KINETIC_HOST_INDEX"] == "1":
+        time.sleep(8)  # input 1's hosts are running by then: fail_fast lets them run
+        raise KeyError("shard %d missing on host 1" % x)
+    time.sleep(600)
+
+b = work.run_async_map([0, 1, 2], max_concurrent=2, fail_fast=True)
+print("GROUP", b.group_id, flush=True)
+deadline = time.time() + 300
+while time.time() < deadline:
+    c = b.status_counts()
+    if c.get("FAILED") == 1 and len(b.submission_failures) == 1:
+        break
+    time.sleep(1)
+print("COUNTS", json.dumps(b.status_counts(), sort_keys=True), flush=True)
+print("NOT_SUBMITTED", " ".join("%d:%s" % (i, e) for i, e in sorted(b.submission_failures.items())), flush=True)
+print("RUNNING", b.jobs[1].job_id, b.jobs[1].status().value, flush=True)
+b.cancel()
+print("CANCELLED", b.jobs[1].status().value, b.jobs[1].status_reason(), flush=True)
+print("FAILED0", b.jobs[0].job_id, b.jobs[0].status_reason(), flush=True)
+`)
+	gid := lineAfter(out, "GROUP ")
+	if err != nil {
+		t.Fatalf("script: %v\n%s\n%s", err, out, errOut)
+	}
+	if got := lineAfter(out, "COUNTS "); got != `{"FAILED": 1, "RUNNING": 1}` {
+		t.Errorf("counts before cancel %s, want 1 FAILED and 1 RUNNING\n%s", got, errOut)
+	}
+	if got := lineAfter(out, "NOT_SUBMITTED "); !strings.HasPrefix(got, "2:") || !strings.Contains(got, "fail_fast") {
+		t.Errorf("not submitted: %q, want input 2 stopped by fail_fast", got)
+	}
+	f0 := strings.Fields(lineAfter(out, "FAILED0 "))
+	if len(f0) == 0 || !strings.Contains(lineAfter(out, "FAILED0 "), "host 1 failed: builtins.KeyError") {
+		t.Errorf("input 0's reason: %q, want host 1's KeyError", lineAfter(out, "FAILED0 "))
+	}
+	run := strings.Fields(lineAfter(out, "RUNNING "))
+	if len(run) != 2 || run[1] != "RUNNING" {
+		t.Fatalf("input 1 before cancel: %v", run)
+	}
+	if got := lineAfter(out, "CANCELLED "); !strings.HasPrefix(got, "FAILED") || !strings.Contains(got, "cancel") {
+		t.Errorf("input 1 after cancel: %q, want FAILED (cancelled)", got)
+	}
+	// Cancel deleted input 1's LeaderWorkerSet; input 0's (failed, scaled to zero) stays
+	// for inspection until cleanup.
+	waitLWSGone(t, run[0])
+	if got := groupLWS(t, gid); len(got) != 1 || len(f0) == 0 || got[0] != f0[0] {
+		t.Errorf("LeaderWorkerSets of the batch after cancel: %v, want only input 0's", got)
+	}
+	if out, errOut, err := kinetic(t, st, nil, "batch", "cleanup", gid); err != nil {
+		t.Fatalf("kinetic batch cleanup: %v\n%s\n%s", err, out, errOut)
+	}
+	waitGroupGone(t, gid)
 }

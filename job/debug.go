@@ -30,6 +30,10 @@ type DebugMarker struct {
 	// Time is when debugpy started listening; WaitSeconds is how long it waits from then.
 	Time        time.Time `json:"time"`
 	WaitSeconds int       `json:"wait_seconds"`
+	// AttachedAt is when a debugger attached and the leader went on to call the
+	// function (nil while it waits). The other hosts of a multi-host job wait for it
+	// before they call theirs (docs/debug.md, "Multi-host jobs").
+	AttachedAt *time.Time `json:"attached_at,omitempty"`
 }
 
 // DecodeDebugMarker parses and checks debug.json.

@@ -287,6 +287,9 @@ type DebugMarker struct {
 	PID         int       `json:"pid,omitempty"`
 	Time        time.Time `json:"time"`
 	WaitSeconds int       `json:"wait_seconds"`
+	// AttachedAt: when a debugger attached (the other hosts of a multi-host job then
+	// start); nil while the leader waits.
+	AttachedAt *time.Time `json:"attached_at,omitempty"`
 }
 
 // DebugDetachRequest (debug_detach) ends a debug session's forward.

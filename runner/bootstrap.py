@@ -109,7 +109,7 @@ def _import_debugpy(lib):
 
 def _start_debugger(cfg):
     """Start debugpy on 127.0.0.1, tell the runner where (it writes debug.json to the
-    store), and wait a bounded time for a debugger to attach."""
+    store), wait a bounded time for a debugger to attach, and tell the runner it did."""
     import threading
     port, wait, ready, lib = cfg
     debugpy = _import_debugpy(lib)
@@ -127,6 +127,9 @@ def _start_debugger(cfg):
             "no debugger attached within %ds (debug_wait): attach with `kinetic jobs debug %s` or "
             "JobHandle.debug_attach() while the job waits, or submit with a longer debug_wait" % (wait, job))
     print("kinetic: debugger attached", flush=True)
+    # The runner announces it in debug.json: the other hosts of a multi-host job wait for
+    # it before calling the function.
+    _write_atomic(ready, json.dumps({"host": host, "port": port, "pid": os.getpid(), "attached": True}), mode="w")
 
 
 _DATA_PREFIX = "\x00kinetic-data:"

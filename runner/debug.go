@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/store"
 )
 
@@ -46,11 +48,14 @@ func newDebugSession(spec *job.Spec, o Options, outDir string) *debugSession {
 	}}
 }
 
-// watch waits for the bootstrap's ready file and writes debug.json to the store, until
-// ctx ends. root and cwd are the materialised tree and the call's directory.
+// watch waits for the bootstrap's ready file and writes debug.json to the store, then
+// writes it again with AttachedAt once the bootstrap says a debugger attached (the other
+// hosts of a multi-host job wait for that), until ctx ends. root and cwd are the
+// materialised tree and the call's directory.
 func (d *debugSession) watch(ctx context.Context, st *store.Store, spec *job.Spec, o Options, root, cwd string, out io.Writer) {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
+	var m *job.DebugMarker
 	for {
 		select {
 		case <-ctx.Done():
@@ -62,19 +67,98 @@ func (d *debugSession) watch(ctx context.Context, st *store.Store, spec *job.Spe
 			continue
 		}
 		var r struct {
-			Host string `json:"host"`
-			Port int    `json:"port"`
-			PID  int    `json:"pid"`
+			Host     string `json:"host"`
+			Port     int    `json:"port"`
+			PID      int    `json:"pid"`
+			Attached bool   `json:"attached"`
 		}
 		if err := json.Unmarshal(b, &r); err != nil {
 			fmt.Fprintf(out, "kinetic: debugpy's ready file %s: %v\n", d.ready, err)
 			return
 		}
-		m := &job.DebugMarker{Host: r.Host, Port: r.Port, PID: r.PID, RemoteRoot: root, Cwd: cwd, HostIndex: o.Host,
-			Time: time.Now().UTC(), WaitSeconds: spec.Debug.WaitSeconds}
-		if err := st.Put(ctx, store.DebugKey(o.JobID), m.Encode()); err != nil {
-			fmt.Fprintf(out, "kinetic: cannot announce the debugger (%v): the job waits for a debugger nobody can find\n", err)
+		if m != nil && !r.Attached {
+			continue // announced; still waiting for a debugger
 		}
-		return
+		if m == nil {
+			m = &job.DebugMarker{Host: r.Host, Port: r.Port, PID: r.PID, RemoteRoot: root, Cwd: cwd, HostIndex: o.Host,
+				Time: time.Now().UTC(), WaitSeconds: spec.Debug.WaitSeconds}
+		}
+		if r.Attached {
+			now := time.Now().UTC()
+			m.AttachedAt = &now
+		}
+		if err := st.Put(ctx, store.DebugKey(o.JobID), m.Encode()); err != nil {
+			if r.Attached {
+				fmt.Fprintf(out, "kinetic: cannot say in the store that the debugger attached (%v): the other hosts keep waiting for it\n", err)
+			} else {
+				fmt.Fprintf(out, "kinetic: cannot announce the debugger (%v): the job waits for a debugger nobody can find\n", err)
+			}
+			return
+		}
+		if r.Attached {
+			return
+		}
 	}
+}
+
+// errJobEnded: a host that waited for the leader's debugger saw the job end first (no
+// debugger attached in time, cancelled, or failed elsewhere): it has nothing to run and
+// nothing to report, since the job's verdict is already written.
+var errJobEnded = errors.New("the job ended before a debugger attached to its leader")
+
+// waitLeaderDebugger holds a non-leader host of a multi-host debug job before it calls
+// the function, until the leader's debugger has attached (debug.json has AttachedAt)
+// and the leader calls its function. All hosts of a multi-controller program (JAX)
+// must call the function for any to make progress, and their rendezvous
+// (jax.distributed.initialize) times out if one host is late; holding the others
+// until the leader runs keeps them in step however long the debugger takes. It
+// returns errJobEnded if the job ends first.
+func waitLeaderDebugger(ctx context.Context, st *store.Store, spec *job.Spec, o Options, out io.Writer) error {
+	fmt.Fprintf(out, "kinetic: host %s waits for the leader's debugger: the function starts here once a debugger attaches to host 0 "+
+		"(kinetic jobs debug %s, or JobHandle.debug_attach()); the leader waits up to %ds\n", o.Host, o.JobID, spec.Debug.WaitSeconds)
+	waited := time.Now()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		raw, err := st.Get(ctx, store.DebugKey(o.JobID))
+		if err == nil {
+			if m, err := job.DecodeDebugMarker(raw); err == nil && m.AttachedAt != nil {
+				fmt.Fprintf(out, "kinetic: the leader's debugger attached after %s; host %s calls the function\n", time.Since(waited).Round(time.Second), o.Host)
+				return nil
+			}
+		}
+		if state := jobEnded(ctx, st, o.JobID); state != "" {
+			fmt.Fprintf(out, "kinetic: job %s is %s before a debugger attached to its leader; host %s does not call the function\n", o.JobID, state, o.Host)
+			return errJobEnded
+		}
+		select {
+		case <-ctx.Done():
+			return inPhase(job.PhaseCall, stopped(ctx))
+		case <-t.C:
+		}
+	}
+}
+
+// jobEnded describes the job's final state ("" while it has none): a recorded verdict
+// (cancelled, failed by the backend), or the leader's envelope (its debugger never came,
+// or it ran without us).
+func jobEnded(ctx context.Context, st *store.Store, id string) string {
+	if s := jobview.FinalStatus(ctx, st, id); s != nil {
+		if s.Reason != "" {
+			return fmt.Sprintf("%s (%s)", s.State, s.Reason)
+		}
+		return string(s.State)
+	}
+	raw, err := st.Get(ctx, store.EnvelopeKey(id))
+	if err != nil {
+		return ""
+	}
+	env, err := job.DecodeEnvelope(raw)
+	if err != nil {
+		return "ended (its result is unreadable: " + err.Error() + ")"
+	}
+	if env.Success {
+		return string(job.Succeeded)
+	}
+	return fmt.Sprintf("%s (%s)", job.Failed, env.FailureReason())
 }

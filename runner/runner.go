@@ -146,7 +146,9 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 		if errors.As(runErr, &pe) {
 			phase = pe.phase
 		}
-		fmt.Fprintf(out, "kinetic: %v\n", runErr)
+		if !errors.Is(runErr, errJobEnded) { // already said
+			fmt.Fprintf(out, "kinetic: %v\n", runErr)
+		}
 		env = &job.Envelope{Success: false, Phase: phase, Host: o.Host, ExcType: "kinetic.RunnerError", ExcMessage: runErr.Error()}
 		var to *errTimedOut
 		if errors.As(runErr, &to) {
@@ -158,7 +160,7 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 	if value != nil {
 		defer value.Close()
 	}
-	if runErr != nil && ctx.Err() != nil && finalStatus(st, o.JobID) {
+	if errors.Is(runErr, errJobEnded) || runErr != nil && ctx.Err() != nil && finalStatus(st, o.JobID) {
 		// Stopped because the job was already judged (cancelled, or failed by another
 		// host of a multi-host job): that verdict stands, and an envelope saying
 		// "stopped" would only hide it from result().
@@ -316,6 +318,10 @@ func run(ctx context.Context, st *store.Store, o Options, out io.Writer, called 
 		wctx, stop := context.WithCancel(ctx)
 		defer stop()
 		go dbg.watch(wctx, st, spec, o, work, cwd, out)
+	} else if spec.Debug != nil && o.Host != "0" {
+		if err := waitLeaderDebugger(ctx, st, spec, o, out); err != nil {
+			return nil, nil, err
+		}
 	}
 	*called = time.Now().UTC()
 	cctx, cancel := callLimit(ctx, spec)

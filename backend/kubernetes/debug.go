@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"time"
 
@@ -16,7 +17,10 @@ import (
 	"github.com/kinetic-run/kinetic/job"
 )
 
-var _ backend.Debugger = (*Backend)(nil)
+var (
+	_ backend.Debugger = (*Backend)(nil)
+	_ backend.Debugger = (*Pathways)(nil)
+)
 
 // DebugEndpoint implements backend.Debugger: a client-go port-forward (no kubectl) from
 // 127.0.0.1:localPort (or a free port) to debugpy's port inside the job's pod.
@@ -28,6 +32,33 @@ func (b *Backend) DebugEndpoint(ctx context.Context, h *job.Handle, m *job.Debug
 	if err != nil {
 		return "", 0, nil, fmt.Errorf("debug %s: the job's pod: %w", h.JobID, err)
 	}
+	return b.portForward(ctx, h, pod, m, localPort)
+}
+
+// DebugEndpoint implements backend.Debugger for a multi-host job: the port-forward goes
+// to the pod of the host that waits for the debugger (m.HostIndex, the leader).
+func (p *Pathways) DebugEndpoint(ctx context.Context, h *job.Handle, m *job.DebugMarker, localPort int) (string, int, func(), error) {
+	if p.b.cfg == nil {
+		return "", 0, nil, fmt.Errorf("debug %s: %w: no cluster connection", h.JobID, backend.ErrUnavailable)
+	}
+	pods, err := p.pods(ctx, h)
+	if err != nil {
+		return "", 0, nil, fmt.Errorf("debug %s: the job's pods: %w", h.JobID, err)
+	}
+	want := m.HostIndex
+	if want == "" {
+		want = "0"
+	}
+	for i := range pods {
+		if strconv.Itoa(hostOf(&pods[i])) == want && pods[i].DeletionTimestamp == nil {
+			return p.b.portForward(ctx, h, pods[i].Name, m, localPort)
+		}
+	}
+	return "", 0, nil, fmt.Errorf("debug %s: no pod of host %s in LeaderWorkerSet %s (namespace %s): the job's pods are gone (see kinetic jobs status %s)", h.JobID, want, h.K8sName, p.b.o.Namespace, h.JobID)
+}
+
+// portForward forwards 127.0.0.1:localPort (or a free port) to m.Port in pod.
+func (b *Backend) portForward(ctx context.Context, h *job.Handle, pod string, m *job.DebugMarker, localPort int) (string, int, func(), error) {
 	rt, upgrader, err := spdy.RoundTripperFor(b.cfg)
 	if err != nil {
 		return "", 0, nil, err

@@ -6,9 +6,13 @@ package kubernetes_test
 // LeaderWorkerSet, one pod per host, the index and leader address from LeaderWorkerSet.
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kinetic-run/kinetic/backend/kubernetes"
+	"github.com/kinetic-run/kinetic/internal/daptest"
 	"github.com/kinetic-run/kinetic/internal/kubetest"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
@@ -647,4 +652,113 @@ print("FAILED0", b.jobs[0].job_id, b.jobs[0].status_reason(), flush=True)
 		t.Fatalf("kinetic batch cleanup: %v\n%s\n%s", err, out, errOut)
 	}
 	waitGroupGone(t, gid)
+}
+
+// TestPathwaysDebug: a 2-host debug job. Only the leader starts debugpy; the worker
+// says it waits for the leader's debugger and does not call the function; `kinetic jobs
+// debug` port-forwards to the leader's pod, where a DAP client attaches and stops at a
+// breakpoint; from the attach on, the worker calls its function (while the leader is
+// still stopped); after continue, the leader's value is the job's result.
+func TestPathwaysDebug(t *testing.T) {
+	needLWS(t)
+	st := newStore(t)
+	dir := t.TempDir()
+	src := "import os\n\ndef f(x):\n    host = os.environ[\"KINETIC_HOST_INDEX\"]\n    print(\"CALLED host \" + host, flush=True)\n    y = x * 2\n    return {\"host\": host, \"y\": y}\n"
+	if err := os.WriteFile(filepath.Join(dir, "m.py"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, string, error) {
+		return runIn(t, st, dir, multiHostEnv, kineticBin, args...)
+	}
+	out, errOut, err := run("run", "--async", "--debug", "--debug-wait", "5m", "--accelerator", "tpu-v6e-8", "--container-image", kubetest.DebugPythonImage, "m.py::f", "21")
+	if err != nil {
+		t.Fatalf("submit: %v\n%s\n%s", err, out, errOut)
+	}
+	id := strings.TrimSpace(out)
+	t.Cleanup(func() { run("jobs", "cleanup", id) })
+	if h := handleOf(t, st, id); h.Backend != kubernetes.PathwaysName {
+		t.Fatalf("backend %s, want pathways", h.Backend)
+	}
+
+	// The worker holds before the function.
+	deadline := time.Now().Add(3 * time.Minute)
+	for !strings.Contains(hostLogs(t, st, id, "1"), "waits for the leader's debugger") {
+		if time.Now().After(deadline) {
+			s, r := status(t, st, id)
+			t.Fatalf("the worker does not say it waits (status %s %s); its output:\n%s\npods:\n%s", s, r, hostLogs(t, st, id, "1"), describePods(t, id))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+
+	fwd := exec.Command(kineticBin, "jobs", "debug", "--json", id)
+	fwd.Dir, fwd.Env = dir, clusterEnv(t, st)
+	stdout, err := fwd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fwdErr bytes.Buffer
+	fwd.Stderr = &fwdErr
+	if err := fwd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fwd.Process.Kill(); fwd.Wait() })
+	var s struct {
+		Host      string         `json:"host"`
+		Port      int            `json:"port"`
+		Forwarded bool           `json:"forwarded"`
+		Launch    map[string]any `json:"launch"`
+		Marker    struct {
+			HostIndex string `json:"host_index"`
+		} `json:"marker"`
+	}
+	if err := json.NewDecoder(stdout).Decode(&s); err != nil {
+		fwd.Wait()
+		t.Fatalf("jobs debug --json: %v\n%s", err, fwdErr.String())
+	}
+	if !s.Forwarded || s.Host != "127.0.0.1" || s.Marker.HostIndex != "0" {
+		t.Fatalf("session %+v: want a local port-forward to host 0", s)
+	}
+	if w := hostLogs(t, st, id, "1"); strings.Contains(w, "CALLED") {
+		t.Fatalf("the worker called the function before a debugger attached:\n%s", w)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := daptest.Dial(ctx, fmt.Sprintf("%s:%d", s.Host, s.Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	thread, top, err := c.StopAt(ctx, s.Launch["pathMappings"], filepath.Join(dir, "m.py"), 7)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, fwdErr.String())
+	}
+	if top.Line != 7 {
+		t.Errorf("stopped at line %d, want 7", top.Line)
+	}
+	if host, err := c.Evaluate(ctx, top.ID, "host"); err != nil || host != "'0'" {
+		t.Fatalf("host = %q (%v) where the debugger stopped, want '0' (the leader)", host, err)
+	}
+	// The leader is stopped at the breakpoint; the worker, released by the attach, runs.
+	deadline = time.Now().Add(60 * time.Second)
+	for !strings.Contains(hostLogs(t, st, id, "1"), "CALLED host 1") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker did not call the function after the debugger attached; its output:\n%s", hostLogs(t, st, id, "1"))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	w := hostLogs(t, st, id, "1")
+	if !strings.Contains(w, "the leader's debugger attached") || strings.Index(w, "waits for the leader's debugger") > strings.Index(w, "CALLED host 1") {
+		t.Errorf("the worker's output does not show it waited, then ran:\n%s", w)
+	}
+	if _, err := c.Request(ctx, "continue", map[string]any{"threadId": thread}); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err = run("jobs", "result", id)
+	if err != nil || !strings.Contains(out, "'host': '0'") || !strings.Contains(out, "'y': 42") {
+		t.Fatalf("result: %v %q\n%s", err, out, errOut)
+	}
+	if out, errOut, err := run("jobs", "cleanup", id); err != nil {
+		t.Fatalf("cleanup: %v\n%s\n%s", err, out, errOut)
+	}
+	waitLWSGone(t, id)
 }

@@ -74,6 +74,16 @@ type Grouper interface {
 	CleanupGroup(ctx context.Context, gid string) error
 }
 
+// Releaser is implemented by backends whose jobs keep holding what they ran on after
+// they end: a multi-host job's pods must not exit (they would be restarted), so they
+// hold their slice until cleanup. Release frees it and keeps what inspection needs (the
+// object, the store); it is idempotent and a no-op for a job that has not ended. A batch
+// releases each child once it sees it end, so that max_concurrent bounds what the
+// batch holds, not only what runs.
+type Releaser interface {
+	Release(ctx context.Context, h *job.Handle) error
+}
+
 // Lister is implemented by backends that can list their jobs without reading the store
 // (Kubernetes, by label). The handles may lack fields only the store knows.
 type Lister interface {

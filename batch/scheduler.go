@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
@@ -115,6 +116,9 @@ func (s *scheduler) reap(ctx context.Context, limit int) {
 		if err != nil || !state.Terminal() {
 			keep = append(keep, a)
 			continue
+		}
+		if r, ok := a.j.Backend.(backend.Releaser); ok {
+			r.Release(ctx, a.j.Handle) // best effort: cleanup removes it all anyway
 		}
 		if state == job.Failed && a.n < s.retries && s.stopped == "" {
 			if j := s.submit(ctx, a.index, a.n+1); j != nil {

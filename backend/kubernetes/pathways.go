@@ -75,6 +75,7 @@ var (
 	_ backend.Backend     = (*Pathways)(nil)
 	_ backend.Lister      = (*Pathways)(nil)
 	_ backend.LogStreamer = (*Pathways)(nil)
+	_ backend.Releaser    = (*Pathways)(nil)
 )
 
 // Submit implements backend.Backend: one LeaderWorkerSet, named after the job.
@@ -212,6 +213,26 @@ func (p *Pathways) deleteLWS(ctx context.Context, name string, prop metav1.Delet
 	err := p.dyn.Resource(LWSResource).Namespace(p.b.o.Namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &prop})
 	if err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
 		return fmt.Errorf("delete LeaderWorkerSet %s: %w", name, err)
+	}
+	return nil
+}
+
+// Release implements backend.Releaser: a job that has ended gives its slice back (its
+// LeaderWorkerSet is scaled to 0 replicas, its hosts were only holding) and keeps the
+// object until cleanup.
+func (p *Pathways) Release(ctx context.Context, h *job.Handle) error {
+	state, _, err := p.Status(ctx, h)
+	if err != nil {
+		return err
+	}
+	if state != job.Succeeded && state != job.Failed || h.K8sName == "" {
+		return nil // still running, or unknown to the store: nothing to give back
+	}
+	cctx, cancel := ctxTimeout(ctx)
+	defer cancel()
+	_, err = p.dyn.Resource(LWSResource).Namespace(p.b.o.Namespace).Patch(cctx, h.K8sName, types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{})
+	if err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
+		return fmt.Errorf("release the slice of %s (scale LeaderWorkerSet %s to 0): %w", h.JobID, h.K8sName, err)
 	}
 	return nil
 }

@@ -475,12 +475,13 @@ func envelopeTime(t *testing.T, st *store.Store, id, host string) time.Time {
 // own LeaderWorkerSet (labelled with the batch), at most max_concurrent at once; the
 // leaders' values come back in input order; an input whose non-leader host raises fails
 // with that exception after its retry (a second LeaderWorkerSet); the status counts add
-// up; cleanup removes every LeaderWorkerSet of the batch.
+// up; every child's slice is released (replicas 0) once it ended; cleanup removes every
+// LeaderWorkerSet of the batch.
 func TestPathwaysBatch(t *testing.T) {
 	needLWS(t)
 	st := newStore(t)
 	out, errOut, err := python(t, st, multiHostEnv, `
-import json, kinetic
+import json, time, kinetic
 
 @kinetic.run(accelerator="tpu-v6e-8")
 def work(x):
@@ -501,8 +502,9 @@ print("JOBS", " ".join(j.job_id for j in b.jobs), flush=True)
 res = b.results(timeout=120, return_exceptions=True, cleanup=False)
 for i, r in enumerate(res):
     print("RES%d %s %s" % (i, type(r).__name__, json.dumps(r, sort_keys=True) if isinstance(r, dict) else r), flush=True)
-b.cleanup()
-print("CLEANED", flush=True)
+# The submitter (this process's engine) releases each child it sees end at its next
+# look, at most half a second later: let it, before the process (and it) ends.
+time.sleep(3)
 `)
 	gid := lineAfter(out, "GROUP ")
 	if err != nil {
@@ -556,8 +558,24 @@ print("CLEANED", flush=True)
 	if created.Before(firstEnd.Add(-time.Second)) { // pod and test clocks are one machine's
 		t.Errorf("input 2 was created at %s, before any of the first two inputs ended (%s): more than max_concurrent=2 ran", created, firstEnd)
 	}
-	if !strings.Contains(out, "CLEANED") {
-		t.Fatalf("cleanup:\n%s\n%s", out, errOut)
+	// Every attempt's slice was given back as soon as it ended (replicas 0: the
+	// successes released by the submitter, the failures by their status), and the
+	// LeaderWorkerSets stay for inspection until cleanup.
+	lws := groupLWS(t, gid)
+	if len(lws) != 4 {
+		t.Errorf("LeaderWorkerSets of the batch %v, want 4 (3 inputs, one retried)", lws)
+	}
+	for _, name := range lws {
+		obj, err := dynClient(t).Resource(kubernetes.LWSResource).Namespace("default").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, _, _ := unstructured.NestedInt64(obj.Object, "spec", "replicas"); r != 0 {
+			t.Errorf("LeaderWorkerSet %s still has %d replicas after its job ended: its slice was not released", name, r)
+		}
+	}
+	if out, errOut, err := kinetic(t, st, nil, "batch", "cleanup", gid); err != nil {
+		t.Fatalf("kinetic batch cleanup: %v\n%s\n%s", err, out, errOut)
 	}
 	waitGroupGone(t, gid)
 }

@@ -177,3 +177,59 @@ func TestPathwaysStatusHostFailure(t *testing.T) {
 		t.Errorf("list after cleanup: %v %v", hs, err)
 	}
 }
+
+// TestPathwaysRelease: a running job keeps its pods; once the leader's envelope is in
+// the store, Release scales the LeaderWorkerSet to zero and keeps it (cleanup removes
+// it); a batch child's LeaderWorkerSet carries the batch's label.
+func TestPathwaysRelease(t *testing.T) {
+	ctx := context.Background()
+	b := testBackend(t, Options{ClusterType: "gke"})
+	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{LWSResource: "LeaderWorkerSetList"})
+	b.dyn = dyn
+	p := &Pathways{b: b, dyn: dyn}
+	h := testHandle("tpu-v6e-16")
+	h.Backend, h.GroupID, h.GroupKind, h.GroupIndex = PathwaysName, "grp-0123456789abcdefghijklm", "map", "3"
+	if err := b.st.Put(ctx, store.HandleKey(h.JobID), h.Encode()); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Submit(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	replicas := func() int64 {
+		t.Helper()
+		obj, err := dyn.Resource(LWSResource).Namespace("default").Get(ctx, h.K8sName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := obj.GetLabels()[LabelGroupID]; g != h.GroupID {
+			t.Errorf("group label %q, want %q", g, h.GroupID)
+		}
+		r, ok, err := unstructured.NestedInt64(obj.Object, "spec", "replicas")
+		if !ok || err != nil {
+			t.Fatalf("replicas: %v %v in %v", ok, err, obj.Object["spec"])
+		}
+		return r
+	}
+	if s, r, err := p.Status(ctx, h); err != nil || s.Terminal() {
+		t.Fatalf("status before the envelope: %s %q %v", s, r, err)
+	}
+	if err := p.Release(ctx, h); err != nil || replicas() != 1 {
+		t.Fatalf("release of a job that has not ended: %v, replicas %d, want 1", err, replicas())
+	}
+	env := &job.Envelope{Success: true, Host: "0", HasValue: true}
+	if err := b.st.Put(ctx, store.EnvelopeKey(h.JobID), env.Encode()); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Release(ctx, h); err != nil || replicas() != 0 {
+		t.Fatalf("release of a finished job: %v, replicas %d, want 0", err, replicas())
+	}
+	if err := p.Release(ctx, h); err != nil {
+		t.Fatalf("second release: %v", err)
+	}
+	if err := p.Cleanup(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Release(ctx, h); err != nil {
+		t.Errorf("release after cleanup: %v", err)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/data"
 	"github.com/kinetic-run/kinetic/deps"
+	"github.com/kinetic-run/kinetic/internal/mountns"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/pack"
 	"github.com/kinetic-run/kinetic/store"
@@ -256,6 +257,11 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest, child *childPlan)
 	if p.spec.Data, err = planData(req); err != nil {
 		return nil, err
 	}
+	if onHere && cfg.Get(config.Container) == "" {
+		if err := volumesHere(p.spec.Data); err != nil {
+			return nil, err
+		}
+	}
 	// The store first: the tree's scan leaves out a file store inside the shipped root.
 	st, err := e.Store(ctx, cfg.Get(config.Store))
 	if err != nil {
@@ -487,6 +493,21 @@ func planData(req *SubmitRequest) ([]data.Ref, error) {
 		refs = append(refs, r)
 	}
 	return refs, nil
+}
+
+// volumesHere refuses volumes a job on this machine could not be given: they are
+// mounted in a mount namespace of the job's own (internal/mountns), which this machine
+// must allow, since nothing is ever made at their paths on the machine itself.
+func volumesHere(refs []data.Ref) error {
+	for _, r := range refs {
+		if r.Mount == "" {
+			continue
+		}
+		if err := mountns.Available(); err != nil {
+			return fmt.Errorf("volumes: %s cannot be mounted for a job on this machine: %v; run the job in a container (container=\"podman\" or \"docker\"), which mounts volumes itself, or pass the Data as an argument (the function gets its path)", r.Mount, err)
+		}
+	}
+	return nil
 }
 
 // packCache holds the hash cache and pack index that make resubmits incremental.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/kinetic-run/kinetic/data"
+	"github.com/kinetic-run/kinetic/internal/mountns"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/pyenv"
 	"github.com/kinetic-run/kinetic/store"
@@ -37,8 +38,12 @@ func environment(ctx context.Context, spec *job.Spec, o Options, out io.Writer) 
 }
 
 // materializeData puts every Data of the job on this machine and writes the map from
-// the SDK's sentinels to local paths; volumes are linked at their mount paths.
-func materializeData(ctx context.Context, st *store.Store, spec *job.Spec, o Options, out io.Writer) (string, error) {
+// the SDK's sentinels to local paths. Volumes: with o.PrivateMounts they are returned,
+// to be mounted in the job's own mount namespace (nothing is made on this machine);
+// otherwise (a pod, a container: the file system is the job's own) linked at their
+// paths.
+func materializeData(ctx context.Context, st *store.Store, spec *job.Spec, o Options, out io.Writer) (string, []mountns.Mount, error) {
+	var mounts []mountns.Mount
 	paths := map[string]string{}
 	for i, ref := range spec.Data {
 		var path string
@@ -53,12 +58,14 @@ func materializeData(ctx context.Context, st *store.Store, spec *job.Spec, o Opt
 				path, err = data.Materialize(ctx, st, ref, dest, nil) // gs:// honours STORAGE_EMULATOR_HOST
 			}
 			if err != nil {
-				return "", fmt.Errorf("Data(%q): %w", ref.Source, err)
+				return "", nil, fmt.Errorf("Data(%q): %w", ref.Source, err)
 			}
 		}
 		if ref.Mount != "" {
-			if err := mount(path, ref.Mount); err != nil {
-				return "", err
+			if o.PrivateMounts {
+				mounts = append(mounts, mountns.Mount{Source: path, Target: ref.Mount})
+			} else if err := mount(path, ref.Mount); err != nil {
+				return "", nil, err
 			}
 			path = ref.Mount
 		}
@@ -66,12 +73,13 @@ func materializeData(ctx context.Context, st *store.Store, spec *job.Spec, o Opt
 	}
 	b, _ := json.Marshal(paths)
 	mapPath := filepath.Join(o.Workspace, "data.json")
-	return mapPath, os.WriteFile(mapPath, b, 0o600)
+	return mapPath, mounts, os.WriteFile(mapPath, b, 0o600)
 }
 
-// mount makes target (a volume's path) show the materialised data. In a container the
-// path is the container's own; on the local backend it is this machine's, so an existing
-// path that is not a link we made is never replaced.
+// mount makes target (a volume's path) show the materialised data in a pod or a
+// container, whose file system is the job's own (the local backend mounts volumes in a
+// private mount namespace instead: o.PrivateMounts). An existing path that is not a link
+// we made is never replaced.
 func mount(path, target string) error {
 	if fi, err := os.Lstat(target); err == nil {
 		if fi.Mode()&os.ModeSymlink == 0 {

@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kinetic-run/kinetic/internal/mountns"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/pack"
@@ -67,6 +68,10 @@ type Options struct {
 	// InPlaceData lets local Data with fuse=True be used where it lies (the local backend,
 	// on the machine that submitted it).
 	InPlaceData bool
+	// PrivateMounts shows volumes to the job in a mount namespace of its own rather
+	// than linking them at their paths: the local backend, where the paths are this
+	// machine's (internal/mountns). Such a job starts cold.
+	PrivateMounts bool
 	// DebugPort is the port debugpy listens on (127.0.0.1) in a debug job; 0 means any
 	// free port. The port it got is recorded in debug.json (docs/debug.md).
 	DebugPort int
@@ -299,8 +304,9 @@ func run(ctx context.Context, st *store.Store, o Options, out io.Writer, called 
 			return nil, nil, inPhase(job.PhaseDownload, err)
 		}
 	}
+	var mounts []mountns.Mount
 	if len(spec.Data) > 0 {
-		if dataMap, err = materializeData(ctx, st, spec, o, out); err != nil {
+		if dataMap, mounts, err = materializeData(ctx, st, spec, o, out); err != nil {
 			return nil, nil, inPhase(job.PhaseData, err)
 		}
 	}
@@ -326,7 +332,7 @@ func run(ctx context.Context, st *store.Store, o Options, out io.Writer, called 
 	*called = time.Now().UTC()
 	cctx, cancel := callLimit(ctx, spec)
 	defer cancel()
-	return overLimit(cctx)(runPython(cctx, spec, py, []string{payloadPath, outDir, work, cwd, argsPath, dataMap}, cwd, outDir, o, environ, out))
+	return overLimit(cctx)(runPython(cctx, spec, py, []string{payloadPath, outDir, work, cwd, argsPath, dataMap}, cwd, outDir, o, environ, out, mounts))
 }
 
 // errTimedOut is why a call was stopped at its time limit (timeout= on run).
@@ -427,7 +433,7 @@ func (o Options) python(spec *job.Spec) string {
 }
 
 // runPython runs the bootstrap with py; rest is PAYLOAD OUT_DIR ROOT CWD ARGS DATA_MAP.
-func runPython(ctx context.Context, spec *job.Spec, py string, rest []string, cwd, outDir string, o Options, environ []string, out io.Writer) (*job.Envelope, *os.File, error) {
+func runPython(ctx context.Context, spec *job.Spec, py string, rest []string, cwd, outDir string, o Options, environ []string, out io.Writer, mounts []mountns.Mount) (*job.Envelope, *os.File, error) {
 	bs, err := writeBootstrap(o)
 	if err != nil {
 		return nil, nil, inPhase(job.PhasePlan, err)
@@ -437,7 +443,8 @@ func runPython(ctx context.Context, spec *job.Spec, py string, rest []string, cw
 	cold := true
 	// Debug jobs start cold: debugpy starts threads and an adapter process, which a
 	// child forked from the warm server (imports done, threads gone) is no place for.
-	if warmEnabled(o) && spec.Debug == nil {
+	// So do jobs with volumes: their mount namespace is made when the process starts.
+	if warmEnabled(o) && spec.Debug == nil && len(mounts) == 0 {
 		runErr = runWarm(ctx, o.WarmDir, o.warmIdle(), py, argv, cwd, environ, out, o.grace())
 		if cold = errors.Is(runErr, errNoWarm); cold {
 			debugf(out, "starting Python cold: %v", runErr)
@@ -448,7 +455,20 @@ func runPython(ctx context.Context, spec *job.Spec, py string, rest []string, cw
 		cmd.Dir = cwd
 		cmd.Env = environ
 		cmd.Stdout, cmd.Stderr = out, out
-		runErr = runGroup(cmd, o.grace())
+		var wrap func(*exec.Cmd) error
+		if len(mounts) > 0 {
+			var werr error
+			wrap = func(cmd *exec.Cmd) error {
+				werr = privateMounts(cmd, mounts, o.Workspace)
+				return werr
+			}
+			runErr = runGroup(cmd, o.grace(), wrap)
+			if werr != nil {
+				return nil, nil, inPhase(job.PhaseData, werr)
+			}
+		} else {
+			runErr = runGroup(cmd, o.grace(), nil)
+		}
 	}
 	raw, err := os.ReadFile(filepath.Join(outDir, "envelope.json"))
 	if err != nil {
@@ -458,6 +478,8 @@ func runPython(ctx context.Context, spec *job.Spec, py string, rest []string, cw
 		switch {
 		case ctx.Err() != nil:
 			return nil, nil, inPhase(job.PhaseCall, stopped(ctx))
+		case errors.As(runErr, &ee) && len(mounts) > 0 && ee.ExitCode() == 126:
+			return nil, nil, inPhase(job.PhaseData, errors.New("the job's volumes could not be mounted (the output says why)"))
 		case errors.As(runErr, &ee):
 			return nil, nil, inPhase(job.PhaseCall, fmt.Errorf("python exited without a result (%s)", exitText(ee)))
 		case errors.As(runErr, &we):
@@ -489,7 +511,7 @@ func runCommand(ctx context.Context, spec *job.Spec, cwd string, environ []strin
 	cmd.Dir = cwd
 	cmd.Env = environ
 	cmd.Stdout, cmd.Stderr = out, out
-	err := runGroup(cmd, grace)
+	err := runGroup(cmd, grace, nil)
 	code := 0
 	env := &job.Envelope{Host: host}
 	var ee *exec.ExitError
@@ -509,6 +531,28 @@ func runCommand(ctx context.Context, spec *job.Spec, cwd string, environ []strin
 	return env, nil, nil
 }
 
+// privateMounts makes cmd start in a mount namespace of its own where mounts are in
+// place, through this binary (internal/mountns; its main calls mountns.Main).
+func privateMounts(cmd *exec.Cmd, mounts []mountns.Mount, workspace string) error {
+	for _, m := range mounts {
+		if err := mountns.Check(m.Target, workspace); err != nil {
+			return err
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	scratch, err := os.MkdirTemp(workspace, "mountns-")
+	if err != nil {
+		return err
+	}
+	if err := mountns.Command(cmd, self, mounts, scratch); err != nil {
+		return fmt.Errorf("volumes: %w; run the job in a container (container=\"podman\"), or pass the Data as an argument to get its path", err)
+	}
+	return nil
+}
+
 // graceful makes cancellation of ctx a SIGTERM (so the user's code can save a
 // checkpoint), SIGKILL only after grace, and death of the runner a SIGKILL.
 // The call runs in its own process group, so signals reach whatever it started.
@@ -520,8 +564,13 @@ func graceful(cmd *exec.Cmd, grace time.Duration) {
 
 // runGroup runs cmd and, once it ends, kills what is left of its process group: a job's
 // processes end with the job.
-func runGroup(cmd *exec.Cmd, grace time.Duration) error {
+func runGroup(cmd *exec.Cmd, grace time.Duration, wrap func(*exec.Cmd) error) error {
 	graceful(cmd, grace)
+	if wrap != nil {
+		if err := wrap(cmd); err != nil {
+			return err
+		}
+	}
 	if err := cmd.Start(); err != nil {
 		return err
 	}

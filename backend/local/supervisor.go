@@ -159,8 +159,11 @@ func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string,
 			Python:      o.Python.Interpreter,
 			EnvDir:      filepath.Join(o.StateDir, "envs"),
 			InPlaceData: true,
-			TreeDir:     treeDir,
-			Grace:       o.Grace,
+			// Volumes in the job's own mount namespace: this machine's paths are never
+			// touched (internal/mountns).
+			PrivateMounts: true,
+			TreeDir:       treeDir,
+			Grace:         o.Grace,
 		})
 	}
 	final := outcome(env, runErr, cancelled.Load())

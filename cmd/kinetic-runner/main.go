@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/kinetic-run/kinetic/internal/mountns"
 	"io"
 	"os"
 	"os/signal"
@@ -23,6 +24,9 @@ import (
 )
 
 func main() {
+	// A job's process started through this binary to get its volumes mounted
+	// (internal/mountns): set them up and exec the job; never returns then.
+	mountns.Main()
 	// The signal is the context's cause: a runner in a pod tells a SIGTERM from the
 	// kubelet (pod deleted, evicted, preempted) in the job's failure.
 	ctx, cancel := context.WithCancelCause(context.Background())

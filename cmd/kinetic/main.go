@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kinetic-run/kinetic/internal/mountns"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -19,6 +20,9 @@ import (
 )
 
 func main() {
+	// A job's process started through this binary to get its volumes mounted
+	// (internal/mountns): set them up and exec the job; never returns then.
+	mountns.Main()
 	// KINETIC_LOG_LEVEL (debug, info, warn, error) turns on the engine's own log/slog
 	// records on stderr: the listing index, retries. Default: warnings and errors only.
 	if lvl := os.Getenv("KINETIC_LOG_LEVEL"); lvl != "" {

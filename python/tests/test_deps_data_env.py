@@ -319,15 +319,65 @@ def test_data_as_dict_key_and_set_member(tmp_path, monkeypatch):
     assert in_set == [("str", False, True)]
 
 
-def test_data_volume_at_mount_path(tmp_path, monkeypatch):
-    mount = "/tmp/kinetic-test-vol-%s" % secrets.token_hex(6)
-    proj, mod = _data_project(tmp_path, monkeypatch, mount=mount)
-    try:
-        _, files = mod.read_volume()
-    finally:
-        if os.path.islink(mount):
-            os.unlink(mount)
-    assert files == {"v.txt": b"volume file\n", os.path.join("d", "w.txt"): b"nested volume file\n"}
+def test_data_volume_at_mount_path_writes_nothing_on_this_machine(tmp_path, monkeypatch):
+    """volumes={"/data": Data(...)} on the local backend: the job sees the data at the
+    path, in a mount namespace of its own; nothing is made at the path on this machine
+    (docs/local-backend.md), whether the path's parent exists (/usr/share) or not."""
+    for k, mount in enumerate(("/kinetic-test-vol-%s/data" % secrets.token_hex(6), "/usr/share/kinetic-test-vol-%s" % secrets.token_hex(6))):
+        (tmp_path / str(k)).mkdir()
+        proj, mod = _data_project(tmp_path / str(k), monkeypatch, mount=mount)
+        linked, files = mod.read_volume()
+        assert files == {"v.txt": b"volume file\n", os.path.join("d", "w.txt"): b"nested volume file\n"}
+        assert not os.path.lexists(mount), "the volume's path %s was made on this machine" % mount
+        assert not os.path.lexists(os.path.dirname(mount)) or os.path.dirname(mount) == "/usr/share"
+
+
+def test_data_volumes_of_concurrent_jobs_are_their_own(tmp_path, monkeypatch):
+    """Two jobs with the same volume path and different data each see their own."""
+    mount = "/kinetic-test-vol-%s" % secrets.token_hex(6)
+    proj = make_project(tmp_path, monkeypatch, {"job.py": (
+        "import kinetic, time\n"
+        "def reader(src):\n"
+        "    @kinetic.run(accelerator='cpu', volumes={%r: kinetic.Data(src)})\n"
+        "    def read():\n"
+        "        time.sleep(1)\n"
+        "        return open(%r + '/which.txt').read()\n"
+        "    return read\n") % (mount, mount)})
+    for name in ("a", "b"):
+        _write_tree(proj / name, {"which.txt": name.encode()})
+    mod = load(proj / "job.py")
+    ha, hb = mod.reader("a/").run_async(), mod.reader("b/").run_async()
+    assert (ha.result(timeout=120), hb.result(timeout=120)) == ("a", "b")
+    assert not os.path.lexists(mount)
+
+
+def test_volumes_refused_where_this_machine_allows_no_namespace(tmp_path):
+    """Where a job cannot get a mount namespace (here: 33 nested user namespaces, the
+    kernel's limit), a job with volumes is refused at submission, naming the volume and
+    the fixes, with nothing written to the store."""
+    unshare = shutil.which("unshare")
+    if not unshare or subprocess.run([unshare, "--user", "--map-root-user", "true"]).returncode != 0:
+        pytest.skip("no unshare, or user namespaces not allowed here at all")
+    nest = tmp_path / "nest.sh"
+    nest.write_text('#!/bin/sh\nn=$1; shift\nif [ "$n" -le 0 ]; then exec "$@"; fi\n'
+                    'exec %s --user --map-root-user "$0" $((n-1)) "$@"\n' % unshare)
+    nest.chmod(0o755)
+    store = tmp_path / "store"
+    script = tmp_path / "refused.py"
+    script.write_text(
+        "import kinetic\n"
+        "@kinetic.run(accelerator='cpu', store=%r, volumes={'/data': kinetic.Data(%r)})\n"
+        "def f():\n"
+        "    return 1\n"
+        "try:\n"
+        "    f()\n"
+        "except kinetic.KineticError as e:\n"
+        "    print('REFUSED', e)\n" % (str(store), str(tmp_path)))
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(engine_mod.__file__)))
+    p = subprocess.run([str(nest), "33", sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert "REFUSED" in p.stdout, p.stdout + p.stderr
+    assert "/data cannot be mounted" in p.stdout and 'container="podman"' in p.stdout, p.stdout
+    assert not (store / "jobs").exists() or not any((store / "jobs").iterdir())
 
 
 def _py_content_hash(path):

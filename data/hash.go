@@ -215,7 +215,7 @@ const (
 // the access fault: that is caught (SetPanicOnFault) and reported, never a crash. Bytes
 // appended since the stat are read on from the mapping's end.
 func hashMapped(h hash.Hash, fd int, size int64) (n int64, ok bool, err error) {
-	data, merr := unix.Mmap(fd, 0, int(size), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
+	data, merr := unix.Mmap(fd, 0, int(size), unix.PROT_READ, unix.MAP_SHARED|mapPopulate)
 	if merr != nil {
 		return 0, false, nil
 	}

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package data
+
+// mapPopulate: only Linux populates a mapping up front; elsewhere pages fault in.
+const mapPopulate = 0

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/kinetic-run/kinetic/data"
 	"github.com/kinetic-run/kinetic/internal/mountns"
@@ -47,7 +48,14 @@ func materializeData(ctx context.Context, st *store.Store, spec *job.Spec, o Opt
 	paths := map[string]string{}
 	for i, ref := range spec.Data {
 		var path string
-		if p, ok := data.LocalPath(ref); ok && o.InPlaceData {
+		fused := false
+		if p, ok := o.FusePaths[strconv.Itoa(i)]; ok {
+			// Mounted by the Cloud Storage FUSE CSI driver: read in place.
+			if _, err := os.Stat(p); err != nil {
+				return "", nil, fmt.Errorf("Data(%q, fuse=True) is not at %s, where the pod mounts it with Cloud Storage FUSE (does the pod's service account have read access to the bucket? the gke-gcsfuse-sidecar container's log says): %w", ref.Source, p, err)
+			}
+			path, fused = p, true
+		} else if p, ok := data.LocalPath(ref); ok && o.InPlaceData {
 			path = p
 		} else {
 			dest := filepath.Join(o.Workspace, "data", fmt.Sprint(i))
@@ -62,10 +70,14 @@ func materializeData(ctx context.Context, st *store.Store, spec *job.Spec, o Opt
 			}
 		}
 		if ref.Mount != "" {
-			if o.PrivateMounts {
+			switch {
+			case fused: // mounted at its own path already
+			case o.PrivateMounts:
 				mounts = append(mounts, mountns.Mount{Source: path, Target: ref.Mount})
-			} else if err := mount(path, ref.Mount); err != nil {
-				return "", nil, err
+			default:
+				if err := mount(path, ref.Mount); err != nil {
+					return "", nil, err
+				}
 			}
 			path = ref.Mount
 		}

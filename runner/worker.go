@@ -49,6 +49,9 @@ func (w *Worker) Flags() *flag.FlagSet {
 	fs.StringVar(&w.Workspace, "workspace", "", "private working directory")
 	fs.StringVar(&w.Host, "host", os.Getenv("KINETIC_HOST_INDEX"), "host index in a multi-host job")
 	fs.IntVar(&w.DebugPort, "debug-port", DefaultDebugPort, "port debugpy listens on (127.0.0.1) in a debug job; 0 for any free port")
+	fs.Func("fuse-paths", "JSON object: the index of each Data mounted with GCS FUSE in this pod -> where it is (set by the Kubernetes backend)", func(v string) error {
+		return json.Unmarshal([]byte(v), &w.FusePaths)
+	})
 	return fs
 }
 

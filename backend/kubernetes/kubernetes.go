@@ -101,6 +101,10 @@ type Backend struct {
 	cache map[string]*cached // Job name → recent Job and pods, shared by a batch's children
 
 	nodeCache nodeCache // recent Nodes (nodelost.go)
+
+	fuseMu      sync.Mutex // whether the cluster has the GCS FUSE CSI driver (fuse.go)
+	fuseChecked bool
+	fuseErr     error
 }
 
 // New connects to the cluster (lazily: no request is made until a job is submitted or

@@ -32,10 +32,14 @@ func (b *Backend) Submit(ctx context.Context, h *job.Handle) error {
 	if h.K8sName == "" {
 		h.K8sName = h.JobID
 	}
+	fuse, err := b.fuseOf(ctx, h)
+	if err != nil {
+		return err
+	}
 	if err := b.ensureRunnerImage(ctx); err != nil {
 		return err
 	}
-	j, err := b.jobFor(h)
+	j, err := b.jobFor(h, fuse)
 	if err != nil {
 		return err
 	}
@@ -52,10 +56,14 @@ func (b *Backend) Submit(ctx context.Context, h *job.Handle) error {
 
 // StartGroup implements backend.Grouper: one Indexed Job for the whole batch.
 func (b *Backend) StartGroup(ctx context.Context, g backend.Group, tmpl *job.Handle) error {
+	fuse, err := b.fuseOfGroup(ctx, g.ID)
+	if err != nil {
+		return err
+	}
 	if err := b.ensureRunnerImage(ctx); err != nil {
 		return err
 	}
-	j, err := b.indexedJobFor(g, tmpl)
+	j, err := b.indexedJobFor(g, tmpl, fuse)
 	if err != nil {
 		return err
 	}

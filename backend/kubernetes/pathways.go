@@ -83,10 +83,14 @@ func (p *Pathways) Submit(ctx context.Context, h *job.Handle) error {
 	if h.K8sName == "" {
 		h.K8sName = h.JobID
 	}
+	fuse, err := p.b.fuseOf(ctx, h)
+	if err != nil {
+		return err
+	}
 	if err := p.b.ensureRunnerImage(ctx); err != nil {
 		return err
 	}
-	obj, err := p.b.leaderWorkerSetFor(h)
+	obj, err := p.b.leaderWorkerSetFor(h, fuse)
 	if err != nil {
 		return err
 	}
@@ -105,7 +109,7 @@ func (p *Pathways) Submit(ctx context.Context, h *job.Handle) error {
 }
 
 // leaderWorkerSetFor is the LeaderWorkerSet that runs one multi-host job.
-func (b *Backend) leaderWorkerSetFor(h *job.Handle) (*unstructured.Unstructured, error) {
+func (b *Backend) leaderWorkerSetFor(h *job.Handle, fuse *fusePlan) (*unstructured.Unstructured, error) {
 	sp, err := acceleratorOf(h)
 	if err != nil {
 		return nil, fmt.Errorf("job %s: %w", h.JobID, err)
@@ -120,6 +124,9 @@ func (b *Backend) leaderWorkerSetFor(h *job.Handle) (*unstructured.Unstructured,
 	}
 	args := []string{"runner", "--store", h.Store, "--job", h.JobID, "--workspace", workDir, "--hold"}
 	tmpl := b.podTemplate(h, sp, labels, args)
+	if err := fuse.apply(&tmpl); err != nil {
+		return nil, err
+	}
 	// LeaderWorkerSet pods belong to StatefulSets, which allow only Always; the runner
 	// holds after the job ends so nothing restarts.
 	tmpl.Spec.RestartPolicy = corev1.RestartPolicyAlways

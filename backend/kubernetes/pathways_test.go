@@ -34,7 +34,7 @@ func TestLeaderWorkerSetGolden(t *testing.T) {
 			b := testBackend(t, c.o)
 			h := testHandle(c.acc)
 			h.Backend = PathwaysName
-			obj, err := b.leaderWorkerSetFor(h)
+			obj, err := b.leaderWorkerSetFor(h, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -48,7 +48,7 @@ func TestLeaderWorkerSetGolden(t *testing.T) {
 func TestLeaderWorkerSetShape(t *testing.T) {
 	b := testBackend(t, Options{ClusterType: "gke"})
 	h := testHandle("tpu-v6e-16")
-	obj, err := b.leaderWorkerSetFor(h)
+	obj, err := b.leaderWorkerSetFor(h, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ const (
 )
 
 // jobFor is the Job that runs one job.
-func (b *Backend) jobFor(h *job.Handle) (*batchv1.Job, error) {
+func (b *Backend) jobFor(h *job.Handle, fuse *fusePlan) (*batchv1.Job, error) {
 	sp, err := acceleratorOf(h)
 	if err != nil {
 		return nil, fmt.Errorf("job %s: %w", h.JobID, err)
@@ -47,6 +47,9 @@ func (b *Backend) jobFor(h *job.Handle) (*batchv1.Job, error) {
 	labels[LabelJobID] = h.JobID
 	args := []string{"runner", "--store", h.Store, "--job", h.JobID, "--workspace", workDir}
 	tmpl := b.podTemplate(h, sp, labels, args)
+	if err := fuse.apply(&tmpl); err != nil {
+		return nil, err
+	}
 	one := int32(1)
 	return &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
@@ -62,7 +65,7 @@ func (b *Backend) jobFor(h *job.Handle) (*batchv1.Job, error) {
 
 // indexedJobFor is the one Indexed Job that runs the first attempts of every child of a
 // batch: index i reads child i's job from the store (`kinetic runner --group`).
-func (b *Backend) indexedJobFor(g backend.Group, first *job.Handle) (*batchv1.Job, error) {
+func (b *Backend) indexedJobFor(g backend.Group, first *job.Handle, fuse *fusePlan) (*batchv1.Job, error) {
 	sp, err := acceleratorOf(first)
 	if err != nil {
 		return nil, fmt.Errorf("group %s: %w", g.ID, err)
@@ -71,6 +74,9 @@ func (b *Backend) indexedJobFor(g backend.Group, first *job.Handle) (*batchv1.Jo
 	labels[LabelGroupID] = g.ID
 	args := []string{"runner", "--store", first.Store, "--group", g.ID, "--index-env", "JOB_COMPLETION_INDEX", "--workspace", workDir}
 	tmpl := b.podTemplate(first, sp, labels, args)
+	if err := fuse.apply(&tmpl); err != nil {
+		return nil, err
+	}
 	n := int32(g.Size)
 	par := int32(max(1, min(g.Parallelism, g.Size)))
 	mode := batchv1.IndexedCompletion

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/data"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
 )
@@ -90,7 +91,7 @@ func TestJobGolden(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			c.o.ClusterType = c.cluster
 			b := testBackend(t, c.o)
-			j, err := b.jobFor(testHandle(c.acc))
+			j, err := b.jobFor(testHandle(c.acc), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,7 +104,7 @@ func TestIndexedJobGolden(t *testing.T) {
 	b := testBackend(t, Options{ClusterType: "gke"})
 	h := testHandle("l4")
 	h.GroupID, h.GroupKind = "grp-0123456789abcdefghijklm", "map"
-	j, err := b.indexedJobFor(backend.Group{ID: h.GroupID, Size: 1000, Parallelism: 64}, h)
+	j, err := b.indexedJobFor(backend.Group{ID: h.GroupID, Size: 1000, Parallelism: 64}, h, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestNoRunnerImage(t *testing.T) {
 func TestTimeoutIsThePodsDeadline(t *testing.T) {
 	b := testBackend(t, Options{ClusterType: "gke"})
 	h := testHandle("cpu")
-	j, err := b.jobFor(h)
+	j, err := b.jobFor(h, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestTimeoutIsThePodsDeadline(t *testing.T) {
 		t.Errorf("a job without timeout has a pod deadline of %d s", *d)
 	}
 	h.TimeoutSeconds = "90"
-	j, err = b.jobFor(h)
+	j, err = b.jobFor(h, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func TestTimeoutIsThePodsDeadline(t *testing.T) {
 		t.Errorf("timeout 90: pod deadline %v, want %d", d, 90+podStartAllowance)
 	}
 	h.GroupID, h.GroupKind = "grp-0123456789abcdefghijklm", "map"
-	ij, err := b.indexedJobFor(backend.Group{ID: h.GroupID, Size: 10, Parallelism: 2}, h)
+	ij, err := b.indexedJobFor(backend.Group{ID: h.GroupID, Size: 10, Parallelism: 2}, h, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,5 +163,60 @@ func TestTimeoutIsThePodsDeadline(t *testing.T) {
 	}
 	if ij.Spec.ActiveDeadlineSeconds != nil {
 		t.Error("the Indexed Job itself has a deadline: it would stop the whole batch")
+	}
+}
+
+// fusedRefs is a spec's Data: a fused gs:// directory argument, a fused gs:// object as a
+// volume, a plain gs:// directory (downloaded) and a local directory (uploaded).
+func fusedRefs(t *testing.T) []job.DataRef {
+	t.Helper()
+	var refs []job.DataRef
+	for _, d := range []struct {
+		src   string
+		fuse  bool
+		mount string
+	}{{"gs://bkt/datasets/imagenet/", true, ""}, {"gs://bkt/models/llama/weights.bin", true, "/models"}, {"gs://bkt/plain/", false, ""}, {t.TempDir(), false, ""}} {
+		r, err := data.Parse(d.src, d.fuse, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Mount = d.mount
+		refs = append(refs, r)
+	}
+	return refs
+}
+
+// TestFuseGolden pins the pods of a job, a batch and a multi-host job with GCS FUSE Data:
+// a read-only CSI ephemeral volume of the Cloud Storage FUSE driver per fused Data (the
+// bucket, only-dir = its prefix), the pod annotation that turns the driver's sidecar on,
+// and the runner told where each one is mounted (--fuse-paths) so it downloads nothing.
+func TestFuseGolden(t *testing.T) {
+	fuse, err := planFuse(fusedRefs(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"0": "/kinetic/fuse/0", "1": "/models/weights.bin"}; !cmp.Equal(fuse.paths, want) {
+		t.Errorf("paths %v, want %v", fuse.paths, want)
+	}
+	b := testBackend(t, Options{ClusterType: "gke", ServiceAccount: "kinetic-runner"})
+	j, err := b.jobFor(testHandle("cpu"), fuse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "job-fuse", j)
+	h := testHandle("l4")
+	h.GroupID, h.GroupKind = "grp-0123456789abcdefghijklm", "map"
+	ij, err := b.indexedJobFor(backend.Group{ID: h.GroupID, Size: 10, Parallelism: 2}, h, fuse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "indexed-job-fuse", ij)
+	lws, err := b.leaderWorkerSetFor(testHandle("tpu-v6e-16"), fuse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "lws-fuse", lws)
+	if none, err := planFuse(fusedRefs(t)[2:]); none != nil || err != nil {
+		t.Errorf("no fused Data: plan %+v, %v", none, err)
 	}
 }

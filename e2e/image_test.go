@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kinetic-run/kinetic/internal/imagetest"
+	"github.com/kinetic-run/kinetic/internal/tmuxtest"
 )
 
 // imageProject is a project whose requirement comes from a local wheel directory.
@@ -118,10 +119,11 @@ func TestPrebuiltAndCustomImages(t *testing.T) {
 	t.Setenv("KINETIC_CONTAINER", "podman")
 
 	r := e.run("build-image", "--repo", reg.Host+"/bases", "--category", "cpu", "--base", base.String(), "--json")
-	var res struct{ Image, Tag, Category string }
-	if err := json.Unmarshal([]byte(r.stdout), &res); r.code != 0 || err != nil || !strings.HasPrefix(res.Image, reg.Host+"/bases/base-cpu@sha256:") || res.Category != "cpu" {
+	var list []struct{ Image, Tag, Category string }
+	if err := json.Unmarshal([]byte(r.stdout), &list); r.code != 0 || err != nil || len(list) != 1 || !strings.HasPrefix(list[0].Image, reg.Host+"/bases/base-cpu@sha256:") || list[0].Category != "cpu" {
 		t.Fatalf("build-image: code %d, %v, stdout %q\nstderr:\n%s", r.code, err, r.stdout, r.stderr)
 	}
+	res := list[0]
 
 	// Prebuilt without a repository: a clear error.
 	r = e.run("run", "--container-image", "prebuilt", "main.py::main")
@@ -294,5 +296,87 @@ func TestImageErrors(t *testing.T) {
 				t.Errorf("a failed image plan wrote a job")
 			}
 		})
+	}
+}
+
+// TestBuildImageFlags: `kinetic build-image` as documented: every category by default,
+// --category repeatable or comma-separated, a bad one refused, --dockerfile built with
+// podman as the base, --update-credentials refused for a registry gcloud has no
+// credentials for, and on a terminal --repo asked for and the plan confirmed (n: nothing
+// pushed; y: pushed).
+func TestBuildImageFlags(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds images and runs podman")
+	}
+	pm := imagetest.NewPodman(t)
+	pm.Setenv(t)
+	reg := imagetest.StartDockerRegistry(t)
+	base := imagetest.PushPythonBase(t, reg.Host)
+	e := newEnv(t)
+	cats := func(r result) []string {
+		t.Helper()
+		var list []struct{ Image, Category string }
+		if err := json.Unmarshal([]byte(r.stdout), &list); r.code != 0 || err != nil {
+			t.Fatalf("build-image: code %d, %v\nstdout %q\nstderr:\n%s", r.code, err, r.stdout, r.stderr)
+		}
+		var out []string
+		for _, x := range list {
+			if !strings.HasPrefix(x.Image, reg.Host+"/all/base-"+x.Category+"@sha256:") && !strings.Contains(x.Image, "/base-"+x.Category+"@sha256:") {
+				t.Errorf("image %s of %s", x.Image, x.Category)
+			}
+			out = append(out, x.Category)
+		}
+		return out
+	}
+	if got := cats(e.run("build-image", "--repo", reg.Host+"/all", "--base", base.String(), "--json")); strings.Join(got, ",") != "cpu,gpu,tpu" {
+		t.Errorf("no --category built %v, want all three", got)
+	}
+	if got := cats(e.run("build-image", "--repo", reg.Host+"/two", "--category", "tpu,cpu", "--base", base.String(), "--json")); strings.Join(got, ",") != "cpu,tpu" {
+		t.Errorf("--category tpu,cpu built %v", got)
+	}
+	if got := cats(e.run("build-image", "--repo", reg.Host+"/rep", "--category", "gpu", "--category", "cpu", "--base", base.String(), "--json")); strings.Join(got, ",") != "cpu,gpu" {
+		t.Errorf("--category gpu --category cpu built %v", got)
+	}
+	if r := e.run("build-image", "--repo", reg.Host+"/bad", "--category", "fpga"); r.code == 0 || !strings.Contains(r.stderr, `--category "fpga"`) {
+		t.Errorf("a bad category: code %d\n%s", r.code, r.stderr)
+	}
+	if r := e.run("build-image", "--repo", reg.Host+"/creds", "--category", "cpu", "--base", base.String(), "--update-credentials"); r.code == 0 || !strings.Contains(r.stderr, "not Artifact Registry") {
+		t.Errorf("--update-credentials for a local registry: code %d\n%s", r.code, r.stderr)
+	}
+	if r := e.run("build-image", "--repo", reg.Host+"/df", "--category", "cpu", "--dockerfile", filepath.Join(e.dir, "no-such-Dockerfile")); r.code == 0 || !strings.Contains(r.stderr, "no such file") {
+		t.Errorf("a missing Dockerfile: code %d\n%s", r.code, r.stderr)
+	}
+
+	// --dockerfile: the user's image (built by podman) is what the base starts from.
+	df := filepath.Join(t.TempDir(), "Dockerfile")
+	os.WriteFile(df, []byte("FROM "+base.String()+"\nRUN echo from-the-dockerfile > /kinetic-dockerfile-marker\n"), 0o644)
+	r := e.run("build-image", "--repo", reg.Host+"/df", "--category", "cpu", "--dockerfile", df, "--json")
+	var built []struct{ Image, Base string }
+	if err := json.Unmarshal([]byte(r.stdout), &built); r.code != 0 || err != nil || len(built) != 1 || !strings.Contains(built[0].Base, reg.Host+"/df/base-dockerfile@sha256:") {
+		t.Fatalf("--dockerfile: code %d, %v\nstdout %q\nstderr:\n%s", r.code, err, r.stdout, r.stderr)
+	}
+	if !imagetest.HasFile(t, built[0].Image, "kinetic-dockerfile-marker") {
+		t.Errorf("%s does not hold the Dockerfile's file", built[0].Image)
+	}
+
+	// On a terminal: --repo asked for, the plan confirmed.
+	envs := append(append([]string{}, pm.Env...), "KINETIC_HOME="+filepath.Join(e.home, "data"), "KINETIC_PROFILES_FILE="+filepath.Join(e.home, "profiles.json"), "HOME="+e.home, "PATH="+os.Getenv("PATH"))
+	for _, answer := range []string{"n", "y"} {
+		tm := tmuxtest.Start(t, e.dir, envs, e.bin, "build-image", "--category", "tpu", "--base", base.String())
+		tm.WaitFor("repository to publish to", 30*time.Second)
+		tm.Type(reg.Host + "/asked")
+		s := tm.WaitFor("build and push? [y/N]", 30*time.Second)
+		if !strings.Contains(s, reg.Host+"/asked/base-tpu:") {
+			t.Errorf("the plan does not name the image:\n%s", s)
+		}
+		tm.Type(answer)
+		code := tm.Exit(3 * time.Minute)
+		pushed := imagetest.HasTag(t, reg.Host+"/asked/base-tpu")
+		if answer == "n" && (code == 0 || pushed || !strings.Contains(tm.Screen(), "nothing built")) {
+			t.Errorf("answered n: exit %d, pushed %v\n%s", code, pushed, tm.Screen())
+		}
+		if answer == "y" && (code != 0 || !pushed) {
+			t.Errorf("answered y: exit %d, pushed %v\n%s", code, pushed, tm.Screen())
+		}
 	}
 }

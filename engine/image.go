@@ -196,6 +196,43 @@ type BuildImageResult struct {
 	Seconds  float64 `json:"seconds"`
 }
 
+// BaseFromDockerfile builds the user's Dockerfile with podman or docker (the daemonless
+// builder runs no Dockerfile) and pushes it as REPO/base-dockerfile:TAG, by digest: the
+// image `kinetic build-image --dockerfile` then builds each category's base from.
+func (e *Engine) BaseFromDockerfile(ctx context.Context, repoName, tag, dockerfile string) (string, error) {
+	abs, err := filepath.Abs(dockerfile)
+	if err != nil {
+		return "", err
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("--dockerfile %s: no such file; give the path of a Dockerfile (its directory is the build context)", dockerfile)
+	}
+	repo, err := image.ParseRepository(repoName)
+	if err != nil {
+		return "", fmt.Errorf("--repo: %w", err)
+	}
+	eng := e.cfg.Get(config.ImageBuilder)
+	if eng != "podman" && eng != "docker" {
+		eng = image.DetectEngine()
+	}
+	if eng == "" {
+		return "", fmt.Errorf("--dockerfile %s: building a Dockerfile needs podman or docker on this machine (the daemonless builder does not run Dockerfiles); install one, or build and push the image yourself and pass it as --base", dockerfile)
+	}
+	if tag == "" {
+		tag = version.Version
+	}
+	target, err := image.BaseTag(repo, "dockerfile", tag)
+	if err != nil {
+		return "", err
+	}
+	b := &image.EngineBuilder{Command: eng, Client: e.imageClient()}
+	dg, err := b.BuildFile(ctx, abs, target, e.Notice)
+	if err != nil {
+		return "", err
+	}
+	return dg.Name(), nil
+}
+
 // BuildImage builds and pushes the prebuilt base for a category, daemonless (or with
 // the configured image_builder), with progress on e.Notice.
 func (e *Engine) BuildImage(ctx context.Context, r BuildImageRequest) (*BuildImageResult, error) {

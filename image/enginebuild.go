@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 
 	"github.com/google/go-containerregistry/pkg/name"
 )
@@ -58,21 +59,42 @@ func (b *EngineBuilder) Build(ctx context.Context, req *BuildRequest) (name.Dige
 	if err := b.run(ctx, req.Progress, append(args, dir)...); err != nil {
 		return name.Digest{}, fmt.Errorf("%s build over base image %s: %w", b.Command, req.Base, err)
 	}
-	args = []string{"push"}
+	return b.push(ctx, req.Target, insecure, podman, req.Progress)
+}
+
+// BuildFile builds the user's Dockerfile (its directory is the build context) and
+// pushes the image to target (`kinetic build-image --dockerfile`).
+func (b *EngineBuilder) BuildFile(ctx context.Context, dockerfile string, target name.Tag, progress io.Writer) (name.Digest, error) {
+	insecure := target.Context().Registry.Scheme() == "http"
+	podman := b.isPodman()
+	args := []string{"build", "--network=host", "-t", target.Name(), "-f", dockerfile}
 	if podman && insecure {
 		args = append(args, "--tls-verify=false")
 	}
-	if err := b.run(ctx, req.Progress, append(args, req.Target.Name())...); err != nil {
-		return name.Digest{}, fmt.Errorf("%s push %s: %w", b.Command, req.Target, err)
+	say(progress, "%s build %s from %s", b.Command, target, dockerfile)
+	if err := b.run(ctx, progress, append(args, filepath.Dir(dockerfile))...); err != nil {
+		return name.Digest{}, fmt.Errorf("%s build of %s: %w", b.Command, dockerfile, err)
 	}
-	h, ok, err := b.Client.Lookup(ctx, req.Target)
+	return b.push(ctx, target, insecure, podman, progress)
+}
+
+// push pushes target and returns its digest as the registry has it.
+func (b *EngineBuilder) push(ctx context.Context, target name.Tag, insecure, podman bool, progress io.Writer) (name.Digest, error) {
+	args := []string{"push"}
+	if podman && insecure {
+		args = append(args, "--tls-verify=false")
+	}
+	if err := b.run(ctx, progress, append(args, target.Name())...); err != nil {
+		return name.Digest{}, fmt.Errorf("%s push %s: %w", b.Command, target, err)
+	}
+	h, ok, err := b.Client.Lookup(ctx, target)
 	if err != nil {
 		return name.Digest{}, err
 	}
 	if !ok {
-		return name.Digest{}, fmt.Errorf("%s pushed %s but the registry does not list it", b.Command, req.Target)
+		return name.Digest{}, fmt.Errorf("%s pushed %s but the registry does not list it", b.Command, target)
 	}
-	return req.Target.Context().Digest(h.String()), nil
+	return target.Context().Digest(h.String()), nil
 }
 
 func (b *EngineBuilder) isPodman() bool {

@@ -23,6 +23,7 @@
 package imagetest
 
 import (
+	"archive/tar"
 	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
@@ -305,3 +306,42 @@ func unmountUnder(dir string) {
 		exec.Command("umount", "-l", points[i]).Run()
 	}
 }
+
+// HasFile reports whether the image ref (plain HTTP for 127.0.0.1) holds a file whose
+// path ends in name, in any of its layers.
+func HasFile(t testing.TB, ref, name string) bool {
+	t.Helper()
+	r, err := parseInsecure(ref)
+	if err != nil {
+		t.Fatalf("imagetest: %v", err)
+	}
+	img, err := remote.Image(r)
+	if err != nil {
+		t.Fatalf("imagetest: pull %s: %v", ref, err)
+	}
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			return false
+		}
+		if strings.HasSuffix(h.Name, name) {
+			return true
+		}
+	}
+}
+
+// HasTag reports whether the repository repo (plain HTTP for 127.0.0.1) has any tag.
+func HasTag(t testing.TB, repo string) bool {
+	t.Helper()
+	r, err := name.NewRepository(repo, name.Insecure)
+	if err != nil {
+		t.Fatalf("imagetest: %v", err)
+	}
+	tags, err := remote.List(r)
+	return err == nil && len(tags) > 0
+}
+
+func parseInsecure(ref string) (name.Reference, error) { return name.ParseReference(ref, name.Insecure) }

@@ -36,6 +36,8 @@ type childPlan struct {
 	root string    // the shipped root, recorded in every child's handle
 	// payload is the function pickle once a child has stored it (shared by the batch).
 	payload atomic.Pointer[job.BlobRef]
+	// dataDone: base.Data are uploaded; each child takes the ones its input uses.
+	dataDone bool
 }
 
 // PrepareTemplate plans req once for many submissions (Template.Submit). Bad input for
@@ -58,8 +60,12 @@ func (e *Engine) PrepareTemplate(ctx context.Context, req *SubmitRequest) (*Temp
 	if err := e.writeTree(ctx, p); err != nil {
 		return nil, err
 	}
+	// The batch's Data (every input's, and the volumes), uploaded once.
+	if err := e.uploadData(ctx, p); err != nil {
+		return nil, err
+	}
 	t := &Template{e: e, req: r, Handle: p.handle, Store: p.st}
-	t.shared.base, t.shared.root = p.spec, p.root
+	t.shared.base, t.shared.root, t.shared.dataDone = p.spec, p.root, true
 	if be, err := e.backendFor(p.handle, p.st); err == nil {
 		t.Backend = be
 	}

@@ -25,6 +25,8 @@ func (t *Template) WriteDerived(ctx context.Context, gid string, inputs [][]byte
 	if err != nil {
 		return err
 	}
+	// Every input's Data: each pod keeps the ones its input uses (layout.Materialize).
+	p.spec.Data = t.shared.base.Data
 	defaultOutputs := p.spec.OutputDir == defaultOutputDir(p.st, p.handle.JobID)
 	id := job.ChildID(gid, 0)
 	p.handle.JobID, p.spec.JobID = id, id

@@ -94,6 +94,8 @@ type plan struct {
 	inContainer bool
 	// shared, for a batch child: the function pickle stored once for the whole batch.
 	shared *atomic.Pointer[job.BlobRef]
+	// dataDone: the Data were uploaded already (a batch's, once for all its children).
+	dataDone bool
 }
 
 // DefaultDebugWait is how long a debug job waits for a debugger, as the reference does.
@@ -254,7 +256,11 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest, child *childPlan)
 	sortStrings(p.spec.EnvNames)
 
 	p.spec.Command = req.Command
-	if p.spec.Data, err = planData(req); err != nil {
+	if child != nil && child.dataDone {
+		// A batch child: the batch's Data were planned and uploaded once; it carries
+		// the ones its own input uses (and the volumes).
+		p.spec.Data, p.dataDone = job.DataFor(child.base.Data, req.Args), true
+	} else if p.spec.Data, err = planData(req); err != nil {
 		return nil, err
 	}
 	if onHere && cfg.Get(config.Container) == "" {
@@ -356,12 +362,11 @@ func (e *Engine) write(ctx context.Context, p *plan) error {
 	return p.st.Put(ctx, store.HandleKey(id), p.handle.Encode())
 }
 
-// writeShared puts in the store what a job shares with others like it: the shipped
-// tree, its Data, and its function (once for a whole batch: p.args != nil).
-func (e *Engine) writeShared(ctx context.Context, p *plan) error {
-	id := p.handle.JobID
-	if err := e.writeTree(ctx, p); err != nil {
-		return err
+// uploadData uploads the job's Data (once per content hash in the store), unless they
+// were already (a batch child's).
+func (e *Engine) uploadData(ctx context.Context, p *plan) error {
+	if p.dataDone {
+		return nil
 	}
 	for i := range p.spec.Data {
 		r := &p.spec.Data[i]
@@ -374,6 +379,20 @@ func (e *Engine) writeShared(ctx context.Context, p *plan) error {
 		if err != nil {
 			return fmt.Errorf("upload Data(%q): %w", r.Source, err)
 		}
+	}
+	p.dataDone = true
+	return nil
+}
+
+// writeShared puts in the store what a job shares with others like it: the shipped
+// tree, its Data, and its function (once for a whole batch: p.args != nil).
+func (e *Engine) writeShared(ctx context.Context, p *plan) error {
+	id := p.handle.JobID
+	if err := e.writeTree(ctx, p); err != nil {
+		return err
+	}
+	if err := e.uploadData(ctx, p); err != nil {
+		return err
 	}
 	switch {
 	case p.args != nil:

@@ -1,5 +1,10 @@
 package job
 
+import (
+	"bytes"
+	"strconv"
+)
+
 // DataKind says what a DataRef points at.
 type DataKind string
 
@@ -40,4 +45,37 @@ type DataRef struct {
 	// Mount is "" for data passed as an argument, or the absolute path it is mounted at
 	// (volumes={"/data": Data(...)}).
 	Mount string `json:"mount,omitempty"`
+	// Slot is the number of the Data in the call's arguments (Sentinel) when it is not
+	// the ref's position in the spec: a batch child carries only the Data of its own
+	// input (DataFor), numbered as in the batch.
+	Slot *int `json:"slot,omitempty"`
+}
+
+// Sentinel is the text the SDK puts in a call's arguments where Data number i was; the
+// runner replaces it with the data's path.
+func Sentinel(i int) string { return "\x00kinetic-data:" + strconv.Itoa(i) + "\x00" }
+
+// SlotAt is the number of the ref at position i of a spec's Data.
+func (r *DataRef) SlotAt(i int) int {
+	if r.Slot != nil {
+		return *r.Slot
+	}
+	return i
+}
+
+// DataFor returns the Data of refs (a batch's, numbered by position) that one input
+// needs: every volume, and each Data whose sentinel its pickled arguments hold (a
+// pickled str keeps its bytes as they are), each keeping its number. A batch of many
+// inputs with a Data each thus gives every child one ref, not all of them.
+func DataFor(refs []DataRef, args []byte) []DataRef {
+	var out []DataRef
+	for i, r := range refs {
+		if r.Mount == "" && !bytes.Contains(args, []byte(Sentinel(r.SlotAt(i)))) {
+			continue
+		}
+		slot := r.SlotAt(i)
+		r.Slot = &slot
+		out = append(out, r)
+	}
+	return out
 }

@@ -49,7 +49,7 @@ func materializeData(ctx context.Context, st *store.Store, spec *job.Spec, o Opt
 	for i, ref := range spec.Data {
 		var path string
 		fused := false
-		if p, ok := o.FusePaths[strconv.Itoa(i)]; ok {
+		if p, ok := o.FusePaths[strconv.Itoa(ref.SlotAt(i))]; ok {
 			// Mounted by the Cloud Storage FUSE CSI driver: read in place.
 			if _, err := os.Stat(p); err != nil {
 				return "", nil, fmt.Errorf("Data(%q, fuse=True) is not at %s, where the pod mounts it with Cloud Storage FUSE (does the pod's service account have read access to the bucket? the gke-gcsfuse-sidecar container's log says): %w", ref.Source, p, err)
@@ -81,7 +81,7 @@ func materializeData(ctx context.Context, st *store.Store, spec *job.Spec, o Opt
 			}
 			path = ref.Mount
 		}
-		paths[fmt.Sprintf("\x00kinetic-data:%d\x00", i)] = path
+		paths[job.Sentinel(ref.SlotAt(i))] = path
 	}
 	b, _ := json.Marshal(paths)
 	mapPath := filepath.Join(o.Workspace, "data.json")

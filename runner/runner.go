@@ -68,7 +68,7 @@ type Options struct {
 	// InPlaceData lets local Data with fuse=True be used where it lies (the local backend,
 	// on the machine that submitted it).
 	InPlaceData bool
-	// FusePaths maps the index (in the spec's Data) of each Data that is mounted in this
+	// FusePaths maps the number (job.DataRef.SlotAt) of each Data that is mounted in this
 	// pod with GCS FUSE to where it is: the runner reads it there and downloads nothing.
 	FusePaths map[string]string
 	// PrivateMounts shows volumes to the job in a mount namespace of its own rather

@@ -62,7 +62,7 @@ func planFuse(refs []job.DataRef) (*fusePlan, error) {
 			return nil, err
 		}
 		p.volumes, p.mounts = append(p.volumes, vol), append(p.mounts, mount)
-		p.paths[strconv.Itoa(i)] = v.Path
+		p.paths[strconv.Itoa(r.SlotAt(i))] = v.Path // the Data's number, whatever subset a child carries
 	}
 	return p, nil
 }

@@ -151,6 +151,7 @@ func Materialize(ctx context.Context, st *store.Store, gid string, i int) (strin
 	}
 	spec := *t.Spec
 	spec.JobID = id
+	spec.Data = job.DataFor(t.Spec.Data, args) // its own input's Data, and the volumes
 	h := t.ChildHandle(gid, i)
 	spec.OutputDir = h.OutputDir
 	if len(args) <= job.InlineArgs {

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional
 from ._engine import engine
 from .exceptions import KineticError
 from .batch import BatchHandle
-from .data import Data, extract as extract_data
+from .data import Collector as DataCollector, Data, extract as extract_data
 from .jobs import JobHandle
 
 _roots = {}
@@ -206,13 +206,17 @@ class RemoteFunction:
             raise ValueError("retries=%r: give how many times a failed input is tried again, 0 or more" % (retries,))
         inputs = list(inputs)
         source, root = self._source_root()
-        _, _, data = extract_data((), {}, self._options.get("volumes"))
+        # Data anywhere in the inputs: one spec per distinct Data for the batch (uploaded
+        # once), a sentinel in each input; each input's job gets the ones it names.
+        collector = DataCollector()
+        extract_data((), {}, self._options.get("volumes"), collector)
         func_payload = _pickle_call(self._func, None, None, root, func_only=True)
         local_failures = {}
         payloads = []
         for i, x in enumerate(inputs):
             try:
                 a, kw = normalise_input(x, input_mode)
+                a, kw, _ = extract_data(a, kw, None, collector)
                 payloads.append(cloudpickle.dumps((a, kw)))
             except Exception as e:  # recorded at its index, not raised for the batch
                 local_failures[i] = e
@@ -223,7 +227,7 @@ class RemoteFunction:
         ipath = _frame(payloads)
         try:
             tmpl = self._request(fpath, source)
-            tmpl["data"] = data
+            tmpl["data"] = collector.specs
             for key, value in (("project", project), ("cluster", cluster)):
                 if value:
                     tmpl["config"][key] = value

@@ -88,13 +88,34 @@ class Data:
         return hash((self._path, self._fuse, self._hf_trust_remote_code))
 
 
-def extract(args: Tuple, kwargs: Dict[str, Any], volumes: Dict[str, "Data"]):
+class Collector:
+    """The Data of a batch: one spec per distinct Data across all its inputs (the engine
+    uploads each once, and each input's job gets the ones its arguments name)."""
+
+    def __init__(self):
+        self.specs: List[dict] = []
+        self._index: Dict[tuple, int] = {}
+
+    def add(self, d: "Data", mount: str = "") -> int:
+        key = (d._abs(), d._fuse, d._hf_trust_remote_code, mount)
+        if key not in self._index:
+            self._index[key] = len(self.specs)
+            self.specs.append(d._spec(mount))
+        return self._index[key]
+
+
+def extract(args: Tuple, kwargs: Dict[str, Any], volumes: Dict[str, "Data"], collector: "Collector" = None):
     """Replace every Data in args and kwargs with a sentinel; return the new args, kwargs
-    and the list of data specs the engine must ship (volumes last, with their mount)."""
+    and the list of data specs the engine must ship (volumes last, with their mount).
+    With a collector (a batch), specs go there, one per distinct Data."""
     specs: List[dict] = []
+    if collector is not None:
+        specs = collector.specs
 
     def walk(v):
         if isinstance(v, Data):
+            if collector is not None:
+                return _SENTINEL % collector.add(v)
             specs.append(v._spec())
             return _SENTINEL % (len(specs) - 1)
         if type(v) is list:
@@ -115,5 +136,8 @@ def extract(args: Tuple, kwargs: Dict[str, Any], volumes: Dict[str, "Data"]):
             raise TypeError("volumes[%r] must be a kinetic.Data, got %r" % (mount, d))
         if not mount.startswith("/"):
             raise ValueError("volumes: mount path %r must be absolute, e.g. '/data'" % (mount,))
-        specs.append(d._spec(mount))
+        if collector is not None:
+            collector.add(d, mount)
+        else:
+            specs.append(d._spec(mount))
     return new_args, new_kwargs, specs

@@ -477,3 +477,37 @@ def test_collections_map_is_run_async_map():
     b2.cleanup()
     with pytest.raises(TypeError, match="decorated with @kinetic.run"):
         kinetic.collections.map(lambda x: x, [1])
+
+
+@kinetic.run(accelerator="cpu")
+def read_data(path, more=None):
+    import os
+    def read(p):
+        if os.path.isdir(p):
+            return {n: open(os.path.join(p, n)).read() for n in sorted(os.listdir(p))}
+        return open(p).read()
+    return read(path), (read(more["d"]) if more else None)
+
+
+def test_data_in_map_inputs_arrives_as_paths(store_dir, tmp_path):
+    """Data(...) inside run_async_map's inputs: uploaded once per Data for the batch,
+    each input's function gets a path, and each input's job carries only its own Data."""
+    files = []
+    for i in range(4):
+        p = tmp_path / ("f%d.txt" % i)
+        p.write_text("file %d" % i)
+        files.append(kinetic.Data(str(p)))
+    d = tmp_path / "shared"
+    d.mkdir()
+    (d / "a.txt").write_text("A")
+    shared = kinetic.Data(str(d))
+    inputs = [(files[0],), (files[1], {"d": shared}), {"path": files[2], "more": {"d": shared}}, [files[3]]]
+    b = read_data.run_async_map(inputs)
+    out = b.results(timeout=120, cleanup=False)
+    assert out == [("file 0", None), ("file 1", {"a.txt": "A"}), ("file 2", {"a.txt": "A"}), ("file 3", None)], out
+    for i, h in enumerate(b.jobs):
+        with open(os.path.join(_job_dir(store_dir, h.job_id), "spec.json")) as f:
+            refs = json.load(f).get("data") or []
+        want = 2 if i in (1, 2) else 1
+        assert len(refs) == want, (i, refs)
+    b.cleanup()

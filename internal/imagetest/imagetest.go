@@ -344,4 +344,6 @@ func HasTag(t testing.TB, repo string) bool {
 	return err == nil && len(tags) > 0
 }
 
-func parseInsecure(ref string) (name.Reference, error) { return name.ParseReference(ref, name.Insecure) }
+func parseInsecure(ref string) (name.Reference, error) {
+	return name.ParseReference(ref, name.Insecure)
+}

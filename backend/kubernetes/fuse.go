@@ -98,6 +98,9 @@ func (p *fusePlan) apply(tmpl *corev1.PodTemplateSpec) error {
 // fuseOf plans the fused Data of the job h (its spec in the store).
 func (b *Backend) fuseOf(ctx context.Context, h *job.Handle) (*fusePlan, error) {
 	raw, err := b.st.Get(ctx, store.SpecKey(h.JobID))
+	if store.IsNotFound(err) {
+		return nil, nil // no spec to read Data from: the runner reports the missing spec
+	}
 	if err != nil {
 		return nil, fmt.Errorf("job %s: read its spec: %w", h.JobID, err)
 	}

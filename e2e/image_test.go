@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+
 	"github.com/kinetic-run/kinetic/internal/imagetest"
 	"github.com/kinetic-run/kinetic/internal/tmuxtest"
 )
@@ -29,6 +31,17 @@ def main():
     print("inside", os.path.exists("/run/.containerenv"), flush=True)
     return {"v": kn_demo.VALUE, "py": "%d.%d" % sys.version_info[:2], "container": os.path.exists("/run/.containerenv")}
 `), 0o644)
+}
+
+// imageEnv is what the image tests start from: an isolated podman (its configuration in
+// this process's environment), Debian's registry holding the Python base, and a project.
+func imageEnv(t *testing.T) (*imagetest.Podman, *imagetest.Registry, name.Reference, *env) {
+	t.Helper()
+	pm := imagetest.NewPodman(t)
+	pm.Setenv(t)
+	reg := imagetest.StartDockerRegistry(t)
+	base := imagetest.PushPythonBase(t, reg.Host)
+	return pm, reg, base, newEnv(t)
 }
 
 func (e *env) specOf(t *testing.T, stderr string) map[string]any {
@@ -61,11 +74,7 @@ func TestBundledImageRunsUnderPodman(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds images and runs podman")
 	}
-	pm := imagetest.NewPodman(t)
-	pm.Setenv(t)
-	reg := imagetest.StartDockerRegistry(t)
-	base := imagetest.PushPythonBase(t, reg.Host)
-	e := newEnv(t)
+	_, reg, base, e := imageEnv(t)
 	imageProject(t, e, "1.0")
 	t.Setenv("KINETIC_CONTAINER", "podman")
 	t.Setenv("KINETIC_IMAGE_REGISTRY", reg.Host+"/kn")
@@ -110,11 +119,7 @@ func TestPrebuiltAndCustomImages(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds images and runs podman")
 	}
-	pm := imagetest.NewPodman(t)
-	pm.Setenv(t)
-	reg := imagetest.StartDockerRegistry(t)
-	base := imagetest.PushPythonBase(t, reg.Host)
-	e := newEnv(t)
+	_, reg, base, e := imageEnv(t)
 	imageProject(t, e, "1.5")
 	t.Setenv("KINETIC_CONTAINER", "podman")
 
@@ -172,11 +177,7 @@ func TestPythonSDKInContainer(t *testing.T) {
 	if _, err := os.Stat(py); err != nil {
 		t.Skip("needs Debian's python3 with cloudpickle (the SDK's tests use it)")
 	}
-	pm := imagetest.NewPodman(t)
-	pm.Setenv(t)
-	reg := imagetest.StartDockerRegistry(t)
-	base := imagetest.PushPythonBase(t, reg.Host)
-	e := newEnv(t)
+	_, reg, base, e := imageEnv(t)
 	script := filepath.Join(e.dir, "sdk.py")
 	os.WriteFile(script, []byte(`import os, kinetic
 @kinetic.run(accelerator="cpu")
@@ -210,11 +211,7 @@ func TestContainerCancel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds images and runs podman")
 	}
-	pm := imagetest.NewPodman(t)
-	pm.Setenv(t)
-	reg := imagetest.StartDockerRegistry(t)
-	base := imagetest.PushPythonBase(t, reg.Host)
-	e := newEnv(t)
+	pm, reg, base, e := imageEnv(t)
 	t.Setenv("KINETIC_CONTAINER", "podman")
 	t.Setenv("KINETIC_IMAGE_REGISTRY", reg.Host+"/kn")
 	t.Setenv("KINETIC_BASE_IMAGE_CPU", base.String())
@@ -308,11 +305,7 @@ func TestBuildImageFlags(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds images and runs podman")
 	}
-	pm := imagetest.NewPodman(t)
-	pm.Setenv(t)
-	reg := imagetest.StartDockerRegistry(t)
-	base := imagetest.PushPythonBase(t, reg.Host)
-	e := newEnv(t)
+	pm, reg, base, e := imageEnv(t)
 	cats := func(r result) []string {
 		t.Helper()
 		var list []struct{ Image, Category string }

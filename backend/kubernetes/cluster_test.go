@@ -461,6 +461,42 @@ print("BAD", bad, "GOOD", good)
 	_ = corev1.PodRunning
 }
 
+// debugSession is what `kinetic jobs debug --json` prints.
+type debugSession struct {
+	Host      string         `json:"host"`
+	Port      int            `json:"port"`
+	Forwarded bool           `json:"forwarded"`
+	Launch    map[string]any `json:"launch"`
+	Marker    struct {
+		HostIndex string `json:"host_index"`
+	} `json:"marker"`
+}
+
+// forwardDebugger runs `kinetic jobs debug --json ID`, which keeps the forward open until
+// the job ends: it reads the session and leaves the command running (killed at the end
+// of t); the buffer collects its stderr.
+func forwardDebugger(t *testing.T, st *store.Store, dir, id string) (debugSession, *bytes.Buffer) {
+	t.Helper()
+	fwd := exec.Command(kineticBin, "jobs", "debug", "--json", id)
+	fwd.Dir, fwd.Env = dir, clusterEnv(t, st)
+	stdout, err := fwd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fwdErr bytes.Buffer
+	fwd.Stderr = &fwdErr
+	if err := fwd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fwd.Process.Kill(); fwd.Wait() })
+	var s debugSession
+	if err := json.NewDecoder(stdout).Decode(&s); err != nil {
+		fwd.Wait()
+		t.Fatalf("jobs debug --json: %v\n%s", err, fwdErr.String())
+	}
+	return s, &fwdErr
+}
+
 // TestDebugOnTheNode: a debug job in a pod waits for its debugger; `kinetic jobs debug`
 // port-forwards to it with client-go; a DAP client attaches through the forward, stops at
 // a breakpoint in the submitter's file (path mappings), reads a local, continues, and the
@@ -479,29 +515,7 @@ func TestDebugOnTheNode(t *testing.T) {
 	id := strings.TrimSpace(out)
 	t.Cleanup(func() { run("jobs", "cancel", id) })
 
-	// jobs debug keeps the forward open until the job ends: read its JSON, leave it running.
-	fwd := exec.Command(kineticBin, "jobs", "debug", "--json", id)
-	fwd.Dir, fwd.Env = dir, clusterEnv(t, st)
-	stdout, err := fwd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fwdErr bytes.Buffer
-	fwd.Stderr = &fwdErr
-	if err := fwd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fwd.Process.Kill(); fwd.Wait() })
-	var s struct {
-		Host      string         `json:"host"`
-		Port      int            `json:"port"`
-		Forwarded bool           `json:"forwarded"`
-		Launch    map[string]any `json:"launch"`
-	}
-	if err := json.NewDecoder(stdout).Decode(&s); err != nil {
-		fwd.Wait()
-		t.Fatalf("jobs debug --json: %v\n%s", err, fwdErr.String())
-	}
+	s, fwdErr := forwardDebugger(t, st, dir, id)
 	if !s.Forwarded || s.Host != "127.0.0.1" {
 		t.Fatalf("session %+v: want a local port-forward", s)
 	}

@@ -6,12 +6,9 @@ package kubernetes_test
 // LeaderWorkerSet, one pod per host, the index and leader address from LeaderWorkerSet.
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -708,31 +705,7 @@ func TestPathwaysDebug(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 
-	fwd := exec.Command(kineticBin, "jobs", "debug", "--json", id)
-	fwd.Dir, fwd.Env = dir, clusterEnv(t, st)
-	stdout, err := fwd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fwdErr bytes.Buffer
-	fwd.Stderr = &fwdErr
-	if err := fwd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fwd.Process.Kill(); fwd.Wait() })
-	var s struct {
-		Host      string         `json:"host"`
-		Port      int            `json:"port"`
-		Forwarded bool           `json:"forwarded"`
-		Launch    map[string]any `json:"launch"`
-		Marker    struct {
-			HostIndex string `json:"host_index"`
-		} `json:"marker"`
-	}
-	if err := json.NewDecoder(stdout).Decode(&s); err != nil {
-		fwd.Wait()
-		t.Fatalf("jobs debug --json: %v\n%s", err, fwdErr.String())
-	}
+	s, fwdErr := forwardDebugger(t, st, dir, id)
 	if !s.Forwarded || s.Host != "127.0.0.1" || s.Marker.HostIndex != "0" {
 		t.Fatalf("session %+v: want a local port-forward to host 0", s)
 	}

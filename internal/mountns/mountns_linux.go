@@ -25,6 +25,10 @@ func namespaced(cmd *exec.Cmd) error {
 	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
 	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
 	a.GidMappingsEnableSetgroups = false
+	// A process that is not root in the namespace loses the namespace's capabilities at
+	// its exec (of the helper): keep the two the helper mounts and chroots with, as
+	// ambient capabilities, which it clears before it execs the program.
+	a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SYS_CHROOT}
 	return nil
 }
 
@@ -66,6 +70,11 @@ func Main() {
 	}
 	if err := setup(r); err != nil {
 		fail(err)
+	}
+	// The program gets no capability of the helper's (a root user keeps its own, as
+	// everywhere).
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		fail(fmt.Errorf("drop the helper's capabilities: %w", err))
 	}
 	prog := os.Args[4]
 	if err := syscall.Exec(prog, os.Args[4:], os.Environ()); err != nil {

@@ -1,10 +1,12 @@
 package mountns
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -67,5 +69,74 @@ func TestCommand(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(existing); len(ents) != 0 {
 		t.Errorf("the machine's %s got %d entries", existing, len(ents))
+	}
+}
+
+// TestCommandAsAnotherUser: the mounts are set up the same way for a user who is not
+// root (in the new namespace such a user keeps its own uid, so the helper must be given
+// the capabilities it mounts with across its exec, and the program must not keep them).
+// Run as root, the test starts itself as nobody.
+func TestCommandAsAnotherUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("TestCommand runs as this (non-root) user already")
+	}
+	if err := Available(); err != nil {
+		t.Skip(err)
+	}
+	d, err := os.MkdirTemp("", "mountns-user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	os.Chmod(d, 0o755)
+	bin, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := filepath.Join(d, "mountns.test")
+	if err := os.WriteFile(self, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(d, "src")
+	os.Mkdir(src, 0o755)
+	if err := os.WriteFile(filepath.Join(src, "f.txt"), []byte("from the volume"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, "-test.run=^TestAsAnotherUserChild$", "-test.v")
+	cmd.Dir = d
+	cmd.Env = append(os.Environ(), "KINETIC_MOUNTNS_TEST_SRC="+src, "TMPDIR=/tmp", "HOME=/tmp")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if strings.Contains(string(out), "SKIP:") {
+		t.Skipf("as nobody: %s", out)
+	}
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestAsAnotherUserChild") {
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+}
+
+// TestAsAnotherUserChild is TestCommandAsAnotherUser's other half, run as nobody.
+func TestAsAnotherUserChild(t *testing.T) {
+	src := os.Getenv("KINETIC_MOUNTNS_TEST_SRC")
+	if src == "" {
+		t.Skip("run by TestCommandAsAnotherUser")
+	}
+	if err := Available(); err != nil {
+		fmt.Println("SKIP:", err)
+		return
+	}
+	missing := "/kinetic-mountns-user-" + filepath.Base(filepath.Dir(src)) + "/data"
+	// The program keeps no capability: CapEff of a non-root process is 0.
+	cmd := exec.Command("/bin/sh", "-c", "cat "+missing+"/f.txt; echo; id -u; grep CapEff /proc/self/status")
+	if err := Command(cmd, os.Args[0], []Mount{{Source: src, Target: missing}}, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	want := "from the volume\n65534\nCapEff:\t0000000000000000\n"
+	if string(out) != want {
+		t.Errorf("output:\n%s\nwant:\n%s", out, want)
 	}
 }

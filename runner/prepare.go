@@ -71,7 +71,7 @@ func materializeData(ctx context.Context, st *store.Store, spec *job.Spec, o Opt
 		}
 		if ref.Mount != "" {
 			switch {
-			case fused: // mounted at its own path already
+			case fused && path == ref.Mount: // mounted at its own path already
 			case o.PrivateMounts:
 				mounts = append(mounts, mountns.Mount{Source: path, Target: ref.Mount})
 			default:

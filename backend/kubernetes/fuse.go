@@ -46,7 +46,9 @@ func planFuse(refs []job.DataRef) (*fusePlan, error) {
 			p = &fusePlan{paths: map[string]string{}, first: r.Source}
 		}
 		at := r.Mount
-		if at == "" {
+		if at == "" || r.Kind == data.GSObject {
+			// An argument, or one object: the driver mounts a directory (the object's),
+			// so a volume that is one file is linked to it by the runner instead.
 			at = fuseMountRoot + "/" + strconv.Itoa(i)
 		}
 		v, err := data.FuseSpec(r, "kinetic-fuse-"+strconv.Itoa(i), at)

@@ -153,6 +153,10 @@ func (b *Backend) leaderWorkerSetFor(h *job.Handle, fuse *fusePlan) (*unstructur
 	}
 	delete(podTemplate, "metadata")
 	podTemplate["metadata"] = map[string]any{"labels": toAny(tmpl.Labels)}
+	if len(tmpl.Annotations) > 0 {
+		// The GCS FUSE sidecar is asked for by a pod annotation.
+		podTemplate["metadata"].(map[string]any)["annotations"] = toAny(tmpl.Annotations)
+	}
 	ann := map[string]any{}
 	for k, v := range handleAnnotations(h) {
 		ann[k] = v

@@ -195,7 +195,7 @@ func TestFuseGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := map[string]string{"0": "/kinetic/fuse/0", "1": "/models/weights.bin"}; !cmp.Equal(fuse.paths, want) {
+	if want := map[string]string{"0": "/kinetic/fuse/0", "1": "/kinetic/fuse/1/weights.bin"}; !cmp.Equal(fuse.paths, want) {
 		t.Errorf("paths %v, want %v", fuse.paths, want)
 	}
 	b := testBackend(t, Options{ClusterType: "gke", ServiceAccount: "kinetic-runner"})

@@ -3,8 +3,10 @@ package kubernetes
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -136,13 +138,22 @@ func (b *Backend) checkedFuse(ctx context.Context, refs []job.DataRef) (*fusePla
 	return p, nil
 }
 
+// fuseRecheck is how long a refusal is remembered: the driver may be turned on while a
+// long-lived engine runs, and the next job after that must go.
+const fuseRecheck = time.Minute
+
 // checkFuseDriver refuses fused Data on a cluster without the Cloud Storage FUSE CSI
-// driver (its pod would wait for ever). It looks once per backend. A client that may not
-// read CSIDrivers (a namespaced Role) cannot tell: the job then goes ahead.
+// driver (its pod would wait for ever). The driver, once found, is remembered; its
+// absence is looked up again after fuseRecheck. A client that may not read CSIDrivers (a
+// namespaced Role) cannot tell: the job then goes ahead.
 func (b *Backend) checkFuseDriver(ctx context.Context, source string) error {
 	b.fuseMu.Lock()
 	defer b.fuseMu.Unlock()
-	if !b.fuseChecked {
+	now := time.Now
+	if b.now != nil {
+		now = b.now
+	}
+	if b.fuseChecked.IsZero() || b.fuseErr != nil && now().Sub(b.fuseChecked) >= fuseRecheck {
 		cctx, cancel := ctxTimeout(ctx)
 		defer cancel()
 		_, err := b.cs.StorageV1().CSIDrivers().Get(cctx, data.FuseDriver, metav1.GetOptions{})
@@ -150,11 +161,17 @@ func (b *Backend) checkFuseDriver(ctx context.Context, source string) error {
 		case err == nil, apierrors.IsForbidden(err):
 			b.fuseErr = nil
 		case apierrors.IsNotFound(err):
-			b.fuseErr = fmt.Errorf("Data(%q, fuse=True): this cluster has no Cloud Storage FUSE CSI driver (%s), so the data cannot be mounted in the job's pod; on GKE turn it on with `gcloud container clusters update CLUSTER --update-addons GcsFuseCsiDriver=ENABLED` (`kinetic up` does), or drop fuse=True to have the data downloaded", source, data.FuseDriver)
+			b.fuseErr = errNoFuseDriver
 		default:
 			return fmt.Errorf("Data(%q, fuse=True): look for the Cloud Storage FUSE CSI driver: %w", source, err)
 		}
-		b.fuseChecked = true
+		b.fuseChecked = now()
 	}
-	return b.fuseErr
+	if b.fuseErr != nil {
+		// Named for this job's Data, not the one that was refused first.
+		return fmt.Errorf("Data(%q, fuse=True): this cluster has no Cloud Storage FUSE CSI driver (%s), so the data cannot be mounted in the job's pod; on GKE turn it on with `gcloud container clusters update CLUSTER --update-addons GcsFuseCsiDriver=ENABLED` (`kinetic up` does), or drop fuse=True to have the data downloaded", source, data.FuseDriver)
+	}
+	return nil
 }
+
+var errNoFuseDriver = errors.New("no Cloud Storage FUSE CSI driver")

@@ -103,8 +103,9 @@ type Backend struct {
 	nodeCache nodeCache // recent Nodes (nodelost.go)
 
 	fuseMu      sync.Mutex // whether the cluster has the GCS FUSE CSI driver (fuse.go)
-	fuseChecked bool
+	fuseChecked time.Time  // when it was last looked up (zero: never)
 	fuseErr     error
+	now         func() time.Time // the clock (tests move it)
 }
 
 // New connects to the cluster (lazily: no request is made until a job is submitted or

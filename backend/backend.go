@@ -74,6 +74,13 @@ type Grouper interface {
 	CleanupGroup(ctx context.Context, gid string) error
 }
 
+// GroupChooser is implemented by Groupers that run only some batches as units: CanGroup
+// says whether the batch whose children would have handle h and spec can be one (its
+// children are written and submitted one by one otherwise).
+type GroupChooser interface {
+	CanGroup(h *job.Handle, spec *job.Spec) bool
+}
+
 // Releaser is implemented by backends whose jobs keep holding what they ran on after
 // they end: a multi-host job's pods must not exit (they would be restarted), so they
 // hold their slice until cleanup. Release frees it and keeps what inspection needs (the

@@ -143,6 +143,9 @@ func newScheduler(ctx context.Context, e *engine.Engine, req *MapRequest) (*sche
 	s := &scheduler{b: b, tmpl: t, inputs: inputs, maxConcurrent: maxConc, retries: req.Retries, failFast: req.FailFast, cancelRunning: req.CancelRunningOnFail}
 	_, s.queued = t.Backend.(backend.Queuer)
 	gr, grouped := t.Backend.(backend.Grouper)
+	if gc, ok := t.Backend.(backend.GroupChooser); grouped && ok && !gc.CanGroup(t.Handle, t.Spec()) {
+		grouped = false
+	}
 	if grouped && len(inputs) > 0 {
 		// O(1) writes: the template and the inputs, then the manifest; each child's
 		// job is written by its pod (layout, derived.go).
@@ -151,6 +154,21 @@ func newScheduler(ctx context.Context, e *engine.Engine, req *MapRequest) (*sche
 			return nil, err
 		}
 		b.manifest.Derived, b.manifest.SubmissionComplete = true, true
+		// An empty input is one the SDK could not pickle: a submission failure at its
+		// index, and no job (its derived job is marked removed before anything runs).
+		for i, in := range inputs {
+			if len(in) > 0 {
+				continue
+			}
+			if err := layout.MarkGone(ctx, t.Store, gid, i); err != nil {
+				t.Store.DeletePrefix(context.WithoutCancel(ctx), layout.Prefix(gid))
+				return nil, err
+			}
+			for len(b.manifest.Children) < i {
+				b.manifest.Children = append(b.manifest.Children, Child{Index: len(b.manifest.Children)}) // derived
+			}
+			b.manifest.Children = append(b.manifest.Children, Child{Index: i, SubmissionError: fmt.Sprintf("input %d could not be pickled, so it was not submitted", i)})
+		}
 	}
 	if err := b.writeManifest(ctx); err != nil {
 		t.Store.DeletePrefix(context.WithoutCancel(ctx), layout.Prefix(gid))

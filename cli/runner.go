@@ -48,7 +48,7 @@ func newInstallRunnerCmd(g *Globals) *cobra.Command {
 
 func newSuperviseCmd(g *Globals) *cobra.Command {
 	var o local.SuperviseOptions
-	var queue string
+	var queue, group string
 	var worker int
 	cmd := &cobra.Command{
 		Use:    "supervise --store URL --job ID --state-dir DIR",
@@ -59,7 +59,9 @@ func newSuperviseCmd(g *Globals) *cobra.Command {
 			o.Ready = os.NewFile(3, "ready")
 			defer profile("supervise")()
 			var err error
-			if queue != "" {
+			if group != "" {
+				err = local.WorkGroup(cmd.Context(), local.GroupWorkOptions{SuperviseOptions: o, Group: group, Worker: worker})
+			} else if queue != "" {
 				err = local.Work(cmd.Context(), local.WorkOptions{SuperviseOptions: o, Queue: queue, Worker: worker})
 			} else {
 				err = local.Supervise(cmd.Context(), o)
@@ -72,7 +74,8 @@ func newSuperviseCmd(g *Globals) *cobra.Command {
 	cmd.Flags().StringVar(&o.JobID, "job", "", "job ID")
 	cmd.Flags().StringVar(&o.StateDir, "state-dir", "", "local backend state directory")
 	cmd.Flags().StringVar(&queue, "queue", "", "serve this batch queue instead of one job")
-	cmd.Flags().IntVar(&worker, "worker", 0, "worker number within the queue's pool")
+	cmd.Flags().StringVar(&group, "group", "", "serve this batch's inputs with an executor (its children derived) instead of one job")
+	cmd.Flags().IntVar(&worker, "worker", 0, "worker number within the queue's pool, or the batch's workers")
 	cmd.Flags().IntVar(&o.Slots, "slots", 2, "concurrent jobs on this machine")
 	cmd.Flags().DurationVar(&o.Grace, "grace", runner.DefaultGrace, "time between SIGTERM and SIGKILL on cancel")
 	cmd.Flags().BoolVar(&o.Python.Cold, "cold", false, "start every Python call in a new interpreter (no warm workers)")

@@ -47,6 +47,7 @@ const (
 	LocalSlots        Key = "local_slots"          // local backend: jobs running at once
 	Warm              Key = "warm"                 // local backend: warm forked Python workers
 	WarmIdle          Key = "warm_idle"            // how long an idle warm worker server lives
+	BatchIsolation    Key = "batch_isolation"      // local backend: how a batch's inputs are kept apart
 	Python            Key = "python"               // the interpreter local jobs run with
 	BuildPython       Key = "build_python"         // the interpreter whose pip installs into bundled images
 	PackageRoot       Key = "package_root"         // the shipped root, instead of the one detected
@@ -116,6 +117,7 @@ var keyTable = []keyInfo{
 	{key: GCPEndpoints, help: "Google API endpoints for tests and emulators only: container=URL,artifactregistry=URL,iam=URL,compute=URL (plain, unauthenticated; used by up/down/status/pool for GKE)"},
 	{key: LocalSlots, help: "local backend: how many jobs run at once on this machine", fallback: cpus, check: checkPositiveInt},
 	{key: Warm, help: "local backend: run Python calls in warm forked workers (docs/warm-workers.md)", fallback: fixed("true"), check: checkBool},
+	{key: BatchIsolation, help: "local backend: how the inputs of a batch run: worker (one after another in a long-lived Python per worker; module state carries), process (each in a child forked from it) or job (each a job of its own, docs/warm-workers.md)", fallback: fixed("worker"), check: checkIsolation},
 	{key: WarmIdle, help: "how long a warm worker server waits without work before it exits", fallback: fixed("10m"), check: checkDuration},
 	{key: Python, help: "the Python interpreter local jobs run with (default: the one the SDK runs, else python3)", check: checkExecutable},
 	{key: BuildPython, help: "the Python whose pip installs requirements into bundled images (default: python3)", check: checkExecutable},

@@ -99,7 +99,12 @@ var (
 	checkClusterType  = oneOf(ClusterTypes)
 	checkImageBuilder = oneOf(ImageBuilders)
 	checkContainer    = oneOf(Containers)
+	checkIsolation    = oneOf(BatchIsolations)
 )
+
+// BatchIsolations are the accepted values of batch_isolation (local batches,
+// docs/local-backend.md).
+var BatchIsolations = []string{"worker", "process", "job"}
 
 // dns1123Label is the Kubernetes rule for namespace names (RFC 1123 label).
 var dns1123Label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)

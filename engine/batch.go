@@ -72,6 +72,10 @@ func (e *Engine) PrepareTemplate(ctx context.Context, req *SubmitRequest) (*Temp
 	return t, nil
 }
 
+// Spec is the spec planned for the call: every child's is made like it (its arguments
+// aside).
+func (t *Template) Spec() *job.Spec { return t.shared.base }
+
 // Child says where one submission of a template stands in its batch and how its
 // backend takes it.
 type Child struct {

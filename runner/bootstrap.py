@@ -151,6 +151,49 @@ def _resolve_data(v, paths):
     return v
 
 
+def call(func, args, kwargs, result_path, env):
+    """Call func and leave its pickled value at result_path, filling env (the envelope);
+    an exception propagates (failed() reports it)."""
+    value = None
+    try:
+        value = func(*args, **kwargs)
+    except SystemExit as e:
+        code = e.code
+        if code not in (None, 0):
+            env["exit_code"] = code if isinstance(code, int) else 1
+            raise RuntimeError("the function called sys.exit(%r): a non-zero exit is a failure" % (code,)) from None
+        env["exit_code"] = 0
+    try:
+        data = _dumps(value)
+    except BaseException as e:
+        env["phase_override"] = "result"
+        raise TypeError("the return value of %s could not be pickled (%s: %s); its repr: %s" % (
+            getattr(func, "__qualname__", "the function"), type(e).__name__, e, _safe_repr(value))) from None
+    _write_atomic(result_path, data)
+    env.update(success=True, has_value=True, value_repr=_safe_repr(value, 2000))
+
+
+def failed(env, phase, e, result_path):
+    """Fill env for the exception e raised in phase, and leave it pickled at result_path."""
+    phase = env.pop("phase_override", phase)
+    tb = traceback.format_exc()
+    env.update(success=False, phase=phase, exc_type=_qualname(type(e)),
+               exc_message=str(e)[:REPR_LIMIT], traceback=tb)
+    try:
+        data = _dumps(e)
+        _write_atomic(result_path, data)
+        env["has_value"] = True
+    except BaseException:
+        pass
+    # One line in the log: the traceback travels with the exception (the SDK re-raises
+    # it with the remote traceback attached, `kinetic run` and `kinetic jobs result`
+    # print it), so a caller who catches the exception sees no traceback, and one who
+    # does not sees it once.
+    sys.stderr.write("kinetic: the call raised %s: %s (the traceback comes with the exception; "
+                     "`kinetic jobs result %s` prints it)\n" % (
+                         _qualname(type(e)), _safe_repr(str(e), 200), os.environ.get("KINETIC_JOB_ID", "JOB_ID")))
+
+
 def main():
     mode, payload, out_dir, root, cwd = sys.argv[1:6]
     # Optional: the arguments of a batch child (the payload is then the function alone),
@@ -195,40 +238,9 @@ def main():
             phase = "debugger"
             _start_debugger(debug)
         phase = "call"
-        value = None
-        try:
-            value = func(*args, **kwargs)
-        except SystemExit as e:
-            code = e.code
-            if code not in (None, 0):
-                env["exit_code"] = code if isinstance(code, int) else 1
-                raise RuntimeError("the function called sys.exit(%r): a non-zero exit is a failure" % (code,)) from None
-            env["exit_code"] = 0
-        phase = "result"
-        try:
-            data = _dumps(value)
-        except BaseException as e:
-            raise TypeError("the return value of %s could not be pickled (%s: %s); its repr: %s" % (
-                getattr(func, "__qualname__", "the function"), type(e).__name__, e, _safe_repr(value))) from None
-        _write_atomic(os.path.join(out_dir, "result.pkl"), data)
-        env.update(success=True, has_value=True, value_repr=_safe_repr(value, 2000))
+        call(func, args, kwargs, os.path.join(out_dir, "result.pkl"), env)
     except BaseException as e:
-        tb = traceback.format_exc()
-        env.update(success=False, phase=phase, exc_type=_qualname(type(e)),
-                   exc_message=str(e)[:REPR_LIMIT], traceback=tb)
-        try:
-            data = _dumps(e)
-            _write_atomic(os.path.join(out_dir, "result.pkl"), data)
-            env["has_value"] = True
-        except BaseException:
-            pass
-        # One line in the log: the traceback travels with the exception (the SDK re-raises
-        # it with the remote traceback attached, `kinetic run` and `kinetic jobs result`
-        # print it), so a caller who catches the exception sees no traceback, and one who
-        # does not sees it once.
-        sys.stderr.write("kinetic: the call raised %s: %s (the traceback comes with the exception; "
-                         "`kinetic jobs result %s` prints it)\n" % (
-                             _qualname(type(e)), _safe_repr(str(e), 200), os.environ.get("KINETIC_JOB_ID", "JOB_ID")))
+        failed(env, phase, e, os.path.join(out_dir, "result.pkl"))
     sys.stdout.flush()
     sys.stderr.flush()
     _write_atomic(os.path.join(out_dir, "envelope.json"), json.dumps(env), mode="w")

@@ -53,6 +53,9 @@ type Options struct {
 	Grace time.Duration
 	// Python says how jobs' Python runs (the settings warm, warm_idle, python).
 	Python PythonSettings
+	// Isolation is how the inputs of a batch run (the setting batch_isolation):
+	// runner.IsolationWorker (default), runner.IsolationProcess or IsolationJob.
+	Isolation string
 }
 
 // PythonSettings say how jobs' Python runs on this machine. The zero value is the
@@ -196,6 +199,10 @@ func (b *Backend) spawn(ctx context.Context, logPath string, args ...string) err
 func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string, error) {
 	st, err := ReadStatus(ctx, b.st, h.JobID)
 	if store.IsNotFound(err) {
+		// An input of a batch run by executors (group.go).
+		if s, r, ok, err := b.groupStatus(ctx, h); ok || err != nil {
+			return s, r, err
+		}
 		if h.GroupID != "" && job.ValidName(h.JobID) {
 			// A batch child run by a worker: RUNNING is its claim (see claimedStatus).
 			s, ok, err := b.claimedStatus(ctx, h, b.workspace(h.JobID))
@@ -329,6 +336,9 @@ var bootID = sync.OnceValue(func() string {
 func (b *Backend) Cancel(ctx context.Context, h *job.Handle) error {
 	st, err := ReadStatus(ctx, b.st, h.JobID)
 	if store.IsNotFound(err) {
+		if gid, i, ok := b.groupChild(h); ok {
+			return b.cancelGroupChild(ctx, h, gid, i)
+		}
 		p := b.queuedProcess(h)
 		if p == nil {
 			return nil

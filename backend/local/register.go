@@ -32,6 +32,7 @@ func (factory) New(env backend.Env) (backend.Backend, error) {
 		o.Python.Cold = env.Settings.Get(string(config.Warm)) == "false"
 		o.Python.WarmIdle, _ = time.ParseDuration(env.Settings.Get(string(config.WarmIdle)))
 		o.Python.Interpreter = env.Settings.Get(string(config.Python))
+		o.Isolation = env.Settings.Get(string(config.BatchIsolation))
 	}
 	return New(env.Store, o)
 }

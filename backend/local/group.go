@@ -1,0 +1,334 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/internal/filelock"
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/runner"
+	"github.com/kinetic-run/kinetic/store"
+)
+
+// Batches run by executors (backend.Grouper). A batch whose children are derived
+// (batch/layout: a template and every input in one object, nothing per input) is served
+// by up to `parallelism` group workers (`kinetic supervise --group`), each holding a
+// slot and one long-lived Python, the batch executor (runner/batchexec.py), that runs
+// the inputs one after another: no process, no job objects and no queue entry per
+// input. Per input the store gets its log (when it printed), its result.pkl and its
+// result.json, and the worker appends the input's index to its done file.
+//
+// State, under STATE/groups/GID/:
+//
+//	group.json         the batch's size and its store
+//	next               the next input to claim (a decimal number; taken under flock)
+//	workers/K.lock     held by worker K while it lives
+//	workers/K.running  "INDEX PID" of the input worker K runs, "-1 PID" between inputs
+//	workers/K.log      worker K's own output (the executor's, not the inputs')
+//	done/K             the inputs worker K finished, one index per line
+//
+// An input's state: its result.json (or a final status.json: cancelled) decides; else
+// RUNNING while a live worker says it runs it, or has claimed it; PENDING while it is
+// not claimed and a worker lives; FAILED when no worker is left to run it.
+
+// groupInfo is group.json.
+type groupInfo struct {
+	Store     string `json:"store"`
+	Size      int    `json:"size"`
+	Isolation string `json:"isolation"`
+}
+
+func (b *Backend) groupDir(gid string) string { return filepath.Join(b.o.StateDir, "groups", gid) }
+
+// CanGroup implements backend.GroupChooser: Python functions without Data, debugging or
+// an install at start, in a store on this machine, unless batch_isolation is "job".
+func (b *Backend) CanGroup(h *job.Handle, spec *job.Spec) bool {
+	return b.o.Isolation != IsolationJob && b.st.LocalDir() != "" && runner.CanRunBatch(spec) == nil
+}
+
+// IsolationJob (batch_isolation = "job") runs every input of a batch as a job of its own
+// through the queue (pool.go), each in a warm forked child.
+const IsolationJob = "job"
+
+// StartGroup implements backend.Grouper: record the batch and start its workers.
+func (b *Backend) StartGroup(ctx context.Context, g backend.Group, template *job.Handle) error {
+	if !job.ValidName(g.ID) {
+		return fmt.Errorf("local backend: invalid group ID %q", g.ID)
+	}
+	dir := b.groupDir(g.ID)
+	for _, d := range []string{filepath.Join(dir, "workers"), filepath.Join(dir, "done")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("local backend: %w", err)
+		}
+	}
+	iso := b.o.Isolation
+	if iso == "" {
+		iso = runner.IsolationWorker
+	}
+	info, _ := json.Marshal(groupInfo{Store: b.st.URL(), Size: g.Size, Isolation: iso})
+	if err := os.WriteFile(filepath.Join(dir, "group.json"), info, 0o644); err != nil {
+		return fmt.Errorf("local backend: %w", err)
+	}
+	n := max(1, min(g.Parallelism, b.o.Slots, g.Size))
+	for k := 0; k < n; k++ {
+		w := strconv.Itoa(k)
+		if err := b.spawn(ctx, filepath.Join(dir, "workers", w+".log"), "--group", g.ID, "--worker", w); err != nil {
+			if k == 0 {
+				return err
+			}
+			break // the others serve the batch
+		}
+	}
+	return nil
+}
+
+// GroupDone implements backend.Grouper: the done files of the batch's workers.
+func (b *Backend) GroupDone(ctx context.Context, gid string) (map[int]bool, error) {
+	dir := filepath.Join(b.groupDir(gid), "done")
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[int]bool{}
+	for _, e := range ents {
+		raw, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		for len(raw) > 0 {
+			line, rest, ok := bytes.Cut(raw, []byte{'\n'})
+			if !ok {
+				break // being written
+			}
+			raw = rest
+			if i, err := strconv.Atoi(string(line)); err == nil {
+				out[i] = true
+			}
+		}
+	}
+	return out, nil
+}
+
+// UnwrittenStatus implements backend.Grouper.
+func (b *Backend) UnwrittenStatus(ctx context.Context, h *job.Handle) (job.State, string, error) {
+	if s, r, ok, err := b.groupStatus(ctx, h); ok || err != nil {
+		return s, r, err
+	}
+	return job.Pending, "", nil
+}
+
+// CleanupGroup implements backend.Grouper: stop the batch's workers (the inputs they run
+// fail as cancelled) and remove its state.
+func (b *Backend) CleanupGroup(ctx context.Context, gid string) error {
+	dir := b.groupDir(gid)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	// No input is claimed any more.
+	if err := claimAll(filepath.Join(dir, "next")); err != nil {
+		return err
+	}
+	for _, w := range b.liveWorkers(gid) {
+		syscall.Kill(w.pid, syscall.SIGTERM)
+	}
+	deadline := time.Now().Add(b.o.Grace + 5*time.Second)
+	for len(b.liveWorkers(gid)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return os.RemoveAll(dir)
+}
+
+// groupChild says whether h is an input of a batch this machine runs by executors.
+func (b *Backend) groupChild(h *job.Handle) (gid string, i int, ok bool) {
+	gid, i, ok = job.ParseChildID(h.JobID)
+	if !ok {
+		return "", 0, false
+	}
+	if _, err := os.Stat(filepath.Join(b.groupDir(gid), "group.json")); err != nil {
+		return "", 0, false
+	}
+	return gid, i, true
+}
+
+// groupStatus is the state of input h of a batch run by executors (ok false: h is not
+// one).
+func (b *Backend) groupStatus(ctx context.Context, h *job.Handle) (job.State, string, bool, error) {
+	gid, i, ok := b.groupChild(h)
+	if !ok {
+		return "", "", false, nil
+	}
+	if s, r, ok, err := b.recordedEnd(ctx, h.JobID); ok || err != nil {
+		return s, r, true, err
+	}
+	live := b.liveWorkers(gid)
+	for _, w := range live {
+		if w.running == i {
+			return job.Running, "", true, nil
+		}
+	}
+	next, err := readClaimed(filepath.Join(b.groupDir(gid), "next"))
+	if err != nil {
+		return "", "", true, err
+	}
+	switch {
+	case len(live) > 0 && i < next:
+		return job.Running, "", true, nil // claimed: about to run, or its result is being written
+	case len(live) > 0:
+		return job.Pending, "", true, nil
+	}
+	// No worker: read again (the last one may have finished it as it left).
+	if s, r, ok, err := b.recordedEnd(ctx, h.JobID); ok || err != nil {
+		return s, r, true, err
+	}
+	reason := fmt.Sprintf("the batch's workers stopped before this input finished (killed, or the machine restarted); see %s", filepath.Join(b.groupDir(gid), "workers"))
+	if i < next {
+		reason = fmt.Sprintf("the batch's worker stopped while it ran this input (killed, or the machine restarted); see %s", filepath.Join(b.groupDir(gid), "workers"))
+	}
+	if err := WriteStatus(ctx, b.st, h.JobID, &job.Status{State: job.Failed, Reason: reason}); err != nil {
+		return "", "", true, err
+	}
+	return job.Failed, reason, true, nil
+}
+
+// recordedEnd reads how job id ended from the store: a final status.json (cancelled, or
+// judged), else its result.json.
+func (b *Backend) recordedEnd(ctx context.Context, id string) (job.State, string, bool, error) {
+	if s, err := ReadStatus(ctx, b.st, id); err == nil && s.State.Terminal() {
+		return s.State, s.Reason, true, nil
+	} else if err != nil && !store.IsNotFound(err) {
+		return "", "", false, err
+	}
+	raw, err := b.st.Get(ctx, store.EnvelopeKey(id))
+	if store.IsNotFound(err) {
+		return "", "", false, nil
+	}
+	if err != nil {
+		return "", "", false, err
+	}
+	env, err := job.DecodeEnvelope(raw)
+	if err != nil {
+		return job.Failed, "the job's result.json is unreadable: " + err.Error(), true, nil
+	}
+	s := outcome(env, nil, false)
+	return s.State, s.Reason, true, nil
+}
+
+// cancelGroupChild cancels input h of a batch run by executors: FAILED "cancelled" is
+// recorded first (a worker that has not claimed it skips it), then the worker that runs
+// it, if any, is told to stop it.
+func (b *Backend) cancelGroupChild(ctx context.Context, h *job.Handle, gid string, i int) error {
+	if _, _, ok, err := b.recordedEnd(ctx, h.JobID); ok || err != nil {
+		return err
+	}
+	if err := WriteStatus(ctx, b.st, h.JobID, &job.Status{State: job.Failed, Reason: "cancelled"}); err != nil {
+		return err
+	}
+	for _, w := range b.liveWorkers(gid) {
+		if w.running == i {
+			syscall.Kill(w.pid, syscall.SIGUSR1)
+		}
+	}
+	return nil
+}
+
+// groupWorker is a live worker of a batch.
+type groupWorker struct {
+	pid, running int
+}
+
+// liveWorkers returns the workers of batch gid whose lock is held, with what they run.
+func (b *Backend) liveWorkers(gid string) []groupWorker {
+	dir := filepath.Join(b.groupDir(gid), "workers")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []groupWorker
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), ".lock")
+		if !ok {
+			continue
+		}
+		f, err := filelock.Open(filepath.Join(dir, e.Name()), os.O_RDONLY, 0)
+		if err != nil {
+			continue
+		}
+		err = filelock.Try(f, filelock.Shared)
+		if err == nil {
+			filelock.Unlock(f)
+		}
+		f.Close()
+		if !errors.Is(err, filelock.ErrLocked) {
+			continue // free: that worker is gone
+		}
+		w := groupWorker{running: -1}
+		if raw, err := os.ReadFile(filepath.Join(dir, name+".running")); err == nil {
+			fmt.Sscanf(string(raw), "%d %d", &w.running, &w.pid)
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// claim takes the next input of a batch of size n under the claim file's lock: ok is
+// false when every input is claimed.
+func claim(path string, n int) (i int, ok bool, err error) {
+	f, err := filelock.Open(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return 0, false, err
+	}
+	defer f.Close()
+	if err := filelock.Wait(f, filelock.Exclusive); err != nil {
+		return 0, false, err
+	}
+	var buf [24]byte
+	k, _ := f.ReadAt(buf[:], 0)
+	next, _ := strconv.Atoi(strings.TrimSpace(string(buf[:k])))
+	if next >= n {
+		return 0, false, nil
+	}
+	if _, err := f.WriteAt([]byte(fmt.Sprintf("%-20d\n", next+1)), 0); err != nil {
+		return 0, false, err
+	}
+	return next, true, nil
+}
+
+// claimAll marks every input claimed: no worker takes another.
+func claimAll(path string) error {
+	f, err := filelock.Open(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := filelock.Wait(f, filelock.Exclusive); err != nil {
+		return err
+	}
+	_, err = f.WriteAt([]byte(fmt.Sprintf("%-20d\n", 1<<62)), 0)
+	return err
+}
+
+// readClaimed reads the claim file: how many inputs were claimed.
+func readClaimed(path string) (int, error) {
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
+	return n, nil
+}

@@ -1,0 +1,305 @@
+package local
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/kinetic-run/kinetic/batch/layout"
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/jobview"
+	"github.com/kinetic-run/kinetic/runner"
+	"github.com/kinetic-run/kinetic/store"
+)
+
+// GroupWorkOptions are the arguments of `kinetic supervise --group`.
+type GroupWorkOptions struct {
+	SuperviseOptions
+	Group  string
+	Worker int
+}
+
+// WorkGroup serves batch o.Group as worker o.Worker (group.go): it takes a slot, starts
+// an executor and runs inputs until none is left to claim.
+func WorkGroup(ctx context.Context, o GroupWorkOptions) error {
+	ctx = context.WithoutCancel(ctx) // cancellation is by signal
+	dir := filepath.Join(o.StateDir, "groups", o.Group)
+	w := strconv.Itoa(o.Worker)
+	lock, err := lockFile(filepath.Join(dir, "workers", w+".lock"), false)
+	if err != nil {
+		if o.Ready != nil {
+			o.Ready.Close()
+		}
+		return nil // a twin serves this slot of the batch
+	}
+	defer lock.Close()
+	gw := &groupWorker1{o: o, dir: dir, running: filepath.Join(dir, "workers", w+".running"), current: -1, term: make(chan os.Signal, 1)}
+	gw.setRunning(-1)
+	sig := make(chan os.Signal, 4)
+	signal.Notify(sig, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	if o.Ready != nil {
+		o.Ready.WriteString("ready\n")
+		o.Ready.Close()
+	}
+	go gw.signals(sig)
+	if gw.st, err = store.Open(ctx, o.StoreURL); err != nil {
+		return gw.failAll(ctx, err)
+	}
+	defer gw.st.Close()
+	if err := gw.load(ctx); err != nil {
+		return gw.failAll(ctx, err)
+	}
+	slot, err := acquireSlot(filepath.Join(o.StateDir, "slots"), o.Slots, gw.term)
+	if err != nil {
+		return nil // stopped while waiting (CleanupGroup)
+	}
+	defer slot.Close()
+	tree := filepath.Join(dir, "workers", w+".tree")
+	batch, err := runner.PrepareBatch(ctx, gw.st, gw.t.Spec, gw.t.Env, gw.isolation, runner.Options{
+		Store: gw.st, StoreURL: o.StoreURL, JobID: job.ChildID(o.Group, 0), TreeDir: tree,
+		Python: o.Python.Interpreter, EnvDir: filepath.Join(o.StateDir, "envs"), Grace: o.Grace,
+	}, os.Stderr)
+	if err != nil {
+		return gw.failAll(ctx, err)
+	}
+	gw.batch = batch
+	defer func() {
+		if gw.x != nil {
+			gw.x.Close()
+		}
+	}()
+	for {
+		i, ok, err := claim(filepath.Join(dir, "next"), gw.size)
+		if err != nil {
+			return err
+		}
+		if !ok || gw.stopping() {
+			return nil
+		}
+		if err := gw.run(ctx, i); err != nil {
+			return err
+		}
+	}
+}
+
+// groupWorker1 is one group worker's state.
+type groupWorker1 struct {
+	o         GroupWorkOptions
+	dir       string
+	running   string // workers/K.running
+	st        *store.Store
+	t         *layout.Template
+	size      int
+	inputs    []byte // inputs.bin
+	isolation string
+	batch     *runner.Batch
+	x         *runner.Executor
+	done      *os.File
+
+	mu      sync.Mutex
+	current int  // the input being run (-1: none)
+	killed  bool // the executor was stopped on purpose (cancel, time limit, SIGTERM)
+	term    chan os.Signal
+	stopped bool
+}
+
+// load reads the batch: its template, its size and isolation, and every input.
+func (gw *groupWorker1) load(ctx context.Context) error {
+	var info groupInfo
+	raw, err := os.ReadFile(filepath.Join(gw.dir, "group.json"))
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, &info); err != nil {
+		return fmt.Errorf("group.json: %w", err)
+	}
+	gw.size, gw.isolation = info.Size, info.Isolation
+	if gw.t, err = layout.ReadTemplate(ctx, gw.st, gw.o.Group); err != nil {
+		return err
+	}
+	if gw.inputs, err = gw.st.Get(ctx, store.GroupInputsKey(gw.o.Group)); err != nil {
+		return fmt.Errorf("batch %s: read its inputs: %w", gw.o.Group, err)
+	}
+	if len(gw.inputs) < 16 || string(gw.inputs[:8]) != "KNINPUT1" || binary.BigEndian.Uint64(gw.inputs[8:]) != uint64(gw.size) {
+		return fmt.Errorf("batch %s: inputs.bin does not hold %d inputs", gw.o.Group, gw.size)
+	}
+	gw.done, err = os.OpenFile(filepath.Join(gw.dir, "done", strconv.Itoa(gw.o.Worker)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	return err
+}
+
+// input returns input i's bytes from inputs.bin.
+func (gw *groupWorker1) input(i int) ([]byte, error) {
+	table := 16 + 8*(gw.size+1)
+	if len(gw.inputs) < table {
+		return nil, fmt.Errorf("batch %s: inputs.bin is truncated", gw.o.Group)
+	}
+	from := binary.BigEndian.Uint64(gw.inputs[16+8*i:])
+	to := binary.BigEndian.Uint64(gw.inputs[16+8*(i+1):])
+	if to < from || uint64(table)+to > uint64(len(gw.inputs)) {
+		return nil, fmt.Errorf("batch %s: inputs.bin is damaged at input %d", gw.o.Group, i)
+	}
+	return gw.inputs[uint64(table)+from : uint64(table)+to], nil
+}
+
+func (gw *groupWorker1) setRunning(i int) {
+	os.WriteFile(gw.running, []byte(fmt.Sprintf("%d %d\n", i, os.Getpid())), 0o644)
+}
+
+// signals: SIGUSR1 stops the current input if it was cancelled; SIGTERM stops it and
+// the worker.
+func (gw *groupWorker1) signals(sig <-chan os.Signal) {
+	for s := range sig {
+		gw.mu.Lock()
+		cur, x := gw.current, gw.x
+		stop := s != syscall.SIGUSR1
+		if stop {
+			gw.stopped = true
+			select {
+			case gw.term <- s:
+			default:
+			}
+		}
+		gw.mu.Unlock()
+		if cur < 0 || x == nil {
+			continue
+		}
+		if stop || gw.st != nil && jobview.FinalStatus(context.Background(), gw.st, job.ChildID(gw.o.Group, cur)) != nil {
+			gw.mu.Lock()
+			gw.killed = true
+			gw.mu.Unlock()
+			x.Kill()
+		}
+	}
+}
+
+func (gw *groupWorker1) stopping() bool {
+	gw.mu.Lock()
+	defer gw.mu.Unlock()
+	return gw.stopped
+}
+
+// run runs input i and records how it ended.
+func (gw *groupWorker1) run(ctx context.Context, i int) error {
+	id := job.ChildID(gw.o.Group, i)
+	defer gw.markDone(i)
+	if gone, err := layout.Gone(ctx, gw.st, gw.o.Group, i); err != nil || gone {
+		return err
+	}
+	if jobview.FinalStatus(ctx, gw.st, id) != nil {
+		return nil // cancelled before it started
+	}
+	args, err := gw.input(i)
+	if err != nil {
+		return gw.finish(ctx, id, runner.FailureEnvelope(err), time.Now(), time.Time{})
+	}
+	started := time.Now().UTC()
+	if gw.x == nil {
+		x, err := gw.batch.Start(os.Stderr)
+		if err != nil {
+			return gw.finish(ctx, id, runner.FailureEnvelope(err), started, time.Time{})
+		}
+		gw.mu.Lock()
+		gw.x = x
+		gw.mu.Unlock()
+	}
+	h := gw.t.ChildHandle(gw.o.Group, i)
+	root := gw.st.LocalDir()
+	in := runner.Input{
+		JobID:  id,
+		Log:    filepath.Join(root, filepath.FromSlash(store.LogChunkKey(id, 0))),
+		Result: filepath.Join(root, filepath.FromSlash(store.ResultKey(id))),
+	}
+	if filepath.IsAbs(h.OutputDir) {
+		in.OutDir = h.OutputDir
+	}
+	gw.mu.Lock()
+	gw.current, gw.killed = i, false
+	x := gw.x
+	gw.mu.Unlock()
+	gw.setRunning(i)
+	// A cancel records the status first and then looks at the running files: one of the
+	// two sees the other.
+	if jobview.FinalStatus(ctx, gw.st, id) != nil {
+		gw.mu.Lock()
+		gw.current = -1
+		gw.mu.Unlock()
+		gw.setRunning(-1)
+		return nil
+	}
+	var timer *time.Timer
+	timedOut := false
+	if s := gw.t.Spec.TimeoutSeconds; s > 0 {
+		timer = time.AfterFunc(time.Duration(s)*time.Second, func() {
+			gw.mu.Lock()
+			timedOut, gw.killed = true, true
+			gw.mu.Unlock()
+			x.Kill()
+		})
+	}
+	called := time.Now().UTC()
+	env, runErr := x.Run(in, args)
+	if timer != nil {
+		timer.Stop()
+	}
+	gw.mu.Lock()
+	gw.current = -1
+	killed, late := gw.killed, timedOut
+	if runErr != nil {
+		gw.x = nil // dead: the next input starts another
+	}
+	gw.mu.Unlock()
+	gw.setRunning(-1)
+	switch {
+	case late:
+		env = runner.TimeoutEnvelope(time.Duration(gw.t.Spec.TimeoutSeconds) * time.Second)
+	case killed && jobview.FinalStatus(ctx, gw.st, id) != nil:
+		return nil // cancelled: status.json says so
+	case killed:
+		env = runner.FailureEnvelope(errors.New("stopped: the batch was cleaned up while this input ran"))
+	case runErr != nil:
+		env = runner.FailureEnvelope(runErr)
+	}
+	return gw.finish(ctx, id, env, started, called)
+}
+
+// finish writes input id's result.json.
+func (gw *groupWorker1) finish(ctx context.Context, id string, env *job.Envelope, started, called time.Time) error {
+	env.StartedAt, env.CalledAt, env.FinishedAt = started, called, time.Now().UTC()
+	if !env.HasValue {
+		gw.st.Delete(ctx, store.ResultKey(id)) // a partial one from a killed call
+	}
+	return gw.st.Put(ctx, store.EnvelopeKey(id), env.Encode())
+}
+
+func (gw *groupWorker1) markDone(i int) {
+	gw.done.Write([]byte(strconv.Itoa(i) + "\n"))
+}
+
+// failAll fails every input left to claim with err (the batch cannot run here).
+func (gw *groupWorker1) failAll(ctx context.Context, err error) error {
+	if gw.st == nil || gw.size == 0 || gw.done == nil {
+		return err
+	}
+	env := runner.FailureEnvelope(err)
+	for {
+		i, ok, cerr := claim(filepath.Join(gw.dir, "next"), gw.size)
+		if cerr != nil || !ok {
+			return err
+		}
+		id := job.ChildID(gw.o.Group, i)
+		if jobview.FinalStatus(ctx, gw.st, id) == nil {
+			e := *env
+			gw.finish(ctx, id, &e, time.Now().UTC(), time.Time{})
+		}
+		gw.markDone(i)
+	}
+}

@@ -1,0 +1,287 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kinetic-run/kinetic/internal/atomicfile"
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/pack"
+	"github.com/kinetic-run/kinetic/store"
+)
+
+// The batch executor: the local backend runs the inputs of a batch whose children are
+// derived (batch/layout) in one long-lived Python per worker, which unpickles the
+// function once and then takes the inputs one after another (batchexec.py). What the
+// runner does per job (fetch the payload and tree, build the environment, start an
+// interpreter) is done once per worker instead of once per input.
+
+//go:embed batchexec.py
+var batchExec []byte
+
+// Isolation says how a batch executor runs its inputs (the setting batch_isolation).
+const (
+	// IsolationWorker runs each input in the executor's own process: module state
+	// carries from one input to the next.
+	IsolationWorker = "worker"
+	// IsolationProcess forks a child of the executor per input: nothing carries.
+	IsolationProcess = "process"
+)
+
+// Batch is what every input of a batch shares, prepared once by a worker.
+type Batch struct {
+	py, script, bootstrap, payload, work, cwd string
+	environ                                   []string
+	isolation                                 string
+	grace                                     time.Duration
+}
+
+// PrepareBatch fetches and prepares what the inputs of a batch share: the function,
+// the working tree, the environment (the template's captured variables in env) and the
+// interpreter. o.TreeDir is required (the worker's own directory). spec is the batch's
+// template: a pickled function with no Data, debugger or install at start
+// (CanRunBatch).
+func PrepareBatch(ctx context.Context, st *store.Store, spec *job.Spec, env map[string]string, isolation string, o Options, out io.Writer) (*Batch, error) {
+	if err := CanRunBatch(spec); err != nil {
+		return nil, err
+	}
+	if o.TreeDir == "" {
+		return nil, errors.New("a batch executor needs a directory of its own")
+	}
+	if spec.Payload == nil {
+		return nil, inPhase(job.PhaseDownload, errors.New("the batch's template has no function payload"))
+	}
+	if err := os.MkdirAll(o.TreeDir, 0o755); err != nil {
+		return nil, inPhase(job.PhaseDownload, err)
+	}
+	if o.Workspace == "" {
+		o.Workspace = o.TreeDir
+	}
+	b := &Batch{isolation: isolation, grace: o.grace()}
+	var err error
+	if b.payload, err = fetchPayload(ctx, st, spec.Payload, o); err != nil {
+		return nil, err
+	}
+	b.work = filepath.Join(o.TreeDir, "root")
+	if w := spec.Workdir; w != nil {
+		switch {
+		case w.Format == job.FormatManifest:
+			if b.work, err = reuseTree(ctx, st, pack.ManifestRef{Key: w.Key, SHA256: w.SHA256, Size: w.Size}, o.TreeDir); err != nil {
+				return nil, inPhase(job.PhaseExtract, err)
+			}
+		default:
+			raw, err := st.GetVerified(ctx, w.Key, w.SHA256)
+			if err != nil {
+				return nil, inPhase(job.PhaseVerify, err)
+			}
+			os.RemoveAll(b.work)
+			if err := pack.Extract(bytes.NewReader(raw), b.work); err != nil {
+				return nil, inPhase(job.PhaseExtract, err)
+			}
+		}
+	} else if err := os.MkdirAll(b.work, 0o755); err != nil {
+		return nil, inPhase(job.PhaseDownload, err)
+	}
+	if b.cwd, err = within(b.work, spec.Cwd); err != nil {
+		return nil, inPhase(job.PhasePlan, err)
+	}
+	if err := os.MkdirAll(b.cwd, 0o755); err != nil {
+		return nil, inPhase(job.PhasePlan, err)
+	}
+	vars := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vars[k] = v
+		}
+	}
+	for k, v := range env { // captured values override this machine's
+		vars[k] = v
+	}
+	vars["KINETIC_HOST_INDEX"] = "0"
+	vars["PYTHONUNBUFFERED"] = "1"
+	for k, v := range vars {
+		b.environ = append(b.environ, k+"="+v)
+	}
+	sort.Strings(b.environ)
+	if b.py, err = environment(ctx, spec, o, out); err != nil {
+		return nil, inPhase(job.PhaseInstall, err)
+	}
+	if b.bootstrap, err = writeBootstrap(o); err != nil {
+		return nil, inPhase(job.PhasePlan, err)
+	}
+	b.script = filepath.Join(o.TreeDir, "kinetic_batchexec.py")
+	if err := atomicfile.Write(b.script, batchExec, 0o644, 0o755); err != nil {
+		return nil, inPhase(job.PhasePlan, err)
+	}
+	return b, nil
+}
+
+// CanRunBatch says why spec's inputs cannot run in a batch executor (nil: they can).
+func CanRunBatch(spec *job.Spec) error {
+	switch {
+	case spec.Kind != job.KindPickle:
+		return errors.New("not a Python function")
+	case len(spec.Data) > 0:
+		return errors.New("it has Data")
+	case spec.Debug != nil:
+		return errors.New("a debug job")
+	case spec.InstallAtStart:
+		return errors.New("installs at start")
+	}
+	return nil
+}
+
+// Input is one input for an executor.
+type Input struct {
+	JobID string `json:"job"`
+	// Log and Result are the files the call's output and its pickled value (or
+	// exception) go to: the job's objects in a file:// store.
+	Log    string `json:"log"`
+	Result string `json:"result"`
+	// OutDir is KINETIC_OUTPUT_DIR ("" for none).
+	OutDir string `json:"out_dir,omitempty"`
+	N      int    `json:"n"`
+}
+
+// Executor is one running batch executor.
+type Executor struct {
+	cmd     *exec.Cmd
+	req     *os.File
+	replies *bufio.Reader
+	exited  chan struct{}
+	// Failed is the envelope of an executor that could not load the function: every
+	// input fails with it.
+	Failed *job.Envelope
+}
+
+// Start starts an executor whose own output (not the inputs') goes to log.
+func (b *Batch) Start(log io.Writer) (*Executor, error) {
+	reqR, reqW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		reqR.Close()
+		reqW.Close()
+		return nil, err
+	}
+	cmd := exec.Command(b.py, b.script, b.bootstrap, b.payload, b.work, b.cwd, b.isolation)
+	cmd.Dir, cmd.Env = b.cwd, b.environ
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.ExtraFiles = []*os.File{reqR, repW} // fds 3 and 4
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	reqR.Close()
+	repW.Close()
+	if err != nil {
+		reqW.Close()
+		repR.Close()
+		return nil, inPhase(job.PhasePlan, fmt.Errorf("cannot start %s: %w (install Python 3, or set the interpreter with KINETIC_PYTHON or `kinetic profile` key python)", b.py, err))
+	}
+	x := &Executor{cmd: cmd, req: reqW, replies: bufio.NewReaderSize(repR, 64<<10), exited: make(chan struct{})}
+	go func() { cmd.Wait(); repR.Close(); close(x.exited) }()
+	line, err := x.replies.ReadBytes('\n')
+	if err != nil {
+		x.Kill()
+		return nil, inPhase(job.PhaseCall, errors.New("python exited before it loaded the function (its output is in the worker's log)"))
+	}
+	var ready struct {
+		Ready bool `json:"ready"`
+	}
+	if json.Unmarshal(line, &ready); !ready.Ready {
+		env, err := job.DecodeEnvelope(line)
+		if err != nil {
+			x.Kill()
+			return nil, inPhase(job.PhaseResult, fmt.Errorf("batch executor: %w", err))
+		}
+		x.Failed = env
+	}
+	return x, nil
+}
+
+// Run runs one input (its pickled arguments in args) and returns its envelope. An
+// executor that dies meanwhile gives an error: start another one.
+func (x *Executor) Run(in Input, args []byte) (*job.Envelope, error) {
+	if x.Failed != nil {
+		env := *x.Failed
+		return &env, nil
+	}
+	in.N = len(args)
+	hdr, _ := json.Marshal(in)
+	msg := make([]byte, 0, len(hdr)+1+len(args))
+	msg = append(append(append(msg, hdr...), '\n'), args...)
+	if _, err := x.req.Write(msg); err != nil {
+		return nil, x.died()
+	}
+	line, err := x.replies.ReadBytes('\n')
+	if err != nil {
+		return nil, x.died()
+	}
+	env, err := job.DecodeEnvelope(line)
+	if err != nil {
+		return nil, inPhase(job.PhaseResult, fmt.Errorf("batch executor: %w", err))
+	}
+	return env, nil
+}
+
+// died says how the executor ended.
+func (x *Executor) died() error {
+	<-x.exited
+	how := "it exited"
+	if ps := x.cmd.ProcessState; ps != nil {
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok {
+			how = waitText(ws)
+		}
+	}
+	return inPhase(job.PhaseCall, fmt.Errorf("python exited without a result (%s)", how))
+}
+
+// Kill stops the executor and whatever it started, at once.
+func (x *Executor) Kill() {
+	if x.cmd.Process != nil {
+		syscall.Kill(-x.cmd.Process.Pid, syscall.SIGKILL)
+	}
+	x.req.Close()
+	<-x.exited
+}
+
+// Close ends an idle executor: it exits when its requests end.
+func (x *Executor) Close() {
+	x.req.Close()
+	select {
+	case <-x.exited:
+	case <-time.After(5 * time.Second):
+		x.Kill()
+	}
+}
+
+// FailureEnvelope is the envelope of an input that err stopped before its call
+// reported (the executor died, the input's time limit, a cancel).
+func FailureEnvelope(err error) *job.Envelope {
+	phase := job.PhaseSystem
+	var pe *phaseError
+	if errors.As(err, &pe) {
+		phase = pe.phase
+	}
+	return &job.Envelope{Success: false, Phase: phase, Host: "0", ExcType: "kinetic.RunnerError", ExcMessage: err.Error()}
+}
+
+// TimeoutEnvelope is the envelope of an input stopped at its time limit.
+func TimeoutEnvelope(limit time.Duration) *job.Envelope {
+	err := &errTimedOut{limit: limit}
+	return &job.Envelope{Success: false, Phase: job.PhaseCall, Host: "0", ExcType: job.TimeoutExcType, ExcMessage: err.Error()}
+}

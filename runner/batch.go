@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -147,14 +148,13 @@ func CanRunBatch(spec *job.Spec) error {
 // Input is one input for an executor.
 type Input struct {
 	JobID string `json:"job"`
-	// Log and Result are the files the call's output and its pickled value (or
-	// exception) go to: the job's objects in a file:// store.
-	Log    string `json:"log"`
-	Result string `json:"result"`
 	// OutDir is KINETIC_OUTPUT_DIR ("" for none).
 	OutDir string `json:"out_dir,omitempty"`
 	N      int    `json:"n"`
 }
+
+// endOfInput is what the executor writes to its output after each input's own.
+var endOfInput = []byte("\x00kinetic-input-end\x00\n")
 
 // Executor is one running batch executor.
 type Executor struct {
@@ -162,6 +162,11 @@ type Executor struct {
 	req     *os.File
 	replies *bufio.Reader
 	exited  chan struct{}
+	ended   chan struct{} // an input's output is over (endOfInput read)
+	own     io.Writer     // the executor's own output, between inputs
+
+	mu   sync.Mutex
+	sink io.Writer // the current input's log (nil: own)
 	// Failed is the envelope of an executor that could not load the function: every
 	// input fails with it.
 	Failed *job.Envelope
@@ -169,31 +174,59 @@ type Executor struct {
 
 // Start starts an executor whose own output (not the inputs') goes to log.
 func (b *Batch) Start(log io.Writer) (*Executor, error) {
-	reqR, reqW, err := os.Pipe()
+	var files []*os.File
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	pipe := func() (r, w *os.File, err error) {
+		if r, w, err = os.Pipe(); err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	reqR, reqW, err := pipe()
 	if err != nil {
+		closeAll()
 		return nil, err
 	}
-	repR, repW, err := os.Pipe()
+	repR, repW, err := pipe()
 	if err != nil {
-		reqR.Close()
-		reqW.Close()
+		closeAll()
+		return nil, err
+	}
+	outR, outW, err := pipe()
+	if err != nil {
+		closeAll()
 		return nil, err
 	}
 	cmd := exec.Command(b.py, b.script, b.bootstrap, b.payload, b.work, b.cwd, b.isolation)
 	cmd.Dir, cmd.Env = b.cwd, b.environ
-	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Stdout, cmd.Stderr = outW, outW
 	cmd.ExtraFiles = []*os.File{reqR, repW} // fds 3 and 4
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = cmd.Start()
 	reqR.Close()
 	repW.Close()
+	outW.Close()
 	if err != nil {
-		reqW.Close()
-		repR.Close()
+		closeAll()
 		return nil, inPhase(job.PhasePlan, fmt.Errorf("cannot start %s: %w (install Python 3, or set the interpreter with KINETIC_PYTHON or `kinetic profile` key python)", b.py, err))
 	}
-	x := &Executor{cmd: cmd, req: reqW, replies: bufio.NewReaderSize(repR, 64<<10), exited: make(chan struct{})}
-	go func() { cmd.Wait(); repR.Close(); close(x.exited) }()
+	x := &Executor{cmd: cmd, req: reqW, replies: bufio.NewReaderSize(repR, 64<<10), exited: make(chan struct{}),
+		ended: make(chan struct{}, 1), own: log}
+	outDone := make(chan struct{})
+	go func() { x.copyOutput(outR); close(outDone) }()
+	go func() {
+		cmd.Wait()
+		select { // a process the call left behind may hold the output open
+		case <-outDone:
+		case <-time.After(time.Second):
+		}
+		repR.Close()
+		close(x.exited)
+	}()
 	line, err := x.replies.ReadBytes('\n')
 	if err != nil {
 		x.Kill()
@@ -213,31 +246,110 @@ func (b *Batch) Start(log io.Writer) (*Executor, error) {
 	return x, nil
 }
 
-// Run runs one input (its pickled arguments in args) and returns its envelope. An
+// copyOutput passes the executor's output to the current input's log, switching at
+// each endOfInput.
+func (x *Executor) copyOutput(r *os.File) {
+	defer r.Close()
+	buf := make([]byte, 64<<10)
+	var carry []byte
+	for {
+		n, err := r.Read(buf[len(carry):])
+		data := buf[:len(carry)+n]
+		for {
+			k := bytes.Index(data, endOfInput)
+			if k < 0 {
+				break
+			}
+			x.write(data[:k])
+			x.mu.Lock()
+			x.sink = nil
+			x.mu.Unlock()
+			select {
+			case x.ended <- struct{}{}:
+			default:
+			}
+			data = data[k+len(endOfInput):]
+		}
+		// Keep a tail that may be the start of a marker.
+		keep := 0
+		for j := min(len(endOfInput)-1, len(data)); j > 0; j-- {
+			if bytes.HasPrefix(endOfInput, data[len(data)-j:]) {
+				keep = j
+				break
+			}
+		}
+		x.write(data[:len(data)-keep])
+		carry = buf[:copy(buf, data[len(data)-keep:])]
+		if err != nil {
+			x.write(carry)
+			return
+		}
+	}
+}
+
+func (x *Executor) write(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	x.mu.Lock()
+	w := x.sink
+	x.mu.Unlock()
+	if w == nil {
+		w = x.own
+	}
+	w.Write(p)
+}
+
+// Run runs one input (its pickled arguments in args), its output going to log, and
+// returns its envelope and its pickled value (or exception; nil when it has none). An
 // executor that dies meanwhile gives an error: start another one.
-func (x *Executor) Run(in Input, args []byte) (*job.Envelope, error) {
+func (x *Executor) Run(in Input, args []byte, log io.Writer) (*job.Envelope, []byte, error) {
 	if x.Failed != nil {
 		env := *x.Failed
-		return &env, nil
+		return &env, nil, nil
 	}
 	in.N = len(args)
 	hdr, _ := json.Marshal(in)
 	msg := make([]byte, 0, len(hdr)+1+len(args))
 	msg = append(append(append(msg, hdr...), '\n'), args...)
+	x.mu.Lock()
+	x.sink = log
+	x.mu.Unlock()
+	select {
+	case <-x.ended: // a stale one
+	default:
+	}
 	if _, err := x.req.Write(msg); err != nil {
-		return nil, x.died()
+		return nil, nil, x.died()
 	}
 	line, err := x.replies.ReadBytes('\n')
 	if err != nil {
-		return nil, x.died()
+		return nil, nil, x.died()
+	}
+	var n struct {
+		N int `json:"n"`
 	}
 	env, err := job.DecodeEnvelope(line)
-	if err != nil {
-		return nil, inPhase(job.PhaseResult, fmt.Errorf("batch executor: %w", err))
+	if err == nil {
+		err = json.Unmarshal(line, &n)
 	}
-	return env, nil
+	if err != nil || n.N < 0 {
+		return nil, nil, inPhase(job.PhaseResult, fmt.Errorf("batch executor: %q: %v", line, err))
+	}
+	var value []byte
+	if n.N > 0 {
+		value = make([]byte, n.N)
+		if _, err := io.ReadFull(x.replies, value); err != nil {
+			return nil, nil, x.died()
+		}
+	}
+	// The input's output is all in once the marker after it is read.
+	select {
+	case <-x.ended:
+	case <-x.exited:
+	}
+	return env, value, nil
 }
-
 // died says how the executor ended.
 func (x *Executor) died() error {
 	<-x.exited

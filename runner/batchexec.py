@@ -1,18 +1,23 @@
 # Kinetic's batch executor: one long-lived Python per local batch worker that runs the
 # batch's inputs one after another (docs/local-backend.md, "Batches"). The function is
-# unpickled once; each input's arguments arrive on fd 3, its envelope goes back on fd 4.
-# The call's output goes to the input's own log file, its value (or exception) to the
-# input's result file, as the bootstrap leaves them for a single job.
+# unpickled once; each input's arguments arrive on fd 3, its envelope and its pickled
+# value (or exception) go back on fd 4. The worker writes them to the store; this
+# process touches no file per input.
 #
 # Arguments: BOOTSTRAP PAYLOAD ROOT CWD ISOLATION
 #   ISOLATION "worker": inputs run in this process (module state carries from one input
 #   to the next, as in Ray's workers); "process": each input runs in a child forked from
 #   it (nothing carries; a fork per input).
 #
+# fds 1 and 2 are one pipe the worker reads as the inputs' logs: after each input, once
+# its output is flushed, END (below) is written to fd 1, so the worker knows where one
+# input's output ends.
+#
 # Protocol (binary, fd 3 -> fd 4):
-#   request: one JSON line {"job": ID, "log": PATH, "result": PATH, "out_dir": DIR, "n": N}
+#   request: one JSON line {"job": ID, "out_dir": DIR, "n": N}
 #            then N bytes: the input's pickled (args, kwargs)
-#   reply:   one JSON line, the envelope
+#   reply:   one JSON line, the envelope with "n": the size of the pickled value (or
+#            exception) that follows (0: none)
 # The first reply, before any request, is {"ready": true} or the envelope of a failure
 # to load the function (every input then fails with it).
 import importlib.util
@@ -35,8 +40,11 @@ def _read_exact(f, n):
     return b
 
 
+END = b"\x00kinetic-input-end\x00\n"
+
+
 def _run_one(bs, func, req, raw):
-    """Run one input with fds 1 and 2 on its log; return its envelope."""
+    """Run one input; return its envelope and its pickled value (or b"")."""
     env = {"success": False, "host": "0", "has_value": False}
     os.environ["KINETIC_JOB_ID"] = req["job"]
     out_dir = req.get("out_dir") or ""
@@ -44,41 +52,20 @@ def _run_one(bs, func, req, raw):
         os.environ["KINETIC_OUTPUT_DIR"] = out_dir
     else:
         os.environ.pop("KINETIC_OUTPUT_DIR", None)
-    log = req["log"]
-    os.makedirs(os.path.dirname(log), exist_ok=True)
-    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = os.dup(1), os.dup(2)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
+    kept = []
     phase = "unpickle"
     try:
-        try:
-            if out_dir:
-                os.makedirs(out_dir, mode=0o700, exist_ok=True)
-            import cloudpickle
-            args, kwargs = cloudpickle.loads(raw)
-            phase = "call"
-            bs.call(func, args, kwargs, req["result"], env)
-        except BaseException as e:
-            bs.failed(env, phase, e, req["result"])
-        sys.stdout.flush()
-        sys.stderr.flush()
-    finally:
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        os.close(saved[0])
-        os.close(saved[1])
-        empty = os.fstat(fd).st_size == 0
-        os.close(fd)
-        if empty:  # no output: no log object
-            try:
-                os.unlink(log)
-                os.rmdir(os.path.dirname(log))
-            except OSError:
-                pass
-    return env
+        if out_dir:
+            os.makedirs(out_dir, mode=0o700, exist_ok=True)
+        import cloudpickle
+        args, kwargs = cloudpickle.loads(raw)
+        phase = "call"
+        bs.call(func, args, kwargs, kept.append, env)
+    except BaseException as e:
+        bs.failed(env, phase, e, kept.append)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return env, (kept[-1] if kept else b"")
 
 
 def _forked(bs, func, req, raw):
@@ -88,30 +75,30 @@ def _forked(bs, func, req, raw):
     if pid == 0:
         try:
             os.close(r)
-            env = _run_one(bs, func, req, raw)
-            os.write(w, json.dumps(env).encode())
+            env, value = _run_one(bs, func, req, raw)
+            env["n"] = len(value)
+            with os.fdopen(w, "wb") as f:
+                f.write(json.dumps(env).encode() + b"\n" + value)
         finally:
             os._exit(0)
     os.close(w)
-    chunks = []
-    while True:
-        b = os.read(r, 1 << 16)
-        if not b:
-            break
-        chunks.append(b)
-    os.close(r)
+    with os.fdopen(r, "rb") as f:
+        out = f.read()
     _, status = os.waitpid(pid, 0)
-    if chunks:
-        return json.loads(b"".join(chunks))
+    line, _, value = out.partition(b"\n")
+    if line:
+        env = json.loads(line)
+        if env.get("n", 0) == len(value):
+            return env, value
     how = "signal %d" % os.WTERMSIG(status) if os.WIFSIGNALED(status) else "exit code %d" % os.WEXITSTATUS(status)
     return {"success": False, "host": "0", "has_value": False, "phase": "call", "exc_type": "kinetic.RunnerError",
-            "exc_message": "call: python exited without a result (%s)" % how}
+            "exc_message": "call: python exited without a result (%s)" % how}, b""
 
 
 def main():
     bootstrap, payload, root, cwd, isolation = sys.argv[1:6]
     requests = os.fdopen(3, "rb")
-    replies = os.fdopen(4, "wb", buffering=0)
+    replies = os.fdopen(4, "wb")
     bs = _load_bootstrap(bootstrap)
     env = {"success": False, "host": "0", "has_value": False}
     phase = "plan"
@@ -134,8 +121,10 @@ def main():
         env.update(phase=phase, exc_type=bs._qualname(type(e)), exc_message=str(e)[:bs.REPR_LIMIT],
                    traceback=traceback.format_exc())
         replies.write(json.dumps(env).encode() + b"\n")
+        replies.flush()
         return
     replies.write(b'{"ready": true}\n')
+    replies.flush()
     run = _forked if isolation == "process" else _run_one
     while True:
         line = requests.readline()
@@ -143,8 +132,12 @@ def main():
             return
         req = json.loads(line)
         raw = _read_exact(requests, req["n"])
-        env = run(bs, func, req, raw)
+        env, value = run(bs, func, req, raw)
+        env["n"] = len(value)
+        os.write(1, END)
         replies.write(json.dumps(env).encode() + b"\n")
+        replies.write(value)
+        replies.flush()
 
 
 if __name__ == "__main__":

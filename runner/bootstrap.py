@@ -151,9 +151,9 @@ def _resolve_data(v, paths):
     return v
 
 
-def call(func, args, kwargs, result_path, env):
-    """Call func and leave its pickled value at result_path, filling env (the envelope);
-    an exception propagates (failed() reports it)."""
+def call(func, args, kwargs, keep, env):
+    """Call func and hand its pickled value to keep (a function of the bytes), filling
+    env (the envelope); an exception propagates (failed() reports it)."""
     value = None
     try:
         value = func(*args, **kwargs)
@@ -169,19 +169,19 @@ def call(func, args, kwargs, result_path, env):
         env["phase_override"] = "result"
         raise TypeError("the return value of %s could not be pickled (%s: %s); its repr: %s" % (
             getattr(func, "__qualname__", "the function"), type(e).__name__, e, _safe_repr(value))) from None
-    _write_atomic(result_path, data)
+    keep(data)
     env.update(success=True, has_value=True, value_repr=_safe_repr(value, 2000))
 
 
-def failed(env, phase, e, result_path):
-    """Fill env for the exception e raised in phase, and leave it pickled at result_path."""
+def failed(env, phase, e, keep):
+    """Fill env for the exception e raised in phase, and hand it pickled to keep."""
     phase = env.pop("phase_override", phase)
     tb = traceback.format_exc()
     env.update(success=False, phase=phase, exc_type=_qualname(type(e)),
                exc_message=str(e)[:REPR_LIMIT], traceback=tb)
     try:
         data = _dumps(e)
-        _write_atomic(result_path, data)
+        keep(data)
         env["has_value"] = True
     except BaseException:
         pass
@@ -201,6 +201,11 @@ def main():
     args_path = sys.argv[6] if len(sys.argv) > 6 else ""
     data_map = sys.argv[7] if len(sys.argv) > 7 else ""
     env = {"success": False, "host": os.environ.get("KINETIC_HOST_INDEX", "0"), "has_value": False}
+    result = os.path.join(out_dir, "result.pkl")
+
+    def keep(data):
+        _write_atomic(result, data)
+
     debug = _debug_config()
     phase = "plan"
     try:
@@ -238,9 +243,9 @@ def main():
             phase = "debugger"
             _start_debugger(debug)
         phase = "call"
-        call(func, args, kwargs, os.path.join(out_dir, "result.pkl"), env)
+        call(func, args, kwargs, keep, env)
     except BaseException as e:
-        failed(env, phase, e, os.path.join(out_dir, "result.pkl"))
+        failed(env, phase, e, keep)
     sys.stdout.flush()
     sys.stderr.flush()
     _write_atomic(os.path.join(out_dir, "envelope.json"), json.dumps(env), mode="w")

@@ -93,17 +93,18 @@ func WorkGroup(ctx context.Context, o GroupWorkOptions) error {
 
 // groupWorker1 is one group worker's state.
 type groupWorker1 struct {
-	o         GroupWorkOptions
-	dir       string
-	running   string // workers/K.running
-	st        *store.Store
-	t         *layout.Template
-	size      int
-	inputs    []byte // inputs.bin
-	isolation string
-	batch     *runner.Batch
-	x         *runner.Executor
-	done      *os.File
+	o           GroupWorkOptions
+	dir         string
+	running     string // workers/K.running
+	runningFile *os.File
+	st          *store.Store
+	t           *layout.Template
+	size        int
+	inputs      []byte // inputs.bin
+	isolation   string
+	batch       *runner.Batch
+	x           *runner.Executor
+	done        *os.File
 
 	mu      sync.Mutex
 	current int  // the input being run (-1: none)
@@ -150,8 +151,17 @@ func (gw *groupWorker1) input(i int) ([]byte, error) {
 	return gw.inputs[uint64(table)+from : uint64(table)+to], nil
 }
 
+// setRunning says which input this worker runs (-1: none) in workers/K.running, kept
+// open and rewritten in place (fixed width).
 func (gw *groupWorker1) setRunning(i int) {
-	os.WriteFile(gw.running, []byte(fmt.Sprintf("%d %d\n", i, os.Getpid())), 0o644)
+	if gw.runningFile == nil {
+		f, err := os.OpenFile(gw.running, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		if err != nil {
+			return
+		}
+		gw.runningFile = f
+	}
+	gw.runningFile.WriteAt([]byte(fmt.Sprintf("%-20d %-10d\n", i, os.Getpid())), 0)
 }
 
 // signals: SIGUSR1 stops the current input if it was cancelled; SIGTERM stops it and
@@ -194,9 +204,6 @@ func (gw *groupWorker1) run(ctx context.Context, i int) error {
 	if gone, err := layout.Gone(ctx, gw.st, gw.o.Group, i); err != nil || gone {
 		return err
 	}
-	if jobview.FinalStatus(ctx, gw.st, id) != nil {
-		return nil // cancelled before it started
-	}
 	args, err := gw.input(i)
 	if err != nil {
 		return gw.finish(ctx, id, runner.FailureEnvelope(err), time.Now(), time.Time{})
@@ -212,15 +219,12 @@ func (gw *groupWorker1) run(ctx context.Context, i int) error {
 		gw.mu.Unlock()
 	}
 	h := gw.t.ChildHandle(gw.o.Group, i)
-	root := gw.st.LocalDir()
-	in := runner.Input{
-		JobID:  id,
-		Log:    filepath.Join(root, filepath.FromSlash(store.LogChunkKey(id, 0))),
-		Result: filepath.Join(root, filepath.FromSlash(store.ResultKey(id))),
-	}
+	in := runner.Input{JobID: id}
 	if filepath.IsAbs(h.OutputDir) {
 		in.OutDir = h.OutputDir
 	}
+	log := &lazyFile{path: gw.path(store.LogChunkKey(id, 0))}
+	defer log.Close()
 	gw.mu.Lock()
 	gw.current, gw.killed = i, false
 	x := gw.x
@@ -246,7 +250,7 @@ func (gw *groupWorker1) run(ctx context.Context, i int) error {
 		})
 	}
 	called := time.Now().UTC()
-	env, runErr := x.Run(in, args)
+	env, value, runErr := x.Run(in, args, log)
 	if timer != nil {
 		timer.Stop()
 	}
@@ -268,7 +272,55 @@ func (gw *groupWorker1) run(ctx context.Context, i int) error {
 	case runErr != nil:
 		env = runner.FailureEnvelope(runErr)
 	}
+	if env.HasValue {
+		if err := gw.writeFile(store.ResultKey(id), value); err != nil {
+			env = runner.FailureEnvelope(fmt.Errorf("store the result: %w", err))
+		}
+	}
 	return gw.finish(ctx, id, env, started, called)
+}
+
+// path is where key is in the store (a file:// store: CanGroup).
+func (gw *groupWorker1) path(key string) string {
+	return filepath.Join(gw.st.LocalDir(), filepath.FromSlash(key))
+}
+
+// writeFile writes an object that no one reads before the envelope written after it
+// says it is there: in place, without a temporary file.
+func (gw *groupWorker1) writeFile(key string, data []byte) error {
+	p := gw.path(key)
+	err := os.WriteFile(p, data, 0o600)
+	if errors.Is(err, os.ErrNotExist) {
+		if err = os.MkdirAll(filepath.Dir(p), 0o700); err == nil {
+			err = os.WriteFile(p, data, 0o600)
+		}
+	}
+	return err
+}
+
+// lazyFile is a log made at its first byte: an input that prints nothing has none.
+type lazyFile struct {
+	path string
+	f    *os.File
+	err  error
+}
+
+func (l *lazyFile) Write(p []byte) (int, error) {
+	if l.f == nil && l.err == nil {
+		if l.err = os.MkdirAll(filepath.Dir(l.path), 0o700); l.err == nil {
+			l.f, l.err = os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		}
+	}
+	if l.err != nil {
+		return len(p), nil // the output is lost, the input is not
+	}
+	return l.f.Write(p)
+}
+
+func (l *lazyFile) Close() {
+	if l.f != nil {
+		l.f.Close()
+	}
 }
 
 // finish writes input id's result.json.

@@ -116,6 +116,8 @@ func TestResolveEveryKeyEveryLayer(t *testing.T) {
 			return map[string]string{"arg": "podman", "env": "daemonless", "profile": "docker"}[layer]
 		case Container:
 			return map[string]string{"arg": "podman", "env": "auto", "profile": "docker"}[layer]
+		case BatchIsolation:
+			return map[string]string{"arg": "process", "env": "job", "profile": "worker"}[layer]
 		case AccelResources, Warm, NoDefaultExcludes:
 			return map[string]string{"arg": "false", "env": "true", "profile": "false"}[layer]
 		case LocalSlots:
@@ -203,6 +205,7 @@ func TestResolveEntries(t *testing.T) {
 		{GCPEndpoints, "", "unset"},
 		{LocalSlots, strconv.Itoa(runtime.NumCPU()), "default (CPUs)"},
 		{Warm, "true", "default"},
+		{BatchIsolation, "worker", "default"},
 		{WarmIdle, "10m0s", "default"},
 		{Python, "", "unset"},
 		{BuildPython, "", "unset"},

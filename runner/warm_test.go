@@ -155,16 +155,19 @@ type syncBuffer struct {
 	mu   sync.Mutex
 	buf  bytes.Buffer
 	mark string
-	seen chan struct{}
+	// seen is closed once mark was written. It stays set: a reader that takes it after
+	// the mark appeared must still find it closed.
+	seen   chan struct{}
+	closed bool
 }
 
 func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.buf.Write(p)
-	if b.seen != nil && strings.Contains(b.buf.String(), b.mark) {
+	if b.seen != nil && !b.closed && strings.Contains(b.buf.String(), b.mark) {
 		close(b.seen)
-		b.seen = nil
+		b.closed = true
 	}
 	return len(p), nil
 }

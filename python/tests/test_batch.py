@@ -1,7 +1,9 @@
 """Batches (run_async_map, BatchHandle, attach_batch) end to end on the local backend.
 
-On the local backend a batch's children wait in a queue served by at most
-min(max_concurrent, slots) workers, so submission itself never waits for children."""
+On the local backend a batch is written as one unit and run by executors
+(test_batch_executor.py); the tests of submission one child at a time (a submitter killed
+mid-way, attach while submitting) run with batch_isolation = "job", where each child is a
+job of its own, queued and served by at most min(max_concurrent, slots) workers."""
 
 import json
 import os

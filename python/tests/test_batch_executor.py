@@ -1,0 +1,116 @@
+"""Local batches run by executors (docs/local-backend.md, "Batches: executors"): the
+batch is written as one unit, each worker runs its inputs in one long-lived Python, and
+batch_isolation says what carries from one input to the next."""
+
+import os
+
+import pytest
+
+import kinetic
+from kinetic import BatchError, JobStatus
+
+from test_batch import _restart_engine
+
+_COUNTER = [0]
+
+
+@kinetic.run(accelerator="cpu")
+def count(x):
+    # Module state: carries from one input to the next in one executor (worker), not
+    # across forked children (process).
+    _COUNTER[0] += 1
+    return os.getpid(), _COUNTER[0], os.environ["KINETIC_JOB_ID"]
+
+
+@kinetic.run(accelerator="cpu")
+def talk(x):
+    import sys
+    if x % 2:
+        print("out", x)
+        print("err", x, file=sys.stderr)
+    return x
+
+
+@kinetic.run(accelerator="cpu")
+def crash_on_two(x):
+    if x == 2:
+        os._exit(3)
+    return x
+
+
+@kinetic.run(accelerator="cpu", timeout=1)
+def slow_on_one(x):
+    import time
+    if x == 1:
+        time.sleep(30)
+    return x
+
+
+@pytest.fixture
+def isolation(request, monkeypatch):
+    monkeypatch.setenv("KINETIC_BATCH_ISOLATION", request.param)
+    _restart_engine()
+    yield request.param
+    monkeypatch.delenv("KINETIC_BATCH_ISOLATION")
+    _restart_engine()
+
+
+def _store_files(store_dir, gid, ids):
+    out = {}
+    for i in ids:
+        d = os.path.join(store_dir, "jobs", i)
+        out[i] = sorted(os.path.relpath(os.path.join(r, f), d) for r, _, fs in os.walk(d) for f in fs)
+    return out
+
+
+def test_a_batch_is_one_unit_in_the_store(store_dir):
+    """Submission writes the manifest, the template and the inputs: no job per input;
+    each input leaves only its result (and its log when it printed)."""
+    b = talk.run_async_map(range(6), max_concurrent=2)
+    assert b.results(timeout=60, cleanup=False) == list(range(6))
+    group = os.path.join(store_dir, "groups", b.group_id)
+    assert sorted(os.listdir(group)) == ["inputs.bin", "manifest.json", "template.json"]
+    files = _store_files(store_dir, b.group_id, [h.job_id for h in b.jobs])
+    for i, h in enumerate(b.jobs):
+        want = ["result.json", "result.pkl"] + (["logs/00000000.log"] if i % 2 else [])
+        assert files[h.job_id] == sorted(want), (i, files[h.job_id])
+        assert h.status() == JobStatus.SUCCEEDED
+    # Each input's output is its own, stdout and stderr alike.
+    assert b.jobs[3].logs() == "out 3\nerr 3\n"
+    assert b.jobs[2].logs() == ""
+    # attach() by ID finds a child that has no handle object.
+    again = kinetic.attach(b.jobs[5].job_id)
+    assert again.result() == 5
+    b.cleanup()
+
+
+@pytest.mark.parametrize("isolation", ["worker", "process"], indirect=True)
+def test_isolation(isolation):
+    """worker: one Python runs input after input, module state carries; process: each
+    input in a child forked from it, nothing carries. KINETIC_JOB_ID is each input's."""
+    b = count.run_async_map(range(8), max_concurrent=1)
+    out = b.results(timeout=60)
+    assert [job for _, _, job in out] == [h.job_id for h in b.jobs]
+    pids = {pid for pid, _, _ in out}
+    counters = [n for _, n, _ in out]
+    if isolation == "worker":
+        assert len(pids) == 1 and counters == list(range(1, 9)), out
+    else:
+        assert len(pids) == 8 and counters == [1] * 8, out
+
+
+@pytest.mark.parametrize("isolation", ["worker", "process"], indirect=True)
+def test_a_crash_fails_only_its_input(isolation):
+    b = crash_on_two.run_async_map(range(5), max_concurrent=1)
+    out = b.results(timeout=60, return_exceptions=True)
+    assert [out[i] for i in (0, 1, 3, 4)] == [0, 1, 3, 4]
+    assert isinstance(out[2], RuntimeError) and "python exited without a result" in str(out[2]), out[2]
+    assert b.jobs[2].status() == JobStatus.FAILED
+
+
+def test_time_limit_of_one_input():
+    b = slow_on_one.run_async_map(range(3), max_concurrent=1)
+    with pytest.raises(BatchError) as info:
+        b.results(timeout=60)
+    assert info.value.partial_results[0] == 0 and info.value.partial_results[2] == 2
+    assert "time limit" in b.jobs[1].status_reason(), b.jobs[1].status_reason()

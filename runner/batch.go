@@ -350,6 +350,7 @@ func (x *Executor) Run(in Input, args []byte, log io.Writer) (*job.Envelope, []b
 	}
 	return env, value, nil
 }
+
 // died says how the executor ended.
 func (x *Executor) died() error {
 	<-x.exited

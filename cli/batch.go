@@ -16,6 +16,7 @@ import (
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/internal/backoff"
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/jobview"
 )
 
 func init() { register(newBatchCmd) }
@@ -243,7 +244,7 @@ func newBatchResultsCmd(g *Globals) *cobra.Command {
 					failures++
 					continue
 				}
-				res, err := j.Result(cmd.Context(), "")
+				res, err := j.Result(cmd.Context(), jobview.ValueTo{})
 				if err != nil {
 					rows[i].Error = err.Error()
 					failures++

@@ -16,6 +16,7 @@ import (
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/jobview"
 )
 
 func init() { register(newJobsCmd) }
@@ -226,7 +227,7 @@ tombstone says it succeeded), except for debug jobs: --no-cleanup keeps it.`,
 				ctx, cancel = context.WithTimeout(ctx, timeout)
 				defer cancel()
 			}
-			res, err := j.Result(ctx, "")
+			res, err := j.Result(ctx, jobview.ValueTo{})
 			if err != nil && res == nil {
 				if errors.Is(err, context.DeadlineExceeded) && cmd.Context().Err() == nil {
 					return fmt.Errorf("job %s did not finish within %s; it keeps running: run this again to wait, or `kinetic jobs cancel %s`", j.Handle.JobID, timeout, j.Handle.JobID)

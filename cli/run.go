@@ -13,6 +13,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/jobview"
 )
 
 func init() { register(newRunCmd) }
@@ -114,7 +115,7 @@ and return at once; follow it with "kinetic jobs".`,
 		e.NoticeWhilePending(ctx, j)
 		logsDone := make(chan error, 1)
 		go func() { logsDone <- j.Logs(ctx, cmd.ErrOrStderr(), true) }()
-		res, err := j.Result(ctx, "")
+		res, err := j.Result(ctx, jobview.ValueTo{})
 		<-logsDone
 		if err != nil && Interrupted(ctx, err) {
 			return cancelInterrupted(cmd.ErrOrStderr(), j)

@@ -67,8 +67,8 @@ var ErrNoResult = jobview.ErrNoResult
 // Result waits for the job and reads its envelope; with valueDir, result.pkl is copied
 // to a file there. It returns ErrNoResult (wrapped, with the reason and the log tail)
 // when the job failed before it could report.
-func (j *Job) Result(ctx context.Context, valueDir string) (*Result, error) {
-	res, err := j.view().Result(ctx, valueDir)
+func (j *Job) Result(ctx context.Context, valueTo jobview.ValueTo) (*Result, error) {
+	res, err := j.view().Result(ctx, valueTo)
 	if err != nil && res == nil {
 		return nil, j.cleanedUp(ctx, "result", err)
 	}
@@ -77,8 +77,8 @@ func (j *Job) Result(ctx context.Context, valueDir string) (*Result, error) {
 
 // ResultOf is Result for a job already known to be in the terminal state given (the
 // caller waited for it), so it is not looked up again.
-func (j *Job) ResultOf(ctx context.Context, state job.State, reason, valueDir string) (*Result, error) {
-	res, err := j.view().ResultOf(ctx, state, reason, valueDir)
+func (j *Job) ResultOf(ctx context.Context, state job.State, reason string, valueTo jobview.ValueTo) (*Result, error) {
+	res, err := j.view().ResultOf(ctx, state, reason, valueTo)
 	if err != nil && res == nil {
 		return nil, j.cleanedUp(ctx, "result", err)
 	}

@@ -114,17 +114,31 @@ func TestWaitLogsTailResult(t *testing.T) {
 	if tail, err := j.Tail(ctx, 2); err != nil || tail != "xline\nxxline\n" {
 		t.Fatalf("Tail(2) = %q, %v", tail, err)
 	}
-	res, err := j.Result(ctx, t.TempDir())
-	if err != nil || !res.Envelope.Success || res.ValuePath == "" {
+	res, err := j.Result(ctx, ValueTo{Dir: t.TempDir()})
+	if err != nil || !res.Envelope.Success || res.ValuePath == "" || res.Value != nil {
 		t.Fatalf("Result = %+v, %v", res, err)
 	}
 	if b, _ := os.ReadFile(res.ValuePath); string(b) != "pickled" {
 		t.Fatalf("value %q", b)
 	}
+	// A value of at most InlineMax bytes comes inline, with no file; a larger one in a
+	// file, whole.
+	dir := t.TempDir()
+	res, err = j.Result(ctx, ValueTo{Dir: dir, InlineMax: len("pickled")})
+	if err != nil || string(res.Value) != "pickled" || res.ValuePath != "" {
+		t.Fatalf("inline Result = %+v, %v", res, err)
+	}
+	res, err = j.Result(ctx, ValueTo{Dir: dir, InlineMax: len("pickled") - 1})
+	if err != nil || res.Value != nil || res.ValuePath == "" {
+		t.Fatalf("Result over InlineMax = %+v, %v", res, err)
+	}
+	if b, _ := os.ReadFile(res.ValuePath); string(b) != "pickled" {
+		t.Fatalf("value over InlineMax %q", b)
+	}
 	if err := j.Delete(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.Result(ctx, ""); !errors.Is(err, ErrNotFound) {
+	if _, err := j.Result(ctx, ValueTo{}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Result after Delete: %v, want ErrNotFound", err)
 	}
 }
@@ -134,11 +148,11 @@ func TestResultOfFailedHostAndNoResult(t *testing.T) {
 	st, id := newStore(t), job.NewID()
 	j := New(st, id)
 	put(t, st, store.LogChunkKey(id, 0), []byte("a\nb\nc\n"))
-	if _, err := j.ResultOf(ctx, job.Failed, "killed", ""); !errors.Is(err, ErrNoResult) || !strings.Contains(err.Error(), "killed") || !strings.Contains(err.Error(), "b\nc") {
+	if _, err := j.ResultOf(ctx, job.Failed, "killed", ValueTo{}); !errors.Is(err, ErrNoResult) || !strings.Contains(err.Error(), "killed") || !strings.Contains(err.Error(), "b\nc") {
 		t.Fatalf("ResultOf without an envelope: %v", err)
 	}
 	put(t, st, store.HostEnvelopeKey(id, "1"), (&job.Envelope{Host: "1", ExcType: "ValueError"}).Encode())
-	res, err := j.ResultOf(ctx, job.Failed, "host 1 failed", "")
+	res, err := j.ResultOf(ctx, job.Failed, "host 1 failed", ValueTo{})
 	if err != nil || res.Envelope.Host != "1" || res.Envelope.ExcType != "ValueError" {
 		t.Fatalf("ResultOf with a failed host = %+v, %v", res, err)
 	}

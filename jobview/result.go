@@ -22,6 +22,16 @@ type Result struct {
 	// ValuePath is a local file holding result.pkl (the value or the exception), when
 	// the caller asked for one.
 	ValuePath string `json:"value_path,omitempty"`
+	// Value is result.pkl itself instead, when it is at most ValueTo.InlineMax bytes.
+	Value []byte `json:"value,omitempty"`
+}
+
+// ValueTo says where a result's value goes: a file in Dir ("": nowhere, the envelope
+// alone is read), or inline (Result.Value) when it is at most InlineMax bytes, which
+// saves a file per result (a batch's results()).
+type ValueTo struct {
+	Dir       string
+	InlineMax int
 }
 
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
@@ -32,17 +42,17 @@ var ErrNoResult = errors.New("the job ended without a result")
 // Result waits for the job and reads its envelope; with valueDir, result.pkl is copied
 // to a file there. It returns ErrNoResult (wrapped, with the reason and the log tail)
 // when the job failed before it could report.
-func (j *Job) Result(ctx context.Context, valueDir string) (*Result, error) {
+func (j *Job) Result(ctx context.Context, valueTo ValueTo) (*Result, error) {
 	state, reason, err := j.Wait(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	return j.ResultOf(ctx, state, reason, valueDir)
+	return j.ResultOf(ctx, state, reason, valueTo)
 }
 
 // ResultOf is Result for a job already known to be in the terminal state given (the
 // caller waited for it), so it is not looked up again.
-func (j *Job) ResultOf(ctx context.Context, state job.State, reason, valueDir string) (*Result, error) {
+func (j *Job) ResultOf(ctx context.Context, state job.State, reason string, valueTo ValueTo) (*Result, error) {
 	if state == job.NotFound {
 		return nil, fmt.Errorf("job %s no longer exists (it was cleaned up): %w", j.ID, ErrNotFound)
 	}
@@ -74,21 +84,34 @@ func (j *Job) ResultOf(ctx context.Context, state job.State, reason, valueDir st
 		return nil, job.Damaged(j.ID, path.Base(envKey), raw, err)
 	}
 	res := &Result{State: state, Reason: reason, Envelope: env}
-	if valueDir != "" && env.HasValue {
+	if valueTo.Dir != "" && env.HasValue {
 		r, err := j.Store.NewReader(ctx, valueKey)
 		if err != nil {
 			return nil, err
 		}
 		defer r.Close()
-		f, err := os.CreateTemp(valueDir, "kinetic-result-*.pkl")
+		buf := copyBufs.Get().(*[]byte)
+		defer copyBufs.Put(buf)
+		// Read up to InlineMax+1 bytes: a value that fits is returned inline.
+		head := (*buf)[:min(valueTo.InlineMax+1, len(*buf))]
+		n, err := io.ReadFull(r, head)
+		if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+			return nil, err
+		}
+		if n <= valueTo.InlineMax {
+			res.Value = append([]byte{}, head[:n]...)
+			return res, nil
+		}
+		f, err := os.CreateTemp(valueTo.Dir, "kinetic-result-*.pkl")
 		if err != nil {
 			return nil, err
 		}
 		// Not io.Copy: the bucket's reader would copy through a fresh 1 MiB buffer, for
 		// values that are mostly a few bytes.
-		buf := copyBufs.Get().(*[]byte)
-		_, err = io.CopyBuffer(struct{ io.Writer }{f}, struct{ io.Reader }{r}, *buf)
-		copyBufs.Put(buf)
+		_, err = f.Write(head[:n])
+		if err == nil {
+			_, err = io.CopyBuffer(struct{ io.Writer }{f}, struct{ io.Reader }{r}, *buf)
+		}
 		if err != nil {
 			f.Close()
 			os.Remove(f.Name())

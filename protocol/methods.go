@@ -195,7 +195,10 @@ type WaitRequest struct {
 type ResultRequest struct {
 	WaitRequest
 	ValueDir string `json:"value_dir,omitempty"`
-	Cleanup  bool   `json:"cleanup,omitempty"`
+	// InlineMax: a value of at most this many bytes comes in Result.Value instead of a
+	// file in ValueDir.
+	InlineMax int  `json:"inline_max,omitempty"`
+	Cleanup   bool `json:"cleanup,omitempty"`
 }
 
 // Result is how a job ended, with its envelope (result.json) and the local copy of
@@ -205,6 +208,9 @@ type Result struct {
 	Reason    string    `json:"reason,omitempty"`
 	Envelope  *Envelope `json:"envelope,omitempty"`
 	ValuePath string    `json:"value_path,omitempty"`
+	// Value is the pickled value (or exception) itself when it is at most the request's
+	// InlineMax bytes (base64 in JSON).
+	Value []byte `json:"value,omitempty"`
 }
 
 // Envelope is what the job reported about its call.
@@ -223,11 +229,12 @@ type Envelope struct {
 // ResultsManyRequest (results_many) reads the results of many finished jobs at once (a
 // batch's results()); the response is one JobResult per ID, in order.
 type ResultsManyRequest struct {
-	JobIDs   []string `json:"job_ids"`
-	Store    string   `json:"store,omitempty"`
-	ValueDir string   `json:"value_dir,omitempty"`
-	Cleanup  bool     `json:"cleanup,omitempty"`
-	Timeout  float64  `json:"timeout,omitempty"`
+	JobIDs    []string `json:"job_ids"`
+	Store     string   `json:"store,omitempty"`
+	ValueDir  string   `json:"value_dir,omitempty"`
+	InlineMax int      `json:"inline_max,omitempty"`
+	Cleanup   bool     `json:"cleanup,omitempty"`
+	Timeout   float64  `json:"timeout,omitempty"`
 }
 
 // JobResult is one job's Result, or the Error that kept it from being read.

@@ -60,7 +60,7 @@ func resultOf(r *engine.Result) *protocol.Result {
 	if r == nil {
 		return nil
 	}
-	p := &protocol.Result{State: string(r.State), Reason: r.Reason, ValuePath: r.ValuePath}
+	p := &protocol.Result{State: string(r.State), Reason: r.Reason, ValuePath: r.ValuePath, Value: r.Value}
 	if r.Envelope != nil {
 		e := r.Envelope // its timestamps are not part of the protocol
 		p.Envelope = &protocol.Envelope{Success: e.Success, Phase: e.Phase, Host: e.Host, HasValue: e.HasValue,

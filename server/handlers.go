@@ -18,6 +18,7 @@ import (
 	"github.com/kinetic-run/kinetic/data"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/protocol"
 	"github.com/kinetic-run/kinetic/version"
 )
@@ -204,7 +205,7 @@ func (s *Server) result(c *call, r *protocol.ResultRequest) (*protocol.Result, e
 	if err != nil {
 		return nil, timedOut(err, r.Timeout, "job "+j.Handle.JobID+" did not finish", "it keeps running: result() again waits for it, cancel() stops it")
 	}
-	res, err := j.ResultOf(wctx, state, reason, r.ValueDir)
+	res, err := j.ResultOf(wctx, state, reason, jobview.ValueTo{Dir: r.ValueDir, InlineMax: r.InlineMax})
 	if err != nil {
 		return nil, timedOut(err, r.Timeout, "the result of job "+j.Handle.JobID+" could not be read", "try again")
 	}
@@ -248,7 +249,7 @@ func (s *Server) resultsMany(c *call, r *protocol.ResultsManyRequest) ([]protoco
 			j, err := s.eng.Attach(gctx, id, r.Store)
 			if err == nil {
 				var res *engine.Result
-				res, err = j.Result(gctx, r.ValueDir)
+				res, err = j.Result(gctx, jobview.ValueTo{Dir: r.ValueDir, InlineMax: r.InlineMax})
 				out[i].Result = resultOf(res)
 				if err == nil && res.Envelope != nil && res.Envelope.Success {
 					mu.Lock()

@@ -13,7 +13,7 @@ from typing import Any, Dict, Iterator, List, Optional
 from ._engine import _exception, engine
 from .exceptions import KineticError
 from .job_status import JobStatus
-from .jobs import JobHandle, _unpack
+from .jobs import INLINE_MAX, JobHandle, _unpack
 
 
 class BatchError(KineticError):
@@ -243,7 +243,8 @@ class BatchHandle:
         # successful ones up after answering.
         replies = engine().call("results_many", {
             "job_ids": [jobs[i].job_id for i in todo], "store": self._store,
-            "value_dir": tempfile.gettempdir(), "cleanup": bool(cleanup), "timeout": remaining or 0})
+            "value_dir": tempfile.gettempdir(), "inline_max": INLINE_MAX, "cleanup": bool(cleanup),
+            "timeout": remaining or 0})
         for i, r in zip(todo, replies):
             try:
                 if r.get("error"):

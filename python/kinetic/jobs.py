@@ -1,5 +1,6 @@
 """Durable handles to submitted jobs."""
 
+import base64
 import dataclasses
 import os
 import pickle
@@ -132,7 +133,7 @@ class JobHandle:
 
         res = engine().call("result", self._params(
             timeout=timeout or 0, stream_logs=bool(stream_logs), status_events=on_status_change is not None,
-            value_dir=tempfile.gettempdir(), cleanup=bool(cleanup)), on_event=on_event)
+            value_dir=tempfile.gettempdir(), inline_max=INLINE_MAX, cleanup=bool(cleanup)), on_event=on_event)
         return _unpack(res, self.job_id)
 
     def debug_attach(self, local_port: Optional[int] = None, working_dir: Optional[str] = None,
@@ -178,35 +179,44 @@ def _print_logs(name, data):
         sys.stdout.flush()
 
 
-def _load(path, job_id=""):
+# Values of at most this many bytes come in the engine's reply instead of a file.
+INLINE_MAX = 60000
+
+
+def _load(path, job_id="", data=None):
+    """Unpickle a result: data (inline in the reply), else the file at path (removed)."""
     try:
+        if data is not None:
+            return pickle.loads(data)
         with open(path, "rb") as f:
-            try:
-                return pickle.load(f)
-            except Exception as e:  # a damaged or cut-short result.pkl, or a missing class
-                raise KineticError(
-                    "job %s: its result (result.pkl, %d bytes) could not be unpickled: %s: %s "
-                    "(a truncated or damaged file, or a class this Python cannot import; "
-                    "run the job again, or unpickle it where the job's code is importable)"
-                    % (job_id or "?", os.path.getsize(path), type(e).__name__, e)) from e
+            return pickle.load(f)
+    except Exception as e:  # a damaged or cut-short result.pkl, or a missing class
+        size = len(data) if data is not None else (os.path.getsize(path) if os.path.exists(path) else 0)
+        raise KineticError(
+            "job %s: its result (result.pkl, %d bytes) could not be unpickled: %s: %s "
+            "(a truncated or damaged file, or a class this Python cannot import; "
+            "run the job again, or unpickle it where the job's code is importable)"
+            % (job_id or "?", size, type(e).__name__, e)) from e
     finally:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
+        if data is None:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
 
 
 def _unpack(res, job_id=""):
     env = res.get("envelope") or {}
     path = res.get("value_path")
+    data = base64.b64decode(res["value"]) if res.get("value") else None
     if env.get("success"):
-        return _load(path, job_id) if path else None
+        return _load(path, job_id, data) if path or data is not None else None
     tb = env.get("traceback", "")
     phase = env.get("phase", "")
     exc = None
-    if path:
+    if path or data is not None:
         try:
-            exc = _load(path)
+            exc = _load(path, data=data)
         except Exception:
             exc = None
     if not isinstance(exc, BaseException):

@@ -127,7 +127,7 @@ func (b *Backend) UnwrittenStatus(ctx context.Context, h *job.Handle) (job.State
 	if s, r, ok, err := b.groupStatus(ctx, h); ok || err != nil {
 		return s, r, err
 	}
-	return job.Pending, "", nil
+	return job.NotFound, "", nil // its batch's state is gone: nothing runs it
 }
 
 // CleanupGroup implements backend.Grouper: stop the batch's workers (the inputs they run
@@ -193,12 +193,11 @@ func (b *Backend) groupStatus(ctx context.Context, h *job.Handle) (job.State, st
 	if s, r, ok, err := b.recordedEnd(ctx, h.JobID); ok || err != nil {
 		return s, r, true, err
 	}
+	// Not written down: the verdict follows from the workers' state each time it is
+	// asked, and a job cleaned up meanwhile is not made again by a status.json.
 	reason := fmt.Sprintf("the batch's workers stopped before this input finished (killed, or the machine restarted); see %s", filepath.Join(b.groupDir(gid), "workers"))
 	if i < next {
 		reason = fmt.Sprintf("the batch's worker stopped while it ran this input (killed, or the machine restarted); see %s", filepath.Join(b.groupDir(gid), "workers"))
-	}
-	if err := WriteStatus(ctx, b.st, h.JobID, &job.Status{State: job.Failed, Reason: reason}); err != nil {
-		return "", "", true, err
 	}
 	return job.Failed, reason, true, nil
 }

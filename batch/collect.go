@@ -10,6 +10,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/job"
 )
 
 // Collect records, before a reply, that the results of jobs were collected: a
@@ -23,6 +24,10 @@ func Collect(ctx context.Context, jobs []*engine.Job) []*engine.Job {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
 	for i, j := range jobs {
+		if _, _, ok := job.ParseChildID(j.Handle.JobID); ok {
+			out[i] = j // a derived child: its batch's record below is its tombstone
+			continue
+		}
 		g.Go(func() error {
 			if _, err := j.MarkCollected(gctx); err != nil {
 				fmt.Fprintf(os.Stderr, "kinetic: warning: %v; the job is kept (`kinetic jobs cleanup %s` removes it)\n", err, j.Handle.JobID)
@@ -47,10 +52,22 @@ func Collect(ctx context.Context, jobs []*engine.Job) []*engine.Job {
 			stores[gid] = j
 		}
 	}
+	unrecorded := map[string]bool{}
 	for gid, cs := range groups {
 		if err := layout.RecordCollected(ctx, stores[gid].Store, gid, cs); err != nil {
-			fmt.Fprintf(os.Stderr, "kinetic: warning: could not record in batch %s that %d results were collected: %v\n", gid, len(cs), err)
+			fmt.Fprintf(os.Stderr, "kinetic: warning: could not record in batch %s that %d results were collected: %v; its derived children are kept\n", gid, len(cs), err)
+			unrecorded[gid] = true
 		}
+	}
+	if len(unrecorded) > 0 {
+		// A derived child with no record would be "no job" once removed: keep it.
+		ok := kept[:0]
+		for _, j := range kept {
+			if _, _, derived := job.ParseChildID(j.Handle.JobID); !derived || !unrecorded[j.Handle.GroupID] {
+				ok = append(ok, j)
+			}
+		}
+		kept = ok
 	}
 	return kept
 }

@@ -78,7 +78,11 @@ func lookEnded(ctx context.Context, e *engine.Engine, m *Manifest, storeURL stri
 	g.SetLimit(16)
 	for k, c := range ended {
 		g.Go(func() error {
-			j, err := e.Attach(gctx, c.JobID, storeURL)
+			// Most ended children have written nothing but their result: derived.
+			j, err := e.DerivedChild(gctx, c.JobID, storeURL)
+			if j == nil && err == nil {
+				j, err = e.Attach(gctx, c.JobID, storeURL)
+			}
 			if err != nil {
 				var gone *engine.CleanedUpError
 				if errors.As(err, &gone) { // collected and cleaned up: final

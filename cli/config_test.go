@@ -85,6 +85,7 @@ func TestConfigShowTable(t *testing.T) {
 		"gcp_endpoints          -                 unset\n" +
 		"local_slots            3                 env KINETIC_LOCAL_SLOTS\n" +
 		"warm                   true              default\n" +
+		"batch_isolation        worker            default\n" +
 		"warm_idle              10m0s             default\n" +
 		"python                 -                 unset\n" +
 		"build_python           -                 unset\n" +

@@ -54,6 +54,17 @@ func (t *Template) DerivedJob(ctx context.Context, gid string, i int) (*Job, err
 	return j, err
 }
 
+// DerivedChild is the derived first attempt id of a batch child (nil, nil when it is not
+// one, or when it was removed or collected): what Attach finds for it while its pod has
+// not written it, without looking for its handle or tombstone first.
+func (e *Engine) DerivedChild(ctx context.Context, id, storeURL string) (*Job, error) {
+	st, err := e.storeOrDefault(ctx, storeURL)
+	if err != nil {
+		return nil, err
+	}
+	return e.derivedJob(ctx, st, id)
+}
+
 // derivedJob is the derived child id when id is one (nil, nil when it is not, or when it
 // was removed).
 func (e *Engine) derivedJob(ctx context.Context, st *store.Store, id string) (*Job, error) {
@@ -66,6 +77,9 @@ func (e *Engine) derivedJob(ctx context.Context, st *store.Store, id string) (*J
 		return nil, err
 	}
 	if gone, err := layout.Gone(ctx, st, gid, i); err != nil || gone {
+		return nil, err
+	}
+	if _, _, collected, err := collectedChild(ctx, st, gid, id); err != nil || collected {
 		return nil, err
 	}
 	h := t.ChildHandle(gid, i)
@@ -145,6 +159,9 @@ func (e *Engine) unwrittenChildren(ctx context.Context, st *store.Store, ids []s
 		}
 		if g == nil || g.gone[i] {
 			continue
+		}
+		if _, _, collected, err := collectedChild(ctx, st, gid, id); err != nil || collected {
+			continue // collected and cleaned up with its batch: its tombstone says so
 		}
 		out[id] = &Job{Handle: g.t.ChildHandle(gid, i), Store: st, Backend: g.be}
 	}

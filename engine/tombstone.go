@@ -50,7 +50,7 @@ func (e *Engine) Tombstone(ctx context.Context, id, storeURL string) (*job.Tombs
 func readTombstone(ctx context.Context, st *store.Store, id string) (*job.Tombstone, error) {
 	raw, err := st.Get(ctx, store.TombstoneKey(id))
 	if store.IsNotFound(err) {
-		return nil, nil
+		return derivedTombstone(ctx, st, id)
 	}
 	if err != nil {
 		return nil, err
@@ -151,6 +151,11 @@ func (j *Job) Collected(ctx context.Context) (*job.Tombstone, error) {
 func (j *Job) CleanupCollected(ctx context.Context) error {
 	if err := j.Backend.Cleanup(ctx, j.Handle); err != nil {
 		return err
+	}
+	if _, _, ok := job.ParseChildID(j.Handle.JobID); ok {
+		// A derived child: its batch's collection record is its tombstone and keeps it
+		// from being derived again (collected.go).
+		return j.Store.DeletePrefix(ctx, store.JobPrefix(j.Handle.JobID))
 	}
 	return j.view().Delete(ctx)
 }

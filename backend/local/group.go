@@ -124,7 +124,7 @@ func (b *Backend) GroupDone(ctx context.Context, gid string) (map[int]bool, erro
 
 // UnwrittenStatus implements backend.Grouper.
 func (b *Backend) UnwrittenStatus(ctx context.Context, h *job.Handle) (job.State, string, error) {
-	if s, r, ok, err := b.groupStatus(ctx, h); ok || err != nil {
+	if s, r, ok, err := b.groupStatus(ctx, h, false); ok || err != nil {
 		return s, r, err
 	}
 	return job.NotFound, "", nil // its batch's state is gone: nothing runs it
@@ -165,12 +165,13 @@ func (b *Backend) groupChild(h *job.Handle) (gid string, i int, ok bool) {
 
 // groupStatus is the state of input h of a batch run by executors (ok false: h is not
 // one).
-func (b *Backend) groupStatus(ctx context.Context, h *job.Handle) (job.State, string, bool, error) {
+// noStatus says the caller read status.json and found none.
+func (b *Backend) groupStatus(ctx context.Context, h *job.Handle, noStatus bool) (job.State, string, bool, error) {
 	gid, i, ok := b.groupChild(h)
 	if !ok {
 		return "", "", false, nil
 	}
-	if s, r, ok, err := b.recordedEnd(ctx, h.JobID); ok || err != nil {
+	if s, r, ok, err := b.recordedEnd(ctx, h.JobID, noStatus); ok || err != nil {
 		return s, r, true, err
 	}
 	live := b.liveWorkers(gid)
@@ -190,7 +191,7 @@ func (b *Backend) groupStatus(ctx context.Context, h *job.Handle) (job.State, st
 		return job.Pending, "", true, nil
 	}
 	// No worker: read again (the last one may have finished it as it left).
-	if s, r, ok, err := b.recordedEnd(ctx, h.JobID); ok || err != nil {
+	if s, r, ok, err := b.recordedEnd(ctx, h.JobID, false); ok || err != nil {
 		return s, r, true, err
 	}
 	// Not written down: the verdict follows from the workers' state each time it is
@@ -203,9 +204,10 @@ func (b *Backend) groupStatus(ctx context.Context, h *job.Handle) (job.State, st
 }
 
 // recordedEnd reads how job id ended from the store: a final status.json (cancelled, or
-// judged), else its result.json.
-func (b *Backend) recordedEnd(ctx context.Context, id string) (job.State, string, bool, error) {
-	if s, err := ReadStatus(ctx, b.st, id); err == nil && s.State.Terminal() {
+// judged; not read again when noStatus says there is none), else its result.json.
+func (b *Backend) recordedEnd(ctx context.Context, id string, noStatus bool) (job.State, string, bool, error) {
+	if noStatus {
+	} else if s, err := ReadStatus(ctx, b.st, id); err == nil && s.State.Terminal() {
 		return s.State, s.Reason, true, nil
 	} else if err != nil && !store.IsNotFound(err) {
 		return "", "", false, err
@@ -229,7 +231,7 @@ func (b *Backend) recordedEnd(ctx context.Context, id string) (job.State, string
 // recorded first (a worker that has not claimed it skips it), then the worker that runs
 // it, if any, is told to stop it.
 func (b *Backend) cancelGroupChild(ctx context.Context, h *job.Handle, gid string, i int) error {
-	if _, _, ok, err := b.recordedEnd(ctx, h.JobID); ok || err != nil {
+	if _, _, ok, err := b.recordedEnd(ctx, h.JobID, true); ok || err != nil {
 		return err
 	}
 	if err := WriteStatus(ctx, b.st, h.JobID, &job.Status{State: job.Failed, Reason: "cancelled"}); err != nil {

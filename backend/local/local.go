@@ -200,7 +200,7 @@ func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string,
 	st, err := ReadStatus(ctx, b.st, h.JobID)
 	if store.IsNotFound(err) {
 		// An input of a batch run by executors (group.go).
-		if s, r, ok, err := b.groupStatus(ctx, h); ok || err != nil {
+		if s, r, ok, err := b.groupStatus(ctx, h, true); ok || err != nil {
 			return s, r, err
 		}
 		if h.GroupID != "" && job.ValidName(h.JobID) {

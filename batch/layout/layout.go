@@ -286,22 +286,38 @@ func ReadCollected(ctx context.Context, st *store.Store, gid string) (map[string
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]Collected{}
-	for _, o := range objs {
-		raw, err := st.Get(ctx, o.Key)
+	keys := make([]string, len(objs))
+	for i, o := range objs {
+		keys[i] = o.Key
+	}
+	cs, err := ReadCollectedKeys(ctx, st, gid, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]Collected, len(cs))
+	for _, c := range cs {
+		out[c.JobID] = c
+	}
+	return out, nil
+}
+
+// ReadCollectedKeys reads the collection records at keys (a record removed meanwhile,
+// by a cleanup of the batch, is skipped).
+func ReadCollectedKeys(ctx context.Context, st *store.Store, gid string, keys []string) ([]Collected, error) {
+	var out []Collected
+	for _, k := range keys {
+		raw, err := st.Get(ctx, k)
 		if store.IsNotFound(err) {
-			continue // removed by a cleanup of the batch meanwhile
+			continue
 		}
 		if err != nil {
 			return nil, err
 		}
 		var cs []Collected
 		if err := json.Unmarshal(raw, &cs); err != nil {
-			return nil, fmt.Errorf("batch %s: %s cannot be read: %w", gid, o.Key, err)
+			return nil, fmt.Errorf("batch %s: %s cannot be read: %w", gid, k, err)
 		}
-		for _, c := range cs {
-			out[c.JobID] = c
-		}
+		out = append(out, cs...)
 	}
 	return out, nil
 }

@@ -103,17 +103,9 @@ def main():
     env = {"success": False, "host": "0", "has_value": False}
     phase = "plan"
     try:
-        if root:
-            sys.path.insert(0, root)
-        if cwd:
-            os.chdir(cwd)
+        bs.enter(root, cwd)
         phase = "unpickle"
-        try:
-            import cloudpickle
-        except ImportError:
-            raise ImportError(
-                "cloudpickle is not installed in the job's Python (%s): install it there "
-                "(pip install cloudpickle) or add it to your requirements" % sys.executable) from None
+        cloudpickle = bs.import_cloudpickle()
         with open(payload, "rb") as f:
             func = cloudpickle.load(f)
     except BaseException as e:

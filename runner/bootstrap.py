@@ -151,6 +151,24 @@ def _resolve_data(v, paths):
     return v
 
 
+def enter(root, cwd):
+    """Make the shipped root importable and cwd the working directory."""
+    if root:
+        sys.path.insert(0, root)
+    if cwd:
+        os.chdir(cwd)
+
+
+def import_cloudpickle():
+    try:
+        import cloudpickle
+        return cloudpickle
+    except ImportError:
+        raise ImportError(
+            "cloudpickle is not installed in the job's Python (%s): install it there "
+            "(pip install cloudpickle) or add it to your requirements" % sys.executable) from None
+
+
 def call(func, args, kwargs, keep, env):
     """Call func and hand its pickled value to keep (a function of the bytes), filling
     env (the envelope); an exception propagates (failed() reports it)."""
@@ -209,18 +227,10 @@ def main():
     debug = _debug_config()
     phase = "plan"
     try:
-        if root:
-            sys.path.insert(0, root)
-        if cwd:
-            os.chdir(cwd)
+        enter(root, cwd)
         phase = "unpickle"
         if mode == "python-pickle":
-            try:
-                import cloudpickle
-            except ImportError:
-                raise ImportError(
-                    "cloudpickle is not installed in the job's Python (%s): install it there "
-                    "(pip install cloudpickle) or add it to your requirements" % sys.executable) from None
+            cloudpickle = import_cloudpickle()
             with open(payload, "rb") as f:
                 if args_path:
                     func = cloudpickle.load(f)

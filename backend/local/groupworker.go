@@ -2,7 +2,6 @@ package local
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -100,7 +99,7 @@ type groupWorker1 struct {
 	st          *store.Store
 	t           *layout.Template
 	size        int
-	inputs      []byte // inputs.bin
+	inputs      *layout.Inputs
 	isolation   string
 	batch       *runner.Batch
 	x           *runner.Executor
@@ -127,28 +126,27 @@ func (gw *groupWorker1) load(ctx context.Context) error {
 	if gw.t, err = layout.ReadTemplate(ctx, gw.st, gw.o.Group); err != nil {
 		return err
 	}
-	if gw.inputs, err = gw.st.Get(ctx, store.GroupInputsKey(gw.o.Group)); err != nil {
+	raw, err = gw.st.Get(ctx, store.GroupInputsKey(gw.o.Group))
+	if err != nil {
 		return fmt.Errorf("batch %s: read its inputs: %w", gw.o.Group, err)
 	}
-	if len(gw.inputs) < 16 || string(gw.inputs[:8]) != "KNINPUT1" || binary.BigEndian.Uint64(gw.inputs[8:]) != uint64(gw.size) {
-		return fmt.Errorf("batch %s: inputs.bin does not hold %d inputs", gw.o.Group, gw.size)
+	if gw.inputs, err = layout.ParseInputs(raw); err != nil {
+		return fmt.Errorf("batch %s: %w", gw.o.Group, err)
+	}
+	if gw.inputs.Len() != gw.size {
+		return fmt.Errorf("batch %s: inputs.bin holds %d inputs, not %d", gw.o.Group, gw.inputs.Len(), gw.size)
 	}
 	gw.done, err = os.OpenFile(filepath.Join(gw.dir, "done", strconv.Itoa(gw.o.Worker)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	return err
 }
 
-// input returns input i's bytes from inputs.bin.
+// input returns input i's bytes.
 func (gw *groupWorker1) input(i int) ([]byte, error) {
-	table := 16 + 8*(gw.size+1)
-	if len(gw.inputs) < table {
-		return nil, fmt.Errorf("batch %s: inputs.bin is truncated", gw.o.Group)
+	b, err := gw.inputs.At(i)
+	if err != nil {
+		return nil, fmt.Errorf("batch %s: %w", gw.o.Group, err)
 	}
-	from := binary.BigEndian.Uint64(gw.inputs[16+8*i:])
-	to := binary.BigEndian.Uint64(gw.inputs[16+8*(i+1):])
-	if to < from || uint64(table)+to > uint64(len(gw.inputs)) {
-		return nil, fmt.Errorf("batch %s: inputs.bin is damaged at input %d", gw.o.Group, i)
-	}
-	return gw.inputs[uint64(table)+from : uint64(table)+to], nil
+	return b, nil
 }
 
 // setRunning says which input this worker runs (-1: none) in workers/K.running, kept

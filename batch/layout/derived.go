@@ -210,3 +210,48 @@ func ReadInput(ctx context.Context, st *store.Store, gid string, i int) ([]byte,
 	}
 	return b, nil
 }
+
+// Inputs is a whole inputs.bin in memory (a worker that runs many of a batch's inputs
+// reads it once).
+type Inputs struct {
+	raw []byte
+	n   uint64
+}
+
+// ParseInputs checks raw's header: an inputs file of n inputs.
+func ParseInputs(raw []byte) (*Inputs, error) {
+	if len(raw) < 16 || string(raw[:8]) != inputsMagic {
+		return nil, errors.New("inputs.bin is not an inputs file")
+	}
+	n := binary.BigEndian.Uint64(raw[8:16])
+	if n > uint64(len(raw)-16)/8 {
+		return nil, fmt.Errorf("inputs.bin is truncated: its table of %d inputs does not fit", n)
+	}
+	return &Inputs{raw: raw, n: n}, nil
+}
+
+// Len is the number of inputs.
+func (in *Inputs) Len() int { return int(in.n) }
+
+// At returns input i, the same bytes ReadInput reads from the store.
+func (in *Inputs) At(i int) ([]byte, error) {
+	if i < 0 || uint64(i) >= in.n {
+		return nil, fmt.Errorf("there are %d inputs, not %d", in.n, i+1)
+	}
+	table := 16 + 8*(in.n+1)
+	if table > uint64(len(in.raw)) {
+		return nil, errors.New("inputs.bin is truncated")
+	}
+	from := binary.BigEndian.Uint64(in.raw[16+8*i:])
+	to := binary.BigEndian.Uint64(in.raw[16+8*(i+1):])
+	if to < from || to-from > 1<<34 {
+		return nil, fmt.Errorf("inputs.bin is damaged at input %d", i)
+	}
+	if to == from {
+		return []byte{}, nil // an empty input (one the SDK could not pickle)
+	}
+	if from > uint64(len(in.raw))-table || to > uint64(len(in.raw))-table {
+		return nil, fmt.Errorf("inputs.bin is truncated at input %d", i)
+	}
+	return in.raw[table+from : table+to], nil
+}

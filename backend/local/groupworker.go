@@ -63,6 +63,7 @@ func WorkGroup(ctx context.Context, o GroupWorkOptions) error {
 	}
 	defer slot.Close()
 	tree := filepath.Join(dir, "workers", w+".tree")
+	defer os.RemoveAll(tree) // the shipped tree: this worker's copy, for this batch only
 	batch, err := runner.PrepareBatch(ctx, gw.st, gw.t.Spec, gw.t.Env, gw.isolation, runner.Options{
 		Store: gw.st, StoreURL: o.StoreURL, JobID: job.ChildID(o.Group, 0), TreeDir: tree,
 		Python: o.Python.Interpreter, EnvDir: filepath.Join(o.StateDir, "envs"), Grace: o.Grace,

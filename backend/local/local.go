@@ -203,6 +203,13 @@ func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string,
 		if s, r, ok, err := b.groupStatus(ctx, h, true); ok || err != nil {
 			return s, r, err
 		}
+		if _, _, derived := job.ParseChildID(h.JobID); derived {
+			// Its batch's state was pruned: what it left in the store says it all.
+			if s, r, ok, err := b.recordedEnd(ctx, h.JobID, true); ok || err != nil {
+				return s, r, err
+			}
+			return job.NotFound, "", nil
+		}
 		if h.GroupID != "" && job.ValidName(h.JobID) {
 			// A batch child run by a worker: RUNNING is its claim (see claimedStatus).
 			s, ok, err := b.claimedStatus(ctx, h, b.workspace(h.JobID))

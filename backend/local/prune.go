@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/pyenv"
 	"github.com/kinetic-run/kinetic/store"
@@ -50,6 +51,41 @@ func (b *Backend) Prune(ctx context.Context, o backend.PruneOptions) ([]backend.
 			}
 		}
 		freed = append(freed, backend.Freed{Kind: "workspace", Path: ws, Bytes: size})
+	}
+
+	// The state of batches run by executors: once no worker is left and nothing changed
+	// since cutoff (their inputs' results are in the store).
+	groups := filepath.Join(b.o.StateDir, "groups")
+	ents, err = os.ReadDir(groups)
+	if err != nil && !os.IsNotExist(err) {
+		return freed, err
+	}
+	for _, e := range ents {
+		g := filepath.Join(groups, e.Name())
+		fi, err := os.Stat(g)
+		if !e.IsDir() || !job.ValidName(e.Name()) || err != nil {
+			continue
+		}
+		if len(b.liveWorkers(e.Name())) > 0 {
+			// Running: its environment is in use however long ago it was built.
+			if t, err := layout.ReadTemplate(ctx, b.st, e.Name()); err == nil && t.Spec.EnvKey != "" {
+				inUse[t.Spec.EnvKey] = true
+			}
+			continue
+		}
+		if fi.ModTime().After(cutoff) {
+			continue
+		}
+		if done, err := os.Stat(filepath.Join(g, "done")); err == nil && done.ModTime().After(cutoff) {
+			continue
+		}
+		size := dirSize(g)
+		if !o.DryRun {
+			if err := os.RemoveAll(g); err != nil {
+				return freed, err
+			}
+		}
+		freed = append(freed, backend.Freed{Kind: "batch state", Path: g, Bytes: size})
 	}
 
 	envs := filepath.Join(b.o.StateDir, "envs")

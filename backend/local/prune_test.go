@@ -10,6 +10,8 @@ import (
 
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/backend/local"
+	"github.com/kinetic-run/kinetic/batch/layout"
+	"github.com/kinetic-run/kinetic/internal/filelock"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/pyenv"
 	"github.com/kinetic-run/kinetic/store"
@@ -70,5 +72,63 @@ func TestPruneEnvironments(t *testing.T) {
 	}
 	if _, err := os.Stat(unused); !os.IsNotExist(err) {
 		t.Errorf("the unused environment is still there: %v", err)
+	}
+}
+
+// The state of a batch run by executors goes once no worker is left and nothing changed
+// since the cutoff; a batch with a live worker stays, and so does the environment its
+// template uses, however long ago it was built.
+func TestPruneBatchState(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, "file://"+t.TempDir()+"/store")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	state := t.TempDir()
+	b, err := local.New(st, local.Options{StateDir: state, Exe: "/bin/true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-48 * time.Hour)
+	mkGroup := func() string {
+		gid := job.NewGroupID()
+		d := filepath.Join(state, "groups", gid)
+		os.MkdirAll(filepath.Join(d, "workers"), 0o700)
+		os.MkdirAll(filepath.Join(d, "done"), 0o700)
+		os.WriteFile(filepath.Join(d, "done", "0"), []byte("0\n1\n"), 0o644)
+		for _, p := range []string{filepath.Join(d, "done"), filepath.Join(d, "workers"), d} {
+			os.Chtimes(p, old, old)
+		}
+		return gid
+	}
+	ended, running := mkGroup(), mkGroup()
+	tmpl := &layout.Template{Handle: &job.Handle{JobID: job.ChildID(running, 0)}, Spec: &job.Spec{Version: job.SpecVersion, Kind: job.KindPickle, EnvKey: "env-of-the-batch"}}
+	if err := layout.WriteDerived(ctx, st, running, tmpl, [][]byte{{1}}); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := filelock.Open(filepath.Join(state, "groups", running, "workers", "0.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := filelock.Try(lock, filelock.Exclusive); err != nil {
+		t.Fatal(err)
+	}
+	env := filepath.Join(state, "envs", "env-of-the-batch")
+	os.MkdirAll(filepath.Join(env, "bin"), 0o700)
+	os.WriteFile(filepath.Join(env, "bin", "python"), []byte("#!/bin/sh\n"), 0o700)
+	m := filepath.Join(env, pyenv.MarkerFile)
+	os.WriteFile(m, []byte("{}"), 0o600)
+	os.Chtimes(m, old, old)
+
+	freed, err := b.Prune(ctx, backend.PruneOptions{OlderThan: 24 * time.Hour})
+	if err != nil || len(freed) != 1 || freed[0].Kind != "batch state" || filepath.Base(freed[0].Path) != ended {
+		t.Fatalf("prune: %+v, %v", freed, err)
+	}
+	for _, d := range []string{filepath.Join(state, "groups", running), env} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("prune removed %s: %v", d, err)
+		}
 	}
 }

@@ -124,8 +124,16 @@ func (gw *groupWorker1) load(ctx context.Context) error {
 		return fmt.Errorf("group.json: %w", err)
 	}
 	gw.size, gw.isolation = info.Size, info.Isolation
+	if gw.done, err = os.OpenFile(filepath.Join(gw.dir, "done", strconv.Itoa(gw.o.Worker)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+		return err
+	}
 	if gw.t, err = layout.ReadTemplate(ctx, gw.st, gw.o.Group); err != nil {
 		return err
+	}
+	// inputs.bin is read whole unless it is large (then each input with ranged reads:
+	// every worker holding a batch of big arrays would not fit in memory).
+	if fi, err := os.Stat(filepath.Join(gw.st.LocalDir(), filepath.FromSlash(store.GroupInputsKey(gw.o.Group)))); err == nil && fi.Size() > maxInputsInMemory {
+		return nil
 	}
 	raw, err = gw.st.Get(ctx, store.GroupInputsKey(gw.o.Group))
 	if err != nil {
@@ -137,12 +145,17 @@ func (gw *groupWorker1) load(ctx context.Context) error {
 	if gw.inputs.Len() != gw.size {
 		return fmt.Errorf("batch %s: inputs.bin holds %d inputs, not %d", gw.o.Group, gw.inputs.Len(), gw.size)
 	}
-	gw.done, err = os.OpenFile(filepath.Join(gw.dir, "done", strconv.Itoa(gw.o.Worker)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	return err
+	return nil
 }
 
+// maxInputsInMemory is the largest inputs.bin a worker reads whole.
+const maxInputsInMemory = 64 << 20
+
 // input returns input i's bytes.
-func (gw *groupWorker1) input(i int) ([]byte, error) {
+func (gw *groupWorker1) input(ctx context.Context, i int) ([]byte, error) {
+	if gw.inputs == nil {
+		return layout.ReadInput(ctx, gw.st, gw.o.Group, i)
+	}
 	b, err := gw.inputs.At(i)
 	if err != nil {
 		return nil, fmt.Errorf("batch %s: %w", gw.o.Group, err)
@@ -203,7 +216,7 @@ func (gw *groupWorker1) run(ctx context.Context, i int) error {
 	if gone, err := layout.Gone(ctx, gw.st, gw.o.Group, i); err != nil || gone {
 		return err
 	}
-	args, err := gw.input(i)
+	args, err := gw.input(ctx, i)
 	if err != nil {
 		return gw.finish(ctx, id, runner.FailureEnvelope(err), time.Now(), time.Time{})
 	}

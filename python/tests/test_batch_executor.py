@@ -114,3 +114,16 @@ def test_time_limit_of_one_input():
         b.results(timeout=60)
     assert info.value.partial_results[0] == 0 and info.value.partial_results[2] == 2
     assert "time limit" in b.jobs[1].status_reason(), b.jobs[1].status_reason()
+
+
+@kinetic.run(accelerator="cpu")
+def size_of(b):
+    return len(b), b[:1]
+
+
+def test_large_inputs_are_read_one_by_one():
+    """A batch whose inputs are larger than a worker keeps in memory (64 MiB) is read
+    input by input, with the same results."""
+    inputs = [bytes([i]) * (25 << 20) for i in range(3)]
+    assert size_of.run_async_map(inputs, max_concurrent=1).results(timeout=120) == [
+        (25 << 20, bytes([i])) for i in range(3)]

@@ -12,7 +12,7 @@ import (
 
 // makeBatch submits a batch through the Python SDK (the only way to make one) and
 // returns its group ID once every child is final.
-func (e *env) makeBatch(t *testing.T, n int) string {
+func (e *env) makeBatch(t *testing.T, n int, extraEnv ...string) string {
 	t.Helper()
 	script := filepath.Join(e.dir, "mkbatch.py")
 	os.WriteFile(script, []byte(`import sys, kinetic
@@ -33,6 +33,7 @@ print(b.group_id)
 	cmd.Dir = e.dir
 	cmd.Env = append(os.Environ(), "KINETIC_BIN="+e.bin, "KINETIC_HOME="+filepath.Join(e.home, "data"), "KINETIC_WARM_IDLE=5s",
 		"KINETIC_PROFILES_FILE="+filepath.Join(e.home, "profiles.json"), "PYTHONPATH="+filepath.Join(repoRoot(), "python"))
+	cmd.Env = append(cmd.Env, extraEnv...)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("make batch: %v\n%s", err, out)

@@ -403,8 +403,9 @@ func faultBatchSubmitterKilled(t *testing.T, e *env) {
 	// manifest unfinished with its last heartbeat two minutes old, children 3-5 never
 	// written. (Killing the engine at that instant is a race on the local backend,
 	// whose queue takes every input within milliseconds; the scheduler's own test kills
-	// it mid-way.)
-	gid := e.makeBatch(t, 6)
+	// it mid-way.) Each input a job of its own: a batch run by executors is written
+	// whole at once, so no submitter dies half-way through it.
+	gid := e.makeBatch(t, 6, "KINETIC_BATCH_ISOLATION=job")
 	mpath := filepath.Join(e.store, "groups", gid, "manifest.json")
 	raw, err := os.ReadFile(mpath)
 	if err != nil {

@@ -50,10 +50,12 @@ type groupInfo struct {
 
 func (b *Backend) groupDir(gid string) string { return filepath.Join(b.o.StateDir, "groups", gid) }
 
-// CanGroup implements backend.GroupChooser: Python functions without Data, debugging or
-// an install at start, in a store on this machine, unless batch_isolation is "job".
+// CanGroup implements backend.GroupChooser: Python functions without Data, debugging,
+// an install at start or a container, in a store on this machine, unless
+// batch_isolation is "job".
 func (b *Backend) CanGroup(h *job.Handle, spec *job.Spec) bool {
-	return b.o.Isolation != IsolationJob && b.st.LocalDir() != "" && runner.CanRunBatch(spec) == nil
+	return b.o.Isolation != IsolationJob && b.st.LocalDir() != "" && runner.CanRunBatch(spec) == nil &&
+		spec.Container == "" // a job per input, each in its container (container.go)
 }
 
 // IsolationJob (batch_isolation = "job") runs every input of a batch as a job of its own

@@ -17,20 +17,27 @@ import (
 	"github.com/kinetic-run/kinetic/store"
 )
 
-// Environments go when no kept workspace's job uses them and none was used recently; a
-// workspace whose job has not ended keeps its environment, however old.
-func TestPruneEnvironments(t *testing.T) {
-	ctx := context.Background()
-	st, err := store.Open(ctx, "file://"+t.TempDir()+"/store")
+// pruneBackend is a local backend over a file:// store, with its state directory.
+func pruneBackend(t *testing.T) (*store.Store, *local.Backend, string) {
+	t.Helper()
+	st, err := store.Open(context.Background(), "file://"+t.TempDir()+"/store")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(func() { st.Close() })
 	state := t.TempDir()
 	b, err := local.New(st, local.Options{StateDir: state, Exe: "/bin/true"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return st, b, state
+}
+
+// Environments go when no kept workspace's job uses them and none was used recently; a
+// workspace whose job has not ended keeps its environment, however old.
+func TestPruneEnvironments(t *testing.T) {
+	ctx := context.Background()
+	st, b, state := pruneBackend(t)
 	old := time.Now().Add(-48 * time.Hour)
 	mkEnv := func(key string, used time.Time) string {
 		d := filepath.Join(state, "envs", key)
@@ -80,16 +87,7 @@ func TestPruneEnvironments(t *testing.T) {
 // template uses, however long ago it was built.
 func TestPruneBatchState(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, "file://"+t.TempDir()+"/store")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	state := t.TempDir()
-	b, err := local.New(st, local.Options{StateDir: state, Exe: "/bin/true"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, b, state := pruneBackend(t)
 	old := time.Now().Add(-48 * time.Hour)
 	mkGroup := func() string {
 		gid := job.NewGroupID()

@@ -121,6 +121,23 @@ func (b *Backend) GroupDone(ctx context.Context, gid string) (map[int]bool, erro
 			}
 		}
 	}
+	// Inputs that will never be in a done file: the one a worker ran when it died, and,
+	// once no worker is left, every one (their status says how they ended, or that the
+	// workers stopped first).
+	live, dead := b.workers(gid)
+	for _, w := range dead {
+		if w.running >= 0 {
+			out[w.running] = true
+		}
+	}
+	if len(live) == 0 {
+		var info groupInfo
+		if raw, err := os.ReadFile(filepath.Join(b.groupDir(gid), "group.json")); err == nil && json.Unmarshal(raw, &info) == nil {
+			for i := 0; i < info.Size; i++ {
+				out[i] = true
+			}
+		}
+	}
 	return out, nil
 }
 
@@ -176,10 +193,18 @@ func (b *Backend) groupStatus(ctx context.Context, h *job.Handle, noStatus bool)
 	if s, r, ok, err := b.recordedEnd(ctx, h.JobID, noStatus); ok || err != nil {
 		return s, r, true, err
 	}
-	live := b.liveWorkers(gid)
+	live, dead := b.workers(gid)
 	for _, w := range live {
 		if w.running == i {
 			return job.Running, "", true, nil
+		}
+	}
+	for _, w := range dead {
+		if w.running == i {
+			if s, r, ok, err := b.recordedEnd(ctx, h.JobID, false); ok || err != nil {
+				return s, r, true, err // it ended as its worker stopped
+			}
+			return job.Failed, fmt.Sprintf("the batch's worker (pid %d) stopped while it ran this input (killed, or the machine restarted); see %s", w.pid, filepath.Join(b.groupDir(gid), "workers")), true, nil
 		}
 	}
 	next, err := readClaimed(filepath.Join(b.groupDir(gid), "next"))
@@ -254,12 +279,18 @@ type groupWorker struct {
 
 // liveWorkers returns the workers of batch gid whose lock is held, with what they run.
 func (b *Backend) liveWorkers(gid string) []groupWorker {
+	live, _ := b.workers(gid)
+	return live
+}
+
+// workers returns the workers of batch gid that live (their lock is held) and the ones
+// that are gone, each with what it runs or ran last.
+func (b *Backend) workers(gid string) (live, dead []groupWorker) {
 	dir := filepath.Join(b.groupDir(gid), "workers")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
-	var out []groupWorker
 	for _, e := range ents {
 		name, ok := strings.CutSuffix(e.Name(), ".lock")
 		if !ok {
@@ -274,16 +305,17 @@ func (b *Backend) liveWorkers(gid string) []groupWorker {
 			filelock.Unlock(f)
 		}
 		f.Close()
-		if !errors.Is(err, filelock.ErrLocked) {
-			continue // free: that worker is gone
-		}
 		w := groupWorker{running: -1}
 		if raw, err := os.ReadFile(filepath.Join(dir, name+".running")); err == nil {
 			fmt.Sscanf(string(raw), "%d %d", &w.running, &w.pid)
 		}
-		out = append(out, w)
+		if errors.Is(err, filelock.ErrLocked) {
+			live = append(live, w)
+		} else {
+			dead = append(dead, w) // free: that worker is gone
+		}
 	}
-	return out
+	return live, dead
 }
 
 // claim takes the next input of a batch of size n under the claim file's lock: ok is

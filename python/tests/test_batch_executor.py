@@ -127,3 +127,29 @@ def test_large_inputs_are_read_one_by_one():
     inputs = [bytes([i]) * (25 << 20) for i in range(3)]
     assert size_of.run_async_map(inputs, max_concurrent=1).results(timeout=120) == [
         (25 << 20, bytes([i])) for i in range(3)]
+
+
+@kinetic.run(accelerator="cpu")
+def nap_for(s):
+    import time
+    time.sleep(s)
+    return s
+
+
+def test_killed_workers_fail_their_inputs_and_the_batch_ends():
+    """Workers killed with SIGKILL (nothing written on their way out): the inputs they
+    ran and the ones left fail, saying so, and results() returns at once."""
+    import subprocess
+    import time
+    b = nap_for.run_async_map([30] * 6, max_concurrent=2)
+    deadline = time.time() + 30
+    while b.status_counts().get("RUNNING", 0) < 1 and time.time() < deadline:
+        time.sleep(0.1)
+    subprocess.run(["pkill", "-9", "-f", "supervise .*--group " + b.group_id])
+    t = time.time()
+    out = b.results(return_exceptions=True, timeout=30)
+    assert time.time() - t < 15
+    assert all(isinstance(v, RuntimeError) for v in out), out
+    assert any("stopped while it ran this input" in str(v) for v in out), out
+    assert any("stopped before this input finished" in str(v) for v in out), out
+    assert b.status_counts() == {"FAILED": 6}

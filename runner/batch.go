@@ -12,15 +12,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/kinetic-run/kinetic/internal/atomicfile"
 	"github.com/kinetic-run/kinetic/job"
-	"github.com/kinetic-run/kinetic/pack"
 	"github.com/kinetic-run/kinetic/store"
 )
 
@@ -47,7 +44,6 @@ type Batch struct {
 	py, script, bootstrap, payload, work, cwd string
 	environ                                   []string
 	isolation                                 string
-	grace                                     time.Duration
 }
 
 // PrepareBatch fetches and prepares what the inputs of a batch share: the function,
@@ -71,30 +67,17 @@ func PrepareBatch(ctx context.Context, st *store.Store, spec *job.Spec, env map[
 	if o.Workspace == "" {
 		o.Workspace = o.TreeDir
 	}
-	b := &Batch{isolation: isolation, grace: o.grace()}
+	b := &Batch{isolation: isolation}
 	var err error
 	if b.payload, err = fetchPayload(ctx, st, spec.Payload, o); err != nil {
 		return nil, err
 	}
-	b.work = filepath.Join(o.TreeDir, "root")
-	if w := spec.Workdir; w != nil {
-		switch {
-		case w.Format == job.FormatManifest:
-			if b.work, err = reuseTree(ctx, st, pack.ManifestRef{Key: w.Key, SHA256: w.SHA256, Size: w.Size}, o.TreeDir); err != nil {
-				return nil, inPhase(job.PhaseExtract, err)
-			}
-		default:
-			raw, err := st.GetVerified(ctx, w.Key, w.SHA256)
-			if err != nil {
-				return nil, inPhase(job.PhaseVerify, err)
-			}
-			os.RemoveAll(b.work)
-			if err := pack.Extract(bytes.NewReader(raw), b.work); err != nil {
-				return nil, inPhase(job.PhaseExtract, err)
-			}
-		}
-	} else if err := os.MkdirAll(b.work, 0o755); err != nil {
+	work := filepath.Join(o.TreeDir, "root")
+	if err := os.MkdirAll(work, 0o755); err != nil {
 		return nil, inPhase(job.PhaseDownload, err)
+	}
+	if b.work, err = extractTree(ctx, st, spec.Workdir, o, work); err != nil {
+		return nil, err
 	}
 	if b.cwd, err = within(b.work, spec.Cwd); err != nil {
 		return nil, inPhase(job.PhasePlan, err)
@@ -102,21 +85,7 @@ func PrepareBatch(ctx context.Context, st *store.Store, spec *job.Spec, env map[
 	if err := os.MkdirAll(b.cwd, 0o755); err != nil {
 		return nil, inPhase(job.PhasePlan, err)
 	}
-	vars := map[string]string{}
-	for _, kv := range os.Environ() {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			vars[k] = v
-		}
-	}
-	for k, v := range env { // captured values override this machine's
-		vars[k] = v
-	}
-	vars["KINETIC_HOST_INDEX"] = "0"
-	vars["PYTHONUNBUFFERED"] = "1"
-	for k, v := range vars {
-		b.environ = append(b.environ, k+"="+v)
-	}
-	sort.Strings(b.environ)
+	b.environ = callEnv(env, map[string]string{"KINETIC_HOST_INDEX": "0"}) // KINETIC_JOB_ID: per input
 	if b.py, err = environment(ctx, spec, o, out); err != nil {
 		return nil, inPhase(job.PhaseInstall, err)
 	}

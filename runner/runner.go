@@ -242,25 +242,8 @@ func run(ctx context.Context, st *store.Store, o Options, out io.Writer, called 
 		}
 	}
 	// extract
-	if w := spec.Workdir; w != nil {
-		if w.Format == job.FormatManifest {
-			ref := pack.ManifestRef{Key: w.Key, SHA256: w.SHA256, Size: w.Size}
-			if o.TreeDir != "" {
-				if work, err = reuseTree(ctx, st, ref, o.TreeDir); err != nil {
-					return nil, nil, inPhase(job.PhaseExtract, err)
-				}
-			} else if err := pack.Materialize(ctx, st, ref, work); err != nil {
-				return nil, nil, inPhase(job.PhaseExtract, err)
-			}
-		} else {
-			b, err := st.GetVerified(ctx, w.Key, w.SHA256)
-			if err != nil {
-				return nil, nil, inPhase(job.PhaseVerify, err)
-			}
-			if err := pack.Extract(bytes.NewReader(b), work); err != nil {
-				return nil, nil, inPhase(job.PhaseExtract, err)
-			}
-		}
+	if work, err = extractTree(ctx, st, spec.Workdir, o, work); err != nil {
+		return nil, nil, err
 	}
 	var argsPath, dataMap string
 	if spec.ArgsInline != nil {
@@ -338,6 +321,36 @@ func run(ctx context.Context, st *store.Store, o Options, out io.Writer, called 
 	return overLimit(cctx)(runPython(cctx, spec, py, []string{payloadPath, outDir, work, cwd, argsPath, dataMap}, cwd, outDir, o, environ, out, mounts))
 }
 
+// extractTree puts the shipped tree w (nil: none) at work, or in o.TreeDir when the
+// worker keeps one (reused while unchanged), and returns where it is.
+func extractTree(ctx context.Context, st *store.Store, w *job.BlobRef, o Options, work string) (string, error) {
+	switch {
+	case w == nil:
+		return work, nil
+	case w.Format == job.FormatManifest && o.TreeDir != "":
+		ref := pack.ManifestRef{Key: w.Key, SHA256: w.SHA256, Size: w.Size}
+		dir, err := reuseTree(ctx, st, ref, o.TreeDir)
+		if err != nil {
+			return "", inPhase(job.PhaseExtract, err)
+		}
+		return dir, nil
+	case w.Format == job.FormatManifest:
+		ref := pack.ManifestRef{Key: w.Key, SHA256: w.SHA256, Size: w.Size}
+		if err := pack.Materialize(ctx, st, ref, work); err != nil {
+			return "", inPhase(job.PhaseExtract, err)
+		}
+		return work, nil
+	}
+	b, err := st.GetVerified(ctx, w.Key, w.SHA256)
+	if err != nil {
+		return "", inPhase(job.PhaseVerify, err)
+	}
+	if err := pack.Extract(bytes.NewReader(b), work); err != nil {
+		return "", inPhase(job.PhaseExtract, err)
+	}
+	return work, nil
+}
+
 // errTimedOut is why a call was stopped at its time limit (timeout= on run).
 type errTimedOut struct{ limit time.Duration }
 
@@ -383,42 +396,50 @@ func within(root, rel string) (string, error) {
 }
 
 func buildEnv(ctx context.Context, st *store.Store, spec *job.Spec, o Options) ([]string, error) {
-	env := map[string]string{}
-	for _, kv := range os.Environ() {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			env[k] = v
-		}
-	}
+	var captured map[string]string
 	if len(spec.EnvNames) > 0 {
 		b, err := st.Get(ctx, store.EnvKey(o.JobID))
 		if err != nil {
 			return nil, fmt.Errorf("captured environment: %w", err)
 		}
-		var captured map[string]string
 		if err := json.Unmarshal(b, &captured); err != nil {
 			return nil, fmt.Errorf("captured environment: %w", err)
 		}
-		for k, v := range captured { // captured values override the image's
-			env[k] = v
-		}
 	}
-	env["KINETIC_JOB_ID"] = o.JobID
-	env["KINETIC_HOST_INDEX"] = o.Host
-	env["PYTHONUNBUFFERED"] = "1"
+	set := map[string]string{"KINETIC_JOB_ID": o.JobID, "KINETIC_HOST_INDEX": o.Host}
 	if spec.OutputDir != "" {
-		env["KINETIC_OUTPUT_DIR"] = spec.OutputDir
+		set["KINETIC_OUTPUT_DIR"] = spec.OutputDir
 		if strings.HasPrefix(spec.OutputDir, "/") {
 			if err := os.MkdirAll(spec.OutputDir, 0o700); err != nil {
 				return nil, fmt.Errorf("KINETIC_OUTPUT_DIR %s: %w", spec.OutputDir, err)
 			}
 		}
 	}
+	return callEnv(captured, set), nil
+}
+
+// callEnv is the environment of a call: this process's, the captured variables over it
+// (they override the image's), then set, with PYTHONUNBUFFERED; sorted.
+func callEnv(captured, set map[string]string) []string {
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	for k, v := range captured {
+		env[k] = v
+	}
+	for k, v := range set {
+		env[k] = v
+	}
+	env["PYTHONUNBUFFERED"] = "1"
 	out := make([]string, 0, len(env))
 	for k, v := range env {
 		out = append(out, k+"="+v)
 	}
 	sort.Strings(out)
-	return out, nil
+	return out
 }
 
 // python returns the interpreter the runner uses for spec: the Python option, else the

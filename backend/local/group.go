@@ -272,20 +272,20 @@ func (b *Backend) cancelGroupChild(ctx context.Context, h *job.Handle, gid strin
 	return nil
 }
 
-// groupWorker is a live worker of a batch.
-type groupWorker struct {
+// workerState is what a batch's worker says it runs (running -1: nothing).
+type workerState struct {
 	pid, running int
 }
 
 // liveWorkers returns the workers of batch gid whose lock is held, with what they run.
-func (b *Backend) liveWorkers(gid string) []groupWorker {
+func (b *Backend) liveWorkers(gid string) []workerState {
 	live, _ := b.workers(gid)
 	return live
 }
 
 // workers returns the workers of batch gid that live (their lock is held) and the ones
 // that are gone, each with what it runs or ran last.
-func (b *Backend) workers(gid string) (live, dead []groupWorker) {
+func (b *Backend) workers(gid string) (live, dead []workerState) {
 	dir := filepath.Join(b.groupDir(gid), "workers")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -305,7 +305,7 @@ func (b *Backend) workers(gid string) (live, dead []groupWorker) {
 			filelock.Unlock(f)
 		}
 		f.Close()
-		w := groupWorker{running: -1}
+		w := workerState{running: -1}
 		if raw, err := os.ReadFile(filepath.Join(dir, name+".running")); err == nil {
 			fmt.Sscanf(string(raw), "%d %d", &w.running, &w.pid)
 		}
@@ -318,17 +318,13 @@ func (b *Backend) workers(gid string) (live, dead []groupWorker) {
 	return live, dead
 }
 
-// claim takes the next input of a batch of size n under the claim file's lock: ok is
-// false when every input is claimed.
-func claim(path string, n int) (i int, ok bool, err error) {
-	f, err := filelock.Open(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return 0, false, err
-	}
-	defer f.Close()
+// claim takes the next input of a batch of size n under the lock of f, the claim file:
+// ok is false when every input is claimed.
+func claim(f *os.File, n int) (i int, ok bool, err error) {
 	if err := filelock.Wait(f, filelock.Exclusive); err != nil {
 		return 0, false, err
 	}
+	defer filelock.Unlock(f)
 	var buf [24]byte
 	k, _ := f.ReadAt(buf[:], 0)
 	next, _ := strconv.Atoi(strings.TrimSpace(string(buf[:k])))

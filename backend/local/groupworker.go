@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kinetic-run/kinetic/batch/layout"
+	"github.com/kinetic-run/kinetic/internal/filelock"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/runner"
@@ -41,7 +42,7 @@ func WorkGroup(ctx context.Context, o GroupWorkOptions) error {
 		return nil // a twin serves this slot of the batch
 	}
 	defer lock.Close()
-	gw := &groupWorker1{o: o, dir: dir, running: filepath.Join(dir, "workers", w+".running"), current: -1, term: make(chan os.Signal, 1)}
+	gw := &groupWorker{o: o, dir: dir, running: filepath.Join(dir, "workers", w+".running"), current: -1, term: make(chan os.Signal, 1)}
 	gw.setRunning(-1)
 	sig := make(chan os.Signal, 4)
 	signal.Notify(sig, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
@@ -78,7 +79,7 @@ func WorkGroup(ctx context.Context, o GroupWorkOptions) error {
 		}
 	}()
 	for {
-		i, ok, err := claim(filepath.Join(dir, "next"), gw.size)
+		i, ok, err := claim(gw.next, gw.size)
 		if err != nil {
 			return err
 		}
@@ -91,8 +92,8 @@ func WorkGroup(ctx context.Context, o GroupWorkOptions) error {
 	}
 }
 
-// groupWorker1 is one group worker's state.
-type groupWorker1 struct {
+// groupWorker is one group worker's state.
+type groupWorker struct {
 	o           GroupWorkOptions
 	dir         string
 	running     string // workers/K.running
@@ -105,6 +106,7 @@ type groupWorker1 struct {
 	batch       *runner.Batch
 	x           *runner.Executor
 	done        *os.File
+	next        *os.File // the claim counter, kept open (claim)
 
 	mu      sync.Mutex
 	current int  // the input being run (-1: none)
@@ -114,7 +116,7 @@ type groupWorker1 struct {
 }
 
 // load reads the batch: its template, its size and isolation, and every input.
-func (gw *groupWorker1) load(ctx context.Context) error {
+func (gw *groupWorker) load(ctx context.Context) error {
 	var info groupInfo
 	raw, err := os.ReadFile(filepath.Join(gw.dir, "group.json"))
 	if err != nil {
@@ -125,6 +127,9 @@ func (gw *groupWorker1) load(ctx context.Context) error {
 	}
 	gw.size, gw.isolation = info.Size, info.Isolation
 	if gw.done, err = os.OpenFile(filepath.Join(gw.dir, "done", strconv.Itoa(gw.o.Worker)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+		return err
+	}
+	if gw.next, err = filelock.Open(filepath.Join(gw.dir, "next"), os.O_RDWR|os.O_CREATE, 0o644); err != nil {
 		return err
 	}
 	if gw.t, err = layout.ReadTemplate(ctx, gw.st, gw.o.Group); err != nil {
@@ -152,7 +157,7 @@ func (gw *groupWorker1) load(ctx context.Context) error {
 const maxInputsInMemory = 64 << 20
 
 // input returns input i's bytes.
-func (gw *groupWorker1) input(ctx context.Context, i int) ([]byte, error) {
+func (gw *groupWorker) input(ctx context.Context, i int) ([]byte, error) {
 	if gw.inputs == nil {
 		return layout.ReadInput(ctx, gw.st, gw.o.Group, i)
 	}
@@ -165,7 +170,7 @@ func (gw *groupWorker1) input(ctx context.Context, i int) ([]byte, error) {
 
 // setRunning says which input this worker runs (-1: none) in workers/K.running, kept
 // open and rewritten in place (fixed width).
-func (gw *groupWorker1) setRunning(i int) {
+func (gw *groupWorker) setRunning(i int) {
 	if gw.runningFile == nil {
 		f, err := os.OpenFile(gw.running, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 		if err != nil {
@@ -178,7 +183,7 @@ func (gw *groupWorker1) setRunning(i int) {
 
 // signals: SIGUSR1 stops the current input if it was cancelled; SIGTERM stops it and
 // the worker.
-func (gw *groupWorker1) signals(sig <-chan os.Signal) {
+func (gw *groupWorker) signals(sig <-chan os.Signal) {
 	for s := range sig {
 		gw.mu.Lock()
 		cur, x := gw.current, gw.x
@@ -203,14 +208,14 @@ func (gw *groupWorker1) signals(sig <-chan os.Signal) {
 	}
 }
 
-func (gw *groupWorker1) stopping() bool {
+func (gw *groupWorker) stopping() bool {
 	gw.mu.Lock()
 	defer gw.mu.Unlock()
 	return gw.stopped
 }
 
 // run runs input i and records how it ended.
-func (gw *groupWorker1) run(ctx context.Context, i int) error {
+func (gw *groupWorker) run(ctx context.Context, i int) error {
 	id := job.ChildID(gw.o.Group, i)
 	defer gw.markDone(i)
 	if gone, err := layout.Gone(ctx, gw.st, gw.o.Group, i); err != nil || gone {
@@ -293,13 +298,13 @@ func (gw *groupWorker1) run(ctx context.Context, i int) error {
 }
 
 // path is where key is in the store (a file:// store: CanGroup).
-func (gw *groupWorker1) path(key string) string {
+func (gw *groupWorker) path(key string) string {
 	return filepath.Join(gw.st.LocalDir(), filepath.FromSlash(key))
 }
 
 // writeFile writes an object that no one reads before the envelope written after it
 // says it is there: in place, without a temporary file.
-func (gw *groupWorker1) writeFile(key string, data []byte) error {
+func (gw *groupWorker) writeFile(key string, data []byte) error {
 	p := gw.path(key)
 	err := os.WriteFile(p, data, 0o600)
 	if errors.Is(err, os.ErrNotExist) {
@@ -336,26 +341,23 @@ func (l *lazyFile) Close() {
 }
 
 // finish writes input id's result.json.
-func (gw *groupWorker1) finish(ctx context.Context, id string, env *job.Envelope, started, called time.Time) error {
+func (gw *groupWorker) finish(ctx context.Context, id string, env *job.Envelope, started, called time.Time) error {
 	env.StartedAt, env.CalledAt, env.FinishedAt = started, called, time.Now().UTC()
-	if !env.HasValue {
-		gw.st.Delete(ctx, store.ResultKey(id)) // a partial one from a killed call
-	}
 	return gw.st.Put(ctx, store.EnvelopeKey(id), env.Encode())
 }
 
-func (gw *groupWorker1) markDone(i int) {
+func (gw *groupWorker) markDone(i int) {
 	gw.done.Write([]byte(strconv.Itoa(i) + "\n"))
 }
 
 // failAll fails every input left to claim with err (the batch cannot run here).
-func (gw *groupWorker1) failAll(ctx context.Context, err error) error {
-	if gw.st == nil || gw.size == 0 || gw.done == nil {
+func (gw *groupWorker) failAll(ctx context.Context, err error) error {
+	if gw.st == nil || gw.size == 0 || gw.done == nil || gw.next == nil {
 		return err
 	}
 	env := runner.FailureEnvelope(err)
 	for {
-		i, ok, cerr := claim(filepath.Join(gw.dir, "next"), gw.size)
+		i, ok, cerr := claim(gw.next, gw.size)
 		if cerr != nil || !ok {
 			return err
 		}

@@ -36,7 +36,7 @@ func collectedChild(ctx context.Context, st *store.Store, gid, id string) (layou
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if c, ok := g.ids[id]; ok {
-		return c, g.tmpl, true, nil
+		return g.found(ctx, st, gid, c)
 	}
 	objs, err := st.List(ctx, layout.CollectedPrefix(gid))
 	if err != nil {
@@ -61,13 +61,22 @@ func collectedChild(ctx context.Context, st *store.Store, gid, id string) (layou
 	for _, c := range cs {
 		g.ids[c.JobID] = c
 	}
-	c, ok := g.ids[id]
-	if ok && g.tmpl == nil {
-		if g.tmpl, err = layout.ReadTemplate(ctx, st, gid); err != nil {
+	if c, ok := g.ids[id]; ok {
+		return g.found(ctx, st, gid, c)
+	}
+	return layout.Collected{}, nil, false, nil
+}
+
+// found returns c with the batch's template, read the first time a child is found.
+func (g *collectedGroup) found(ctx context.Context, st *store.Store, gid string, c layout.Collected) (layout.Collected, *layout.Template, bool, error) {
+	if g.tmpl == nil {
+		t, err := layout.ReadTemplate(ctx, st, gid)
+		if err != nil {
 			return layout.Collected{}, nil, false, err
 		}
+		g.tmpl = t
 	}
-	return c, g.tmpl, ok, nil
+	return c, g.tmpl, true, nil
 }
 
 // derivedTombstone is the tombstone of a derived batch child collected with its batch

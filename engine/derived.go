@@ -126,9 +126,10 @@ func (e *Engine) cacheTemplate(st *store.Store, gid string, t *layout.Template) 
 func (e *Engine) unwrittenChildren(ctx context.Context, st *store.Store, ids []string, present map[string]bool) map[string]*Job {
 	out := map[string]*Job{}
 	type group struct {
-		t    *layout.Template
-		gone map[int]bool
-		be   backend.Backend
+		t         *layout.Template
+		gone      map[int]bool
+		collected map[string]layout.Collected
+		be        backend.Backend
 	}
 	groups := map[string]*group{}
 	for _, id := range ids {
@@ -147,6 +148,12 @@ func (e *Engine) unwrittenChildren(ctx context.Context, st *store.Store, ids []s
 			if err != nil {
 				continue
 			}
+			// Collected with the batch: cleaned up, its tombstone says so (one
+			// listing for the batch, not one per child).
+			collected, err := layout.ReadCollected(ctx, st, gid)
+			if err != nil {
+				continue
+			}
 			be, err := e.backendFor(t.ChildHandle(gid, 0), st)
 			if err != nil {
 				continue
@@ -154,14 +161,14 @@ func (e *Engine) unwrittenChildren(ctx context.Context, st *store.Store, ids []s
 			if _, ok := be.(backend.Grouper); !ok {
 				continue
 			}
-			g = &group{t: t, gone: gone, be: be}
+			g = &group{t: t, gone: gone, collected: collected, be: be}
 			groups[gid] = g
 		}
 		if g == nil || g.gone[i] {
 			continue
 		}
-		if _, _, collected, err := collectedChild(ctx, st, gid, id); err != nil || collected {
-			continue // collected and cleaned up with its batch: its tombstone says so
+		if _, collected := g.collected[id]; collected {
+			continue
 		}
 		out[id] = &Job{Handle: g.t.ChildHandle(gid, i), Store: st, Backend: g.be}
 	}

@@ -91,7 +91,9 @@ func hashTree(ctx context.Context, root string) (*tree, error) {
 
 	workers := runtime.GOMAXPROCS(0)
 	g, gctx := errgroup.WithContext(ctx)
-	work := make(chan *fileEntry, 4*workers)
+	// The walk runs far ahead of the hashing: a worker that finds the queue empty parks,
+	// and waking it again costs more than the open of a small file.
+	work := make(chan *fileEntry, 4096)
 	g.Go(func() error {
 		defer close(work)
 		return walk(gctx, root, "", func(e *fileEntry) error {
@@ -105,6 +107,10 @@ func hashTree(ctx context.Context, root string) (*tree, error) {
 		})
 	})
 	for i := 0; i < workers; i++ {
+		if useLanes {
+			g.Go(func() error { return hashLanes(gctx, work) })
+			continue
+		}
 		g.Go(func() error {
 			buf := make([]byte, readBuf)
 			h := sha256.New()
@@ -149,10 +155,11 @@ func newFileHash(h hash.Hash, rel string) {
 	h.Write([]byte{0})
 }
 
-// hashFile sets e.sum and e.size from the file's current contents. Files of mmapMin
-// bytes or more are hashed from a read-only mapping of the page cache (no copy into a
-// buffer: 70% → 80%+ of the SHA-256 limit on 128 KiB files); smaller ones, and files
-// that cannot be mapped, are read.
+// hashFile sets e.sum and e.size from the file's current contents. The first readBuf
+// bytes are read; a file longer than that is hashed on from a read-only mapping of the
+// page cache (no copy into a buffer), or read on where it cannot be mapped. A small file
+// thus costs three system calls (open, one short read, close): on a VM, where a system
+// call costs about a microsecond, a stat per file is 1–2% of hashing it.
 func hashFile(ctx context.Context, h hash.Hash, e *fileEntry, buf []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -165,24 +172,46 @@ func hashFile(ctx context.Context, h hash.Hash, e *fileEntry, buf []byte) error 
 	}
 	defer unix.Close(fd)
 	newFileHash(h, e.rel)
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) == nil && st.Size >= mmapMin && st.Size <= maxMapped {
-		if n, ok, err := hashMapped(h, fd, st.Size); ok || err != nil {
-			if err != nil {
-				return fmt.Errorf("hash %s: %w", e.abs, err)
-			}
-			e.size = n
-			h.Sum(e.sum[:0])
-			return nil
-		}
+	n, short, err := readSome(h, fd, buf)
+	if err == nil && !short {
+		var rest int64
+		rest, err = hashRest(h, fd, n, buf)
+		n += rest
 	}
-	n, err := readAll(h, fd, buf)
 	if err != nil {
 		return fmt.Errorf("hash %s: %w", e.abs, err)
 	}
 	e.size = n
 	h.Sum(e.sum[:0])
 	return nil
+}
+
+// readSome hashes one read of fd into buf; short reports the end of the file (a regular
+// file reads short only there).
+func readSome(h hash.Hash, fd int, buf []byte) (n int64, short bool, err error) {
+	for {
+		k, err := unix.Read(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, false, err
+		}
+		h.Write(buf[:k])
+		return int64(k), k < len(buf), nil
+	}
+}
+
+// hashRest hashes fd from off (a multiple of the page size) to its end: from a mapping
+// when what is left is mmapMin or more, else by reading.
+func hashRest(h hash.Hash, fd int, off int64, buf []byte) (int64, error) {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) == nil && st.Size-off >= mmapMin && st.Size <= maxMapped {
+		if n, ok, err := hashMapped(h, fd, off, st.Size); ok || err != nil {
+			return n, err
+		}
+	}
+	return readAll(h, fd, buf)
 }
 
 // readAll hashes what is left of fd through buf. A read shorter than asked is the end of
@@ -210,12 +239,13 @@ const (
 	maxMapped = 1 << 40
 )
 
-// hashMapped hashes the size bytes of fd from a mapping; ok is false when the file
-// cannot be mapped (then nothing was hashed). A file truncated while it is mapped makes
-// the access fault: that is caught (SetPanicOnFault) and reported, never a crash. Bytes
-// appended since the stat are read on from the mapping's end.
-func hashMapped(h hash.Hash, fd int, size int64) (n int64, ok bool, err error) {
-	data, merr := unix.Mmap(fd, 0, int(size), unix.PROT_READ, unix.MAP_SHARED|mapPopulate)
+// hashMapped hashes bytes off to size of fd from a mapping and returns how many it
+// hashed; ok is false when the file cannot be mapped (then nothing was hashed). A file
+// truncated while it is mapped makes the access fault: that is caught (SetPanicOnFault)
+// and reported, never a crash. Bytes appended since the stat are read on from the
+// mapping's end.
+func hashMapped(h hash.Hash, fd int, off, size int64) (n int64, ok bool, err error) {
+	data, merr := unix.Mmap(fd, off, int(size-off), unix.PROT_READ, unix.MAP_SHARED|mapPopulate)
 	if merr != nil {
 		return 0, false, nil
 	}
@@ -232,7 +262,7 @@ func hashMapped(h hash.Hash, fd int, size int64) (n int64, ok bool, err error) {
 		return 0, true, err
 	}
 	rest, err := readAll(h, fd, make([]byte, 64<<10))
-	return size + rest, true, err
+	return size - off + rest, true, err
 }
 
 // walk calls fn for every file under dir in hash order. rel is dir relative to the root

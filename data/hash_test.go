@@ -4,10 +4,13 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"hash"
+	mrand "math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -233,27 +236,42 @@ func TestHashMappedShrunkFileIsAnError(t *testing.T) {
 	}
 	defer unix.Close(fd)
 	// As if the file had 8 MiB when it was looked at and 1 MiB now.
-	_, ok, err := hashMapped(sha256.New(), fd, 8<<20)
+	_, ok, err := hashMapped(sha256.New(), fd, 0, 8<<20)
 	if !ok || err == nil || !strings.Contains(err.Error(), "changed (shrank) while it was hashed") {
 		t.Fatalf("hashMapped of a shrunk file: ok=%v err=%v", ok, err)
 	}
 	// The same file hashed as it is now: the digest of its bytes.
-	n, ok, err := hashMapped(sha256.New(), fd, 1<<20)
+	n, ok, err := hashMapped(sha256.New(), fd, 0, 1<<20)
 	if !ok || err != nil || n != 1<<20 {
 		t.Fatalf("hashMapped of the file as it is: %d %v %v", n, ok, err)
 	}
+	// From an offset (what is left after the first read): the bytes after it.
+	n, ok, err = hashMapped(sha256.New(), fd, 4096, 1<<20)
+	if !ok || err != nil || n != 1<<20-4096 {
+		t.Fatalf("hashMapped from 4096: %d %v %v", n, ok, err)
+	}
 }
 
-// Large files (mapped) and small ones (read) hash to the same digests as a plain read of
-// every byte would give.
+// Large files (read, then mapped), small ones (read) and those around the size of one
+// read hash to the same digests as a plain read of every byte would give.
 func TestMappedAndReadDigestsAgree(t *testing.T) {
 	dir := t.TempDir()
 	big := make([]byte, 3<<20+17)
 	for i := range big {
 		big[i] = byte(i * 7)
 	}
-	os.WriteFile(filepath.Join(dir, "big.bin"), big, 0o644)
-	os.WriteFile(filepath.Join(dir, "small.bin"), big[:1000], 0o644)
+	files := []struct {
+		name string
+		size int
+	}{
+		{"big.bin", len(big)},           // one read, then a mapping
+		{"one-read.bin", readBuf},       // exactly one full read and an empty one
+		{"read-on.bin", readBuf + 4097}, // too little left to map: read on
+		{"small.bin", 1000},
+	}
+	for _, f := range files {
+		os.WriteFile(filepath.Join(dir, f.name), big[:f.size], 0o644)
+	}
 	got, err := ContentHash(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -267,9 +285,97 @@ func TestMappedAndReadDigestsAgree(t *testing.T) {
 	}
 	h := sha256.New()
 	h.Write([]byte("dir:"))
-	h.Write(file("big.bin", big))
-	h.Write(file("small.bin", big[:1000]))
+	for _, f := range files {
+		h.Write(file(f.name, big[:f.size]))
+	}
 	if want := hex.EncodeToString(h.Sum(nil)); got != want {
 		t.Errorf("ContentHash = %s, want %s", got, want)
+	}
+}
+
+// Trees of files of many sizes hash the same two files at a time (hashLanes: pieces of
+// different lengths paired, files that end while the other lane goes on, reads, mappings
+// and reads after a mapping) as one at a time with crypto/sha256.
+func TestLanesAgreeWithOneAtATime(t *testing.T) {
+	if !haveLanes {
+		t.Skip("no SHA extensions: files are hashed one at a time")
+	}
+	dir := t.TempDir()
+	rng := mrand.New(mrand.NewPCG(7, 8))
+	sizes := []int{0, 1, 55, 56, 63, 64, 65, 4095, 4096, 128 << 10, readBuf - 1, readBuf, readBuf + 1,
+		readBuf + mmapMin - 1, readBuf + mmapMin, 3<<20 + 17}
+	for i := 0; i < 60; i++ {
+		sizes = append(sizes, rng.IntN(300<<10))
+	}
+	for i, n := range sizes {
+		b := make([]byte, n)
+		for j := range b {
+			b[j] = byte(rng.Uint32())
+		}
+		sub := filepath.Join(dir, fmt.Sprintf("d%d", i%3), strings.Repeat("n", i%70)) // names of many lengths
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(sub, fmt.Sprintf("f%03d", i)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lanes, err := ContentHash(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	useLanes = false
+	defer func() { useLanes = haveLanes }()
+	one, err := ContentHash(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lanes != one {
+		t.Errorf("two at a time %s, one at a time %s", lanes, one)
+	}
+}
+
+// A fault on a lane's mapping (its file shrank after it was mapped) is that file's error,
+// whichever lane it is on, and the other lane's file is not blamed.
+func TestLaneFaultNamesTheFile(t *testing.T) {
+	if !haveLanes {
+		t.Skip("no SHA extensions")
+	}
+	p := filepath.Join(t.TempDir(), "shrinks.bin")
+	if err := os.WriteFile(p, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for faulty := 0; faulty < 2; faulty++ {
+		fd, err := unix.Open(p, unix.O_RDONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Mapped as if the file still had 8 MiB.
+		m, err := unix.Mmap(fd, 0, 8<<20, unix.PROT_READ, unix.MAP_SHARED)
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, err := unix.Open(os.DevNull, unix.O_RDONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lanes [2]laneFile
+		lanes[faulty] = laneFile{e: &fileEntry{abs: p}, fd: fd, mapped: m, data: m}
+		lanes[1-faulty] = laneFile{e: &fileEntry{abs: "other"}, fd: other, data: make([]byte, 16<<20)}
+		lanes[0].d.reset()
+		lanes[1].d.reset()
+		func() {
+			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+			err = guardFaults(&lanes, func() {
+				lanes[0].data, lanes[1].data = writeTwo(&lanes[0].d, &lanes[1].d, lanes[0].data, lanes[1].data)
+			})
+		}()
+		if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "changed (shrank) while it was hashed") {
+			t.Fatalf("lane %d: err = %v", faulty, err)
+		}
+		if lanes[faulty].e != nil || lanes[faulty].mapped != nil || lanes[1-faulty].e == nil {
+			t.Fatalf("lane %d: the faulty file is not closed, or the other one is", faulty)
+		}
+		unix.Close(other)
 	}
 }

@@ -1,0 +1,216 @@
+package data
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// laneFile is one file being hashed on a lane: where its bytes come from (a read into
+// the lane's buffer, then a mapping of the rest, then reads of what was appended) and
+// its digest so far.
+type laneFile struct {
+	e      *fileEntry
+	fd     int
+	buf    []byte
+	stage  int
+	off    int64  // bytes of the file taken so far
+	mapped []byte // the current mapping, unmapped when the next piece is taken
+	data   []byte // the current piece, not yet hashed
+	d      laneDigest
+}
+
+const (
+	stageFirst = iota // nothing read yet
+	stageMore         // the first read filled the buffer: map the rest if it is large
+	stageRead         // read on until a short read
+	stageLast         // the last piece has been taken
+)
+
+// next makes data the file's next piece; eof when there is none.
+func (f *laneFile) next() (eof bool, err error) {
+	if f.mapped != nil {
+		unix.Munmap(f.mapped)
+		f.mapped = nil
+	}
+	switch f.stage {
+	case stageLast:
+		return true, nil
+	case stageMore:
+		f.stage = stageRead
+		var st unix.Stat_t
+		if unix.Fstat(f.fd, &st) == nil && st.Size-f.off >= mmapMin && st.Size <= maxMapped {
+			m, err := unix.Mmap(f.fd, f.off, int(st.Size-f.off), unix.PROT_READ, unix.MAP_SHARED|mapPopulate)
+			if err == nil {
+				if _, err := unix.Seek(f.fd, st.Size, 0); err != nil {
+					unix.Munmap(m)
+					return false, err
+				}
+				f.mapped, f.data, f.off = m, m, st.Size
+				return false, nil
+			}
+		}
+	}
+	for {
+		k, err := unix.Read(f.fd, f.buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		f.data = f.buf[:k]
+		f.off += int64(k)
+		if k < len(f.buf) { // short: the end of the file (a regular file reads short only there)
+			f.stage = stageLast
+		} else if f.stage == stageFirst {
+			f.stage = stageMore
+		}
+		return false, nil
+	}
+}
+
+// close ends the file's hash; with a nil error the entry's size and digest are set.
+func (f *laneFile) close(err error) error {
+	if f.mapped != nil {
+		unix.Munmap(f.mapped)
+		f.mapped = nil
+	}
+	unix.Close(f.fd)
+	e := f.e
+	f.e, f.data = nil, nil
+	if err != nil {
+		return fmt.Errorf("hash %s: %w", e.abs, err)
+	}
+	e.size = f.off
+	f.d.sum(&e.sum)
+	return nil
+}
+
+// useLanes: files are hashed two at a time (hashLanes) where the CPU allows it; tests
+// turn it off to compare with one file at a time.
+var useLanes = haveLanes
+
+// readBufs are the lanes' read buffers, kept between hashes: a fresh buffer's pages
+// cost a fault each on first use.
+var readBufs = sync.Pool{New: func() any { b := make([]byte, readBuf); return &b }}
+
+// hashLanes hashes the files of work two at a time on this goroutine (see laneDigest),
+// each file as hashFile does.
+func hashLanes(ctx context.Context, work <-chan *fileEntry) (err error) {
+	var lanes [2]laneFile
+	for i := range lanes {
+		b := readBufs.Get().(*[]byte)
+		defer readBufs.Put(b)
+		lanes[i].buf = *b
+	}
+	defer func() {
+		for i := range lanes {
+			if lanes[i].e != nil {
+				lanes[i].close(err)
+			}
+		}
+	}()
+	// A file truncated while it is mapped makes the access fault: caught and reported.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+
+	// fill gives lane l a piece to hash, finishing its file and opening the next as
+	// needed; l.e is nil when no file is left.
+	fill := func(l *laneFile) error {
+		for len(l.data) == 0 {
+			if l.e != nil {
+				eof, err := l.next()
+				if err != nil {
+					return l.close(err)
+				}
+				if !eof {
+					continue
+				}
+				if err := l.close(nil); err != nil {
+					return err
+				}
+			}
+			e, ok := <-work
+			if !ok {
+				return nil
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			fd, err := unix.Open(e.abs, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return fmt.Errorf("hash %s: %w", e.abs, &os.PathError{Op: "open", Path: e.abs, Err: err})
+			}
+			*l = laneFile{e: e, fd: fd, buf: l.buf}
+			l.d.reset()
+			l.d.write([]byte(e.rel))
+			l.d.write([]byte{0})
+		}
+		return nil
+	}
+	a, b := &lanes[0], &lanes[1]
+	for {
+		if err := fill(a); err != nil {
+			return err
+		}
+		if err := fill(b); err != nil {
+			return err
+		}
+		if err := guardFaults(&lanes, func() {
+			switch {
+			case a.e != nil && b.e != nil:
+				a.data, b.data = writeTwo(&a.d, &b.d, a.data, b.data)
+				// A lane left with less than a block takes it now and moves on to its
+				// next piece; the other keeps its rest for the next round.
+				for _, l := range []*laneFile{a, b} {
+					if len(l.data) < 64 {
+						l.d.write(l.data)
+						l.data = nil
+					}
+				}
+			case a.e != nil:
+				a.d.write(a.data)
+				a.data = nil
+			case b.e != nil:
+				b.d.write(b.data)
+				b.data = nil
+			}
+		}); err != nil {
+			return err
+		}
+		if a.e == nil && b.e == nil {
+			return nil
+		}
+	}
+}
+
+// guardFaults runs hash, turning a fault on a lane's mapping (its file shrank) into that
+// file's error.
+func guardFaults(lanes *[2]laneFile, hash func()) (err error) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		if fe, ok := r.(interface{ Addr() uintptr }); ok {
+			for i := range lanes {
+				l := &lanes[i]
+				if len(l.mapped) > 0 {
+					start := uintptr(unsafe.Pointer(&l.mapped[0]))
+					if a := fe.Addr(); a >= start && a < start+uintptr(len(l.mapped)) {
+						err = l.close(fmt.Errorf("the file changed (shrank) while it was hashed; hash it again once it is written: %v", r))
+						return
+					}
+				}
+			}
+		}
+		panic(r)
+	}()
+	hash()
+	return nil
+}

@@ -107,8 +107,8 @@ func hashTree(ctx context.Context, root string) (*tree, error) {
 		})
 	})
 	for i := 0; i < workers; i++ {
-		if useLanes {
-			g.Go(func() error { return hashLanes(gctx, work) })
+		if k := laneKernelInUse; k != nil {
+			g.Go(func() error { return hashLanes(gctx, work, k) })
 			continue
 		}
 		g.Go(func() error {

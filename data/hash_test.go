@@ -293,12 +293,13 @@ func TestMappedAndReadDigestsAgree(t *testing.T) {
 	}
 }
 
-// Trees of files of many sizes hash the same two files at a time (hashLanes: pieces of
+// Trees of files of many sizes hash the same several files at a time (hashLanes: pieces of
 // different lengths paired, files that end while the other lane goes on, reads, mappings
 // and reads after a mapping) as one at a time with crypto/sha256.
 func TestLanesAgreeWithOneAtATime(t *testing.T) {
-	if !haveLanes {
-		t.Skip("no SHA extensions: files are hashed one at a time")
+	ks := kernels()
+	if len(ks) == 0 {
+		t.Skip("no lane kernel on this CPU: files are hashed one at a time")
 	}
 	dir := t.TempDir()
 	rng := mrand.New(mrand.NewPCG(7, 8))
@@ -320,62 +321,75 @@ func TestLanesAgreeWithOneAtATime(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	lanes, err := ContentHash(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	useLanes = false
-	defer func() { useLanes = haveLanes }()
+	defer func() { laneKernelInUse = bestKernel() }()
+	laneKernelInUse = nil
 	one, err := ContentHash(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lanes != one {
-		t.Errorf("two at a time %s, one at a time %s", lanes, one)
+	for _, k := range ks {
+		laneKernelInUse = k
+		lanes, err := ContentHash(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lanes != one {
+			t.Errorf("%s: %s, one at a time %s", k.name, lanes, one)
+		}
 	}
 }
 
 // A fault on a lane's mapping (its file shrank after it was mapped) is that file's error,
 // whichever lane it is on, and the other lane's file is not blamed.
 func TestLaneFaultNamesTheFile(t *testing.T) {
-	if !haveLanes {
-		t.Skip("no SHA extensions")
-	}
 	p := filepath.Join(t.TempDir(), "shrinks.bin")
 	if err := os.WriteFile(p, make([]byte, 1<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for faulty := 0; faulty < 2; faulty++ {
-		fd, err := unix.Open(p, unix.O_RDONLY, 0)
-		if err != nil {
-			t.Fatal(err)
+	for _, k := range kernels() {
+		for faulty := 0; faulty < k.lanes; faulty++ {
+			fd, err := unix.Open(p, unix.O_RDONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Mapped as if the file still had 8 MiB.
+			m, err := unix.Mmap(fd, 0, 8<<20, unix.PROT_READ, unix.MAP_SHARED)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lanes := make([]laneFile, k.lanes)
+			open := make([]*laneStream, k.lanes)
+			for i := range lanes {
+				if i == faulty {
+					lanes[i] = laneFile{e: &fileEntry{abs: p}, fd: fd, mapped: m, laneStream: laneStream{data: m}}
+				} else {
+					other, err := unix.Open(os.DevNull, unix.O_RDONLY, 0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					lanes[i] = laneFile{e: &fileEntry{abs: "other"}, fd: other, laneStream: laneStream{data: make([]byte, 16<<20)}}
+				}
+				lanes[i].d.reset()
+				open[i] = &lanes[i].laneStream
+			}
+			func() {
+				defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+				err = guardFaults(lanes, func() { k.step(open, nil) })
+			}()
+			if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "changed (shrank) while it was hashed") {
+				t.Fatalf("%s, lane %d: err = %v", k.name, faulty, err)
+			}
+			for i := range lanes {
+				if i == faulty && (lanes[i].e != nil || lanes[i].mapped != nil) {
+					t.Fatalf("%s, lane %d: the faulty file is not closed", k.name, faulty)
+				}
+				if i != faulty {
+					if lanes[i].e == nil {
+						t.Fatalf("%s, lane %d: lane %d's file was closed too", k.name, faulty, i)
+					}
+					unix.Close(lanes[i].fd)
+				}
+			}
 		}
-		// Mapped as if the file still had 8 MiB.
-		m, err := unix.Mmap(fd, 0, 8<<20, unix.PROT_READ, unix.MAP_SHARED)
-		if err != nil {
-			t.Fatal(err)
-		}
-		other, err := unix.Open(os.DevNull, unix.O_RDONLY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var lanes [2]laneFile
-		lanes[faulty] = laneFile{e: &fileEntry{abs: p}, fd: fd, mapped: m, data: m}
-		lanes[1-faulty] = laneFile{e: &fileEntry{abs: "other"}, fd: other, data: make([]byte, 16<<20)}
-		lanes[0].d.reset()
-		lanes[1].d.reset()
-		func() {
-			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-			err = guardFaults(&lanes, func() {
-				lanes[0].data, lanes[1].data = writeTwo(&lanes[0].d, &lanes[1].d, lanes[0].data, lanes[1].data)
-			})
-		}()
-		if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "changed (shrank) while it was hashed") {
-			t.Fatalf("lane %d: err = %v", faulty, err)
-		}
-		if lanes[faulty].e != nil || lanes[faulty].mapped != nil || lanes[1-faulty].e == nil {
-			t.Fatalf("lane %d: the faulty file is not closed, or the other one is", faulty)
-		}
-		unix.Close(other)
 	}
 }

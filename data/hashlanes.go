@@ -15,14 +15,13 @@ import (
 // the lane's buffer, then a mapping of the rest, then reads of what was appended) and
 // its digest so far.
 type laneFile struct {
-	e      *fileEntry
-	fd     int
-	buf    []byte
-	stage  int
-	off    int64  // bytes of the file taken so far
-	mapped []byte // the current mapping, unmapped when the next piece is taken
-	data   []byte // the current piece, not yet hashed
-	d      laneDigest
+	laneStream // the digest and the current piece, not yet hashed
+	e          *fileEntry
+	fd         int
+	buf        []byte
+	stage      int
+	off        int64  // bytes of the file taken so far
+	mapped     []byte // the current mapping, unmapped when the next piece is taken
 }
 
 const (
@@ -92,18 +91,18 @@ func (f *laneFile) close(err error) error {
 	return nil
 }
 
-// useLanes: files are hashed two at a time (hashLanes) where the CPU allows it; tests
-// turn it off to compare with one file at a time.
-var useLanes = haveLanes
+// laneKernelInUse is how files are hashed several at a time on this CPU (hashLanes), or
+// nil: one at a time (hashFile). Tests set it to compare the two.
+var laneKernelInUse = bestKernel()
 
 // readBufs are the lanes' read buffers, kept between hashes: a fresh buffer's pages
 // cost a fault each on first use.
 var readBufs = sync.Pool{New: func() any { b := make([]byte, readBuf); return &b }}
 
-// hashLanes hashes the files of work two at a time on this goroutine (see laneDigest),
-// each file as hashFile does.
-func hashLanes(ctx context.Context, work <-chan *fileEntry) (err error) {
-	var lanes [2]laneFile
+// hashLanes hashes the files of work several at a time on this goroutine with kernel
+// k, each file as hashFile does.
+func hashLanes(ctx context.Context, work <-chan *fileEntry, k *laneKernel) (err error) {
+	lanes := make([]laneFile, k.lanes)
 	for i := range lanes {
 		b := readBufs.Get().(*[]byte)
 		defer readBufs.Put(b)
@@ -153,45 +152,29 @@ func hashLanes(ctx context.Context, work <-chan *fileEntry) (err error) {
 		}
 		return nil
 	}
-	a, b := &lanes[0], &lanes[1]
+	open, ready := make([]*laneStream, 0, k.lanes), make([]*laneStream, 0, k.lanes)
 	for {
-		if err := fill(a); err != nil {
-			return err
-		}
-		if err := fill(b); err != nil {
-			return err
-		}
-		if err := guardFaults(&lanes, func() {
-			switch {
-			case a.e != nil && b.e != nil:
-				a.data, b.data = writeTwo(&a.d, &b.d, a.data, b.data)
-				// A lane left with less than a block takes it now and moves on to its
-				// next piece; the other keeps its rest for the next round.
-				for _, l := range []*laneFile{a, b} {
-					if len(l.data) < 64 {
-						l.d.write(l.data)
-						l.data = nil
-					}
-				}
-			case a.e != nil:
-				a.d.write(a.data)
-				a.data = nil
-			case b.e != nil:
-				b.d.write(b.data)
-				b.data = nil
+		open = open[:0]
+		for i := range lanes {
+			if err := fill(&lanes[i]); err != nil {
+				return err
 			}
-		}); err != nil {
-			return err
+			if lanes[i].e != nil {
+				open = append(open, &lanes[i].laneStream)
+			}
 		}
-		if a.e == nil && b.e == nil {
+		if len(open) == 0 {
 			return nil
+		}
+		if err := guardFaults(lanes, func() { k.step(open, ready) }); err != nil {
+			return err
 		}
 	}
 }
 
 // guardFaults runs hash, turning a fault on a lane's mapping (its file shrank) into that
 // file's error.
-func guardFaults(lanes *[2]laneFile, hash func()) (err error) {
+func guardFaults(lanes []laneFile, hash func()) (err error) {
 	defer func() {
 		r := recover()
 		if r == nil {

@@ -1,5 +1,7 @@
 package data
 
+//go:generate go run sha256lanes_gen.go sha256lanes_amd64.s
+
 import (
 	"crypto/sha256"
 	"encoding"

@@ -5,7 +5,7 @@
 // interleaved keep the SHA unit busy while each message's rounds wait on the previous
 // ones (SHA256RNDS2 has a latency of several cycles and each round depends on the last).
 //
-//	go run sha256lanes_gen.go > sha256lanes_amd64.s
+//	go generate ./data   (go run sha256lanes_gen.go sha256lanes_amd64.s)
 package main
 
 import (
@@ -340,5 +340,12 @@ noavx:
 	MOVB $0, ret+0(FP)
 	RET
 `)
+	if len(os.Args) > 1 {
+		if err := os.WriteFile(os.Args[1], []byte(out.String()), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	os.Stdout.WriteString(out.String())
 }

@@ -4,8 +4,28 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"testing"
 )
+
+// The assembly is what its generator writes (go generate ./data after changing it).
+func TestGeneratedAssemblyIsCurrent(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	want, err := exec.Command("go", "run", "sha256lanes_gen.go").Output()
+	if err != nil {
+		t.Fatalf("go run sha256lanes_gen.go: %v", err)
+	}
+	got, err := os.ReadFile("sha256lanes_amd64.s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("sha256lanes_amd64.s is not what sha256lanes_gen.go writes: run go generate ./data")
+	}
+}
 
 // kernels are the lane kernels this CPU can run.
 func kernels() []*laneKernel {

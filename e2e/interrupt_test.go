@@ -99,6 +99,45 @@ func TestCtrlC(t *testing.T) {
 			t.Errorf("the job after Ctrl-C in Python: %v, want FAILED (cancelled)", st)
 		}
 	})
+
+	t.Run("python/batch results() leaves the batch running", func(t *testing.T) {
+		py := "/usr/bin/python3"
+		if _, err := os.Stat(py); err != nil {
+			t.Skip("no /usr/bin/python3")
+		}
+		// The batch was started by run_async_map, not by the wait: Ctrl-C in results()
+		// stops waiting, leaves it running and says how to get it back.
+		script := filepath.Join(e.dir, "slowbatch.py")
+		os.WriteFile(script, []byte("import sys, time, kinetic\n\n@kinetic.run(accelerator='cpu')\ndef slow(i):\n    time.sleep(300)\n\n"+
+			"b = slow.run_async_map(range(3))\nprint('batch', b.group_id, 'started', flush=True)\nb.results()\n"), 0o644)
+		penv := append(append([]string{}, envs...), "KINETIC_BIN="+e.bin, "PYTHONPATH="+filepath.Join(repoRoot(), "python"))
+		tm := tmuxtest.Start(t, e.dir, penv, py, "slowbatch.py")
+		m := regexp.MustCompile(`batch (\S+) started`).FindStringSubmatch(tm.WaitFor(" started", 90*time.Second))
+		if m == nil {
+			t.Fatalf("no batch ID on the screen:\n%s", tm.Screen())
+		}
+		g := m[1]
+		time.Sleep(2 * time.Second) // results() is waiting
+		tm.Keys("C-c")
+		s := tm.WaitFor("KeyboardInterrupt: batch ", 60*time.Second)
+		if code := tm.Exit(30 * time.Second); code != 130 {
+			t.Errorf("python exit %d after Ctrl-C, want 130:\n%s", code, s)
+		}
+		for _, want := range []string{"kinetic: stopped waiting for batch " + g + " (0 of 3 finished); it keeps running",
+			"kinetic.attach_batch('" + g + "').results()", "kinetic batch cancel " + g, "KeyboardInterrupt: batch " + g + " left running"} {
+			if !strings.Contains(strings.ReplaceAll(s, "\n", ""), want) {
+				t.Errorf("Ctrl-C in results() does not say %q:\n%s", want, s)
+			}
+		}
+		noGoText(t, s)
+		if r := e.run("batch", "status", g, "--json"); r.code != 0 || !strings.Contains(r.stdout, "RUNNING") {
+			t.Errorf("the batch after Ctrl-C in results() (exit %d):\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		e.run("batch", "cancel", g)
+		if r := e.run("batch", "status", g, "-f"); r.code != 0 { // until every child is final
+			t.Errorf("batch status -f after cancel: exit %d\n%s", r.code, r.stderr)
+		}
+	})
 }
 
 // A per-job time limit (--timeout, timeout= in Python): the call is stopped at it and

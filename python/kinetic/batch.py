@@ -130,16 +130,35 @@ class BatchHandle:
 
     def wait(self, *, timeout: Optional[float] = None) -> None:
         """Block until every job is terminal (and submission is over)."""
-        for _ in self._watch(timeout):
-            pass
+        try:
+            for _ in self._watch(timeout):
+                pass
+        except KeyboardInterrupt:
+            raise self._left_running() from None
+
+    def _left_running(self):
+        """Ctrl-C while waiting on the batch: the batch was not started by this wait, so
+        it keeps running; say so, with how to pick it up again or stop it. Returns the
+        KeyboardInterrupt to raise (it names the batch)."""
+        g = self.group_id
+        done = sum(1 for s in self._statuses if s is not None and s.terminal)
+        total = self._total if self._total is not None else len(self._jobs)
+        sys.stderr.write("\nkinetic: stopped waiting for batch %s (%d of %d finished); it keeps running.\n"
+                         "kinetic: re-attach: kinetic.attach_batch(%r).results(), or `kinetic batch status %s`; "
+                         "stop it: `kinetic batch cancel %s`\n" % (g, done, total, g, g, g))
+        sys.stderr.flush()
+        return KeyboardInterrupt("batch %s left running" % g)
 
     def as_completed(self, *, poll_interval: float = 5.0, timeout: Optional[float] = None) -> Iterator[JobHandle]:
         """Yield jobs as they reach a terminal state, in completion order, even while
         inputs are still being submitted. (The engine watches the batch and reports each
         child once; poll_interval bounds how long a quiet wait lasts between checks.)"""
-        for c in self._watch(timeout):
-            if c.get("handle"):
-                yield self._jobs[c["index"]]
+        try:
+            for c in self._watch(timeout):
+                if c.get("handle"):
+                    yield self._jobs[c["index"]]
+        except KeyboardInterrupt:
+            raise self._left_running() from None
 
     def _watch(self, timeout):
         """Child reports from the engine as they come (submission failures included)."""
@@ -229,8 +248,18 @@ class BatchHandle:
             for c in self._watch(timeout):
                 order.append(c["index"])
                 bar.update(len(order), failed=c.get("status") == "FAILED")
+        except KeyboardInterrupt:
+            bar.close()
+            raise self._left_running() from None
         finally:
             bar.close()
+        try:
+            return self._collect(order, start, timeout, ordered, cleanup, return_exceptions)
+        except KeyboardInterrupt:
+            raise self._left_running() from None
+
+    def _collect(self, order, start, timeout, ordered, cleanup, return_exceptions):
+        """results() once every child is final: read their values in one request."""
         self._refresh(status=False)
         jobs = self._jobs
         n = len(jobs)
@@ -371,3 +400,4 @@ class _Bar:
         if self._drawn:
             sys.stderr.write("\r\x1b[2K")
             sys.stderr.flush()
+            self._drawn = False

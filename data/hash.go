@@ -14,7 +14,6 @@ import (
 	"runtime/debug"
 
 	"golang.org/x/sync/errgroup"
-	"golang.org/x/sys/unix"
 )
 
 // The content hash (the reference's content_hash(), byte for byte as docs/data.md
@@ -155,115 +154,44 @@ func newFileHash(h hash.Hash, rel string) {
 	h.Write([]byte{0})
 }
 
-// hashFile sets e.sum and e.size from the file's current contents. The first readBuf
-// bytes are read; a file longer than that is hashed on from a read-only mapping of the
-// page cache (no copy into a buffer), or read on where it cannot be mapped. A small file
-// thus costs three system calls (open, one short read, close): on a VM, where a system
-// call costs about a microsecond, a stat per file is 1–2% of hashing it.
+// hashFile sets e.sum and e.size from the file's current contents, one file on its own
+// with h: the file is taken in the pieces a lane takes it in (laneFile.next: one read of
+// up to len(buf) bytes, then a mapping of the rest, or reads), and a fault on the mapping
+// (the file shrank) is that file's error.
 func hashFile(ctx context.Context, h hash.Hash, e *fileEntry, buf []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// The file is opened and read with plain system calls: os.File would first try to
-	// register it with the network poller (a failing epoll_ctl per file).
-	fd, err := unix.Open(e.abs, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	f, err := openLaneFile(e, buf)
 	if err != nil {
-		return fmt.Errorf("hash %s: %w", e.abs, &os.PathError{Op: "open", Path: e.abs, Err: err})
+		return err
 	}
-	defer unix.Close(fd)
 	newFileHash(h, e.rel)
-	n, short, err := readSome(h, fd, buf)
-	if err == nil && !short {
-		var rest int64
-		rest, err = hashRest(h, fd, n, buf)
-		n += rest
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	lanes := []laneFile{f}
+	l := &lanes[0]
+	for {
+		eof, err := l.next()
+		if err != nil {
+			return l.close(err)
+		}
+		if eof {
+			break
+		}
+		if err := guardFaults(lanes, func() { h.Write(l.data) }); err != nil {
+			return err
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("hash %s: %w", e.abs, err)
-	}
-	e.size = n
+	l.release()
+	e.size = l.off
 	h.Sum(e.sum[:0])
 	return nil
-}
-
-// readSome hashes one read of fd into buf; short reports the end of the file (a regular
-// file reads short only there).
-func readSome(h hash.Hash, fd int, buf []byte) (n int64, short bool, err error) {
-	for {
-		k, err := unix.Read(fd, buf)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return 0, false, err
-		}
-		h.Write(buf[:k])
-		return int64(k), k < len(buf), nil
-	}
-}
-
-// hashRest hashes fd from off (a multiple of the page size) to its end: from a mapping
-// when what is left is mmapMin or more, else by reading.
-func hashRest(h hash.Hash, fd int, off int64, buf []byte) (int64, error) {
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) == nil && st.Size-off >= mmapMin && st.Size <= maxMapped {
-		if n, ok, err := hashMapped(h, fd, off, st.Size); ok || err != nil {
-			return n, err
-		}
-	}
-	return readAll(h, fd, buf)
-}
-
-// readAll hashes what is left of fd through buf. A read shorter than asked is the end of
-// a regular file, so a small file takes one read, not two.
-func readAll(h hash.Hash, fd int, buf []byte) (int64, error) {
-	var n int64
-	for {
-		k, err := unix.Read(fd, buf)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return n, err
-		}
-		h.Write(buf[:k])
-		n += int64(k)
-		if k < len(buf) {
-			return n, nil // short: the end of the file (a regular file reads short only there)
-		}
-	}
 }
 
 const (
 	mmapMin   = 1 << 20 // below this a read costs less than a mapping and its unmapping
 	maxMapped = 1 << 40
 )
-
-// hashMapped hashes bytes off to size of fd from a mapping and returns how many it
-// hashed; ok is false when the file cannot be mapped (then nothing was hashed). A file
-// truncated while it is mapped makes the access fault: that is caught (SetPanicOnFault)
-// and reported, never a crash. Bytes appended since the stat are read on from the
-// mapping's end.
-func hashMapped(h hash.Hash, fd int, off, size int64) (n int64, ok bool, err error) {
-	data, merr := unix.Mmap(fd, off, int(size-off), unix.PROT_READ, unix.MAP_SHARED|mapPopulate)
-	if merr != nil {
-		return 0, false, nil
-	}
-	defer unix.Munmap(data)
-	old := debug.SetPanicOnFault(true)
-	defer func() {
-		debug.SetPanicOnFault(old)
-		if r := recover(); r != nil {
-			n, ok, err = 0, true, fmt.Errorf("the file changed (shrank) while it was hashed; hash it again once it is written: %v", r)
-		}
-	}()
-	h.Write(data)
-	if _, err := unix.Seek(fd, size, io.SeekStart); err != nil {
-		return 0, true, err
-	}
-	rest, err := readAll(h, fd, make([]byte, 64<<10))
-	return size - off + rest, true, err
-}
 
 // walk calls fn for every file under dir in hash order. rel is dir relative to the root
 // ("" for the root).

@@ -74,15 +74,32 @@ func (f *laneFile) next() (eof bool, err error) {
 	}
 }
 
-// close ends the file's hash; with a nil error the entry's size and digest are set.
-func (f *laneFile) close(err error) error {
+// openLaneFile opens e's file to be taken in pieces through buf.
+func openLaneFile(e *fileEntry, buf []byte) (laneFile, error) {
+	// Plain system calls: os.File would first try to register the file with the network
+	// poller (a failing epoll_ctl per file).
+	fd, err := unix.Open(e.abs, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return laneFile{}, fmt.Errorf("hash %s: %w", e.abs, &os.PathError{Op: "open", Path: e.abs, Err: err})
+	}
+	return laneFile{e: e, fd: fd, buf: buf}, nil
+}
+
+// release unmaps and closes the file, which leaves the lane.
+func (f *laneFile) release() {
 	if f.mapped != nil {
 		unix.Munmap(f.mapped)
 		f.mapped = nil
 	}
 	unix.Close(f.fd)
-	e := f.e
 	f.e, f.data = nil, nil
+}
+
+// close ends the file's hash on the lane; with a nil error the entry's size and digest
+// are set from the lane's digest.
+func (f *laneFile) close(err error) error {
+	e := f.e
+	f.release()
 	if err != nil {
 		return fmt.Errorf("hash %s: %w", e.abs, err)
 	}
@@ -100,7 +117,7 @@ var laneKernelInUse = bestKernel()
 var readBufs = sync.Pool{New: func() any { b := make([]byte, readBuf); return &b }}
 
 // hashLanes hashes the files of work several at a time on this goroutine with kernel
-// k, each file as hashFile does.
+// k, each file taken as hashFile takes it.
 func hashLanes(ctx context.Context, work <-chan *fileEntry, k *laneKernel) (err error) {
 	lanes := make([]laneFile, k.lanes)
 	for i := range lanes {
@@ -141,11 +158,11 @@ func hashLanes(ctx context.Context, work <-chan *fileEntry, k *laneKernel) (err 
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			fd, err := unix.Open(e.abs, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			f, err := openLaneFile(e, l.buf)
 			if err != nil {
-				return fmt.Errorf("hash %s: %w", e.abs, &os.PathError{Op: "open", Path: e.abs, Err: err})
+				return err
 			}
-			*l = laneFile{e: e, fd: fd, buf: l.buf}
+			*l = f
 			l.d.reset()
 			l.d.write([]byte(e.rel))
 			l.d.write([]byte{0})

@@ -245,15 +245,12 @@ class BatchHandle:
         bar = _Bar("batch %s" % self.group_id, lambda: max(self._total or 0, len(self._jobs)))
         order: List[int] = []
         try:
-            for c in self._watch(timeout):
-                order.append(c["index"])
-                bar.update(len(order), failed=c.get("status") == "FAILED")
-        except KeyboardInterrupt:
-            bar.close()
-            raise self._left_running() from None
-        finally:
-            bar.close()
-        try:
+            try:
+                for c in self._watch(timeout):
+                    order.append(c["index"])
+                    bar.update(len(order), failed=c.get("status") == "FAILED")
+            finally:
+                bar.close()  # before any message
             return self._collect(order, start, timeout, ordered, cleanup, return_exceptions)
         except KeyboardInterrupt:
             raise self._left_running() from None
@@ -400,4 +397,3 @@ class _Bar:
         if self._drawn:
             sys.stderr.write("\r\x1b[2K")
             sys.stderr.flush()
-            self._drawn = False

@@ -127,7 +127,7 @@ func newJobsStatusCmd(g *Globals) *cobra.Command {
 				t := gone.Tombstone
 				if f.asJSON {
 					return writeJSON(cmd.OutOrStdout(), map[string]any{"handle": &job.Handle{JobID: t.JobID, DisplayName: t.DisplayName, Accelerator: t.Accelerator, Backend: t.Backend, CreatedAt: t.CreatedAt, GroupID: t.GroupID, GroupIndex: t.GroupIndex},
-						"status": t.State, "collected": true, "finished_at": t.FinishedAt, "cleaned_at": t.CleanedAt, "removed": t.Removed})
+						"status": t.State, "collected": true, "collected_by": t.CollectedBy, "finished_at": t.FinishedAt, "cleaned_at": t.CleanedAt, "removed": t.Removed})
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", t.State, strings.TrimPrefix(t.Summary(), "succeeded; "))
 				return nil
@@ -239,7 +239,9 @@ tombstone says it succeeded), except for debug jobs: --no-cleanup keeps it.`,
 				clean = cleanup && !noCleanup
 			}
 			perr := printResult(cmd, res, err, f.asJSON)
-			if clean && res.Envelope != nil && res.Envelope.Success {
+			// Only once the value is printed (perr is nil for a success whose value
+			// reached stdout): a value that could not be written is kept in the store.
+			if clean && perr == nil && res.Envelope != nil && res.Envelope.Success {
 				if err := collectAndClean(cmd.Context(), j); err != nil {
 					fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: warning: %v; the job is kept (`kinetic jobs cleanup %s` removes it)\n", err, j.Handle.JobID)
 				}
@@ -254,12 +256,13 @@ tombstone says it succeeded), except for debug jobs: --no-cleanup keeps it.`,
 	return cmd
 }
 
-// collectAndClean records that j's result was collected (batch.Collect: its tombstone,
-// and for a batch child the group's record) and removes the job, as JobHandle.result()
-// does.
+// collectAndClean claims j's result for this command (batch.Collect: its tombstone, and
+// for a batch child the group's record) and removes the job, as JobHandle.result()
+// does. A job another collector claimed first is theirs to clean up.
 func collectAndClean(ctx context.Context, j *engine.Job) error {
-	if len(batch.Collect(ctx, []*engine.Job{j})) == 0 {
-		return nil // not recorded, so kept whole; Collect said so
+	mine, _ := batch.Collect(ctx, []*engine.Job{j}, "`kinetic jobs result`, "+engine.ProcessName())
+	if len(mine) == 0 {
+		return nil // not recorded, so kept whole (Collect said so), or another's
 	}
 	return j.CleanupCollected(ctx)
 }

@@ -139,7 +139,11 @@ func printResult(cmd *cobra.Command, res *engine.Result, resErr error, asJSON bo
 	env := res.Envelope
 	if env != nil && env.Success {
 		if !asJSON && env.ValueRepr != "" {
-			fmt.Fprintln(cmd.OutOrStdout(), env.ValueRepr)
+			// A value that cannot be written (a closed pipe) is an error: the caller
+			// must not clean up what nobody received.
+			if _, err := fmt.Fprintln(cmd.OutOrStdout(), env.ValueRepr); err != nil {
+				return fmt.Errorf("the value could not be written to standard output (%v); the job is kept: `kinetic jobs result JOB_ID` prints it again", err)
+			}
 		}
 		return nil
 	}

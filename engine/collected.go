@@ -59,7 +59,9 @@ func collectedChild(ctx context.Context, st *store.Store, gid, id string) (layou
 		g.read[k] = true
 	}
 	for _, c := range cs {
-		g.ids[c.JobID] = c
+		if _, ok := g.ids[c.JobID]; !ok { // the first record claimed it (layout.ClaimedBy)
+			g.ids[c.JobID] = c
+		}
 	}
 	if c, ok := g.ids[id]; ok {
 		return g.found(ctx, st, gid, c)
@@ -90,5 +92,7 @@ func derivedTombstone(ctx context.Context, st *store.Store, id string) (*job.Tom
 	if err != nil || !ok {
 		return nil, err
 	}
-	return job.NewTombstone(t.ChildHandle(gid, i), c.CollectedAt, c.CollectedAt), nil
+	ts := job.NewTombstone(t.ChildHandle(gid, i), c.CollectedAt, c.CollectedAt)
+	ts.CollectedBy = c.CollectedBy
+	return ts, nil
 }

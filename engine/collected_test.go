@@ -28,7 +28,7 @@ func TestDerivedTombstone(t *testing.T) {
 	}
 	at := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	c0, c1, c2 := job.ChildID(gid, 0), job.ChildID(gid, 1), job.ChildID(gid, 2)
-	if err := layout.RecordCollected(ctx, st, gid, []layout.Collected{{JobID: c0, Index: "0", CollectedAt: at}}); err != nil {
+	if _, err := layout.RecordCollected(ctx, st, gid, []layout.Collected{{JobID: c0, Index: "0", CollectedAt: at}}); err != nil {
 		t.Fatal(err)
 	}
 	// A child not collected first: the records are read, the template is not needed.
@@ -39,7 +39,7 @@ func TestDerivedTombstone(t *testing.T) {
 	if err != nil || ts == nil || ts.JobID != c0 || ts.State != job.Succeeded || !ts.CleanedAt.Equal(at) || ts.GroupIndex != "0" {
 		t.Fatalf("child 0, collected: %+v, %v", ts, err)
 	}
-	if err := layout.RecordCollected(ctx, st, gid, []layout.Collected{{JobID: c2, Index: "2", CollectedAt: at}}); err != nil {
+	if _, err := layout.RecordCollected(ctx, st, gid, []layout.Collected{{JobID: c2, Index: "2", CollectedAt: at}}); err != nil {
 		t.Fatal(err)
 	}
 	if ts, err := derivedTombstone(ctx, st, c2); err != nil || ts == nil || ts.GroupIndex != "2" {

@@ -2,8 +2,11 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/user"
 	"sort"
 	"strings"
 	"time"
@@ -28,9 +31,8 @@ type CleanedUpError struct {
 
 func (e *CleanedUpError) Error() string {
 	t := e.Tombstone
-	when := t.CleanedAt.Local().Format(time.DateTime)
 	if e.What != "" {
-		return fmt.Sprintf("the %s of job %s were removed by cleanup: it succeeded and its result was collected and cleaned up at %s (result(cleanup=False) or `kinetic jobs result` keeps a job's objects)", e.What, t.JobID, when)
+		return fmt.Sprintf("the %s of job %s were removed by cleanup: it succeeded and its result was %s, then cleaned up (result(cleanup=False) or `kinetic jobs result --no-cleanup` keeps a job's objects)", e.What, t.JobID, t.CollectedBySummary())
 	}
 	return fmt.Sprintf("job %s %s: its logs and result were removed by cleanup (result(cleanup=False) keeps them)", t.JobID, t.Summary())
 }
@@ -125,19 +127,31 @@ func (e *Engine) storeOrDefault(ctx context.Context, storeURL string) (*store.St
 	return e.Store(ctx, storeURL)
 }
 
-// MarkCollected writes the job's tombstone: its result was collected and it is about to
-// be cleaned up (CleanupCollected). Call it before answering the caller that collected
-// the result, so that anything the caller does next (logs(), `jobs status`) finds it.
-func (j *Job) MarkCollected(ctx context.Context) (*job.Tombstone, error) {
+// MarkCollected claims the collection of the job's result for the process by names:
+// it writes the job's tombstone, only if there is none yet. Call it once the collector
+// holds the value (it acknowledged it), and before anything of the job is deleted, so
+// that anything read next (logs(), `jobs status`) finds it. Of concurrent collectors
+// exactly one claims it (mine); the others get the winner's tombstone, to say who
+// collected the result and when.
+func (j *Job) MarkCollected(ctx context.Context, by string) (t *job.Tombstone, mine bool, err error) {
 	finished := time.Now()
 	if s, err := jobview.ReadStatus(ctx, j.Store, j.Handle.JobID); err == nil && s.State.Terminal() && !s.UpdatedAt.IsZero() {
 		finished = s.UpdatedAt
 	}
-	t := job.NewTombstone(j.Handle, finished, time.Now())
-	if err := j.Store.Put(ctx, store.TombstoneKey(j.Handle.JobID), t.Encode()); err != nil {
-		return nil, fmt.Errorf("record that job %s was collected: %w", j.Handle.JobID, err)
+	t = job.NewTombstone(j.Handle, finished, time.Now())
+	t.CollectedBy = by
+	err = j.Store.Create(ctx, store.TombstoneKey(j.Handle.JobID), t.Encode())
+	if errors.Is(err, store.ErrExists) {
+		won, rerr := readTombstone(ctx, j.Store, j.Handle.JobID)
+		if rerr != nil || won == nil {
+			return nil, false, fmt.Errorf("record that job %s was collected: another collector did, and its record cannot be read: %w", j.Handle.JobID, rerr)
+		}
+		return won, false, nil
 	}
-	return t, nil
+	if err != nil {
+		return nil, false, fmt.Errorf("record that job %s was collected: %w", j.Handle.JobID, err)
+	}
+	return t, true, nil
 }
 
 // Collected returns the job's tombstone if its result was collected (it is then being
@@ -195,4 +209,21 @@ func (e *Engine) FinishedAt(ctx context.Context, id, storeURL string) time.Time 
 		return time.Time{}
 	}
 	return s.UpdatedAt
+}
+
+// ProcessName names this process for a collection record: "pid 4242 on host-a (alice)".
+func ProcessName() string {
+	host, _ := os.Hostname()
+	name := fmt.Sprintf("pid %d on %s", os.Getpid(), orUnknown(host))
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name += " (" + u.Username + ")"
+	}
+	return name
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "an unknown host"
+	}
+	return s
 }

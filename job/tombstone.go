@@ -24,6 +24,9 @@ type Tombstone struct {
 	GroupIndex  string    `json:"group_index,omitempty"`
 	FinishedAt  time.Time `json:"finished_at,omitzero"`
 	CleanedAt   time.Time `json:"cleaned_at"`
+	// CollectedBy names the process that collected the result ("pid 4242 on host-a
+	// (alice)"): what a second collector is told, with CleanedAt.
+	CollectedBy string `json:"collected_by,omitempty"`
 	// Removed says what the cleanup removes: "store" (jobs/ID/: handle, spec, payload,
 	// logs, result) and "backend" (the backend's resources: a local workspace, a
 	// Kubernetes Job).
@@ -57,7 +60,21 @@ func (t *Tombstone) Encode() []byte {
 	return b
 }
 
-// Summary is how a person is told: "succeeded; result collected and cleaned up at T".
+// Summary is how a person is told: "succeeded; result collected by P and cleaned up at T".
 func (t *Tombstone) Summary() string {
-	return fmt.Sprintf("succeeded; result collected and cleaned up at %s", t.CleanedAt.Local().Format(time.DateTime))
+	return fmt.Sprintf("succeeded; result collected%s and cleaned up at %s", t.by(), t.CleanedAt.Local().Format(time.DateTime))
+}
+
+// by is " by P" when the collector is known (tombstones written before it was recorded
+// do not say).
+func (t *Tombstone) by() string {
+	if t.CollectedBy == "" {
+		return ""
+	}
+	return " by " + t.CollectedBy
+}
+
+// CollectedBySummary is "collected by P at T": who took the result, and when.
+func (t *Tombstone) CollectedBySummary() string {
+	return fmt.Sprintf("collected%s at %s", t.by(), t.CleanedAt.Local().Format(time.DateTime))
 }

@@ -14,6 +14,7 @@ const (
 	MethodWait          = "wait"
 	MethodResult        = "result"
 	MethodResultsMany   = "results_many"
+	MethodCollected     = "collected"
 	MethodLogs          = "logs"
 	MethodTail          = "tail"
 	MethodCancel        = "cancel"
@@ -32,7 +33,7 @@ const (
 // Methods lists every method name.
 var Methods = []string{
 	MethodHello, MethodCancelRequest, MethodRoot, MethodConfig, MethodSubmit, MethodAttach,
-	MethodStatus, MethodWait, MethodResult, MethodResultsMany, MethodLogs, MethodTail,
+	MethodStatus, MethodWait, MethodResult, MethodResultsMany, MethodCollected, MethodLogs, MethodTail,
 	MethodCancel, MethodDebugAttach, MethodDebugDetach, MethodCleanup, MethodMap, MethodBatch,
 	MethodBatchWatch, MethodBatchCancel, MethodBatchCleanup, MethodDataHash, MethodList,
 }
@@ -191,14 +192,14 @@ type WaitRequest struct {
 }
 
 // ResultRequest (result) waits for a job and reads its result; result.pkl is copied
-// into ValueDir. With Cleanup, a successful job is cleaned up after the response.
+// into ValueDir. Reading removes nothing: a client that wants the job cleaned up once it
+// holds the value says so with collected.
 type ResultRequest struct {
 	WaitRequest
 	ValueDir string `json:"value_dir,omitempty"`
 	// InlineMax: a value of at most this many bytes comes in Result.Value instead of a
 	// file in ValueDir.
-	InlineMax int  `json:"inline_max,omitempty"`
-	Cleanup   bool `json:"cleanup,omitempty"`
+	InlineMax int `json:"inline_max,omitempty"`
 }
 
 // Result is how a job ended, with its envelope (result.json) and the local copy of
@@ -227,14 +228,42 @@ type Envelope struct {
 }
 
 // ResultsManyRequest (results_many) reads the results of many finished jobs at once (a
-// batch's results()); the response is one JobResult per ID, in order.
+// batch's results()); the response is one JobResult per ID, in order. Like result, it
+// removes nothing.
 type ResultsManyRequest struct {
 	JobIDs    []string `json:"job_ids"`
 	Store     string   `json:"store,omitempty"`
 	ValueDir  string   `json:"value_dir,omitempty"`
 	InlineMax int      `json:"inline_max,omitempty"`
-	Cleanup   bool     `json:"cleanup,omitempty"`
 	Timeout   float64  `json:"timeout,omitempty"`
+}
+
+// CollectedRequest (collected) acknowledges the values of successful jobs that the
+// client has received (from result or results_many) and asks for their cleanup: each
+// job is claimed for Collector (its tombstone, a batch's collection record) and, once
+// the response is sent, cleaned up. A job another collector claimed first is left to
+// it and reported in Taken. A client that dies before acknowledging loses nothing: the
+// jobs stay whole until a collector acknowledges them.
+type CollectedRequest struct {
+	JobIDs []string `json:"job_ids"`
+	Store  string   `json:"store,omitempty"`
+	// Collector names the client process ("pid 4242 on host-a (alice)"), recorded in
+	// the tombstones so that a later collector is told who took the results.
+	Collector string `json:"collector,omitempty"`
+}
+
+// CollectedResponse says how many of the jobs this call claimed (cleaned up after the
+// response) and which another collector had claimed first.
+type CollectedResponse struct {
+	Claimed int            `json:"claimed"`
+	Taken   []TakenByOther `json:"taken,omitempty"`
+}
+
+// TakenByOther is a job whose result another collector claimed: who, and when.
+type TakenByOther struct {
+	JobID       string `json:"job_id"`
+	CollectedBy string `json:"collected_by,omitempty"`
+	CollectedAt string `json:"collected_at"`
 }
 
 // JobResult is one job's Result, or the Error that kept it from being read.

@@ -16,7 +16,10 @@ import "encoding/json"
 
 // Version is the protocol's major version, sent in the greeting. A client that reads a
 // different value must refuse to talk (and say which binary it found).
-const Version = 1
+//
+// 2: result and results_many no longer clean up (their cleanup param is gone); a
+// client acknowledges the values it received with collected, which cleans up.
+const Version = 2
 
 // Request is one line from the client. Params is the method's request type, encoded.
 type Request struct {
@@ -45,6 +48,10 @@ func Greeting(kinetic string) Message { return Message{Kinetic: kinetic, Protoco
 type Error struct {
 	Class   Class  `json:"type"`
 	Message string `json:"message"`
+	// Collected is set on a NotFound error for a job whose result another caller
+	// collected (and which was then cleaned up): who, and when. Python:
+	// kinetic.ResultCollectedError.
+	Collected *TakenByOther `json:"collected,omitempty"`
 }
 
 // Class says what kind of failure an Error is; clients map classes to exceptions.

@@ -73,7 +73,12 @@ func toError(err error) *protocol.Error {
 	case protocol.Cancelled:
 		msg = plain(msg, context.Canceled.Error(), "cancelled")
 	}
-	return &protocol.Error{Class: class, Message: msg}
+	e := &protocol.Error{Class: class, Message: msg}
+	if gone := (*engine.CleanedUpError)(nil); errors.As(err, &gone) {
+		t := takenBy(gone.Tombstone)
+		e.Collected = &t
+	}
+	return e
 }
 
 // plain replaces Go's phrase in msg with word (msg alone when it is only the phrase).

@@ -59,6 +59,7 @@ var handlers = map[string]handler{
 	protocol.MethodWait:          handle((*Server).wait),
 	protocol.MethodResult:        handle((*Server).result),
 	protocol.MethodResultsMany:   handle((*Server).resultsMany),
+	protocol.MethodCollected:     handle((*Server).collected),
 	protocol.MethodLogs:          handle((*Server).logs),
 	protocol.MethodTail:          handle((*Server).tail),
 	protocol.MethodCancel:        handle((*Server).cancel),
@@ -205,16 +206,73 @@ func (s *Server) result(c *call, r *protocol.ResultRequest) (*protocol.Result, e
 	if err != nil {
 		return nil, timedOut(err, r.Timeout, "job "+j.Handle.JobID+" did not finish", "it keeps running: result() again waits for it, cancel() stops it")
 	}
+	if state == job.Succeeded {
+		// Collected by another caller already (and being cleaned up): say who and when,
+		// rather than racing the cleanup for the value.
+		if t, err := j.Collected(c); err == nil && t != nil {
+			return nil, &engine.CleanedUpError{Tombstone: t, What: "result"}
+		}
+	}
 	res, err := j.ResultOf(wctx, state, reason, jobview.ValueTo{Dir: r.ValueDir, InlineMax: r.InlineMax})
 	if err != nil {
 		return nil, timedOut(err, r.Timeout, "the result of job "+j.Handle.JobID+" could not be read", "try again")
 	}
-	if r.Cleanup && res.Envelope != nil && res.Envelope.Success {
-		if jobs := batch.Collect(c, []*engine.Job{j}); len(jobs) > 0 {
-			c.afterReply(func() { cleanupAll(context.WithoutCancel(c), jobs) })
+	return resultOf(res), nil
+}
+
+// collected claims the results the client acknowledged it received, and cleans up the
+// jobs it claimed once the response is sent (the client holds their values already).
+func (s *Server) collected(c *call, r *protocol.CollectedRequest) (*protocol.CollectedResponse, error) {
+	jobs := make([]*engine.Job, len(r.JobIDs))
+	resp := &protocol.CollectedResponse{}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(c)
+	g.SetLimit(8)
+	for i, id := range r.JobIDs {
+		g.Go(func() error {
+			j, err := s.eng.Attach(gctx, id, r.Store)
+			var gone *engine.CleanedUpError
+			switch {
+			case errors.As(err, &gone):
+				mu.Lock()
+				resp.Taken = append(resp.Taken, takenBy(gone.Tombstone))
+				mu.Unlock()
+			case err != nil:
+				// Removed or damaged meanwhile: nothing of it to claim or clean up.
+			default:
+				jobs[i] = j
+			}
+			return nil
+		})
+	}
+	g.Wait()
+	var found []*engine.Job
+	for _, j := range jobs {
+		if j != nil {
+			found = append(found, j)
 		}
 	}
-	return resultOf(res), nil
+	mine, taken := batch.Collect(c, found, collector(r.Collector))
+	for _, t := range taken {
+		resp.Taken = append(resp.Taken, takenBy(t))
+	}
+	resp.Claimed = len(mine)
+	if len(mine) > 0 {
+		c.afterReply(func() { cleanupAll(context.WithoutCancel(c), mine) })
+	}
+	return resp, nil
+}
+
+func takenBy(t *job.Tombstone) protocol.TakenByOther {
+	return protocol.TakenByOther{JobID: t.JobID, CollectedBy: t.CollectedBy, CollectedAt: t.CleanedAt.Format(time.RFC3339)}
+}
+
+// collector is the name recorded for a collection: the client's, else this process's.
+func collector(client string) string {
+	if client != "" {
+		return client
+	}
+	return engine.ProcessName()
 }
 
 // cleanupAll removes the backend resources and store objects of collected jobs, keeping
@@ -234,13 +292,12 @@ func cleanupAll(ctx context.Context, jobs []*engine.Job) {
 }
 
 // resultsMany reads the results of many finished jobs (a batch's results()) in
-// parallel; the successful ones are cleaned up after the reply if asked.
+// parallel; it removes nothing (the client acknowledges what it received: collected).
 func (s *Server) resultsMany(c *call, r *protocol.ResultsManyRequest) ([]protocol.JobResult, error) {
 	wctx, cancel := withTimeout(c, r.Timeout)
 	defer cancel()
 	out := make([]protocol.JobResult, len(r.JobIDs))
-	var done []*engine.Job
-	var mu sync.Mutex
+	var collected batch.Collections
 	g, gctx := errgroup.WithContext(wctx)
 	g.SetLimit(8)
 	for i, id := range r.JobIDs {
@@ -248,14 +305,14 @@ func (s *Server) resultsMany(c *call, r *protocol.ResultsManyRequest) ([]protoco
 			out[i].JobID = id
 			j, err := s.eng.Attach(gctx, id, r.Store)
 			if err == nil {
+				if t := collected.Of(gctx, j); t != nil {
+					err = &engine.CleanedUpError{Tombstone: t, What: "result"}
+				}
+			}
+			if err == nil {
 				var res *engine.Result
 				res, err = j.Result(gctx, jobview.ValueTo{Dir: r.ValueDir, InlineMax: r.InlineMax})
 				out[i].Result = resultOf(res)
-				if err == nil && res.Envelope != nil && res.Envelope.Success {
-					mu.Lock()
-					done = append(done, j)
-					mu.Unlock()
-				}
 			}
 			if err != nil {
 				out[i].Error = toError(err)
@@ -264,11 +321,6 @@ func (s *Server) resultsMany(c *call, r *protocol.ResultsManyRequest) ([]protoco
 		})
 	}
 	g.Wait()
-	if r.Cleanup && len(done) > 0 {
-		if jobs := batch.Collect(c, done); len(jobs) > 0 {
-			c.afterReply(func() { cleanupAll(context.WithoutCancel(c), jobs) })
-		}
-	}
 	return out, nil
 }
 

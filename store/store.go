@@ -58,6 +58,9 @@ import (
 // ErrNotFound is returned when a key does not exist.
 var ErrNotFound = errors.New("not found")
 
+// ErrExists is returned by Create when the key already exists.
+var ErrExists = errors.New("already exists")
+
 // Store is a bucket with Kinetic's layout.
 type Store struct {
 	url    string
@@ -384,6 +387,35 @@ func (s *Store) Put(ctx context.Context, key string, data []byte) error {
 	}
 	_, err := s.PutFrom(ctx, key, bytes.NewReader(data))
 	return err
+}
+
+// Create writes one object only if the key does not exist yet: of concurrent Creates of
+// one key exactly one succeeds, the others get an error that wraps ErrExists and leave
+// the object as the winner wrote it. It is how one caller claims something (the
+// collection of a job's result) where several may try at once.
+func (s *Store) Create(ctx context.Context, key string, data []byte) error {
+	if s.dir != "" && plainKey(key) {
+		err := atomicfile.Create(filepath.Join(s.dir, filepath.FromSlash(key)), data, 0o600, 0o700)
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("write %s: %w", key, ErrExists)
+		}
+		if err != nil {
+			return fmt.Errorf("write %s: %w", key, err)
+		}
+		return nil
+	}
+	if s.file {
+		// fileblob checks IfNotExist and then renames: two writers can both win.
+		return fmt.Errorf("write %s: an exclusive write needs a plain key on a file:// store", key)
+	}
+	err := s.bucket.WriteAll(ctx, key, data, &blob.WriterOptions{ContentType: "application/octet-stream", IfNotExist: true})
+	if gcerrors.Code(err) == gcerrors.FailedPrecondition {
+		return fmt.Errorf("write %s: %w", key, ErrExists)
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", key, err)
+	}
+	return nil
 }
 
 // PutFrom streams r into one object. The object appears only when r is fully copied: if

@@ -262,22 +262,27 @@ type Collected struct {
 	JobID       string    `json:"job_id"`
 	Index       string    `json:"index,omitempty"`
 	CollectedAt time.Time `json:"collected_at"`
+	// CollectedBy names the process that collected it (job.Tombstone.CollectedBy).
+	CollectedBy string `json:"collected_by,omitempty"`
 }
 
 // CollectedPrefix holds batch gid's collection records: one object per collecting call
 // (so concurrent callers never rewrite each other's), each a list of Collected.
 func CollectedPrefix(gid string) string { return Prefix(gid) + "collected/" }
 
-// RecordCollected writes one collection record of batch gid.
-func RecordCollected(ctx context.Context, st *store.Store, gid string, cs []Collected) error {
+// RecordCollected writes one collection record of batch gid and returns its key. Keys
+// sort by the time they were written (job.NewID), so the first record that lists a
+// child is the collection that claimed it (ReadCollected keeps that one).
+func RecordCollected(ctx context.Context, st *store.Store, gid string, cs []Collected) (string, error) {
 	if len(cs) == 0 {
-		return nil
+		return "", nil
 	}
 	b, err := json.Marshal(cs)
 	if err != nil {
-		return err
+		return "", err
 	}
-	return st.Put(ctx, CollectedPrefix(gid)+job.NewID()+".json", b)
+	key := CollectedPrefix(gid) + job.NewID() + ".json"
+	return key, st.Put(ctx, key, b)
 }
 
 // ReadCollected returns the children of batch gid recorded as collected, by job ID.
@@ -296,9 +301,39 @@ func ReadCollected(ctx context.Context, st *store.Store, gid string) (map[string
 	}
 	out := make(map[string]Collected, len(cs))
 	for _, c := range cs {
-		out[c.JobID] = c
+		if _, ok := out[c.JobID]; !ok { // the first record claimed it
+			out[c.JobID] = c
+		}
 	}
 	return out, nil
+}
+
+// ClaimedBy returns, of the children listed in the record at key, those whose first
+// record it is: the ones that collection claimed. Two collections of one child at once
+// both write a record; the earlier key wins, and only its collector cleans the child up.
+// (Keys order by the writers' clocks: with clocks apart by more than the gap between two
+// collections, both may clean up, which removes the same objects twice, harmlessly.)
+func ClaimedBy(ctx context.Context, st *store.Store, gid, key string) (map[string]bool, error) {
+	objs, err := st.List(ctx, CollectedPrefix(gid))
+	if err != nil {
+		return nil, err
+	}
+	first := map[string]bool{}
+	for _, o := range objs {
+		if o.Key > key {
+			break // List is in key order: later records claim nothing of ours
+		}
+		cs, err := ReadCollectedKeys(ctx, st, gid, []string{o.Key})
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cs {
+			if _, seen := first[c.JobID]; !seen {
+				first[c.JobID] = o.Key == key
+			}
+		}
+	}
+	return first, nil
 }
 
 // ReadCollectedKeys reads the collection records at keys (a record removed meanwhile,

@@ -76,3 +76,35 @@ func syncDir(dir string) error {
 	}
 	return nil
 }
+
+// ErrExists is returned by Create when path already exists.
+var ErrExists = fs.ErrExist
+
+// Create writes data to path only if nothing is there yet, atomically and exclusively:
+// of concurrent Creates of one path exactly one succeeds, and a reader sees the whole
+// file or none. The data is written to a temporary file first and then hard-linked into
+// place (link fails if the name exists, where rename would replace it).
+func Create(path string, data []byte, perm, dirPerm fs.FileMode) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(dir, dirPerm); err == nil {
+			f, err = os.CreateTemp(dir, ".tmp-*")
+		}
+	}
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(data)
+	if err == nil && perm != 0o600 {
+		err = f.Chmod(perm)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Link(f.Name(), path)
+}

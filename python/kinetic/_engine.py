@@ -13,9 +13,9 @@ import subprocess
 import sys
 import threading
 
-from .exceptions import JobNotFoundError, KineticError
+from .exceptions import JobNotFoundError, KineticError, ResultCollectedError
 
-PROTOCOL = 1
+PROTOCOL = 2
 
 # KINETIC_LOG_LEVEL (DEBUG, INFO, WARNING, ...) sets the SDK's logger ("kinetic": every
 # engine request at DEBUG) and, inherited, the engine's own.
@@ -188,6 +188,9 @@ class Engine:
 
 def _exception(err):
     typ, msg = err.get("type"), err.get("message", "")
+    if typ == "NotFound" and err.get("collected"):
+        c = err["collected"]
+        return ResultCollectedError(msg, c.get("collected_by", ""), c.get("collected_at", ""))
     if typ == "NotFound":
         return JobNotFoundError(msg)
     if typ == "Timeout":

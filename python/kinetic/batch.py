@@ -11,9 +11,9 @@ import time
 from typing import Any, Dict, Iterator, List, Optional
 
 from ._engine import _exception, engine
-from .exceptions import KineticError
+from .exceptions import KineticError, ResultCollectedError
 from .job_status import JobStatus
-from .jobs import INLINE_MAX, JobHandle, _unpack
+from .jobs import INLINE_MAX, JobHandle, _fault_point, _unpack, acknowledge
 
 
 class BatchError(KineticError):
@@ -53,6 +53,9 @@ class BatchHandle:
         self._submission_errors: Dict[int, Exception] = {}
         self._local_failures = dict(local_failures or {})
         self._cached_failures: Optional[List[JobHandle]] = None
+        # What results(cleanup=True) received: (values, index -> exception).
+        self._collected = None
+        self._unavailable_ids: Dict[int, str] = {}
         self._config: Dict[str, str] = {}  # project/cluster of attach_batch, until the store is known
         self._poll_interval = poll_interval
         self._poll_deadline = None if poll_timeout is None else time.time() + poll_timeout
@@ -70,6 +73,7 @@ class BatchHandle:
         jobs: List[Optional[JobHandle]] = [None] * n
         statuses: List[Optional[JobStatus]] = [None] * n
         unavailable: Dict[int, str] = {}
+        unavailable_ids: Dict[int, str] = {}
         for c in v.get("statuses") or []:
             i = c["index"]
             if c.get("handle"):
@@ -79,6 +83,7 @@ class BatchHandle:
                 # process had (attach() of it says why), and say so.
                 jobs[i] = self._jobs[i] if i < len(self._jobs) else None
                 unavailable[i] = "%s: %s" % (c["job_id"], c.get("reason") or "its job is no longer in the store")
+                unavailable_ids[i] = c["job_id"]
             if c.get("status") and (c.get("handle") or c.get("job_id")):
                 # A child cleaned up after its result was collected may have lost its
                 # handle; its status (NOT_FOUND) is still reported, as the API says.
@@ -89,6 +94,7 @@ class BatchHandle:
             if i < n:
                 self._submission_errors[i] = e
         self._jobs, self._statuses, self._unavailable = jobs, statuses, unavailable
+        self._unavailable_ids = unavailable_ids
         self._refreshed = time.time()
         return v
 
@@ -256,39 +262,59 @@ class BatchHandle:
             raise self._left_running() from None
 
     def _collect(self, order, start, timeout, ordered, cleanup, return_exceptions):
-        """results() once every child is final: read their values in one request."""
-        self._refresh(status=False)
-        jobs = self._jobs
-        n = len(jobs)
-        values: List[Any] = [None] * n
-        errors: Dict[int, BaseException] = dict(self._submission_errors)
-
-        todo = [i for i in range(n) if jobs[i] is not None and i not in errors and i not in self._unavailable]
-        remaining = None if timeout is None else max(0.1, timeout - (time.time() - start))
-        # One request for all of them: the engine reads them in parallel and cleans the
-        # successful ones up after answering.
-        replies = engine().call("results_many", {
-            "job_ids": [jobs[i].job_id for i in todo], "store": self._store,
-            "value_dir": tempfile.gettempdir(), "inline_max": INLINE_MAX, "cleanup": bool(cleanup),
-            "timeout": remaining or 0})
-        for i, r in zip(todo, replies):
-            try:
-                if r.get("error"):
-                    raise _exception(r["error"])
-                values[i] = _unpack(r, jobs[i].job_id)
-            except Exception as e:  # the child's own exception, or why it has none
-                errors[i] = e
-        failed_handles = [jobs[i] for i in sorted(errors)]
+        """results() once every child is final: read their values in one request, then
+        (cleanup=True) acknowledge them, which cleans the successful children up. A
+        handle that collected once answers again from what it received."""
+        if self._collected is not None:
+            values, errors = self._collected
+        else:
+            values, errors = self._read_all(start, timeout, cleanup)
+        failed_handles = [self._jobs[i] if i < len(self._jobs) else None for i in sorted(errors)]
         self._cached_failures = [h for h in failed_handles if h is not None]
+        taken = {i: e for i, e in errors.items() if isinstance(e, ResultCollectedError)}
+        if taken:
+            raise ResultCollectedError.for_batch(self.group_id, taken, len(values), values)
         if errors and not return_exceptions:
-            raise BatchError(self.group_id, failed_handles, values)
+            raise BatchError(self.group_id, failed_handles, list(values))
         out = list(values)
         for i, e in errors.items():
             out[i] = e
         if ordered:
             return out
-        seq = [i for i in order if i >= 0] + [i for i in range(n) if i not in set(order)]
+        seq = [i for i in order if i >= 0] + [i for i in range(len(out)) if i not in set(order)]
         return [out[i] for i in seq]
+
+    def _read_all(self, start, timeout, cleanup):
+        """Every child's value or why it has none (index -> exception), read in one
+        request; the successes are acknowledged (and so cleaned up) only once they are
+        all in this process."""
+        self._refresh(status=False)
+        n = len(self._jobs)
+        values: List[Any] = [None] * n
+        errors: Dict[int, BaseException] = dict(self._submission_errors)
+        ids = {i: h.job_id for i, h in enumerate(self._jobs) if h is not None and i not in errors}
+        # A child whose handle cannot be read is asked for all the same: the engine says
+        # why (collected by another caller, removed, damaged), never a silent None.
+        ids.update({i: jid for i, jid in self._unavailable_ids.items() if i not in errors})
+        todo = sorted(ids)
+        remaining = None if timeout is None else max(0.1, timeout - (time.time() - start))
+        replies = engine().call("results_many", {
+            "job_ids": [ids[i] for i in todo], "store": self._store,
+            "value_dir": tempfile.gettempdir(), "inline_max": INLINE_MAX, "timeout": remaining or 0})
+        received = []
+        for i, r in zip(todo, replies):
+            try:
+                if r.get("error"):
+                    raise _exception(r["error"])
+                values[i] = _unpack(r, ids[i])
+                received.append(ids[i])
+            except Exception as e:  # the child's own exception, or why it has none
+                errors[i] = e
+        if cleanup:
+            _fault_point("results:before-ack")
+            acknowledge(self._store, received)
+            self._collected = (values, errors)
+        return values, errors
 
     def failures(self) -> List[JobHandle]:
         """Handles of the jobs that FAILED (cached by results(), which may clean up)."""

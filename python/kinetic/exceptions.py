@@ -2,6 +2,7 @@
 
     KineticError                      anything Kinetic reports (bad input, unreachable store, ...)
       JobNotFoundError (LookupError)  the job ID names no job in the store
+        ResultCollectedError          its result was collected by another caller, then cleaned up
       SubmissionError                 a job or batch could not be submitted
       RemoteError (RuntimeError)      a job ended without a value: its exception could not be
                                       rebuilt here, or it was killed, cancelled or lost
@@ -19,6 +20,32 @@ class KineticError(Exception):
 
 class JobNotFoundError(KineticError, LookupError):
     """The job ID names no job in the store."""
+
+
+class ResultCollectedError(JobNotFoundError):
+    """The result was collected (and the job then cleaned up) by another caller:
+    ``collected_by`` names that process ("pid 4242 on host-a (alice)") and
+    ``collected_at`` says when (RFC 3339). Collect with ``cleanup=False`` to leave
+    results for other callers. From ``BatchHandle.results()``, ``partial_results`` holds
+    what this call could still read (None elsewhere) and ``indices`` the inputs taken."""
+
+    def __init__(self, message, collected_by="", collected_at="", indices=(), partial_results=None):
+        super().__init__(message)
+        self.collected_by = collected_by
+        self.collected_at = collected_at
+        self.indices = list(indices)
+        self.partial_results = partial_results
+
+    @classmethod
+    def for_batch(cls, group_id, taken, total, partial_results):
+        """One error for the inputs of batch group_id that other callers collected
+        (index -> ResultCollectedError)."""
+        first = taken[min(taken)]
+        who = sorted({e.collected_by or "another process" for e in taken.values()})
+        return cls("batch %s: the results of %d of %d inputs were collected by %s at %s and then cleaned up, "
+                   "so this call cannot return them (collect with results(cleanup=False) to leave results "
+                   "for other callers)" % (group_id, len(taken), total, " and ".join(who), first.collected_at or "?"),
+                   first.collected_by, first.collected_at, sorted(taken), partial_results)
 
 
 class RemoteError(KineticError, RuntimeError):

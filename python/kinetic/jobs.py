@@ -2,8 +2,11 @@
 
 import base64
 import dataclasses
+import getpass
 import os
 import pickle
+import signal
+import socket
 import sys
 import tempfile
 import warnings
@@ -119,6 +122,8 @@ class JobHandle:
             cleanup = not self.debug
         if stream_logs is None:
             stream_logs = False
+        if _COLLECTED in self.__dict__:  # collected by this handle already: the same value
+            return self.__dict__[_COLLECTED]
 
         def on_event(name, data):
             if name == "log":
@@ -133,8 +138,14 @@ class JobHandle:
 
         res = engine().call("result", self._params(
             timeout=timeout or 0, stream_logs=bool(stream_logs), status_events=on_status_change is not None,
-            value_dir=tempfile.gettempdir(), inline_max=INLINE_MAX, cleanup=bool(cleanup)), on_event=on_event)
-        return _unpack(res, self.job_id)
+            value_dir=tempfile.gettempdir(), inline_max=INLINE_MAX), on_event=on_event)
+        value = _unpack(res, self.job_id)
+        if cleanup:
+            # The value is in this process now: only then may the job be cleaned up.
+            _fault_point("result:before-ack")
+            acknowledge(self.store, [self.job_id])
+            self.__dict__[_COLLECTED] = value
+        return value
 
     def debug_attach(self, local_port: Optional[int] = None, working_dir: Optional[str] = None,
                      timeout: Optional[float] = None, quiet: bool = False) -> "DebugSession":
@@ -203,6 +214,44 @@ def _load(path, job_id="", data=None):
                 os.unlink(path)
             except OSError:
                 pass
+
+
+# A handle's collected value, kept on the handle (not a dataclass field) so that
+# result() again returns it instead of finding the job cleaned up.
+_COLLECTED = "_kinetic_collected_value"
+
+
+def collector_name() -> str:
+    """This process, as a collection record names it: "pid 4242 on host-a (alice)"."""
+    try:
+        user = getpass.getuser()
+    except Exception:  # no user name for this uid (a container)
+        user = ""
+    name = "pid %d on %s" % (os.getpid(), socket.gethostname() or "an unknown host")
+    return name + (" (%s)" % user if user else "")
+
+
+def acknowledge(store: str, job_ids) -> dict:
+    """Tell the engine this process holds the values of job_ids: it claims them (a
+    tombstone, a batch's collection record) and cleans them up after answering. Jobs
+    another collector claimed first are left to it (the reply's "taken"). A failure to
+    acknowledge only leaves the jobs in the store: the values are here already."""
+    if not job_ids:
+        return {}
+    try:
+        return engine().call("collected", {"job_ids": list(job_ids), "store": store,
+                                           "collector": collector_name()}) or {}
+    except KineticError as e:
+        sys.stderr.write("kinetic: warning: the results were received but their jobs were not cleaned up "
+                         "(%s); `kinetic jobs cleanup JOB_ID` removes them\n" % e)
+        return {}
+
+
+def _fault_point(name: str) -> None:
+    """Fault injection for the collection tests: KINETIC_TEST_KILL_AT=name kills this
+    process (SIGKILL, as a crash or the OOM killer would) when it reaches name."""
+    if os.environ.get("KINETIC_TEST_KILL_AT") == name:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _unpack(res, job_id=""):

@@ -4,6 +4,7 @@ is NOT_FOUND as the API says, and the CLI says the job succeeded."""
 
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -48,10 +49,11 @@ def test_cli_says_a_collected_job_succeeded(store_dir):
     assert h.result() == 3
     p = _cli("jobs", "status", h.job_id)
     assert p.returncode == 0, p.stderr
-    assert p.stdout.startswith("SUCCEEDED: result collected and cleaned up at "), p.stdout
+    assert re.match(r"SUCCEEDED: result collected by pid %d on .* and cleaned up at " % os.getpid(), p.stdout), p.stdout
     p = _cli("jobs", "status", h.job_id, "--json")
     got = json.loads(p.stdout)
     assert got["status"] == "SUCCEEDED" and got["collected"] is True and got["cleaned_at"]
+    assert got["collected_by"].startswith("pid %d on " % os.getpid()), got
     assert os.path.exists(os.path.join(store_dir, "tombstones", h.job_id + ".json"))
     with pytest.raises(kinetic.JobNotFoundError, match="removed by cleanup"):
         h.tail(5)

@@ -38,6 +38,40 @@ func Run(t *testing.T, open func(t *testing.T) *store.Store) {
 			}
 		}
 	})
+	t.Run("CreateIsExclusive", func(t *testing.T) {
+		s := open(t)
+		for _, key := range []string{"tombstones/j1.json", "groups/g/collected/j1.json"} {
+			const n = 8
+			var wg sync.WaitGroup
+			errs := make([]error, n)
+			for i := range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					errs[i] = s.Create(ctx, key, []byte(fmt.Sprintf("writer %d", i)))
+				}()
+			}
+			wg.Wait()
+			won := -1
+			for i, err := range errs {
+				switch {
+				case err == nil && won >= 0:
+					t.Fatalf("%s: writers %d and %d both created it", key, won, i)
+				case err == nil:
+					won = i
+				case !errors.Is(err, store.ErrExists):
+					t.Fatalf("%s: writer %d: %v, want ErrExists", key, i, err)
+				}
+			}
+			if won < 0 {
+				t.Fatalf("%s: no writer created it", key)
+			}
+			got, err := s.Get(ctx, key)
+			if err != nil || string(got) != fmt.Sprintf("writer %d", won) {
+				t.Fatalf("%s: %q, %v; want the winner's (writer %d)", key, got, err, won)
+			}
+		}
+	})
 	t.Run("NotFound", func(t *testing.T) {
 		s := open(t)
 		_, err := s.Get(ctx, "jobs/none/handle.json")

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/kinetic-run/kinetic/errs"
 )
 
 // UnknownError is returned by Parse for any name it cannot resolve.
@@ -13,6 +15,9 @@ type UnknownError struct {
 	Reason      string   // what is wrong, when more is known than "no such name"
 	Suggestions []string // valid names close to Input, best first
 }
+
+// Code is errs.InvalidArgument: the name given is wrong.
+func (e *UnknownError) Code() errs.Code { return errs.InvalidArgument }
 
 func (e *UnknownError) Error() string {
 	var b strings.Builder

@@ -1,16 +1,19 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/kinetic-run/kinetic/errs"
 )
 
-// ErrProfileNotFound is wrapped by ProfileNotFoundError.
-var ErrProfileNotFound = errors.New("profile not found")
+// ErrProfileNotFound is wrapped by ProfileNotFoundError. Its code is InvalidArgument,
+// not NotFound: the caller named a profile that is not there (NotFound, on the
+// protocol, is a job or batch).
+var ErrProfileNotFound = errs.New(errs.InvalidArgument, "profile not found")
 
-// ErrCorrupt is wrapped by CorruptFileError.
-var ErrCorrupt = errors.New("corrupt profiles file")
+// ErrCorrupt is wrapped by CorruptFileError: the profiles file must be fixed first.
+var ErrCorrupt = errs.New(errs.FailedPrecondition, "corrupt profiles file")
 
 // ProfileNotFoundError reports a profile named by --profile, KINETIC_PROFILE or the file's
 // "current" that the file does not hold. It lists the profiles that do exist, since the

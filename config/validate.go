@@ -13,6 +13,7 @@ import (
 	"time"
 
 	backendnames "github.com/kinetic-run/kinetic/backend/names"
+	"github.com/kinetic-run/kinetic/errs"
 )
 
 // Backends are the accepted values of the backend key: the names of the backends linked
@@ -38,7 +39,7 @@ var Containers = []string{"none", "auto", "podman", "docker"}
 var StoreSchemes = []string{"file", "mem", "gs", "s3"}
 
 // ErrInvalid is wrapped by every ValueError, for callers that only need to branch.
-var ErrInvalid = errors.New("invalid configuration value")
+var ErrInvalid = errs.New(errs.InvalidArgument, "invalid configuration value")
 
 // ValueError reports a value that failed validation, and where it came from, so the user
 // knows which flag, variable or profile to fix.

@@ -18,13 +18,13 @@ package data
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
 
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/job"
 )
 
@@ -64,21 +64,21 @@ type HFSource struct {
 func Parse(p string, fuse, hfTrust bool) (Ref, error) {
 	switch {
 	case p == "":
-		return Ref{}, errors.New("Data(): the path is empty; give a local file or directory, gs://bucket/prefix/, gs://bucket/object or hf://repo")
+		return Ref{}, errs.New(errs.InvalidArgument, "Data(): the path is empty; give a local file or directory, gs://bucket/prefix/, gs://bucket/object or hf://repo")
 	case strings.ContainsRune(p, 0):
-		return Ref{}, fmt.Errorf("Data(%q): the path contains a NUL byte", p)
+		return Ref{}, errs.Errorf(errs.InvalidArgument, "Data(%q): the path contains a NUL byte", p)
 	case strings.HasPrefix(p, "hf://"):
 		src, err := ParseHF(p)
 		if err != nil {
 			return Ref{}, err
 		}
 		if fuse {
-			return Ref{}, fmt.Errorf("Data(%q, fuse=True): a Hugging Face dataset cannot be FUSE-mounted: it is downloaded on the worker with the datasets library; drop fuse=True", p)
+			return Ref{}, errs.Errorf(errs.InvalidArgument, "Data(%q, fuse=True): a Hugging Face dataset cannot be FUSE-mounted: it is downloaded on the worker with the datasets library; drop fuse=True", p)
 		}
 		return Ref{Kind: HF, Source: p, URI: src.URI(), HFTrustRemoteCode: hfTrust}, nil
 	}
 	if hfTrust {
-		return Ref{}, fmt.Errorf("Data(%q, hf_trust_remote_code=True): hf_trust_remote_code applies only to hf:// datasets; drop it", p)
+		return Ref{}, errs.Errorf(errs.InvalidArgument, "Data(%q, hf_trust_remote_code=True): hf_trust_remote_code applies only to hf:// datasets; drop it", p)
 	}
 	if strings.HasPrefix(p, "gs://") {
 		bucket, key, err := splitGS(p)
@@ -92,18 +92,18 @@ func Parse(p string, fuse, hfTrust bool) (Ref, error) {
 		return r, nil
 	}
 	if i := strings.Index(p, "://"); i > 0 && !strings.ContainsAny(p[:i], `/\.`) {
-		return Ref{}, fmt.Errorf("Data(%q): unsupported scheme %q; use a local path, gs://bucket/... or hf://repo", p, p[:i])
+		return Ref{}, errs.Errorf(errs.InvalidArgument, "Data(%q): unsupported scheme %q; use a local path, gs://bucket/... or hf://repo", p, p[:i])
 	}
 	abs, err := filepath.Abs(p)
 	if err != nil {
-		return Ref{}, fmt.Errorf("Data(%q): %w", p, err)
+		return Ref{}, errs.Errorf(errs.InvalidArgument, "Data(%q): %w", p, err)
 	}
 	fi, err := os.Stat(abs)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return Ref{}, fmt.Errorf("Data(%q): %s does not exist; a relative path is taken from the current directory, so check the spelling and where you run from, or give an absolute path", p, abs)
+			return Ref{}, errs.Errorf(errs.InvalidArgument, "Data(%q): %s does not exist; a relative path is taken from the current directory, so check the spelling and where you run from, or give an absolute path", p, abs)
 		}
-		return Ref{}, fmt.Errorf("Data(%q): %w", p, err)
+		return Ref{}, errs.Errorf(errs.InvalidArgument, "Data(%q): %w", p, err)
 	}
 	r := Ref{Source: p, Path: abs, Fuse: fuse}
 	switch {
@@ -112,7 +112,7 @@ func Parse(p string, fuse, hfTrust bool) (Ref, error) {
 	case fi.IsDir():
 		r.Kind = LocalDir
 	default:
-		return Ref{}, fmt.Errorf("Data(%q): %s is neither a regular file nor a directory (%s)", p, abs, fi.Mode().Type())
+		return Ref{}, errs.Errorf(errs.InvalidArgument, "Data(%q): %s is neither a regular file nor a directory (%s)", p, abs, fi.Mode().Type())
 	}
 	return r, nil
 }
@@ -136,10 +136,10 @@ func Validate(r Ref) error {
 	switch r.Kind {
 	case LocalFile, LocalDir:
 		if !hexHash.MatchString(r.Hash) {
-			return fmt.Errorf("data %q: hash %q is not a hex SHA-256 (was the data uploaded?)", r.Source, r.Hash)
+			return errs.Errorf(errs.InvalidArgument, "data %q: hash %q is not a hex SHA-256 (was the data uploaded?)", r.Source, r.Hash)
 		}
 		if r.Prefix != "" && r.Prefix != Prefix(r.Hash) {
-			return fmt.Errorf("data %q: store prefix %q does not match hash %s", r.Source, r.Prefix, r.Hash)
+			return errs.Errorf(errs.InvalidArgument, "data %q: store prefix %q does not match hash %s", r.Source, r.Prefix, r.Hash)
 		}
 	case GSDir, GSObject:
 		q, err := Parse(r.URI, r.Fuse, false)
@@ -147,21 +147,21 @@ func Validate(r Ref) error {
 			return err
 		}
 		if q.Kind != r.Kind {
-			return fmt.Errorf("data %q: URI %q is a %s, not a %s", r.Source, r.URI, q.Kind, r.Kind)
+			return errs.Errorf(errs.InvalidArgument, "data %q: URI %q is a %s, not a %s", r.Source, r.URI, q.Kind, r.Kind)
 		}
 	case HF:
 		if _, err := ParseHF(r.URI); err != nil {
 			return err
 		}
 		if r.Fuse {
-			return fmt.Errorf("data %q: fuse is not supported for hf://", r.Source)
+			return errs.Errorf(errs.InvalidArgument, "data %q: fuse is not supported for hf://", r.Source)
 		}
 	default:
-		return fmt.Errorf("data %q: unknown kind %q", r.Source, r.Kind)
+		return errs.Errorf(errs.InvalidArgument, "data %q: unknown kind %q", r.Source, r.Kind)
 	}
 	if r.Mount != "" {
 		if !path.IsAbs(r.Mount) || path.Clean(r.Mount) != r.Mount || r.Mount == "/" {
-			return fmt.Errorf("volume %q: a mount path must be absolute and clean, and not /, e.g. /data", r.Mount)
+			return errs.Errorf(errs.InvalidArgument, "volume %q: a mount path must be absolute and clean, and not /, e.g. /data", r.Mount)
 		}
 	}
 	return nil
@@ -190,21 +190,21 @@ var (
 func splitGS(uri string) (bucket, key string, err error) {
 	rest, ok := strings.CutPrefix(uri, "gs://")
 	if !ok {
-		return "", "", fmt.Errorf("Data(%q): not a gs:// URI", uri)
+		return "", "", errs.Errorf(errs.InvalidArgument, "Data(%q): not a gs:// URI", uri)
 	}
 	bucket, key, _ = strings.Cut(rest, "/")
 	if bucket == "" {
-		return "", "", fmt.Errorf("Data(%q): no bucket; write gs://BUCKET/prefix/ for a directory or gs://BUCKET/object for one object", uri)
+		return "", "", errs.Errorf(errs.InvalidArgument, "Data(%q): no bucket; write gs://BUCKET/prefix/ for a directory or gs://BUCKET/object for one object", uri)
 	}
 	if !bucketName.MatchString(bucket) || strings.Contains(bucket, "..") {
-		return "", "", fmt.Errorf("Data(%q): %q is not a valid bucket name (3-222 characters: lower-case letters, digits, '-', '_', '.')", uri, bucket)
+		return "", "", errs.Errorf(errs.InvalidArgument, "Data(%q): %q is not a valid bucket name (3-222 characters: lower-case letters, digits, '-', '_', '.')", uri, bucket)
 	}
 	if strings.ContainsAny(key, "\r\n") {
-		return "", "", fmt.Errorf("Data(%q): the object name contains a line break", uri)
+		return "", "", errs.Errorf(errs.InvalidArgument, "Data(%q): the object name contains a line break", uri)
 	}
 	for _, seg := range strings.Split(strings.TrimSuffix(key, "/"), "/") {
 		if key != "" && (seg == "" || seg == "." || seg == "..") {
-			return "", "", fmt.Errorf("Data(%q): the object path has an empty, '.' or '..' segment; it could not be a local path on the worker", uri)
+			return "", "", errs.Errorf(errs.InvalidArgument, "Data(%q): the object path has an empty, '.' or '..' segment; it could not be a local path on the worker", uri)
 		}
 	}
 	return bucket, key, nil
@@ -214,17 +214,17 @@ func splitGS(uri string) (bucket, key string, err error) {
 func ParseHF(uri string) (HFSource, error) {
 	rest, ok := strings.CutPrefix(uri, "hf://")
 	if !ok {
-		return HFSource{}, fmt.Errorf("Data(%q): not an hf:// URI", uri)
+		return HFSource{}, errs.Errorf(errs.InvalidArgument, "Data(%q): not an hf:// URI", uri)
 	}
 	repo, query, _ := strings.Cut(rest, "?")
 	repo = strings.TrimSuffix(repo, "/")
 	parts := strings.Split(repo, "/")
 	if repo == "" || len(parts) > 2 {
-		return HFSource{}, fmt.Errorf("Data(%q): write hf://NAME or hf://OWNER/NAME, e.g. hf://imdb?split=train", uri)
+		return HFSource{}, errs.Errorf(errs.InvalidArgument, "Data(%q): write hf://NAME or hf://OWNER/NAME, e.g. hf://imdb?split=train", uri)
 	}
 	for _, p := range parts {
 		if !hfRepoPart.MatchString(p) || strings.Contains(p, "..") {
-			return HFSource{}, fmt.Errorf("Data(%q): %q is not a valid Hugging Face repository name", uri, repo)
+			return HFSource{}, errs.Errorf(errs.InvalidArgument, "Data(%q): %q is not a valid Hugging Face repository name", uri, repo)
 		}
 	}
 	src := HFSource{Repo: repo}
@@ -235,10 +235,10 @@ func ParseHF(uri string) (HFSource, error) {
 		}
 		k, val, hasEq := strings.Cut(kv, "=")
 		if !hasEq {
-			return HFSource{}, fmt.Errorf("Data(%q): %q is not key=value; hf:// takes split=, config_name= and revision=", uri, kv)
+			return HFSource{}, errs.Errorf(errs.InvalidArgument, "Data(%q): %q is not key=value; hf:// takes split=, config_name= and revision=", uri, kv)
 		}
 		if seen[k] {
-			return HFSource{}, fmt.Errorf("Data(%q): %s is given more than once", uri, k)
+			return HFSource{}, errs.Errorf(errs.InvalidArgument, "Data(%q): %s is given more than once", uri, k)
 		}
 		seen[k] = true
 		var re *regexp.Regexp
@@ -250,13 +250,13 @@ func ParseHF(uri string) (HFSource, error) {
 		case "revision":
 			re, src.Revision = hfRevision, val
 		default:
-			return HFSource{}, fmt.Errorf("Data(%q): unknown parameter %q; hf:// takes split, config_name and revision", uri, k)
+			return HFSource{}, errs.Errorf(errs.InvalidArgument, "Data(%q): unknown parameter %q; hf:// takes split, config_name and revision", uri, k)
 		}
 		if val == "" {
-			return HFSource{}, fmt.Errorf("Data(%q): %s is empty; give a value or leave it out", uri, k)
+			return HFSource{}, errs.Errorf(errs.InvalidArgument, "Data(%q): %s is empty; give a value or leave it out", uri, k)
 		}
 		if !re.MatchString(val) || strings.Contains(val, "..") {
-			return HFSource{}, fmt.Errorf("Data(%q): %s=%q has characters that are not allowed", uri, k, val)
+			return HFSource{}, errs.Errorf(errs.InvalidArgument, "Data(%q): %s=%q has characters that are not allowed", uri, k, val)
 		}
 	}
 	return src, nil

@@ -1,9 +1,10 @@
 package data
 
 import (
-	"fmt"
 	"path"
 	"strings"
+
+	"github.com/kinetic-run/kinetic/errs"
 )
 
 // FUSE on Kubernetes: Data(..., fuse=True) on gs:// becomes a Cloud Storage FUSE CSI
@@ -32,7 +33,7 @@ type FuseVolume struct {
 func FuseSpec(ref Ref, name, mountPath string) (FuseVolume, error) {
 	bucket, key, ok := GCS(ref)
 	if !ok || !ref.Fuse {
-		return FuseVolume{}, fmt.Errorf("Data(%q): only gs:// data with fuse=True is mounted with Cloud Storage FUSE", ref.Source)
+		return FuseVolume{}, errs.Errorf(errs.InvalidArgument, "Data(%q): only gs:// data with fuse=True is mounted with Cloud Storage FUSE", ref.Source)
 	}
 	attrs := map[string]any{"bucketName": bucket}
 	opts := []string{"implicit-dirs"}

@@ -1,27 +1,29 @@
 package deps
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/kinetic-run/kinetic/errs"
 )
 
-// Sentinel errors; every error returned by this package that comes from the content of
+// Sentinel errors, each errs.InvalidArgument; every error returned by this package that comes from the content of
 // a dependency file wraps one of them (test with errors.Is) inside a *FileError.
 var (
 	// ErrSyntax: the line is not valid requirements-file or PEP 508 syntax.
-	ErrSyntax = errors.New("invalid requirement syntax")
+	ErrSyntax = errs.New(errs.InvalidArgument, "invalid requirement syntax")
 	// ErrLocalPath: an editable install or a local path, which cannot be installed on
 	// another machine.
-	ErrLocalPath = errors.New("local path or editable install not supported")
+	ErrLocalPath = errs.New(errs.InvalidArgument, "local path or editable install not supported")
 	// ErrCredentials: a URL with a user name or password in it.
-	ErrCredentials = errors.New("credentials embedded in URL")
+	ErrCredentials = errs.New(errs.InvalidArgument, "credentials embedded in URL")
 	// ErrInclude: a -r/-c include that cannot be followed (cycle, URL, missing file).
-	ErrInclude = errors.New("cannot follow include")
+	ErrInclude = errs.New(errs.InvalidArgument, "cannot follow include")
 	// ErrUnsupported: a requirements-file option kinetic does not pass on.
-	ErrUnsupported = errors.New("unsupported requirements-file option")
+	ErrUnsupported = errs.New(errs.InvalidArgument, "unsupported requirements-file option")
 )
 
-// FileError locates a problem in a dependency file.
+// FileError locates a problem in a dependency file. Its code is its Err's, else
+// InvalidArgument (a file that cannot be read as a dependency file).
 type FileError struct {
 	File string // path of the file, as discovered
 	Line int    // 1-based line, 0 when the problem concerns the whole file
@@ -36,6 +38,14 @@ func (e *FileError) Error() string {
 }
 
 func (e *FileError) Unwrap() error { return e.Err }
+
+// Code is the code of Err when it has one, else errs.InvalidArgument.
+func (e *FileError) Code() errs.Code {
+	if c := errs.CodeOf(e.Err); c != errs.Internal {
+		return c
+	}
+	return errs.InvalidArgument
+}
 
 type localPathError struct {
 	what     string

@@ -2,18 +2,18 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/store"
 )
 
-// ErrNotDebug means a job was not submitted with debug=True.
-var ErrNotDebug = errors.New("not a debug job")
+// ErrNotDebug means a job was not submitted with debug=True (errs.FailedPrecondition).
+var ErrNotDebug = errs.New(errs.FailedPrecondition, "not a debug job")
 
 // DebugSession is a debugger's way into a debug job: an address on this machine that
 // reaches the job's debugpy, and the VS Code configuration that attaches to it.

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/store"
@@ -38,6 +39,9 @@ func (e *CleanedUpError) Error() string {
 }
 
 func (e *CleanedUpError) Is(target error) bool { return target == ErrNotFound }
+
+// Code is errs.NotFound, as ErrNotFound's.
+func (e *CleanedUpError) Code() errs.Code { return errs.NotFound }
 
 // Tombstone returns the tombstone of job id in storeURL ("" = the configured store),
 // nil if it has none.

@@ -14,10 +14,12 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/kinetic-run/kinetic/errs"
 )
 
-// ErrUnreachable is wrapped when a registry cannot be reached at all.
-var ErrUnreachable = errors.New("registry unreachable")
+// ErrUnreachable is wrapped when a registry cannot be reached at all (errs.Unavailable).
+var ErrUnreachable = errs.New(errs.Unavailable, "registry unreachable")
 
 // manifestAccept is what Lookup accepts: every manifest and index type.
 var manifestAccept = strings.Join([]string{

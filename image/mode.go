@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/kinetic-run/kinetic/errs"
 )
 
 // Mode is how a job's image is produced.
@@ -34,7 +36,7 @@ func ParseChoice(s string) (Choice, error) {
 		return Choice{Mode: Prebuilt}, nil
 	default:
 		if strings.EqualFold(t, "bundled") || strings.EqualFold(t, "prebuilt") {
-			return Choice{}, fmt.Errorf("container_image %q: write %q in lower case", s, strings.ToLower(t))
+			return Choice{}, errs.Errorf(errs.InvalidArgument, "container_image %q: write %q in lower case", s, strings.ToLower(t))
 		}
 		r, err := ParseReference(t)
 		if err != nil {
@@ -53,7 +55,7 @@ func checkCategory(c string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("accelerator category %q: use one of cpu, gpu, tpu", c)
+	return errs.Errorf(errs.InvalidArgument, "accelerator category %q: use one of cpu, gpu, tpu", c)
 }
 
 // DefaultBases are the base images of bundled builds when the profile sets none
@@ -169,5 +171,5 @@ func Resolve(c Choice, envKey, category string, s Settings) (name.Reference, err
 		}
 		return s.BundledRef(envKey)
 	}
-	return nil, fmt.Errorf("unknown image mode %q", c.Mode)
+	return nil, errs.Errorf(errs.InvalidArgument, "unknown image mode %q", c.Mode)
 }

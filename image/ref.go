@@ -1,16 +1,18 @@
 package image
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/kinetic-run/kinetic/errs"
 )
 
-// ErrBadReference is wrapped by every error about a malformed image reference.
-var ErrBadReference = errors.New("invalid image reference")
+// ErrBadReference is wrapped by every error about a malformed image reference
+// (errs.InvalidArgument).
+var ErrBadReference = errs.New(errs.InvalidArgument, "invalid image reference")
 
 // ParseReference parses an image reference given by a user or a configuration file
 // ("registry/repo:tag", "registry/repo@sha256:...", "repo" meaning Docker Hub).

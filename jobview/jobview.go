@@ -8,15 +8,15 @@ package jobview
 
 import (
 	"context"
-	"errors"
 
 	"github.com/kinetic-run/kinetic/batch/layout"
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
 )
 
-// ErrNotFound means a job ID names no job in the store.
-var ErrNotFound = errors.New("job not found")
+// ErrNotFound means a job ID names no job in the store (errs.NotFound).
+var ErrNotFound = errs.New(errs.NotFound, "job not found")
 
 // StatusFunc reports a job's state and, when FAILED, the reason.
 type StatusFunc func(ctx context.Context) (job.State, string, error)

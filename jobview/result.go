@@ -2,7 +2,6 @@ package jobview
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
 )
@@ -36,8 +36,9 @@ type ValueTo struct {
 
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
-// ErrNoResult means the job ended without an envelope (killed, cancelled, lost).
-var ErrNoResult = errors.New("the job ended without a result")
+// ErrNoResult means the job ended without an envelope (killed, cancelled, lost)
+// (errs.NoResult).
+var ErrNoResult = errs.New(errs.NoResult, "the job ended without a result")
 
 // Result waits for the job and reads its envelope; with valueDir, result.pkl is copied
 // to a file there. It returns ErrNoResult (wrapped, with the reason and the log tail)

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	ignore "github.com/sabhiram/go-gitignore"
+
+	"github.com/kinetic-run/kinetic/errs"
 )
 
 // AlwaysExcludes are the names left out even with KINETIC_NO_DEFAULT_EXCLUDES set.
@@ -200,7 +202,7 @@ func parseIgnore(text string) (*ignoreRules, error) {
 		rule.m = ignore.CompileIgnoreLines(pat)
 		// The library silently drops a pattern it cannot compile; say so instead.
 		if reflect.ValueOf(rule.m).Elem().FieldByName("patterns").Len() != 1 {
-			return nil, fmt.Errorf("line %d: invalid pattern %q", i+1, line)
+			return nil, errs.Errorf(errs.InvalidArgument, "line %d: invalid pattern %q", i+1, line)
 		}
 		r.rules = append(r.rules, rule)
 	}

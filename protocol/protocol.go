@@ -57,11 +57,15 @@ type Error struct {
 // Class says what kind of failure an Error is; clients map classes to exceptions.
 type Class string
 
-// The error classes. A client treats a class it does not know as Internal.
+// The error classes. A client treats a class it does not know as Internal. The server
+// chooses a class from the error's errs.Code (server/errors.go); codes without a class
+// of their own take the closest one, so adding a class is a compatible change only in
+// that old clients see it as Internal.
 const (
 	// InvalidArgument: the request cannot be served as given (bad params, an unknown
-	// method, an invalid accelerator, configuration value or dependency file).
-	// Python: kinetic.KineticError.
+	// method, an invalid accelerator, configuration value, dependency file, Data
+	// reference or image reference), or not in the present state (a debugger of a job
+	// that is not a debug job, a corrupt profiles file). Python: kinetic.KineticError.
 	InvalidArgument Class = "InvalidArgument"
 	// NotFound: the job or batch named does not exist. Python: kinetic.JobNotFoundError.
 	NotFound Class = "NotFound"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/protocol"
 )
 
@@ -24,7 +25,7 @@ func (s *Server) openDebug(ctx context.Context, j *engine.Job, localPort int, ti
 	if err != nil {
 		cancel()
 		if wctx.Err() != nil && ctx.Err() == nil {
-			return nil, &classError{protocol.Timeout, fmt.Errorf("no debugger of job %s within %gs: %w", j.Handle.JobID, timeout, err)}
+			return nil, errs.Errorf(errs.DeadlineExceeded, "no debugger of job %s within %gs: %w", j.Handle.JobID, timeout, err)
 		}
 		return nil, err
 	}

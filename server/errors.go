@@ -3,61 +3,40 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
-	"github.com/kinetic-run/kinetic/accel"
-	"github.com/kinetic-run/kinetic/config"
-	"github.com/kinetic-run/kinetic/deps"
 	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/protocol"
 )
 
-// classError lets a handler choose the class of its error.
-type classError struct {
-	class protocol.Class
-	err   error
-}
-
-func (e *classError) Error() string { return e.err.Error() }
-func (e *classError) Unwrap() error { return e.err }
-
-// invalidf is an InvalidArgument error.
+// invalidf is an InvalidArgument error chosen by a handler (bad params, an unknown
+// method): errs.Errorf, so %w keeps its cause.
 func invalidf(format string, args ...any) error {
-	return &classError{protocol.InvalidArgument, fmt.Errorf(format, args...)}
+	return errs.Errorf(errs.InvalidArgument, format, args...)
 }
 
-// classify says which protocol error class err belongs to: a class chosen by the
-// handler, else the class of a known sentinel or error type, else Internal (a store or
-// cluster that cannot be reached, a bug: nothing the caller's arguments can fix).
+// classify says which protocol error class err belongs to, from its errs code alone:
+// packages give their errors a code where they start (errs.New for a sentinel, a
+// Code method on a typed error, errs.Errorf/Wrap here and in handlers), and this is
+// the one place codes become the protocol's classes. An error without a code is
+// Internal (a store or cluster that cannot be reached, a bug: nothing the caller's
+// arguments can fix). Codes without a class of their own take the closest:
+// FailedPrecondition is InvalidArgument (the caller must change something first);
+// Unavailable, PermissionDenied and ResourceExhausted are Internal, as before codes.
 func classify(err error) protocol.Class {
-	var ce *classError
-	var unknownAccel *accel.UnknownError
-	var depsFile *deps.FileError
-	switch {
-	case errors.As(err, &ce):
-		return ce.class
-	case errors.Is(err, engine.ErrNotFound):
-		return protocol.NotFound
-	case errors.Is(err, engine.ErrNoResult):
-		return protocol.NoResult
-	case errors.Is(err, context.DeadlineExceeded):
-		return protocol.Timeout
-	case errors.Is(err, context.Canceled):
-		return protocol.Cancelled
-	case errors.As(err, &unknownAccel),
-		errors.Is(err, config.ErrInvalid),
-		errors.Is(err, config.ErrProfileNotFound),
-		errors.Is(err, config.ErrCorrupt),
-		errors.As(err, &depsFile),
-		errors.Is(err, deps.ErrSyntax),
-		errors.Is(err, deps.ErrLocalPath),
-		errors.Is(err, deps.ErrCredentials),
-		errors.Is(err, deps.ErrInclude),
-		errors.Is(err, deps.ErrUnsupported),
-		errors.Is(err, engine.ErrNotDebug):
+	switch errs.CodeOf(err) {
+	case errs.InvalidArgument, errs.FailedPrecondition:
 		return protocol.InvalidArgument
-	default:
+	case errs.NotFound:
+		return protocol.NotFound
+	case errs.DeadlineExceeded:
+		return protocol.Timeout
+	case errs.NoResult:
+		return protocol.NoResult
+	case errs.Cancelled:
+		return protocol.Cancelled
+	default: // Internal, Unavailable, PermissionDenied, ResourceExhausted
 		return protocol.Internal
 	}
 }
@@ -95,5 +74,5 @@ func timedOut(err error, secs float64, what, then string) error {
 	if err == nil || !errors.Is(err, context.DeadlineExceeded) || secs <= 0 {
 		return err
 	}
-	return &classError{protocol.Timeout, fmt.Errorf("%s within %gs; %s", what, secs, then)}
+	return errs.Errorf(errs.DeadlineExceeded, "%s within %gs; %s", what, secs, then)
 }

@@ -6,14 +6,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/kinetic-run/kinetic/accel"
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/data"
 	"github.com/kinetic-run/kinetic/deps"
 	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/errs"
+	"github.com/kinetic-run/kinetic/image"
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/jobview"
+	"github.com/kinetic-run/kinetic/pack"
 	"github.com/kinetic-run/kinetic/protocol"
 )
 
@@ -30,35 +38,92 @@ func TestHandlersCoverProtocol(t *testing.T) {
 	}
 }
 
+// TestClassify feeds the known errors of every package, each wrapped once as a caller
+// would, through toError: the class comes from the code the error got where it started.
 func TestClassify(t *testing.T) {
+	must := func(what string, err error) error {
+		t.Helper()
+		if err == nil {
+			t.Fatalf("%s: no error", what)
+		}
+		return err
+	}
 	_, accelErr := accel.Parse("h100x3")
 	_, configErr := config.Validate(config.Namespace, "Not A Namespace")
+	_, dataEmpty := data.Parse("", false, false)
+	_, dataMissing := data.Parse(filepath.Join(t.TempDir(), "no-such-file"), false, false)
+	_, dataScheme := data.Parse("ftp://host/x", false, false)
+	_, dataGS := data.Parse("gs:///x", false, false)
+	_, dataHF := data.Parse("hf://imdb?nope=1", false, false)
+	_, dataFuse := data.FuseSpec(data.Ref{Source: "x", Kind: data.LocalDir}, "v", "/data")
+	_, imageRef := image.ParseReference("https://registry.example/repo:tag")
+	_, imageChoice := image.ParseChoice("BUNDLED")
+	work := t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, pack.IgnoreFile), []byte("[z-a]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, packIgnore := pack.Scan(context.Background(), work, pack.Options{CacheDir: t.TempDir()})
+	gone := &engine.CleanedUpError{Tombstone: &job.Tombstone{JobID: "job-x", State: job.Succeeded, CollectedBy: "pid 1 on h", CleanedAt: time.Unix(0, 0)}}
 	for _, c := range []struct {
 		name string
 		err  error
 		want protocol.Class
 	}{
-		{"job not found", fmt.Errorf("no job x: %w", engine.ErrNotFound), protocol.NotFound},
-		{"no result", fmt.Errorf("job x: %w", engine.ErrNoResult), protocol.NoResult},
-		{"timeout", fmt.Errorf("wait: %w", context.DeadlineExceeded), protocol.Timeout},
-		{"cancelled", fmt.Errorf("wait: %w", context.Canceled), protocol.Cancelled},
-		{"accelerator", fmt.Errorf("plan: %w", accelErr), protocol.InvalidArgument},
-		{"config value", configErr, protocol.InvalidArgument},
-		{"profile", &config.ProfileNotFoundError{Name: "p"}, protocol.InvalidArgument},
-		{"deps file", &deps.FileError{File: "requirements.txt", Line: 3, Err: deps.ErrSyntax}, protocol.InvalidArgument},
-		{"deps sentinel", fmt.Errorf("x: %w", deps.ErrCredentials), protocol.InvalidArgument},
-		{"not a debug job", fmt.Errorf("job x: %w", engine.ErrNotDebug), protocol.InvalidArgument},
+		// accel
+		{"accel.UnknownError", must("accel.Parse", accelErr), protocol.InvalidArgument},
+		// config
+		{"config.ValueError", must("config.Validate", configErr), protocol.InvalidArgument},
+		{"config.ErrInvalid", config.ErrInvalid, protocol.InvalidArgument},
+		{"config.ErrProfileNotFound", config.ErrProfileNotFound, protocol.InvalidArgument},
+		{"config.ProfileNotFoundError", &config.ProfileNotFoundError{Name: "p"}, protocol.InvalidArgument},
+		{"config.ErrCorrupt", config.ErrCorrupt, protocol.InvalidArgument},
+		{"config.CorruptFileError", &config.CorruptFileError{Path: "p.json", Err: errors.New("unexpected EOF")}, protocol.InvalidArgument},
+		// deps
+		{"deps.FileError", &deps.FileError{File: "requirements.txt", Line: 3, Err: deps.ErrSyntax}, protocol.InvalidArgument},
+		{"deps.FileError (read)", &deps.FileError{File: "requirements.txt", Err: errors.New("permission denied")}, protocol.InvalidArgument},
+		{"deps.ErrSyntax", deps.ErrSyntax, protocol.InvalidArgument},
+		{"deps.ErrLocalPath", deps.ErrLocalPath, protocol.InvalidArgument},
+		{"deps.ErrCredentials", deps.ErrCredentials, protocol.InvalidArgument},
+		{"deps.ErrInclude", deps.ErrInclude, protocol.InvalidArgument},
+		{"deps.ErrUnsupported", deps.ErrUnsupported, protocol.InvalidArgument},
+		// engine (and jobview, whose sentinels the engine's are)
+		{"engine.ErrNotFound", engine.ErrNotFound, protocol.NotFound},
+		{"jobview.ErrNotFound", jobview.ErrNotFound, protocol.NotFound},
+		{"engine.CleanedUpError", gone, protocol.NotFound},
+		{"engine.ErrNoResult", engine.ErrNoResult, protocol.NoResult},
+		{"engine.ErrNotDebug", engine.ErrNotDebug, protocol.InvalidArgument},
+		// data
+		{"data.Parse empty", must("data.Parse empty", dataEmpty), protocol.InvalidArgument},
+		{"data.Parse missing path", must("data.Parse missing", dataMissing), protocol.InvalidArgument},
+		{"data.Parse scheme", must("data.Parse scheme", dataScheme), protocol.InvalidArgument},
+		{"data.Parse gs", must("data.Parse gs", dataGS), protocol.InvalidArgument},
+		{"data.Parse hf", must("data.Parse hf", dataHF), protocol.InvalidArgument},
+		{"data.Validate", must("data.Validate", data.Validate(data.Ref{Source: "x", Kind: "nope"})), protocol.InvalidArgument},
+		{"data.FuseSpec", must("data.FuseSpec", dataFuse), protocol.InvalidArgument},
+		// image
+		{"image.ErrBadReference", must("image.ParseReference", imageRef), protocol.InvalidArgument},
+		{"image.ParseChoice", must("image.ParseChoice", imageChoice), protocol.InvalidArgument},
+		{"image.ErrUnreachable", image.ErrUnreachable, protocol.Internal},
+		// pack
+		{"pack ignore pattern", must("pack.Scan", packIgnore), protocol.InvalidArgument},
+		// context
+		{"context.DeadlineExceeded", context.DeadlineExceeded, protocol.Timeout},
+		{"context.Canceled", context.Canceled, protocol.Cancelled},
+		// the server's own
 		{"chosen by handler", invalidf("bad params: %w", errors.New("x")), protocol.InvalidArgument},
-		{"chosen over a sentinel", &classError{protocol.Timeout, fmt.Errorf("no debugger: %w", context.Canceled)}, protocol.Timeout},
-		{"store outage", fmt.Errorf("read jobs/x/handle.json: %w", errors.New("dial tcp: connection refused")), protocol.Internal},
+		{"timedOut", timedOut(context.DeadlineExceeded, 1, "job x did not finish", "it keeps running"), protocol.Timeout},
+		{"chosen over context", errs.Errorf(errs.DeadlineExceeded, "no debugger: %w", context.Canceled), protocol.Timeout},
+		// no code
+		{"store outage", errors.New("dial tcp: connection refused"), protocol.Internal},
 		{"anything else", errors.New("boom"), protocol.Internal},
 	} {
-		if accelErr == nil || configErr == nil {
-			t.Fatal("accel.Parse or config.Validate accepted a bad value")
+		err := fmt.Errorf("call: %w", c.err)
+		if got := toError(err).Class; got != c.want {
+			t.Errorf("%s: toError(%v) has class %s, want %s", c.name, err, got, c.want)
 		}
-		if got := classify(c.err); got != c.want {
-			t.Errorf("%s: classify(%v) = %s, want %s", c.name, c.err, got, c.want)
-		}
+	}
+	if e := toError(fmt.Errorf("result: %w", gone)); e.Collected == nil || e.Collected.CollectedBy != "pid 1 on h" {
+		t.Errorf("CleanedUpError lost its Collected detail: %+v", e)
 	}
 }
 

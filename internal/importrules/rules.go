@@ -1,0 +1,61 @@
+package importrules
+
+// m is the prefix of this module's packages.
+const m = Module + "/"
+
+// Rules are the module's import rules. Add a rule when a package's place in the layers
+// (docs/architecture.md) says what it must not link; TestImportRules checks every one.
+var Rules = []Rule{
+	{
+		Pkg:    m + "job",
+		Why:    "the durable model is a leaf: the runner, the engine and the SDK's server all read it",
+		Forbid: NotStandard(),
+	},
+	{
+		Pkg:    m + "errs",
+		Why:    "error codes are a leaf every package may import",
+		Forbid: NotStandard(),
+	},
+	{
+		Pkg:    m + "protocol",
+		Why:    "the wire format is a leaf, so a client links nothing of the engine",
+		Forbid: NotStandard(),
+	},
+	{
+		Pkg: m + "engine",
+		Why: "the engine reaches backends through the backend registry; the CLI chooses which it links",
+		Forbid: Under(
+			m+"backend/local",
+			m+"backend/kubernetes",
+			"k8s.io/client-go",
+		),
+	},
+	{
+		Pkg: m + "cmd/kinetic-runner",
+		Why: "the pod's binary links the store drivers and the runner only",
+		Forbid: Under(
+			"github.com/spf13/cobra",
+			m+"cli",
+			m+"server",
+			m+"engine",
+			m+"backend",
+			m+"infra",
+			m+"dashboard",
+			m+"image", // the image builder and publisher
+			"github.com/google/go-containerregistry",
+			"k8s.io/client-go",
+		),
+	},
+	{
+		Pkg: m + "backend",
+		Why: "the interface package links no store driver and no cloud SDK",
+		Forbid: Under(
+			"gocloud.dev/blob/gcsblob",
+			"gocloud.dev/blob/s3blob",
+			"gocloud.dev/blob/azureblob",
+			"cloud.google.com/go",
+			"github.com/aws",
+		),
+		Exception: "issue 26 (redesign, step two): backend imports store, which links gocloud's gcsblob and s3blob and with them the GCS and AWS SDKs; the drivers must move to the binaries' mains first",
+	},
+}

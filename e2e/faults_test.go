@@ -49,6 +49,12 @@ var faultCases = []struct {
 		run:   faultSecretOnlyInEnvJSON,
 	},
 	{
+		name:  "unreadable-request-line",
+		fault: "kinetic serve --stdio reads a request with NaN in it (Python's json for float('nan')), then a line of garbage",
+		want:  "each is answered: the first with its own id, the second with its line number, saying what was wrong without Go's words; the next request is served",
+		run:   faultUnreadableLines,
+	},
+	{
 		name:  "symlinks-leaving-the-root",
 		fault: "the working directory holds links to /etc/shadow and to ../outside.txt",
 		want:  "neither target is read or uploaded; a warning names each link",

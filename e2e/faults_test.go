@@ -43,6 +43,18 @@ var faultCases = []struct {
 		run:   faultSecretsPermissions,
 	},
 	{
+		name:  "captured-secret-only-in-env-json",
+		fault: "a job and a batch (run_async_map) capture a variable holding a random value",
+		want:  "the value is in no file of the store or of KINETIC_HOME but env.json objects (jobs/ID/, groups/G/), each 0600; never in a batch's template.json",
+		run:   faultSecretOnlyInEnvJSON,
+	},
+	{
+		name:  "unreadable-request-line",
+		fault: "kinetic serve --stdio reads a request with NaN in it (Python's json for float('nan')), then a line of garbage",
+		want:  "each is answered: the first with its own id, the second with its line number, saying what was wrong without Go's words; the next request is served",
+		run:   faultUnreadableLines,
+	},
+	{
 		name:  "symlinks-leaving-the-root",
 		fault: "the working directory holds links to /etc/shadow and to ../outside.txt",
 		want:  "neither target is read or uploaded; a warning names each link",

@@ -23,7 +23,7 @@ func TestDerivedTombstone(t *testing.T) {
 	gid := job.NewGroupID()
 	tmpl := &layout.Template{Handle: &job.Handle{JobID: job.ChildID(gid, 0), Backend: "local", FuncName: "f"},
 		Spec: &job.Spec{Version: job.SpecVersion, Kind: job.KindPickle}}
-	if err := layout.WriteDerived(ctx, st, gid, tmpl, [][]byte{{1}, {2}, {3}}); err != nil {
+	if err := layout.WriteDerived(ctx, st, gid, tmpl, nil, [][]byte{{1}, {2}, {3}}); err != nil {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)

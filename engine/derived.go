@@ -36,8 +36,8 @@ func (t *Template) WriteDerived(ctx context.Context, gid string, inputs [][]byte
 	if err := t.e.writeShared(ctx, p); err != nil {
 		return err
 	}
-	tmpl := &layout.Template{Handle: p.handle, Spec: p.spec, Env: p.env, DefaultOutputs: defaultOutputs}
-	if err := layout.WriteDerived(ctx, p.st, gid, tmpl, inputs); err != nil {
+	tmpl := &layout.Template{Handle: p.handle, Spec: p.spec, DefaultOutputs: defaultOutputs}
+	if err := layout.WriteDerived(ctx, p.st, gid, tmpl, p.env, inputs); err != nil {
 		return err
 	}
 	t.e.cacheTemplate(p.st, gid, tmpl)

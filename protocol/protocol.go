@@ -36,6 +36,10 @@ type Message struct {
 	Error  *Error `json:"error,omitempty"`
 	Event  string `json:"event,omitempty"`
 	Data   any    `json:"data,omitempty"`
+	// Line is set on the error answering a line that is not a request: its number among
+	// the lines the client sent (the first is 1), so that the client finds the call it
+	// answers when no ID could be read from it.
+	Line int64 `json:"line,omitempty"`
 	// Greeting fields.
 	Kinetic  string `json:"kinetic,omitempty"`
 	Protocol int    `json:"protocol,omitempty"`

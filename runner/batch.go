@@ -47,10 +47,10 @@ type Batch struct {
 }
 
 // PrepareBatch fetches and prepares what the inputs of a batch share: the function,
-// the working tree, the environment (the template's captured variables in env) and the
-// interpreter. o.TreeDir is required (the worker's own directory). spec is the batch's
-// template: a pickled function with no Data, debugger or install at start
-// (CanRunBatch).
+// the working tree, the environment (the batch's captured variables in env, from
+// layout.ReadEnv) and the interpreter. o.TreeDir is required (the worker's own
+// directory). spec is the batch's template: a pickled function with no Data, debugger
+// or install at start (CanRunBatch).
 func PrepareBatch(ctx context.Context, st *store.Store, spec *job.Spec, env map[string]string, isolation string, o Options, out io.Writer) (*Batch, error) {
 	if err := CanRunBatch(spec); err != nil {
 		return nil, err

@@ -33,7 +33,7 @@ func handle[Req, Resp any](f func(*Server, *call, *Req) (Resp, error)) handler {
 		req := new(Req)
 		if len(raw) > 0 {
 			if err := json.Unmarshal(raw, req); err != nil {
-				return nil, invalidf("bad params: %w", err)
+				return nil, invalidf("bad params: %s", jsonProblem(err))
 			}
 		}
 		res, err := f(s, c, req)

@@ -70,10 +70,12 @@ func Serve(ctx context.Context, eng *engine.Engine, r io.Reader, w io.Writer) er
 			<-b.Done()
 		}
 	}()
+	var n int64 // lines read: an unreadable one is answered with its number
 	for sc.Scan() {
+		n++
 		var req protocol.Request
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
-			s.send(protocol.Message{Error: &protocol.Error{Class: protocol.InvalidArgument, Message: "request is not JSON: " + err.Error()}})
+			s.send(unreadable(n, sc.Bytes(), err))
 			continue
 		}
 		rctx, rcancel := context.WithCancel(ctx)

@@ -16,6 +16,7 @@
 //	jobs/{id}/debug.json      where a debug job's debugpy listens (job.DebugMarker)
 //	tombstones/{id}.json      a success whose result was collected and cleaned up (job.Tombstone)
 //	groups/{id}/manifest.json batch manifests
+//	groups/{id}/env.json      a batch run as one unit: the captured environment values
 //	groups/{id}/collected/    which children's results were collected, and when
 //	blobs/sha256/{hex}        content-addressed blobs (working directories, data)
 //	outputs/{id}/             KINETIC_OUTPUT_DIR by default; never removed by cleanup
@@ -901,9 +902,12 @@ func HostLogChunkKey(id, host string, seq int) string {
 func GroupManifestKey(id string) string { return "groups/" + id + "/manifest.json" }
 
 // Keys of a batch whose children are derived (batch/layout): the template every child's
-// handle and spec are made from, all the inputs in one object, and the marker a cleanup
-// of a child leaves so that a derived child that was removed is not made again.
+// handle and spec are made from, the captured environment values they share (apart
+// from the template, as a job's env.json is apart from its spec: the only objects that
+// hold secrets), all the inputs in one object, and the marker a cleanup of a child
+// leaves so that a derived child that was removed is not made again.
 func GroupTemplateKey(gid string) string { return "groups/" + gid + "/template.json" }
+func GroupEnvKey(gid string) string      { return "groups/" + gid + "/env.json" }
 func GroupInputsKey(gid string) string   { return "groups/" + gid + "/inputs.bin" }
 func GroupGoneKey(gid string, i int) string {
 	return fmt.Sprintf("groups/%s/gone/%d", gid, i)

@@ -65,7 +65,7 @@ func WorkGroup(ctx context.Context, o GroupWorkOptions) error {
 	defer slot.Close()
 	tree := filepath.Join(dir, "workers", w+".tree")
 	defer os.RemoveAll(tree) // the shipped tree: this worker's copy, for this batch only
-	batch, err := runner.PrepareBatch(ctx, gw.st, gw.t.Spec, gw.t.Env, gw.isolation, runner.Options{
+	batch, err := runner.PrepareBatch(ctx, gw.st, gw.t.Spec, gw.env, gw.isolation, runner.Options{
 		Store: gw.st, StoreURL: o.StoreURL, JobID: job.ChildID(o.Group, 0), TreeDir: tree,
 		Python: o.Python.Interpreter, EnvDir: filepath.Join(o.StateDir, "envs"), Grace: o.Grace,
 	}, os.Stderr)
@@ -100,6 +100,7 @@ type groupWorker struct {
 	runningFile *os.File
 	st          *store.Store
 	t           *layout.Template
+	env         map[string]string // the variables the batch captured (layout.ReadEnv)
 	size        int
 	inputs      *layout.Inputs
 	isolation   string
@@ -115,7 +116,8 @@ type groupWorker struct {
 	stopped bool
 }
 
-// load reads the batch: its template, its size and isolation, and every input.
+// load reads the batch: its template, captured environment, size and isolation, and
+// every input.
 func (gw *groupWorker) load(ctx context.Context) error {
 	var info groupInfo
 	raw, err := os.ReadFile(filepath.Join(gw.dir, "group.json"))
@@ -133,6 +135,9 @@ func (gw *groupWorker) load(ctx context.Context) error {
 		return err
 	}
 	if gw.t, err = layout.ReadTemplate(ctx, gw.st, gw.o.Group); err != nil {
+		return err
+	}
+	if gw.env, err = layout.ReadEnv(ctx, gw.st, gw.o.Group, gw.t); err != nil {
 		return err
 	}
 	// inputs.bin is read whole unless it is large (then each input with ranged reads:

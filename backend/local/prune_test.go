@@ -102,7 +102,7 @@ func TestPruneBatchState(t *testing.T) {
 	}
 	ended, running := mkGroup(), mkGroup()
 	tmpl := &layout.Template{Handle: &job.Handle{JobID: job.ChildID(running, 0)}, Spec: &job.Spec{Version: job.SpecVersion, Kind: job.KindPickle, EnvKey: "env-of-the-batch"}}
-	if err := layout.WriteDerived(ctx, st, running, tmpl, [][]byte{{1}}); err != nil {
+	if err := layout.WriteDerived(ctx, st, running, tmpl, nil, [][]byte{{1}}); err != nil {
 		t.Fatal(err)
 	}
 	lock, err := filelock.Open(filepath.Join(state, "groups", running, "workers", "0.lock"), os.O_CREATE|os.O_RDWR, 0o644)

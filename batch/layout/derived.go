@@ -26,14 +26,19 @@ import (
 // them from the template (Template.ChildHandle). Retries are ordinary jobs with child entries.
 
 // Template is groups/ID/template.json: a child's handle and spec with JobID
-// job.ChildID(gid, 0) and no arguments, and the environment every child captures.
+// job.ChildID(gid, 0) and no arguments. The environment every child captures is not in
+// it but in groups/ID/env.json (ReadEnv): the template is read by every listing and
+// status, and captured values are secrets.
 type Template struct {
-	Handle *job.Handle       `json:"handle"`
-	Spec   *job.Spec         `json:"spec"`
-	Env    map[string]string `json:"env,omitempty"`
+	Handle *job.Handle `json:"handle"`
+	Spec   *job.Spec   `json:"spec"`
 	// DefaultOutputs: the output directory is the store's outputs/ID of each child (no
 	// output_dir was set), not the one directory in Handle.
 	DefaultOutputs bool `json:"default_outputs,omitempty"`
+
+	// legacyEnv is the "env" field of a template written by a version that kept the
+	// captured values in it: read, so that its batch still runs, and never written.
+	legacyEnv map[string]string
 }
 
 // inputsMagic starts groups/ID/inputs.bin: then the number of inputs n, n+1 offsets
@@ -41,9 +46,10 @@ type Template struct {
 // own input with two ranged reads whatever the batch's size.
 const inputsMagic = "KNINPUT1"
 
-// WriteDerived writes the template and the inputs of batch gid, inputs first: the
-// template's presence is what makes its children exist.
-func WriteDerived(ctx context.Context, st *store.Store, gid string, t *Template, inputs [][]byte) error {
+// WriteDerived writes the inputs of batch gid, the environment its children capture
+// (env, if any) and its template, in that order: the template's presence is what makes
+// its children exist.
+func WriteDerived(ctx context.Context, st *store.Store, gid string, t *Template, env map[string]string, inputs [][]byte) error {
 	table := make([]byte, 16+8*(len(inputs)+1))
 	copy(table, inputsMagic)
 	binary.BigEndian.PutUint64(table[8:], uint64(len(inputs)))
@@ -58,12 +64,31 @@ func WriteDerived(ctx context.Context, st *store.Store, gid string, t *Template,
 	if _, err := st.PutFrom(ctx, store.GroupInputsKey(gid), io.MultiReader(parts...)); err != nil {
 		return fmt.Errorf("batch %s: write its inputs: %w", gid, err)
 	}
+	if err := writeEnv(ctx, st, gid, env); err != nil {
+		return err
+	}
 	b, err := json.Marshal(t)
 	if err != nil {
 		return err
 	}
 	if err := st.Put(ctx, store.GroupTemplateKey(gid), b); err != nil {
 		return fmt.Errorf("batch %s: write its template: %w", gid, err)
+	}
+	return nil
+}
+
+// writeEnv writes the captured values of batch gid's children to groups/gid/env.json
+// (nothing when there are none).
+func writeEnv(ctx context.Context, st *store.Store, gid string, env map[string]string) error {
+	if len(env) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(env)
+	if err != nil {
+		return err
+	}
+	if err := st.Put(ctx, store.GroupEnvKey(gid), b); err != nil {
+		return fmt.Errorf("batch %s: write its captured environment: %w", gid, err)
 	}
 	return nil
 }
@@ -75,14 +100,39 @@ func ReadTemplate(ctx context.Context, st *store.Store, gid string) (*Template, 
 	if err != nil {
 		return nil, err
 	}
-	var t Template
+	var t struct {
+		Template
+		Env map[string]string `json:"env"` // read-compat: see Template.legacyEnv
+	}
 	if err := json.Unmarshal(raw, &t); err != nil || t.Handle == nil || t.Spec == nil {
 		if err == nil {
 			err = errors.New("no handle or spec")
 		}
 		return nil, fmt.Errorf("batch %s: template.json cannot be read: %w", gid, err)
 	}
-	return &t, nil
+	t.legacyEnv = t.Env
+	return &t.Template, nil
+}
+
+// ReadEnv returns the environment the children of batch gid capture (nil when they
+// capture nothing): groups/gid/env.json, or the template's own for a batch written
+// before that object existed.
+func ReadEnv(ctx context.Context, st *store.Store, gid string, t *Template) (map[string]string, error) {
+	if t.legacyEnv != nil {
+		return t.legacyEnv, nil
+	}
+	if len(t.Spec.EnvNames) == 0 {
+		return nil, nil // nothing captured: no object to read
+	}
+	raw, err := st.Get(ctx, store.GroupEnvKey(gid))
+	if err != nil {
+		return nil, fmt.Errorf("batch %s: read its captured environment: %w", gid, err)
+	}
+	var env map[string]string
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return nil, fmt.Errorf("batch %s: env.json is not a map of variables to values", gid)
+	}
+	return env, nil
 }
 
 // ChildHandle is the handle of input i's first attempt.
@@ -163,8 +213,12 @@ func Materialize(ctx context.Context, st *store.Store, gid string, i int) (strin
 			return "", err
 		}
 	}
-	if len(t.Env) > 0 {
-		b, _ := json.Marshal(t.Env)
+	env, err := ReadEnv(ctx, st, gid, t)
+	if err != nil {
+		return "", err
+	}
+	if len(env) > 0 {
+		b, _ := json.Marshal(env)
 		if err := st.Put(ctx, store.EnvKey(id), b); err != nil {
 			return "", err
 		}

@@ -97,7 +97,7 @@ func TestWriteDerivedRoundTrip(t *testing.T) {
 	gid := job.NewGroupID()
 	inputs := [][]byte{[]byte("a"), {}, []byte("a longer input"), make([]byte, 70000)}
 	tmpl := &Template{Handle: &job.Handle{JobID: job.ChildID(gid, 0), Store: "mem://"}, Spec: &job.Spec{JobID: job.ChildID(gid, 0)}, DefaultOutputs: true}
-	if err := WriteDerived(ctx, st, gid, tmpl, inputs); err != nil {
+	if err := WriteDerived(ctx, st, gid, tmpl, nil, inputs); err != nil {
 		t.Fatal(err)
 	}
 	for i, want := range inputs {

@@ -2,6 +2,7 @@
 
 import functools
 import inspect
+import math
 import operator
 import os
 import sys
@@ -279,15 +280,22 @@ def run(accelerator: str = "tpu-v5e-1", container_image: Optional[str] = None,
 
     ``timeout`` limits each call, in seconds (as Modal's): past it the job is stopped
     (SIGTERM, then SIGKILL after the grace period) and FAILS with a reason starting
-    "timeout:", on every backend.
+    "timeout:", on every backend; ``float('inf')`` is no limit, as leaving it out.
     """
     if callable(accelerator) and not isinstance(accelerator, str):
         # @kinetic.run without parentheses (as Ray users write @ray.remote): the function
         # came as the first argument; every option keeps its default.
         return run()(accelerator)
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or math.isnan(timeout) or timeout <= 0):
         raise ValueError("kinetic.run(timeout=%r): give the call's time limit in seconds, a positive number "
                          "(e.g. timeout=3600), or leave it out" % (timeout,))
+    if timeout is not None and math.isinf(timeout):
+        timeout = None  # no limit, as when it is left out
+    if debug_wait is not None and (isinstance(debug_wait, bool) or not isinstance(debug_wait, (int, float))
+                                   or not math.isfinite(debug_wait)):
+        raise ValueError("kinetic.run(debug_wait=%r): give how long a debug job waits for a debugger, in seconds "
+                         "from 1 to 604800 (a week), or leave it out (600)" % (debug_wait,))
     for mount, d in (volumes or {}).items():
         if not isinstance(mount, str) or not mount.startswith("/"):
             raise ValueError("kinetic.run(volumes=...): the key %r is not an absolute path; give where the data "

@@ -51,12 +51,23 @@ def find_binary():
 
 
 class _Pending:
-    __slots__ = ("event", "reply", "on_event")
+    __slots__ = ("event", "reply", "on_event", "line")
 
     def __init__(self, on_event):
         self.event = threading.Event()
         self.reply = None
         self.on_event = on_event
+        self.line = 0  # its request's number among the lines sent to the engine
+
+
+def _encode(msg):
+    """One request line. allow_nan=False: Python's json would write NaN and Infinity,
+    which JSON has not (the public functions check their numbers first and name them)."""
+    try:
+        return (json.dumps(msg, allow_nan=False) + "\n").encode()
+    except ValueError:
+        raise ValueError("kinetic: the %s request holds a NaN or infinite number, which cannot be sent to the "
+                         "engine" % msg.get("method")) from None
 
 
 class Engine:
@@ -76,6 +87,7 @@ class Engine:
         self._plock = threading.Lock()
         self._pending = {}
         self._ids = itertools.count(1)
+        self._lines = 0  # lines written to the engine (under _wlock)
         self._dead = None
         # Replies are read through a buffer: the pipe itself is unbuffered (bufsize=0, for
         # stdin's sake), and a line read from it directly costs a system call per byte.
@@ -102,6 +114,8 @@ class Engine:
             with self._plock:
                 p = self._pending.get(msg.get("id"))
             if p is None:
+                if msg.get("error") and "event" not in msg:
+                    self._unmatched(msg)
                 continue
             if "event" in msg:
                 if p.on_event is not None:
@@ -116,6 +130,23 @@ class Engine:
         with self._plock:
             for p in self._pending.values():
                 p.event.set()
+
+    def _unmatched(self, msg):
+        """An error for no call this process is waiting for: the engine could not read a
+        line and found no id in it. It names the line: that call gets the error. Without
+        a line this process sent, the call is not known: say so, and leave the others
+        waiting (failing them all would drop a result the engine goes on to collect and
+        clean up)."""
+        line = msg.get("line")
+        with self._plock:
+            p = next((p for p in self._pending.values() if line and p.line == line), None)
+        if p is not None:
+            p.reply = msg
+            p.event.set()
+            return
+        sys.stderr.write("kinetic: warning: the engine answered a request this process is not waiting for: %s\n"
+                         % msg["error"].get("message", msg["error"]))
+        sys.stderr.flush()
 
     def alive(self):
         return self._dead is None and self._proc.poll() is None
@@ -136,14 +167,16 @@ class Engine:
         if self._dead:
             raise KineticError(self._dead)
         rid = next(self._ids)
+        line = _encode({"id": rid, "method": method, "params": params or {}})
         p = _Pending(on_event)
         with self._plock:
             self._pending[rid] = p
-        line = json.dumps({"id": rid, "method": method, "params": params or {}}) + "\n"
         _log.debug("engine request %d: %s", rid, method)
         try:
             with self._wlock:
-                self._proc.stdin.write(line.encode())
+                self._lines += 1
+                p.line = self._lines
+                self._proc.stdin.write(line)
         except BaseException:
             with self._plock:
                 self._pending.pop(rid, None)
@@ -167,9 +200,10 @@ class Engine:
 
     def _cancel(self, rid):
         try:
-            line = json.dumps({"id": -rid, "method": "cancel_request", "params": {"request_id": rid}}) + "\n"
+            line = _encode({"id": -rid, "method": "cancel_request", "params": {"request_id": rid}})
             with self._wlock:
-                self._proc.stdin.write(line.encode())
+                self._lines += 1
+                self._proc.stdin.write(line)
         except OSError:
             pass
 

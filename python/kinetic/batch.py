@@ -2,6 +2,7 @@
 collected from any process with ``kinetic.attach_batch``. Submission, retries and
 fail-fast run in the engine; this module reads the batch's state and collects results."""
 
+import math
 import os
 import queue
 import struct
@@ -11,6 +12,7 @@ import time
 from typing import Any, Dict, Iterator, List, Optional
 
 from ._engine import _exception, engine
+from ._seconds import seconds, wire
 from .exceptions import KineticError, ResultCollectedError
 from .job_status import JobStatus
 from .jobs import INLINE_MAX, JobHandle, _fault_point, _unpack, acknowledge
@@ -57,7 +59,10 @@ class BatchHandle:
         self._collected = None
         self._unavailable_ids: Dict[int, str] = {}
         self._config: Dict[str, str] = {}  # project/cluster of attach_batch, until the store is known
-        self._poll_interval = poll_interval
+        # None or inf: no limit (the interval then is the 1 s cap of _abandoned).
+        interval = seconds(poll_interval, "BatchHandle", "poll_interval")
+        self._poll_interval = math.inf if interval is None else interval
+        poll_timeout = seconds(poll_timeout, "BatchHandle", "poll_timeout")
         self._poll_deadline = None if poll_timeout is None else time.time() + poll_timeout
 
     # -- state ---------------------------------------------------------------------
@@ -136,6 +141,7 @@ class BatchHandle:
 
     def wait(self, *, timeout: Optional[float] = None) -> None:
         """Block until every job is terminal (and submission is over)."""
+        timeout = seconds(timeout, "wait", "timeout")
         try:
             for _ in self._watch(timeout):
                 pass
@@ -159,6 +165,11 @@ class BatchHandle:
         """Yield jobs as they reach a terminal state, in completion order, even while
         inputs are still being submitted. (The engine watches the batch and reports each
         child once; poll_interval bounds how long a quiet wait lasts between checks.)"""
+        seconds(poll_interval, "as_completed", "poll_interval")
+        return self._as_completed(seconds(timeout, "as_completed", "timeout"))
+
+    def _as_completed(self, timeout):
+        # A generator of its own: as_completed() checks its arguments when called.
         try:
             for c in self._watch(timeout):
                 if c.get("handle"):
@@ -246,7 +257,9 @@ class BatchHandle:
     def results(self, *, timeout: Optional[float] = None, ordered: bool = True, cleanup: bool = True,
                 return_exceptions: bool = False) -> List[Any]:
         """Collect every result. Failed positions hold the exception with
-        return_exceptions=True; otherwise BatchError is raised if anything failed."""
+        return_exceptions=True; otherwise BatchError is raised if anything failed.
+        ``timeout`` None or ``float('inf')`` waits without limit."""
+        timeout = seconds(timeout, "results", "timeout")
         start = time.time()
         bar = _Bar("batch %s" % self.group_id, lambda: max(self._total or 0, len(self._jobs)))
         order: List[int] = []
@@ -300,7 +313,7 @@ class BatchHandle:
         remaining = None if timeout is None else max(0.1, timeout - (time.time() - start))
         replies = engine().call("results_many", {
             "job_ids": [ids[i] for i in todo], "store": self._store,
-            "value_dir": tempfile.gettempdir(), "inline_max": INLINE_MAX, "timeout": remaining or 0})
+            "value_dir": tempfile.gettempdir(), "inline_max": INLINE_MAX, "timeout": wire(remaining)})
         received = []
         for i, r in zip(todo, replies):
             try:
@@ -345,6 +358,8 @@ def attach_batch(group_id: str, project: Optional[str] = None, cluster: Optional
     """Reattach to a batch by group_id, from any process or machine that reaches its store.
     While the original submitter is still adding children, the handle keeps reading the
     manifest (up to poll_timeout seconds)."""
+    seconds(poll_interval, "attach_batch", "poll_interval")
+    seconds(poll_timeout, "attach_batch", "poll_timeout")
     b = BatchHandle(group_id, store=store or "", poll_interval=poll_interval, poll_timeout=poll_timeout)
     b._config = {k: v for k, v in (("project", project), ("cluster", cluster)) if v}
     b._refresh(status=False)

@@ -13,6 +13,7 @@ import warnings
 from typing import Any, Callable, Optional
 
 from ._engine import engine
+from ._seconds import seconds, wire
 from .exceptions import KineticError, RemoteError
 from .job_status import JobStatus
 
@@ -116,8 +117,12 @@ class JobHandle:
         """Wait for the job and return its value, or re-raise the remote exception.
 
         Raises TimeoutError after ``timeout`` seconds (the job keeps running and the handle
-        stays valid), RuntimeError if the job failed without a result.
+        stays valid), RuntimeError if the job failed without a result. ``timeout`` None or
+        ``float('inf')`` waits without limit; NaN or a negative number is a ValueError.
         """
+        timeout = seconds(timeout, "result", "timeout")
+        seconds(cleanup_timeout, "result", "cleanup_timeout")
+        seconds(cleanup_poll_interval, "result", "cleanup_poll_interval")
         if cleanup is None:
             cleanup = not self.debug
         if stream_logs is None:
@@ -137,7 +142,7 @@ class JobHandle:
                 sys.stderr.write("kinetic: warning: %s\n" % data)
 
         res = engine().call("result", self._params(
-            timeout=timeout or 0, stream_logs=bool(stream_logs), status_events=on_status_change is not None,
+            timeout=wire(timeout), stream_logs=bool(stream_logs), status_events=on_status_change is not None,
             value_dir=tempfile.gettempdir(), inline_max=INLINE_MAX), on_event=on_event)
         value = _unpack(res, self.job_id)
         if cleanup:
@@ -161,7 +166,8 @@ class JobHandle:
         or ends before its debugger starts.
         """
         from .debug import DebugSession
-        res = engine().call("debug_attach", self._params(local_port=int(local_port or 0), timeout=timeout or 0))
+        timeout = seconds(timeout, "debug_attach", "timeout")
+        res = engine().call("debug_attach", self._params(local_port=int(local_port or 0), timeout=wire(timeout)))
         session = DebugSession(self.job_id, res, working_dir)
         if not quiet:
             sys.stderr.write("kinetic: debugpy of %s is reachable at %s:%d; add this configuration to "
@@ -172,12 +178,16 @@ class JobHandle:
 
     def cancel(self, cleanup_timeout: float = 180, cleanup_poll_interval: float = 2) -> None:
         """Stop the job: SIGTERM (or pod deletion), then a forced stop after a grace period."""
-        engine().call("cancel", self._params(timeout=cleanup_timeout))
+        cleanup_timeout = seconds(cleanup_timeout, "cancel", "cleanup_timeout")
+        seconds(cleanup_poll_interval, "cancel", "cleanup_poll_interval")
+        engine().call("cancel", self._params(timeout=wire(cleanup_timeout)))
 
     def cleanup(self, k8s: bool = True, gcs: bool = True, cleanup_timeout: float = 180,
                 cleanup_poll_interval: float = 2) -> None:
         """Remove the backend's resources (k8s) and the store artifacts (gcs); outputs stay."""
-        engine().call("cleanup", self._params(k8s=k8s, gcs=gcs, timeout=cleanup_timeout))
+        cleanup_timeout = seconds(cleanup_timeout, "cleanup", "cleanup_timeout")
+        seconds(cleanup_poll_interval, "cleanup", "cleanup_poll_interval")
+        engine().call("cleanup", self._params(k8s=k8s, gcs=gcs, timeout=wire(cleanup_timeout)))
 
     def __repr__(self):
         return "JobHandle(job_id=%r, func_name=%r, accelerator=%r, backend=%r)" % (

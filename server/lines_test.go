@@ -114,7 +114,7 @@ func TestBadParamsPlainWords(t *testing.T) {
 	h := handle(func(_ *Server, _ *call, r *protocol.ResultRequest) (*protocol.Empty, error) { return nil, nil })
 	for params, want := range map[string]string{
 		`{"timeout": "10"}`:   `bad params: "timeout" is a JSON string, not a number`,
-		`{"cleanup": 1}`:      `bad params: "cleanup" is a JSON number, not true or false`,
+		`{"stream_logs": 1}`:  `bad params: "stream_logs" is a JSON number, not true or false`,
 		`[1]`:                 `bad params: it is a JSON array, not an object`,
 		`{"job_id": ["x"]}`:   `bad params: "job_id" is a JSON array, not a string`,
 		`{"inline_max": 1.5}`: `bad params: "inline_max" is a JSON number 1.5, not a whole number`,

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kinetic-run/kinetic/internal/backoff"
@@ -270,9 +271,12 @@ type Collected struct {
 // (so concurrent callers never rewrite each other's), each a list of Collected.
 func CollectedPrefix(gid string) string { return Prefix(gid) + "collected/" }
 
-// RecordCollected writes one collection record of batch gid and returns its key. Keys
-// sort by the time they were written (job.NewID), so the first record that lists a
-// child is the collection that claimed it (ReadCollected keeps that one).
+// RecordCollected writes one collection record of batch gid and returns its key. Records
+// are numbered (rNNNNNNNNN.json), each created exclusively as one more than the highest
+// number listed: a number exists only once every lower one does, so the records a
+// collector lists after creating its own are every record before it, and the first
+// record that lists a child is the collection that claimed it (ClaimedBy, ReadCollected).
+// Records of older versions (job-ID.json) sort before every numbered one.
 func RecordCollected(ctx context.Context, st *store.Store, gid string, cs []Collected) (string, error) {
 	if len(cs) == 0 {
 		return "", nil
@@ -281,8 +285,36 @@ func RecordCollected(ctx context.Context, st *store.Store, gid string, cs []Coll
 	if err != nil {
 		return "", err
 	}
-	key := CollectedPrefix(gid) + job.NewID() + ".json"
-	return key, st.Put(ctx, key, b)
+	for {
+		objs, err := st.List(ctx, CollectedPrefix(gid))
+		if err != nil {
+			return "", err
+		}
+		next := 1
+		for _, o := range objs {
+			if n, ok := recordNumber(strings.TrimPrefix(o.Key, CollectedPrefix(gid))); ok && n >= next {
+				next = n + 1
+			}
+		}
+		key := CollectedPrefix(gid) + fmt.Sprintf("r%09d.json", next)
+		err = st.Create(ctx, key, b)
+		if !errors.Is(err, store.ErrExists) {
+			return key, err
+		}
+		// Another collector took that number first: list again.
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+	}
+}
+
+// recordNumber is N of a record named rNNNNNNNNN.json.
+func recordNumber(name string) (int, bool) {
+	if len(name) != len("r000000000.json") || name[0] != 'r' || !strings.HasSuffix(name, ".json") {
+		return 0, false
+	}
+	n, err := strconv.Atoi(name[1 : len(name)-len(".json")])
+	return n, err == nil
 }
 
 // ReadCollected returns the children of batch gid recorded as collected, by job ID.
@@ -310,9 +342,8 @@ func ReadCollected(ctx context.Context, st *store.Store, gid string) (map[string
 
 // ClaimedBy returns, of the children listed in the record at key, those whose first
 // record it is: the ones that collection claimed. Two collections of one child at once
-// both write a record; the earlier key wins, and only its collector cleans the child up.
-// (Keys order by the writers' clocks: with clocks apart by more than the gap between two
-// collections, both may clean up, which removes the same objects twice, harmlessly.)
+// both write a record; the lower number wins (RecordCollected), and only its collector
+// cleans the child up.
 func ClaimedBy(ctx context.Context, st *store.Store, gid, key string) (map[string]bool, error) {
 	objs, err := st.List(ctx, CollectedPrefix(gid))
 	if err != nil {

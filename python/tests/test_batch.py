@@ -271,7 +271,12 @@ def test_attach_after_submitter_killed_mid_submission(store_dir, tmp_path, one_j
     for i in submitted - set(limbo):
         assert b.jobs[i].result(timeout=60, cleanup=False) == i * 10
     if limbo:
-        assert b.jobs[limbo[0]].status() == JobStatus.PENDING
+        # Handed over in the instant of the kill (its supervisor was starting: seen on a
+        # loaded machine), it runs to the end; otherwise it waits for the grace period.
+        st = b.jobs[limbo[0]].status()
+        assert st in (JobStatus.PENDING, JobStatus.RUNNING, JobStatus.SUCCEEDED), st
+        if st != JobStatus.PENDING:
+            assert b.jobs[limbo[0]].result(timeout=60, cleanup=False) == limbo[0] * 10
         b.cleanup()
         pytest.xfail("child %d was written but never handed to the backend: PENDING until the grace period ends" % limbo[0])
 

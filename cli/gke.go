@@ -56,8 +56,8 @@ func gkeSetup(ctx context.Context, g *Globals, f *gkeFlags, extra map[config.Key
 		Namespace: res.Get(config.Namespace), Registry: res.Get(config.ImageRegistry),
 	}
 	// The default store (a local directory) is no store for GKE pods: then the bucket
-	// up makes, gs://PROJECT-kinetic.
-	if res.Source(config.Store) != config.SourceDefault {
+	// up makes, gs://PROJECT-kinetic (config's default on GKE is the same name).
+	if !strings.HasPrefix(res.Source(config.Store), config.SourceDefault) {
 		cfg.Store = res.Get(config.Store)
 	}
 	c, err := gke.Dial(ctx, ep)

@@ -28,15 +28,17 @@ import (
 	storagev1 "google.golang.org/api/storage/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/kinetic-run/kinetic/infra/gke/gkename"
 )
 
 // Defaults of the names up gives what it creates.
 const (
-	DefaultCluster = "kinetic-cluster"
+	DefaultCluster = gkename.DefaultCluster
 	// SystemPool is the node pool of the cluster's own pods and of CPU jobs.
 	SystemPool = "system"
 	// Repository is the Artifact Registry repository (Docker format) in the zone's region.
-	Repository = "kinetic"
+	Repository = gkename.Repository
 	// AccountID is the Google service account job pods act as through Workload Identity.
 	AccountID = "kinetic-jobs"
 	// KubeServiceAccount is the Kubernetes service account bound to AccountID; the same
@@ -197,10 +199,10 @@ func (c *Config) fill() error {
 		c.Namespace = "default"
 	}
 	if c.Store == "" {
-		c.Store = "gs://" + c.Project + "-kinetic"
+		c.Store = gkename.Store(c.Project)
 	}
 	if !strings.HasPrefix(c.Store, "gs://") {
-		return fmt.Errorf("store %q: GKE jobs use a gs:// store (e.g. --store gs://%s-kinetic)", c.Store, c.Project)
+		return fmt.Errorf("store %q: GKE jobs use a gs:// store (e.g. --store %s)", c.Store, gkename.Store(c.Project))
 	}
 	if c.Registry == "" {
 		c.Registry = c.RepoHost()
@@ -212,13 +214,7 @@ func (c *Config) fill() error {
 }
 
 // Region is the region of a zone ("us-central1-a" → "us-central1"), "" if not a zone.
-func Region(zone string) string {
-	i := strings.LastIndexByte(zone, '-')
-	if i <= 0 || strings.Count(zone, "-") < 2 {
-		return ""
-	}
-	return zone[:i]
-}
+func Region(zone string) string { return gkename.Region(zone) }
 
 func (c *Config) location() string    { return "projects/" + c.Project + "/locations/" + c.Zone }
 func (c *Config) clusterName() string { return c.location() + "/clusters/" + c.Cluster }
@@ -229,9 +225,7 @@ func (c *Config) repoParent() string { return "projects/" + c.Project + "/locati
 func (c *Config) repoName() string   { return c.repoParent() + "/repositories/" + Repository }
 
 // RepoHost is the Docker path of the repository: REGION-docker.pkg.dev/PROJECT/kinetic.
-func (c *Config) RepoHost() string {
-	return Region(c.Zone) + "-docker.pkg.dev/" + c.Project + "/" + Repository
-}
+func (c *Config) RepoHost() string { return gkename.Registry(c.Project, c.Zone) }
 
 // AccountEmail is the Google service account of job pods.
 func (c *Config) AccountEmail() string {

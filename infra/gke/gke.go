@@ -180,6 +180,9 @@ type Config struct {
 	// Kube connects to the running cluster to make the Kubernetes service account of
 	// job pods (KubeWithADC); nil leaves that step out (the fakes have no API server).
 	Kube KubeFunc
+	// Pool, when set, is an accelerator pool up makes after the cluster (up
+	// --accelerator, --min-nodes): the pool add step.
+	Pool *PoolOptions
 	// Poll is the first interval between polls of a long-running operation (0 = 500ms);
 	// it grows to ten times that, at most 5 s.
 	Poll time.Duration

@@ -36,7 +36,10 @@ func TestConfigShow(t *testing.T) {
 		"zone":      {"europe-west4-a", "profile dev"},
 		"cluster":   {"env-cluster", "env KINETIC_CLUSTER"},
 		"namespace": {"team-a", "argument"},
-		"backend":   {"local", "default"},
+		// The profile's project means GKE (GOOGLE_CLOUD_PROJECT would not).
+		"backend":        {"gke", "default: project set (profile dev)"},
+		"store":          {"gs://p-dev-kinetic", "default: the bucket `kinetic up` makes for project p-dev"},
+		"image_registry": {"europe-west4-docker.pkg.dev/p-dev/kinetic", "default: the repository `kinetic up` makes for project p-dev in europe-west4"},
 	}
 	for k, w := range want {
 		if diff := cmp.Diff(w, m[k]); diff != "" {
@@ -45,6 +48,56 @@ func TestConfigShow(t *testing.T) {
 	}
 	if got.Profile != "dev" || len(got.Values) != len(config.Keys()) {
 		t.Errorf("profile %q, %d values", got.Profile, len(got.Values))
+	}
+}
+
+// TestConfigShowGKEDefaults: KINETIC_PROJECT and KINETIC_CLUSTER alone mean GKE, with
+// the bucket and repository `kinetic up` makes; GOOGLE_CLOUD_PROJECT alone stays local
+// with the file store.
+func TestConfigShowGKEDefaults(t *testing.T) {
+	show := func() map[string][2]string {
+		t.Helper()
+		var got struct {
+			Values []struct{ Key, Value, Source string } `json:"values"`
+		}
+		if err := json.Unmarshal([]byte(must(t, "config", "show", "--json")), &got); err != nil {
+			t.Fatal(err)
+		}
+		m := map[string][2]string{}
+		for _, v := range got.Values {
+			m[v.Key] = [2]string{v.Value, v.Source}
+		}
+		return m
+	}
+	cfgEnv(t)
+	t.Setenv("KINETIC_HOME", "/kh")
+	t.Setenv("KINETIC_PROJECT", "kp")
+	t.Setenv("KINETIC_CLUSTER", "kc")
+	m := show()
+	for k, w := range map[string][2]string{
+		"backend":        {"gke", "default: project set (env KINETIC_PROJECT)"},
+		"store":          {"gs://kp-kinetic", "default: the bucket `kinetic up` makes for project kp"},
+		"image_registry": {"us-central1-docker.pkg.dev/kp/kinetic", "default: the repository `kinetic up` makes for project kp in us-central1"},
+		"cluster":        {"kc", "env KINETIC_CLUSTER"},
+	} {
+		if m[k] != w {
+			t.Errorf("%s = %q, want %q", k, m[k], w)
+		}
+	}
+
+	t.Setenv("KINETIC_PROJECT", "")
+	t.Setenv("KINETIC_CLUSTER", "")
+	t.Setenv("GOOGLE_CLOUD_PROJECT", "gp")
+	m = show()
+	for k, w := range map[string][2]string{
+		"project":        {"gp", "env GOOGLE_CLOUD_PROJECT"},
+		"backend":        {"local", "default"},
+		"store":          {"file:///kh/store", "default"},
+		"image_registry": {"", "unset"},
+	} {
+		if m[k] != w {
+			t.Errorf("GOOGLE_CLOUD_PROJECT only: %s = %q, want %q", k, m[k], w)
+		}
 	}
 }
 

@@ -56,8 +56,8 @@ func gkeSetup(ctx context.Context, g *Globals, f *gkeFlags, extra map[config.Key
 		Namespace: res.Get(config.Namespace), Registry: res.Get(config.ImageRegistry),
 	}
 	// The default store (a local directory) is no store for GKE pods: then the bucket
-	// up makes, gs://PROJECT-kinetic.
-	if res.Source(config.Store) != config.SourceDefault {
+	// up makes, gs://PROJECT-kinetic (config's default on GKE is the same name).
+	if !strings.HasPrefix(res.Source(config.Store), config.SourceDefault) {
 		cfg.Store = res.Get(config.Store)
 	}
 	c, err := gke.Dial(ctx, ep)
@@ -121,8 +121,19 @@ func applyPlan(cmd *cobra.Command, p *gke.Plan, extra int, preview, yes bool, st
 	return true, nil
 }
 
-// upGKE is `kinetic up --backend gke`.
-func upGKE(cmd *cobra.Command, g *Globals, f *gkeFlags, extra map[config.Key]string, preview, yes bool) error {
+// upGKEOptions are the flags of `kinetic up` for GKE besides the settings.
+type upGKEOptions struct {
+	Preview, Yes bool
+	// ProfileName is the profile up writes and makes current ("" = --profile, else the
+	// cluster's name).
+	ProfileName string
+	// Pool is the first accelerator pool (--accelerator, --min-nodes); nil for none.
+	Pool *gke.PoolOptions
+}
+
+// upGKE is `kinetic up` for GKE (`--backend gke`, or no backend with a project).
+func upGKE(cmd *cobra.Command, g *Globals, f *gkeFlags, extra map[config.Key]string, o upGKEOptions) error {
+	preview, yes := o.Preview, o.Yes
 	ctx := cmd.Context()
 	out := cmd.ErrOrStderr()
 	start := time.Now()
@@ -137,6 +148,7 @@ func upGKE(cmd *cobra.Command, g *Globals, f *gkeFlags, extra map[config.Key]str
 	if res.Get(config.GCPEndpoints) == "" {
 		cfg.Kube = gke.KubeWithADC
 	}
+	cfg.Pool = o.Pool
 	p, err := gke.PlanUp(ctx, c, cfg)
 	if err != nil {
 		return planErr(ctx, err)
@@ -160,7 +172,14 @@ func upGKE(cmd *cobra.Command, g *Globals, f *gkeFlags, extra map[config.Key]str
 		string(config.Namespace): res.Get(config.Namespace), string(config.Store): store,
 		string(config.ImageRegistry): registry, string(config.ServiceAccount): gke.KubeServiceAccount,
 	}
-	prof, err := planProfile(g, want)
+	name := o.ProfileName
+	if name == "" {
+		name = g.Profile
+	}
+	if name == "" {
+		name = cluster
+	}
+	prof, err := planProfile(g, name, want)
 	if err != nil {
 		return err
 	}
@@ -181,22 +200,20 @@ func upGKE(cmd *cobra.Command, g *Globals, f *gkeFlags, extra map[config.Key]str
 type profilePlan struct {
 	name, path string
 	exists     bool
+	current    bool // it is the file's current profile already
 	changed    []string
 	merged     config.Profile
 }
 
-func planProfile(g *Globals, want config.Profile) (*profilePlan, error) {
+// planProfile plans the profile name (made current) holding want.
+func planProfile(g *Globals, name string, want config.Profile) (*profilePlan, error) {
 	path := config.ProfilesPath(nil)
 	f, err := config.LoadProfiles(path)
 	if err != nil {
 		return nil, err
 	}
-	name, _ := config.ActiveName(f, g.Profile, nil, path)
-	if name == "" {
-		name = "default"
-	}
 	old, exists := f.Profiles[name]
-	pp := &profilePlan{name: name, path: path, exists: exists, merged: config.Profile{}}
+	pp := &profilePlan{name: name, path: path, exists: exists, current: f.Current == name, merged: config.Profile{}}
 	for k, v := range old {
 		pp.merged[k] = v
 	}
@@ -214,7 +231,7 @@ func planProfile(g *Globals, want config.Profile) (*profilePlan, error) {
 }
 
 func (pp *profilePlan) changes() int {
-	if !pp.exists || len(pp.changed) > 0 {
+	if !pp.exists || len(pp.changed) > 0 || !pp.current {
 		return 1
 	}
 	return 0
@@ -226,6 +243,8 @@ func (pp *profilePlan) print(w io.Writer) {
 		fmt.Fprintf(w, "  + create   profile %s in %s (%s)\n", pp.name, pp.path, strings.Join(pp.changed, ", "))
 	case len(pp.changed) > 0:
 		fmt.Fprintf(w, "  ~ update   profile %s in %s (%s)\n", pp.name, pp.path, strings.Join(pp.changed, ", "))
+	case !pp.current:
+		fmt.Fprintf(w, "  ~ use      profile %s (make it the current one)\n", pp.name)
 	default:
 		fmt.Fprintf(w, "  = ok       profile %s\n", pp.name)
 	}
@@ -239,9 +258,7 @@ func (pp *profilePlan) write(w io.Writer) error {
 		if err := f.Put(pp.name, pp.merged); err != nil {
 			return err
 		}
-		if f.Current == "" {
-			f.Current = pp.name
-		}
+		f.Current = pp.name
 		return nil
 	})
 	if err == nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/infra"
 	"github.com/kinetic-run/kinetic/infra/gke"
+	"github.com/kinetic-run/kinetic/infra/gke/gkeconn"
 )
 
 func init() { register(newStatusCmd) }
@@ -36,14 +37,21 @@ func newStatusCmd(g *Globals) *cobra.Command {
 		}
 		var rep *infra.Report
 		if !noDoctor && s.ClusterStatus == "RUNNING" {
-			// doctor's checks, through the kubeconfig context gcloud makes for the cluster.
+			// doctor's checks: through kube_context when set, else the kubeconfig context
+			// gcloud makes for the cluster when it is there, else directly (GKE API + ADC).
 			args := map[config.Key]string{}
-			if res.Get(config.KubeContext) == "" {
-				args[config.KubeContext] = kubernetes.GKEContext(s.Project, s.Zone, s.Cluster)
+			gctx := kubernetes.GKEContext(s.Project, s.Zone, s.Cluster)
+			direct := res.Get(config.KubeContext) == "" && !kubernetes.HasContext(res.Get(config.Kubeconfig), gctx)
+			if res.Get(config.KubeContext) == "" && !direct {
+				args[config.KubeContext] = gctx
 			}
 			t, _, kerr, err := k8sTarget(g, args)
 			if err != nil {
 				return err
+			}
+			if direct {
+				t.Context = "(none: direct to GKE)"
+				t.Config, kerr = kubernetes.GKEConnector(resolvedSettings{res}).RESTConfig(ctx, gkeconn.Cluster{Project: s.Project, Zone: s.Zone, Name: s.Cluster})
 			}
 			rep = infra.Doctor(ctx, t, kerr)
 		}
@@ -65,3 +73,8 @@ func newStatusCmd(g *Globals) *cobra.Command {
 	}
 	return cmd
 }
+
+// resolvedSettings is a resolved configuration as backend.Settings.
+type resolvedSettings struct{ r *config.Resolved }
+
+func (s resolvedSettings) Get(k string) string { return s.r.Get(config.Key(k)) }

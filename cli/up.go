@@ -14,6 +14,7 @@ import (
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/infra"
+	"github.com/kinetic-run/kinetic/infra/gke"
 )
 
 func init() { register(newUpCmd); register(newDoctorCmd) }
@@ -53,22 +54,46 @@ func newUpCmd(g *Globals) *cobra.Command {
 	var be string
 	var o upK8sOptions
 	var gf *gkeFlags
+	var gko upGKEOptions
+	var pool gke.PoolOptions
 	cmd := &cobra.Command{
-		Use:   "up --backend gke|k8s [-y | --preview] [--namespace N] [--registry R] [--store URL]",
+		Use:   "up [--project P] [--zone Z] [--cluster C] [--accelerator A [--min-nodes N]] [--backend gke|k8s] [-y | --preview]",
 		Short: "Create a GKE cluster (gke) or prepare an existing cluster (k8s) for jobs, and write the profile",
-		Long: "Plans, prints, asks (unless -y) and applies, idempotently: the namespace, the\n" +
-			"service account of job pods, the Role the engine needs (Jobs, pods, pods/log,\n" +
-			"pods/portforward, LeaderWorkerSets if installed) bound to that service account,\n" +
-			"the runner image published to the registry, and the profile. After a change it\n" +
-			"checks the store from here and from a pod. A second `up` changes nothing.\n" +
-			"--preview prints the plan and changes nothing. Without -y it asks on a terminal,\n" +
-			"and refuses when there is no terminal to ask on.",
-		Args: cobra.NoArgs,
+		Long: "With a project (--project, KINETIC_PROJECT or a profile's) and no --backend, up\n" +
+			"creates a GKE cluster and what jobs need (docs/infrastructure.md), with a first\n" +
+			"accelerator pool when --accelerator is given, and writes the profile named after the\n" +
+			"cluster (--profile-name), made current. --backend k8s prepares an existing cluster\n" +
+			"from your kubeconfig: the namespace, the service account of job pods, the Role the\n" +
+			"engine needs bound to it, the runner image, the profile; then it checks the store\n" +
+			"from here and from a pod. A second `up` changes nothing. --preview prints the plan\n" +
+			"and changes nothing. Without -y it asks on a terminal, and refuses when there is no\n" +
+			"terminal to ask on.",
+		Example: "  kinetic up --project my-project --accelerator tpu-v6e-8 -y\n  kinetic up --project my-project --preview\n  kinetic up --backend k8s --registry HOST/PATH --store gs://BUCKET",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if be == "" {
+				var err error
+				if be, err = upBackend(g, gf); err != nil {
+					return err
+				}
+			}
+			gkeOnly := []string{"accelerator", "min-nodes", "profile-name"}
 			switch be {
 			case "k8s":
+				for _, fl := range gkeOnly {
+					if cmd.Flags().Changed(fl) {
+						return fmt.Errorf("--%s is for GKE (`kinetic up --project P`); with --backend k8s, add node pools with your cluster's tools", fl)
+					}
+				}
 			case "gke":
-				return upGKE(cmd, g, gf, map[config.Key]string{config.Namespace: o.Namespace, config.ImageRegistry: o.Registry, config.Store: o.Store}, o.Preview, o.Yes)
+				if cmd.Flags().Changed("min-nodes") && pool.Accelerator == "" {
+					return errors.New("--min-nodes sizes the first accelerator pool: give --accelerator too")
+				}
+				if pool.Accelerator != "" {
+					gko.Pool = &pool
+				}
+				gko.Preview, gko.Yes = o.Preview, o.Yes
+				return upGKE(cmd, g, gf, map[config.Key]string{config.Namespace: o.Namespace, config.ImageRegistry: o.Registry, config.Store: o.Store}, gko)
 			default:
 				return fmt.Errorf("--backend %q: use gke (create a GKE cluster and what jobs need) or k8s (an existing cluster from your kubeconfig)", be)
 			}
@@ -78,17 +103,42 @@ func newUpCmd(g *Globals) *cobra.Command {
 			return upK8s(cmd, g, o)
 		},
 	}
-	cmd.Flags().StringVar(&be, "backend", "", "gke: create a GKE cluster and what jobs need (docs/infrastructure.md); k8s: an existing cluster (the kubeconfig's current context, or --context)")
+	cmd.Flags().StringVar(&be, "backend", "", "gke: create a GKE cluster and what jobs need (docs/infrastructure.md; the default when a project is set); k8s: an existing cluster (the kubeconfig's current context, or --context)")
+	cmd.Flags().StringVar(&pool.Accelerator, "accelerator", "", "GKE: also make a node pool for this accelerator, as pool add does (e.g. gpu-l4, tpu-v6e-8)")
+	cmd.Flags().IntVar(&pool.MinNodes, "min-nodes", 0, "GKE: fewest nodes the autoscaler keeps in the --accelerator pool")
+	cmd.Flags().StringVar(&gko.ProfileName, "profile-name", "", "GKE: the profile to write and make current (default: the cluster's name)")
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "apply without asking")
 	cmd.Flags().BoolVar(&o.Preview, "preview", false, "print the plan and change nothing")
 	cmd.Flags().StringVar(&o.Namespace, "namespace", "", "namespace for jobs (default: the profile's, else default)")
 	cmd.Flags().StringVar(&o.Registry, "registry", "", "registry for the runner image and bundled images, HOST/PATH, pullable by the nodes (image_registry)")
 	cmd.Flags().StringVar(&o.Store, "store", "", "store URL reachable from the pods: gs://BUCKET or s3://BUCKET")
 	cmd.Flags().StringVar(&o.Context, "context", "", "kubeconfig context (default: the current one)")
-	cmd.MarkFlagRequired("backend")
 	gf = addGKEFlags(cmd) // --project, --zone, --cluster (GKE)
 	addPreviewFlag(cmd)
 	return cmd
+}
+
+// upBackend is up's target when --backend is not given: the configured backend (gke
+// when a project is set by --project, KINETIC_PROJECT or a profile, config's default),
+// else an error naming --project and --backend k8s.
+func upBackend(g *Globals, gf *gkeFlags) (string, error) {
+	res, err := config.Resolve(config.Options{Args: keyFlagArgs(gf.vals), Profile: g.Profile})
+	if err != nil {
+		return "", err
+	}
+	switch res.Get(config.Backend) {
+	case kubernetes.GKEName, kubernetes.PathwaysName:
+		return "gke", nil
+	case kubernetes.K8sName:
+		return "k8s", nil
+	}
+	msg := "kinetic up: no project to create a GKE cluster in: pass --project P (or set KINETIC_PROJECT, or a profile's project); for another cluster from your kubeconfig, pass --backend k8s"
+	if p := res.Get(config.Project); p != "" && res.Source(config.Project) == "env GOOGLE_CLOUD_PROJECT" {
+		msg += fmt.Sprintf(" (GOOGLE_CLOUD_PROJECT=%s is not taken as a choice of GKE: pass --project %s to use it)", p, p)
+	} else if src := res.Source(config.Backend); src != config.SourceDefault {
+		msg += fmt.Sprintf(" (backend %s from %s)", res.Get(config.Backend), src)
+	}
+	return "", errors.New(msg)
 }
 
 // upK8s is `kinetic up --backend k8s`: plan, print, ask, apply, write the profile, check.

@@ -3,8 +3,11 @@ package config
 import (
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/kinetic-run/kinetic/infra/gke/gkename"
 )
 
 // Key names one setting. Its string form is the key used in the profiles file and in
@@ -66,6 +69,10 @@ type keyInfo struct {
 	// fallback gives the value used when no argument, env var or profile sets the key,
 	// and its source ("default", "env GOOGLE_CLOUD_PROJECT"); "" means unset.
 	fallback func(getenv func(string) string) (value, source string)
+	// derive, when set, gives the value from the keys resolved before it (earlier in
+	// keyTable) when no argument, env var or profile sets the key; "" falls through to
+	// fallback. Its source starts with "default: " and says why.
+	derive func(prev map[Key]Entry) (value, source string)
 	// check validates a value and returns its normal form; nil accepts anything.
 	check func(string) (string, error)
 }
@@ -89,13 +96,13 @@ func fromEnv(name string) func(func(string) string) (string, string) {
 var keyTable = []keyInfo{
 	{key: Project, help: "Google Cloud project", fallback: fromEnv("GOOGLE_CLOUD_PROJECT")},
 	{key: Zone, help: "compute zone of the cluster", fallback: fixed("us-central1-a")},
-	{key: Cluster, help: "Kubernetes cluster name", fallback: fixed("kinetic-cluster")},
+	{key: Cluster, help: "Kubernetes cluster name", fallback: fixed(gkename.DefaultCluster)},
 	{key: Namespace, help: "Kubernetes namespace for jobs", fallback: fixed("default"), check: checkNamespace},
-	{key: Backend, help: "where jobs run", choices: Backends, fallback: fixed(DefaultBackend), check: checkBackend},
-	{key: Store, help: "store URL (file://, mem://, gs://, s3://) or an absolute path", fallback: defaultStore, check: checkStore},
+	{key: Backend, help: "where jobs run", choices: Backends, derive: gkeBackend, fallback: fixed(DefaultBackend), check: checkBackend},
+	{key: Store, help: "store URL (file://, mem://, gs://, s3://) or an absolute path", derive: gkeStore, fallback: defaultStore, check: checkStore},
 	{key: OutputDir, help: "directory a job's outputs are written to"},
 	{key: BaseImageRepo, help: "repository of the prebuilt base images"},
-	{key: ImageRegistry, help: "registry bundled images are pushed to (HOST/PATH)"},
+	{key: ImageRegistry, help: "registry bundled images are pushed to (HOST/PATH)", derive: gkeRegistry},
 	{key: BaseImageCPU, help: "base image of bundled builds for CPU jobs"},
 	{key: BaseImageGPU, help: "base image of bundled builds for GPU jobs"},
 	{key: BaseImageTPU, help: "base image of bundled builds for TPU jobs"},
@@ -124,6 +131,53 @@ var keyTable = []keyInfo{
 	{key: PackageRoot, help: "the directory shipped as the job's working directory, instead of the detected project root", check: checkAbsPath},
 	{key: NoDefaultExcludes, help: "ship files the default excludes leave out (.git, __pycache__, virtualenvs …)", fallback: fixed("false"), check: checkBool},
 	{key: ContextSizeWarnMB, help: "warn when the shipped working directory is larger than this many MiB (0: never)", fallback: fixed("100"), check: checkSizeMB},
+}
+
+// projectChosen reports whether the project was configured for Kinetic: by argument,
+// KINETIC_PROJECT or a profile. GOOGLE_CLOUD_PROJECT alone is not a choice of GKE: many
+// shells set it for other tools.
+func projectChosen(e Entry) bool {
+	return e.Value != "" && (e.Source == SourceArgument || e.Source == "env "+Project.EnvVar() ||
+		strings.HasPrefix(e.Source, "profile "))
+}
+
+// gkeBackend: with a project configured for Kinetic and no backend set anywhere, jobs
+// go to GKE (the reference's configuration: a project, zone and cluster, GKE implied).
+// A program that links no gke backend stays local.
+func gkeBackend(prev map[Key]Entry) (string, string) {
+	p := prev[Project]
+	if !projectChosen(p) || !slices.Contains(Backends(), "gke") {
+		return "", ""
+	}
+	return "gke", "default: project set (" + p.Source + ")"
+}
+
+// onGKE reports whether the backend resolved to a GKE one with a project.
+func onGKE(prev map[Key]Entry) bool {
+	b := prev[Backend].Value
+	return (b == "gke" || b == "pathways") && prev[Project].Value != ""
+}
+
+// gkeStore: on GKE with a project and no store set, the bucket `kinetic up` makes for it.
+func gkeStore(prev map[Key]Entry) (string, string) {
+	if !onGKE(prev) {
+		return "", ""
+	}
+	p := prev[Project].Value
+	return gkename.Store(p), "default: the bucket `kinetic up` makes for project " + p
+}
+
+// gkeRegistry: on GKE with a project and zone and no registry set, the repository
+// `kinetic up` makes for them.
+func gkeRegistry(prev map[Key]Entry) (string, string) {
+	if !onGKE(prev) {
+		return "", ""
+	}
+	r := gkename.Registry(prev[Project].Value, prev[Zone].Value)
+	if r == "" {
+		return "", ""
+	}
+	return r, "default: the repository `kinetic up` makes for project " + prev[Project].Value + " in " + gkename.Region(prev[Zone].Value)
 }
 
 // emulatorHost falls back to STORAGE_EMULATOR_HOST, the Google client's variable, which

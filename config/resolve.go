@@ -34,6 +34,9 @@ type Resolved struct {
 }
 
 // Resolve computes every key: argument > KINETIC_<KEY> > active profile > default.
+// Some defaults follow other keys (keyInfo.derive): with a project configured (argument,
+// KINETIC_PROJECT or a profile; not GOOGLE_CLOUD_PROJECT alone) the backend is gke, and
+// on GKE the store and image_registry are what `kinetic up` makes for the project.
 // Values are trimmed, validated and normalised (a store path becomes a file:// URL).
 // It fails on an unknown key in Args, an invalid value (naming its source), a named
 // profile that does not exist, or a corrupt profiles file.
@@ -56,7 +59,7 @@ func Resolve(o Options) (*Resolved, error) {
 		return nil, err
 	}
 	for _, ki := range keyTable {
-		e := resolveKey(ki, o.Args[ki.key], getenv, prof, r.profile)
+		e := resolveKey(ki, o.Args[ki.key], getenv, prof, r.profile, r.values)
 		if e.Value != "" && ki.check != nil {
 			v, err := ki.check(e.Value)
 			if err != nil {
@@ -69,7 +72,7 @@ func Resolve(o Options) (*Resolved, error) {
 	return r, nil
 }
 
-func resolveKey(ki keyInfo, arg string, getenv func(string) string, prof Profile, profName string) Entry {
+func resolveKey(ki keyInfo, arg string, getenv func(string) string, prof Profile, profName string, prev map[Key]Entry) Entry {
 	e := Entry{Key: ki.key}
 	env := ki.key.EnvVar()
 	switch {
@@ -79,8 +82,13 @@ func resolveKey(ki keyInfo, arg string, getenv func(string) string, prof Profile
 		e.Value, e.Source = strings.TrimSpace(getenv(env)), "env "+env
 	case strings.TrimSpace(prof.Get(ki.key)) != "":
 		e.Value, e.Source = strings.TrimSpace(prof.Get(ki.key)), "profile "+profName
-	case ki.fallback != nil:
-		e.Value, e.Source = ki.fallback(getenv)
+	default:
+		if ki.derive != nil {
+			e.Value, e.Source = ki.derive(prev)
+		}
+		if e.Value == "" && ki.fallback != nil {
+			e.Value, e.Source = ki.fallback(getenv)
+		}
 	}
 	if e.Value == "" {
 		e.Source = SourceUnset

@@ -22,8 +22,8 @@ func TestProfilesNameClusters(t *testing.T) {
 	e := newEnv(t)
 	storeA, storeB := filepath.Join(e.home, "store-a"), filepath.Join(e.home, "store-b")
 	os.WriteFile(filepath.Join(e.home, "profiles.json"), []byte(fmt.Sprintf(`{"current": "b", "profiles": {
-  "a": {"project": "pa", "zone": "europe-west4-a", "cluster": "gpu-eu", "namespace": "team-a", "kube_context": "ctx-a", "store": %q},
-  "b": {"project": "pb", "zone": "us-central1-a", "cluster": "tpu-us", "namespace": "team-b", "store": %q}}}`, storeA, storeB)), 0o600)
+  "a": {"backend": "local", "project": "pa", "zone": "europe-west4-a", "cluster": "gpu-eu", "namespace": "team-a", "kube_context": "ctx-a", "store": %q},
+  "b": {"backend": "local", "project": "pb", "zone": "us-central1-a", "cluster": "tpu-us", "namespace": "team-b", "store": %q}}}`, storeA, storeB)), 0o600)
 
 	r := e.run("--profile", "a", "run", "--async", "--json", "examples/hello.py::add", "1", "2")
 	if r.code != 0 {

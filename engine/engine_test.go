@@ -174,11 +174,12 @@ func TestClusterOfFollowsTheHandle(t *testing.T) {
 		t.Errorf("ClusterOf (-want +got):\n%s", d)
 	}
 
-	// No context recorded: GKE's get-credentials name for the handle's cluster.
+	// No context recorded and no kubeconfig with GKE's get-credentials context for the
+	// handle's cluster: a direct connection to the handle's cluster (GKE API and ADC).
 	h2 := *h
 	h2.KubeContext = ""
-	if got := clusterOf(&h2).KubeContext; got != "gke_pa_europe-west4-a_ca" {
-		t.Errorf("derived context = %q", got)
+	if got := clusterOf(&h2); got.KubeContext != "" || !got.GKEDirect || got.GKECluster().Path() != "projects/pa/locations/europe-west4-a/clusters/ca" {
+		t.Errorf("no context recorded: %+v, want a direct connection to pa/europe-west4-a/ca", got)
 	}
 	h2.Backend = "k8s" // a generic cluster: the kubeconfig's current context
 	if got := clusterOf(&h2).KubeContext; got != "" {

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/infra/gke/gkeconn"
 	"github.com/kinetic-run/kinetic/store"
 )
 
@@ -82,6 +83,16 @@ type Options struct {
 	IgnoreAcceleratorResources bool
 	// Config, if set, is used instead of loading a kubeconfig (tests).
 	Config *rest.Config
+	// GKE, when set (and Config is not), connects to a GKE cluster without a kubeconfig
+	// (Kubeconfig and Context are then unused).
+	GKE *GKEDirect
+}
+
+// GKEDirect is a GKE cluster reached through the GKE API and Application Default
+// Credentials: the endpoint and CA from the connector's cache, else one GetCluster call.
+type GKEDirect struct {
+	Cluster   gkeconn.Cluster
+	Connector *gkeconn.Connector
 }
 
 // DefaultImage runs jobs whose handle names no image.
@@ -108,14 +119,24 @@ type Backend struct {
 	now         func() time.Time // the clock (tests move it)
 }
 
-// New connects to the cluster (lazily: no request is made until a job is submitted or
-// observed).
+// New connects to the cluster (lazily: no request is made to it until a job is
+// submitted or observed; a direct GKE connection whose endpoint is not cached reads it
+// from the GKE API here).
 func New(st *store.Store, o Options) (*Backend, error) {
 	o = o.withDefaults()
 	if u := st.URL(); !strings.HasPrefix(u, "gs://") && !strings.HasPrefix(u, "s3://") {
 		return nil, fmt.Errorf("kubernetes backend: the store %s cannot be reached from pods: use a gs:// or s3:// store (--store, KINETIC_STORE or the profile's store)", u)
 	}
 	cfg := o.Config
+	if cfg == nil && o.GKE != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		var err error
+		cfg, err = o.GKE.Connector.RESTConfig(ctx, o.GKE.Cluster)
+		cancel()
+		if err != nil {
+			return nil, unavailable{err}
+		}
+	}
 	if cfg == nil {
 		var err error
 		if cfg, err = restConfig(o.Kubeconfig, o.Context); err != nil {
@@ -135,6 +156,12 @@ func New(st *store.Store, o Options) (*Backend, error) {
 	}
 	return &Backend{o: o, st: st, cs: cs, dyn: dyn, cfg: cfg, cache: map[string]*cached{}}, nil
 }
+
+// unavailable is backend.ErrUnavailable with only its cause's words (which name the fix).
+type unavailable struct{ err error }
+
+func (u unavailable) Error() string   { return u.err.Error() }
+func (u unavailable) Unwrap() []error { return []error{backend.ErrUnavailable, u.err} }
 
 // withDefaults fills in every option left at its zero value.
 func (o Options) withDefaults() Options {
@@ -201,6 +228,21 @@ func restConfig(kubeconfig, context string) (*rest.Config, error) {
 		return nil, fmt.Errorf("no usable kubeconfig (set kubeconfig / kube_context in the profile, or KUBECONFIG): %w", err)
 	}
 	return cfg, nil
+}
+
+// HasContext reports whether the kubeconfig (the default loading rules when
+// kubeconfig is "") has the context name.
+func HasContext(kubeconfig, name string) bool {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kubeconfig != "" {
+		rules.ExplicitPath = kubeconfig
+	}
+	raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).RawConfig()
+	if err != nil {
+		return false
+	}
+	_, ok := raw.Contexts[name]
+	return ok
 }
 
 // CurrentContext is the current context of the kubeconfig (the default loading rules

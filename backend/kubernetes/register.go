@@ -3,12 +3,14 @@ package kubernetes
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/kinetic-run/kinetic/accel"
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/image"
+	"github.com/kinetic-run/kinetic/infra/gke/gkeconn"
 	"github.com/kinetic-run/kinetic/job"
 )
 
@@ -40,8 +42,14 @@ type Cluster struct {
 	Namespace string `json:"namespace,omitempty"`
 	// KubeContext is the kubeconfig context to use: the handle's, else for GKE backends
 	// the context `gcloud container clusters get-credentials` names
-	// (gke_PROJECT_ZONE_CLUSTER), else "" (the kubeconfig's current context).
+	// (gke_PROJECT_ZONE_CLUSTER) when the kubeconfig has it, else "" (the kubeconfig's
+	// current context, or GKEDirect).
 	KubeContext string `json:"kube_context,omitempty"`
+	// GKEDirect connects to the GKE cluster Project/Zone/Cluster without a kubeconfig:
+	// endpoint and CA from the GKE API (cached), tokens from Application Default
+	// Credentials (infra/gke/gkeconn). Set for GKE backends when no context is given and
+	// the kubeconfig has no gke_PROJECT_ZONE_CLUSTER context.
+	GKEDirect bool `json:"gke_direct,omitempty"`
 	// Kubeconfig is this machine's kubeconfig file (configuration key kubeconfig, else
 	// KUBECONFIG; "" means the client's default, ~/.kube/config). It is not in the handle:
 	// a path on the submitting machine means nothing on another one.
@@ -52,13 +60,45 @@ type Cluster struct {
 // machine's kubeconfig file. They come from the handle, not from the active profile, so
 // a job submitted to cluster A is observed, attached and debugged on A whatever profile
 // is active now.
+//
+// For a GKE backend the order is: the handle's context (kube_context at submission);
+// else the kubeconfig's gke_PROJECT_ZONE_CLUSTER context, when `gcloud container
+// clusters get-credentials` wrote one (it may carry a proxy or a private endpoint the
+// user chose); else a direct connection (GKEDirect: GKE API and ADC, no kubeconfig).
 func ClusterOf(h *job.Handle, kubeconfig string) Cluster {
 	c := Cluster{Backend: h.Backend, Project: h.Project, Zone: h.Zone, Cluster: h.ClusterName, Namespace: h.Namespace,
 		KubeContext: h.KubeContext, Kubeconfig: kubeconfig}
 	if c.KubeContext == "" && IsGKE(h.Backend) && c.Project != "" && c.Zone != "" && c.Cluster != "" {
-		c.KubeContext = GKEContext(c.Project, c.Zone, c.Cluster)
+		if ctx := GKEContext(c.Project, c.Zone, c.Cluster); HasContext(kubeconfig, ctx) {
+			c.KubeContext = ctx
+		} else {
+			c.GKEDirect = true
+		}
 	}
 	return c
+}
+
+// GKECluster is the cluster a direct connection reaches.
+func (c Cluster) GKECluster() gkeconn.Cluster {
+	return gkeconn.Cluster{Project: c.Project, Zone: c.Zone, Name: c.Cluster}
+}
+
+// GKEConnector connects directly to GKE clusters with this machine's settings: the
+// endpoint and CA cached under DataDir()/cache/gke, the GKE API endpoint overridden by
+// gcp_endpoints' container= (tests and emulators).
+func GKEConnector(s backend.Settings) *gkeconn.Connector {
+	return &gkeconn.Connector{ContainerEndpoint: containerEndpoint(s.Get(string(config.GCPEndpoints))),
+		CacheDir: filepath.Join(config.DataDir(), "cache", "gke")}
+}
+
+// containerEndpoint is the container= URL of a gcp_endpoints value ("" if none).
+func containerEndpoint(eps string) string {
+	for _, part := range strings.Split(eps, ",") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(part), "="); ok && k == "container" {
+			return v
+		}
+	}
+	return ""
 }
 
 // GKEContext is the kubeconfig context `gcloud container clusters get-credentials`
@@ -93,6 +133,7 @@ func OptionsFor(name string, cl Cluster, s backend.Settings) Options {
 		ClusterType:        clusterType,
 		Kubeconfig:         cl.Kubeconfig,
 		Context:            cl.KubeContext,
+		GKE:                gkeOf(cl, s),
 		Namespace:          namespace,
 		ServiceAccount:     get(config.ServiceAccount),
 		RunnerImage:        get(config.RunnerImage),
@@ -107,6 +148,13 @@ func OptionsFor(name string, cl Cluster, s backend.Settings) Options {
 	}
 }
 
+func gkeOf(cl Cluster, s backend.Settings) *GKEDirect {
+	if !cl.GKEDirect {
+		return nil
+	}
+	return &GKEDirect{Cluster: cl.GKECluster(), Connector: GKEConnector(s)}
+}
+
 // factory makes the backends of one name: one per cluster context and namespace.
 type factory struct{ name string }
 
@@ -117,6 +165,9 @@ func (f factory) cluster(env backend.Env) Cluster {
 // Key implements backend.Factory.
 func (f factory) Key(env backend.Env) string {
 	c := f.cluster(env)
+	if c.GKEDirect {
+		return "gke:" + c.GKECluster().Path() + "|" + c.Namespace
+	}
 	return c.KubeContext + "|" + c.Namespace
 }
 

@@ -1,12 +1,15 @@
 package kubernetes
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/kinetic-run/kinetic/accel"
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/infra/gke/gkeconn"
 	"github.com/kinetic-run/kinetic/job"
 )
 
@@ -25,18 +28,51 @@ func TestRegistered(t *testing.T) {
 	}
 }
 
-// TestClusterOf: the handle's context, else GKE's get-credentials name, else none.
+// TestClusterOf: the handle's context, else GKE's get-credentials context when the
+// kubeconfig has it, else a direct GKE connection (no kubeconfig needed).
 func TestClusterOf(t *testing.T) {
 	h := &job.Handle{Backend: GKEName, Project: "p", Zone: "z", ClusterName: "c", Namespace: "ns", KubeContext: "ctx"}
 	if got := ClusterOf(h, "/kc"); got != (Cluster{Backend: GKEName, Project: "p", Zone: "z", Cluster: "c", Namespace: "ns", KubeContext: "ctx", Kubeconfig: "/kc"}) {
 		t.Errorf("ClusterOf = %+v", got)
 	}
 	h.KubeContext = ""
-	for name, want := range map[string]string{GKEName: "gke_p_z_c", PathwaysName: "gke_p_z_c", K8sName: ""} {
-		h.Backend = name
-		if got := ClusterOf(h, "").KubeContext; got != want {
-			t.Errorf("%s: context %q, want %q", name, got, want)
+	dir := t.TempDir()
+	withGcloud := filepath.Join(dir, "gcloud")
+	os.WriteFile(withGcloud, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: gke_p_z_c, cluster: {server: "https://10.0.0.2"}}]
+users: [{name: gke_p_z_c, user: {token: x}}]
+contexts: [{name: gke_p_z_c, context: {cluster: gke_p_z_c, user: gke_p_z_c}}]
+`), 0o600)
+	t.Setenv("KUBECONFIG", filepath.Join(dir, "none"))
+	type want struct {
+		ctx    string
+		direct bool
+	}
+	for _, kc := range []string{withGcloud, ""} {
+		for name, w := range map[string]want{GKEName: {"gke_p_z_c", false}, PathwaysName: {"gke_p_z_c", false}, K8sName: {"", false}} {
+			if kc == "" && w.ctx != "" {
+				w = want{"", true} // no kubeconfig has the context: direct
+			}
+			h.Backend = name
+			got := ClusterOf(h, kc)
+			if got.KubeContext != w.ctx || got.GKEDirect != w.direct {
+				t.Errorf("%s, kubeconfig %q: context %q direct %v, want %q %v", name, kc, got.KubeContext, got.GKEDirect, w.ctx, w.direct)
+			}
 		}
+	}
+	// Direct: the options carry the cluster and the connector (gcp_endpoints' container=
+	// reaches a fake), and the factory key names the cluster.
+	h.Backend = GKEName
+	t.Setenv("KINETIC_HOME", dir)
+	o := OptionsFor(GKEName, ClusterOf(h, ""), settings{config.GCPEndpoints: "compute=http://x:1,container=http://127.0.0.1:9"})
+	if o.GKE == nil || o.GKE.Cluster != (gkeconn.Cluster{Project: "p", Zone: "z", Name: "c"}) || o.GKE.Connector.ContainerEndpoint != "http://127.0.0.1:9" ||
+		o.GKE.Connector.CacheDir != filepath.Join(dir, "cache", "gke") {
+		t.Errorf("direct options: %+v", o.GKE)
+	}
+	f, _ := backend.Lookup(GKEName)
+	if k := f.Key(backend.Env{Handle: h, Settings: settings{}}); k != "gke:projects/p/locations/z/clusters/c|ns" {
+		t.Errorf("key %q", k)
 	}
 }
 

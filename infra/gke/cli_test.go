@@ -43,7 +43,7 @@ func TestCLI(t *testing.T) {
 	}
 
 	_, stderr := must("up", "--backend", "gke", "--preview")
-	for _, want := range []string{"+ create   cluster kinetic-cluster", "+ create   profile default", "--preview: nothing applied"} {
+	for _, want := range []string{"+ create   cluster kinetic-cluster", "+ create   profile kinetic-cluster", "--preview: nothing applied"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("up --preview does not say %q:\n%s", want, stderr)
 		}
@@ -65,7 +65,7 @@ func TestCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := prof.Profiles["default"]; p["backend"] != "gke" || p["cluster"] != "kinetic-cluster" || p["service_account"] != "kinetic" || prof.Current != "default" {
+	if p := prof.Profiles["kinetic-cluster"]; p["backend"] != "gke" || p["cluster"] != "kinetic-cluster" || p["service_account"] != "kinetic" || prof.Current != "kinetic-cluster" {
 		t.Errorf("profile = %v (current %q)", p, prof.Current)
 	}
 
@@ -102,6 +102,72 @@ func TestCLI(t *testing.T) {
 	}
 	if c := f.Counts(); c["clusters"]+c["repositories"]+c["service_accounts"] != 0 {
 		t.Errorf("after down: %v", c)
+	}
+}
+
+// TestCLIUpWithoutBackend: `kinetic up` as the seeds write it. With a project
+// (KINETIC_PROJECT, --project) and no --backend it plans and makes GKE, with the first
+// accelerator pool and the profile named by --profile-name; with only
+// GOOGLE_CLOUD_PROJECT it refuses, naming --project and --backend k8s, and calls nothing.
+func TestCLIUpWithoutBackend(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the kinetic binary")
+	}
+	f := gketest.Start(t, gketest.Options{})
+	home, cmdFor := cliEnv(t, f)
+	run := func(env []string, args ...string) (string, error) {
+		cmd := cmdFor(args...)
+		cmd.Env = append(cmd.Env, env...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+
+	out, err := run([]string{"KINETIC_PROJECT=", "GOOGLE_CLOUD_PROJECT=gp"}, "up", "--preview")
+	if err == nil || !strings.Contains(out, "pass --project P") || !strings.Contains(out, "--backend k8s") ||
+		!strings.Contains(out, "GOOGLE_CLOUD_PROJECT=gp is not taken as a choice of GKE") || len(f.Requests()) != 0 {
+		t.Errorf("up with GOOGLE_CLOUD_PROJECT only: %v, %d requests\n%s", err, len(f.Requests()), out)
+	}
+	out, err = run(nil, "up", "--backend", "k8s", "--accelerator", "gpu-l4")
+	if err == nil || !strings.Contains(out, "--accelerator is for GKE") {
+		t.Errorf("up --backend k8s --accelerator: %v\n%s", err, out)
+	}
+	out, err = run(nil, "up", "--min-nodes", "2", "--preview")
+	if err == nil || !strings.Contains(out, "give --accelerator too") {
+		t.Errorf("up --min-nodes alone: %v\n%s", err, out)
+	}
+
+	// KINETIC_PROJECT alone: GKE's plan.
+	out, err = run(nil, "up", "--preview")
+	for _, want := range []string{"GKE: project p, zone us-central1-a, cluster kinetic-cluster", "+ create   cluster kinetic-cluster", "+ create   profile kinetic-cluster", "--preview: nothing applied"} {
+		if err != nil || !strings.Contains(out, want) {
+			t.Errorf("up --preview (KINETIC_PROJECT): %v, does not say %q:\n%s", err, want, out)
+		}
+	}
+	if m := f.Mutations(); len(m) != 0 {
+		t.Errorf("--preview changed things: %v", m)
+	}
+
+	// As the seeds write it: --project, --cluster, the first pool, the profile's name.
+	out, err = run([]string{"KINETIC_PROJECT="}, "up", "--project", "p", "--cluster", "kc", "--accelerator", "gpu-l4", "--min-nodes", "1", "--profile-name", "mine", "-y")
+	if err != nil || !strings.Contains(out, "✓ create node pool gpu-l4") || !strings.Contains(out, "ready in") {
+		t.Fatalf("up --project p --cluster kc --accelerator gpu-l4: %v\n%s", err, out)
+	}
+	cl := f.Cluster("projects/p/locations/us-central1-a/clusters/kc")
+	if n := len(cl.GetNodePools()); n != 2 || cl.GetNodePools()[1].GetName() != "gpu-l4" || cl.GetNodePools()[1].GetAutoscaling().GetMinNodeCount() != 1 {
+		t.Errorf("cluster kc pools: %v", cl.GetNodePools())
+	}
+	prof, err := config.LoadProfiles(filepath.Join(home, "profiles.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := prof.Profiles["mine"]; p["backend"] != "gke" || p["project"] != "p" || p["cluster"] != "kc" || prof.Current != "mine" {
+		t.Errorf("profile mine = %v (current %q)", p, prof.Current)
+	}
+	// Again, from the profile alone: nothing to do.
+	f.Reset()
+	out, err = run([]string{"KINETIC_PROJECT="}, "up", "--accelerator", "gpu-l4", "--min-nodes", "1", "--profile-name", "mine", "-y")
+	if err != nil || !strings.Contains(out, "no change") || len(f.Mutations()) != 0 {
+		t.Errorf("second up from the profile: %v, %d mutations\n%s", err, len(f.Mutations()), out)
 	}
 }
 

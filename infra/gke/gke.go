@@ -28,15 +28,17 @@ import (
 	storagev1 "google.golang.org/api/storage/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/kinetic-run/kinetic/infra/gke/gkename"
 )
 
 // Defaults of the names up gives what it creates.
 const (
-	DefaultCluster = "kinetic-cluster"
+	DefaultCluster = gkename.DefaultCluster
 	// SystemPool is the node pool of the cluster's own pods and of CPU jobs.
 	SystemPool = "system"
 	// Repository is the Artifact Registry repository (Docker format) in the zone's region.
-	Repository = "kinetic"
+	Repository = gkename.Repository
 	// AccountID is the Google service account job pods act as through Workload Identity.
 	AccountID = "kinetic-jobs"
 	// KubeServiceAccount is the Kubernetes service account bound to AccountID; the same
@@ -178,6 +180,9 @@ type Config struct {
 	// Kube connects to the running cluster to make the Kubernetes service account of
 	// job pods (KubeWithADC); nil leaves that step out (the fakes have no API server).
 	Kube KubeFunc
+	// Pool, when set, is an accelerator pool up makes after the cluster (up
+	// --accelerator, --min-nodes): the pool add step.
+	Pool *PoolOptions
 	// Poll is the first interval between polls of a long-running operation (0 = 500ms);
 	// it grows to ten times that, at most 5 s.
 	Poll time.Duration
@@ -197,10 +202,10 @@ func (c *Config) fill() error {
 		c.Namespace = "default"
 	}
 	if c.Store == "" {
-		c.Store = "gs://" + c.Project + "-kinetic"
+		c.Store = gkename.Store(c.Project)
 	}
 	if !strings.HasPrefix(c.Store, "gs://") {
-		return fmt.Errorf("store %q: GKE jobs use a gs:// store (e.g. --store gs://%s-kinetic)", c.Store, c.Project)
+		return fmt.Errorf("store %q: GKE jobs use a gs:// store (e.g. --store %s)", c.Store, gkename.Store(c.Project))
 	}
 	if c.Registry == "" {
 		c.Registry = c.RepoHost()
@@ -212,13 +217,7 @@ func (c *Config) fill() error {
 }
 
 // Region is the region of a zone ("us-central1-a" → "us-central1"), "" if not a zone.
-func Region(zone string) string {
-	i := strings.LastIndexByte(zone, '-')
-	if i <= 0 || strings.Count(zone, "-") < 2 {
-		return ""
-	}
-	return zone[:i]
-}
+func Region(zone string) string { return gkename.Region(zone) }
 
 func (c *Config) location() string    { return "projects/" + c.Project + "/locations/" + c.Zone }
 func (c *Config) clusterName() string { return c.location() + "/clusters/" + c.Cluster }
@@ -229,9 +228,7 @@ func (c *Config) repoParent() string { return "projects/" + c.Project + "/locati
 func (c *Config) repoName() string   { return c.repoParent() + "/repositories/" + Repository }
 
 // RepoHost is the Docker path of the repository: REGION-docker.pkg.dev/PROJECT/kinetic.
-func (c *Config) RepoHost() string {
-	return Region(c.Zone) + "-docker.pkg.dev/" + c.Project + "/" + Repository
-}
+func (c *Config) RepoHost() string { return gkename.Registry(c.Project, c.Zone) }
 
 // AccountEmail is the Google service account of job pods.
 func (c *Config) AccountEmail() string {

@@ -524,3 +524,40 @@ func TestUpOnAnExistingCluster(t *testing.T) {
 		t.Errorf("after the updates:\n%s", printed(p2))
 	}
 }
+
+// TestUpWithFirstPool: up --accelerator makes the cluster and then the pool, through
+// pool add's step (golden plan); a second up finds both; a conflicting pool is refused.
+func TestUpWithFirstPool(t *testing.T) {
+	e := setup(t, "us-central1-a", gketest.Options{})
+	ctx := context.Background()
+	e.cfg.Pool = &gke.PoolOptions{Accelerator: "gpu-l4", MinNodes: 1}
+	p, err := gke.PlanUp(ctx, e.c, e.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "plan_up_with_pool", printed(p))
+	if err := p.Apply(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	cl := e.fake.Cluster("projects/p/locations/us-central1-a/clusters/kinetic-cluster")
+	var names []string
+	for _, np := range cl.GetNodePools() {
+		names = append(names, np.GetName())
+		if np.GetName() == "gpu-l4" && (np.GetAutoscaling().GetMinNodeCount() != 1 || np.GetConfig().GetMachineType() != "g2-standard-4") {
+			t.Errorf("pool gpu-l4 = %v", np)
+		}
+	}
+	if strings.Join(names, ",") != "system,gpu-l4" {
+		t.Fatalf("pools %v, want system then gpu-l4", names)
+	}
+	e.fake.Reset()
+	p, err = gke.PlanUp(ctx, e.c, e.cfg)
+	if err != nil || p.Changes() != 0 || !strings.Contains(printed(p), "= ok       node pool gpu-l4") {
+		t.Fatalf("second up: %v\n%s", err, printed(p))
+	}
+	e.cfg.Pool.MinNodes = 0
+	e.cfg.Pool.MaxNodes, e.cfg.Pool.MaxSet = 3, true
+	if _, err := gke.PlanUp(ctx, e.c, e.cfg); err == nil || !strings.Contains(err.Error(), "kinetic pool remove gpu-l4") {
+		t.Fatalf("conflicting pool: %v", err)
+	}
+}

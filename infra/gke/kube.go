@@ -4,14 +4,18 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"net/http"
 
 	"cloud.google.com/go/container/apiv1/containerpb"
+	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/kinetic-run/kinetic/infra/gke/gkeconn"
 )
 
 // AnnotationGSA is the annotation that binds a Kubernetes service account to a Google
@@ -29,16 +33,17 @@ func KubeWithADC(ctx context.Context, cl *containerpb.Cluster) (kubernetes.Inter
 	if err != nil {
 		return nil, fmt.Errorf("cluster CA certificate: %w", err)
 	}
-	ts, err := google.DefaultTokenSource(ctx, "https://www.googleapis.com/auth/cloud-platform")
+	ts, err := google.DefaultTokenSource(ctx, gkeconn.Scope)
 	if err != nil {
 		return nil, credErr("Kubernetes", err)
 	}
-	tok, err := ts.Token()
-	if err != nil {
+	if _, err := ts.Token(); err != nil {
 		return nil, credErr("Kubernetes", err)
 	}
-	return kubernetes.NewForConfig(&rest.Config{Host: "https://" + cl.GetEndpoint(), BearerToken: tok.AccessToken,
-		TLSClientConfig: rest.TLSClientConfig{CAData: ca}, UserAgent: "kinetic"})
+	// The token is refreshed as it expires (a long up outlives one), as gkeconn does.
+	return kubernetes.NewForConfig(&rest.Config{Host: "https://" + cl.GetEndpoint(),
+		TLSClientConfig: rest.TLSClientConfig{CAData: ca}, UserAgent: "kinetic",
+		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return &oauth2.Transport{Source: ts, Base: rt} }})
 }
 
 // kubeStep plans the namespace and the Kubernetes service account of job pods, annotated

@@ -144,19 +144,30 @@ func PlanPoolAdd(ctx context.Context, c *Clients, cfg Config, o PoolOptions) (*P
 	} else if err != nil {
 		return nil, apiErr("read the cluster "+cfg.clusterName(), err)
 	}
+	st, err := c.poolStep(&cfg, np, sp, cl.GetNodePools())
+	if err != nil {
+		return nil, err
+	}
+	p.Steps = append(p.Steps, st)
+	return p, nil
+}
+
+// poolStep plans the pool np among the cluster's pools have (none when the cluster is
+// not made yet): ok when the same pool is there, create when none of its name, an error
+// when one of its name differs.
+func (c *Clients) poolStep(cfg *Config, np *containerpb.NodePool, sp accel.Spec, have []*containerpb.NodePool) (Step, error) {
 	what := fmt.Sprintf("node pool %s", np.Name)
 	detail := poolDetail(np, sp)
-	for _, have := range cl.GetNodePools() {
-		if have.GetName() != np.Name {
+	for _, h := range have {
+		if h.GetName() != np.Name {
 			continue
 		}
-		if same(have, np) {
-			p.Steps = append(p.Steps, Step{What: what, Action: ActOK, Detail: detail})
-			return p, nil
+		if same(h, np) {
+			return Step{What: what, Action: ActOK, Detail: detail}, nil
 		}
-		return nil, fmt.Errorf("node pool %s exists with other settings (%s): `kinetic pool remove %s` first, or give --name", np.Name, poolDetail(have, sp), np.Name)
+		return Step{}, fmt.Errorf("node pool %s exists with other settings (%s): `kinetic pool remove %s` first, or give --name", np.Name, poolDetail(h, sp), np.Name)
 	}
-	p.Steps = append(p.Steps, Step{What: what, Action: ActCreate, Detail: detail, apply: func(ctx context.Context, pr *progress) error {
+	return Step{What: what, Action: ActCreate, Detail: detail, apply: func(ctx context.Context, pr *progress) error {
 		op, err := c.Cluster.CreateNodePool(ctx, &containerpb.CreateNodePoolRequest{Parent: cfg.clusterName(), NodePool: np})
 		if exists(err) {
 			return nil
@@ -164,9 +175,8 @@ func PlanPoolAdd(ctx context.Context, c *Clients, cfg Config, o PoolOptions) (*P
 		if err != nil {
 			return err
 		}
-		return c.waitOp(ctx, &cfg, op, pr)
-	}})
-	return p, nil
+		return c.waitOp(ctx, cfg, op, pr)
+	}}, nil
 }
 
 // same compares what pool add sets.

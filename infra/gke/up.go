@@ -218,6 +218,19 @@ func PlanUp(ctx context.Context, c *Clients, cfg Config) (*Plan, error) {
 		}
 	}
 
+	// The first accelerator pool (up --accelerator): pool add's step, after the cluster.
+	if cfg.Pool != nil {
+		np, sp, err := NodePoolFor(*cfg.Pool)
+		if err != nil {
+			return nil, err
+		}
+		st, err := c.poolStep(&cfg, np, sp, cl.GetNodePools())
+		if err != nil {
+			return nil, err
+		}
+		p.Steps = append(p.Steps, st)
+	}
+
 	// Role bindings, each on its one resource.
 	member := "serviceAccount:" + cfg.AccountEmail()
 	need := bucketMissing || saMissing

@@ -28,7 +28,8 @@ def kinetic_home(tmp_path_factory):
         os.environ["KINETIC_BIN"] = _build_binary()
     os.environ["KINETIC_HOME"] = str(home)
     os.environ["KINETIC_PROFILES_FILE"] = str(home / "profiles.json")
-    for k in ("KINETIC_STORE", "KINETIC_BACKEND", "KINETIC_PROFILE"):
+    # KINETIC_PROJECT would choose GKE for every job (a configured project means GKE).
+    for k in ("KINETIC_STORE", "KINETIC_BACKEND", "KINETIC_PROFILE", "KINETIC_PROJECT"):
         os.environ.pop(k, None)
     return home
 

@@ -488,8 +488,15 @@ def test_fail_fast_lets_running_children_finish_by_default(store_dir):
     b.cleanup()
 
 
+@kinetic.run(accelerator="cpu", backend="local")
+def ident_here(x):
+    return x
+
+
 def test_run_async_map_takes_project_and_cluster():
-    b = ident.run_async_map([1, 2], project="some-project", cluster="some-cluster")
+    # A project given with no backend anywhere means GKE (docs/configuration.md): the
+    # backend is pinned to local here, where no cluster is.
+    b = ident_here.run_async_map([1, 2], project="some-project", cluster="some-cluster")
     assert sorted(b.results(timeout=60)) == [1, 2]
 
 

@@ -230,6 +230,25 @@ func (f *Fake) Cluster(name string) *containerpb.Cluster {
 	return nil
 }
 
+// PutCluster sets the state of cluster name (projects/P/locations/Z/clusters/C), as if
+// it existed at Google: for tests of what reads a running cluster (its endpoint and CA).
+func (f *Fake) PutCluster(name string, c *containerpb.Cluster) {
+	f.mu.Lock()
+	f.clusters[name] = proto.Clone(c).(*containerpb.Cluster)
+	f.mu.Unlock()
+}
+
+// Count is how many calls of method were recorded.
+func (f *Fake) Count(method string) int {
+	n := 0
+	for _, r := range f.Requests() {
+		if r.Method == method {
+			n++
+		}
+	}
+	return n
+}
+
 // Counts says how many of each kind of thing exist (clusters, node pools, repos, accounts).
 func (f *Fake) Counts() map[string]int {
 	f.mu.Lock()

@@ -6,7 +6,7 @@ BIN     := bin/kinetic
 # The worker alone (runner, install-runner): what runs in a job's pod, without the CLI.
 RUNNER  := bin/kinetic-runner
 
-.PHONY: build runner runner-cross wheel demo test test-go test-python vet fmt bench clean kube-tools cluster
+.PHONY: build runner runner-cross wheel demo test test-go test-python vet fmt bench clean kube-tools test-tools cluster
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/kinetic
@@ -44,21 +44,35 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 
-# The real cluster's binaries (Kubernetes, etcd, kwok) and the test Python image, built
-# once into the tools cache, ~/.cache/kinetic-tools or $$KINETIC_TOOLS_CACHE (about 10 minutes cold, seconds warm).
+# The test tools (the GCS emulator; Kubernetes, etcd and kwok; the pause binary; the
+# LeaderWorkerSet controller; the test Python image's Debian layer), built once per
+# version into the tools cache, ~/.cache/kinetic-tools or $$KINETIC_TOOLS_CACHE (about
+# 15 minutes cold on 2 cores, a second warm).
 kube-tools:
 	$(GO) run ./internal/kubetest/cmd/kubecluster -build-only
+
+# What the tests run, built fresh for every `make test` into TEST_BIN (never a stale
+# one): the kinetic binary, and beside it the runner binaries for linux/amd64 and
+# linux/arm64 (image.RunnerBuildFlags), which every `kinetic up` or `init` a test runs
+# publishes as they are (image.RunnerSource) instead of cross-compiling them.
+TEST_BIN := $(CURDIR)/bin/test
+
+# Everything heavy the tests need, built before `go test` starts so that no test builds
+# inside its own timeout: the tools (kube-tools) and, beside them, TEST_BIN.
+test-tools:
+	rm -rf $(TEST_BIN)
+	$(GO) run ./internal/kubetest/cmd/kubecluster -build-only -test-bin $(TEST_BIN)
 
 # A real single-node cluster for a person, with the GCS emulator and a registry; it prints
 # the environment to use it. Ctrl-C stops it.
 cluster:
 	$(GO) run ./internal/kubetest/cmd/kubecluster
 
-test-go: kube-tools
-	# -count=1: several tests build and run the kinetic binary, which the test cache cannot see.
-	# -timeout: the real-cluster tests run for several minutes on 2 cores, and the image
-	# tests make a Debian base once (~2.5 min) and run podman.
-	$(GO) test -count=1 -timeout 45m ./...
+test-go: test-tools
+	# -count=1: several tests run the kinetic binary, which the test cache cannot see.
+	# KINETIC_TEST_BIN: every test package runs the binary (and its runners) test-tools built.
+	# -timeout: the real-cluster tests run for several minutes on 2 cores.
+	KINETIC_TEST_BIN=$(TEST_BIN)/kinetic $(GO) test -count=1 -timeout 45m ./...
 
 test-python: build
 	cd python && KINETIC_BIN=$(CURDIR)/$(BIN) $(PYTHON) -m pytest -q tests

@@ -47,32 +47,60 @@ func TestMain(m *testing.M) {
 		if os.Getenv("KINETIC_SKIP_CLUSTER") == "1" {
 			return m.Run()
 		}
+		start := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 		defer cancel()
+		// Whatever is built, is built here, before any test's timer starts: under `make
+		// test` all of it is prebuilt (make test-tools) and this takes seconds.
+		if clusterErr = buildAll(ctx); clusterErr != nil {
+			return m.Run() // every cluster test reports the error
+		}
 		cluster, clusterErr = kubetest.Start(ctx, kubetest.Options{Log: os.Stderr, Kwok: true})
 		if clusterErr != nil {
-			return m.Run() // every cluster test reports the error
+			return m.Run()
 		}
 		defer cluster.Stop()
 		clusterErr = prepareImages(ctx)
+		logf("TestMain: the cluster and its images ready in %s", time.Since(start).Round(100*time.Millisecond))
 		return m.Run()
 	}()
 	os.Exit(code)
 }
 
-func prepareImages(ctx context.Context) error {
-	bin, err := testbin.Build()
+func logf(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }
+
+// buildAll makes sure of the binaries the tests run: the kinetic binary with the runner
+// binaries beside it (which `kinetic up` and `init` publish as the runner image), and
+// the LeaderWorkerSet controller (needLWS).
+func buildAll(ctx context.Context) error {
+	t := time.Now()
+	bin, err := testbin.WithRunners()
 	if err != nil {
 		return err
 	}
 	kineticBin = bin
-	if err := kubetest.PushFiles(ctx, RunnerImage, []kubetest.File{{Path: strings.TrimPrefix(kubernetes.RunnerPath, "/"), Source: bin, Mode: 0o755}}, []string{kubernetes.RunnerPath}, nil); err != nil {
+	logf("TestMain: %s and its runners ready (%s)", bin, time.Since(t).Round(100*time.Millisecond))
+	t = time.Now()
+	if _, err := kubetest.LWSBinary(ctx, logf); err != nil {
+		return err
+	}
+	logf("TestMain: the LeaderWorkerSet controller ready (%s)", time.Since(t).Round(100*time.Millisecond))
+	return nil
+}
+
+func prepareImages(ctx context.Context) error {
+	t := time.Now()
+	if err := kubetest.PushFiles(ctx, RunnerImage, []kubetest.File{{Path: strings.TrimPrefix(kubernetes.RunnerPath, "/"), Source: kineticBin, Mode: 0o755}}, []string{kubernetes.RunnerPath}, nil); err != nil {
 		return err
 	}
 	if err := cluster.PushPythonImage(ctx); err != nil {
 		return err
 	}
-	return cluster.PushDebugPythonImage(ctx)
+	if err := cluster.PushDebugPythonImage(ctx); err != nil {
+		return err
+	}
+	logf("TestMain: images pushed (%s)", time.Since(t).Round(100*time.Millisecond))
+	return nil
 }
 
 // needCluster skips or fails the test according to the cluster's state.

@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -30,8 +29,9 @@ import (
 
 // TestUpFromBare is the generic path from nothing: a registry path with no runner image,
 // no runner_image setting and no image_registry in the environment, a namespace that
-// does not exist. `kinetic up --backend k8s -y` publishes the runner image (cross-compiled
-// from this checkout), makes the namespace and RBAC and writes the profile; a Python
+// does not exist. `kinetic up --backend k8s -y` publishes the runner image (from the
+// runner binaries beside the CLI, as a release ships them: TestMain), makes the
+// namespace and RBAC and writes the profile; a Python
 // @kinetic.run job then runs with the profile alone, its init container on the image the
 // CLI pushed (by digest); a second `up` writes nothing; `doctor` passes as the admin and
 // fails with the fix for a service account without the role.
@@ -57,13 +57,13 @@ func TestUpFromBare(t *testing.T) {
 
 	home := t.TempDir()
 	profiles := filepath.Join(home, "profiles.json")
-	_, file, _, _ := runtime.Caller(0)
-	src := filepath.Join(filepath.Dir(file), "..", "..")
 	// What the profile does not say: nothing of the harness's runner image or registry.
+	// KINETIC_SOURCE_DIR names a directory with no source: a runner binary missing beside
+	// the CLI fails at once instead of being compiled inside this test.
 	env := []string{
 		"KINETIC_HOME=" + home, "KINETIC_PROFILES_FILE=" + profiles,
 		"KINETIC_RUNNER_IMAGE=", "KINETIC_IMAGE_REGISTRY=", "KINETIC_BACKEND=", "KINETIC_STORE=",
-		"KINETIC_SOURCE_DIR=" + src,
+		"KINETIC_SOURCE_DIR=" + t.TempDir(),
 	}
 
 	// The test image has nothing of kinetic's: the runner can only come from the CLI.

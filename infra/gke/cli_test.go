@@ -177,7 +177,7 @@ func cliEnv(t *testing.T, f *gketest.Fake) (string, func(args ...string) *exec.C
 	reg := imagetest.StartRegistry(t)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "kinetic")
-	if err := os.Link(testbin.Path(t), bin); err != nil {
+	if err := linkOrCopy(testbin.Path(t), bin); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{"amd64", "arm64"} {
@@ -194,6 +194,19 @@ func cliEnv(t *testing.T, f *gketest.Fake) (string, func(args ...string) *exec.C
 		cmd.Env = env
 		return cmd
 	}
+}
+
+// linkOrCopy hard-links src to dst, or copies it when they are on different file
+// systems (the test binary under bin/test, the temporary directory on a tmpfs).
+func linkOrCopy(src, dst string) error {
+	if os.Link(src, dst) == nil {
+		return nil
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o755)
 }
 
 // TestCLIInterrupt sends SIGINT (Ctrl-C) to `up -y` while the cluster operation runs:

@@ -145,17 +145,28 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	return c, nil
 }
 
-// takeLock serialises clusters on this machine.
+// MachineLock is the file whose lock serialises clusters on this machine: the bridge,
+// the ports and the webhook address are the machine's, whatever tools cache a run uses
+// (a cold run with its own KINETIC_TOOLS_CACHE beside a warm one must still queue).
+const MachineLock = "/tmp/kinetic-kubetest-cluster.lock"
+
+// takeLock serialises clusters on this machine: MachineLock, then (for checkouts older
+// than MachineLock, which lock only that) cluster.lock in the tools cache.
 func (c *Cluster) takeLock() error {
 	tools, err := ToolsDir()
 	if err != nil {
 		return err
 	}
-	unlock, err := filelock.Lock(filepath.Join(filepath.Dir(tools), "cluster.lock"))
+	machine, err := filelock.Lock(MachineLock)
 	if err != nil {
 		return err
 	}
-	c.unlock = unlock
+	cache, err := filelock.Lock(filepath.Join(filepath.Dir(tools), "cluster.lock"))
+	if err != nil {
+		machine()
+		return err
+	}
+	c.unlock = func() { cache(); machine() }
 	return nil
 }
 

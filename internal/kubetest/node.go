@@ -34,17 +34,17 @@ func (c *Cluster) startRegistry(ctx context.Context) error {
 	}
 	c.registry = &http.Server{Handler: registry.New(registry.Logger(log.New(io.Discard, "", 0))), ReadHeaderTimeout: 10 * time.Second}
 	go c.registry.Serve(l)
-	pause, err := c.pauseBinary(ctx)
+	pause, err := PauseBinary(ctx, c.Bins)
 	if err != nil {
 		return err
 	}
 	return PushFiles(ctx, PauseImage, []File{{Path: "pause", Source: pause, Mode: 0o755}}, []string{"/pause"}, nil)
 }
 
-// pauseBinary compiles pause.c (from the k8s.io/kubernetes module) once into the tools
-// cache.
-func (c *Cluster) pauseBinary(ctx context.Context) (string, error) {
-	out := filepath.Join(c.Bins, "pause")
+// PauseBinary compiles pause.c (from the k8s.io/kubernetes module) once into bins, the
+// directory of the Kubernetes binaries in the tools cache (Binaries).
+func PauseBinary(ctx context.Context, bins string) (string, error) {
+	out := filepath.Join(bins, "pause")
 	if _, err := os.Stat(out); err == nil {
 		return out, nil
 	}
@@ -55,7 +55,7 @@ func (c *Cluster) pauseBinary(ctx context.Context) (string, error) {
 	src := filepath.Join(string(trimNL(modcache)), "k8s.io", "kubernetes@"+Version, "build", "pause", "linux", "pause.c")
 	if _, err := os.Stat(src); err != nil {
 		dl := exec.CommandContext(ctx, "go", "mod", "download", "k8s.io/kubernetes@"+Version)
-		dl.Dir = filepath.Dir(c.Bins)
+		dl.Dir = filepath.Dir(bins)
 		if b, err := dl.CombinedOutput(); err != nil {
 			return "", fmt.Errorf("download k8s.io/kubernetes for pause.c: %v: %s", err, b)
 		}

@@ -1,32 +1,37 @@
 // Command kubecluster starts the test cluster of internal/kubetest for a person (`make
 // cluster`): the same real single-node cluster the tests use, with the GCS emulator and
-// the registry, until interrupted. -build-only builds the cached binaries and exits.
+// the registry, until interrupted. -build-only builds the cached tools and exits; with
+// -test-bin DIR it also builds the kinetic binary and the runner binaries the tests use
+// into DIR (`make test-tools`, before `go test` starts).
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/kinetic-run/kinetic/internal/kubetest"
+	"github.com/kinetic-run/kinetic/internal/testbin"
 )
 
 func main() {
-	buildOnly := flag.Bool("build-only", false, "build the cluster binaries into the tools cache and exit")
+	buildOnly := flag.Bool("build-only", false, "build the test tools into the tools cache and exit")
+	testBin := flag.String("test-bin", "", "with -build-only: also build kinetic and the runner binaries for linux/amd64 and linux/arm64 into this new directory (it must not exist or be empty)")
 	dir := flag.String("dir", "", "directory for the cluster's files (default: a temporary one)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logf := func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
 	if *buildOnly {
-		if _, err := kubetest.Binaries(ctx, logf); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		if _, err := kubetest.PythonRootfs(); err != nil {
+		if err := buildOnlyMain(ctx, *testBin, logf); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -49,6 +54,50 @@ func main() {
 	}
 	fmt.Print(UserSetup(c.Kubeconfig, bucket, c.GCS.URL(), c.Bins))
 	<-ctx.Done()
+}
+
+// buildOnlyMain builds the tools and, into testBin when set, the test binaries, side by
+// side, and reports the time of each.
+func buildOnlyMain(ctx context.Context, testBin string, logf func(string, ...any)) error {
+	start := time.Now()
+	var wg sync.WaitGroup
+	var binErr error
+	if testBin != "" {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			binErr = buildTestBin(ctx, testBin, logf)
+		}()
+	}
+	err := kubetest.BuildTools(ctx, logf)
+	wg.Wait()
+	logf("kubecluster: -build-only done in %s", time.Since(start).Round(time.Second))
+	return errors.Join(err, binErr)
+}
+
+// buildTestBin builds DIR/kinetic and DIR/kinetic-runner-linux-{amd64,arm64}.
+func buildTestBin(ctx context.Context, dir string, logf func(string, ...any)) error {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return fmt.Errorf("-test-bin %s: not empty (the test binaries go into a fresh directory: remove it first)", dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	_, file, _, _ := runtime.Caller(0)
+	repo := filepath.Join(filepath.Dir(file), "..", "..", "..", "..")
+	start := time.Now()
+	if err := testbin.BuildKinetic(ctx, repo, filepath.Join(dir, "kinetic")); err != nil {
+		return err
+	}
+	if err := testbin.BuildRunners(ctx, repo, dir, os.Stderr); err != nil {
+		return err
+	}
+	logf("kubecluster: test binaries in %s (%s)", dir, time.Since(start).Round(time.Second))
+	return nil
 }
 
 // UserSetup is what a person runs to use the cluster, from the repository root: settings

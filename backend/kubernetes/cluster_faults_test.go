@@ -123,6 +123,7 @@ func logsOf(t *testing.T, j *fjob) string {
 // no second pod runs the job again; the job is FAILED and the reason says the pod was
 // deleted.
 func TestFaultPodDeleted(t *testing.T) {
+	shared(t)
 	needCluster(t)
 	cs, err := cluster.Client()
 	if err != nil {
@@ -206,6 +207,7 @@ func gcsPort(t *testing.T) string {
 // runs and writes output, and while it finishes (its result must still land). Both
 // are transient: the job SUCCEEDS and no output is lost.
 func TestFaultStoreUnreachable(t *testing.T) {
+	alone(t)
 	needCluster(t)
 	t.Run("WhileRunning", func(t *testing.T) {
 		b, st := newBackend(t, nil)
@@ -317,35 +319,37 @@ func stopKubelet(t *testing.T) (resume func()) {
 // ever: the backend judges the node. A job that finishes while its node is NotReady
 // SUCCEEDS (the store speaks first).
 func TestFaultNodeNotReady(t *testing.T) {
+	alone(t)
 	needCluster(t)
+	// One outage serves both cases (waiting it out is most of their time): a job on the
+	// lost node, judged with a short NodeLostGrace, and a job started just before the
+	// kubelet stops (as when each case had its own outage) that finishes while the node is
+	// down, judged with the default grace.
+	lostB, lostSt := newBackend(t, func(o *kubernetes.Options) { o.NodeLostGrace = 20 * time.Second })
+	lost := submit(t, lostB, lostSt, "sh", "-c", "echo started; sleep 600")
+	waitState(t, lost, 90*time.Second, job.Running)
+	transB, transSt := newBackend(t, nil) // the default grace: a node back within minutes keeps its jobs
+	trans := submit(t, transB, transSt, "sh", "-c", "echo started; sleep 65; echo done")
+	waitState(t, trans, 90*time.Second, job.Running)
+	at := time.Now()
+	resume := stopKubelet(t)
+	t.Run("Transient", func(t *testing.T) {
+		s, r := waitState(t, trans, faultBound, job.Succeeded, job.Failed)
+		t.Logf("job %s: %s %s after the kubelet stopped (node still down): %q", trans.Handle.JobID, s, time.Since(at).Round(time.Second), r)
+		if s != job.Succeeded {
+			t.Fatalf("job that finished while its node was NotReady: %s %q, want SUCCEEDED", s, r)
+		}
+		if logs := logsOf(t, trans); !strings.Contains(logs, "done") {
+			t.Errorf("logs %q", logs)
+		}
+	})
 	t.Run("Lost", func(t *testing.T) {
-		b, st := newBackend(t, func(o *kubernetes.Options) { o.NodeLostGrace = 20 * time.Second })
-		j := submit(t, b, st, "sh", "-c", "echo started; sleep 600")
-		waitState(t, j, 90*time.Second, job.Running)
-		at := time.Now()
-		resume := stopKubelet(t)
-		s, r := waitFinal(t, j, at)
+		s, r := waitFinal(t, lost, at)
 		if s != job.Failed || !strings.Contains(r, "NodeNotReady") || !strings.Contains(r, kubetest.NodeName) {
 			t.Fatalf("job on a lost node: %s %q, want FAILED naming NodeNotReady and the node", s, r)
 		}
 		resume()
-		stillFinal(t, j, s, r)
-	})
-	t.Run("Transient", func(t *testing.T) {
-		b, st := newBackend(t, nil) // the default grace: a node back within minutes keeps its jobs
-		j := submit(t, b, st, "sh", "-c", "echo started; sleep 65; echo done")
-		waitState(t, j, 90*time.Second, job.Running)
-		at := time.Now()
-		resume := stopKubelet(t)
-		s, r := waitState(t, j, faultBound, job.Succeeded, job.Failed)
-		t.Logf("job %s: %s %s after the kubelet stopped (node still down): %q", j.Handle.JobID, s, time.Since(at).Round(time.Second), r)
-		resume()
-		if s != job.Succeeded {
-			t.Fatalf("job that finished while its node was NotReady: %s %q, want SUCCEEDED", s, r)
-		}
-		if logs := logsOf(t, j); !strings.Contains(logs, "done") {
-			t.Errorf("logs %q", logs)
-		}
+		stillFinal(t, lost, s, r)
 	})
 }
 

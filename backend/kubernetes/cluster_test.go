@@ -115,6 +115,29 @@ func needCluster(t *testing.T) *kubetest.Cluster {
 	return cluster
 }
 
+// clusterWide is held for reading by every shared test and for writing by every test
+// that runs alone.
+var clusterWide sync.RWMutex
+
+// shared marks a cluster test that touches only what it makes (its jobs, stores,
+// namespaces, registry paths): it runs in parallel with the other shared tests (go
+// test's -parallel, GOMAXPROCS by default), which is most of this package's time spent
+// waiting on pods, not computing.
+func shared(t *testing.T) {
+	t.Parallel()
+	clusterWide.RLock()
+	t.Cleanup(clusterWide.RUnlock)
+}
+
+// alone marks a cluster test that changes what every pod sees (it freezes the kubelet,
+// cuts the pods' network to the store, or adds fake nodes that other tests' pods or
+// listings would meet): it runs with no other cluster test beside it. Go runs these
+// sequential tests first, then the shared ones; the lock says so explicitly.
+func alone(t *testing.T) {
+	clusterWide.Lock()
+	t.Cleanup(clusterWide.Unlock)
+}
+
 var bucketMu sync.Mutex
 
 // newStore is a fresh bucket on the emulator that pods reach at the bridge address.
@@ -159,6 +182,7 @@ func newBackend(t *testing.T, mutate func(*kubernetes.Options)) (*kubernetes.Bac
 }
 
 func TestConformance(t *testing.T) {
+	shared(t)
 	needCluster(t)
 	backendtest.Run(t, backendtest.Harness{
 		New: func(t *testing.T) (backend.Backend, *store.Store) {
@@ -254,6 +278,7 @@ func python(t *testing.T, st *store.Store, env []string, script string) (string,
 // TestPythonSDK is the seeds' example on the Kubernetes backend: the function runs in a
 // pod and its value comes back; a remote exception comes back with its traceback.
 func TestPythonSDK(t *testing.T) {
+	shared(t)
 	_, st := newBackend(t, nil)
 	out, errOut, err := python(t, st, nil, `
 import kinetic
@@ -345,6 +370,7 @@ func waitStatus(t *testing.T, st *store.Store, id string, within time.Duration, 
 // TestLifecycle: logs outlive the pod; list; attach from a fresh process; cancel;
 // cleanup removes the Job.
 func TestLifecycle(t *testing.T) {
+	shared(t)
 	_, st := newBackend(t, nil)
 	cs, err := cluster.Client()
 	if err != nil {
@@ -421,6 +447,7 @@ func waitNoPods(t *testing.T, jobName string) {
 // TestFailures: what the cluster would keep trying for ever becomes FAILED with the
 // reason.
 func TestFailures(t *testing.T) {
+	shared(t)
 	_, st := newBackend(t, nil)
 	t.Run("ImageDoesNotExist", func(t *testing.T) {
 		id := submitRun(t, st, nil, "--container-image", kubetest.RegistryURL+"/kinetic-test/no-such-image:1", "--", "true")
@@ -449,6 +476,7 @@ func TestFailures(t *testing.T) {
 // TestMapIndexedJob: a 50-input map runs as one Indexed Job; raising inputs come back
 // as exceptions at their indices.
 func TestMapIndexedJob(t *testing.T) {
+	shared(t)
 	_, st := newBackend(t, nil)
 	out, errOut, err := python(t, st, nil, `
 import kinetic
@@ -530,6 +558,7 @@ func forwardDebugger(t *testing.T, st *store.Store, dir, id string) (debugSessio
 // a breakpoint in the submitter's file (path mappings), reads a local, continues, and the
 // value comes back.
 func TestDebugOnTheNode(t *testing.T) {
+	shared(t)
 	_, st := newBackend(t, nil)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "m.py"), []byte("def f(x):\n    y = x * 2\n    return y\n"), 0o644); err != nil {
@@ -577,6 +606,7 @@ func TestDebugOnTheNode(t *testing.T) {
 // kwok runs fake GPU, TPU and spot nodes with GKE's labels, capacity and taints; each job
 // must be scheduled on its node (and on no other), and kwok completes it.
 func TestGKESchedulingOnFakeNodes(t *testing.T) {
+	alone(t)
 	c := needCluster(t)
 	ctx := context.Background()
 	noSchedule := func(key, value string) corev1.Taint {

@@ -21,6 +21,7 @@ import (
 // node pools with their catalog accelerators and free devices, as `kinetic dashboard`
 // serves them (kwok nodes with GKE's labels and capacity stand in for a GPU pool).
 func TestDashboardClusterPage(t *testing.T) {
+	alone(t)
 	c := needCluster(t)
 	ctx := context.Background()
 	cs, err := c.Client()

@@ -19,6 +19,7 @@ import (
 // test — the node has no driver, so the pod is not run) the Job the apiserver accepted
 // mounts the data with it. The real driver is not exercised (docs/status.md).
 func TestFuseOnTheCluster(t *testing.T) {
+	shared(t)
 	_, st := newBackend(t, nil)
 	cs, err := cluster.Client()
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 // context, joins it with the answers typed, shows up's plan, asks, applies, and writes
 // the profile it was told to.
 func TestInitJoinsCluster(t *testing.T) {
+	shared(t)
 	c := needCluster(t)
 	st := newStore(t)
 	cs, err := c.Client()

@@ -116,6 +116,7 @@ func waitLWSGone(t *testing.T, id string) {
 // address; the leader's value comes back; list shows the job; cleanup removes the
 // LeaderWorkerSet.
 func TestPathwaysTwoHosts(t *testing.T) {
+	shared(t)
 	needLWS(t)
 	st := newStore(t)
 	out, errOut, err := python(t, st, multiHostEnv, `
@@ -200,6 +201,7 @@ print("LEADER", " ".join("%s=%s" % (k, r[k]) for k in sorted(r)))
 // sleeps ten minutes) makes the job FAILED within seconds, with the worker's
 // exception; the pods are stopped; cleanup removes the LeaderWorkerSet.
 func TestPathwaysWorkerFails(t *testing.T) {
+	shared(t)
 	needLWS(t)
 	st := newStore(t)
 	out, errOut, err := python(t, st, multiHostEnv, `
@@ -281,6 +283,7 @@ except RuntimeError as e:
 // side (a host started twice records kinetic.HostRestarted) is covered by
 // cli.TestHostAlreadyRan and the pod side (a restarted container) by TestJudgeGroup.
 func TestPathwaysHostKilled(t *testing.T) {
+	shared(t)
 	if os.Getenv("KINETIC_LWS_KILL_TEST") != "1" {
 		t.Skip("the test kubelet panics when LeaderWorkerSet recreates a group (set KINETIC_LWS_KILL_TEST=1 to run it)")
 	}
@@ -376,6 +379,7 @@ func storeKeys(t *testing.T, st *store.Store, id string) []string {
 // pods ask for 4 TPU chips each with GKE's slice selectors and toleration, and land one
 // per host on two fake TPU VMs (kwok) of that slice type, and on no other node.
 func TestPathwaysGKESchedulingOnFakeNodes(t *testing.T) {
+	alone(t)
 	needLWS(t)
 	c := needCluster(t)
 	ctx := context.Background()
@@ -486,6 +490,7 @@ func envelopeTime(t *testing.T, st *store.Store, id, host string) time.Time {
 // up; every child's slice is released (replicas 0) once it ended; cleanup removes every
 // LeaderWorkerSet of the batch.
 func TestPathwaysBatch(t *testing.T) {
+	shared(t)
 	needLWS(t)
 	st := newStore(t)
 	out, errOut, err := python(t, st, multiHostEnv, `
@@ -619,6 +624,7 @@ func storeKeysUnder(t *testing.T, st *store.Store, prefix string) []string {
 // cancels the input still running and deletes its LeaderWorkerSet; cleanup removes the
 // failed input's.
 func TestPathwaysBatchFailFastCancel(t *testing.T) {
+	shared(t)
 	needLWS(t)
 	st := newStore(t)
 	out, errOut, err := python(t, st, multiHostEnv, `
@@ -686,6 +692,7 @@ print("FAILED0", b.jobs[0].job_id, b.jobs[0].status_reason(), flush=True)
 // breakpoint; from the attach on, the worker calls its function (while the leader is
 // still stopped); after continue, the leader's value is the job's result.
 func TestPathwaysDebug(t *testing.T) {
+	shared(t)
 	needLWS(t)
 	st := newStore(t)
 	dir := t.TempDir()

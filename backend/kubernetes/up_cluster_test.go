@@ -36,6 +36,7 @@ import (
 // CLI pushed (by digest); a second `up` writes nothing; `doctor` passes as the admin and
 // fails with the fix for a service account without the role.
 func TestUpFromBare(t *testing.T) {
+	shared(t)
 	c := needCluster(t)
 	st := newStore(t)
 	ctx := context.Background()

@@ -33,13 +33,7 @@ func WriteDurable(path string, data []byte, perm, dirPerm fs.FileMode) error {
 }
 
 func write(path string, data []byte, perm, dirPerm fs.FileMode, durable bool) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if errors.Is(err, fs.ErrNotExist) {
-		if err = os.MkdirAll(dir, dirPerm); err == nil {
-			f, err = os.CreateTemp(dir, ".tmp-*")
-		}
-	}
+	f, err := tempBeside(path, dirPerm)
 	if err != nil {
 		return err
 	}
@@ -85,13 +79,7 @@ var ErrExists = fs.ErrExist
 // file or none. The data is written to a temporary file first and then hard-linked into
 // place (link fails if the name exists, where rename would replace it).
 func Create(path string, data []byte, perm, dirPerm fs.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if errors.Is(err, fs.ErrNotExist) {
-		if err = os.MkdirAll(dir, dirPerm); err == nil {
-			f, err = os.CreateTemp(dir, ".tmp-*")
-		}
-	}
+	f, err := tempBeside(path, dirPerm)
 	if err != nil {
 		return err
 	}
@@ -107,4 +95,17 @@ func Create(path string, data []byte, perm, dirPerm fs.FileMode) error {
 		return err
 	}
 	return os.Link(f.Name(), path)
+}
+
+// tempBeside makes a temporary file in path's directory (creating the directory with
+// dirPerm if need be), so that a rename or link into path stays on one file system.
+func tempBeside(path string, dirPerm fs.FileMode) (*os.File, error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(dir, dirPerm); err == nil {
+			f, err = os.CreateTemp(dir, ".tmp-*")
+		}
+	}
+	return f, err
 }

@@ -240,6 +240,14 @@ func TestFaultStoreUnreachable(t *testing.T) {
 		b, st := newBackend(t, nil)
 		j := submit(t, b, st, "sh", "-c", "echo begin; sleep 8; echo end")
 		waitState(t, j, 90*time.Second, job.Running)
+		// RUNNING is the pod's phase: on a loaded machine the runner may not have opened
+		// the store yet. The fault is about finishing, so wait for the command's first
+		// line (the runner has fetched everything by then).
+		for deadline := time.Now().Add(90 * time.Second); !strings.Contains(logsOf(t, j), "begin"); time.Sleep(200 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the command did not start within 90 s of RUNNING")
+			}
+		}
 		at := time.Now()
 		heal := dropPodTrafficTo(t, gcsPort(t))
 		time.Sleep(30 * time.Second)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kinetic-run/kinetic/protocol"
 )
 
 // faultUnreadableLines: `kinetic serve --stdio` answers every line it reads. A request
@@ -68,7 +70,7 @@ garbage
 			t.Errorf("Go's words reach the client: %q", m.Error.Message)
 		}
 	}
-	if hello.Error != nil || hello.Result["protocol"] != 1.0 {
+	if hello.Error != nil || hello.Result["protocol"] != float64(protocol.Version) {
 		t.Errorf("the request after them: %+v, want hello's answer\n%s", hello, out)
 	}
 }

@@ -9,16 +9,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -42,7 +45,18 @@ var (
 	kineticBin string
 )
 
+// sharedParallel is how many shared cluster tests run at once unless -parallel says:
+// they spend most of their time waiting on pods, so more than go test's default
+// (GOMAXPROCS, 2 on the CI machine) keeps the node busy.
+const sharedParallel = 4
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		flag.Set("test.parallel", strconv.Itoa(max(sharedParallel, runtime.GOMAXPROCS(0))))
+	}
 	code := func() int {
 		if os.Getenv("KINETIC_SKIP_CLUSTER") == "1" {
 			return m.Run()
@@ -60,7 +74,9 @@ func TestMain(m *testing.M) {
 			return m.Run()
 		}
 		defer cluster.Stop()
-		clusterErr = prepareImages(ctx)
+		if clusterErr = prepareImages(ctx); clusterErr == nil {
+			startLWS(cluster)
+		}
 		logf("TestMain: the cluster and its images ready in %s", time.Since(start).Round(100*time.Millisecond))
 		return m.Run()
 	}()
@@ -88,15 +104,16 @@ func buildAll(ctx context.Context) error {
 	return nil
 }
 
+// prepareImages pushes the test images to the harness registry, side by side.
 func prepareImages(ctx context.Context) error {
 	t := time.Now()
-	if err := kubetest.PushFiles(ctx, RunnerImage, []kubetest.File{{Path: strings.TrimPrefix(kubernetes.RunnerPath, "/"), Source: kineticBin, Mode: 0o755}}, []string{kubernetes.RunnerPath}, nil); err != nil {
-		return err
-	}
-	if err := cluster.PushPythonImage(ctx); err != nil {
-		return err
-	}
-	if err := cluster.PushDebugPythonImage(ctx); err != nil {
+	var g errgroup.Group
+	g.Go(func() error {
+		return kubetest.PushFiles(ctx, RunnerImage, []kubetest.File{{Path: strings.TrimPrefix(kubernetes.RunnerPath, "/"), Source: kineticBin, Mode: 0o755}}, []string{kubernetes.RunnerPath}, nil)
+	})
+	g.Go(func() error { return cluster.PushPythonImage(ctx) })
+	g.Go(func() error { return cluster.PushDebugPythonImage(ctx) })
+	if err := g.Wait(); err != nil {
 		return err
 	}
 	logf("TestMain: images pushed (%s)", time.Since(t).Round(100*time.Millisecond))

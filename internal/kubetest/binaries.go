@@ -79,6 +79,7 @@ func buildCached(ctx context.Context, dir, moduleDir string, done func() bool, a
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("go build in %s: %w\n%s", moduleDir, err, out.Bytes())
 		}
+		toolcache.Logf("kubetest: go build in %s: %s", filepath.Base(moduleDir), toolcache.CPU(cmd.ProcessState))
 		if fix != nil {
 			return fix(tmp)
 		}

@@ -9,13 +9,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -45,18 +43,7 @@ var (
 	kineticBin string
 )
 
-// sharedParallel is how many shared cluster tests run at once unless -parallel says:
-// they spend most of their time waiting on pods, so more than go test's default
-// (GOMAXPROCS, 2 on the CI machine) keeps the node busy.
-const sharedParallel = 4
-
 func TestMain(m *testing.M) {
-	flag.Parse()
-	explicit := false
-	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
-	if !explicit {
-		flag.Set("test.parallel", strconv.Itoa(max(sharedParallel, runtime.GOMAXPROCS(0))))
-	}
 	code := func() int {
 		if os.Getenv("KINETIC_SKIP_CLUSTER") == "1" {
 			return m.Run()
@@ -137,9 +124,9 @@ func needCluster(t *testing.T) *kubetest.Cluster {
 var clusterWide sync.RWMutex
 
 // shared marks a cluster test that touches only what it makes (its jobs, stores,
-// namespaces, registry paths): it runs in parallel with the other shared tests (go
-// test's -parallel, GOMAXPROCS by default), which is most of this package's time spent
-// waiting on pods, not computing.
+// namespaces, registry paths): it runs in parallel with the other shared tests, go
+// test's -parallel at a time (GOMAXPROCS by default: on 2 cores, 4 at a time made each
+// test slower, the pods' Python and runners being CPU-bound, and saved nothing).
 func shared(t *testing.T) {
 	t.Parallel()
 	clusterWide.RLock()

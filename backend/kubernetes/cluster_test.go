@@ -125,8 +125,9 @@ var clusterWide sync.RWMutex
 
 // shared marks a cluster test that touches only what it makes (its jobs, stores,
 // namespaces, registry paths): it runs in parallel with the other shared tests, go
-// test's -parallel at a time (GOMAXPROCS by default: on 2 cores, 4 at a time made each
-// test slower, the pods' Python and runners being CPU-bound, and saved nothing).
+// test's -parallel at a time (GOMAXPROCS by default; on 2 cores, one run with 4 at a
+// time stretched each test about 2× and the package took longer: the pods' Python and
+// runners keep both cores busy).
 func shared(t *testing.T) {
 	t.Parallel()
 	clusterWide.RLock()

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -60,7 +61,9 @@ func TestMain(m *testing.M) {
 			return m.Run()
 		}
 		defer cluster.Stop()
-		clusterErr = prepareImages(ctx)
+		if clusterErr = prepareImages(ctx); clusterErr == nil {
+			startLWS(cluster)
+		}
 		logf("TestMain: the cluster and its images ready in %s", time.Since(start).Round(100*time.Millisecond))
 		return m.Run()
 	}()
@@ -88,15 +91,16 @@ func buildAll(ctx context.Context) error {
 	return nil
 }
 
+// prepareImages pushes the test images to the harness registry, side by side.
 func prepareImages(ctx context.Context) error {
 	t := time.Now()
-	if err := kubetest.PushFiles(ctx, RunnerImage, []kubetest.File{{Path: strings.TrimPrefix(kubernetes.RunnerPath, "/"), Source: kineticBin, Mode: 0o755}}, []string{kubernetes.RunnerPath}, nil); err != nil {
-		return err
-	}
-	if err := cluster.PushPythonImage(ctx); err != nil {
-		return err
-	}
-	if err := cluster.PushDebugPythonImage(ctx); err != nil {
+	var g errgroup.Group
+	g.Go(func() error {
+		return kubetest.PushFiles(ctx, RunnerImage, []kubetest.File{{Path: strings.TrimPrefix(kubernetes.RunnerPath, "/"), Source: kineticBin, Mode: 0o755}}, []string{kubernetes.RunnerPath}, nil)
+	})
+	g.Go(func() error { return cluster.PushPythonImage(ctx) })
+	g.Go(func() error { return cluster.PushDebugPythonImage(ctx) })
+	if err := g.Wait(); err != nil {
 		return err
 	}
 	logf("TestMain: images pushed (%s)", time.Since(t).Round(100*time.Millisecond))
@@ -120,9 +124,10 @@ func needCluster(t *testing.T) *kubetest.Cluster {
 var clusterWide sync.RWMutex
 
 // shared marks a cluster test that touches only what it makes (its jobs, stores,
-// namespaces, registry paths): it runs in parallel with the other shared tests (go
-// test's -parallel, GOMAXPROCS by default), which is most of this package's time spent
-// waiting on pods, not computing.
+// namespaces, registry paths): it runs in parallel with the other shared tests, go
+// test's -parallel at a time (GOMAXPROCS by default; on 2 cores, one run with 4 at a
+// time stretched each test about 2× and the package took longer: the pods' Python and
+// runners keep both cores busy).
 func shared(t *testing.T) {
 	t.Parallel()
 	clusterWide.RLock()

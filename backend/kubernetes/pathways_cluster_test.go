@@ -31,18 +31,34 @@ import (
 
 var (
 	lwsOnce sync.Once
+	lwsDone = make(chan struct{})
 	lwsErr  error
 )
 
-// needLWS starts LeaderWorkerSet on the shared cluster once, for the tests that need it.
+// lwsStartBound bounds installing LeaderWorkerSet on the running cluster: its CRD, its
+// controller (built before the tests, TestMain) and its webhooks.
+const lwsStartBound = 5 * time.Minute
+
+// startLWS starts installing LeaderWorkerSet on the shared cluster in the background,
+// once: TestMain calls it as soon as the cluster is up, so that it comes up while the
+// first tests run (it needs no pod, so the tests that disturb the node do not touch it).
+func startLWS(c *kubetest.Cluster) {
+	lwsOnce.Do(func() {
+		go func() {
+			defer close(lwsDone)
+			ctx, cancel := context.WithTimeout(context.Background(), lwsStartBound)
+			defer cancel()
+			lwsErr = c.StartLWS(ctx)
+		}()
+	})
+}
+
+// needLWS waits for LeaderWorkerSet on the shared cluster, for the tests that need it.
 func needLWS(t *testing.T) {
 	t.Helper()
 	c := needCluster(t)
-	lwsOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-		defer cancel()
-		lwsErr = c.StartLWS(ctx)
-	})
+	startLWS(c)
+	<-lwsDone // bounded by lwsStartBound
 	if lwsErr != nil {
 		t.Fatalf("LeaderWorkerSet did not start: %v\n%s", lwsErr, c.LogTail("lws-controller", 3000))
 	}

@@ -245,10 +245,21 @@ var (
 )
 
 // Binary returns the path of the fake-gcs-server binary, building it into the tools
-// cache on first use.
+// cache on first use (within 15 minutes).
 func Binary() (string, error) {
-	buildOnce.Do(func() { buildPath, buildErr = binary() })
+	buildOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+		defer cancel()
+		buildPath, buildErr = binary(ctx)
+	})
 	return buildPath, buildErr
+}
+
+// BuildBinary is Binary bounded by ctx alone: the build step before the tests
+// (kubetest.BuildTools), which on a loaded machine may take longer than a test would
+// wait.
+func BuildBinary(ctx context.Context) (string, error) {
+	return binary(ctx)
 }
 
 // CacheDir returns the directory the pinned version is built into.
@@ -256,7 +267,7 @@ func CacheDir() (string, error) {
 	return toolcache.Dir("fake-gcs-server-" + Version)
 }
 
-func binary() (string, error) {
+func binary(ctx context.Context) (string, error) {
 	if p := os.Getenv(envBinary); p != "" {
 		if _, err := os.Stat(p); err != nil {
 			return "", fmt.Errorf("%s: %w", envBinary, err)
@@ -272,8 +283,6 @@ func binary() (string, error) {
 	if err != nil && !toolcache.Executable(bin) {
 		return "", fmt.Errorf("building %s@%s needs the go command: %w", Module, Version, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
 	err = toolcache.Fill(ctx, dir, func() bool { return toolcache.Executable(bin) }, func(ctx context.Context, tmp string) error {
 		toolcache.Logf("gcstest: building %s@%s into %s", Module, Version, dir)
 		// `go install module@version` builds the release with its own go.mod and go.sum, in
@@ -281,9 +290,11 @@ func binary() (string, error) {
 		cmd := exec.CommandContext(ctx, goBin, "install", "-trimpath", Module+"@"+Version)
 		cmd.Dir = tmp
 		cmd.Env = append(os.Environ(), "GOBIN="+filepath.Join(tmp, "bin"), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=")
-		if out, err := cmd.CombinedOutput(); err != nil {
+		out, err := cmd.CombinedOutput()
+		if err != nil {
 			return fmt.Errorf("go install %s@%s: %w\n%s", Module, Version, err, bytes.TrimSpace(out))
 		}
+		toolcache.Logf("gcstest: go install %s@%s: %s", Module, Version, toolcache.CPU(cmd.ProcessState))
 		return nil
 	})
 	if err != nil {

@@ -48,7 +48,9 @@ func Binaries(ctx context.Context, log func(string, ...any)) (string, error) {
 	for _, pkg := range commands {
 		args = append(args, pkg)
 	}
-	log("kubetest: Kubernetes %s, etcd and kwok in %s (about 10 minutes to build the first time)", Version, dir)
+	if !complete(dir) {
+		log("kubetest: building Kubernetes %s, etcd and kwok into %s (about 10 minutes on 2 cores)", Version, dir)
+	}
 	err = buildCached(ctx, dir, filepath.Join(filepath.Dir(file), "tools"), func() bool { return complete(dir) }, args, func(tmp string) error {
 		// go build names etcd's binary after the last path element of its package.
 		if err := os.Rename(filepath.Join(tmp, "v3"), filepath.Join(tmp, "etcd")); err != nil {
@@ -77,6 +79,7 @@ func buildCached(ctx context.Context, dir, moduleDir string, done func() bool, a
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("go build in %s: %w\n%s", moduleDir, err, out.Bytes())
 		}
+		toolcache.Logf("kubetest: go build in %s: %s", filepath.Base(moduleDir), toolcache.CPU(cmd.ProcessState))
 		if fix != nil {
 			return fix(tmp)
 		}

@@ -37,7 +37,7 @@ func BuildTools(ctx context.Context, log func(string, ...any)) error {
 		defer wg.Done()
 		step("Python base layer", func() error { _, err := PythonRootfs(); return err })
 	}()
-	step("fake-gcs-server", func() error { _, err := gcstest.Binary(); return err })
+	step("fake-gcs-server", func() error { _, err := gcstest.BuildBinary(ctx); return err })
 	var bins string
 	step("Kubernetes "+Version, func() (err error) {
 		if bins, err = Binaries(ctx, log); err != nil {

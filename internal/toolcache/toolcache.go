@@ -88,6 +88,16 @@ func Fill(ctx context.Context, dir string, done func() bool, build func(ctx cont
 	return nil
 }
 
+// CPU describes the processor time a finished command (with the processes it waited
+// for, such as go build's compilers) used: user+system, which, unlike the elapsed time,
+// does not depend on what else the machine is doing.
+func CPU(ps *os.ProcessState) string {
+	if ps == nil {
+		return "CPU unknown"
+	}
+	return fmt.Sprintf("CPU %s (user %s, system %s)", (ps.UserTime() + ps.SystemTime()).Round(time.Second), ps.UserTime().Round(time.Second), ps.SystemTime().Round(time.Second))
+}
+
 // Executable reports whether p is a regular file with an execute bit.
 func Executable(p string) bool {
 	fi, err := os.Stat(p)

@@ -21,7 +21,7 @@ func (e *UnknownError) Code() errs.Code { return errs.InvalidArgument }
 
 func (e *UnknownError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "unknown accelerator %q", e.Input)
+	fmt.Fprintf(&b, "unknown accelerator %s", errs.Quote(e.Input))
 	if e.Reason != "" {
 		b.WriteString(": " + e.Reason)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kinetic-run/kinetic/accel"
+	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/infra"
 )
 
@@ -15,6 +16,7 @@ func init() { register(newAcceleratorsCmd) }
 
 func newAcceleratorsCmd(g *Globals) *cobra.Command {
 	var asJSON, live bool
+	var where *gkeFlags
 	cmd := &cobra.Command{
 		Use:   "accelerators [NAME]",
 		Short: "List the accelerators a job can ask for, or resolve one name",
@@ -32,7 +34,7 @@ optional count (l4, a100x4, nvidia-tesla-t4x2), TPU names by chips or topology
 				if len(args) > 0 {
 					return fmt.Errorf("--live lists what the cluster offers; give no NAME with it")
 				}
-				return liveAccelerators(cmd, g, asJSON)
+				return liveAccelerators(cmd, g, keyFlagArgs(where.vals), asJSON)
 			}
 			if len(args) == 0 {
 				if asJSON {
@@ -52,6 +54,9 @@ optional count (l4, a100x4, nvidia-tesla-t4x2), TPU names by chips or topology
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (an array, or one object with NAME)")
 	cmd.Flags().BoolVar(&live, "live", false, "only the accelerators the current cluster has nodes for, with how many nodes and free devices")
+	// As the reference's: which cluster --live reads (the catalog itself is the same
+	// everywhere).
+	where = addGKEFlags(cmd)
 	return cmd
 }
 
@@ -67,8 +72,8 @@ type liveRow struct {
 
 // liveAccelerators lists, for the configured Kubernetes cluster, the catalog
 // accelerators its nodes carry the labels of (infra.Nodes, as the dashboard does).
-func liveAccelerators(cmd *cobra.Command, g *Globals, asJSON bool) error {
-	t, _, kerr, err := k8sTarget(g, nil)
+func liveAccelerators(cmd *cobra.Command, g *Globals, args map[config.Key]string, asJSON bool) error {
+	t, _, kerr, err := k8sTarget(g, args)
 	if err != nil {
 		return err
 	}

@@ -282,7 +282,7 @@ func newBatchResultsCmd(g *Globals) *cobra.Command {
 		},
 	}
 	f.add(cmd)
-	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up waiting after this long (e.g. 10m; exit 124); the batch keeps running")
+	durationFlag(cmd.Flags(), &timeout, "timeout", 0, "give up waiting after this long, in seconds or as a duration (60, 10m; exit 124); the batch keeps running")
 	return cmd
 }
 

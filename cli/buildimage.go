@@ -24,6 +24,7 @@ func newBuildImageCmd(g *Globals) *cobra.Command {
 		dockerfile string
 		creds, yes bool
 		asJSON     bool
+		where      *gkeFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "build-image [--repo REPO] [--category cpu|gpu|tpu]... [--tag TAG]",
@@ -52,7 +53,7 @@ gcloud the Docker credential helper of an Artifact Registry or Container Registr
 			if dockerfile != "" && r.Base != "" {
 				return errors.New("--dockerfile and --base both say what the base starts from: give one")
 			}
-			e, err := newEngine(cmd, g, nil)
+			e, err := newEngine(cmd, g, keyFlagArgs(where.vals))
 			if err != nil {
 				return err
 			}
@@ -159,6 +160,7 @@ gcloud the Docker credential helper of an Artifact Registry or Container Registr
 	f.BoolVar(&creds, "update-credentials", false, "make gcloud the Docker credential helper of the repository's host (Artifact Registry, Container Registry)")
 	f.BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	f.BoolVar(&asJSON, "json", false, "print the results as a JSON list")
+	where = addGKEFlags(cmd) // as the reference's: the project whose registry is the default
 	return cmd
 }
 

@@ -52,6 +52,33 @@ func (f *jobFlags) existingStore() error {
 	return nil
 }
 
+// cleanupFlags are the reference's --cleanup-timeout and --cleanup-poll-interval on
+// `jobs result`, `cancel` and `cleanup`, as JobHandle.result/cancel/cleanup take them.
+type cleanupFlags struct {
+	timeout, poll time.Duration
+}
+
+func (c *cleanupFlags) add(cmd *cobra.Command) {
+	durationFlag(cmd.Flags(), &c.timeout, "cleanup-timeout", 180*time.Second, "longest wait for the job's resources to be removed, in seconds or as a duration")
+	durationFlag(cmd.Flags(), &c.poll, "cleanup-poll-interval", 2*time.Second, "accepted as the reference's CLI does; kinetic waits on the backend's own confirmation instead of polling")
+}
+
+// ctx bounds a cleanup by --cleanup-timeout.
+func (c *cleanupFlags) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.timeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, c.timeout)
+}
+
+// cleanupErr says what a cleanup that ran past --cleanup-timeout left.
+func (c *cleanupFlags) err(ctx context.Context, err error, what, id string) error {
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		return fmt.Errorf("%s of %s did not finish within --cleanup-timeout %s; run `kinetic jobs cleanup %s` again", what, id, c.timeout, id)
+	}
+	return err
+}
+
 func (f *jobFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.store, "store", "", "store URL holding the job (default: the configured store)")
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print JSON")
@@ -204,6 +231,7 @@ func newJobsLogsCmd(g *Globals) *cobra.Command {
 func newJobsResultCmd(g *Globals) *cobra.Command {
 	var (
 		f                  jobFlags
+		cf                 cleanupFlags
 		timeout            time.Duration
 		cleanup, noCleanup bool
 	)
@@ -242,7 +270,10 @@ tombstone says it succeeded), except for debug jobs: --no-cleanup keeps it.`,
 			// Only once the value is printed (perr is nil for a success whose value
 			// reached stdout): a value that could not be written is kept in the store.
 			if clean && perr == nil && res.Envelope != nil && res.Envelope.Success {
-				if err := collectAndClean(cmd.Context(), j); err != nil {
+				cctx, cancel := cf.ctx(cmd.Context())
+				err := cf.err(cmd.Context(), collectAndClean(cctx, j), "the cleanup", j.Handle.JobID)
+				cancel()
+				if err != nil {
 					fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: warning: %v; the job is kept (`kinetic jobs cleanup %s` removes it)\n", err, j.Handle.JobID)
 				}
 			}
@@ -250,9 +281,10 @@ tombstone says it succeeded), except for debug jobs: --no-cleanup keeps it.`,
 		},
 	}
 	f.add(cmd)
-	cmd.Flags().DurationVar(&timeout, "timeout", 0, "stop waiting after this long (the job keeps running), e.g. 30s, 10m")
+	durationFlag(cmd.Flags(), &timeout, "timeout", 0, "stop waiting after this long, in seconds or as a duration (60, 10m); the job keeps running")
 	cmd.Flags().BoolVar(&cleanup, "cleanup", true, "clean up a success after printing its value (as JobHandle.result(); not for debug jobs unless given)")
 	cmd.Flags().BoolVar(&noCleanup, "no-cleanup", false, "keep the job after printing its value")
+	cf.add(cmd)
 	return cmd
 }
 
@@ -268,7 +300,10 @@ func collectAndClean(ctx context.Context, j *engine.Job) error {
 }
 
 func newJobsCancelCmd(g *Globals) *cobra.Command {
-	var f jobFlags
+	var (
+		f  jobFlags
+		cf cleanupFlags
+	)
 	cmd := &cobra.Command{
 		Use:   "cancel JOB_ID",
 		Short: "Stop a job: SIGTERM, then SIGKILL after a grace period",
@@ -279,7 +314,10 @@ func newJobsCancelCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			defer e.Close()
-			if err := j.Cancel(cmd.Context()); err != nil {
+			cctx, cancel := cf.ctx(cmd.Context())
+			err = cf.err(cmd.Context(), j.Cancel(cctx), "the cancel", j.Handle.JobID)
+			cancel()
+			if err != nil {
 				return err
 			}
 			state, reason, err := j.Status(cmd.Context())
@@ -294,12 +332,14 @@ func newJobsCancelCmd(g *Globals) *cobra.Command {
 		},
 	}
 	f.add(cmd)
+	cf.add(cmd)
 	return cmd
 }
 
 func newJobsCleanupCmd(g *Globals) *cobra.Command {
 	var (
 		f             jobFlags
+		cf            cleanupFlags
 		keepBackend   bool
 		keepArtifacts bool
 	)
@@ -334,7 +374,10 @@ func newJobsCleanupCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			defer e.Close()
-			if err := j.Cleanup(cmd.Context(), !keepBackend, !keepArtifacts); err != nil {
+			cctx, cancel := cf.ctx(cmd.Context())
+			err = cf.err(cmd.Context(), j.Cleanup(cctx, !keepBackend, !keepArtifacts), "the cleanup", j.Handle.JobID)
+			cancel()
+			if err != nil {
 				return err
 			}
 			if f.asJSON {
@@ -345,6 +388,7 @@ func newJobsCleanupCmd(g *Globals) *cobra.Command {
 		},
 	}
 	f.add(cmd)
+	cf.add(cmd)
 	cmd.Flags().BoolVar(&keepBackend, "keep-backend", false, "keep the backend's resources (the same as --no-k8s)")
 	cmd.Flags().BoolVar(&keepArtifacts, "keep-artifacts", false, "keep the store artifacts (the same as --no-gcs)")
 	// JobHandle.cleanup(k8s=..., gcs=...)'s names, as flags.

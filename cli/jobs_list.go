@@ -62,7 +62,7 @@ age_seconds, duration_seconds, finished_at, collected and cleaned_at added; --li
 	cmd.Flags().BoolVar(&f.all, "all", false, "show every row (no --limit)")
 	cmd.Flags().StringVar(&f.since, "since", "", "only jobs submitted within this long (e.g. 30m, 1h, 7d)")
 	cmd.Flags().BoolVarP(&f.watch, "watch", "w", false, "redraw the table every --interval until Ctrl-C")
-	cmd.Flags().DurationVar(&f.interval, "interval", 2*time.Second, "how often --watch redraws")
+	durationFlag(cmd.Flags(), &f.interval, "interval", 2*time.Second, "how often --watch redraws (seconds, or a duration like 5s)")
 	return cmd
 }
 
@@ -421,8 +421,11 @@ func parseAge(s string) (time.Duration, error) {
 	var days time.Duration
 	if i := strings.IndexByte(s, 'd'); i > 0 {
 		n, err := strconv.Atoi(s[:i])
-		if err != nil {
+		if err != nil || n < 0 {
 			return 0, fmt.Errorf("write a duration like 30m, 2h or 7d")
+		}
+		if time.Duration(n) > maxFlagDuration/(24*time.Hour) {
+			return 0, fmt.Errorf("at most %d days", maxFlagDuration/(24*time.Hour))
 		}
 		days, s = time.Duration(n)*24*time.Hour, s[i+1:]
 	}
@@ -435,6 +438,9 @@ func parseAge(s string) (time.Duration, error) {
 		rest = d
 	}
 	d := days + rest
+	if rest < 0 || rest > maxFlagDuration || d > maxFlagDuration {
+		return 0, fmt.Errorf("at most %d days", maxFlagDuration/(24*time.Hour))
+	}
 	if d <= 0 {
 		return 0, fmt.Errorf("give a positive duration like 30m, 2h or 7d")
 	}

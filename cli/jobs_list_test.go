@@ -30,11 +30,11 @@ func TestParseAge(t *testing.T) {
 }
 
 func FuzzParseAge(f *testing.F) {
-	for _, s := range []string{"7d", "1h30m", "1d12h", "d", "99999999999d"} {
+	for _, s := range []string{"7d", "1h30m", "1d12h", "d", "99999999999d", "135586085299701d", "106751d23h47m16s"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if d, err := parseAge(s); err == nil && d <= 0 {
+		if d, err := parseAge(s); err == nil && (d <= 0 || d > maxFlagDuration) {
 			t.Fatalf("parseAge(%q) = %s without an error", s, d)
 		}
 	})

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -28,13 +29,17 @@ func newProfileCmd(g *Globals) *cobra.Command {
 func newProfileCreateCmd() *cobra.Command {
 	var use, force bool
 	cmd := &cobra.Command{
-		Use:   "create NAME [--project P] [--zone Z] [--cluster C] [...]",
-		Short: "Create a profile (it becomes active if none is, or with --use)",
-		Args:  cobra.ExactArgs(1),
+		Use:   "create [NAME] [--project P] [--zone Z] [--cluster C] [...]",
+		Short: "Create a profile (it becomes active if none is, or with --use); on a terminal, what is not given is asked",
+		Args:  cobra.MaximumNArgs(1),
 	}
 	vals := keyFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		name, p := args[0], config.Profile{}
+		p := config.Profile{}
+		name, err := profileName(cmd, args)
+		if err != nil {
+			return err
+		}
 		given := keyFlagArgs(vals)
 		for k, v := range given {
 			p[string(k)] = v
@@ -48,7 +53,7 @@ func newProfileCreateCmd() *cobra.Command {
 			p = asked
 		}
 		var activated bool
-		err := config.Update(config.ProfilesPath(nil), func(f *config.File) error {
+		err = config.Update(config.ProfilesPath(nil), func(f *config.File) error {
 			if err := f.Create(name, p, force); err != nil {
 				return err
 			}
@@ -305,4 +310,23 @@ func askProfile(pr *prompter) (config.Profile, error) {
 		}
 	}
 	return p, nil
+}
+
+// profileName is create's NAME: the argument, else asked on a terminal (as the
+// reference's `profile create` does), else an error saying what to give.
+func profileName(cmd *cobra.Command, args []string) (string, error) {
+	if len(args) == 1 {
+		return args[0], nil
+	}
+	if !isTerminal(cmd.InOrStdin()) {
+		return "", errors.New("give the profile's name: kinetic profile create NAME [--project P] [--zone Z] [--cluster C]")
+	}
+	name, err := newPrompter(cmd.InOrStdin(), cmd.ErrOrStderr()).ask("Profile name", "")
+	if err != nil {
+		return "", err
+	}
+	if name == "" {
+		return "", errors.New("no profile name given: kinetic profile create NAME")
+	}
+	return name, nil
 }

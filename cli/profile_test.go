@@ -240,3 +240,22 @@ func TestProfileRmNeedsYesWithoutTerminal(t *testing.T) {
 		t.Errorf("the profile was deleted without --yes:\n%s", out)
 	}
 }
+
+// TestProfileCreateAsksName: NAME may be left out, as in the reference; without a
+// terminal to ask on, the error says what to give (e2e/profiles_test.go asks in tmux).
+func TestProfileCreateAsksName(t *testing.T) {
+	path := cfgEnv(t)
+	root := NewRoot()
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetIn(strings.NewReader("mine\n")) // not a terminal: not read
+	root.SetArgs([]string{"profile", "create", "--backend", "local"})
+	err := root.Execute()
+	if err == nil || !strings.Contains(err.Error(), "kinetic profile create NAME") {
+		t.Fatalf("profile create without NAME or terminal: %v", err)
+	}
+	if _, serr := os.Stat(path); serr == nil {
+		t.Error("a profiles file was written for a refused create")
+	}
+}

@@ -31,6 +31,7 @@ func NewRoot() *cobra.Command {
 		Version:       version.Version,
 	}
 	root.SetVersionTemplate("kinetic {{.Version}}\n")
+	root.SetFlagErrorFunc(flagError)
 	root.PersistentFlags().StringVar(&g.Profile, "profile", "", "configuration profile to use (default: the active one)")
 	for _, c := range commands {
 		root.AddCommand(c(g))

@@ -5,13 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 )
@@ -45,8 +49,8 @@ and return at once; follow it with "kinetic jobs".`,
 	f.StringArrayVar(&capture, "capture-env", nil, "environment variable (NAME or PREFIX*) to send with the job; repeatable")
 	f.BoolVar(&spot, "spot", false, "run on spot capacity")
 	f.BoolVar(&debug, "debug", false, "start debugpy in the job and wait for a debugger before the call (attach with: kinetic jobs debug ID)")
-	f.DurationVar(&debugWait, "debug-wait", 0, "with --debug, how long the job waits for a debugger before it fails (default 10m)")
-	f.DurationVar(&timeout, "timeout", 0, "stop the job after this long (e.g. 30m, 2h); it then fails with reason timeout")
+	durationFlag(f, &debugWait, "debug-wait", 0, "with --debug, how long the job waits for a debugger before it fails, in seconds or as a duration (default 10m)")
+	durationFlag(f, &timeout, "timeout", 0, "stop the job after this long, in seconds or as a duration (1800, 30m, 2h); it then fails with reason timeout")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress, notices or status lines on stderr (the job's logs and failures still show)")
 	f.BoolVar(&async, "async", false, "submit, print the handle, and return")
 	f.BoolVar(&asJSON, "json", false, "print the result (or the handle with --async) as JSON")
@@ -58,6 +62,12 @@ and return at once; follow it with "kinetic jobs".`,
 			if dash != 0 {
 				return fmt.Errorf("give either FILE.py::FUNC or -- CMD, not both")
 			}
+			if len(args) == 0 || args[0] == "" {
+				return errors.New("nothing to run after --: give the command and its arguments (e.g. -- python3 train.py)")
+			}
+			if err := utf8Args(args); err != nil {
+				return err
+			}
 			req.Kind, req.Command = job.KindCommand, args
 		} else {
 			if len(args) == 0 {
@@ -65,10 +75,18 @@ and return at once; follow it with "kinetic jobs".`,
 			}
 			file, fn, ok := strings.Cut(args[0], "::")
 			if !ok || file == "" || fn == "" || !strings.HasSuffix(file, ".py") {
-				return fmt.Errorf("%q is not FILE.py::FUNC (e.g. train.py::main); to run a command, put it after --", args[0])
+				return fmt.Errorf("%s is not FILE.py::FUNC (e.g. train.py::main); to run a command, put it after --", errs.Quote(args[0]))
 			}
-			if _, err := os.Stat(file); err != nil {
-				return fmt.Errorf("%s: %w", file, err)
+			if !pyName(fn) {
+				return fmt.Errorf("%s after :: is not a Python function name (letters, digits and _, e.g. train.py::main or train.py::Trainer.fit)", errs.Quote(fn))
+			}
+			if err := utf8Args(args); err != nil {
+				return err
+			}
+			if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("%s: no such file (FILE.py::FUNC names a Python file from here, %s)", errs.Quote(file), "the working directory")
+			} else if err != nil {
+				return fmt.Errorf("%s: %w", errs.Quote(file), err)
 			}
 			req.Kind, req.Entry = job.KindEntry, &job.Entry{File: file, Func: fn, Args: args[1:]}
 		}
@@ -173,4 +191,31 @@ func cancelInterrupted(w io.Writer, j *engine.Job) error {
 	}
 	fmt.Fprintf(w, "kinetic: job %s cancelled\n", id)
 	return &ExitError{Code: ExitInterrupted, Err: ErrInterrupted}
+}
+
+// utf8Args refuses an argument that is not UTF-8 text: a job's arguments travel as
+// JSON text, where such bytes would silently become U+FFFD.
+func utf8Args(args []string) error {
+	for i, a := range args {
+		if !utf8.ValidString(a) {
+			return fmt.Errorf("argument %d (%s) is not UTF-8 text; kinetic sends arguments as text: pass a file name or base64 instead", i+1, errs.Quote(strings.ToValidUTF8(a, "\uFFFD")))
+		}
+	}
+	return nil
+}
+
+// pyName reports whether fn is a Python name, possibly dotted (Class.method), as the
+// entry point of FILE.py::FUNC must be.
+func pyName(fn string) bool {
+	for _, part := range strings.Split(fn, ".") {
+		if part == "" {
+			return false
+		}
+		for i, r := range part {
+			if !(r == '_' || unicode.IsLetter(r) || (i > 0 && unicode.IsDigit(r))) {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -106,6 +106,21 @@ func TestRunFunction(t *testing.T) {
 	}
 }
 
+// TestRunMethod: FILE.py::Class.method runs a static or class method.
+func TestRunMethod(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "m.py"), []byte("class Trainer:\n    @staticmethod\n    def fit(a, b):\n        return a * b\n"), 0o644)
+	r := e.runIn(dir, "run", "m.py::Trainer.fit", "6", "7")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "42" {
+		t.Fatalf("run m.py::Trainer.fit: code %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = e.runIn(dir, "run", "m.py::Trainer.nope")
+	if r.code == 0 || !strings.Contains(r.stderr, "has no function 'Trainer.nope'") {
+		t.Fatalf("a missing method: code %d, stderr %q", r.code, r.stderr)
+	}
+}
+
 func TestRunCommandExitCode(t *testing.T) {
 	e := newEnv(t)
 	r := e.run("run", "--", "sh", "-c", "echo out; exit 4")

@@ -98,13 +98,16 @@ func TestKineticHomeAndLookOnlyCommands(t *testing.T) {
 	}
 }
 
-// profile create with no settings on a terminal asks for them, defaults shown; what is
-// left at its default is not written (the default keeps applying).
+// profile create with no name and no settings on a terminal asks for them, defaults
+// shown; what is left at its default is not written (the default keeps applying).
 func TestProfileCreatePrompts(t *testing.T) {
 	e := newEnv(t)
 	pf := filepath.Join(e.home, "profiles.json")
 	envs := []string{"KINETIC_HOME=" + filepath.Join(e.home, "data"), "KINETIC_PROFILES_FILE=" + pf, "HOME=" + e.home, "PATH=" + os.Getenv("PATH")}
-	tm := tmuxtest.Start(t, e.dir, envs, e.bin, "profile", "create", "team")
+	// No NAME either: asked first, as the reference's `profile create` does.
+	tm := tmuxtest.Start(t, e.dir, envs, e.bin, "profile", "create")
+	tm.WaitFor("Profile name", 30*time.Second)
+	tm.Type("team")
 	s := tm.WaitFor("choice [", 30*time.Second)
 	m := regexp.MustCompile(`(?m)^\s*(\d+)\) k8s$`).FindStringSubmatch(s)
 	if m == nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
@@ -224,7 +225,7 @@ type Job struct {
 // Attach finds job id in the configured store (or storeURL, if given).
 func (e *Engine) Attach(ctx context.Context, id, storeURL string) (*Job, error) {
 	if !job.ValidName(id) {
-		return nil, fmt.Errorf("%q is not a job ID (IDs look like job-0123456789abcdefghijklm): %w", id, ErrNotFound)
+		return nil, fmt.Errorf("%s is not a job ID (IDs look like job-0123456789abcdefghijklm): %w", errs.Quote(id), ErrNotFound)
 	}
 	if storeURL == "" {
 		storeURL = e.cfg.Get(config.Store)

@@ -15,6 +15,7 @@ package errs
 import (
 	"context"
 	"fmt"
+	"unicode/utf8"
 )
 
 // Code says what kind of failure an error is, whatever package it comes from.
@@ -162,3 +163,20 @@ func isBy(err, target error) bool {
 func Is(err error, c Code) bool { return CodeOf(err) == c }
 
 var _ Coder = (*Error)(nil)
+
+// MaxQuoted is how much of a user's input an error message repeats: enough to
+// recognise it, never a 100 KB argument echoed back whole.
+const MaxQuoted = 200
+
+// Quote is %q of s cut to MaxQuoted bytes (on a character boundary), saying how long
+// the whole input was when it was cut.
+func Quote(s string) string {
+	if len(s) <= MaxQuoted {
+		return fmt.Sprintf("%q", s)
+	}
+	cut := MaxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%q… (%d bytes)", s[:cut], len(s))
+}

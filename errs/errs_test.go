@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/kinetic-run/kinetic/errs"
@@ -116,4 +117,16 @@ func ExampleCodeOf() {
 	// InvalidArgument true
 	// DeadlineExceeded
 	// Internal
+}
+
+func TestQuote(t *testing.T) {
+	Quote, MaxQuoted := errs.Quote, errs.MaxQuoted
+	if got := Quote("abc"); got != `"abc"` {
+		t.Errorf("Quote(abc) = %s", got)
+	}
+	long := strings.Repeat("é", 150) // 300 bytes: the cut must fall on a character boundary
+	got := Quote(long)
+	if !strings.HasSuffix(got, "… (300 bytes)") || strings.Contains(got, `\x`) || len(got) > MaxQuoted+40 {
+		t.Errorf("Quote(300 bytes) = %s", got)
+	}
 }

@@ -57,7 +57,10 @@ def _load_entry(path, func_name):
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
     try:
-        return getattr(mod, func_name)
+        obj = mod
+        for part in func_name.split("."):  # Class.method, as FILE.py::Class.method
+            obj = getattr(obj, part)
+        return obj
     except AttributeError:
         raise AttributeError("%s has no function %r" % (path, func_name)) from None
 

@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/internal/backoff"
 	"github.com/kinetic-run/kinetic/internal/filelock"
 	"github.com/kinetic-run/kinetic/job"
@@ -96,6 +97,12 @@ type Backend struct {
 
 // New returns a local backend over st.
 func New(st *store.Store, o Options) (*Backend, error) {
+	if strings.HasPrefix(st.URL(), "mem://") {
+		// A mem:// store lives in one process's memory, and a local job's supervisor,
+		// and every `kinetic jobs` command, is another process: a job submitted there
+		// could never be run or found.
+		return nil, errs.New(errs.InvalidArgument, "store mem:// is memory inside one process, and the local backend runs each job in its own process: use a file:// store (the default) or gs:// / s3://")
+	}
 	if o.StateDir == "" {
 		return nil, errors.New("local backend: no state directory")
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/kinetic-run/kinetic/backend/backendtest"
 	"github.com/kinetic-run/kinetic/backend/local"
 	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/internal/faultfs"
 	"github.com/kinetic-run/kinetic/internal/testbin"
 	"github.com/kinetic-run/kinetic/job"
@@ -268,5 +269,19 @@ func TestSupervisorStartupOnFullDisk(t *testing.T) {
 	}
 	if _, serr := os.Stat(filepath.Join(state, "jobs", id)); !os.IsNotExist(serr) {
 		t.Errorf("workspace left behind after a failed start-up: %v", serr)
+	}
+}
+
+// TestMemStoreRefused: a mem:// store is memory of one process; a local job runs in
+// another, so it is refused at once (it used to print a job ID that existed nowhere, or
+// wait for ever for "a free slot").
+func TestMemStoreRefused(t *testing.T) {
+	st, err := store.Open(t.Context(), "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = local.New(st, local.Options{StateDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "mem://") || !strings.Contains(err.Error(), "file://") || errs.CodeOf(err) != errs.InvalidArgument {
+		t.Fatalf("New(mem://) = %v; want an InvalidArgument naming mem:// and file://", err)
 	}
 }

@@ -137,18 +137,38 @@ _DATA_PREFIX = "\x00kinetic-data:"
 
 def _resolve_data(v, paths):
     """Replace the SDK's Data sentinels, at any depth of lists, tuples, sets and dicts (keys
-    included), by paths."""
-    if type(v) is str and v.startswith(_DATA_PREFIX) and v.endswith("\x00"):
-        return paths[v]
-    if type(v) is list:
-        return [_resolve_data(x, paths) for x in v]
-    if type(v) is tuple:
-        return tuple(_resolve_data(x, paths) for x in v)
-    if type(v) is dict:
-        return {_resolve_data(k, paths): _resolve_data(x, paths) for k, x in v.items()}
-    if type(v) in (set, frozenset):
-        return type(v)(_resolve_data(x, paths) for x in v)
-    return v
+    included), by paths. Each container is copied once (by id), so an argument that holds
+    itself arrives holding its copy instead of recursing for ever."""
+    memo = {}
+    walking = set()
+
+    def walk(v):
+        t = type(v)
+        if t is str and v.startswith(_DATA_PREFIX) and v.endswith("\x00"):
+            return paths[v]
+        if t in (list, dict, tuple, set, frozenset) and id(v) in memo:
+            return memo[id(v)]
+        if t is list:
+            out = memo[id(v)] = []
+            out.extend(walk(x) for x in v)
+            return out
+        if t is dict:
+            out = memo[id(v)] = {}
+            for k, x in v.items():
+                out[walk(k)] = walk(x)
+            return out
+        if t in (tuple, set, frozenset):
+            if id(v) in walking:  # reached again through a list inside it: left as it is
+                return v
+            walking.add(id(v))
+            try:
+                out = memo[id(v)] = t(walk(x) for x in v)
+            finally:
+                walking.discard(id(v))
+            return out
+        return v
+
+    return walk(v)
 
 
 def enter(root, cwd):

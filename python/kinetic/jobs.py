@@ -1,6 +1,7 @@
 """Durable handles to submitted jobs."""
 
 import base64
+import errno
 import dataclasses
 import getpass
 import os
@@ -12,6 +13,7 @@ import tempfile
 import warnings
 from typing import Any, Callable, Optional
 
+from . import _check
 from ._engine import engine
 from ._seconds import seconds, wire
 from .exceptions import KineticError, RemoteError
@@ -53,10 +55,22 @@ class JobHandle:
     kube_context: str = ""
     shipped_root: str = ""
 
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if f.name in ("debug", "spot"):
+                _check.boolean(v, "JobHandle", f.name)
+            elif f.name == "group_index":
+                _check.integer(v, "JobHandle", f.name, minimum=0, optional=True)
+            else:
+                _check.string(v, "JobHandle", f.name, optional=f.name in ("group_id", "group_kind"))
+
     # -- serialisation -------------------------------------------------------------
     @classmethod
     def from_dict(cls, d):
         """Rebuild a handle from a dict; unknown keys are ignored."""
+        if not isinstance(d, dict):
+            _check.fail_type("JobHandle.from_dict", "d", "a dict", d)
         kw = {}
         for f in dataclasses.fields(cls):
             if f.name not in d or d[f.name] is None:
@@ -101,13 +115,15 @@ class JobHandle:
 
     def logs(self, follow: bool = False) -> Optional[str]:
         """Return the logs, or with follow=True print them as they come until the job ends."""
+        _check.boolean(follow, "logs", "follow")
         if not follow:
             return engine().call("logs", self._params())["logs"]
         engine().call("logs", self._params(follow=True), on_event=_print_logs)
         return None
 
     def tail(self, n: int = 100) -> str:
-        """The last n log lines."""
+        """The last n log lines (n at least 1, as `kinetic jobs logs -n`)."""
+        _check.integer(n, "tail", "n", minimum=1)
         return engine().call("tail", self._params(n=n))["logs"]
 
     def result(self, timeout: Optional[float] = None, cleanup: Optional[bool] = None,
@@ -123,6 +139,9 @@ class JobHandle:
         timeout = seconds(timeout, "result", "timeout")
         seconds(cleanup_timeout, "result", "cleanup_timeout")
         seconds(cleanup_poll_interval, "result", "cleanup_poll_interval")
+        _check.boolean(cleanup, "result", "cleanup", optional=True)
+        _check.boolean(stream_logs, "result", "stream_logs", optional=True)
+        _check.callable_or_none(on_status_change, "result", "on_status_change")
         if cleanup is None:
             cleanup = not self.debug
         if stream_logs is None:
@@ -167,6 +186,11 @@ class JobHandle:
         """
         from .debug import DebugSession
         timeout = seconds(timeout, "debug_attach", "timeout")
+        _check.integer(local_port, "debug_attach", "local_port", minimum=0, optional=True)
+        if local_port is not None and local_port > 65535:
+            raise ValueError("debug_attach(local_port=%d): must be a port number, 0 to 65535" % local_port)
+        _check.string(working_dir, "debug_attach", "working_dir")
+        _check.boolean(quiet, "debug_attach", "quiet")
         res = engine().call("debug_attach", self._params(local_port=int(local_port or 0), timeout=wire(timeout)))
         session = DebugSession(self.job_id, res, working_dir)
         if not quiet:
@@ -187,6 +211,8 @@ class JobHandle:
         """Remove the backend's resources (k8s) and the store artifacts (gcs); outputs stay."""
         cleanup_timeout = seconds(cleanup_timeout, "cleanup", "cleanup_timeout")
         seconds(cleanup_poll_interval, "cleanup", "cleanup_poll_interval")
+        _check.boolean(k8s, "cleanup", "k8s")
+        _check.boolean(gcs, "cleanup", "gcs")
         engine().call("cleanup", self._params(k8s=k8s, gcs=gcs, timeout=wire(cleanup_timeout)))
 
     def __repr__(self):
@@ -295,8 +321,22 @@ def attach(job_id: str, project: Optional[str] = None, cluster: Optional[str] = 
     resolve as a submission's settings do (argument > ``KINETIC_*`` > profile > default),
     and a profile whose project and cluster are the ones named supplies its store, so a
     job of another cluster than the active profile's is found."""
+    _check.string(job_id, "attach", "job_id", optional=False)
+    for param, value in (("project", project), ("cluster", cluster), ("store", store)):
+        _check.string(value, "attach", param)
     return JobHandle.from_dict(engine().call("attach", {"job_id": job_id, "store": store or "",
                                                          "config": _cluster_config(project=project, cluster=cluster)}))
+
+
+def _existing_store(store, func):
+    """Refuse a file store (a path or file://) whose directory does not exist."""
+    path = store[len("file://"):] if store.startswith("file://") else store
+    if "://" in path or not path:
+        return
+    path = os.path.expanduser(path)
+    if not os.path.isdir(path):
+        raise FileNotFoundError(errno.ENOENT, "%s(store=...): no such directory, so no jobs there (check the path; "
+                                "a store is made by the first job submitted to it)" % func, store)
 
 
 def _cluster_config(**kw):
@@ -305,7 +345,14 @@ def _cluster_config(**kw):
 
 def list_jobs(project: Optional[str] = None, zone: Optional[str] = None, cluster: Optional[str] = None,
               namespace: Optional[str] = None, store: Optional[str] = None):
-    """Handles of the jobs the backend knows, newest first."""
+    """Handles of the jobs the backend knows, newest first. A local ``store`` directory
+    that does not exist is refused (FileNotFoundError), as `kinetic jobs list --store`
+    does: it holds no jobs, and looking must not create it."""
+    for param, value in (("project", project), ("zone", zone), ("cluster", cluster), ("namespace", namespace),
+                         ("store", store)):
+        _check.string(value, "list_jobs", param)
+    if store:
+        _existing_store(store, "list_jobs")
     config = {k: v for k, v in (("project", project), ("zone", zone), ("cluster", cluster),
                                 ("namespace", namespace)) if v}
     rows = engine().call("list", {"store": store or "", "config": config})

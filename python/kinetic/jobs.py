@@ -4,6 +4,7 @@ import base64
 import errno
 import dataclasses
 import getpass
+import io
 import os
 import pickle
 import signal
@@ -300,10 +301,7 @@ def _unpack(res, job_id=""):
     phase = env.get("phase", "")
     exc = None
     if path or data is not None:
-        try:
-            exc = _load(path, data=data)
-        except Exception:
-            exc = None
+        exc = _load_exception(path, data, env)
     if not isinstance(exc, BaseException):
         exc = RemoteError(env.get("exc_type", "Exception"), env.get("exc_message", ""), tb, phase)
     exc.remote_traceback = tb
@@ -311,6 +309,97 @@ def _unpack(res, job_id=""):
     if tb and hasattr(exc, "add_note"):
         exc.add_note("\nRemote traceback (phase %s):\n%s" % (phase, tb.rstrip()))
     raise exc
+
+
+def _load_exception(path, data, env):
+    """The remote exception, or None when it cannot be rebuilt here. Unpickled as usual
+    first; when that fails (its class needs other constructor arguments than its args,
+    say), rebuilt without calling __init__: its class, args, __dict__, chain and notes
+    (_Rebuilder)."""
+    try:
+        if data is None:
+            with open(path, "rb") as f:
+                data = f.read()
+    except OSError:
+        return None
+    finally:
+        if path:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+    try:
+        return pickle.loads(data)
+    except Exception:
+        pass
+    try:
+        return _Rebuilder(io.BytesIO(data), env).load()
+    except Exception:
+        return None
+
+
+class _Rebuilder(pickle._Unpickler):
+    """An unpickler that rebuilds exceptions whose class cannot be called with their
+    args: the instance is made with cls.__new__ (which sets args and calls no
+    __init__), then its state (__dict__, __notes__, __cause__, __context__) is set. When
+    even that fails, it is an instance of a subclass of both its class and RemoteError
+    (as Ray's as_instanceof_cause), so ``except TheirClass:`` still catches it."""
+
+    dispatch = dict(pickle._Unpickler.dispatch)
+
+    def __init__(self, file, env):
+        super().__init__(file)
+        self._env = env
+
+    def load_reduce(self):
+        args = self.stack.pop()
+        func = self.stack[-1]
+        if isinstance(func, type) and issubclass(func, BaseException):
+            try:
+                obj = func(*args)
+            except Exception:
+                obj = _without_init(func, args, self._env)
+        else:
+            obj = func(*args)
+        self.stack[-1] = obj
+
+    dispatch[pickle.REDUCE[0]] = load_reduce
+
+    def load_build(self):
+        state, inst = self.stack[-1], self.stack[-2]
+        if not (isinstance(inst, BaseException) and isinstance(state, dict)):
+            return pickle._Unpickler.load_build(self)
+        self.stack.pop()
+        for k, v in state.items():  # as BaseException.__setstate__, one by one
+            try:
+                setattr(inst, k, v)
+            except Exception:  # a read-only property: the rest is still set
+                pass
+
+    dispatch[pickle.BUILD[0]] = load_build
+
+
+def _without_init(cls, args, env):
+    """An instance of the exception class cls holding args, made without calling its
+    __init__; else of a subclass of cls and RemoteError; else a RemoteError."""
+    try:
+        obj = cls.__new__(cls, *args)
+        if isinstance(obj, cls):
+            obj.args = args
+            return obj
+    except Exception:
+        pass
+    name = "%s.%s" % (getattr(cls, "__module__", "?"), getattr(cls, "__qualname__", cls.__name__))
+    message = str(args[0]) if len(args) == 1 else str(args)
+    try:
+        sub = type(cls.__name__, (cls, RemoteError), {"__module__": cls.__module__,
+                                                      "__qualname__": getattr(cls, "__qualname__", cls.__name__)})
+        obj = BaseException.__new__(sub)
+    except Exception:  # the two classes cannot be combined (their layouts differ)
+        return RemoteError(name, message, env.get("traceback", ""), env.get("phase", ""))
+    RemoteError.__init__(obj, name, message, env.get("traceback", ""), env.get("phase", ""))
+    obj.args = args
+    return obj
 
 
 def attach(job_id: str, project: Optional[str] = None, cluster: Optional[str] = None,

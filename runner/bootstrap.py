@@ -24,6 +24,48 @@ def _dumps(obj):
         return pickle.dumps(obj)
 
 
+def _dumps_exception(e):
+    """e pickled so that the caller can rebuild it whole: an exception's reduction carries
+    its __cause__/__context__ chain in its state (BaseException.__setstate__ sets each
+    key as an attribute), which plain pickling drops. The SDK rebuilds a class whose
+    constructor needs other arguments than its args without calling __init__. If the
+    chain cannot be pickled, e alone is, as before."""
+    try:
+        import io
+        buf = io.BytesIO()
+        _exception_pickler()(buf).dump(e)
+        return buf.getvalue()
+    except BaseException:
+        return _dumps(e)
+
+
+def _exception_pickler():
+    """A pickler (cloudpickle's when there is one) that adds the chain to exceptions."""
+    try:
+        import cloudpickle
+        base = cloudpickle.Pickler
+    except ImportError:
+        import pickle
+        base = pickle.Pickler
+
+    class Pickler(base):
+        def reducer_override(self, obj):
+            if isinstance(obj, BaseException) and type(obj).__setstate__ is BaseException.__setstate__:
+                rv = obj.__reduce__()
+                if isinstance(rv, tuple) and len(rv) in (2, 3) and (len(rv) == 2 or isinstance(rv[2], (dict, type(None)))):
+                    state = dict(rv[2] or {}) if len(rv) == 3 else {}
+                    for k in ("__cause__", "__context__"):
+                        if getattr(obj, k, None) is not None:
+                            state[k] = getattr(obj, k)
+                    if obj.__suppress_context__:
+                        state["__suppress_context__"] = True
+                    return (rv[0], rv[1], state or None)
+            sup = getattr(super(), "reducer_override", None)
+            return sup(obj) if sup is not None else NotImplemented
+
+    return Pickler
+
+
 def _safe_repr(obj, limit=REPR_LIMIT):
     try:
         r = repr(obj)
@@ -140,18 +182,38 @@ _DATA_PREFIX = "\x00kinetic-data:"
 
 def _resolve_data(v, paths):
     """Replace the SDK's Data sentinels, at any depth of lists, tuples, sets and dicts (keys
-    included), by paths."""
-    if type(v) is str and v.startswith(_DATA_PREFIX) and v.endswith("\x00"):
-        return paths[v]
-    if type(v) is list:
-        return [_resolve_data(x, paths) for x in v]
-    if type(v) is tuple:
-        return tuple(_resolve_data(x, paths) for x in v)
-    if type(v) is dict:
-        return {_resolve_data(k, paths): _resolve_data(x, paths) for k, x in v.items()}
-    if type(v) in (set, frozenset):
-        return type(v)(_resolve_data(x, paths) for x in v)
-    return v
+    included), by paths. Each container is copied once (by id), so an argument that holds
+    itself arrives holding its copy instead of recursing for ever."""
+    memo = {}
+    walking = set()
+
+    def walk(v):
+        t = type(v)
+        if t is str and v.startswith(_DATA_PREFIX) and v.endswith("\x00"):
+            return paths[v]
+        if t in (list, dict, tuple, set, frozenset) and id(v) in memo:
+            return memo[id(v)]
+        if t is list:
+            out = memo[id(v)] = []
+            out.extend(walk(x) for x in v)
+            return out
+        if t is dict:
+            out = memo[id(v)] = {}
+            for k, x in v.items():
+                out[walk(k)] = walk(x)
+            return out
+        if t in (tuple, set, frozenset):
+            if id(v) in walking:  # reached again through a list inside it: left as it is
+                return v
+            walking.add(id(v))
+            try:
+                out = memo[id(v)] = t(walk(x) for x in v)
+            finally:
+                walking.discard(id(v))
+            return out
+        return v
+
+    return walk(v)
 
 
 def enter(root, cwd):
@@ -201,7 +263,7 @@ def failed(env, phase, e, keep):
     env.update(success=False, phase=phase, exc_type=_qualname(type(e)),
                exc_message=str(e)[:REPR_LIMIT], traceback=tb)
     try:
-        data = _dumps(e)
+        data = _dumps_exception(e)
         keep(data)
         env["has_value"] = True
     except BaseException:

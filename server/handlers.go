@@ -20,6 +20,7 @@ import (
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/protocol"
+	"github.com/kinetic-run/kinetic/store"
 	"github.com/kinetic-run/kinetic/version"
 )
 
@@ -33,7 +34,7 @@ func handle[Req, Resp any](f func(*Server, *call, *Req) (Resp, error)) handler {
 		req := new(Req)
 		if len(raw) > 0 {
 			if err := json.Unmarshal(raw, req); err != nil {
-				return nil, invalidf("bad params: %s", jsonProblem(err))
+				return nil, invalidf("bad params: %s", jsonProblem(raw, err))
 			}
 		}
 		res, err := f(s, c, req)
@@ -458,6 +459,12 @@ func (s *Server) list(c *call, r *protocol.ListRequest) ([]protocol.ListedJob, e
 		args[config.Key(k)] = v
 	}
 	if r.Store != "" {
+		// A file store named that does not exist holds no jobs, and looking must not make
+		// its directory (a typo would leave one behind). The SDK and the CLI refuse the
+		// path before asking; the protocol answers an empty list (testdata/list.jsonl).
+		if _, missing := store.MissingDir(r.Store); missing {
+			return []protocol.ListedJob{}, nil
+		}
 		args[config.Store] = r.Store
 	}
 	rows, err := s.eng.ListIn(c, args)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -42,15 +43,19 @@ func lineProblem(line []byte, err error) string {
 		}
 		return fmt.Sprintf("it is not valid JSON (at character %d)", syntax.Offset)
 	}
-	return jsonProblem(err)
+	return jsonProblem(nil, err)
 }
 
-// jsonProblem says in plain words why JSON that is well formed did not decode into
-// the type expected (Go's own words name Go types).
-func jsonProblem(err error) string {
+// jsonProblem says in plain words why JSON that is well formed (raw, when known) did not
+// decode into the type expected (Go's own words name Go types). A wrong value inside an
+// object of names (the config or the tags) is named by its key: "config.zone".
+func jsonProblem(raw []byte, err error) string {
 	var typ *json.UnmarshalTypeError
 	if errors.As(err, &typ) {
 		field := jsonPath(typ.Field)
+		if key := mapKey(raw, field, typ.Value); key != "" {
+			field += "." + key
+		}
 		if field == "" {
 			return fmt.Sprintf("it is a JSON %s, not %s", typ.Value, jsonKind(typ.Type))
 		}
@@ -74,6 +79,55 @@ func jsonPath(goPath string) string {
 		}
 	}
 	return strings.Join(kept, ".")
+}
+
+// mapKey is the key of the first member whose JSON kind is kind (Go's words: "number",
+// "array", ...) in the object at the dotted path of raw, if that is an object ("" if
+// not): Go names the map a wrong value was in, not its key.
+func mapKey(raw []byte, path, kind string) string {
+	var v any
+	if len(raw) == 0 || path == "" || json.Unmarshal(raw, &v) != nil {
+		return ""
+	}
+	for _, p := range strings.Split(path, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return ""
+		}
+		v = m[p]
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return ""
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if strings.HasPrefix(kind, jsonKindOf(m[k])) {
+			return k
+		}
+	}
+	return ""
+}
+
+// jsonKindOf is Go's word for the JSON kind of a decoded value.
+func jsonKindOf(v any) string {
+	switch v.(type) {
+	case float64:
+		return "number"
+	case string:
+		return "string"
+	case bool:
+		return "bool"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return "null"
 }
 
 // jsonKind names what JSON value a Go type is decoded from.

@@ -124,4 +124,23 @@ func TestBadParamsPlainWords(t *testing.T) {
 			t.Errorf("params %s: %v, want %q", params, err, want)
 		}
 	}
+	// A wrong value in an object of names is named by its key (Go names only the map).
+	sub := handle(func(_ *Server, _ *call, r *protocol.SubmitRequest) (*protocol.Empty, error) { return nil, nil })
+	mp := handle(func(_ *Server, _ *call, r *protocol.MapRequest) (*protocol.Empty, error) { return nil, nil })
+	for _, c := range []struct {
+		h      handler
+		params string
+		want   string
+	}{
+		{sub, `{"config": {"project": "p", "zone": ["a"]}}`, `bad params: "config.zone" is a JSON array, not a string`},
+		{sub, `{"config": {"store": 123}}`, `bad params: "config.store" is a JSON number, not a string`},
+		{sub, `{"config": "x"}`, `bad params: "config" is a JSON string, not an object`},
+		{mp, `{"tags": {"a": 1}}`, `bad params: "tags.a" is a JSON number, not a string`},
+		{mp, `{"template": {"config": {"zone": true}}}`, `bad params: "template.config.zone" is a JSON bool, not a string`},
+	} {
+		_, err := c.h(nil, &call{Context: context.Background()}, json.RawMessage(c.params))
+		if err == nil || err.Error() != c.want {
+			t.Errorf("params %s: %v, want %q", c.params, err, c.want)
+		}
+	}
 }

@@ -184,8 +184,14 @@ func TestStoreOutage(t *testing.T) {
 	defer eng.Close()
 	s := newServer(context.Background(), eng, io.Discard)
 	bad := "file:///proc/kinetic-no-such-store"
+	// A store that exists but cannot be opened (a file, not a directory): a store named
+	// that does not exist is the caller's mistake for list (TestListMissingStore).
+	notDir := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(notDir, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, req := range []protocol.Request{
-		{ID: 1, Method: protocol.MethodList, Params: json.RawMessage(`{"store": "` + bad + `"}`)},
+		{ID: 1, Method: protocol.MethodList, Params: json.RawMessage(`{"store": "file://` + notDir + `"}`)},
 		{ID: 2, Method: protocol.MethodStatus, Params: json.RawMessage(`{"job_id": "job-0123456789abcdefghijklm", "store": "` + bad + `"}`)},
 	} {
 		_, err := s.dispatch(&call{Context: context.Background(), s: s, id: req.ID}, &req)
@@ -196,5 +202,30 @@ func TestStoreOutage(t *testing.T) {
 		if got := classify(err); got != protocol.Internal {
 			t.Errorf("%s on %s: class %s (%v), want Internal", req.Method, bad, got, err)
 		}
+	}
+}
+
+// TestListMissingStore: listing a file store whose directory does not exist lists
+// nothing and makes no directory (the SDK and the CLI refuse the path before asking).
+func TestListMissingStore(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("KINETIC_HOME", home)
+	t.Setenv("KINETIC_PROFILES_FILE", filepath.Join(home, "profiles.json"))
+	eng, err := engine.New(config.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	s := newServer(context.Background(), eng, io.Discard)
+	missing := filepath.Join(t.TempDir(), "no", "such", "dir")
+	for i, st := range []string{missing, "file://" + missing} {
+		req := protocol.Request{ID: int64(i + 1), Method: protocol.MethodList, Params: json.RawMessage(`{"store": "` + st + `"}`)}
+		res, err := s.dispatch(&call{Context: context.Background(), s: s, id: req.ID}, &req)
+		if rows, ok := res.([]protocol.ListedJob); err != nil || !ok || len(rows) != 0 {
+			t.Errorf("list %s: %v, %v; want an empty list", st, res, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Dir(filepath.Dir(missing))); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("list made %s (%v)", filepath.Dir(filepath.Dir(missing)), err)
 	}
 }

@@ -97,19 +97,28 @@ func OpenExisting(ctx context.Context, rawURL string) (*Store, error) {
 	return open(ctx, rawURL, false)
 }
 
+// MissingDir reports whether rawURL is a file store (a path or file://) whose directory
+// does not exist, and which directory that is: a command that only looks refuses it
+// rather than make it.
+func MissingDir(rawURL string) (string, bool) {
+	p := rawURL
+	if strings.HasPrefix(p, "file://") {
+		if pu, err := url.Parse(p); err == nil {
+			p = pu.Path
+		}
+	}
+	if !strings.HasPrefix(p, "/") {
+		return "", false
+	}
+	_, err := os.Stat(p)
+	return p, errors.Is(err, fs.ErrNotExist)
+}
+
 func open(ctx context.Context, rawURL string, create bool) (*Store, error) {
 	if !create {
 		// Before normalise, which makes a file store's directory.
-		p := rawURL
-		if strings.HasPrefix(p, "file://") {
-			if pu, err := url.Parse(p); err == nil {
-				p = pu.Path
-			}
-		}
-		if strings.HasPrefix(p, "/") {
-			if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("store %s: %w: its directory %s does not exist, so it holds no jobs (a store is made by the first job submitted to it; check the store URL or the profile)", rawURL, ErrNoStore, p)
-			}
+		if p, missing := MissingDir(rawURL); missing {
+			return nil, fmt.Errorf("store %s: %w: its directory %s does not exist, so it holds no jobs (a store is made by the first job submitted to it; check the store URL or the profile)", rawURL, ErrNoStore, p)
 		}
 	}
 	t, err := normalise(rawURL)

@@ -1,5 +1,6 @@
 """The @kinetic.run decorator: pickles the call and hands it to the engine."""
 
+import contextlib
 import functools
 import inspect
 import math
@@ -10,6 +11,7 @@ import tempfile
 import warnings
 from typing import Any, Dict, List, Optional
 
+from . import _check
 from ._engine import engine
 from .exceptions import KineticError
 from .batch import BatchHandle
@@ -65,13 +67,12 @@ def _warn_if_large(payload, func):
                       stacklevel=4)
 
 
-def _pickle_call(func, args, kwargs, root, func_only=False):
-    try:
-        import cloudpickle
-    except ImportError:
-        raise KineticError("cloudpickle is required to send Python functions: pip install cloudpickle") from None
-    # Code under the shipped root is pickled by value, so the worker never depends on how
-    # this process happened to put it on sys.path.
+@contextlib.contextmanager
+def _by_value(root):
+    """Code under the shipped root is pickled by value while this lasts, so the worker
+    never depends on how this process happened to put it on sys.path (a batch's inputs
+    too: an input may be an instance of a class defined there)."""
+    import cloudpickle
     registered = []
     for mod in _modules_under(root):
         try:
@@ -80,22 +81,32 @@ def _pickle_call(func, args, kwargs, root, func_only=False):
         except (ValueError, AttributeError):
             pass
     try:
-        payload = cloudpickle.dumps(func if func_only else (func, args, kwargs))
-        _warn_if_large(payload, func)
-        return payload
-    except Exception as e:
-        name = getattr(func, "__qualname__", repr(func))
-        raise TypeError(
-            "kinetic: cannot send %s to the worker: the function, its arguments or something it "
-            "refers to cannot be pickled (%s: %s). Pass plain data as arguments and create "
-            "resources such as open files, locks, sockets or clients inside the function."
-            % (name, type(e).__name__, e)) from e
+        yield cloudpickle
     finally:
         for mod in registered:
             try:
                 cloudpickle.unregister_pickle_by_value(mod)
             except (ValueError, AttributeError):
                 pass
+
+
+def _pickle_call(func, args, kwargs, root, func_only=False):
+    try:
+        import cloudpickle  # noqa: F401
+    except ImportError:
+        raise KineticError("cloudpickle is required to send Python functions: pip install cloudpickle") from None
+    with _by_value(root) as cloudpickle:
+        try:
+            payload = cloudpickle.dumps(func if func_only else (func, args, kwargs))
+            _warn_if_large(payload, func)
+            return payload
+        except Exception as e:
+            name = getattr(func, "__qualname__", repr(func))
+            raise TypeError(
+                "kinetic: cannot send %s to the worker: the function, its arguments or something it "
+                "refers to cannot be pickled (%s: %s). Pass plain data as arguments and create "
+                "resources such as open files, locks, sockets or clients inside the function."
+                % (name, type(e).__name__, e)) from e
 
 
 class RemoteFunction:
@@ -186,7 +197,7 @@ class RemoteFunction:
             req["environ"] = dict(os.environ)
         return req
 
-    def run_async_map(self, inputs, input_mode: str = "auto", max_concurrent: int = 64, retries: int = 0,
+    def run_async_map(self, inputs, input_mode: str = "auto", max_concurrent: Optional[int] = 64, retries: int = 0,
                       fail_fast: bool = False, cancel_running_on_fail: bool = False, name: Optional[str] = None,
                       tags: Optional[Dict[str, str]] = None, project: Optional[str] = None,
                       cluster: Optional[str] = None) -> BatchHandle:
@@ -194,18 +205,42 @@ class RemoteFunction:
         once while the engine goes on submitting. An input that cannot be submitted is
         recorded at its index (jobs[i] is None, submission_failures[i] holds the error).
 
-        With ``fail_fast`` the first input that fails for good stops submission and
-        cancels the inputs not started; ``cancel_running_on_fail=True`` cancels the
-        running ones too. ``project`` and ``cluster`` override the decorator's."""
-        import cloudpickle
+        ``max_concurrent=None`` submits every input at once. With ``fail_fast`` the first
+        input that fails for good stops submission and cancels the inputs not started;
+        ``cancel_running_on_fail=True`` cancels the running ones too. ``project`` and
+        ``cluster`` override the decorator's."""
+        return self._map(inputs, (), input_mode, max_concurrent, retries, fail_fast, cancel_running_on_fail,
+                         name, tags, project, cluster)
+
+    def _map(self, inputs, bound, input_mode, max_concurrent, retries, fail_fast, cancel_running_on_fail, name,
+             tags, project, cluster) -> BatchHandle:
+        """run_async_map; bound is () or (instance,) for a decorated method, put before
+        each input's arguments."""
         from .batch import _frame, normalise_input
 
-        if isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int) or max_concurrent < 1:
-            raise ValueError("max_concurrent=%r: give the number of inputs that may run at once, at least 1"
-                             % (max_concurrent,))
-        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-            raise ValueError("retries=%r: give how many times a failed input is tried again, 0 or more" % (retries,))
+        f = "run_async_map"
+        _check.one_of(input_mode, f, "input_mode", ("auto", "single", "args", "kwargs"))
+        if max_concurrent is not None and (isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int)):
+            _check.fail_type(f, "max_concurrent", "an int or None (None: every input at once)", max_concurrent)
+        if max_concurrent is not None and max_concurrent < 1:
+            raise ValueError("run_async_map(max_concurrent=%r): give the number of inputs that may run at once, "
+                             "at least 1, or None for every input at once" % (max_concurrent,))
+        _check.integer(retries, f, "retries")
+        if retries < 0:
+            raise ValueError("run_async_map(retries=%r): give how many times a failed input is tried again, 0 or "
+                             "more" % (retries,))
+        _check.boolean(fail_fast, f, "fail_fast")
+        _check.boolean(cancel_running_on_fail, f, "cancel_running_on_fail")
+        for param, value in (("name", name), ("project", project), ("cluster", cluster)):
+            _check.string(value, f, param)
+        tags = _check.str_dict(tags, f, "tags")
+        if not hasattr(inputs, "__iter__") and not hasattr(inputs, "__getitem__"):
+            _check.fail_type(f, "inputs", "an iterable of inputs (a list, a range, a generator, ...)", inputs)
         inputs = list(inputs)
+        if not inputs:
+            raise ValueError("run_async_map(inputs=...): no inputs; give at least one")
+        if max_concurrent is None:
+            max_concurrent = len(inputs)  # every input at once, as the reference's None
         source, root = self._source_root()
         # Data anywhere in the inputs: one spec per distinct Data for the batch (uploaded
         # once), a sentinel in each input; each input's job gets the ones it names.
@@ -214,14 +249,16 @@ class RemoteFunction:
         func_payload = _pickle_call(self._func, None, None, root, func_only=True)
         local_failures = {}
         payloads = []
-        for i, x in enumerate(inputs):
-            try:
-                a, kw = normalise_input(x, input_mode)
-                a, kw, _ = extract_data(a, kw, None, collector)
-                payloads.append(cloudpickle.dumps((a, kw)))
-            except Exception as e:  # recorded at its index, not raised for the batch
-                local_failures[i] = e
-                payloads.append(b"")
+        with _by_value(root) as cloudpickle:
+            for i, x in enumerate(inputs):
+                try:
+                    a, kw = normalise_input(x, input_mode)
+                    a = tuple(bound) + tuple(a)
+                    a, kw, _ = extract_data(a, kw, None, collector)
+                    payloads.append(cloudpickle.dumps((a, kw)))
+                except Exception as e:  # recorded at its index, not raised for the batch
+                    local_failures[i] = e
+                    payloads.append(b"")
         fd, fpath = tempfile.mkstemp(prefix="kinetic-func-", suffix=".pkl")
         with os.fdopen(fd, "wb") as f:
             f.write(func_payload)
@@ -235,7 +272,7 @@ class RemoteFunction:
             req = {"template": tmpl, "inputs_path": ipath,
                    "max_concurrent": int(max_concurrent), "retries": int(retries), "fail_fast": bool(fail_fast),
                    "cancel_running_on_fail": bool(cancel_running_on_fail),
-                   "name": name or "", "tags": dict(tags or {})}
+                   "name": name or "", "tags": tags}
             res = engine().call("map", req)
         finally:
             os.unlink(fpath)
@@ -258,6 +295,15 @@ class _BoundRemote:
 
     def run_async(self, *args, **kwargs) -> JobHandle:
         return self._remote.run_async(self._instance, *args, **kwargs)
+
+    def run_async_map(self, inputs, input_mode: str = "auto", max_concurrent: Optional[int] = 64, retries: int = 0,
+                      fail_fast: bool = False, cancel_running_on_fail: bool = False, name: Optional[str] = None,
+                      tags: Optional[Dict[str, str]] = None, project: Optional[str] = None,
+                      cluster: Optional[str] = None) -> BatchHandle:
+        """run_async_map of the method: the instance travels with every input (it must be
+        picklable), as self does for a plain method."""
+        return self._remote._map(inputs, (self._instance,), input_mode, max_concurrent, retries, fail_fast,
+                                 cancel_running_on_fail, name, tags, project, cluster)
 
 
 def run(accelerator: str = "tpu-v5e-1", container_image: Optional[str] = None,
@@ -286,16 +332,30 @@ def run(accelerator: str = "tpu-v5e-1", container_image: Optional[str] = None,
         # @kinetic.run without parentheses (as Ray users write @ray.remote): the function
         # came as the first argument; every option keeps its default.
         return run()(accelerator)
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
-                                or math.isnan(timeout) or timeout <= 0):
+    f = "kinetic.run"
+    _check.string(accelerator, f, "accelerator", optional=False)
+    for param, value in (("container_image", container_image), ("base_image_repo", base_image_repo),
+                         ("zone", zone), ("project", project), ("cluster", cluster), ("backend", backend),
+                         ("namespace", namespace), ("output_dir", output_dir), ("store", store)):
+        _check.string(value, f, param)
+    capture_env_vars = _check.str_list(capture_env_vars, f, "capture_env_vars")
+    _check.boolean(spot, f, "spot")
+    _check.boolean(debug, f, "debug")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))):
+        _check.fail_type(f, "timeout", "a number of seconds or None", timeout)
+    if timeout is not None and (math.isnan(timeout) or timeout <= 0):
         raise ValueError("kinetic.run(timeout=%r): give the call's time limit in seconds, a positive number "
                          "(e.g. timeout=3600), or leave it out" % (timeout,))
     if timeout is not None and math.isinf(timeout):
         timeout = None  # no limit, as when it is left out
-    if debug_wait is not None and (isinstance(debug_wait, bool) or not isinstance(debug_wait, (int, float))
-                                   or not math.isfinite(debug_wait)):
+    if debug_wait is not None and (isinstance(debug_wait, bool) or not isinstance(debug_wait, (int, float))):
+        _check.fail_type(f, "debug_wait", "a number of seconds or None", debug_wait)
+    if debug_wait is not None and not math.isfinite(debug_wait):
         raise ValueError("kinetic.run(debug_wait=%r): give how long a debug job waits for a debugger, in seconds "
                          "from 1 to 604800 (a week), or leave it out (600)" % (debug_wait,))
+    if volumes is not None and not isinstance(volumes, dict):
+        raise TypeError("kinetic.run(volumes=...) must be a dict of mount path to kinetic.Data, got %s; e.g. "
+                        "volumes={\"/data\": Data(\"./dataset/\")}" % type(volumes).__name__)
     for mount, d in (volumes or {}).items():
         if not isinstance(mount, str) or not mount.startswith("/"):
             raise ValueError("kinetic.run(volumes=...): the key %r is not an absolute path; give where the data "
@@ -307,7 +367,7 @@ def run(accelerator: str = "tpu-v5e-1", container_image: Optional[str] = None,
         warnings.warn("kinetic.run(debug=True, spot=True): a spot node may be taken back while you debug, "
                       "which ends the session; debug on on-demand capacity", stacklevel=2)
     options = dict(accelerator=accelerator, container_image=container_image, base_image_repo=base_image_repo,
-                   zone=zone, project=project, capture_env_vars=list(capture_env_vars or []), cluster=cluster,
+                   zone=zone, project=project, capture_env_vars=capture_env_vars, cluster=cluster,
                    backend=backend, namespace=namespace, spot=spot, output_dir=output_dir, debug=debug,
                    debug_wait=debug_wait, store=store, volumes=dict(volumes or {}), timeout=timeout)
 

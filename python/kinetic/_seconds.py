@@ -1,7 +1,7 @@
 """Timeouts and intervals of the SDK's public functions, checked before anything is sent
 to the engine: None and float('inf') mean no limit (0 on the wire, docs/protocol.md);
-NaN, a negative number or anything that is not a number raises ValueError naming the
-function and the parameter. (Python's json would write NaN and Infinity, which JSON does
+NaN or a negative number raises ValueError, anything that is not a number TypeError,
+naming the function and the parameter. (Python's json would write NaN and Infinity, which JSON does
 not have.)"""
 
 import math
@@ -14,7 +14,8 @@ def seconds(value, func, param):
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError("%s(%s=%r): must be a number of seconds or None" % (func, param, value))
+        raise TypeError("%s(%s=%r): must be a number of seconds or None, got %s"
+                        % (func, param, value, type(value).__name__))
     f = float(value)
     if math.isnan(f):
         raise ValueError("%s(%s=nan): must be a number of seconds or None (None or float('inf'): no limit)"

@@ -11,6 +11,7 @@ import tempfile
 import time
 from typing import Any, Dict, Iterator, List, Optional
 
+from . import _check
 from ._engine import _exception, engine
 from ._seconds import seconds, wire
 from .exceptions import KineticError, ResultCollectedError
@@ -41,9 +42,17 @@ class BatchHandle:
     def __init__(self, group_id: str, name: Optional[str] = None, tags: Optional[Dict[str, str]] = None,
                  store: str = "", poll_interval: float = 10.0, poll_timeout: Optional[float] = None,
                  local_failures: Optional[Dict[int, Exception]] = None, total: Optional[int] = None):
+        f = "BatchHandle"
+        _check.string(group_id, f, "group_id", optional=False)
+        _check.string(name, f, "name")
+        tags = _check.str_dict(tags, f, "tags")
+        _check.string(store, f, "store", optional=False)
+        if local_failures is not None and not isinstance(local_failures, dict):
+            _check.fail_type(f, "local_failures", "a dict of input index to exception, or None", local_failures)
+        _check.integer(total, f, "total", minimum=0, optional=True)
         self.group_id = group_id
         self.name = name
-        self.tags = dict(tags or {})
+        self.tags = tags
         # One slot per input, None until the input is submitted (or if it failed to be).
         self._jobs: List[Optional[JobHandle]] = [None] * (total or 0)
         self._unavailable: Dict[int, str] = {}
@@ -260,6 +269,8 @@ class BatchHandle:
         return_exceptions=True; otherwise BatchError is raised if anything failed.
         ``timeout`` None or ``float('inf')`` waits without limit."""
         timeout = seconds(timeout, "results", "timeout")
+        for param, value in (("ordered", ordered), ("cleanup", cleanup), ("return_exceptions", return_exceptions)):
+            _check.boolean(value, "results", param)
         start = time.time()
         bar = _Bar("batch %s" % self.group_id, lambda: max(self._total or 0, len(self._jobs)))
         order: List[int] = []
@@ -341,6 +352,8 @@ class BatchHandle:
 
     def cleanup(self, *, k8s: bool = True, gcs: bool = True) -> None:
         """Clean up every child; with gcs=True the group manifest goes too."""
+        _check.boolean(k8s, "cleanup", "k8s")
+        _check.boolean(gcs, "cleanup", "gcs")
         engine().call("batch_cleanup", {"group_id": self.group_id, "store": self._store, "k8s": k8s, "gcs": gcs})
 
     def __len__(self):
@@ -358,6 +371,9 @@ def attach_batch(group_id: str, project: Optional[str] = None, cluster: Optional
     """Reattach to a batch by group_id, from any process or machine that reaches its store.
     While the original submitter is still adding children, the handle keeps reading the
     manifest (up to poll_timeout seconds)."""
+    _check.string(group_id, "attach_batch", "group_id", optional=False)
+    for param, value in (("project", project), ("cluster", cluster), ("store", store)):
+        _check.string(value, "attach_batch", param)
     seconds(poll_interval, "attach_batch", "poll_interval")
     seconds(poll_timeout, "attach_batch", "poll_timeout")
     b = BatchHandle(group_id, store=store or "", poll_interval=poll_interval, poll_timeout=poll_timeout)

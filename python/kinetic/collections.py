@@ -13,7 +13,8 @@ def map(submit_fn, inputs: Iterable[Any], *, input_mode: str = "auto", max_concu
         project: Optional[str] = None, cluster: Optional[str] = None) -> BatchHandle:
     """Submit ``submit_fn`` once per input and return the BatchHandle of the collection.
 
-    ``submit_fn`` is a function decorated with ``@kinetic.run`` or its ``run_async``.
+    ``submit_fn`` is a function (or a method of an instance) decorated with
+    ``@kinetic.run``, or its ``run_async``.
     The keyword arguments are those of ``run_async_map``: ``input_mode`` ("auto" spreads
     a list or tuple as positional arguments and a dict with identifier keys as keyword
     arguments), ``max_concurrent``, ``retries``, ``fail_fast``, ``cancel_running_on_fail``,
@@ -23,12 +24,8 @@ def map(submit_fn, inputs: Iterable[Any], *, input_mode: str = "auto", max_concu
     remote = submit_fn
     if not isinstance(remote, (RemoteFunction, _BoundRemote)) and getattr(submit_fn, "__name__", "") == "run_async":
         remote = getattr(submit_fn, "__self__", None)  # f.run_async
-    if isinstance(remote, _BoundRemote):
-        raise TypeError("kinetic.collections.map: %r is a decorated method bound to an instance; map a "
-                        "decorated function (a module-level one, taking the instance as an input if it must)"
-                        % (submit_fn,))
-    if not isinstance(remote, RemoteFunction):
-        raise TypeError("kinetic.collections.map: submit_fn must be a function decorated with @kinetic.run "
+    if not isinstance(remote, (RemoteFunction, _BoundRemote)):
+        raise TypeError("kinetic.collections.map(submit_fn=...) must be a function decorated with @kinetic.run "
                         "(or its .run_async), not %r; decorate it first: kinetic.run(accelerator=...)(fn)"
                         % (submit_fn,))
     return remote.run_async_map(inputs, input_mode=input_mode, max_concurrent=max_concurrent, retries=retries,

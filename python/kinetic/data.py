@@ -18,8 +18,13 @@ class Data:
     downloaded (GCS FUSE on Kubernetes; used in place on the local backend)."""
 
     def __init__(self, path: str, fuse: bool = False, hf_trust_remote_code: bool = False):
-        if not isinstance(path, str) or not path:
-            raise TypeError("Data(path): path must be a non-empty string, got %r" % (path,))
+        if not isinstance(path, str):
+            raise TypeError("Data(path=...) must be a str, got %s" % type(path).__name__)
+        if not path:
+            raise ValueError("Data(path=''): give a local file or directory, a gs:// URI or an hf:// dataset")
+        for param, value in (("fuse", fuse), ("hf_trust_remote_code", hf_trust_remote_code)):
+            if not isinstance(value, bool):
+                raise TypeError("Data(%s=...) must be True or False, got %s" % (param, type(value).__name__))
         if path.startswith("hf://") and fuse:
             raise ValueError("Data(%r, fuse=True): a Hugging Face dataset is downloaded, it cannot be mounted "
                              "with GCS FUSE; leave fuse out" % (path,))
@@ -112,21 +117,41 @@ def extract(args: Tuple, kwargs: Dict[str, Any], volumes: Dict[str, "Data"], col
     if collector is not None:
         specs = collector.specs
 
+    # Each container is copied once (memo, by id): an argument that holds itself
+    # (x = []; x.append(x)) arrives holding its copy, as pickle would keep the cycle, and
+    # an object passed twice stays one object. A tuple or set reached again while its own
+    # items are walked (a cycle through a list) is left as it is there.
+    memo: Dict[int, Any] = {}
+    walking = set()
+
     def walk(v):
+        t = type(v)
+        if t in (list, dict, tuple, set, frozenset) and id(v) in memo:
+            return memo[id(v)]
+        if t is list:
+            out = memo[id(v)] = []
+            out.extend(walk(x) for x in v)
+            return out
+        if t is dict:
+            # Keys too: Data is hashable, and a dict keyed by Data must arrive keyed by path.
+            out = memo[id(v)] = {}
+            for k, x in v.items():
+                out[walk(k)] = walk(x)
+            return out
+        if t in (tuple, set, frozenset):
+            if id(v) in walking:
+                return v
+            walking.add(id(v))
+            try:
+                out = memo[id(v)] = t(walk(x) for x in v)
+            finally:
+                walking.discard(id(v))
+            return out
         if isinstance(v, Data):
             if collector is not None:
                 return _SENTINEL % collector.add(v)
             specs.append(v._spec())
             return _SENTINEL % (len(specs) - 1)
-        if type(v) is list:
-            return [walk(x) for x in v]
-        if type(v) is tuple:
-            return tuple(walk(x) for x in v)
-        if type(v) is dict:
-            # Keys too: Data is hashable, and a dict keyed by Data must arrive keyed by path.
-            return {walk(k): walk(x) for k, x in v.items()}
-        if type(v) in (set, frozenset):
-            return type(v)(walk(x) for x in v)
         return v
 
     new_args = tuple(walk(a) for a in args)

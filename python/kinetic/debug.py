@@ -4,6 +4,7 @@ import copy
 import json
 from typing import Any, Dict, Optional
 
+from . import _check
 from ._engine import engine
 
 
@@ -16,6 +17,10 @@ class DebugSession:
     """
 
     def __init__(self, job_id: str, reply: Dict[str, Any], working_dir: Optional[str] = None):
+        _check.string(job_id, "DebugSession", "job_id", optional=False)
+        if not isinstance(reply, dict):
+            _check.fail_type("DebugSession", "reply", "a dict (the engine's debug_attach reply)", reply)
+        _check.string(working_dir, "DebugSession", "working_dir")
         self.job_id = job_id
         self.host = reply["host"]
         self.port = int(reply["port"])
@@ -53,4 +58,6 @@ class DebugSession:
 
 def cleanup_port_forward(session: DebugSession) -> None:
     """End a debug session's port-forward (what the reference calls its port-forward cleanup)."""
+    if not isinstance(session, DebugSession):
+        _check.fail_type("cleanup_port_forward", "session", "a DebugSession (from JobHandle.debug_attach())", session)
     session.close()

@@ -1,8 +1,10 @@
 """Durable handles to submitted jobs."""
 
 import base64
+import errno
 import dataclasses
 import getpass
+import io
 import os
 import pickle
 import signal
@@ -12,6 +14,7 @@ import tempfile
 import warnings
 from typing import Any, Callable, Optional
 
+from . import _check
 from ._engine import engine
 from ._seconds import seconds, wire
 from .exceptions import KineticError, RemoteError
@@ -53,10 +56,22 @@ class JobHandle:
     kube_context: str = ""
     shipped_root: str = ""
 
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if f.name in ("debug", "spot"):
+                _check.boolean(v, "JobHandle", f.name)
+            elif f.name == "group_index":
+                _check.integer(v, "JobHandle", f.name, minimum=0, optional=True)
+            else:
+                _check.string(v, "JobHandle", f.name, optional=f.name in ("group_id", "group_kind"))
+
     # -- serialisation -------------------------------------------------------------
     @classmethod
     def from_dict(cls, d):
         """Rebuild a handle from a dict; unknown keys are ignored."""
+        if not isinstance(d, dict):
+            _check.fail_type("JobHandle.from_dict", "d", "a dict", d)
         kw = {}
         for f in dataclasses.fields(cls):
             if f.name not in d or d[f.name] is None:
@@ -101,13 +116,15 @@ class JobHandle:
 
     def logs(self, follow: bool = False) -> Optional[str]:
         """Return the logs, or with follow=True print them as they come until the job ends."""
+        _check.boolean(follow, "logs", "follow")
         if not follow:
             return engine().call("logs", self._params())["logs"]
         engine().call("logs", self._params(follow=True), on_event=_print_logs)
         return None
 
     def tail(self, n: int = 100) -> str:
-        """The last n log lines."""
+        """The last n log lines (n at least 1, as `kinetic jobs logs -n`)."""
+        _check.integer(n, "tail", "n", minimum=1)
         return engine().call("tail", self._params(n=n))["logs"]
 
     def result(self, timeout: Optional[float] = None, cleanup: Optional[bool] = None,
@@ -123,6 +140,9 @@ class JobHandle:
         timeout = seconds(timeout, "result", "timeout")
         seconds(cleanup_timeout, "result", "cleanup_timeout")
         seconds(cleanup_poll_interval, "result", "cleanup_poll_interval")
+        _check.boolean(cleanup, "result", "cleanup", optional=True)
+        _check.boolean(stream_logs, "result", "stream_logs", optional=True)
+        _check.callable_or_none(on_status_change, "result", "on_status_change")
         if cleanup is None:
             cleanup = not self.debug
         if stream_logs is None:
@@ -167,6 +187,11 @@ class JobHandle:
         """
         from .debug import DebugSession
         timeout = seconds(timeout, "debug_attach", "timeout")
+        _check.integer(local_port, "debug_attach", "local_port", minimum=0, optional=True)
+        if local_port is not None and local_port > 65535:
+            raise ValueError("debug_attach(local_port=%d): must be a port number, 0 to 65535" % local_port)
+        _check.string(working_dir, "debug_attach", "working_dir")
+        _check.boolean(quiet, "debug_attach", "quiet")
         res = engine().call("debug_attach", self._params(local_port=int(local_port or 0), timeout=wire(timeout)))
         session = DebugSession(self.job_id, res, working_dir)
         if not quiet:
@@ -187,6 +212,8 @@ class JobHandle:
         """Remove the backend's resources (k8s) and the store artifacts (gcs); outputs stay."""
         cleanup_timeout = seconds(cleanup_timeout, "cleanup", "cleanup_timeout")
         seconds(cleanup_poll_interval, "cleanup", "cleanup_poll_interval")
+        _check.boolean(k8s, "cleanup", "k8s")
+        _check.boolean(gcs, "cleanup", "gcs")
         engine().call("cleanup", self._params(k8s=k8s, gcs=gcs, timeout=wire(cleanup_timeout)))
 
     def __repr__(self):
@@ -274,10 +301,7 @@ def _unpack(res, job_id=""):
     phase = env.get("phase", "")
     exc = None
     if path or data is not None:
-        try:
-            exc = _load(path, data=data)
-        except Exception:
-            exc = None
+        exc = _load_exception(path, data, env)
     if not isinstance(exc, BaseException):
         exc = RemoteError(env.get("exc_type", "Exception"), env.get("exc_message", ""), tb, phase)
     exc.remote_traceback = tb
@@ -285,6 +309,97 @@ def _unpack(res, job_id=""):
     if tb and hasattr(exc, "add_note"):
         exc.add_note("\nRemote traceback (phase %s):\n%s" % (phase, tb.rstrip()))
     raise exc
+
+
+def _load_exception(path, data, env):
+    """The remote exception, or None when it cannot be rebuilt here. Unpickled as usual
+    first; when that fails (its class needs other constructor arguments than its args,
+    say), rebuilt without calling __init__: its class, args, __dict__, chain and notes
+    (_Rebuilder)."""
+    try:
+        if data is None:
+            with open(path, "rb") as f:
+                data = f.read()
+    except OSError:
+        return None
+    finally:
+        if path:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+    try:
+        return pickle.loads(data)
+    except Exception:
+        pass
+    try:
+        return _Rebuilder(io.BytesIO(data), env).load()
+    except Exception:
+        return None
+
+
+class _Rebuilder(pickle._Unpickler):
+    """An unpickler that rebuilds exceptions whose class cannot be called with their
+    args: the instance is made with cls.__new__ (which sets args and calls no
+    __init__), then its state (__dict__, __notes__, __cause__, __context__) is set. When
+    even that fails, it is an instance of a subclass of both its class and RemoteError
+    (as Ray's as_instanceof_cause), so ``except TheirClass:`` still catches it."""
+
+    dispatch = dict(pickle._Unpickler.dispatch)
+
+    def __init__(self, file, env):
+        super().__init__(file)
+        self._env = env
+
+    def load_reduce(self):
+        args = self.stack.pop()
+        func = self.stack[-1]
+        if isinstance(func, type) and issubclass(func, BaseException):
+            try:
+                obj = func(*args)
+            except Exception:
+                obj = _without_init(func, args, self._env)
+        else:
+            obj = func(*args)
+        self.stack[-1] = obj
+
+    dispatch[pickle.REDUCE[0]] = load_reduce
+
+    def load_build(self):
+        state, inst = self.stack[-1], self.stack[-2]
+        if not (isinstance(inst, BaseException) and isinstance(state, dict)):
+            return pickle._Unpickler.load_build(self)
+        self.stack.pop()
+        for k, v in state.items():  # as BaseException.__setstate__, one by one
+            try:
+                setattr(inst, k, v)
+            except Exception:  # a read-only property: the rest is still set
+                pass
+
+    dispatch[pickle.BUILD[0]] = load_build
+
+
+def _without_init(cls, args, env):
+    """An instance of the exception class cls holding args, made without calling its
+    __init__; else of a subclass of cls and RemoteError; else a RemoteError."""
+    try:
+        obj = cls.__new__(cls, *args)
+        if isinstance(obj, cls):
+            obj.args = args
+            return obj
+    except Exception:
+        pass
+    name = "%s.%s" % (getattr(cls, "__module__", "?"), getattr(cls, "__qualname__", cls.__name__))
+    message = str(args[0]) if len(args) == 1 else str(args)
+    try:
+        sub = type(cls.__name__, (cls, RemoteError), {"__module__": cls.__module__,
+                                                      "__qualname__": getattr(cls, "__qualname__", cls.__name__)})
+        obj = BaseException.__new__(sub)
+    except Exception:  # the two classes cannot be combined (their layouts differ)
+        return RemoteError(name, message, env.get("traceback", ""), env.get("phase", ""))
+    RemoteError.__init__(obj, name, message, env.get("traceback", ""), env.get("phase", ""))
+    obj.args = args
+    return obj
 
 
 def attach(job_id: str, project: Optional[str] = None, cluster: Optional[str] = None,
@@ -295,8 +410,22 @@ def attach(job_id: str, project: Optional[str] = None, cluster: Optional[str] = 
     resolve as a submission's settings do (argument > ``KINETIC_*`` > profile > default),
     and a profile whose project and cluster are the ones named supplies its store, so a
     job of another cluster than the active profile's is found."""
+    _check.string(job_id, "attach", "job_id", optional=False)
+    for param, value in (("project", project), ("cluster", cluster), ("store", store)):
+        _check.string(value, "attach", param)
     return JobHandle.from_dict(engine().call("attach", {"job_id": job_id, "store": store or "",
                                                          "config": _cluster_config(project=project, cluster=cluster)}))
+
+
+def _existing_store(store, func):
+    """Refuse a file store (a path or file://) whose directory does not exist."""
+    path = store[len("file://"):] if store.startswith("file://") else store
+    if "://" in path or not path:
+        return
+    path = os.path.expanduser(path)
+    if not os.path.isdir(path):
+        raise FileNotFoundError(errno.ENOENT, "%s(store=...): no such directory, so no jobs there (check the path; "
+                                "a store is made by the first job submitted to it)" % func, store)
 
 
 def _cluster_config(**kw):
@@ -305,7 +434,14 @@ def _cluster_config(**kw):
 
 def list_jobs(project: Optional[str] = None, zone: Optional[str] = None, cluster: Optional[str] = None,
               namespace: Optional[str] = None, store: Optional[str] = None):
-    """Handles of the jobs the backend knows, newest first."""
+    """Handles of the jobs the backend knows, newest first. A local ``store`` directory
+    that does not exist is refused (FileNotFoundError), as `kinetic jobs list --store`
+    does: it holds no jobs, and looking must not create it."""
+    for param, value in (("project", project), ("zone", zone), ("cluster", cluster), ("namespace", namespace),
+                         ("store", store)):
+        _check.string(value, "list_jobs", param)
+    if store:
+        _existing_store(store, "list_jobs")
     config = {k: v for k, v in (("project", project), ("zone", zone), ("cluster", cluster),
                                 ("namespace", namespace)) if v}
     rows = engine().call("list", {"store": store or "", "config": config})

@@ -51,8 +51,11 @@ def test_per_job_timeout_stops_the_call():
 
 
 def test_bad_timeout_is_refused_at_decoration():
-    for bad in (-1, 0, "10", True, float("nan"), float("-inf")):
+    for bad in (-1, 0, float("nan"), float("-inf")):
         with pytest.raises(ValueError, match="timeout="):
+            kinetic.run(accelerator="cpu", timeout=bad)
+    for bad in ("10", True):  # not a number: TypeError (issue 30)
+        with pytest.raises(TypeError, match="timeout="):
             kinetic.run(accelerator="cpu", timeout=bad)
 
 
@@ -105,10 +108,21 @@ def _no_engine(*a, **kw):
 
 
 @pytest.mark.parametrize("call, says", [
+    (lambda h, b: h.result(timeout="10"), "result(timeout='10'): must be a number of seconds or None, got str"),
+    (lambda h, b: h.result(timeout=True), "result(timeout=True)"),
+])
+def test_not_a_number_is_a_type_error(monkeypatch, call, says):
+    from kinetic import _engine, batch, jobs
+    for mod in (jobs, batch, _engine):
+        monkeypatch.setattr(mod, "engine", _no_engine)
+    with pytest.raises(TypeError) as exc:
+        call(kinetic.JobHandle(job_id="job-x"), kinetic.BatchHandle("grp-x", total=1))
+    assert says in str(exc.value), exc.value
+
+
+@pytest.mark.parametrize("call, says", [
     (lambda h, b: h.result(timeout=NAN), "result(timeout=nan): must be a number of seconds or None"),
     (lambda h, b: h.result(timeout=-1), "result(timeout=-1): must be a number of seconds, 0 or more"),
-    (lambda h, b: h.result(timeout="10"), "result(timeout='10'): must be a number of seconds or None"),
-    (lambda h, b: h.result(timeout=True), "result(timeout=True)"),
     (lambda h, b: h.result(cleanup_timeout=NAN), "result(cleanup_timeout=nan)"),
     (lambda h, b: h.result(cleanup_poll_interval=NAN), "result(cleanup_poll_interval=nan)"),
     (lambda h, b: h.debug_attach(timeout=NAN), "debug_attach(timeout=nan)"),

@@ -12,7 +12,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -22,6 +21,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/kinetic-run/kinetic/internal/srcroot"
 )
 
 // countingRegistry is an in-process registry that counts requests by method.
@@ -76,8 +76,7 @@ func TestPublishRunnerCrossCompiled(t *testing.T) {
 		t.Skip("cross-compiles kinetic-runner twice")
 	}
 	ctx := context.Background()
-	_, file, _, _ := runtime.Caller(0)
-	src := filepath.Join(filepath.Dir(file), "..")
+	src := srcroot.MustDir()
 	exe := filepath.Join(t.TempDir(), "kinetic") // a CLI with no prebuilt runners beside it
 	os.WriteFile(exe, []byte("not a binary"), 0o755)
 	cache := t.TempDir()

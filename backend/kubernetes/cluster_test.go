@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -29,6 +28,7 @@ import (
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/internal/daptest"
 	"github.com/kinetic-run/kinetic/internal/kubetest"
+	"github.com/kinetic-run/kinetic/internal/srcroot"
 	"github.com/kinetic-run/kinetic/internal/testbin"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
@@ -265,8 +265,7 @@ func clusterEnv(t *testing.T, st *store.Store) []string {
 }
 
 func pythonDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "python")
+	return srcroot.Join("python")
 }
 
 // python runs a script with the SDK against the cluster and returns its output.

@@ -7,9 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"syscall"
 
+	"github.com/kinetic-run/kinetic/internal/srcroot"
 	"github.com/kinetic-run/kinetic/internal/toolcache"
 )
 
@@ -42,7 +42,6 @@ func Binaries(ctx context.Context, log func(string, ...any)) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	_, file, _, _ := runtime.Caller(0)
 	ldflags := fmt.Sprintf("-s -w -X k8s.io/component-base/version.gitVersion=%s -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=33", Version)
 	args := []string{"-ldflags", ldflags}
 	for _, pkg := range commands {
@@ -51,7 +50,7 @@ func Binaries(ctx context.Context, log func(string, ...any)) (string, error) {
 	if !complete(dir) {
 		log("kubetest: building Kubernetes %s, etcd and kwok into %s (about 10 minutes on 2 cores)", Version, dir)
 	}
-	err = buildCached(ctx, dir, filepath.Join(filepath.Dir(file), "tools"), func() bool { return complete(dir) }, args, func(tmp string) error {
+	err = buildCached(ctx, dir, srcroot.Join("internal", "kubetest", "tools"), func() bool { return complete(dir) }, args, func(tmp string) error {
 		// go build names etcd's binary after the last path element of its package.
 		if err := os.Rename(filepath.Join(tmp, "v3"), filepath.Join(tmp, "etcd")); err != nil {
 			if err2 := os.Rename(filepath.Join(tmp, "server"), filepath.Join(tmp, "etcd")); err2 != nil {

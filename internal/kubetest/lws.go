@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kinetic-run/kinetic/internal/srcroot"
 	"github.com/kinetic-run/kinetic/internal/toolcache"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,8 +66,7 @@ func LWSBinary(ctx context.Context, log func(string, ...any)) (string, error) {
 }
 
 func lwsToolsDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "lwstools")
+	return srcroot.Join("internal", "kubetest", "lwstools")
 }
 
 // lwsModuleDir is sigs.k8s.io/lws in the module cache (its CRD and webhook manifests).

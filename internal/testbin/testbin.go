@@ -18,13 +18,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/kinetic-run/kinetic/image"
+	"github.com/kinetic-run/kinetic/internal/srcroot"
 	"github.com/kinetic-run/kinetic/internal/toolcache"
 )
 
@@ -132,6 +132,5 @@ func missingRunners(dir string) []string {
 
 // repoDir is the root of this module's source.
 func repoDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return srcroot.MustDir()
 }

@@ -13,12 +13,12 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/kinetic-run/kinetic/internal/kubetest"
+	"github.com/kinetic-run/kinetic/internal/srcroot"
 	"github.com/kinetic-run/kinetic/internal/testbin"
 )
 
@@ -87,8 +87,10 @@ func buildTestBin(ctx context.Context, dir string, logf func(string, ...any)) er
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	_, file, _, _ := runtime.Caller(0)
-	repo := filepath.Join(filepath.Dir(file), "..", "..", "..", "..")
+	repo, err := srcroot.Dir()
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	if err := testbin.BuildKinetic(ctx, repo, filepath.Join(dir, "kinetic")); err != nil {
 		return err

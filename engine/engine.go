@@ -15,7 +15,6 @@ import (
 	"sync"
 
 	"github.com/kinetic-run/kinetic/backend"
-	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/job"
@@ -47,10 +46,9 @@ type Engine struct {
 	stores    map[string]*store.Store
 	backends  map[string]backend.Backend
 	factories map[string]BackendFactory
-	ensurers  map[string]*image.Ensurer   // per image builder
-	noticed   map[string]bool             // notices already given (noticeOnce)
-	templates map[string]*layout.Template // derived batches' templates, by store and group (immutable)
-	pyOnce    sync.Once                   // pathPython
+	ensurers  map[string]*image.Ensurer // per image builder
+	noticed   map[string]bool           // notices already given (noticeOnce)
+	pyOnce    sync.Once                 // pathPython
 	pyPath    string
 }
 
@@ -241,8 +239,15 @@ func (e *Engine) Attach(ctx context.Context, id, storeURL string) (*Job, error) 
 		if t, terr := readTombstone(ctx, st, id); terr == nil && t != nil {
 			return nil, &CleanedUpError{Tombstone: t}
 		}
-		if j, derr := e.derivedJob(ctx, st, id); derr != nil || j != nil {
-			return j, derr // a batch child its pod has not written yet
+		if h, uerr := unwrittenHandle(ctx, st, id); uerr != nil || h != nil {
+			if uerr != nil {
+				return nil, uerr
+			}
+			be, err := e.backendFor(h, st) // a batch child its pod has not written yet
+			if err != nil {
+				return nil, err
+			}
+			return &Job{Handle: h, Store: st, Backend: be}, nil
 		}
 		return nil, fmt.Errorf("no job %s in the store %s (check the ID, or use --store / the profile the job was submitted with; `kinetic jobs list` shows the jobs there): %w", id, storeURL, ErrNotFound)
 	}

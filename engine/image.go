@@ -14,7 +14,6 @@ import (
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/deps"
 	"github.com/kinetic-run/kinetic/image"
-	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/version"
 )
 
@@ -171,11 +170,6 @@ func (e *Engine) ensurer(cfg *config.Resolved) *image.Ensurer {
 	}
 	e.ensurers[kind] = en
 	return en
-}
-
-// copyImage gives a batch child the image planned for the batch.
-func copyImage(dst, src *job.Spec) {
-	dst.Image, dst.ImageMode, dst.InstallAtStart, dst.Container = src.Image, src.ImageMode, src.InstallAtStart, src.Container
 }
 
 // BuildImageRequest publishes a prebuilt base (`kinetic build-image`).

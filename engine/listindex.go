@@ -8,7 +8,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
@@ -147,8 +146,8 @@ func updateIndex(ctx context.Context, st *store.Store, old *listIndex, seenJobs 
 // Rows returns the row of each job of ids, in order, the way a listing reads it: a
 // final job from the listing index, any other from its handle (and, withStatus, its
 // status). A job not in the store has State NOT_FOUND, no Handle, and its Err (a
-// CleanedUpError with its tombstone when it was collected). It is how a batch reads its
-// children: one listing of jobs/ and one index read instead of two reads per child.
+// CleanedUpError with its tombstone when it was collected). One listing of jobs/ and one
+// index read instead of two reads per job (package batch reads its children so).
 func (e *Engine) Rows(ctx context.Context, storeURL string, ids []string, withStatus bool) ([]Row, error) {
 	if storeURL == "" {
 		storeURL = e.cfg.Get(config.Store)
@@ -168,7 +167,6 @@ func (e *Engine) Rows(ctx context.Context, storeURL string, ids []string, withSt
 	}
 	out := make([]Row, len(ids))
 	final := make([]bool, len(ids))
-	unwritten := e.unwrittenChildren(ctx, st, ids, present)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for i, id := range ids {
@@ -178,20 +176,6 @@ func (e *Engine) Rows(ctx context.Context, storeURL string, ids []string, withSt
 		}
 		if t, ok := idx.Tombstones[id]; ok && !present[id] {
 			out[i] = Row{Listed: Listed{State: job.NotFound}, Err: &CleanedUpError{Tombstone: t}}
-			continue
-		}
-		if j := unwritten[id]; j != nil {
-			// A derived batch child its pod has not written: the store holds nothing
-			// of it, so only its unit can say where it stands.
-			out[i].Handle = j.Handle
-			if withStatus {
-				g.Go(func() error {
-					gr := j.Backend.(backend.Grouper)
-					state, reason, err := gr.UnwrittenStatus(gctx, j.Handle)
-					out[i].Listed = Listed{Handle: j.Handle, State: state, Reason: reason}
-					return err
-				})
-			}
 			continue
 		}
 		g.Go(func() error {

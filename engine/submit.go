@@ -32,11 +32,9 @@ import (
 type SubmitRequest struct {
 	// Kind is job.KindPickle, job.KindEntry or job.KindCommand.
 	Kind string
-	// Payload is the pickled (func, args, kwargs) of a KindPickle job; with Args, the
-	// pickled function alone (shared by the children of a batch, stored once).
+	// Payload is the pickled (func, args, kwargs) of a KindPickle job; in a Template,
+	// the pickled function alone (stored once; each Instance brings its Args).
 	Payload []byte
-	// Args is the pickled (args, kwargs) of one input of a batch.
-	Args []byte
 	// PayloadPath is a file holding Payload (the Python SDK hands over a temp file).
 	PayloadPath string
 	// Entry is FILE.py::FUNC for KindEntry (File as given, relative to Cwd or absolute).
@@ -104,52 +102,45 @@ const DefaultDebugWait = 10 * time.Minute
 // Submit validates req, writes the job to the store and starts it. Bad input fails
 // before anything is written; a failure after the first write removes what was written.
 func (e *Engine) Submit(ctx context.Context, req *SubmitRequest) (*Job, error) {
-	p, err := e.plan(ctx, req, nil)
+	p, err := e.plan(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	return e.submitPlanned(ctx, p, nil)
 }
 
-// submitPlanned writes a planned job and hands it to its backend; c, for the child of a
-// batch (Template.Submit), says how.
-func (e *Engine) submitPlanned(ctx context.Context, p *plan, c *Child) (*Job, error) {
+// submitPlanned writes a planned job and hands it to its backend; in, for a job of a
+// template (Template.Submit), says how.
+func (e *Engine) submitPlanned(ctx context.Context, p *plan, in *Instance) (*Job, error) {
 	be, err := e.backendFor(p.handle, p.st)
 	if err != nil {
 		return nil, err
 	}
 	id := p.handle.JobID
-	submit := be.Submit
-	if _, ok := be.(backend.Grouper); ok {
-		p.handle.K8sName = id // the cluster object is named after the job
-	}
-	if c != nil {
-		p.handle.GroupID, p.handle.GroupKind, p.handle.GroupIndex = c.GroupID, "map", strconv.Itoa(c.Index)
-		if c.Record != nil {
-			if err := c.Record(ctx, p.handle); err != nil {
-				return nil, err
-			}
+	if in != nil && in.Prepare != nil {
+		if err := in.Prepare(ctx, p.handle); err != nil {
+			return nil, err
 		}
 	}
 	if err := e.write(ctx, p); err != nil {
 		p.st.DeletePrefix(context.WithoutCancel(ctx), store.JobPrefix(id))
 		return nil, err
 	}
-	// Children that run in a local container are started one by one, not queued to the
-	// in-process workers.
-	if q, ok := be.(backend.Queuer); ok && c != nil && c.Parallelism > 0 && p.spec.Container == "" {
-		submit = func(ctx context.Context, h *job.Handle) error { return q.Enqueue(ctx, h, c.Parallelism) }
+	start := func(ctx context.Context, _ backend.Backend, h *job.Handle, _ *job.Spec) error {
+		return be.Submit(ctx, h)
 	}
-	if err := submit(ctx, p.handle); err != nil {
+	if in != nil && in.Start != nil {
+		start = in.Start
+	}
+	if err := start(ctx, be, p.handle, p.spec); err != nil {
 		p.st.DeletePrefix(context.WithoutCancel(ctx), store.JobPrefix(id))
 		return nil, fmt.Errorf("submit %s: %w", id, err)
 	}
 	return &Job{Handle: p.handle, Store: p.st, Backend: be}, nil
 }
 
-// plan validates req and plans its job; child, for the child of a batch, holds what was
-// planned once for the batch (the tree, the environment, the image).
-func (e *Engine) plan(ctx context.Context, req *SubmitRequest, child *childPlan) (*plan, error) {
+// plan validates req and plans its job.
+func (e *Engine) plan(ctx context.Context, req *SubmitRequest) (*plan, error) {
 	cfg, err := e.resolve(req.Config)
 	if err != nil {
 		return nil, err
@@ -220,10 +211,6 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest, child *childPlan)
 		if len(p.payload) == 0 {
 			return nil, errors.New("empty payload: the function could not be pickled")
 		}
-		p.args = req.Args
-		if child != nil && len(p.args) == 0 {
-			return nil, errors.New("this input could not be pickled on the client")
-		}
 	case job.KindEntry:
 		if req.Entry == nil || req.Entry.File == "" || req.Entry.Func == "" {
 			return nil, errors.New("an entry needs FILE.py::FUNC")
@@ -243,11 +230,7 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest, child *childPlan)
 	}
 
 	// Environment capture is validated now so a bad pattern writes nothing.
-	warn := e.Warn
-	if child != nil {
-		warn = nil // said once for the whole batch
-	}
-	if p.env, err = captureEnv(req.CaptureEnv, req.Environ, warn); err != nil {
+	if p.env, err = captureEnv(req.CaptureEnv, req.Environ, e.Warn); err != nil {
 		return nil, err
 	}
 	for k := range p.env {
@@ -256,11 +239,7 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest, child *childPlan)
 	sortStrings(p.spec.EnvNames)
 
 	p.spec.Command = req.Command
-	if child != nil && child.dataDone {
-		// A batch child: the batch's Data were planned and uploaded once; it carries
-		// the ones its own input uses (and the volumes).
-		p.spec.Data, p.dataDone = job.DataFor(child.base.Data, req.Args), true
-	} else if p.spec.Data, err = planData(req); err != nil {
+	if p.spec.Data, err = planData(req); err != nil {
 		return nil, err
 	}
 	if onHere && cfg.Get(config.Container) == "" {
@@ -274,21 +253,11 @@ func (e *Engine) plan(ctx context.Context, req *SubmitRequest, child *childPlan)
 		return nil, err
 	}
 	p.st = st
-	if child != nil {
-		// A batch child: the tree and the environment were planned once for the batch.
-		base := child.base
-		p.spec.Workdir, p.spec.Cwd, p.spec.Entry = base.Workdir, base.Cwd, base.Entry
-		p.spec.Requirements, p.spec.Constraints, p.spec.EnvKey, p.spec.RequirementsSource = base.Requirements, base.Constraints, base.EnvKey, base.RequirementsSource
-		p.root = child.root
-		p.shared = &child.payload
-		copyImage(p.spec, base)
-	} else {
-		if err := e.planTree(ctx, p, req, cwd, spec.Category()); err != nil {
-			return nil, err
-		}
-		if err := e.planImage(ctx, p, req, p.reqs, spec.Category()); err != nil {
-			return nil, err
-		}
+	if err := e.planTree(ctx, p, req, cwd, spec.Category()); err != nil {
+		return nil, err
+	}
+	if err := e.planImage(ctx, p, req, p.reqs, spec.Category()); err != nil {
+		return nil, err
 	}
 
 	outDir := req.OutputDir

@@ -56,7 +56,7 @@ func (e *Engine) Tombstone(ctx context.Context, id, storeURL string) (*job.Tombs
 func readTombstone(ctx context.Context, st *store.Store, id string) (*job.Tombstone, error) {
 	raw, err := st.Get(ctx, store.TombstoneKey(id))
 	if store.IsNotFound(err) {
-		return derivedTombstone(ctx, st, id)
+		return unwrittenTombstone(ctx, st, id)
 	}
 	if err != nil {
 		return nil, err
@@ -171,8 +171,8 @@ func (j *Job) CleanupCollected(ctx context.Context) error {
 		return err
 	}
 	if _, _, ok := job.ParseChildID(j.Handle.JobID); ok {
-		// A derived child: its batch's collection record is its tombstone and keeps it
-		// from being derived again (collected.go).
+		// A batch child made from its batch's template (Unwritten): its batch's
+		// collection record is its tombstone and keeps it from being made again.
 		return j.Store.DeletePrefix(ctx, store.JobPrefix(j.Handle.JobID))
 	}
 	return j.view().Delete(ctx)

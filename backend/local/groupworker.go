@@ -302,7 +302,7 @@ func (gw *groupWorker) run(ctx context.Context, i int) error {
 	return gw.finish(ctx, id, env, started, called)
 }
 
-// path is where key is in the store (a file:// store: CanGroup).
+// path is where key is in the store (a file:// store: canGroup).
 func (gw *groupWorker) path(key string) string {
 	return filepath.Join(gw.st.LocalDir(), filepath.FromSlash(key))
 }

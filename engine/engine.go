@@ -16,6 +16,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/engine/plan"
 	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
@@ -177,14 +178,9 @@ func (e *Engine) backendFor(h *job.Handle, st *store.Store) (backend.Backend, er
 	if !ok {
 		return nil, fmt.Errorf("unknown backend %q: this kinetic runs %s", name, strings.Join(backend.Names(), ", "))
 	}
-	env := backend.Env{Handle: h, Store: st, Settings: settings{e.cfg}, Exe: e.Exe}
+	env := backend.Env{Handle: h, Store: st, Settings: plan.Settings{C: e.cfg}, Exe: e.Exe}
 	return e.cachedBackend(name+"|"+d.Key(env), st, func() (backend.Backend, error) { return d.New(env) })
 }
-
-// settings are a resolved configuration as the backends read it.
-type settings struct{ c *config.Resolved }
-
-func (s settings) Get(key string) string { return s.c.Get(config.Key(key)) }
 
 // cachedBackend returns the backend called name over st, made by newBackend on first use: one
 // per store, since a backend may remember things between calls.

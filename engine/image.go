@@ -4,126 +4,16 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
-	"github.com/kinetic-run/kinetic/deps"
+	"github.com/kinetic-run/kinetic/engine/plan"
 	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/version"
 )
-
-// imageSettings are the image settings of a resolved configuration.
-func imageSettings(cfg *config.Resolved) image.Settings {
-	return image.Settings{
-		Registry:      cfg.Get(config.ImageRegistry),
-		BaseImageRepo: cfg.Get(config.BaseImageRepo),
-		Bases:         map[string]string{"cpu": cfg.Get(config.BaseImageCPU), "gpu": cfg.Get(config.BaseImageGPU), "tpu": cfg.Get(config.BaseImageTPU)},
-		Version:       version.Version,
-	}
-}
-
-// planImage validates container_image and, when the job will run in a container (a
-// backend that runs containers, or the local backend with container isolation), resolves
-// the image: bundled images are looked up and built if missing; the spec records the
-// reference (Spec.Image) for the backend.
-func (e *Engine) planImage(ctx context.Context, p *plan, req *SubmitRequest, reqs *deps.Requirements, category string) error {
-	choice, err := image.ParseChoice(req.ContainerImage)
-	if err != nil {
-		return err
-	}
-	be := p.cfg.Get(config.Backend)
-	if be == "" {
-		be = config.DefaultBackend
-	}
-	if backend.RunsOnThisMachine(be) {
-		engine, err := containerEngine(p.cfg.Get(config.Container), p.cfg.Source(config.Container))
-		if err != nil {
-			return err
-		}
-		if engine == "" {
-			if choice.Mode != image.Bundled {
-				e.noticeOnce(fmt.Sprintf("kinetic: container_image=%q is used by backends that run containers; the local backend runs this job in a local Python environment (set container=auto to run it with podman or docker)\n", req.ContainerImage))
-			}
-			return nil
-		}
-		p.spec.Container = engine
-	}
-	s := imageSettings(p.cfg)
-	p.spec.ImageMode = string(choice.Mode)
-	switch choice.Mode {
-	case image.Custom:
-		p.spec.Image = choice.Ref.Name()
-		return nil
-	case image.Prebuilt:
-		ref, err := s.PrebuiltRef(category)
-		if err != nil {
-			return err
-		}
-		_, ok, err := e.imageClient().Lookup(ctx, ref)
-		if err != nil {
-			return fmt.Errorf("prebuilt image: %w", err)
-		}
-		if !ok {
-			return fmt.Errorf("prebuilt image %s does not exist: publish it with `kinetic build-image --repo %s --category %s`", ref, s.BaseImageRepo, category)
-		}
-		p.spec.Image = ref.Name()
-		p.spec.InstallAtStart = len(p.spec.Requirements) > 0
-		return nil
-	}
-	base, err := s.Base(category)
-	if err != nil {
-		return err
-	}
-	key := deps.EnvKey(reqs, base.Name(), category, version.Version)
-	target, err := s.BundledRef(key)
-	if err != nil {
-		return err
-	}
-	runner, err := e.runnerBinary()
-	if err != nil {
-		return err
-	}
-	dir := ""
-	if p.spec.RequirementsSource != "" {
-		dir = filepath.Dir(p.spec.RequirementsSource)
-	}
-	res, err := e.ensurer(p.cfg).Ensure(ctx, &image.BuildRequest{
-		Base: base, Target: target, Requirements: p.spec.Requirements, Constraints: p.spec.Constraints,
-		Dir: dir, Runner: runner, Progress: e.Notice,
-		Labels: map[string]string{image.LabelEnvKey: key, image.LabelVersion: version.Version, image.LabelCategory: category},
-	})
-	if err != nil {
-		return err
-	}
-	p.spec.Image = res.Ref.Name()
-	p.spec.EnvKey = key
-	return nil
-}
-
-// containerEngine resolves the container setting to an engine command ("" = none).
-func containerEngine(setting, source string) (string, error) {
-	switch setting {
-	case "", "none":
-		return "", nil
-	case "auto":
-		for _, c := range []string{"podman", "docker"} {
-			if _, err := exec.LookPath(c); err == nil {
-				return c, nil
-			}
-		}
-		return "", nil // no engine: the virtualenv path stays the default
-	default:
-		if _, err := exec.LookPath(setting); err != nil {
-			return "", fmt.Errorf("container=%s (from %s) but %s is not installed: install it, or set container=auto or none", setting, source, setting)
-		}
-		return setting, nil
-	}
-}
 
 func (e *Engine) imageClient() *image.Client { return &image.Client{} }
 
@@ -235,7 +125,7 @@ func (e *Engine) BuildImage(ctx context.Context, r BuildImageRequest) (*BuildIma
 	if err != nil {
 		return nil, fmt.Errorf("--repo: %w", err)
 	}
-	s := imageSettings(e.cfg)
+	s := plan.ImageSettings(e.cfg)
 	var base name.Reference
 	if r.Base != "" {
 		if base, err = image.ParseReference(r.Base); err != nil {

@@ -29,7 +29,7 @@ type Template struct {
 	// Backend runs the jobs; nil if it cannot be made here (each Submit then says why).
 	Backend backend.Backend
 
-	base *plan // the call as planned once (its tree and Data uploaded)
+	base *planned // the call as planned once (its tree and Data uploaded)
 	// payload is the function pickle once a job has stored it (shared by all).
 	payload atomic.Pointer[job.BlobRef]
 }
@@ -58,8 +58,8 @@ func (e *Engine) PrepareTemplate(ctx context.Context, req *SubmitRequest) (*Temp
 	if err := e.uploadData(ctx, p); err != nil {
 		return nil, err
 	}
-	t := &Template{e: e, req: r, Handle: p.handle, Store: p.st, base: p}
-	if be, err := e.backendFor(p.handle, p.st); err == nil {
+	t := &Template{e: e, req: r, Handle: p.Handle, Store: p.Store, base: p}
+	if be, err := e.backendFor(p.Handle, p.Store); err == nil {
 		t.Backend = be
 	}
 	return t, nil
@@ -67,7 +67,7 @@ func (e *Engine) PrepareTemplate(ctx context.Context, req *SubmitRequest) (*Temp
 
 // Spec is the spec planned for the call: every job's is made like it (its arguments
 // aside).
-func (t *Template) Spec() *job.Spec { return t.base.spec }
+func (t *Template) Spec() *job.Spec { return t.base.Spec }
 
 // Instance says how one submission of a template is made.
 type Instance struct {
@@ -91,7 +91,7 @@ func (t *Template) Submit(ctx context.Context, in *Instance) (*Job, error) {
 	p := t.instance(job.NewID())
 	if t.req.Kind == job.KindPickle {
 		p.args = in.Args
-		p.spec.Data = job.DataFor(t.base.spec.Data, in.Args) // its own input's, and the volumes
+		p.Spec.Data = job.DataFor(t.base.Spec.Data, in.Args) // its own input's, and the volumes
 	}
 	return t.e.submitPlanned(ctx, p, in)
 }
@@ -99,17 +99,19 @@ func (t *Template) Submit(ctx context.Context, in *Instance) (*Job, error) {
 // instance is the template's plan for a job with ID id: the handle and spec copied
 // (the default output directory follows the ID), the function stored once for all, the
 // Data uploaded already.
-func (t *Template) instance(id string) *plan {
+func (t *Template) instance(id string) *planned {
+	jb := *t.base.Job
 	p := *t.base
-	h, spec := *t.base.handle, *t.base.spec
-	if spec.OutputDir == defaultOutputDir(p.st, h.JobID) {
-		spec.OutputDir = defaultOutputDir(p.st, id)
+	p.Job = &jb
+	h, spec := *t.base.Handle, *t.base.Spec
+	if spec.OutputDir == defaultOutputDir(p.Store, h.JobID) {
+		spec.OutputDir = defaultOutputDir(p.Store, id)
 		h.OutputDir = spec.OutputDir
 	}
 	h.JobID, h.K8sName, spec.JobID = id, id, id
 	h.CreatedAt = time.Now().UTC().Format(time.RFC3339Nano)
-	p.handle, p.spec = &h, &spec
-	p.shared, p.dataDone, p.manifest = &t.payload, true, nil
+	p.Handle, p.Spec = &h, &spec
+	p.shared, p.dataDone, p.Manifest = &t.payload, true, nil
 	return &p
 }
 
@@ -129,13 +131,13 @@ type PlannedJob struct {
 // function, stored once) and returns a job with ID id planned from the call as it was
 // planned once: nothing is planned again, and nothing of the job itself is written.
 func (t *Template) WriteShared(ctx context.Context, id string) (*PlannedJob, error) {
-	defaultOutputs := t.base.spec.OutputDir == defaultOutputDir(t.base.st, t.base.handle.JobID)
+	defaultOutputs := t.base.Spec.OutputDir == defaultOutputDir(t.base.Store, t.base.Handle.JobID)
 	p := t.instance(id)
 	p.args = []byte{} // non-nil: a job whose function is the template's shared blob
 	if err := t.e.writeShared(ctx, p); err != nil {
 		return nil, err
 	}
-	return &PlannedJob{Handle: p.handle, Spec: p.spec, Env: p.env, DefaultOutputs: defaultOutputs}, nil
+	return &PlannedJob{Handle: p.Handle, Spec: p.Spec, Env: p.Env, DefaultOutputs: defaultOutputs}, nil
 }
 
 // BackendFor returns the backend that runs jobs like h over st.

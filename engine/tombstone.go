@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/engine/listindex"
 	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
@@ -83,7 +84,7 @@ func (e *Engine) Tombstones(ctx context.Context, storeURL string) ([]*job.Tombst
 
 // listTombstones lists tombstones/, each read from the index when it is there (a
 // tombstone never changes); it returns them and the ones to index.
-func listTombstones(ctx context.Context, st *store.Store, idx *listIndex) ([]*job.Tombstone, map[string]*job.Tombstone, error) {
+func listTombstones(ctx context.Context, st *store.Store, idx *listindex.Index) ([]*job.Tombstone, map[string]*job.Tombstone, error) {
 	objs, err := st.List(ctx, store.TombstonesPrefix)
 	if err != nil {
 		return nil, nil, err

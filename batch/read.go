@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -219,15 +220,20 @@ func Read(ctx context.Context, e Engine, gid, storeURL string, withStatus bool) 
 // written nothing yet: their batch's unit says where they stand (driver.UnwrittenStatus),
 // from the template, the gone markers and the collection records read once per batch.
 func readRows(ctx context.Context, e Engine, st *store.Store, storeURL string, ids []string, withStatus bool) ([]engine.Row, error) {
-	listed, err := st.ListDirs(ctx, "jobs/")
-	if err != nil {
-		return nil, err
+	unwritten := map[string]*engine.Job{}
+	if slices.ContainsFunc(ids, func(id string) bool { _, _, ok := job.ParseChildID(id); return ok }) {
+		// Derived children, perhaps: which have written nothing yet (engine.Rows lists
+		// jobs/ again; a batch without them costs no listing here).
+		listed, err := st.ListDirs(ctx, "jobs/")
+		if err != nil {
+			return nil, err
+		}
+		present := make(map[string]bool, len(listed))
+		for _, id := range listed {
+			present[id] = true
+		}
+		unwritten = unwrittenChildren(ctx, e, st, ids, present)
 	}
-	present := make(map[string]bool, len(listed))
-	for _, id := range listed {
-		present[id] = true
-	}
-	unwritten := unwrittenChildren(ctx, e, st, ids, present)
 	var rest []string
 	var at []int
 	out := make([]engine.Row, len(ids))

@@ -16,8 +16,8 @@ import (
 
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/engine/images"
 	"github.com/kinetic-run/kinetic/engine/plan"
-	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/store"
@@ -47,9 +47,9 @@ type Engine struct {
 	stores    map[string]*store.Store
 	backends  map[string]backend.Backend
 	factories map[string]BackendFactory
-	ensurers  map[string]*image.Ensurer // per image builder
-	noticed   map[string]bool           // notices already given (noticeOnce)
-	pyOnce    sync.Once                 // pathPython
+	images    images.Builders // per image builder, one Ensurer
+	noticed   map[string]bool // notices already given (noticeOnce)
+	pyOnce    sync.Once       // pathPython
 	pyPath    string
 }
 

@@ -2,151 +2,24 @@ package engine
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
-	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-
-	"github.com/kinetic-run/kinetic/config"
-	"github.com/kinetic-run/kinetic/engine/plan"
-	"github.com/kinetic-run/kinetic/image"
-	"github.com/kinetic-run/kinetic/version"
+	"github.com/kinetic-run/kinetic/engine/images"
 )
 
-func (e *Engine) imageClient() *image.Client { return &image.Client{} }
-
-// runnerBinary is the kinetic binary that goes into bundled images.
-func (e *Engine) runnerBinary() (string, error) {
-	if e.Exe != "" {
-		return e.Exe, nil
-	}
-	p, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("find the kinetic binary to put in the image: %w", err)
-	}
-	return p, nil
-}
-
-// ensurer returns the engine's Ensurer for the configured builder: one per builder, so
-// concurrent submissions in this process share one singleflight group.
-func (e *Engine) ensurer(cfg *config.Resolved) *image.Ensurer {
-	kind := cfg.Get(config.ImageBuilder)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if en, ok := e.ensurers[kind]; ok {
-		return en
-	}
-	c := e.imageClient()
-	layers := filepath.Join(config.DataDir(), "cache", "image", "layers")
-	py := cfg.Get(config.BuildPython)
-	en := &image.Ensurer{Client: c, LockDir: filepath.Join(config.DataDir(), "cache", "image", "locks")}
-	switch kind {
-	case "", "auto":
-		en.Builder = &image.Daemonless{Client: c, CacheDir: layers, Python: py}
-		if eng := image.DetectEngine(); eng != "" {
-			en.Fallback = &image.EngineBuilder{Command: eng}
-		}
-	case "daemonless":
-		en.Builder = &image.Daemonless{Client: c, CacheDir: layers, Python: py}
-	case "podman", "docker":
-		en.Builder = &image.EngineBuilder{Command: kind}
-	case "cloudbuild":
-		en.Builder = &image.CloudBuild{Project: cfg.Get(config.Project)}
-	}
-	if e.ensurers == nil {
-		e.ensurers = map[string]*image.Ensurer{}
-	}
-	e.ensurers[kind] = en
-	return en
-}
-
 // BuildImageRequest publishes a prebuilt base (`kinetic build-image`).
-type BuildImageRequest struct {
-	Repo     string // repository the base goes to (REPO/base-CATEGORY:TAG)
-	Category string // cpu, gpu or tpu
-	Tag      string // default: this version
-	Base     string // the image it starts from (default: the category's bundled base)
-}
+type BuildImageRequest = images.BaseRequest
 
 // BuildImageResult is what was published.
-type BuildImageResult struct {
-	Image    string  `json:"image"` // by digest
-	Tag      string  `json:"tag"`
-	Category string  `json:"category"`
-	Base     string  `json:"base"`
-	Builder  string  `json:"builder"`
-	Seconds  float64 `json:"seconds"`
-}
+type BuildImageResult = images.BaseResult
 
-// BaseFromDockerfile builds the user's Dockerfile with podman or docker (the daemonless
-// builder runs no Dockerfile) and pushes it as REPO/base-dockerfile:TAG, by digest: the
-// image `kinetic build-image --dockerfile` then builds each category's base from.
+// BaseFromDockerfile builds the user's Dockerfile with podman or docker and pushes it as
+// REPO/base-dockerfile:TAG, by digest (images.Builders.BaseFromDockerfile).
 func (e *Engine) BaseFromDockerfile(ctx context.Context, repoName, tag, dockerfile string) (string, error) {
-	abs, err := filepath.Abs(dockerfile)
-	if err != nil {
-		return "", err
-	}
-	if fi, err := os.Stat(abs); err != nil || !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("--dockerfile %s: no such file; give the path of a Dockerfile (its directory is the build context)", dockerfile)
-	}
-	repo, err := image.ParseRepository(repoName)
-	if err != nil {
-		return "", fmt.Errorf("--repo: %w", err)
-	}
-	eng := e.cfg.Get(config.ImageBuilder)
-	if eng != "podman" && eng != "docker" {
-		eng = image.DetectEngine()
-	}
-	if eng == "" {
-		return "", fmt.Errorf("--dockerfile %s: building a Dockerfile needs podman or docker on this machine (the daemonless builder does not run Dockerfiles); install one, or build and push the image yourself and pass it as --base", dockerfile)
-	}
-	if tag == "" {
-		tag = version.Version
-	}
-	target, err := image.BaseTag(repo, "dockerfile", tag)
-	if err != nil {
-		return "", err
-	}
-	b := &image.EngineBuilder{Command: eng, Client: e.imageClient()}
-	dg, err := b.BuildFile(ctx, abs, target, e.Notice)
-	if err != nil {
-		return "", err
-	}
-	return dg.Name(), nil
+	return images.BaseFromDockerfile(ctx, e.cfg, e.Notice, repoName, tag, dockerfile)
 }
 
-// BuildImage builds and pushes the prebuilt base for a category, daemonless (or with
-// the configured image_builder), with progress on e.Notice.
+// BuildImage builds and pushes the prebuilt base for a category
+// (images.Builders.BuildBase), with progress on e.Notice.
 func (e *Engine) BuildImage(ctx context.Context, r BuildImageRequest) (*BuildImageResult, error) {
-	start := time.Now()
-	repo, err := image.ParseRepository(r.Repo)
-	if err != nil {
-		return nil, fmt.Errorf("--repo: %w", err)
-	}
-	s := plan.ImageSettings(e.cfg)
-	var base name.Reference
-	if r.Base != "" {
-		if base, err = image.ParseReference(r.Base); err != nil {
-			return nil, fmt.Errorf("--base: %w", err)
-		}
-	} else if base, err = s.Base(r.Category); err != nil {
-		return nil, err
-	}
-	runner, err := e.runnerBinary()
-	if err != nil {
-		return nil, err
-	}
-	req, err := image.BaseRequest(repo, r.Category, version.Version, r.Tag, base, runner)
-	if err != nil {
-		return nil, err
-	}
-	req.Progress = e.Notice
-	en := e.ensurer(e.cfg)
-	dg, err := en.Builder.Build(ctx, req)
-	if err != nil {
-		return nil, fmt.Errorf("build-image %s: %w", req.Target, err)
-	}
-	return &BuildImageResult{Image: dg.Name(), Tag: req.Target.Name(), Category: r.Category, Base: base.Name(), Builder: en.Builder.Name(), Seconds: time.Since(start).Seconds()}, nil
+	return e.images.BuildBase(ctx, e.cfg, e.Exe, e.Notice, r)
 }

@@ -39,57 +39,8 @@ type Backend interface {
 // ErrUnavailable means the backend cannot be reached or used from here.
 var ErrUnavailable = errors.New("backend unavailable")
 
-// Queuer is implemented by backends that run the children of a batch from a queue served
-// by a few long-lived workers, instead of starting something per child. Enqueue has the
-// contract of Submit; parallelism bounds the batch's workers.
-type Queuer interface {
-	Enqueue(ctx context.Context, h *job.Handle, parallelism int) error
-}
-
-// Group is a batch whose first attempts a Grouper runs as one unit.
-type Group struct {
-	ID          string
-	Size        int // children 0..Size-1
-	Parallelism int // at most this many run at once
-}
-
-// Grouper is implemented by backends that run the first attempts of a batch's children
-// as one unit (a Kubernetes Indexed Job) instead of one object per child. StartGroup is
-// called once, after the batch's template and inputs are in the store (batch/layout:
-// its children are derived, nothing is written per input), with the handle every child
-// is made from; the unit's member i writes child i's job (layout.ResolveMember) and runs
-// it. Retries are submitted alone with Submit.
-type Grouper interface {
-	StartGroup(ctx context.Context, g Group, template *job.Handle) error
-	// GroupDone returns the members of group gid that have ended (succeeded or failed)
-	// as the unit records them, from one look at the unit: watching a batch of any size
-	// costs O(1) requests per look. A unit that is gone gives nil and no error: its
-	// members are then looked at one by one.
-	GroupDone(ctx context.Context, gid string) (map[int]bool, error)
-	// UnwrittenStatus is Status for member h whose job its pod has not written yet
-	// (nothing of it is in the store, as a listing of the store showed): the unit's
-	// view alone, without the store reads Status begins with.
-	UnwrittenStatus(ctx context.Context, h *job.Handle) (job.State, string, error)
-	// CleanupGroup removes the unit (its members' results stay in the store).
-	CleanupGroup(ctx context.Context, gid string) error
-}
-
-// GroupChooser is implemented by Groupers that run only some batches as units: CanGroup
-// says whether the batch whose children would have handle h and spec can be one (its
-// children are written and submitted one by one otherwise).
-type GroupChooser interface {
-	CanGroup(h *job.Handle, spec *job.Spec) bool
-}
-
-// Releaser is implemented by backends whose jobs keep holding what they ran on after
-// they end: a multi-host job's pods must not exit (they would be restarted), so they
-// hold their slice until cleanup. Release frees it and keeps what inspection needs (the
-// object, the store); it is idempotent and a no-op for a job that has not ended. A batch
-// releases each child once it sees it end, so that max_concurrent bounds what the
-// batch holds, not only what runs.
-type Releaser interface {
-	Release(ctx context.Context, h *job.Handle) error
-}
+// A backend that runs batches in its own way (a queue of workers, one unit for a whole
+// batch) implements batch/driver.Driver beside Backend.
 
 // Lister is implemented by backends that can list their jobs without reading the store
 // (Kubernetes, by label). The handles may lack fields only the store knows.

@@ -1,8 +1,11 @@
-// Package batch fans one function out over many inputs (run_async_map): one child job
-// per input, submitted in the background through engine.Template, recorded in the store
-// under groups/ID/ (package batch/layout), and observed, cancelled, cleaned up and listed
-// from anywhere the store is reachable. The engine plans, packages and submits each job;
-// this package decides which inputs are submitted when, retries and stops.
+// Package batch owns batches (run_async_map): one function over many inputs, planned
+// once (engine.Template), its children written or derived in the store under groups/ID/
+// (package batch/layout: the manifest, the children's entries, the template and inputs
+// of derived children, the collection records), submitted in the background (the
+// scheduler), watched, read, collected, cancelled, cleaned up and listed from anywhere
+// the store is reachable. It asks the engine through Engine and a backend through
+// batch/driver.Driver, the way gocloud.dev/blob asks its driver; the engine imports
+// nothing of it.
 package batch
 
 import (
@@ -15,7 +18,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/batch/driver"
 	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
@@ -73,7 +76,7 @@ func ReadInputs(r io.Reader) ([][]byte, error) {
 
 // Batch is a batch being submitted by this process.
 type Batch struct {
-	e  *engine.Engine
+	e  Engine
 	st *store.Store
 
 	mu       sync.Mutex
@@ -86,7 +89,7 @@ type Batch struct {
 // background; it returns at once. Bad input for the whole batch (an unknown accelerator,
 // an unreadable payload) fails here; a failure of one input is recorded at its index.
 // Submission outlives ctx's cancellation (Stop ends it), not its values.
-func Map(ctx context.Context, e *engine.Engine, req *MapRequest) (*Batch, error) {
+func Map(ctx context.Context, e Engine, req *MapRequest) (*Batch, error) {
 	s, err := newScheduler(ctx, e, req)
 	if err != nil {
 		return nil, err
@@ -102,9 +105,9 @@ func Map(ctx context.Context, e *engine.Engine, req *MapRequest) (*Batch, error)
 	return b, nil
 }
 
-// newScheduler plans the batch once, writes its manifest and, on a backend.Grouper,
-// starts its group unit: everything before the first child.
-func newScheduler(ctx context.Context, e *engine.Engine, req *MapRequest) (*scheduler, error) {
+// newScheduler plans the batch once, writes its manifest and, on a driver that runs
+// units, starts the batch's unit: everything before the first child.
+func newScheduler(ctx context.Context, e Engine, req *MapRequest) (*scheduler, error) {
 	if req.MaxConcurrent < 0 || req.Retries < 0 {
 		return nil, fmt.Errorf("max_concurrent %d, retries %d: max_concurrent must be at least 1 (0 means 64) and retries 0 or more", req.MaxConcurrent, req.Retries)
 	}
@@ -141,15 +144,17 @@ func newScheduler(ctx context.Context, e *engine.Engine, req *MapRequest) (*sche
 	}
 	b := &Batch{e: e, st: t.Store, manifest: m, done: make(chan struct{})}
 	s := &scheduler{b: b, tmpl: t, inputs: inputs, maxConcurrent: maxConc, retries: req.Retries, failFast: req.FailFast, cancelRunning: req.CancelRunningOnFail}
-	_, s.queued = t.Backend.(backend.Queuer)
-	gr, grouped := t.Backend.(backend.Grouper)
-	if gc, ok := t.Backend.(backend.GroupChooser); grouped && ok && !gc.CanGroup(t.Handle, t.Spec()) {
-		grouped = false
+	d, _ := t.Backend.(driver.Driver)
+	var modes driver.Modes
+	if d != nil {
+		modes = d.Modes(t.Handle, t.Spec())
 	}
+	s.driver, s.queued = d, modes.Queue
+	grouped := modes.Unit
 	if grouped && len(inputs) > 0 {
 		// O(1) writes: the template and the inputs, then the manifest; each child's
 		// job is written by its pod (layout, derived.go).
-		if err := t.WriteDerived(ctx, gid, inputs); err != nil {
+		if err := writeDerived(ctx, t, gid, inputs); err != nil {
 			t.Store.DeletePrefix(context.WithoutCancel(ctx), layout.Prefix(gid))
 			return nil, err
 		}
@@ -177,8 +182,8 @@ func newScheduler(ctx context.Context, e *engine.Engine, req *MapRequest) (*sche
 	if grouped && len(inputs) > 0 {
 		// One object in the cluster for the whole batch, made after everything its
 		// pods read.
-		g := backend.Group{ID: gid, Size: len(inputs), Parallelism: maxConc}
-		if err := gr.StartGroup(ctx, g, t.Handle); err != nil {
+		g := driver.Group{ID: gid, Size: len(inputs), Parallelism: maxConc}
+		if err := d.StartGroup(ctx, g, t.Handle); err != nil {
 			t.Store.DeletePrefix(context.WithoutCancel(ctx), layout.Prefix(gid))
 			return nil, err
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/batch/driver"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
@@ -142,17 +143,34 @@ func (f *fakeBackend) log() (calls, cancels []string) {
 	return append([]string(nil), f.calls...), cancels
 }
 
-// fakeQueuer is a backend.Queuer: children go to its queue.
+// fakeQueuer is a driver with a queue: children go to it.
 type fakeQueuer struct{ *fakeBackend }
+
+func (f fakeQueuer) Modes(*job.Handle, *job.Spec) driver.Modes { return driver.Modes{Queue: true} }
+func (f fakeQueuer) StartGroup(context.Context, driver.Group, *job.Handle) error {
+	return driver.ErrUnsupported
+}
+func (f fakeQueuer) GroupDone(context.Context, string) (map[int]bool, error) { return nil, nil }
+func (f fakeQueuer) UnwrittenStatus(ctx context.Context, h *job.Handle) (job.State, string, error) {
+	return f.Status(ctx, h)
+}
+func (f fakeQueuer) CleanupGroup(context.Context, string) error { return nil }
+func (f fakeQueuer) Release(context.Context, *job.Handle) error { return nil }
 
 func (f fakeQueuer) Enqueue(ctx context.Context, h *job.Handle, parallelism int) error {
 	return f.take(h, "enqueue", fmt.Sprintf(" p=%d", parallelism))
 }
 
-// fakeGrouper is a backend.Grouper: first attempts join one unit per batch.
+// fakeGrouper is a driver that runs units: first attempts join one unit per batch.
 type fakeGrouper struct{ *fakeBackend }
 
-func (f fakeGrouper) StartGroup(ctx context.Context, g backend.Group, template *job.Handle) error {
+func (f fakeGrouper) Modes(*job.Handle, *job.Spec) driver.Modes { return driver.Modes{Unit: true} }
+func (f fakeGrouper) Enqueue(context.Context, *job.Handle, int) error {
+	return driver.ErrUnsupported
+}
+func (f fakeGrouper) Release(context.Context, *job.Handle) error { return nil }
+
+func (f fakeGrouper) StartGroup(ctx context.Context, g driver.Group, template *job.Handle) error {
 	f.mu.Lock()
 	f.calls = append(f.calls, fmt.Sprintf("start size=%d p=%d", g.Size, g.Parallelism))
 	f.mu.Unlock()

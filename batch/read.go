@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/batch/driver"
 	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
@@ -66,7 +67,7 @@ func firstDerived(m *Manifest, c Child) bool {
 
 // lookEnded reads, 16 at a time, the status of each child at its derived first attempt
 // whose unit member ended (done) and that is not final yet, and returns the final ones.
-func lookEnded(ctx context.Context, e *engine.Engine, m *Manifest, storeURL string, done, final map[int]bool) ([]ChildStatus, error) {
+func lookEnded(ctx context.Context, e Engine, st *store.Store, m *Manifest, storeURL string, done, final map[int]bool) ([]ChildStatus, error) {
 	var ended []Child
 	for _, c := range m.Children {
 		if !final[c.Index] && done[c.Index] && firstDerived(m, c) {
@@ -79,7 +80,7 @@ func lookEnded(ctx context.Context, e *engine.Engine, m *Manifest, storeURL stri
 	for k, c := range ended {
 		g.Go(func() error {
 			// Most ended children have written nothing but their result: derived.
-			j, err := e.DerivedChild(gctx, c.JobID, storeURL)
+			j, err := derivedJob(gctx, e, st, c.JobID)
 			if j == nil && err == nil {
 				j, err = e.Attach(gctx, c.JobID, storeURL)
 			}
@@ -116,7 +117,7 @@ func lookEnded(ctx context.Context, e *engine.Engine, m *Manifest, storeURL stri
 // groupDone returns the members of a derived batch's unit that ended, nil when the batch
 // is not derived, its backend runs no units, or the unit cannot be seen (then every
 // child is looked at by itself).
-func groupDone(ctx context.Context, e *engine.Engine, m *Manifest, storeURL string, jobs map[int]*engine.Job) map[int]bool {
+func groupDone(ctx context.Context, e Engine, m *Manifest, storeURL string, jobs map[int]*engine.Job) map[int]bool {
 	if !m.Derived || m.TotalExpected == 0 {
 		return nil
 	}
@@ -128,7 +129,7 @@ func groupDone(ctx context.Context, e *engine.Engine, m *Manifest, storeURL stri
 		}
 		jobs[-1] = j
 	}
-	gr, ok := j.Backend.(backend.Grouper)
+	gr, ok := j.Backend.(driver.Driver)
 	if !ok {
 		return nil
 	}
@@ -152,7 +153,7 @@ func unavailable(collected *time.Time, err error) string {
 }
 
 // openStore opens storeURL, or the engine's configured store when it is "".
-func openStore(ctx context.Context, e *engine.Engine, storeURL string) (*store.Store, string, error) {
+func openStore(ctx context.Context, e Engine, storeURL string) (*store.Store, string, error) {
 	if storeURL == "" {
 		storeURL = e.Config().Get(config.Store)
 	}
@@ -162,7 +163,7 @@ func openStore(ctx context.Context, e *engine.Engine, storeURL string) (*store.S
 
 // Read reads a batch's manifest, merges the children recorded since its last write,
 // and (withStatus) reads every child's status.
-func Read(ctx context.Context, e *engine.Engine, gid, storeURL string, withStatus bool) (*View, error) {
+func Read(ctx context.Context, e Engine, gid, storeURL string, withStatus bool) (*View, error) {
 	if !job.ValidName(gid) {
 		return nil, fmt.Errorf("%q is not a group ID (IDs look like grp-0123456789abcdefghijklm): %w", gid, engine.ErrNotFound)
 	}
@@ -190,7 +191,7 @@ func Read(ctx context.Context, e *engine.Engine, gid, storeURL string, withStatu
 			ids, at = append(ids, c.JobID), append(at, i)
 		}
 	}
-	rows, err := e.Rows(ctx, storeURL, ids, withStatus)
+	rows, err := readRows(ctx, e, st, storeURL, ids, withStatus)
 	if err != nil {
 		return nil, err
 	}
@@ -212,6 +213,58 @@ func Read(ctx context.Context, e *engine.Engine, gid, storeURL string, withStatu
 		}
 	}
 	return &v, nil
+}
+
+// readRows reads the rows of the children ids as a listing does (engine.Rows: one
+// listing of jobs/ and the listing index), except the derived children whose pods have
+// written nothing yet: their batch's unit says where they stand (driver.UnwrittenStatus),
+// from the template, the gone markers and the collection records read once per batch.
+func readRows(ctx context.Context, e Engine, st *store.Store, storeURL string, ids []string, withStatus bool) ([]engine.Row, error) {
+	unwritten := map[string]*engine.Job{}
+	if slices.ContainsFunc(ids, func(id string) bool { _, _, ok := job.ParseChildID(id); return ok }) {
+		// Derived children, perhaps: which have written nothing yet (engine.Rows lists
+		// jobs/ again; a batch without them costs no listing here).
+		listed, err := st.ListDirs(ctx, "jobs/")
+		if err != nil {
+			return nil, err
+		}
+		present := make(map[string]bool, len(listed))
+		for _, id := range listed {
+			present[id] = true
+		}
+		unwritten = unwrittenChildren(ctx, e, st, ids, present)
+	}
+	var rest []string
+	var at []int
+	out := make([]engine.Row, len(ids))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i, id := range ids {
+		j := unwritten[id]
+		if j == nil {
+			rest, at = append(rest, id), append(at, i)
+			continue
+		}
+		out[i].Handle = j.Handle
+		if withStatus {
+			g.Go(func() error {
+				state, reason, err := j.Backend.(driver.Driver).UnwrittenStatus(gctx, j.Handle)
+				out[i].Listed = engine.Listed{Handle: j.Handle, State: state, Reason: reason}
+				return err
+			})
+		}
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	rows, err := e.Rows(ctx, storeURL, rest, withStatus)
+	if err != nil {
+		return nil, err
+	}
+	for k, r := range rows {
+		out[at[k]] = r
+	}
+	return out, nil
 }
 
 // readManifest reads a batch's manifest into m and, while submission is still going
@@ -239,7 +292,7 @@ func readManifest(ctx context.Context, st *store.Store, gid string, m *Manifest,
 }
 
 // Cancel cancels every unfinished child of a batch.
-func Cancel(ctx context.Context, e *engine.Engine, gid, storeURL string) error {
+func Cancel(ctx context.Context, e Engine, gid, storeURL string) error {
 	v, err := Read(ctx, e, gid, storeURL, true)
 	if err != nil {
 		return err
@@ -263,7 +316,7 @@ func Cancel(ctx context.Context, e *engine.Engine, gid, storeURL string) error {
 
 // Cleanup cleans up the children (backend resources and/or store objects); with
 // storeObjs the manifest goes too. Outputs stay.
-func Cleanup(ctx context.Context, e *engine.Engine, gid, storeURL string, backendRes, storeObjs bool) error {
+func Cleanup(ctx context.Context, e Engine, gid, storeURL string, backendRes, storeObjs bool) error {
 	v, err := Read(ctx, e, gid, storeURL, false)
 	if err != nil {
 		return err
@@ -302,8 +355,8 @@ func Cleanup(ctx context.Context, e *engine.Engine, gid, storeURL string, backen
 	return nil
 }
 
-// cleanupGroupUnit removes the unit a Grouper backend ran the batch's first attempts in.
-func cleanupGroupUnit(ctx context.Context, e *engine.Engine, v *View) error {
+// cleanupGroupUnit removes the unit a driver ran the batch's first attempts in.
+func cleanupGroupUnit(ctx context.Context, e Engine, v *View) error {
 	st, err := e.Store(ctx, v.Store)
 	if err != nil {
 		return err
@@ -321,14 +374,14 @@ func cleanupGroupUnit(ctx context.Context, e *engine.Engine, v *View) error {
 	if err != nil {
 		return err
 	}
-	if gr, ok := be.(backend.Grouper); ok {
-		return gr.CleanupGroup(ctx, v.GroupID)
+	if d, ok := be.(driver.Driver); ok {
+		return d.CleanupGroup(ctx, v.GroupID)
 	}
 	return nil
 }
 
 // List returns the manifests in the store (without their children), newest first.
-func List(ctx context.Context, e *engine.Engine, storeURL string) ([]Manifest, error) {
+func List(ctx context.Context, e Engine, storeURL string) ([]Manifest, error) {
 	st, _, err := openStore(ctx, e, storeURL)
 	if errors.Is(err, store.ErrNoStore) {
 		return nil, nil // a store never written to holds no batches
@@ -360,7 +413,7 @@ func List(ctx context.Context, e *engine.Engine, storeURL string) ([]Manifest, e
 // completion order, while submission may still be going on. It returns when every input
 // is accounted for. Only unfinished children are looked at again, so a large batch
 // costs little to watch.
-func Watch(ctx context.Context, e *engine.Engine, gid, storeURL string, emit func(ChildStatus)) error {
+func Watch(ctx context.Context, e Engine, gid, storeURL string, emit func(ChildStatus)) error {
 	st, storeURL, err := openStore(ctx, e, storeURL)
 	if err != nil {
 		return err
@@ -397,7 +450,7 @@ func Watch(ctx context.Context, e *engine.Engine, gid, storeURL string, emit fun
 		done := groupDone(ctx, e, &m, storeURL, jobs)
 		progressed := false
 		if done != nil {
-			ended, err := lookEnded(ctx, e, &m, storeURL, done, final)
+			ended, err := lookEnded(ctx, e, st, &m, storeURL, done, final)
 			if err != nil {
 				return err
 			}

@@ -6,12 +6,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kinetic-run/kinetic/batch/driver"
 	"github.com/kinetic-run/kinetic/job"
 )
 
-// fakeReleaser is a backend.Releaser (Pathways: a finished job's hosts hold its slice
-// until released).
+// fakeReleaser is a driver whose children are jobs of their own that hold what they
+// ran on until released (Pathways: a finished job's hosts hold its slice).
 type fakeReleaser struct{ *fakeBackend }
+
+func (f fakeReleaser) Modes(*job.Handle, *job.Spec) driver.Modes { return driver.Modes{} }
+func (f fakeReleaser) Enqueue(context.Context, *job.Handle, int) error {
+	return driver.ErrUnsupported
+}
+func (f fakeReleaser) StartGroup(context.Context, driver.Group, *job.Handle) error {
+	return driver.ErrUnsupported
+}
+func (f fakeReleaser) GroupDone(context.Context, string) (map[int]bool, error) { return nil, nil }
+func (f fakeReleaser) UnwrittenStatus(ctx context.Context, h *job.Handle) (job.State, string, error) {
+	return f.Status(ctx, h)
+}
+func (f fakeReleaser) CleanupGroup(context.Context, string) error { return nil }
 
 func (f fakeReleaser) Release(ctx context.Context, h *job.Handle) error {
 	f.mu.Lock()
@@ -22,7 +36,7 @@ func (f fakeReleaser) Release(ctx context.Context, h *job.Handle) error {
 	return nil
 }
 
-// TestSchedulerReleasesFinishedChildren: on a backend.Releaser, a child seen final is
+// TestSchedulerReleasesFinishedChildren: on a driver, a child seen final is
 // released before the next input takes its slot, so max_concurrent bounds what the
 // batch holds, not only what runs.
 func TestSchedulerReleasesFinishedChildren(t *testing.T) {

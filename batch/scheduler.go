@@ -2,12 +2,14 @@ package batch
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/batch/driver"
 	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
@@ -27,9 +29,10 @@ type scheduler struct {
 	retries       int
 	failFast      bool
 	cancelRunning bool // with failFast: cancel running children too, not only waiting ones
-	// queued: the backend queues children (backend.Queuer) and bounds their concurrency
-	// with its workers. grouped: it runs first attempts as one unit started by Map
-	// (backend.Grouper).
+	// driver is the backend's batch driver (nil: it runs each child as a job of its
+	// own). queued: it queues children and bounds their concurrency with its workers.
+	// grouped: it runs first attempts as one unit started by Map (driver.Modes).
+	driver          driver.Driver
 	queued, grouped bool
 
 	active   []attempt       // submitted and not yet final, oldest first
@@ -76,14 +79,18 @@ func (s *scheduler) submit(ctx context.Context, i, n int) *engine.Job {
 		prev = []string{job.ChildID(gid, i)} // the first attempt, derived
 	}
 	b.mu.Unlock()
-	j, err := s.tmpl.Submit(ctx, &engine.Child{
-		Args: s.inputs[i], GroupID: gid, Index: i,
-		Parallelism: s.maxConcurrent,
-		Record: func(ctx context.Context, h *job.Handle) error {
+	in := &engine.Instance{
+		Args: s.inputs[i],
+		Prepare: func(ctx context.Context, h *job.Handle) error {
+			h.GroupID, h.GroupKind, h.GroupIndex = gid, "map", strconv.Itoa(i)
 			// Before the job exists: a submitter killed now leaves a findable child.
 			return layout.WriteChild(ctx, b.st, gid, Child{Index: i, JobID: h.JobID, Attempts: append(prev, h.JobID)})
 		},
-	})
+	}
+	if s.queued {
+		in.Start = s.enqueue
+	}
+	j, err := s.tmpl.Submit(ctx, in)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for len(b.manifest.Children) <= i {
@@ -103,6 +110,15 @@ func (s *scheduler) submit(ctx context.Context, i, n int) *engine.Job {
 	return j
 }
 
+// enqueue starts a child in the driver's queue, bounding the batch's workers by
+// maxConcurrent; a child that runs in a container is started alone.
+func (s *scheduler) enqueue(ctx context.Context, be backend.Backend, h *job.Handle, spec *job.Spec) error {
+	if spec.Container != "" {
+		return be.Submit(ctx, h)
+	}
+	return s.driver.Enqueue(ctx, h, s.maxConcurrent)
+}
+
 // reap looks at up to limit of the oldest active children (they tend to finish first),
 // resubmits the failed ones that have retries left, and drops the final ones.
 func (s *scheduler) reap(ctx context.Context, limit int) {
@@ -117,8 +133,8 @@ func (s *scheduler) reap(ctx context.Context, limit int) {
 			keep = append(keep, a)
 			continue
 		}
-		if r, ok := a.j.Backend.(backend.Releaser); ok {
-			r.Release(ctx, a.j.Handle) // best effort: cleanup removes it all anyway
+		if s.driver != nil {
+			s.driver.Release(ctx, a.j.Handle) // best effort: cleanup removes it all anyway
 		}
 		if state == job.Failed && a.n < s.retries && s.stopped == "" {
 			if j := s.submit(ctx, a.index, a.n+1); j != nil {
@@ -166,7 +182,7 @@ func (s *scheduler) run(ctx context.Context) {
 			if !s.watching() {
 				break
 			}
-			if j, err := s.tmpl.DerivedJob(ctx, s.b.manifest.GroupID, i); err == nil {
+			if j, err := templateJob(ctx, s.b.e, s.b.st, s.b.manifest.GroupID, i); err == nil {
 				s.active = append(s.active, attempt{i, 0, j})
 			}
 		}

@@ -17,8 +17,8 @@ import (
 	"github.com/kinetic-run/kinetic/jobview"
 )
 
-// TestScheduler runs whole batches against fake backends (plain, backend.Queuer,
-// backend.Grouper) over a mem:// store, and checks the calls the backend saw and what
+// TestScheduler runs whole batches against fake backends (plain, a driver with a queue,
+// a driver that runs units) over a mem:// store, and checks the calls the backend saw and what
 // the store records: the manifest, each child's attempts and status, the child entries,
 // and what a member of a group unit resolves to.
 func TestScheduler(t *testing.T) {

@@ -15,10 +15,10 @@ import (
 	"sync"
 
 	"github.com/kinetic-run/kinetic/backend"
-	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/engine/images"
+	"github.com/kinetic-run/kinetic/engine/plan"
 	"github.com/kinetic-run/kinetic/errs"
-	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/store"
@@ -48,10 +48,9 @@ type Engine struct {
 	stores    map[string]*store.Store
 	backends  map[string]backend.Backend
 	factories map[string]BackendFactory
-	ensurers  map[string]*image.Ensurer   // per image builder
-	noticed   map[string]bool             // notices already given (noticeOnce)
-	templates map[string]*layout.Template // derived batches' templates, by store and group (immutable)
-	pyOnce    sync.Once                   // pathPython
+	images    images.Builders // per image builder, one Ensurer
+	noticed   map[string]bool // notices already given (noticeOnce)
+	pyOnce    sync.Once       // pathPython
 	pyPath    string
 }
 
@@ -180,14 +179,9 @@ func (e *Engine) backendFor(h *job.Handle, st *store.Store) (backend.Backend, er
 	if !ok {
 		return nil, fmt.Errorf("unknown backend %q: this kinetic runs %s", name, strings.Join(backend.Names(), ", "))
 	}
-	env := backend.Env{Handle: h, Store: st, Settings: settings{e.cfg}, Exe: e.Exe}
+	env := backend.Env{Handle: h, Store: st, Settings: plan.Settings{C: e.cfg}, Exe: e.Exe}
 	return e.cachedBackend(name+"|"+d.Key(env), st, func() (backend.Backend, error) { return d.New(env) })
 }
-
-// settings are a resolved configuration as the backends read it.
-type settings struct{ c *config.Resolved }
-
-func (s settings) Get(key string) string { return s.c.Get(config.Key(key)) }
 
 // cachedBackend returns the backend called name over st, made by newBackend on first use: one
 // per store, since a backend may remember things between calls.
@@ -242,8 +236,15 @@ func (e *Engine) Attach(ctx context.Context, id, storeURL string) (*Job, error) 
 		if t, terr := readTombstone(ctx, st, id); terr == nil && t != nil {
 			return nil, &CleanedUpError{Tombstone: t}
 		}
-		if j, derr := e.derivedJob(ctx, st, id); derr != nil || j != nil {
-			return j, derr // a batch child its pod has not written yet
+		if h, uerr := unwrittenHandle(ctx, st, id); uerr != nil || h != nil {
+			if uerr != nil {
+				return nil, uerr
+			}
+			be, err := e.backendFor(h, st) // a batch child its pod has not written yet
+			if err != nil {
+				return nil, err
+			}
+			return &Job{Handle: h, Store: st, Backend: be}, nil
 		}
 		return nil, fmt.Errorf("no job %s in the store %s (check the ID, or use --store / the profile the job was submitted with; `kinetic jobs list` shows the jobs there): %w", id, storeURL, ErrNotFound)
 	}

@@ -254,31 +254,6 @@ func TestDebugAttach(t *testing.T) {
 	}
 }
 
-func TestDebugOptionsAreChecked(t *testing.T) {
-	for name, tc := range map[string]struct {
-		mod  func(*SubmitRequest)
-		want string
-	}{
-		"command job":      {func(r *SubmitRequest) { r.Kind, r.Command, r.Debug = job.KindCommand, []string{"true"}, true }, "needs a Python function"},
-		"wait, no debug":   {func(r *SubmitRequest) { r.DebugWait = 5 }, "debug_wait is set but debug is not"},
-		"wait too short":   {func(r *SubmitRequest) { r.Debug, r.DebugWait = true, 0.2 }, "debug_wait 0.2"},
-		"wait over a week": {func(r *SubmitRequest) { r.Debug, r.DebugWait = true, 8*24*3600 }, "a week"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			r := pickleRequest()
-			tc.mod(r)
-			if _, err := debugSpec(r); err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("debugSpec = %v, want %q", err, tc.want)
-			}
-		})
-	}
-	r := pickleRequest()
-	r.Debug = true
-	if d, err := debugSpec(r); err != nil || d.WaitSeconds != 600 {
-		t.Fatalf("default wait: %+v %v", d, err)
-	}
-}
-
 // TestCleanupKeepsOutputsOnGCS: cleanup(k8s=True, gcs=True) removes the job's store
 // objects on a gs:// store and leaves what the job wrote under KINETIC_OUTPUT_DIR.
 func TestCleanupKeepsOutputsOnGCS(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kinetic-run/kinetic/engine/listindex"
 	"github.com/kinetic-run/kinetic/internal/storefill"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
@@ -41,13 +42,13 @@ func TestListingIndex(t *testing.T) {
 		}
 		return m
 	}
-	index := func() *listIndex {
+	index := func() *listindex.Index {
 		t.Helper()
 		raw, err := st.Get(ctx, store.ListIndexKey)
 		if err != nil {
 			t.Fatalf("the listing index: %v", err)
 		}
-		var idx listIndex
+		var idx listindex.Index
 		if err := json.Unmarshal(raw, &idx); err != nil {
 			t.Fatal(err)
 		}

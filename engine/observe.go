@@ -12,6 +12,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/engine/listindex"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/store"
@@ -156,7 +157,7 @@ func (e *Engine) Listing(ctx context.Context, storeURL string) ([]Listed, []*job
 	return e.listing(ctx, e.cfg, storeURL, true, true)
 }
 
-// listing lists jobs and/or tombstones through the listing index (listindex.go): rows
+// listing lists jobs and/or tombstones through the listing index (package listindex): rows
 // of final jobs and tombstones come from it, everything else from the store, and the
 // index is rewritten when the listing found something it lacked or it holds rows of
 // jobs that are gone. A part not listed is carried over unchanged.
@@ -171,7 +172,7 @@ func (e *Engine) listing(ctx context.Context, cfg *config.Resolved, storeURL str
 	if err != nil {
 		return nil, nil, err
 	}
-	idx := readIndex(ctx, st)
+	idx := listindex.Read(ctx, st)
 	seenJobs, seenTombs := idx.Jobs, idx.Tombstones
 	var rows []Listed
 	if jobs {
@@ -185,13 +186,13 @@ func (e *Engine) listing(ctx context.Context, cfg *config.Resolved, storeURL str
 			return nil, nil, err
 		}
 	}
-	updateIndex(ctx, st, idx, seenJobs, seenTombs)
+	listindex.Update(ctx, st, idx, seenJobs, seenTombs)
 	return rows, ts, nil
 }
 
 // listJobs lists the jobs, a final one from the index when it is there; it returns the
 // rows and the final ones to index.
-func (e *Engine) listJobs(ctx context.Context, cfg *config.Resolved, st *store.Store, storeURL string, idx *listIndex) ([]Listed, map[string]indexedJob, error) {
+func (e *Engine) listJobs(ctx context.Context, cfg *config.Resolved, st *store.Store, storeURL string, idx *listindex.Index) ([]Listed, map[string]listindex.Row, error) {
 	ids, err := e.listIDs(ctx, cfg, st)
 	if err != nil {
 		return nil, nil, err
@@ -201,7 +202,7 @@ func (e *Engine) listJobs(ctx context.Context, cfg *config.Resolved, st *store.S
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for i, id := range ids {
-		if r, ok := idx.row(id); ok {
+		if r, ok := row(idx, id); ok {
 			out[i], final[i] = r, true
 			continue
 		}
@@ -231,7 +232,7 @@ func (e *Engine) listJobs(ctx context.Context, cfg *config.Resolved, st *store.S
 		return nil, nil, err
 	}
 	var rows []Listed
-	index := map[string]indexedJob{}
+	index := map[string]listindex.Row{}
 	for i, l := range out {
 		if l.Handle == nil {
 			continue

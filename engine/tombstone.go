@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/engine/listindex"
 	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
@@ -56,7 +57,7 @@ func (e *Engine) Tombstone(ctx context.Context, id, storeURL string) (*job.Tombs
 func readTombstone(ctx context.Context, st *store.Store, id string) (*job.Tombstone, error) {
 	raw, err := st.Get(ctx, store.TombstoneKey(id))
 	if store.IsNotFound(err) {
-		return derivedTombstone(ctx, st, id)
+		return unwrittenTombstone(ctx, st, id)
 	}
 	if err != nil {
 		return nil, err
@@ -83,7 +84,7 @@ func (e *Engine) Tombstones(ctx context.Context, storeURL string) ([]*job.Tombst
 
 // listTombstones lists tombstones/, each read from the index when it is there (a
 // tombstone never changes); it returns them and the ones to index.
-func listTombstones(ctx context.Context, st *store.Store, idx *listIndex) ([]*job.Tombstone, map[string]*job.Tombstone, error) {
+func listTombstones(ctx context.Context, st *store.Store, idx *listindex.Index) ([]*job.Tombstone, map[string]*job.Tombstone, error) {
 	objs, err := st.List(ctx, store.TombstonesPrefix)
 	if err != nil {
 		return nil, nil, err
@@ -171,8 +172,8 @@ func (j *Job) CleanupCollected(ctx context.Context) error {
 		return err
 	}
 	if _, _, ok := job.ParseChildID(j.Handle.JobID); ok {
-		// A derived child: its batch's collection record is its tombstone and keeps it
-		// from being derived again (collected.go).
+		// A batch child made from its batch's template (Unwritten): its batch's
+		// collection record is its tombstone and keeps it from being made again.
 		return j.Store.DeletePrefix(ctx, store.JobPrefix(j.Handle.JobID))
 	}
 	return j.view().Delete(ctx)

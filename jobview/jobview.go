@@ -7,9 +7,10 @@
 package jobview
 
 import (
+	"time"
+
 	"context"
 
-	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
@@ -72,11 +73,13 @@ func (j *Job) Wait(ctx context.Context, onChange func(job.State)) (job.State, st
 // stranded.
 func (j *Job) Delete(ctx context.Context) error {
 	if gid, i, ok := job.ParseChildID(j.ID); ok {
-		// A derived batch child is not made again once removed (batch/layout).
+		// A derived batch child is not made again once removed: its gone marker (what
+		// batch/layout.MarkGone writes; written here so that the engine, which reads
+		// jobs through this package, links nothing of batch).
 		if t, err := j.Store.Exists(ctx, store.GroupTemplateKey(gid)); err != nil {
 			return err
 		} else if t {
-			if err := layout.MarkGone(ctx, j.Store, gid, i); err != nil {
+			if err := j.Store.Put(ctx, store.GroupGoneKey(gid, i), []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
 				return err
 			}
 		}
@@ -94,7 +97,7 @@ func Derived(ctx context.Context, st *store.Store, id string) (bool, error) {
 	if t, err := st.Exists(ctx, store.GroupTemplateKey(gid)); err != nil || !t {
 		return false, err
 	}
-	gone, err := layout.Gone(ctx, st, gid, i)
+	gone, err := st.Exists(ctx, store.GroupGoneKey(gid, i)) // layout.Gone
 	return !gone, err
 }
 

@@ -8,7 +8,6 @@ import (
 	"os"
 	"reflect"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -224,33 +223,17 @@ func (s *Server) result(c *call, r *protocol.ResultRequest) (*protocol.Result, e
 // collected claims the results the client acknowledged it received, and cleans up the
 // jobs it claimed once the response is sent (the client holds their values already).
 func (s *Server) collected(c *call, r *protocol.CollectedRequest) (*protocol.CollectedResponse, error) {
-	jobs := make([]*engine.Job, len(r.JobIDs))
 	resp := &protocol.CollectedResponse{}
-	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(c)
-	g.SetLimit(8)
-	for i, id := range r.JobIDs {
-		g.Go(func() error {
-			j, err := s.eng.Attach(gctx, id, r.Store)
-			var gone *engine.CleanedUpError
-			switch {
-			case errors.As(err, &gone):
-				mu.Lock()
-				resp.Taken = append(resp.Taken, takenBy(gone.Tombstone))
-				mu.Unlock()
-			case err != nil:
-				// Removed or damaged meanwhile: nothing of it to claim or clean up.
-			default:
-				jobs[i] = j
-			}
-			return nil
-		})
-	}
-	g.Wait()
 	var found []*engine.Job
-	for _, j := range jobs {
-		if j != nil {
-			found = append(found, j)
+	for _, f := range batch.Jobs(c, s.eng, r.Store, r.JobIDs) {
+		var gone *engine.CleanedUpError
+		switch {
+		case errors.As(f.Err, &gone):
+			resp.Taken = append(resp.Taken, takenBy(gone.Tombstone))
+		case f.Err != nil:
+			// Removed or damaged meanwhile: nothing of it to claim or clean up.
+		default:
+			found = append(found, f.Job)
 		}
 	}
 	mine, taken := batch.Collect(c, found, collector(r.Collector))
@@ -293,18 +276,21 @@ func cleanupAll(ctx context.Context, jobs []*engine.Job) {
 }
 
 // resultsMany reads the results of many finished jobs (a batch's results()) in
-// parallel; it removes nothing (the client acknowledges what it received: collected).
+// parallel, the jobs found as a batch finds them (batch.Jobs: a derived child costs no
+// read of its own); it removes nothing (the client acknowledges what it received:
+// collected).
 func (s *Server) resultsMany(c *call, r *protocol.ResultsManyRequest) ([]protocol.JobResult, error) {
 	wctx, cancel := withTimeout(c, r.Timeout)
 	defer cancel()
 	out := make([]protocol.JobResult, len(r.JobIDs))
 	var collected batch.Collections
+	found := batch.Jobs(wctx, s.eng, r.Store, r.JobIDs)
 	g, gctx := errgroup.WithContext(wctx)
 	g.SetLimit(8)
 	for i, id := range r.JobIDs {
 		g.Go(func() error {
 			out[i].JobID = id
-			j, err := s.eng.Attach(gctx, id, r.Store)
+			j, err := found[i].Job, found[i].Err
 			if err == nil {
 				if t := collected.Of(gctx, j); t != nil {
 					err = &engine.CleanedUpError{Tombstone: t, What: "result"}

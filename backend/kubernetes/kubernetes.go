@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/batch/driver"
 	"github.com/kinetic-run/kinetic/infra/gke/gkeconn"
 	"github.com/kinetic-run/kinetic/store"
 )
@@ -265,7 +266,10 @@ func (b *Backend) Name() string { return b.o.Name }
 // Namespace is where the backend creates jobs.
 func (b *Backend) Namespace() string { return b.o.Namespace }
 
-var _ backend.Backend = (*Backend)(nil)
+var (
+	_ backend.Backend = (*Backend)(nil)
+	_ driver.Driver   = (*Backend)(nil)
+)
 
 // ctxTimeout bounds one API call, so a dead apiserver gives an error, not a hang.
 func ctxTimeout(ctx context.Context) (context.Context, context.CancelFunc) {

@@ -13,14 +13,14 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/batch/driver"
 	"github.com/kinetic-run/kinetic/internal/filelock"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/runner"
 	"github.com/kinetic-run/kinetic/store"
 )
 
-// Batches run by executors (backend.Grouper). A batch whose children are derived
+// Batches run by executors (batch/driver: Modes.Unit). A batch whose children are derived
 // (batch/layout: a template and every input in one object, nothing per input) is served
 // by up to `parallelism` group workers (`kinetic supervise --group`), each holding a
 // slot and one long-lived Python, the batch executor (runner/batchexec.py), that runs
@@ -50,10 +50,16 @@ type groupInfo struct {
 
 func (b *Backend) groupDir(gid string) string { return filepath.Join(b.o.StateDir, "groups", gid) }
 
-// CanGroup implements backend.GroupChooser: Python functions without Data, debugging,
-// an install at start or a container, in a store on this machine, unless
+// Modes implements driver.Driver: every child not run by executors goes to the queue
+// of warm workers (pool.go).
+func (b *Backend) Modes(h *job.Handle, spec *job.Spec) driver.Modes {
+	return driver.Modes{Unit: b.canGroup(spec), Queue: true}
+}
+
+// canGroup says whether executors run a batch of spec: Python functions without Data,
+// debugging, an install at start or a container, in a store on this machine, unless
 // batch_isolation is "job".
-func (b *Backend) CanGroup(h *job.Handle, spec *job.Spec) bool {
+func (b *Backend) canGroup(spec *job.Spec) bool {
 	return b.o.Isolation != IsolationJob && b.st.LocalDir() != "" && runner.CanRunBatch(spec) == nil &&
 		spec.Container == "" // a job per input, each in its container (container.go)
 }
@@ -62,8 +68,8 @@ func (b *Backend) CanGroup(h *job.Handle, spec *job.Spec) bool {
 // through the queue (pool.go), each in a warm forked child.
 const IsolationJob = "job"
 
-// StartGroup implements backend.Grouper: record the batch and start its workers.
-func (b *Backend) StartGroup(ctx context.Context, g backend.Group, template *job.Handle) error {
+// StartGroup implements driver.Driver: record the batch and start its workers.
+func (b *Backend) StartGroup(ctx context.Context, g driver.Group, template *job.Handle) error {
 	if !job.ValidName(g.ID) {
 		return fmt.Errorf("local backend: invalid group ID %q", g.ID)
 	}
@@ -94,7 +100,7 @@ func (b *Backend) StartGroup(ctx context.Context, g backend.Group, template *job
 	return nil
 }
 
-// GroupDone implements backend.Grouper: the done files of the batch's workers.
+// GroupDone implements driver.Driver: the done files of the batch's workers.
 func (b *Backend) GroupDone(ctx context.Context, gid string) (map[int]bool, error) {
 	dir := filepath.Join(b.groupDir(gid), "done")
 	ents, err := os.ReadDir(dir)
@@ -141,7 +147,7 @@ func (b *Backend) GroupDone(ctx context.Context, gid string) (map[int]bool, erro
 	return out, nil
 }
 
-// UnwrittenStatus implements backend.Grouper.
+// UnwrittenStatus implements driver.Driver.
 func (b *Backend) UnwrittenStatus(ctx context.Context, h *job.Handle) (job.State, string, error) {
 	if s, r, ok, err := b.groupStatus(ctx, h, false); ok || err != nil {
 		return s, r, err
@@ -149,7 +155,7 @@ func (b *Backend) UnwrittenStatus(ctx context.Context, h *job.Handle) (job.State
 	return job.NotFound, "", nil // its batch's state is gone: nothing runs it
 }
 
-// CleanupGroup implements backend.Grouper: stop the batch's workers (the inputs they run
+// CleanupGroup implements driver.Driver: stop the batch's workers (the inputs they run
 // fail as cancelled) and remove its state.
 func (b *Backend) CleanupGroup(ctx context.Context, gid string) error {
 	dir := b.groupDir(gid)
@@ -363,3 +369,8 @@ func readClaimed(path string) (int, error) {
 	n, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
 	return n, nil
 }
+
+// Release implements driver.Driver: a local job holds nothing once it has ended.
+func (b *Backend) Release(ctx context.Context, h *job.Handle) error { return nil }
+
+var _ driver.Driver = (*Backend)(nil)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -142,7 +143,7 @@ func (gw *groupWorker) load(ctx context.Context) error {
 	}
 	// inputs.bin is read whole unless it is large (then each input with ranged reads:
 	// every worker holding a batch of big arrays would not fit in memory).
-	if fi, err := os.Stat(filepath.Join(gw.st.LocalDir(), filepath.FromSlash(store.GroupInputsKey(gw.o.Group)))); err == nil && fi.Size() > maxInputsInMemory {
+	if n, err := gw.st.Size(ctx, store.GroupInputsKey(gw.o.Group)); err == nil && n > maxInputsInMemory {
 		return nil
 	}
 	raw, err = gw.st.Get(ctx, store.GroupInputsKey(gw.o.Group))
@@ -245,7 +246,7 @@ func (gw *groupWorker) run(ctx context.Context, i int) error {
 	if filepath.IsAbs(h.OutputDir) {
 		in.OutDir = h.OutputDir
 	}
-	log := &lazyFile{path: gw.path(store.LogChunkKey(id, 0))}
+	log := &lossyWriter{w: gw.st.NewAppender(ctx, store.LogChunkKey(id, 0))}
 	defer log.Close()
 	gw.mu.Lock()
 	gw.current, gw.killed = i, false
@@ -295,55 +296,30 @@ func (gw *groupWorker) run(ctx context.Context, i int) error {
 		env = runner.FailureEnvelope(runErr)
 	}
 	if env.HasValue {
-		if err := gw.writeFile(store.ResultKey(id), value); err != nil {
+		// No one reads the value before the envelope written after it says it is there.
+		if err := gw.st.PutInPlace(ctx, store.ResultKey(id), value); err != nil {
 			env = runner.FailureEnvelope(fmt.Errorf("store the result: %w", err))
 		}
 	}
 	return gw.finish(ctx, id, env, started, called)
 }
 
-// path is where key is in the store (a file:// store: CanGroup).
-func (gw *groupWorker) path(key string) string {
-	return filepath.Join(gw.st.LocalDir(), filepath.FromSlash(key))
+// lossyWriter is an input's log (store.NewAppender: appended to the store's object as
+// the input prints, made at its first byte): a log that cannot be written is lost, the
+// input is not.
+type lossyWriter struct {
+	w   io.WriteCloser
+	err error
 }
 
-// writeFile writes an object that no one reads before the envelope written after it
-// says it is there: in place, without a temporary file.
-func (gw *groupWorker) writeFile(key string, data []byte) error {
-	p := gw.path(key)
-	err := os.WriteFile(p, data, 0o600)
-	if errors.Is(err, os.ErrNotExist) {
-		if err = os.MkdirAll(filepath.Dir(p), 0o700); err == nil {
-			err = os.WriteFile(p, data, 0o600)
-		}
+func (l *lossyWriter) Write(p []byte) (int, error) {
+	if l.err == nil {
+		_, l.err = l.w.Write(p)
 	}
-	return err
+	return len(p), nil
 }
 
-// lazyFile is a log made at its first byte: an input that prints nothing has none.
-type lazyFile struct {
-	path string
-	f    *os.File
-	err  error
-}
-
-func (l *lazyFile) Write(p []byte) (int, error) {
-	if l.f == nil && l.err == nil {
-		if l.err = os.MkdirAll(filepath.Dir(l.path), 0o700); l.err == nil {
-			l.f, l.err = os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		}
-	}
-	if l.err != nil {
-		return len(p), nil // the output is lost, the input is not
-	}
-	return l.f.Write(p)
-}
-
-func (l *lazyFile) Close() {
-	if l.f != nil {
-		l.f.Close()
-	}
-}
+func (l *lossyWriter) Close() { l.w.Close() }
 
 // finish writes input id's result.json.
 func (gw *groupWorker) finish(ctx context.Context, id string, env *job.Envelope, started, called time.Time) error {

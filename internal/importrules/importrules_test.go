@@ -62,6 +62,8 @@ func checkFails(t *testing.T) {
 			"engine -> batch/layout -> backend/kubernetes/podspec"},
 		{"a leaf", Rule{Pkg: m + "batch/layout", Why: "test", Forbid: NotStandard()},
 			"batch/layout -> backend/kubernetes/podspec"},
+		{"batch code in the engine", Rule{Pkg: m + "engine", Why: "test", Forbid: Under(m + "batch")},
+			"engine -> batch/layout"},
 		{"holds", Rule{Pkg: m + "job", Why: "test", Forbid: NotStandard()}, ""},
 		{"holds for a prefix only", Rule{Pkg: m + "engine", Why: "test", Forbid: Under("k8s.io/client")}, ""},
 	} {

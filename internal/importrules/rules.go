@@ -17,6 +17,23 @@ var Rules = []Rule{
 		Forbid: NotStandard(),
 	},
 	{
+		Pkg: m + "engine",
+		Why: "package batch owns batches and imports the engine (batch.Engine, which the engine implements): the engine imports nothing of batch, so nothing batch imports imports it back",
+		Forbid: Under(
+			m + "batch",
+		),
+	},
+	{
+		Pkg: m + "batch/driver",
+		Why: "the batch driver interface is what backends implement: it links the job model only, so a backend links neither batch nor the engine by implementing it",
+		Forbid: Under(
+			m+"batch/layout",
+			m+"engine",
+			m+"backend",
+			m+"store",
+		),
+	},
+	{
 		Pkg:    m + "protocol",
 		Why:    "the wire format is a leaf, so a client links nothing of the engine",
 		Forbid: NotStandard(),

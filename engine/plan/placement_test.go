@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"os"
@@ -11,8 +11,8 @@ import (
 	"github.com/kinetic-run/kinetic/config"
 )
 
-// TestPlanBackend: the registered factories settle which backend runs an accelerator.
-func TestPlanBackend(t *testing.T) {
+// TestPlacementBackend: the registered factories settle which backend runs an accelerator.
+func TestPlacementBackend(t *testing.T) {
 	cases := []struct {
 		backend, acc, want, err string
 	}{
@@ -36,7 +36,7 @@ func TestPlanBackend(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h, err := planBackend(cfg, sp)
+			h, err := Backend(cfg, sp)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("error %v, want %q", err, c.err)

@@ -1,6 +1,7 @@
-package engine
+package plan
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"regexp"
@@ -69,4 +70,16 @@ func captureEnv(patterns []string, environ map[string]string, warn func(string))
 	return out, nil
 }
 
-func sortStrings(s []string) { sort.Strings(s) }
+// captureStep takes the captured environment values now, so a bad pattern writes
+// nothing; the spec records their names only.
+func captureStep(ctx context.Context, env Env, req *Request, p *Job) error {
+	var err error
+	if p.Env, err = captureEnv(req.CaptureEnv, req.Environ, env.Warning); err != nil {
+		return err
+	}
+	for k := range p.Env {
+		p.Spec.EnvNames = append(p.Spec.EnvNames, k)
+	}
+	sort.Strings(p.Spec.EnvNames)
+	return nil
+}

@@ -1,0 +1,118 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/deps"
+	"github.com/kinetic-run/kinetic/image"
+	"github.com/kinetic-run/kinetic/version"
+)
+
+// imageStep validates container_image and, when the job will run in a container (a
+// backend that runs containers, or the local backend with container isolation),
+// resolves the image: bundled images are looked up and built if missing; the spec
+// records the reference (Spec.Image) for the backend.
+func imageStep(ctx context.Context, env Env, req *Request, p *Job) error {
+	choice, err := image.ParseChoice(req.ContainerImage)
+	if err != nil {
+		return err
+	}
+	be := p.Cfg.Get(config.Backend)
+	if be == "" {
+		be = config.DefaultBackend
+	}
+	if backend.RunsOnThisMachine(be) {
+		engine, err := ContainerEngine(p.Cfg.Get(config.Container), p.Cfg.Source(config.Container))
+		if err != nil {
+			return err
+		}
+		if engine == "" {
+			if choice.Mode != image.Bundled {
+				env.NoticeOnce(fmt.Sprintf("kinetic: container_image=%q is used by backends that run containers; the local backend runs this job in a local Python environment (set container=auto to run it with podman or docker)\n", req.ContainerImage))
+			}
+			return nil
+		}
+		p.Spec.Container = engine
+	}
+	category := p.acc.Category()
+	s := ImageSettings(p.Cfg)
+	p.Spec.ImageMode = string(choice.Mode)
+	switch choice.Mode {
+	case image.Custom:
+		p.Spec.Image = choice.Ref.Name()
+		return nil
+	case image.Prebuilt:
+		ref, err := s.PrebuiltRef(category)
+		if err != nil {
+			return err
+		}
+		_, ok, err := (&image.Client{}).Lookup(ctx, ref)
+		if err != nil {
+			return fmt.Errorf("prebuilt image: %w", err)
+		}
+		if !ok {
+			return fmt.Errorf("prebuilt image %s does not exist: publish it with `kinetic build-image --repo %s --category %s`", ref, s.BaseImageRepo, category)
+		}
+		p.Spec.Image = ref.Name()
+		p.Spec.InstallAtStart = len(p.Spec.Requirements) > 0
+		return nil
+	}
+	base, err := s.Base(category)
+	if err != nil {
+		return err
+	}
+	key := deps.EnvKey(p.Reqs, base.Name(), category, version.Version)
+	target, err := s.BundledRef(key)
+	if err != nil {
+		return err
+	}
+	dir := ""
+	if p.Spec.RequirementsSource != "" {
+		dir = filepath.Dir(p.Spec.RequirementsSource)
+	}
+	res, err := env.EnsureImage(ctx, p.Cfg, &image.BuildRequest{
+		Base: base, Target: target, Requirements: p.Spec.Requirements, Constraints: p.Spec.Constraints, Dir: dir,
+		Labels: map[string]string{image.LabelEnvKey: key, image.LabelVersion: version.Version, image.LabelCategory: category},
+	})
+	if err != nil {
+		return err
+	}
+	p.Spec.Image = res.Ref.Name()
+	p.Spec.EnvKey = key
+	return nil
+}
+
+// ImageSettings are the image settings of a resolved configuration.
+func ImageSettings(cfg *config.Resolved) image.Settings {
+	return image.Settings{
+		Registry:      cfg.Get(config.ImageRegistry),
+		BaseImageRepo: cfg.Get(config.BaseImageRepo),
+		Bases:         map[string]string{"cpu": cfg.Get(config.BaseImageCPU), "gpu": cfg.Get(config.BaseImageGPU), "tpu": cfg.Get(config.BaseImageTPU)},
+		Version:       version.Version,
+	}
+}
+
+// ContainerEngine resolves the container setting to an engine command ("" = none).
+func ContainerEngine(setting, source string) (string, error) {
+	switch setting {
+	case "", "none":
+		return "", nil
+	case "auto":
+		for _, c := range []string{"podman", "docker"} {
+			if _, err := exec.LookPath(c); err == nil {
+				return c, nil
+			}
+		}
+		return "", nil // no engine: the virtualenv path stays the default
+	default:
+		if _, err := exec.LookPath(setting); err != nil {
+			return "", fmt.Errorf("container=%s (from %s) but %s is not installed: install it, or set container=auto or none", setting, source, setting)
+		}
+		return setting, nil
+	}
+}

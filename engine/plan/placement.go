@@ -1,0 +1,84 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/kinetic-run/kinetic/accel"
+	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/job"
+)
+
+// placement decides where the job runs: the configured backend, as its factory settles
+// it (backend.Planner: the Kubernetes backends send a slice over several hosts to
+// Pathways; the local backend refuses it), and on this machine whether in a container
+// and with which interpreter.
+func placement(ctx context.Context, env Env, req *Request, p *Job) error {
+	where, err := Backend(p.Cfg, p.acc)
+	if err != nil {
+		return err
+	}
+	p.where = where
+	p.onHere = backend.RunsOnThisMachine(where.Backend)
+	container := p.Cfg.Get(config.Container)
+	if req.Python == "" && req.Kind != job.KindCommand && p.onHere && container == "" && p.Cfg.Get(config.Python) == "" {
+		// kinetic run FILE.py::FUNC: the python3 on PATH, resolved through a shim
+		// (pyenv's is a shell script, which warm workers cannot be made of).
+		req.Python = env.PathPython()
+	}
+	if req.Python != "" && p.onHere && container == "" {
+		// On this machine the interpreter must be the one asked for: falling back to
+		// another Python would run the job with other packages, silently.
+		if fi, err := os.Stat(req.Python); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return fmt.Errorf("python %q is not an executable file: give the path of a Python 3 interpreter (e.g. $(command -v python3)), or leave it out", Clip(req.Python))
+		}
+	}
+	p.Spec.Python = req.Python
+	p.InContainer = !p.onHere || container != ""
+	if p.onHere && p.acc.Kind != accel.CPU {
+		env.NoticeOnce(fmt.Sprintf("kinetic: the %s backend runs %s jobs on this machine's CPU: no %s is attached here (a cluster backend runs them on one: see kinetic up)\n",
+			where.Backend, p.acc.Name, strings.ToUpper(string(p.acc.Kind))))
+	}
+	return nil
+}
+
+// Backend returns where a job with accelerator acc runs: a handle with the backend's
+// name and the cluster fields of cfg, as the factory of the configured backend settles
+// them (backend.Planner).
+func Backend(cfg *config.Resolved, acc accel.Spec) (*job.Handle, error) {
+	name := cfg.Get(config.Backend)
+	if name == "" {
+		name = config.DefaultBackend
+	}
+	h := &job.Handle{Backend: name, Project: cfg.Get(config.Project), ClusterName: cfg.Get(config.Cluster),
+		Zone: cfg.Get(config.Zone), Namespace: cfg.Get(config.Namespace), KubeContext: cfg.Get(config.KubeContext)}
+	f, ok := backend.Lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("unknown backend %q: this kinetic runs %s", name, strings.Join(backend.Names(), ", "))
+	}
+	if pl, ok := f.(backend.Planner); ok {
+		if err := pl.Plan(h, acc, Settings{cfg}); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// Settings are a resolved configuration as the backends read it.
+type Settings struct{ C *config.Resolved }
+
+// Get implements backend.Settings.
+func (s Settings) Get(key string) string { return s.C.Get(config.Key(key)) }
+
+// Clip shortens a user's input echoed in an error: a 100 KB argument must not fill the
+// terminal.
+func Clip(s string) string {
+	const max = 200
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + fmt.Sprintf("... (%d bytes)", len(s))
+}

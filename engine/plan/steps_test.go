@@ -1,0 +1,217 @@
+package plan
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/kinetic-run/kinetic/backend/local" // registers "local"
+	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/job"
+)
+
+func TestSettings(t *testing.T) {
+	req := pickleRequest()
+	req.Config = map[config.Key]string{config.OutputDir: "/out"}
+	p, err := upTo(t, newEnv(t, nil), req, "settings")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Cfg.Get(config.OutputDir) != "/out" || p.Cfg.Get(config.Store) != "mem://" {
+		t.Errorf("output_dir %q, store %q: want the call's argument over the engine's", p.Cfg.Get(config.OutputDir), p.Cfg.Get(config.Store))
+	}
+	if !job.ValidName(p.id) || p.Spec.JobID != p.id || p.Spec.Kind != job.KindPickle {
+		t.Errorf("id %q, spec %+v", p.id, p.Spec)
+	}
+}
+
+func TestAccelerator(t *testing.T) {
+	for _, c := range []struct{ name, want, err string }{
+		{"", "cpu", ""},
+		{"l4", "gpu-l4", ""},
+		{"tpu-v9000", "", "tpu-v9000"},
+	} {
+		req := pickleRequest()
+		req.Accelerator, req.Spot = c.name, c.name == "l4"
+		p, err := upTo(t, newEnv(t, nil), req, "accelerator")
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: %v, want an error naming %q", c.name, err, c.err)
+			}
+			continue
+		}
+		if err != nil || !strings.HasPrefix(p.Spec.Accelerator, c.want) || p.Spec.Spot != req.Spot {
+			t.Errorf("%q: %+v %v, want %s (spot %v)", c.name, p.acc, err, c.want, req.Spot)
+		}
+	}
+}
+
+func TestPlacement(t *testing.T) {
+	env := newEnv(t, nil)
+	req := pickleRequest()
+	req.Accelerator = "l4"
+	p, err := upTo(t, env, req, "placement")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.onHere || p.InContainer || p.where.Backend != "local" {
+		t.Errorf("onHere %v, in a container %v, backend %q: want this machine, no container", p.onHere, p.InContainer, p.where.Backend)
+	}
+	if len(env.notices) != 1 || !strings.Contains(env.notices[0], "CPU") {
+		t.Errorf("notices %q: want one saying a GPU job runs on the CPU here", env.notices)
+	}
+	req = pickleRequest()
+	req.Python = filepath.Join(t.TempDir(), "no-python")
+	if _, err := upTo(t, newEnv(t, nil), req, "placement"); err == nil || !strings.Contains(err.Error(), "is not an executable file") {
+		t.Errorf("a missing interpreter: %v", err)
+	}
+	p, err = upTo(t, newEnv(t, map[config.Key]string{config.Container: "none"}), pickleRequest(), "placement")
+	if err != nil || p.Spec.Python != "" {
+		t.Errorf("no python asked, none on PATH: %q %v", p.Spec.Python, err)
+	}
+}
+
+func TestCall(t *testing.T) {
+	for name, c := range map[string]struct {
+		mod  func(*Request)
+		want string
+	}{
+		"empty payload":      {func(r *Request) { r.Payload = nil }, "empty payload"},
+		"no entry":           {func(r *Request) { r.Kind = job.KindEntry }, "FILE.py::FUNC"},
+		"no command":         {func(r *Request) { r.Kind = job.KindCommand }, "no command"},
+		"not UTF-8":          {func(r *Request) { r.Kind, r.Command = job.KindCommand, []string{"a\xff"} }, "not valid UTF-8"},
+		"unknown kind":       {func(r *Request) { r.Kind = "shell" }, "unknown job kind"},
+		"negative timeout":   {func(r *Request) { r.Timeout = -time.Second }, "negative"},
+		"no such directory":  {func(r *Request) { r.Cwd = "/no/such/dir" }, "cannot be read"},
+		"debug of a command": {func(r *Request) { r.Kind, r.Command, r.Debug = job.KindCommand, []string{"true"}, true }, "needs a Python function"},
+		"wait, no debug":     {func(r *Request) { r.DebugWait = 5 }, "debug_wait is set but debug is not"},
+		"wait too short":     {func(r *Request) { r.Debug, r.DebugWait = true, 0.2 }, "debug_wait 0.2"},
+		"wait over a week":   {func(r *Request) { r.Debug, r.DebugWait = true, 8*24*3600 }, "a week"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := pickleRequest()
+			c.mod(r)
+			if _, err := upTo(t, newEnv(t, nil), r, "call"); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("call = %v, want %q", err, c.want)
+			}
+		})
+	}
+	r := pickleRequest()
+	r.Debug, r.Timeout = true, 1500*time.Millisecond
+	p, err := upTo(t, newEnv(t, nil), r, "call")
+	if err != nil || p.Spec.Debug == nil || p.Spec.Debug.WaitSeconds != 600 || p.Spec.TimeoutSeconds != 2 {
+		t.Fatalf("debug %+v, timeout %d, %v: want the default wait and the time limit rounded up", p.Spec.Debug, p.Spec.TimeoutSeconds, err)
+	}
+}
+
+func TestEnvironmentCapture(t *testing.T) {
+	env := newEnv(t, nil)
+	r := pickleRequest()
+	r.CaptureEnv = []string{"APP_*", "HF_TOKEN"}
+	r.Environ = map[string]string{"APP_B": "2", "APP_A": "1", "HF_TOKEN": "s", "OTHER": "x"}
+	p, err := upTo(t, env, r, "environment capture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(p.Spec.EnvNames, ",") != "APP_A,APP_B,HF_TOKEN" || p.Env["HF_TOKEN"] != "s" || len(p.Env) != 3 {
+		t.Errorf("names %v, values %v", p.Spec.EnvNames, p.Env)
+	}
+	if len(env.warnings) != 1 || !strings.Contains(env.warnings[0], "HF_TOKEN") {
+		t.Errorf("warnings %q: want one naming the secret", env.warnings)
+	}
+	r.CaptureEnv = []string{"BAD-NAME"}
+	if _, err := upTo(t, newEnv(t, nil), r, "environment capture"); err == nil || !strings.Contains(err.Error(), "BAD-NAME") {
+		t.Errorf("a bad pattern: %v", err)
+	}
+}
+
+func TestData(t *testing.T) {
+	r := pickleRequest()
+	r.Data = []DataArg{{Path: "gs://bucket/x"}, {Path: "gs://bucket/y", Mount: "relative"}}
+	if _, err := upTo(t, newEnv(t, nil), r, "data"); err == nil || !strings.Contains(err.Error(), "must be an absolute path") {
+		t.Errorf("a relative mount: %v", err)
+	}
+	r.Data = r.Data[:1]
+	p, err := upTo(t, newEnv(t, nil), r, "data")
+	if err != nil || len(p.Spec.Data) != 1 {
+		t.Errorf("data %+v, %v", p.Spec.Data, err)
+	}
+}
+
+func TestTree(t *testing.T) {
+	r := pickleRequest()
+	r.Kind, r.Entry = job.KindEntry, &job.Entry{File: "main.py", Func: "f"}
+	if _, err := upTo(t, newEnv(t, nil), r, "tree"); err == nil || !strings.Contains(err.Error(), "needs its working directory") {
+		t.Errorf("an entry without its tree: %v", err)
+	}
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "pyproject.toml"), []byte("[project]\nname='x'\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "main.py"), []byte("def f(): pass\n"), 0o644)
+	r = pickleRequest()
+	r.Kind, r.Entry, r.NoWorkdir, r.Cwd = job.KindEntry, &job.Entry{File: "main.py", Func: "f"}, false, root
+	p, err := upTo(t, newEnv(t, map[config.Key]string{config.PackageRoot: root}), r, "tree")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Root != root || p.Manifest == nil || p.Spec.Entry == nil || p.Spec.Entry.File != "main.py" || p.Spec.Cwd != "." {
+		t.Errorf("root %q, manifest %v, entry %+v, cwd %q", p.Root, p.Manifest != nil, p.Spec.Entry, p.Spec.Cwd)
+	}
+}
+
+func TestDependencies(t *testing.T) {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "requirements.txt"), []byte("numpy\njax\n"), 0o644)
+	env := newEnv(t, map[config.Key]string{config.PackageRoot: root})
+	r := pickleRequest()
+	r.NoWorkdir, r.Cwd = false, root
+	p, err := upTo(t, env, r, "dependencies")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(p.Spec.Requirements, ",") != "numpy" || p.Spec.EnvKey == "" {
+		t.Errorf("requirements %v, env key %q: want jax dropped and a key", p.Spec.Requirements, p.Spec.EnvKey)
+	}
+	if len(env.notices) == 0 || !strings.Contains(strings.Join(env.notices, ""), "jax") {
+		t.Errorf("notices %q: want one naming the dropped jax", env.notices)
+	}
+	r = pickleRequest() // no tree: nothing to discover
+	if p, err := upTo(t, newEnv(t, nil), r, "dependencies"); err != nil || p.Spec.EnvKey != "" {
+		t.Errorf("without a tree: key %q, %v", p.Spec.EnvKey, err)
+	}
+}
+
+func TestImage(t *testing.T) {
+	env := newEnv(t, map[config.Key]string{config.Container: "none"})
+	r := pickleRequest()
+	r.ContainerImage = "registry.example/team/python:3.11"
+	p, err := upTo(t, env, r, "image")
+	if err != nil || p.Spec.Image != "" || p.Spec.Container != "" {
+		t.Fatalf("image %q, container %q, %v: want none on this machine", p.Spec.Image, p.Spec.Container, err)
+	}
+	if len(env.notices) != 1 || !strings.Contains(env.notices[0], "container_image") {
+		t.Errorf("notices %q: want one saying the image is not used here", env.notices)
+	}
+	r.ContainerImage = "::not an image::"
+	if _, err := upTo(t, newEnv(t, nil), r, "image"); err == nil {
+		t.Error("a bad container_image was accepted")
+	}
+}
+
+func TestHandle(t *testing.T) {
+	r := pickleRequest()
+	r.Kind, r.Command, r.Payload, r.FuncName = job.KindCommand, []string{"/usr/bin/env", "true"}, nil, ""
+	r.Timeout = time.Minute
+	p, err := upTo(t, newEnv(t, nil), r, "handle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := p.Handle
+	if h.FuncName != "env" || h.DisplayName != "env" || h.TimeoutSeconds != "60" || h.JobID != p.Spec.JobID || h.K8sName != h.JobID {
+		t.Errorf("handle %+v", h)
+	}
+	if h.OutputDir != DefaultOutputDir(p.Store, h.JobID) || p.Spec.OutputDir != h.OutputDir {
+		t.Errorf("output dir %q (spec %q), want the default", h.OutputDir, p.Spec.OutputDir)
+	}
+}

@@ -17,6 +17,9 @@ import (
 	_ "github.com/kinetic-run/kinetic/backend/kubernetes" // gke, k8s, pathways
 	_ "github.com/kinetic-run/kinetic/backend/local"      // local
 	"github.com/kinetic-run/kinetic/cli"
+	// The store drivers beyond file:// and mem://, which store itself links.
+	_ "github.com/kinetic-run/kinetic/store/gcs" // gs://
+	_ "github.com/kinetic-run/kinetic/store/s3"  // s3://
 )
 
 func main() {

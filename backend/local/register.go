@@ -28,11 +28,11 @@ func (factory) Key(backend.Env) string { return "" }
 func (factory) New(env backend.Env) (backend.Backend, error) {
 	o := Options{StateDir: DefaultStateDir(), Exe: env.Exe}
 	if env.Settings != nil {
-		o.Slots, _ = strconv.Atoi(env.Settings.Get(string(config.LocalSlots)))
-		o.Python.Cold = env.Settings.Get(string(config.Warm)) == "false"
-		o.Python.WarmIdle, _ = time.ParseDuration(env.Settings.Get(string(config.WarmIdle)))
+		o.Slots, _ = strconv.Atoi(env.Settings.Get(string(KeySlots)))
+		o.Python.Cold = env.Settings.Get(string(KeyWarm)) == "false"
+		o.Python.WarmIdle, _ = time.ParseDuration(env.Settings.Get(string(KeyWarmIdle)))
 		o.Python.Interpreter = env.Settings.Get(string(config.Python))
-		o.Isolation = env.Settings.Get(string(config.BatchIsolation))
+		o.Isolation = env.Settings.Get(string(KeyBatchIsolation))
 	}
 	return New(env.Store, o)
 }

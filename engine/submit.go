@@ -120,8 +120,8 @@ func (e *Engine) submitPlanned(ctx context.Context, p *plan, c *Child) (*Job, er
 	}
 	id := p.handle.JobID
 	submit := be.Submit
-	if _, ok := be.(backend.Grouper); ok {
-		p.handle.K8sName = id // the cluster object is named after the job
+	if backend.TraitsOf(p.handle.Backend).ObjectsNamedAfterJob {
+		p.handle.K8sName = id
 	}
 	if c != nil {
 		p.handle.GroupID, p.handle.GroupKind, p.handle.GroupIndex = c.GroupID, "map", strconv.Itoa(c.Index)
@@ -646,7 +646,7 @@ func debugSpec(req *SubmitRequest) (*job.DebugSpec, error) {
 
 // planBackend returns where a job with accelerator spec runs: a handle with the backend's
 // name and the cluster fields of cfg, as the factory of the configured backend settles
-// them (backend.Planner: the Kubernetes backends send a slice over several hosts to
+// them (Factory.Plan: the Kubernetes backends send a slice over several hosts to
 // Pathways; the local backend refuses it, since it runs one host).
 func planBackend(cfg *config.Resolved, spec accel.Spec) (*job.Handle, error) {
 	name := cfg.Get(config.Backend)
@@ -659,10 +659,8 @@ func planBackend(cfg *config.Resolved, spec accel.Spec) (*job.Handle, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown backend %q: this kinetic runs %s", name, strings.Join(backend.Names(), ", "))
 	}
-	if pl, ok := f.(backend.Planner); ok {
-		if err := pl.Plan(h, spec, settings{cfg}); err != nil {
-			return nil, err
-		}
+	if err := f.Plan(h, spec, settings{cfg}); err != nil {
+		return nil, err
 	}
 	return h, nil
 }

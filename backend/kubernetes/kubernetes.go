@@ -265,7 +265,10 @@ func (b *Backend) Name() string { return b.o.Name }
 // Namespace is where the backend creates jobs.
 func (b *Backend) Namespace() string { return b.o.Namespace }
 
-var _ backend.Backend = (*Backend)(nil)
+var (
+	_ backend.Backend  = (*Backend)(nil)
+	_ backend.Observer = (*Backend)(nil)
+)
 
 // ctxTimeout bounds one API call, so a dead apiserver gives an error, not a hang.
 func ctxTimeout(ctx context.Context) (context.Context, context.CancelFunc) {

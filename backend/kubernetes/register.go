@@ -188,7 +188,10 @@ func (f factory) New(env backend.Env) (backend.Backend, error) {
 	return New(env.Store, o)
 }
 
-// Plan implements backend.Planner: a slice over several hosts runs on Pathways (one
+// Traits implements backend.Factory: a job's Kubernetes objects are named after it.
+func (factory) Traits() backend.Traits { return backend.Traits{ObjectsNamedAfterJob: true} }
+
+// Plan implements backend.Factory: a slice over several hosts runs on Pathways (one
 // LeaderWorkerSet); a multi-host job submitted with backend k8s pins the kubeconfig's
 // current context, or ClusterOf would take a Pathways handle with a project for a GKE
 // cluster's context.
@@ -203,4 +206,4 @@ func (f factory) Plan(h *job.Handle, acc accel.Spec, s backend.Settings) error {
 	return nil
 }
 
-var _ backend.Planner = factory{}
+var _ backend.Factory = factory{}

@@ -102,7 +102,18 @@ func TestPlanPinsGenericContext(t *testing.T) {
 	}
 	h := &job.Handle{Backend: K8sName}
 	// A kubeconfig that cannot be read has no current context: nothing pinned, no error.
-	if err := f.(backend.Planner).Plan(h, sp, settings{KeyKubeconfig: "/nonexistent"}); err != nil || h.Backend != PathwaysName {
+	if err := f.Plan(h, sp, settings{KeyKubeconfig: "/nonexistent"}); err != nil || h.Backend != PathwaysName {
 		t.Fatalf("Plan = %+v, %v", h, err)
+	}
+}
+
+// TestTraits: every Kubernetes backend names a job's cluster objects after it (the
+// engine records k8s_name), and none runs jobs on this machine.
+func TestTraits(t *testing.T) {
+	for _, n := range []string{GKEName, K8sName, PathwaysName} {
+		f, _ := backend.Lookup(n)
+		if tr := f.Traits(); tr != (backend.Traits{ObjectsNamedAfterJob: true}) {
+			t.Errorf("%s: Traits = %+v", n, tr)
+		}
 	}
 }

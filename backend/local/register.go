@@ -37,10 +37,10 @@ func (factory) New(env backend.Env) (backend.Backend, error) {
 	return New(env.Store, o)
 }
 
-// OnThisMachine implements backend.OnThisMachine.
-func (factory) OnThisMachine() bool { return true }
+// Traits implements backend.Factory: jobs run on this machine.
+func (factory) Traits() backend.Traits { return backend.Traits{OnThisMachine: true} }
 
-// Plan implements backend.Planner: the local backend runs one process on this machine,
+// Plan implements backend.Factory: the local backend runs one process on this machine,
 // so it refuses a slice over several hosts rather than pretend to be several hosts.
 func (factory) Plan(_ *job.Handle, acc accel.Spec, _ backend.Settings) error {
 	if acc.MultiHost() {

@@ -85,17 +85,13 @@ func (e *Engine) planImage(ctx context.Context, p *plan, req *SubmitRequest, req
 	if err != nil {
 		return err
 	}
-	runner, err := e.runnerBinary()
-	if err != nil {
-		return err
-	}
 	dir := ""
 	if p.spec.RequirementsSource != "" {
 		dir = filepath.Dir(p.spec.RequirementsSource)
 	}
 	res, err := e.ensurer(p.cfg).Ensure(ctx, &image.BuildRequest{
 		Base: base, Target: target, Requirements: p.spec.Requirements, Constraints: p.spec.Constraints,
-		Dir: dir, Runner: runner, Progress: e.Notice,
+		Dir: dir, Progress: e.Notice,
 		Labels: map[string]string{image.LabelEnvKey: key, image.LabelVersion: version.Version, image.LabelCategory: category},
 	})
 	if err != nil {
@@ -127,18 +123,6 @@ func containerEngine(setting, source string) (string, error) {
 }
 
 func (e *Engine) imageClient() *image.Client { return &image.Client{} }
-
-// runnerBinary is the kinetic binary that goes into bundled images.
-func (e *Engine) runnerBinary() (string, error) {
-	if e.Exe != "" {
-		return e.Exe, nil
-	}
-	p, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("find the kinetic binary to put in the image: %w", err)
-	}
-	return p, nil
-}
 
 // ensurer returns the engine's Ensurer for the configured builder: one per builder, so
 // concurrent submissions in this process share one singleflight group.
@@ -250,11 +234,7 @@ func (e *Engine) BuildImage(ctx context.Context, r BuildImageRequest) (*BuildIma
 	} else if base, err = s.Base(r.Category); err != nil {
 		return nil, err
 	}
-	runner, err := e.runnerBinary()
-	if err != nil {
-		return nil, err
-	}
-	req, err := image.BaseRequest(repo, r.Category, version.Version, r.Tag, base, runner)
+	req, err := image.BaseRequest(repo, r.Category, version.Version, r.Tag, base)
 	if err != nil {
 		return nil, err
 	}

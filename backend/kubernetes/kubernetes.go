@@ -41,7 +41,7 @@ type Options struct {
 	Namespace string
 	// ServiceAccount of job pods ("" leaves the namespace's default).
 	ServiceAccount string
-	// RunnerImage holds the static kinetic binary at /kinetic/bin/kinetic; an init
+	// RunnerImage holds the static kinetic binary at job.RunnerPath; an init
 	// container copies it into the pod. Empty means ResolveRunnerImage's; with neither,
 	// submissions fail with the fix (there is no default image: the runner in the pod
 	// must be the one built with the submitting client).

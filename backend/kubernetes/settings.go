@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/job"
 )
 
 // The settings the Kubernetes backends own: declared here, resolved and shown by config
@@ -22,7 +23,7 @@ var (
 	KeyClusterType = config.Declare(config.Setting{Key: "cluster_type", Owner: owner, Check: config.OneOf(ClusterTypes...),
 		Doc: "kind of cluster: " + strings.Join(ClusterTypes, ", ")})
 	KeyRunnerImage = config.Declare(config.Setting{Key: "runner_image", Owner: owner,
-		Doc: "image holding the kinetic runner at " + RunnerPath + ", copied into job pods (default: the one this CLI publishes to image_registry)"})
+		Doc: "image holding the kinetic runner at " + job.RunnerPath + ", copied into job pods (default: the one this CLI publishes to image_registry)"})
 	KeyStoreSecret = config.Declare(config.Setting{Key: "store_secret", Owner: owner,
 		Doc: "Kubernetes Secret with store credentials (key.json or credentials) mounted into job pods"})
 	KeyPodCPU = config.Declare(config.Setting{Key: "pod_cpu", Owner: owner, Default: "250m", Check: config.CheckQuantity,

@@ -11,8 +11,6 @@ import (
 	"github.com/kinetic-run/kinetic/infra"
 )
 
-func init() { register(newAcceleratorsCmd) }
-
 func newAcceleratorsCmd(g *Globals) *cobra.Command {
 	var asJSON, live bool
 	cmd := &cobra.Command{

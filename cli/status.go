@@ -12,8 +12,6 @@ import (
 	"github.com/kinetic-run/kinetic/infra/gke/gkeconn"
 )
 
-func init() { register(newStatusCmd) }
-
 func newStatusCmd(g *Globals) *cobra.Command {
 	var asJSON, noDoctor bool
 	cmd := &cobra.Command{

@@ -12,8 +12,6 @@ import (
 	"github.com/kinetic-run/kinetic/store/gcs"
 )
 
-func init() { register(newStoreCmd) }
-
 func newStoreCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "store", Short: "Manage the store that holds jobs: create a gs:// bucket with retention"}
 	cmd.AddCommand(newStoreCreateCmd(g))

@@ -17,8 +17,6 @@ import (
 	"github.com/kinetic-run/kinetic/infra/gke"
 )
 
-func init() { register(newUpCmd); register(newDoctorCmd) }
-
 // k8sTarget resolves the configuration (with args on top) into an infra.Target.
 func k8sTarget(g *Globals, args map[config.Key]string) (*infra.Target, *config.Resolved, error, error) {
 	cfg, err := config.Resolve(config.Options{Args: args, Profile: g.Profile})

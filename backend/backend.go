@@ -42,16 +42,15 @@ var ErrUnavailable = errors.New("backend unavailable")
 // A backend that runs batches in its own way (a queue of workers, one unit for a whole
 // batch) implements batch/driver.Driver beside Backend.
 
-// Lister is implemented by backends that can list their jobs without reading the store
-// (Kubernetes, by label). The handles may lack fields only the store knows.
-type Lister interface {
+// Observer is implemented by backends that see their jobs where they run, apart from
+// the store (Kubernetes: by label, and pods/log).
+type Observer interface {
+	// List lists the backend's jobs without reading the store. The handles may lack
+	// fields only the store knows.
 	List(ctx context.Context) ([]*job.Handle, error)
-}
-
-// LogStreamer is implemented by backends that can read a running job's output at the
-// source (pods/log). ErrNoLogs means there is nothing there (the pod is gone) and the
-// caller should read the copy the runner mirrors into the store.
-type LogStreamer interface {
+	// StreamLogs reads a running job's output at the source. ErrNoLogs means there is
+	// nothing there (the pod is gone) and the caller should read the copy the runner
+	// mirrors into the store.
 	StreamLogs(ctx context.Context, h *job.Handle, follow bool, tailLines int, w io.Writer) error
 }
 

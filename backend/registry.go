@@ -39,7 +39,8 @@ type Env struct {
 	Exe string
 }
 
-// Factory builds the backends registered under one name.
+// Factory builds the backends registered under one name, and answers the engine's
+// planning questions about them, so that the engine asks instead of type-asserting.
 type Factory interface {
 	// Key tells apart the backends the factory makes for different handles over one
 	// store (a Kubernetes cluster's context and namespace). The engine makes one backend
@@ -48,26 +49,29 @@ type Factory interface {
 	Key(env Env) string
 	// New makes the backend for env.
 	New(env Env) (Backend, error)
-}
-
-// Planner is implemented by factories that settle, when a job is planned, which backend
-// runs it and what its handle records about where it runs.
-type Planner interface {
-	// Plan gets the job's accelerator and a handle with the configured backend's name
-	// (Backend) and the cluster fields of the configuration (Project, Zone, ClusterName,
-	// Namespace, KubeContext). It may name another registered backend in h.Backend (the
-	// Kubernetes backends send a slice over several hosts to Pathways), fill in the
-	// cluster fields (a generic cluster's current context), or refuse the job with an
-	// error a person can act on (the local backend runs one host).
+	// Plan settles, when a job is planned, which backend runs it and what its handle
+	// records about where it runs. It gets the job's accelerator and a handle with the
+	// configured backend's name (Backend) and the cluster fields of the configuration
+	// (Project, Zone, ClusterName, Namespace, KubeContext). It may name another
+	// registered backend in h.Backend (the Kubernetes backends send a slice over several
+	// hosts to Pathways), fill in the cluster fields (a generic cluster's current
+	// context), or refuse the job with an error a person can act on (the local backend
+	// runs one host). A backend with nothing to settle returns nil.
 	Plan(h *job.Handle, acc accel.Spec, s Settings) error
+	// Traits are the facts about the backends of this name the engine plans with.
+	Traits() Traits
 }
 
-// OnThisMachine is implemented by factories whose backends run jobs on the submitting
-// machine, in a local Python environment unless the job asks for container isolation:
-// the engine then builds no image, and uses a local Data(..., fuse=True) directory in
-// place instead of uploading it.
-type OnThisMachine interface {
-	OnThisMachine() bool
+// Traits are what a factory says about the jobs its backends run.
+type Traits struct {
+	// OnThisMachine: jobs run on the submitting machine, in a local Python environment
+	// unless the job asks for container isolation: the engine then builds no image, and
+	// uses a local Data(..., fuse=True) directory in place instead of uploading it.
+	OnThisMachine bool
+	// ObjectsNamedAfterJob: the backend names what it makes for a job in a cluster (a
+	// Kubernetes Job, its pods) after the job's ID, which the engine records in the
+	// handle's k8s_name.
+	ObjectsNamedAfterJob bool
 }
 
 var (
@@ -98,13 +102,16 @@ func Lookup(name string) (Factory, bool) {
 // Names returns the registered backend names, sorted.
 func Names() []string { return names.List() }
 
-// RunsOnThisMachine reports whether the backend registered as name runs jobs on this
-// machine (its factory implements OnThisMachine and says so).
-func RunsOnThisMachine(name string) bool {
+// TraitsOf returns the traits of the backend registered as name (none for a name not
+// registered).
+func TraitsOf(name string) Traits {
 	f, ok := Lookup(name)
 	if !ok {
-		return false
+		return Traits{}
 	}
-	l, ok := f.(OnThisMachine)
-	return ok && l.OnThisMachine()
+	return f.Traits()
 }
+
+// RunsOnThisMachine reports whether the backend registered as name runs jobs on this
+// machine (Traits.OnThisMachine).
+func RunsOnThisMachine(name string) bool { return TraitsOf(name).OnThisMachine }

@@ -13,7 +13,7 @@ import (
 	"github.com/kinetic-run/kinetic/store"
 )
 
-// plans counts the jobs the "plancount" backend's factory planned (backend.Planner:
+// plans counts the jobs the "plancount" backend's factory planned (Factory.Plan:
 // called once by every plan of a call, whatever else the plan skips).
 var plans atomic.Int64
 
@@ -29,6 +29,8 @@ func (countingFactory) Plan(h *job.Handle, acc accel.Spec, s backend.Settings) e
 	plans.Add(1)
 	return nil
 }
+
+func (countingFactory) Traits() backend.Traits { return backend.Traits{} }
 
 func init() { backend.Register("plancount", countingFactory{}) }
 

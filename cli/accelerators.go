@@ -12,8 +12,6 @@ import (
 	"github.com/kinetic-run/kinetic/infra"
 )
 
-func init() { register(newAcceleratorsCmd) }
-
 func newAcceleratorsCmd(g *Globals) *cobra.Command {
 	var asJSON, live bool
 	var where *gkeFlags

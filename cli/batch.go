@@ -19,8 +19,6 @@ import (
 	"github.com/kinetic-run/kinetic/jobview"
 )
 
-func init() { register(newBatchCmd) }
-
 func newBatchCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "batch", Short: "Observe and manage batches (run_async_map): list, status, results, cancel, cleanup"}
 	cmd.AddCommand(newBatchListCmd(g), newBatchStatusCmd(g), newBatchResultsCmd(g), newBatchCancelCmd(g), newBatchCleanupCmd(g))

@@ -15,8 +15,6 @@ import (
 	"github.com/kinetic-run/kinetic/version"
 )
 
-func init() { register(newBuildImageCmd) }
-
 func newBuildImageCmd(g *Globals) *cobra.Command {
 	var (
 		r          engine.BuildImageRequest

@@ -12,8 +12,6 @@ import (
 	"github.com/kinetic-run/kinetic/config"
 )
 
-func init() { register(newConfigCmd) }
-
 func newConfigCmd(g *Globals) *cobra.Command {
 	show := newConfigShowCmd(g)
 	cmd := &cobra.Command{

@@ -106,6 +106,8 @@ func TestConfigShowTable(t *testing.T) {
 	t.Setenv("KINETIC_HOME", "/kh")
 	t.Setenv("GOOGLE_CLOUD_PROJECT", "gp")
 	t.Setenv("KINETIC_LOCAL_SLOTS", "3") // the default is this machine's CPU count
+	// config's own keys, then the ones the linked backends declare (kubernetes, local),
+	// each with where its value came from.
 	want := "" +
 		"KEY                    VALUE             SOURCE\n" +
 		"project                gp                env GOOGLE_CLOUD_PROJECT\n" +
@@ -122,11 +124,16 @@ func TestConfigShowTable(t *testing.T) {
 		"base_image_tpu         -                 unset\n" +
 		"image_builder          -                 unset\n" +
 		"container              -                 unset\n" +
+		"kube_context           -                 unset\n" +
+		"gcs_endpoint           -                 unset\n" +
+		"python                 -                 unset\n" +
+		"build_python           -                 unset\n" +
+		"package_root           -                 unset\n" +
+		"no_default_excludes    false             default\n" +
+		"context_size_warn_mb   100               default\n" +
 		"service_account        -                 unset\n" +
 		"kubeconfig             -                 unset\n" +
-		"kube_context           -                 unset\n" +
 		"cluster_type           -                 unset\n" +
-		"gcs_endpoint           -                 unset\n" +
 		"runner_image           -                 unset\n" +
 		"store_secret           -                 unset\n" +
 		"pod_cpu                250m              default\n" +
@@ -139,12 +146,7 @@ func TestConfigShowTable(t *testing.T) {
 		"local_slots            3                 env KINETIC_LOCAL_SLOTS\n" +
 		"warm                   true              default\n" +
 		"batch_isolation        worker            default\n" +
-		"warm_idle              10m0s             default\n" +
-		"python                 -                 unset\n" +
-		"build_python           -                 unset\n" +
-		"package_root           -                 unset\n" +
-		"no_default_excludes    false             default\n" +
-		"context_size_warn_mb   100               default\n"
+		"warm_idle              10m0s             default\n"
 	if diff := cmp.Diff(want, must(t, "config", "show", "--backend", "k8s")); diff != "" {
 		t.Errorf("config show (-want +got):\n%s", diff)
 	}

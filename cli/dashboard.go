@@ -17,8 +17,6 @@ import (
 	"github.com/kinetic-run/kinetic/infra/gke"
 )
 
-func init() { register(newDashboardCmd) }
-
 func newDashboardCmd(g *Globals) *cobra.Command {
 	var (
 		f      jobFlags

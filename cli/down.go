@@ -9,8 +9,6 @@ import (
 	"github.com/kinetic-run/kinetic/infra/gke"
 )
 
-func init() { register(newDownCmd) }
-
 func newDownCmd(g *Globals) *cobra.Command {
 	var yes, preview, force bool
 	var st string

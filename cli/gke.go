@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/kinetic-run/kinetic/backend/kubernetes"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/infra/gke"
@@ -47,7 +48,7 @@ func gkeSetup(ctx context.Context, g *Globals, f *gkeFlags, extra map[config.Key
 	if err != nil {
 		return nil, gke.Config{}, nil, err
 	}
-	ep, err := gke.ParseEndpoints(res.Get(config.GCPEndpoints))
+	ep, err := gke.ParseEndpoints(res.Get(kubernetes.KeyGCPEndpoints))
 	if err != nil {
 		return nil, gke.Config{}, nil, err
 	}
@@ -142,10 +143,10 @@ func upGKE(cmd *cobra.Command, g *Globals, f *gkeFlags, extra map[config.Key]str
 		return err
 	}
 	defer c.Close()
-	if res.Get(config.RunnerImage) == "" {
+	if res.Get(kubernetes.KeyRunnerImage) == "" {
 		cfg.Runner = gke.ImageRunner{Images: &image.Client{}, Source: image.RunnerSource{CacheDir: filepath.Join(config.DataDir(), "cache", "runner"), Progress: out}}
 	}
-	if res.Get(config.GCPEndpoints) == "" {
+	if res.Get(kubernetes.KeyGCPEndpoints) == "" {
 		cfg.Kube = gke.KubeWithADC
 	}
 	cfg.Pool = o.Pool
@@ -167,10 +168,10 @@ func upGKE(cmd *cobra.Command, g *Globals, f *gkeFlags, extra map[config.Key]str
 		cluster = gke.DefaultCluster
 	}
 	want := config.Profile{
-		string(config.Backend): "gke", string(config.ClusterType): "gke",
+		string(config.Backend): "gke", string(kubernetes.KeyClusterType): "gke",
 		string(config.Project): cfg.Project, string(config.Zone): cfg.Zone, string(config.Cluster): cluster,
 		string(config.Namespace): res.Get(config.Namespace), string(config.Store): store,
-		string(config.ImageRegistry): registry, string(config.ServiceAccount): gke.KubeServiceAccount,
+		string(config.ImageRegistry): registry, string(kubernetes.KeyServiceAccount): gke.KubeServiceAccount,
 	}
 	name := o.ProfileName
 	if name == "" {

@@ -14,8 +14,6 @@ import (
 	"github.com/kinetic-run/kinetic/infra"
 )
 
-func init() { register(newInitCmd) }
-
 // initOptions are kinetic init's flags.
 type initOptions struct {
 	Backend                    string // k8s, gke, local ("" = ask)

@@ -19,8 +19,6 @@ import (
 	"github.com/kinetic-run/kinetic/jobview"
 )
 
-func init() { register(newJobsCmd) }
-
 func newJobsCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "jobs", Short: "Observe and manage jobs: list, status, logs, result, cancel, cleanup"}
 	cmd.AddCommand(newJobsListCmd(g), newJobsStatusCmd(g), newJobsLogsCmd(g), newJobsResultCmd(g), newJobsCancelCmd(g), newJobsCleanupCmd(g), newJobsDebugCmd(g))

@@ -9,8 +9,6 @@ import (
 	"github.com/kinetic-run/kinetic/infra/gke"
 )
 
-func init() { register(newPoolCmd) }
-
 func newPoolCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "pool", Short: "Add, list and remove GPU/TPU node pools of the GKE cluster"}
 	cmd.AddCommand(newPoolAddCmd(g), newPoolListCmd(g), newPoolRemoveCmd(g))

@@ -11,8 +11,6 @@ import (
 	"github.com/kinetic-run/kinetic/config"
 )
 
-func init() { register(newProfileCmd) }
-
 func newProfileCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "profile",

@@ -12,8 +12,6 @@ import (
 	"github.com/kinetic-run/kinetic/pack"
 )
 
-func init() { register(newPruneCmd) }
-
 func newPruneCmd(g *Globals) *cobra.Command {
 	var olderThan, store string
 	var dryRun, asJSON bool

@@ -1,6 +1,6 @@
 // Package cli holds the cobra commands of the kinetic binary. Each command lives in its
-// own file, registers itself in init, and calls one library function in RunE: the CLI
-// stays a thin face over the engine.
+// own file and calls one library function in RunE: the CLI stays a thin face over the
+// engine. NewRoot lists every top-level command in one place.
 package cli
 
 import (
@@ -8,11 +8,6 @@ import (
 
 	"github.com/kinetic-run/kinetic/version"
 )
-
-// commands are the constructors of the top-level commands, registered by each file's init.
-var commands []func(*Globals) *cobra.Command
-
-func register(f func(*Globals) *cobra.Command) { commands = append(commands, f) }
 
 // Globals are the flags every command shares.
 type Globals struct {
@@ -33,9 +28,33 @@ func NewRoot() *cobra.Command {
 	root.SetVersionTemplate("kinetic {{.Version}}\n")
 	root.SetFlagErrorFunc(flagError)
 	root.PersistentFlags().StringVar(&g.Profile, "profile", "", "configuration profile to use (default: the active one)")
-	for _, c := range commands {
-		root.AddCommand(c(g))
-	}
+	root.AddCommand(
+		// Jobs and batches.
+		newRunCmd(g),
+		newJobsCmd(g),
+		newBatchCmd(g),
+		newStatusCmd(g),
+		newDashboardCmd(g),
+		newPruneCmd(g),
+		// Configuration.
+		newConfigCmd(g),
+		newProfileCmd(g),
+		newInitCmd(g),
+		newAcceleratorsCmd(g),
+		// Infrastructure.
+		newUpCmd(g),
+		newDownCmd(g),
+		newDoctorCmd(g),
+		newPoolCmd(g),
+		newStoreCmd(g),
+		newBuildImageCmd(g),
+		// The engine for the SDKs, and the worker side.
+		newServeCmd(g),
+		newRunnerCmd(g),
+		newSuperviseCmd(g),
+		newInstallRunnerCmd(g),
+		newVersionCmd(g),
+	)
 	withExamples(root)
 	return root
 }

@@ -20,8 +20,6 @@ import (
 	"github.com/kinetic-run/kinetic/jobview"
 )
 
-func init() { register(newRunCmd) }
-
 func newRunCmd(g *Globals) *cobra.Command {
 	var (
 		acc, image, python  string

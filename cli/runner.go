@@ -10,8 +10,6 @@ import (
 	"github.com/kinetic-run/kinetic/runner"
 )
 
-func init() { register(newRunnerCmd); register(newSuperviseCmd); register(newInstallRunnerCmd) }
-
 // newRunnerCmd is what runs on the worker: in a pod, or under a local supervisor
 // (cmd/kinetic-runner takes the same argv).
 func newRunnerCmd(g *Globals) *cobra.Command {

@@ -9,8 +9,6 @@ import (
 	"github.com/kinetic-run/kinetic/server"
 )
 
-func init() { register(newServeCmd) }
-
 func newServeCmd(g *Globals) *cobra.Command {
 	var stdio bool
 	cmd := &cobra.Command{

@@ -9,9 +9,8 @@ import (
 
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/store"
+	"github.com/kinetic-run/kinetic/store/gcs"
 )
-
-func init() { register(newStoreCmd) }
 
 func newStoreCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "store", Short: "Manage the store that holds jobs: create a gs:// bucket with retention"}
@@ -56,8 +55,8 @@ KINETIC_OUTPUT_DIR) are never expired. An existing bucket is left as it is.`,
 		if location == "" {
 			location = region(cfg.Get(config.Zone))
 		}
-		err = store.CreateBucket(cmd.Context(), url, store.BucketOptions{Project: cfg.Get(config.Project), Location: location})
-		existed := errors.Is(err, store.ErrBucketExists)
+		err = gcs.CreateBucket(cmd.Context(), url, gcs.BucketOptions{Project: cfg.Get(config.Project), Location: location})
+		existed := errors.Is(err, gcs.ErrBucketExists)
 		if err != nil && !existed {
 			return err
 		}

@@ -17,8 +17,6 @@ import (
 	"github.com/kinetic-run/kinetic/infra/gke"
 )
 
-func init() { register(newUpCmd); register(newDoctorCmd) }
-
 // k8sTarget resolves the configuration (with args on top) into an infra.Target.
 func k8sTarget(g *Globals, args map[config.Key]string) (*infra.Target, *config.Resolved, error, error) {
 	cfg, err := config.Resolve(config.Options{Args: args, Profile: g.Profile})
@@ -26,10 +24,10 @@ func k8sTarget(g *Globals, args map[config.Key]string) (*infra.Target, *config.R
 		return nil, nil, nil, err
 	}
 	t := &infra.Target{
-		Kubeconfig: cfg.Get(config.Kubeconfig), Context: cfg.Get(config.KubeContext),
+		Kubeconfig: cfg.Get(kubernetes.KeyKubeconfig), Context: cfg.Get(config.KubeContext),
 		Namespace: cfg.Get(config.Namespace), Store: cfg.Get(config.Store),
-		Registry: cfg.Get(config.ImageRegistry), RunnerImage: cfg.Get(config.RunnerImage),
-		StoreSecret: cfg.Get(config.StoreSecret),
+		Registry: cfg.Get(config.ImageRegistry), RunnerImage: cfg.Get(kubernetes.KeyRunnerImage),
+		StoreSecret: cfg.Get(kubernetes.KeyStoreSecret),
 		Source:      image.RunnerSource{CacheDir: filepath.Join(config.DataDir(), "cache", "runner")},
 		Images:      &image.Client{},
 	}
@@ -178,15 +176,15 @@ func upK8s(cmd *cobra.Command, g *Globals, o upK8sOptions) error {
 		name = "default"
 	}
 	want := config.Profile{
-		string(config.Backend): "k8s", string(config.ClusterType): "generic",
+		string(config.Backend): "k8s", string(kubernetes.KeyClusterType): "generic",
 		string(config.Namespace): t.Namespace, string(config.Store): t.Store,
 		string(config.ImageRegistry): t.Registry, string(config.KubeContext): t.Context,
 	}
 	// A kubeconfig that came from $KUBECONFIG stays there: written into the
 	// profile it would shadow the variable (the profile wins over it).
-	if t.Kubeconfig != "" && cfg.Source(config.Kubeconfig) != "env KUBECONFIG" {
+	if t.Kubeconfig != "" && cfg.Source(kubernetes.KeyKubeconfig) != "env KUBECONFIG" {
 		if abs, err := filepath.Abs(t.Kubeconfig); err == nil {
-			want[string(config.Kubeconfig)] = abs
+			want[string(kubernetes.KeyKubeconfig)] = abs
 		}
 	}
 	for k, v := range want {

@@ -11,8 +11,6 @@ import (
 	"github.com/kinetic-run/kinetic/version"
 )
 
-func init() { register(newVersionCmd) }
-
 // versionInfo is what `kinetic version --json` prints.
 type versionInfo struct {
 	Kinetic  string `json:"kinetic"`

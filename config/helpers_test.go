@@ -16,6 +16,19 @@ func init() {
 	}
 }
 
+// Settings a backend would declare, declared by the tests (config's tests link no
+// backend): another tool's variable as fallback, a default with its reason, checks.
+var (
+	widgetConfig = Declare(Setting{Key: "widget_config", Owner: "backend widget", Env: "WIDGETCONFIG",
+		Doc: "widget config file"})
+	widgetKind = Declare(Setting{Key: "widget_kind", Owner: "backend widget", Check: OneOf("round", "square"),
+		Doc: "kind of widget"})
+	widgetGrace = Declare(Setting{Key: "widget_grace", Owner: "backend widget", Default: "10m", Check: CheckDuration,
+		Doc: "how long a widget may wait"})
+	widgetSlots = Declare(Setting{Key: "widget_slots", Owner: "backend widget", Default: "4", DefaultWhy: "CPUs", Check: CheckPositiveInt,
+		Doc: "widgets at once"})
+)
+
 // env is a fake environment for Options.Getenv, so tests never see the real one.
 type env map[string]string
 

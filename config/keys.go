@@ -2,9 +2,7 @@ package config
 
 import (
 	"os"
-	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/kinetic-run/kinetic/infra/gke/gkename"
@@ -14,43 +12,29 @@ import (
 // "kinetic config show"; its environment variable is KINETIC_ followed by the upper-cased key.
 type Key string
 
-// The settings Kinetic knows. The first four are the reference implementation's; the rest
-// are ours, for the store, the backends and the image pipeline.
+// The settings config knows by name. The first four are the reference implementation's;
+// the rest are ours, for the store, the image pipeline and the engine. A backend's own
+// settings (the Kubernetes pod settings, the local backend's slots) are declared by the
+// backend (Declare): config resolves and shows them without naming them.
 const (
-	Project        Key = "project"               // Google Cloud project
-	Zone           Key = "zone"                  // compute zone of the cluster
-	Cluster        Key = "cluster"               // Kubernetes cluster name
-	Namespace      Key = "namespace"             // Kubernetes namespace for jobs
-	Backend        Key = "backend"               // where jobs run: local, gke, k8s, pathways
-	Store          Key = "store"                 // store URL: file://, mem://, gs://, s3://
-	OutputDir      Key = "output_dir"            // where a job's outputs are written
-	BaseImageRepo  Key = "base_image_repo"       // repository of the prebuilt base images
-	ImageRegistry  Key = "image_registry"        // registry bundled images are pushed to
-	BaseImageCPU   Key = "base_image_cpu"        // base image of bundled builds for CPU jobs
-	BaseImageGPU   Key = "base_image_gpu"        // base image of bundled builds for GPU jobs
-	BaseImageTPU   Key = "base_image_tpu"        // base image of bundled builds for TPU jobs
-	ImageBuilder   Key = "image_builder"         // how bundled images are built
-	Container      Key = "container"             // local backend: run jobs in a container engine
-	ServiceAccount Key = "service_account"       // Kubernetes service account of job pods
-	Kubeconfig     Key = "kubeconfig"            // kubeconfig file for the k8s backends
-	KubeContext    Key = "kube_context"          // context within the kubeconfig
-	ClusterType    Key = "cluster_type"          // "gke" or "generic"
-	GCSEndpoint    Key = "gcs_endpoint"          // GCS endpoint override (emulators, private endpoints)
-	RunnerImage    Key = "runner_image"          // image holding the kinetic binary, injected into pods
-	StoreSecret    Key = "store_secret"          // Secret with store credentials mounted into pods
-	PodCPU         Key = "pod_cpu"               // CPU request of CPU jobs without a count
-	PodMemory      Key = "pod_memory"            // memory request and limit of job pods
-	Unschedulable  Key = "unschedulable_grace"   // how long a pod may be unschedulable before FAILED
-	PullGrace      Key = "image_pull_grace"      // how long image pulls may fail before FAILED
-	NodeLostGrace  Key = "node_lost_grace"       // how long a job's node may be NotReady before FAILED
-	AccelResources Key = "accelerator_resources" // "false" leaves GPU/TPU requests out of pods (tests, CPU dry runs)
-	GCPEndpoints   Key = "gcp_endpoints"         // Google API endpoint overrides (tests, emulators)
+	Project       Key = "project"         // Google Cloud project
+	Zone          Key = "zone"            // compute zone of the cluster
+	Cluster       Key = "cluster"         // Kubernetes cluster name
+	Namespace     Key = "namespace"       // Kubernetes namespace for jobs
+	Backend       Key = "backend"         // where jobs run: local, gke, k8s, pathways
+	Store         Key = "store"           // store URL: file://, mem://, gs://, s3://
+	OutputDir     Key = "output_dir"      // where a job's outputs are written
+	BaseImageRepo Key = "base_image_repo" // repository of the prebuilt base images
+	ImageRegistry Key = "image_registry"  // registry bundled images are pushed to
+	BaseImageCPU  Key = "base_image_cpu"  // base image of bundled builds for CPU jobs
+	BaseImageGPU  Key = "base_image_gpu"  // base image of bundled builds for GPU jobs
+	BaseImageTPU  Key = "base_image_tpu"  // base image of bundled builds for TPU jobs
+	ImageBuilder  Key = "image_builder"   // how bundled images are built
+	Container     Key = "container"       // local backend: run jobs in a container engine
+	KubeContext   Key = "kube_context"    // context within the kubeconfig
+	GCSEndpoint   Key = "gcs_endpoint"    // GCS endpoint override (emulators, private endpoints)
 
 	// This machine's settings: how jobs run here and how the working directory is shipped.
-	LocalSlots        Key = "local_slots"          // local backend: jobs running at once
-	Warm              Key = "warm"                 // local backend: warm forked Python workers
-	WarmIdle          Key = "warm_idle"            // how long an idle warm worker server lives
-	BatchIsolation    Key = "batch_isolation"      // local backend: how a batch's inputs are kept apart
 	Python            Key = "python"               // the interpreter local jobs run with
 	BuildPython       Key = "build_python"         // the interpreter whose pip installs into bundled images
 	PackageRoot       Key = "package_root"         // the shipped root, instead of the one detected
@@ -75,6 +59,8 @@ type keyInfo struct {
 	derive func(prev map[Key]Entry) (value, source string)
 	// check validates a value and returns its normal form; nil accepts anything.
 	check func(string) (string, error)
+	// owner is who declared the key (Setting.Owner); "" for config's own.
+	owner string
 }
 
 func fixed(v string) func(func(string) string) (string, string) {
@@ -92,7 +78,8 @@ func fromEnv(name string) func(func(string) string) (string, string) {
 	}
 }
 
-// keyTable is in display order: the order of Keys, Entries and "kinetic config show".
+// keyTable is config's own keys in display order: the order of Keys, Entries and
+// "kinetic config show", which list the declared keys after them.
 var keyTable = []keyInfo{
 	{key: Project, help: "Google Cloud project", fallback: fromEnv("GOOGLE_CLOUD_PROJECT")},
 	{key: Zone, help: "compute zone of the cluster", fallback: fixed("us-central1-a")},
@@ -108,24 +95,8 @@ var keyTable = []keyInfo{
 	{key: BaseImageTPU, help: "base image of bundled builds for TPU jobs"},
 	{key: ImageBuilder, help: "bundled image builder: " + strings.Join(ImageBuilders, ", "), check: checkImageBuilder},
 	{key: Container, help: "local backend: run jobs inside the bundled image with " + strings.Join(Containers, ", "), check: checkContainer},
-	{key: ServiceAccount, help: "Kubernetes service account of job pods"},
-	{key: Kubeconfig, help: "kubeconfig file for the Kubernetes backends", fallback: fromEnv("KUBECONFIG")},
 	{key: KubeContext, help: "context within the kubeconfig"},
-	{key: ClusterType, help: "kind of cluster: " + strings.Join(ClusterTypes, ", "), check: checkClusterType},
 	{key: GCSEndpoint, help: "GCS endpoint URL for gs:// stores (emulators, private endpoints)", fallback: emulatorHost, check: checkHTTPURL},
-	{key: RunnerImage, help: "image holding the kinetic runner at /kinetic/bin/kinetic, copied into job pods (default: the one this CLI publishes to image_registry)"},
-	{key: StoreSecret, help: "Kubernetes Secret with store credentials (key.json or credentials) mounted into job pods"},
-	{key: PodCPU, help: "CPU request of job pods without a CPU count (Kubernetes quantity)", fallback: fixed("250m"), check: checkQuantity},
-	{key: PodMemory, help: "memory request and limit of job pods (Kubernetes quantity, e.g. 4Gi)", check: checkQuantity},
-	{key: Unschedulable, help: "how long a job's pod may stay unschedulable before the job is FAILED", fallback: fixed("10m"), check: checkDuration},
-	{key: PullGrace, help: "how long a job's image pulls may fail before the job is FAILED", fallback: fixed("2m"), check: checkDuration},
-	{key: NodeLostGrace, help: "how long a running job's node may be NotReady before the job is FAILED", fallback: fixed("5m"), check: checkDuration},
-	{key: AccelResources, help: "whether job pods request their GPUs/TPUs; false runs them as CPU pods (tests, dry runs on clusters without the devices)", fallback: fixed("true"), check: checkBool},
-	{key: GCPEndpoints, help: "Google API endpoints for tests and emulators only: container=URL,artifactregistry=URL,iam=URL,compute=URL (plain, unauthenticated; used by up/down/status/pool for GKE)"},
-	{key: LocalSlots, help: "local backend: how many jobs run at once on this machine", fallback: cpus, check: checkPositiveInt},
-	{key: Warm, help: "local backend: run Python calls in warm forked workers (docs/warm-workers.md)", fallback: fixed("true"), check: checkBool},
-	{key: BatchIsolation, help: "local backend: how the inputs of a batch run: worker (one after another in a long-lived Python per worker; module state carries), process (each in a child forked from it) or job (each a job of its own, docs/warm-workers.md)", fallback: fixed("worker"), check: checkIsolation},
-	{key: WarmIdle, help: "how long a warm worker server waits without work before it exits", fallback: fixed("10m"), check: checkDuration},
 	{key: Python, help: "the Python interpreter local jobs run with (default: the one the SDK runs, else python3)", check: checkExecutable},
 	{key: BuildPython, help: "the Python whose pip installs requirements into bundled images (default: python3)", check: checkExecutable},
 	{key: PackageRoot, help: "the directory shipped as the job's working directory, instead of the detected project root", check: checkAbsPath},
@@ -193,11 +164,6 @@ func emulatorHost(getenv func(string) string) (string, string) {
 	return v, "env STORAGE_EMULATOR_HOST"
 }
 
-// cpus is the default number of local slots: one job per CPU.
-func cpus(func(string) string) (string, string) {
-	return strconv.Itoa(runtime.NumCPU()), SourceDefault + " (CPUs)"
-}
-
 // Sources reported by Resolved.Source besides "env NAME" and "profile NAME".
 const (
 	SourceArgument = "argument"
@@ -207,15 +173,16 @@ const (
 
 // Keys returns every key, in display order.
 func Keys() []Key {
-	ks := make([]Key, len(keyTable))
-	for i, ki := range keyTable {
+	all := allKeys()
+	ks := make([]Key, len(all))
+	for i, ki := range all {
 		ks[i] = ki.key
 	}
 	return ks
 }
 
 func lookup(k Key) (keyInfo, bool) {
-	for _, ki := range keyTable {
+	for _, ki := range allKeys() {
 		if ki.key == k {
 			return ki, true
 		}

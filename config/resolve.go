@@ -58,7 +58,7 @@ func Resolve(o Options) (*Resolved, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, ki := range keyTable {
+	for _, ki := range allKeys() {
 		e := resolveKey(ki, o.Args[ki.key], getenv, prof, r.profile, r.values)
 		if e.Value != "" && ki.check != nil {
 			v, err := ki.check(e.Value)
@@ -162,8 +162,9 @@ func (r *Resolved) Source(k Key) string {
 
 // Entries lists every key in display order (the order of Keys).
 func (r *Resolved) Entries() []Entry {
-	out := make([]Entry, 0, len(keyTable))
-	for _, ki := range keyTable {
+	all := allKeys()
+	out := make([]Entry, 0, len(all))
+	for _, ki := range all {
 		out = append(out, r.values[ki.key])
 	}
 	return out

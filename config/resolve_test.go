@@ -3,8 +3,6 @@ package config
 import (
 	"errors"
 	"path/filepath"
-	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -100,10 +98,10 @@ func TestResolveOrder(t *testing.T) {
 		{name: "output_dir from env", key: OutputDir, env: env{"KINETIC_OUTPUT_DIR": "/out"}, want: got{"/out", "env KINETIC_OUTPUT_DIR"}},
 		{name: "base_image_repo from env", key: BaseImageRepo, env: env{"KINETIC_BASE_IMAGE_REPO": "ghcr.io/k/base"},
 			want: got{"ghcr.io/k/base", "env KINETIC_BASE_IMAGE_REPO"}},
-		{name: "kubeconfig falls back to KUBECONFIG", key: Kubeconfig, env: env{"KUBECONFIG": "/k/config"},
-			want: got{"/k/config", "env KUBECONFIG"}},
-		{name: "KINETIC_KUBECONFIG beats KUBECONFIG", key: Kubeconfig,
-			env: env{"KUBECONFIG": "/k/config", "KINETIC_KUBECONFIG": "/k/other"}, want: got{"/k/other", "env KINETIC_KUBECONFIG"}},
+		{name: "a declared key falls back to its variable", key: widgetConfig, env: env{"WIDGETCONFIG": "/k/config"},
+			want: got{"/k/config", "env WIDGETCONFIG"}},
+		{name: "KINETIC_<KEY> beats a declared key's variable", key: widgetConfig,
+			env: env{"WIDGETCONFIG": "/k/config", "KINETIC_WIDGET_CONFIG": "/k/other"}, want: got{"/k/other", "env KINETIC_WIDGET_CONFIG"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -128,29 +126,23 @@ func TestResolveOrder(t *testing.T) {
 
 // TestResolveEveryKeyEveryLayer checks, for every key, that each layer beats all below.
 func TestResolveEveryKeyEveryLayer(t *testing.T) {
-	sample := map[Key]string{Namespace: "ns-", Backend: "", Store: "mem://", ClusterType: "", GCSEndpoint: "http://h/"}
+	sample := map[Key]string{Namespace: "ns-", Backend: "", Store: "mem://", GCSEndpoint: "http://h/"}
 	valueFor := func(k Key, layer string) string {
 		switch k {
 		case Backend:
 			return map[string]string{"arg": "k8s", "env": "pathways", "profile": "gke"}[layer]
-		case ClusterType:
-			return map[string]string{"arg": "gke", "env": "generic", "profile": "gke"}[layer]
-		case PodCPU, PodMemory:
-			return map[string]string{"arg": "1", "env": "2Gi", "profile": "500m"}[layer]
-		case Unschedulable, PullGrace, NodeLostGrace:
+		case widgetKind:
+			return map[string]string{"arg": "round", "env": "square", "profile": "round"}[layer]
+		case widgetGrace:
 			return map[string]string{"arg": "1m0s", "env": "2m0s", "profile": "3m0s"}[layer]
 		case ImageBuilder:
 			return map[string]string{"arg": "podman", "env": "daemonless", "profile": "docker"}[layer]
 		case Container:
 			return map[string]string{"arg": "podman", "env": "auto", "profile": "docker"}[layer]
-		case BatchIsolation:
-			return map[string]string{"arg": "process", "env": "job", "profile": "worker"}[layer]
-		case AccelResources, Warm, NoDefaultExcludes:
+		case NoDefaultExcludes:
 			return map[string]string{"arg": "false", "env": "true", "profile": "false"}[layer]
-		case LocalSlots:
+		case widgetSlots:
 			return map[string]string{"arg": "1", "env": "2", "profile": "3"}[layer]
-		case WarmIdle:
-			return map[string]string{"arg": "1m0s", "env": "2m0s", "profile": "3m0s"}[layer]
 		case ContextSizeWarnMB:
 			return map[string]string{"arg": "0", "env": "1.5", "profile": "200"}[layer]
 		case Python, BuildPython:
@@ -216,29 +208,18 @@ func TestResolveEntries(t *testing.T) {
 		{BaseImageTPU, "", "unset"},
 		{ImageBuilder, "", "unset"},
 		{Container, "", "unset"},
-		{ServiceAccount, "", "unset"},
-		{Kubeconfig, "", "unset"},
 		{KubeContext, "", "unset"},
-		{ClusterType, "", "unset"},
 		{GCSEndpoint, "", "unset"},
-		{RunnerImage, "", "unset"},
-		{StoreSecret, "", "unset"},
-		{PodCPU, "250m", "default"},
-		{PodMemory, "", "unset"},
-		{Unschedulable, "10m0s", "default"},
-		{PullGrace, "2m0s", "default"},
-		{NodeLostGrace, "5m0s", "default"},
-		{AccelResources, "true", "default"},
-		{GCPEndpoints, "", "unset"},
-		{LocalSlots, strconv.Itoa(runtime.NumCPU()), "default (CPUs)"},
-		{Warm, "true", "default"},
-		{BatchIsolation, "worker", "default"},
-		{WarmIdle, "10m0s", "default"},
 		{Python, "", "unset"},
 		{BuildPython, "", "unset"},
 		{PackageRoot, "", "unset"},
 		{NoDefaultExcludes, "false", "default"},
 		{ContextSizeWarnMB, "100", "default"},
+		// The declared keys, after config's own, in the order they were declared.
+		{widgetConfig, "", "unset"},
+		{widgetKind, "", "unset"},
+		{widgetGrace, "10m0s", "default"},
+		{widgetSlots, "4", "default (CPUs)"},
 	}
 	if diff := cmp.Diff(want, r.Entries()); diff != "" {
 		t.Errorf("Entries (-want +got):\n%s", diff)
@@ -262,7 +243,8 @@ func TestResolveErrors(t *testing.T) {
 			[]string{`invalid namespace "My_NS" (from env KINETIC_NAMESPACE)`}},
 		{"relative store", Options{Args: map[Key]string{Store: "data/store"}}, ErrInvalid, []string{"absolute path"}},
 		{"unknown scheme", Options{Args: map[Key]string{Store: "ftp://h/x"}}, ErrInvalid, []string{`"ftp"`, "gs://"}},
-		{"bad cluster type", Options{Args: map[Key]string{ClusterType: "eks"}}, ErrInvalid, []string{"gke, generic"}},
+		{"bad declared value", Options{Args: map[Key]string{widgetKind: "oval"}}, ErrInvalid, []string{`invalid widget_kind "oval" (from argument)`, "round, square"}},
+		{"bad declared value from env", Options{Getenv: env{"KINETIC_WIDGET_GRACE": "soon"}.get}, ErrInvalid, []string{"KINETIC_WIDGET_GRACE", "positive duration"}},
 		{"unknown key", Options{Args: map[Key]string{"zoen": "x"}}, nil, []string{`unknown configuration key "zoen"`, "zone"}},
 		{"missing explicit profile", Options{Profile: "staging"}, ErrProfileNotFound,
 			[]string{`profile "staging" does not exist (named by --profile)`, "existing profiles: dev, prod"}},
@@ -353,12 +335,8 @@ func TestMachineSettings(t *testing.T) {
 		want, src string
 		bad       string // a part of the error, when the value is refused
 	}{
-		{env: env{"KINETIC_WARM": "0"}, key: Warm, want: "false", src: "env KINETIC_WARM"},
 		{env: env{"KINETIC_NO_DEFAULT_EXCLUDES": "yes"}, key: NoDefaultExcludes, want: "true", src: "env KINETIC_NO_DEFAULT_EXCLUDES"},
 		{env: env{"KINETIC_NO_DEFAULT_EXCLUDES": "off"}, key: NoDefaultExcludes, want: "false", src: "env KINETIC_NO_DEFAULT_EXCLUDES"},
-		{env: env{"KINETIC_WARM_IDLE": "90s"}, key: WarmIdle, want: "1m30s", src: "env KINETIC_WARM_IDLE"},
-		{env: env{"KINETIC_LOCAL_SLOTS": "3"}, key: LocalSlots, want: "3", src: "env KINETIC_LOCAL_SLOTS"},
-		{env: env{"KINETIC_LOCAL_SLOTS": "0"}, key: LocalSlots, bad: "KINETIC_LOCAL_SLOTS"},
 		{env: env{"STORAGE_EMULATOR_HOST": "127.0.0.1:4443"}, key: GCSEndpoint, want: "http://127.0.0.1:4443", src: "env STORAGE_EMULATOR_HOST"},
 		{env: env{"STORAGE_EMULATOR_HOST": "127.0.0.1:1", "KINETIC_GCS_ENDPOINT": "https://g.example"}, key: GCSEndpoint, want: "https://g.example", src: "env KINETIC_GCS_ENDPOINT"},
 		{env: env{"KINETIC_PYTHON": "/no/such/python3"}, key: Python, bad: "not an executable file"},

@@ -23,9 +23,6 @@ func Backends() []string { return backendnames.List() }
 // DefaultBackend is the backend key's default: the local backend (backend/local.Name).
 const DefaultBackend = "local"
 
-// ClusterTypes are the accepted values of the cluster_type key.
-var ClusterTypes = []string{"gke", "generic"}
-
 // ImageBuilders are the accepted values of image_builder: auto is daemonless, falling
 // back to a local engine (podman, then docker) for requirements without wheels.
 var ImageBuilders = []string{"auto", "daemonless", "podman", "docker", "cloudbuild"}
@@ -97,15 +94,9 @@ func oneOf(choices []string) func(string) (string, error) {
 
 var (
 	checkBackend      = func(v string) (string, error) { return oneOf(Backends())(v) }
-	checkClusterType  = oneOf(ClusterTypes)
 	checkImageBuilder = oneOf(ImageBuilders)
 	checkContainer    = oneOf(Containers)
-	checkIsolation    = oneOf(BatchIsolations)
 )
-
-// BatchIsolations are the accepted values of batch_isolation (local batches,
-// docs/local-backend.md).
-var BatchIsolations = []string{"worker", "process", "job"}
 
 // dns1123Label is the Kubernetes rule for namespace names (RFC 1123 label).
 var dns1123Label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)

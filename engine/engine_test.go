@@ -167,7 +167,7 @@ func TestClusterOfFollowsTheHandle(t *testing.T) {
 
 	observer := newTestEngine(t, env, twoClusters) // profile b is active here
 	clusterOf := func(h *job.Handle) kubernetes.Cluster {
-		return kubernetes.ClusterOf(h, observer.Config().Get(config.Kubeconfig))
+		return kubernetes.ClusterOf(h, observer.Config().Get(kubernetes.KeyKubeconfig))
 	}
 	want := kubernetes.Cluster{Backend: "gke", Project: "pa", Zone: "europe-west4-a", Cluster: "ca", Namespace: "team-a", KubeContext: "ctx-a", Kubeconfig: "/home/u/.kube/config"}
 	if d := cmp.Diff(want, clusterOf(h)); d != "" {

@@ -37,7 +37,7 @@ func (j *Job) Wait(ctx context.Context, onChange func(job.State)) (job.State, st
 // Logs writes the job's logs to w. With follow, it keeps writing new output until the
 // job is terminal.
 func (j *Job) Logs(ctx context.Context, w io.Writer, follow bool) error {
-	if ls, ok := j.Backend.(backend.LogStreamer); ok {
+	if ls, ok := j.Backend.(backend.Observer); ok {
 		// At the source while the pod is there; the store's copy once it is gone.
 		err := ls.StreamLogs(ctx, j.Handle, follow, 0, w)
 		if !errors.Is(err, backend.ErrNoLogs) {
@@ -257,7 +257,7 @@ func (e *Engine) listIDs(ctx context.Context, cfg *config.Resolved, st *store.St
 		if err != nil {
 			return nil, err
 		}
-		if l, ok := be.(backend.Lister); ok {
+		if l, ok := be.(backend.Observer); ok {
 			hs, err := l.List(ctx)
 			if err != nil {
 				return nil, err

@@ -11,7 +11,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/kinetic-run/kinetic/backend"
-	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/pack"
 )
@@ -102,7 +101,9 @@ func (e *Engine) NoticeWhilePending(ctx context.Context, j *Job) {
 		why := reason
 		if why == "" {
 			if backend.RunsOnThisMachine(j.Handle.Backend) {
-				why = fmt.Sprintf("waiting for a free slot: this machine runs %s jobs at once (the setting local_slots); `kinetic jobs list --status RUNNING` shows what holds them", e.cfg.Get(config.LocalSlots))
+				// local_slots is the local backend's setting (local.KeySlots), named here
+				// for the message only: the engine links no backend.
+				why = fmt.Sprintf("waiting for a free slot: this machine runs %s jobs at once (the setting local_slots); `kinetic jobs list --status RUNNING` shows what holds them", e.cfg.Get("local_slots"))
 			} else {
 				why = "waiting for the cluster to start it (a node, an image pull); `kinetic jobs status " + j.Handle.JobID + "` says more"
 			}

@@ -17,7 +17,6 @@ import (
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/data"
-	"github.com/kinetic-run/kinetic/engine/images"
 	"github.com/kinetic-run/kinetic/engine/plan"
 	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/job"
@@ -80,12 +79,8 @@ func (v planEnv) Warning(msg string) {
 	}
 }
 func (v planEnv) EnsureImage(ctx context.Context, cfg *config.Resolved, req *image.BuildRequest) (image.Result, error) {
-	runner, err := images.RunnerBinary(v.e.Exe)
-	if err != nil {
-		return image.Result{}, err
-	}
 	r := *req
-	r.Runner, r.Progress = runner, v.e.Notice
+	r.Progress = v.e.Notice
 	return v.e.images.Ensurer(cfg).Ensure(ctx, &r)
 }
 

@@ -33,9 +33,6 @@ type BuildRequest struct {
 	// Dir is where relative paths in the requirements are resolved (the directory of
 	// the requirements file).
 	Dir string
-	// Runner is the kinetic binary to put at RunnerPath ("" leaves it out: backends
-	// inject the runner anyway).
-	Runner string
 	// Labels are added to the image's configuration.
 	Labels map[string]string
 	// Platform is the image's platform (default linux/GOARCH).
@@ -160,13 +157,6 @@ func (d *Daemonless) Build(ctx context.Context, req *BuildRequest) (name.Digest,
 		adds = append(adds, mutate.Addendum{Layer: l, History: v1.History{CreatedBy: "kinetic: pip install --target " + SitePackages, Created: v1.Time{Time: time.Unix(0, 0)}}})
 		env = setPathEnv(env, "PYTHONPATH", SitePackages)
 	}
-	if req.Runner != "" {
-		l, err := runnerLayer(d.CacheDir, work, req.Runner, mt)
-		if err != nil {
-			return name.Digest{}, fmt.Errorf("runner layer: %w", err)
-		}
-		adds = append(adds, mutate.Addendum{Layer: l, History: v1.History{CreatedBy: "kinetic: runner " + RunnerPath, Created: v1.Time{Time: time.Unix(0, 0)}}})
-	}
 	img, err := mutate.Append(base, adds...)
 	if err != nil {
 		return name.Digest{}, err
@@ -274,9 +264,9 @@ func setPathEnv(env []string, key, dir string) []string {
 }
 
 // BaseRequest returns the request that publishes the prebuilt base for category:
-// base plus the runner, tagged REPO/base-CATEGORY:TAG (TAG defaults to version). The
+// the base as it is, labelled, tagged REPO/base-CATEGORY:TAG (TAG defaults to version). The
 // base must have python3 and pip or uv: the runner installs requirements with them.
-func BaseRequest(repo name.Repository, category, version, tag string, base name.Reference, runner string) (*BuildRequest, error) {
+func BaseRequest(repo name.Repository, category, version, tag string, base name.Reference) (*BuildRequest, error) {
 	if err := checkCategory(category); err != nil {
 		return nil, err
 	}
@@ -288,7 +278,7 @@ func BaseRequest(repo name.Repository, category, version, tag string, base name.
 		return nil, fmt.Errorf("tag %q: %w", tag, err)
 	}
 	return &BuildRequest{
-		Base: base, Target: target, Runner: runner,
+		Base: base, Target: target,
 		Labels: map[string]string{LabelCategory: category, LabelVersion: version},
 	}, nil
 }

@@ -55,12 +55,6 @@ func buildContext(ctx context.Context, c *Client, req *BuildRequest, dir string)
 		}
 		fmt.Fprintf(&df, "ENV PYTHONPATH=%s\n", pp)
 	}
-	if req.Runner != "" {
-		if err := copyFile(req.Runner, filepath.Join(dir, "kinetic"), 0o755); err != nil {
-			return fmt.Errorf("copy the runner into the build context: %w", err)
-		}
-		fmt.Fprintf(&df, "COPY kinetic %s\n", RunnerPath)
-	}
 	keys := make([]string, 0, len(req.Labels))
 	for k := range req.Labels {
 		keys = append(keys, k)

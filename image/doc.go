@@ -20,9 +20,9 @@
 //     picks the wheels for the image's platform and Python (in Go for a closed set of
 //     pinned local wheels, else with this machine's pip download: --platform,
 //     --python-version, --only-binary=:all:, honouring the index directives), streams
-//     them into one layer laid out as pip install --target would, adds the static
-//     kinetic binary as another (/kinetic/bin/kinetic), and pushes with
-//     go-containerregistry. No daemon, no cloud builder.
+//     them into one layer laid out as pip install --target would, and pushes with
+//     go-containerregistry (no kinetic binary: the backends inject theirs at
+//     job.RunnerPath). No daemon, no cloud builder.
 //   - Engine: podman or docker on this machine (a generated Dockerfile, build, push), for
 //     requirements that must compile inside the image.
 //   - CloudBuild: the Cloud Build REST API, for GKE users without a local engine.

@@ -21,7 +21,6 @@ const (
 	LabelGlibc         = "run.kinetic.glibc"          // "2.36"
 	LabelCategory      = "run.kinetic.category"
 	SitePackages       = "/kinetic/site-packages" // where bundled requirements go (on PYTHONPATH)
-	RunnerPath         = "/kinetic/bin/kinetic"   // where the runner binary goes
 	defaultGlibc       = "2.31"
 	minManylinuxMinor  = 17
 	pythonVersionLabel = LabelPython

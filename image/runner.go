@@ -26,17 +26,15 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/kinetic-run/kinetic/job"
 )
 
-// The runner image: only the static kinetic-runner binary at RunnerBinaryPath, one image
+// The runner image: only the static kinetic-runner binary at job.RunnerPath, one image
 // per platform under one OCI index, tagged by the binaries' content digest (never
 // :latest), pushed with go-containerregistry the way ko publishes a Go binary. Job pods
 // run it as their init container (`install-runner`), which copies the binary into the
 // job's own image.
-
-// RunnerBinaryPath is where the runner image keeps the binary: the path the Kubernetes
-// backend's init container runs (backend/kubernetes.RunnerPath).
-const RunnerBinaryPath = "/kinetic/bin/kinetic"
 
 // RunnerRepoName is the repository under image_registry the runner image goes to.
 const RunnerRepoName = "kinetic-runner"
@@ -125,7 +123,7 @@ func fileDigest(path string) (string, error) {
 }
 
 // RunnerIndex is the OCI index of one image per platform, each holding only its binary
-// at RunnerBinaryPath (mode 0755, zero times: the same binaries give the same digests).
+// at job.RunnerPath (mode 0755, zero times: the same binaries give the same digests).
 func RunnerIndex(bins map[string]string) (v1.ImageIndex, error) {
 	var adds []mutate.IndexAddendum
 	for _, p := range sortedKeys(bins) {
@@ -153,7 +151,7 @@ func runnerImage(bin string, plat v1.Platform) (v1.Image, error) {
 	for _, d := range []string{"kinetic/", "kinetic/bin/"} {
 		tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: 0o755, Format: tar.FormatPAX})
 	}
-	tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(RunnerBinaryPath, "/"), Mode: 0o755, Size: int64(len(data)), Format: tar.FormatPAX})
+	tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(job.RunnerPath, "/"), Mode: 0o755, Size: int64(len(data)), Format: tar.FormatPAX})
 	tw.Write(data)
 	if err := tw.Close(); err != nil {
 		return nil, err
@@ -183,7 +181,7 @@ func runnerImage(bin string, plat v1.Platform) (v1.Image, error) {
 	}
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture, cf.Variant = plat.OS, plat.Architecture, plat.Variant
-	cf.Config.Entrypoint = []string{RunnerBinaryPath}
+	cf.Config.Entrypoint = []string{job.RunnerPath}
 	cf.Config.Labels = map[string]string{"org.opencontainers.image.title": "kinetic-runner"}
 	return mutate.ConfigFile(img, cf)
 }

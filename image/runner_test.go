@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/kinetic-run/kinetic/internal/srcroot"
+	"github.com/kinetic-run/kinetic/job"
 )
 
 // countingRegistry is an in-process registry that counts requests by method.
@@ -166,8 +167,8 @@ func TestPublishRunnerCrossCompiled(t *testing.T) {
 			}
 		}
 		rc.Close()
-		if len(files) != 1 || "/"+files[0] != RunnerBinaryPath {
-			t.Errorf("%s: files %v, want only %s", p, files, RunnerBinaryPath)
+		if len(files) != 1 || "/"+files[0] != job.RunnerPath {
+			t.Errorf("%s: files %v, want only %s", p, files, job.RunnerPath)
 		}
 	}
 	t.Logf("compressed layers: %d bytes for both platforms", compressed)

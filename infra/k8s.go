@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kinetic-run/kinetic/image"
+	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
 )
 
@@ -363,7 +364,7 @@ func CheckStoreFromPod(ctx context.Context, t *Target, runnerImage string) error
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels()}, Spec: corev1.PodSpec{
 				RestartPolicy: corev1.RestartPolicyNever, AutomountServiceAccountToken: &no, Volumes: vols,
 				Containers: []corev1.Container{{Name: "check", Image: runnerImage, Env: env, VolumeMounts: mounts,
-					Command:   []string{image.RunnerBinaryPath, "check-store", "--store", t.Store, "--read", in, "--write", out},
+					Command:   []string{job.RunnerPath, "check-store", "--store", t.Store, "--read", in, "--write", out},
 					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: mustQ("10m")}}}},
 			}}},
 	}

@@ -7,7 +7,7 @@
 // a digest reference for bundled images ("REGISTRY/PATH/kinetic-env@sha256:..."), the
 // published base for prebuilt ones (with Spec.InstallAtStart set when there are
 // requirements to install), or the user's reference for a custom image; Spec.ImageMode
-// says which. Backends run `/kinetic/bin/kinetic runner --store URL --job ID` in it,
+// says which. Backends run `RunnerPath runner --store URL --job ID` in it,
 // injecting the kinetic binary at that path (it need not be in the image). "" means the
 // job runs without a container (the local backend's default).
 package job

@@ -12,6 +12,12 @@ const (
 	KindCommand = "command"       // an argv, from `kinetic run -- CMD ...`
 )
 
+// RunnerPath is where the kinetic runner binary is in the containers Kinetic starts: the
+// runner image keeps it there (the Kubernetes backends' init container runs it to copy
+// itself into the pod), and the local backend mounts this machine's binary there.
+// Bundled and base images do not carry it: no pod runs it from them.
+const RunnerPath = "/kinetic/bin/kinetic"
+
 // Spec is spec.json: everything the runner needs to run the job, and nothing secret
 // (captured environment values travel in env.json, never here).
 type Spec struct {
@@ -56,7 +62,7 @@ type Spec struct {
 	// (Kubernetes; the local backend when Container is set): a digest reference for
 	// bundled images, the published base for prebuilt, the user's reference for custom.
 	// "" means no container (the local backend's virtualenv path). The runner is not
-	// expected inside it: backends inject the kinetic binary (RunnerPath in package image).
+	// expected inside it: backends inject the kinetic binary (RunnerPath).
 	Image string `json:"image,omitempty"`
 	// ImageMode is how Image was chosen: "bundled", "prebuilt" or "custom".
 	ImageMode string `json:"image_mode,omitempty"`

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/internal/gcstest"
 	"github.com/kinetic-run/kinetic/store"
+	_ "github.com/kinetic-run/kinetic/store/gcs" // gs://
 	"github.com/kinetic-run/kinetic/store/storetest"
 )
 

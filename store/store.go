@@ -35,7 +35,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -46,12 +45,8 @@ import (
 
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/fileblob" // file://
-	"gocloud.dev/blob/gcsblob"    // gs://
 	_ "gocloud.dev/blob/memblob"  // mem://
-	_ "gocloud.dev/blob/s3blob"   // s3://
 	"gocloud.dev/gcerrors"
-	"gocloud.dev/gcp"
-	"google.golang.org/api/option"
 
 	"github.com/kinetic-run/kinetic/internal/atomicfile"
 )
@@ -126,12 +121,10 @@ func open(ctx context.Context, rawURL string, create bool) (*Store, error) {
 		return nil, err
 	}
 	u := t.open
-	var b *blob.Bucket
-	if t.endpoint != "" {
-		b, err = openGCSEndpoint(ctx, t)
-	} else {
-		b, err = blob.OpenBucket(ctx, u)
+	if err := linked(t); err != nil {
+		return nil, err
 	}
+	b, err := openBucket(ctx, t)
 	if err != nil {
 		return nil, fmt.Errorf("open store %q: %w (check the URL, the credentials, and that the bucket or directory exists)", t.record, err)
 	}
@@ -208,30 +201,7 @@ func OpenGCSBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
 	if t.scheme != "gs" {
 		return nil, fmt.Errorf("%q is not a gs:// URL", rawURL)
 	}
-	if t.endpoint != "" {
-		return openGCSEndpoint(ctx, t)
-	}
-	return blob.OpenBucket(ctx, t.open)
-}
-
-// openGCSEndpoint opens a gs:// bucket on a custom endpoint (an emulator such as
-// fake-gcs-server) with an unauthenticated client.
-func openGCSEndpoint(ctx context.Context, t target) (*blob.Bucket, error) {
-	client := &gcp.HTTPClient{Client: http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}}
-	b, err := gcsblob.OpenBucket(ctx, client, t.bucket, &gcsblob.Options{
-		ClientOptions: []option.ClientOption{
-			// Later options win over the ones gcsblob derives from STORAGE_EMULATOR_HOST.
-			option.WithoutAuthentication(),
-			option.WithEndpoint(t.endpoint + "/storage/v1/"),
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	if t.prefix != "" {
-		b = blob.PrefixedBucket(b, t.prefix)
-	}
-	return b, nil
+	return openBucket(ctx, t)
 }
 
 // target is a store URL taken apart.
@@ -956,3 +926,14 @@ func DefaultOutputDir(u, id string) string {
 	}
 	return strings.TrimSuffix(u, "/") + "/outputs/" + id
 }
+
+// RetentionDays is the age in days after which the lifecycle rule of a bucket Kinetic
+// creates (store/gcs) deletes the store's job records, batch manifests and
+// content-addressed blobs.
+const RetentionDays = 30
+
+// ExpiringAreas are the parts of the layout the lifecycle rule covers. outputs/ is not
+// among them: what a job writes under KINETIC_OUTPUT_DIR is kept until someone deletes
+// it. (data/ is not either: its completion marker is written after its files, and an
+// expiry that took the files first would leave a marker over missing data.)
+var ExpiringAreas = []string{"jobs/", "groups/", "blobs/", TombstonesPrefix}

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -51,5 +53,14 @@ func TestWithEndpoint(t *testing.T) {
 	}
 	if got := WithEndpoint("gs://b", ""); got != "gs://b" {
 		t.Errorf("no endpoint: %q", got)
+	}
+}
+
+// TestOpenWithoutDriver: a scheme whose driver the program did not link (store links no
+// cloud SDK; this test binary does not link store/s3) fails naming the package to link.
+func TestOpenWithoutDriver(t *testing.T) {
+	_, err := Open(context.Background(), "s3://bucket/team")
+	if err == nil || !strings.Contains(err.Error(), "store/s3") {
+		t.Fatalf("Open(s3://) without the s3 driver = %v, want an error naming store/s3", err)
 	}
 }

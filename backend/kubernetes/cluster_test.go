@@ -96,7 +96,7 @@ func prepareImages(ctx context.Context) error {
 	t := time.Now()
 	var g errgroup.Group
 	g.Go(func() error {
-		return kubetest.PushFiles(ctx, RunnerImage, []kubetest.File{{Path: strings.TrimPrefix(kubernetes.RunnerPath, "/"), Source: kineticBin, Mode: 0o755}}, []string{kubernetes.RunnerPath}, nil)
+		return kubetest.PushFiles(ctx, RunnerImage, []kubetest.File{{Path: strings.TrimPrefix(job.RunnerPath, "/"), Source: kineticBin, Mode: 0o755}}, []string{job.RunnerPath}, nil)
 	})
 	g.Go(func() error { return cluster.PushPythonImage(ctx) })
 	g.Go(func() error { return cluster.PushDebugPythonImage(ctx) })

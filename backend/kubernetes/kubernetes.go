@@ -42,7 +42,7 @@ type Options struct {
 	Namespace string
 	// ServiceAccount of job pods ("" leaves the namespace's default).
 	ServiceAccount string
-	// RunnerImage holds the static kinetic binary at /kinetic/bin/kinetic; an init
+	// RunnerImage holds the static kinetic binary at job.RunnerPath; an init
 	// container copies it into the pod. Empty means ResolveRunnerImage's; with neither,
 	// submissions fail with the fix (there is no default image: the runner in the pod
 	// must be the one built with the submitting client).
@@ -267,8 +267,9 @@ func (b *Backend) Name() string { return b.o.Name }
 func (b *Backend) Namespace() string { return b.o.Namespace }
 
 var (
-	_ backend.Backend = (*Backend)(nil)
-	_ driver.Driver   = (*Backend)(nil)
+	_ backend.Backend  = (*Backend)(nil)
+	_ backend.Observer = (*Backend)(nil)
+	_ driver.Driver    = (*Backend)(nil)
 )
 
 // ctxTimeout bounds one API call, so a dead apiserver gives an error, not a hang.

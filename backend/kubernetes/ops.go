@@ -372,7 +372,7 @@ func (b *Backend) deleteJob(ctx context.Context, name string, prop metav1.Deleti
 	return nil
 }
 
-// List implements backend.Lister: the single jobs (Jobs) and multi-host jobs
+// List implements backend.Observer: the single jobs (Jobs) and multi-host jobs
 // (LeaderWorkerSets) in the namespace, by label, from their annotations (no store
 // reads). Batch children are listed by their batch.
 func (b *Backend) List(ctx context.Context) ([]*job.Handle, error) {
@@ -399,7 +399,7 @@ func (b *Backend) List(ctx context.Context) ([]*job.Handle, error) {
 	return out, nil
 }
 
-// StreamLogs implements backend.LogStreamer with pods/log.
+// StreamLogs implements backend.Observer with pods/log.
 func (b *Backend) StreamLogs(ctx context.Context, h *job.Handle, follow bool, tailLines int, w io.Writer) error {
 	pod, err := b.podOf(ctx, h)
 	if err != nil {

@@ -73,10 +73,9 @@ func (p *Pathways) Name() string { return PathwaysName }
 func (p *Pathways) Namespace() string { return p.b.o.Namespace }
 
 var (
-	_ backend.Backend     = (*Pathways)(nil)
-	_ backend.Lister      = (*Pathways)(nil)
-	_ backend.LogStreamer = (*Pathways)(nil)
-	_ driver.Driver       = (*Pathways)(nil)
+	_ backend.Backend  = (*Pathways)(nil)
+	_ backend.Observer = (*Pathways)(nil)
+	_ driver.Driver    = (*Pathways)(nil)
 )
 
 // Submit implements backend.Backend: one LeaderWorkerSet, named after the job.
@@ -257,7 +256,7 @@ func (p *Pathways) scaleToZero(ctx context.Context, name string) {
 	p.dyn.Resource(LWSResource).Namespace(p.b.o.Namespace).Patch(cctx, name, types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{})
 }
 
-// List implements backend.Lister: the namespace's single-host Jobs and multi-host
+// List implements backend.Observer: the namespace's single-host Jobs and multi-host
 // LeaderWorkerSets.
 func (p *Pathways) List(ctx context.Context) ([]*job.Handle, error) { return p.b.List(ctx) }
 

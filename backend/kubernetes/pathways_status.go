@@ -169,7 +169,7 @@ func restarted(p *corev1.Pod) string {
 	return ""
 }
 
-// StreamLogs implements backend.LogStreamer: the leader's output. Following is left to
+// StreamLogs implements backend.Observer: the leader's output. Following is left to
 // the store's copy: the leader's container holds after the job, so its stream would
 // not end with the job.
 func (p *Pathways) StreamLogs(ctx context.Context, h *job.Handle, follow bool, tailLines int, w io.Writer) error {

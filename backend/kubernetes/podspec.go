@@ -33,8 +33,6 @@ const (
 	runnerDir    = "/kinetic/runner"
 	workDir      = "/kinetic/work"
 	credsDir     = "/var/run/kinetic/store-credentials"
-	// RunnerPath is where the runner image keeps the static kinetic binary.
-	RunnerPath = "/kinetic/bin/kinetic"
 )
 
 // jobFor is the Job that runs one job.
@@ -161,7 +159,7 @@ func (b *Backend) podTemplate(h *job.Handle, sp accel.Spec, labels map[string]st
 			Name:            "kinetic-runner",
 			Image:           b.o.RunnerImage,
 			ImagePullPolicy: pull,
-			Command:         []string{RunnerPath, "install-runner", runnerDir + "/kinetic"},
+			Command:         []string{job.RunnerPath, "install-runner", runnerDir + "/kinetic"},
 			VolumeMounts:    []corev1.VolumeMount{{Name: runnerVolume, MountPath: runnerDir}},
 		}},
 		Containers:         []corev1.Container{main},

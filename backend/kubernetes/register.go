@@ -87,7 +87,7 @@ func (c Cluster) GKECluster() gkeconn.Cluster {
 // endpoint and CA cached under DataDir()/cache/gke, the GKE API endpoint overridden by
 // gcp_endpoints' container= (tests and emulators).
 func GKEConnector(s backend.Settings) *gkeconn.Connector {
-	return &gkeconn.Connector{ContainerEndpoint: containerEndpoint(s.Get(string(config.GCPEndpoints))),
+	return &gkeconn.Connector{ContainerEndpoint: containerEndpoint(s.Get(string(KeyGCPEndpoints))),
 		CacheDir: filepath.Join(config.DataDir(), "cache", "gke")}
 }
 
@@ -123,7 +123,7 @@ func OptionsFor(name string, cl Cluster, s backend.Settings) Options {
 		d, _ := time.ParseDuration(get(k))
 		return d
 	}
-	clusterType := get(config.ClusterType)
+	clusterType := get(KeyClusterType)
 	if clusterType == "" && name == PathwaysName && get(config.Backend) == K8sName {
 		// A multi-host job submitted with backend k8s: the cluster is not GKE.
 		clusterType = "generic"
@@ -135,16 +135,16 @@ func OptionsFor(name string, cl Cluster, s backend.Settings) Options {
 		Context:            cl.KubeContext,
 		GKE:                gkeOf(cl, s),
 		Namespace:          namespace,
-		ServiceAccount:     get(config.ServiceAccount),
-		RunnerImage:        get(config.RunnerImage),
-		StoreSecret:        get(config.StoreSecret),
-		CPU:                get(config.PodCPU),
-		Memory:             get(config.PodMemory),
-		UnschedulableGrace: dur(config.Unschedulable),
-		PullGrace:          dur(config.PullGrace),
-		NodeLostGrace:      dur(config.NodeLostGrace),
+		ServiceAccount:     get(KeyServiceAccount),
+		RunnerImage:        get(KeyRunnerImage),
+		StoreSecret:        get(KeyStoreSecret),
+		CPU:                get(KeyPodCPU),
+		Memory:             get(KeyPodMemory),
+		UnschedulableGrace: dur(KeyUnschedulableGrace),
+		PullGrace:          dur(KeyPullGrace),
+		NodeLostGrace:      dur(KeyNodeLostGrace),
 		// Only "false" turns them off: an unset key keeps the devices.
-		IgnoreAcceleratorResources: get(config.AccelResources) == "false",
+		IgnoreAcceleratorResources: get(KeyAccelResources) == "false",
 	}
 }
 
@@ -159,7 +159,7 @@ func gkeOf(cl Cluster, s backend.Settings) *GKEDirect {
 type factory struct{ name string }
 
 func (f factory) cluster(env backend.Env) Cluster {
-	return ClusterOf(env.Handle, env.Settings.Get(string(config.Kubeconfig)))
+	return ClusterOf(env.Handle, env.Settings.Get(string(KeyKubeconfig)))
 }
 
 // Key implements backend.Factory.
@@ -177,7 +177,7 @@ func (f factory) New(env backend.Env) (backend.Backend, error) {
 	// The runner image: runner_image when set, else the index this CLI publishes to
 	// image_registry at the first submission (one HEAD request once it is there).
 	o.ResolveRunnerImage = image.RunnerImageFunc(&image.Client{}, image.RunnerImageRequest{
-		Override: env.Settings.Get(string(config.RunnerImage)),
+		Override: env.Settings.Get(string(KeyRunnerImage)),
 		Registry: env.Settings.Get(string(config.ImageRegistry)),
 		Source:   image.RunnerSource{Exe: env.Exe, CacheDir: filepath.Join(config.DataDir(), "cache", "runner"), Progress: os.Stderr},
 		Progress: os.Stderr,
@@ -188,7 +188,10 @@ func (f factory) New(env backend.Env) (backend.Backend, error) {
 	return New(env.Store, o)
 }
 
-// Plan implements backend.Planner: a slice over several hosts runs on Pathways (one
+// Traits implements backend.Factory: a job's Kubernetes objects are named after it.
+func (factory) Traits() backend.Traits { return backend.Traits{ObjectsNamedAfterJob: true} }
+
+// Plan implements backend.Factory: a slice over several hosts runs on Pathways (one
 // LeaderWorkerSet); a multi-host job submitted with backend k8s pins the kubeconfig's
 // current context, or ClusterOf would take a Pathways handle with a project for a GKE
 // cluster's context.
@@ -198,9 +201,9 @@ func (f factory) Plan(h *job.Handle, acc accel.Spec, s backend.Settings) error {
 	}
 	h.Backend = PathwaysName
 	if f.name == K8sName && h.KubeContext == "" {
-		h.KubeContext = CurrentContext(s.Get(string(config.Kubeconfig)))
+		h.KubeContext = CurrentContext(s.Get(string(KeyKubeconfig)))
 	}
 	return nil
 }
 
-var _ backend.Planner = factory{}
+var _ backend.Factory = factory{}

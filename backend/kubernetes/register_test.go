@@ -65,7 +65,7 @@ contexts: [{name: gke_p_z_c, context: {cluster: gke_p_z_c, user: gke_p_z_c}}]
 	// reaches a fake), and the factory key names the cluster.
 	h.Backend = GKEName
 	t.Setenv("KINETIC_HOME", dir)
-	o := OptionsFor(GKEName, ClusterOf(h, ""), settings{config.GCPEndpoints: "compute=http://x:1,container=http://127.0.0.1:9"})
+	o := OptionsFor(GKEName, ClusterOf(h, ""), settings{KeyGCPEndpoints: "compute=http://x:1,container=http://127.0.0.1:9"})
 	if o.GKE == nil || o.GKE.Cluster != (gkeconn.Cluster{Project: "p", Zone: "z", Name: "c"}) || o.GKE.Connector.ContainerEndpoint != "http://127.0.0.1:9" ||
 		o.GKE.Connector.CacheDir != filepath.Join(dir, "cache", "gke") {
 		t.Errorf("direct options: %+v", o.GKE)
@@ -80,13 +80,13 @@ contexts: [{name: gke_p_z_c, context: {cluster: gke_p_z_c, user: gke_p_z_c}}]
 // namespace from the handle first.
 func TestFactory(t *testing.T) {
 	f, _ := backend.Lookup(K8sName)
-	s := settings{config.Namespace: "cfg-ns", config.PodCPU: "2", config.PullGrace: "3m", config.AccelResources: "false"}
+	s := settings{config.Namespace: "cfg-ns", KeyPodCPU: "2", KeyPullGrace: "3m", KeyAccelResources: "false"}
 	a := backend.Env{Handle: &job.Handle{Backend: K8sName, KubeContext: "a", Namespace: "x"}, Settings: s}
 	b := backend.Env{Handle: &job.Handle{Backend: K8sName, KubeContext: "a", Namespace: "y"}, Settings: s}
 	if f.Key(a) == f.Key(b) {
 		t.Errorf("two namespaces share the key %q", f.Key(a))
 	}
-	o := OptionsFor(PathwaysName, ClusterOf(&job.Handle{Backend: PathwaysName}, ""), settings{config.Namespace: "cfg-ns", config.Backend: K8sName, config.PodCPU: "2", config.PullGrace: "3m", config.AccelResources: "false"})
+	o := OptionsFor(PathwaysName, ClusterOf(&job.Handle{Backend: PathwaysName}, ""), settings{config.Namespace: "cfg-ns", config.Backend: K8sName, KeyPodCPU: "2", KeyPullGrace: "3m", KeyAccelResources: "false"})
 	if o.Namespace != "cfg-ns" || o.CPU != "2" || o.PullGrace.Minutes() != 3 || !o.IgnoreAcceleratorResources || o.ClusterType != "generic" || o.Name != PathwaysName {
 		t.Errorf("OptionsFor = %+v", o)
 	}
@@ -102,7 +102,18 @@ func TestPlanPinsGenericContext(t *testing.T) {
 	}
 	h := &job.Handle{Backend: K8sName}
 	// A kubeconfig that cannot be read has no current context: nothing pinned, no error.
-	if err := f.(backend.Planner).Plan(h, sp, settings{config.Kubeconfig: "/nonexistent"}); err != nil || h.Backend != PathwaysName {
+	if err := f.Plan(h, sp, settings{KeyKubeconfig: "/nonexistent"}); err != nil || h.Backend != PathwaysName {
 		t.Fatalf("Plan = %+v, %v", h, err)
+	}
+}
+
+// TestTraits: every Kubernetes backend names a job's cluster objects after it (the
+// engine records k8s_name), and none runs jobs on this machine.
+func TestTraits(t *testing.T) {
+	for _, n := range []string{GKEName, K8sName, PathwaysName} {
+		f, _ := backend.Lookup(n)
+		if tr := f.Traits(); tr != (backend.Traits{ObjectsNamedAfterJob: true}) {
+			t.Errorf("%s: Traits = %+v", n, tr)
+		}
 	}
 }

@@ -19,7 +19,7 @@ import (
 
 // runnerInImage is where the kinetic binary is mounted in a container (the same path
 // bundled images put it at, so custom images need nothing of ours).
-const runnerInImage = "/kinetic/bin/kinetic"
+const runnerInImage = job.RunnerPath
 
 // containerSpec returns the job's spec when it asks to run in a local container.
 func containerSpec(ctx context.Context, st *store.Store, id string) (*job.Spec, bool) {
@@ -36,7 +36,7 @@ func containerSpec(ctx context.Context, st *store.Store, id string) (*job.Spec, 
 
 // runInContainer runs the job's runner inside spec.Image with spec.Container (podman or
 // docker): network host, the file:// store and a local output directory bind-mounted at
-// the same paths, this kinetic binary mounted at /kinetic/bin/kinetic. The runner in
+// the same paths, this kinetic binary mounted at job.RunnerPath. The runner in
 // the container writes the envelope, logs and result to the store as it does anywhere;
 // a container that cannot start (image pull, engine error) gets an envelope here.
 func runInContainer(ctx context.Context, st *store.Store, o SuperviseOptions, id string, spec *job.Spec, log io.Writer) (*job.Envelope, error) {

@@ -28,19 +28,19 @@ func (factory) Key(backend.Env) string { return "" }
 func (factory) New(env backend.Env) (backend.Backend, error) {
 	o := Options{StateDir: DefaultStateDir(), Exe: env.Exe}
 	if env.Settings != nil {
-		o.Slots, _ = strconv.Atoi(env.Settings.Get(string(config.LocalSlots)))
-		o.Python.Cold = env.Settings.Get(string(config.Warm)) == "false"
-		o.Python.WarmIdle, _ = time.ParseDuration(env.Settings.Get(string(config.WarmIdle)))
+		o.Slots, _ = strconv.Atoi(env.Settings.Get(string(KeySlots)))
+		o.Python.Cold = env.Settings.Get(string(KeyWarm)) == "false"
+		o.Python.WarmIdle, _ = time.ParseDuration(env.Settings.Get(string(KeyWarmIdle)))
 		o.Python.Interpreter = env.Settings.Get(string(config.Python))
-		o.Isolation = env.Settings.Get(string(config.BatchIsolation))
+		o.Isolation = env.Settings.Get(string(KeyBatchIsolation))
 	}
 	return New(env.Store, o)
 }
 
-// OnThisMachine implements backend.OnThisMachine.
-func (factory) OnThisMachine() bool { return true }
+// Traits implements backend.Factory: jobs run on this machine.
+func (factory) Traits() backend.Traits { return backend.Traits{OnThisMachine: true} }
 
-// Plan implements backend.Planner: the local backend runs one process on this machine,
+// Plan implements backend.Factory: the local backend runs one process on this machine,
 // so it refuses a slice over several hosts rather than pretend to be several hosts.
 func (factory) Plan(_ *job.Handle, acc accel.Spec, _ backend.Settings) error {
 	if acc.MultiHost() {

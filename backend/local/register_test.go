@@ -25,7 +25,10 @@ func TestRegistered(t *testing.T) {
 	if !backend.RunsOnThisMachine(local.Name) {
 		t.Error("local does not run on this machine")
 	}
-	pl := f.(backend.Planner)
+	if tr := f.Traits(); tr != (backend.Traits{OnThisMachine: true}) {
+		t.Errorf("Traits = %+v: local jobs run here, and it makes no cluster objects", tr)
+	}
+	pl := f
 	for acc, want := range map[string]string{"cpu": "", "l4": "", "tpu-v6e-16": "the local backend runs one host"} {
 		sp, err := accel.Parse(acc)
 		if err != nil {

@@ -2,7 +2,7 @@
 // same bytes to the same registry, in the same run, and prints a Markdown table
 // (docs/benchmarks.md keeps the results).
 //
-//	go run ./bench/imagebench -bin bin/kinetic [-mb 50] [-n 3]
+//	go run ./bench/imagebench [-mb 50] [-n 3]
 //
 // Each round starts Debian's docker-registry with empty storage, pushes a small base
 // (busybox with PYTHON_VERSION in its config), makes fresh wheels of -mb MB in total
@@ -10,11 +10,10 @@
 //
 //   - raw push: the wheels' bytes uploaded as one uncompressed blob (remote.WriteLayer);
 //   - cold build, first image: Ensure on a new tag (lookup miss, the pinned wheels layered
-//     straight from the wheel files, requirements and runner layers, push), the runner
-//     layer not yet in the registry (its compressed form is cached on disk after the
-//     first round, as the engine does);
-//   - cold build, new requirements: the same with other fresh wheels, the runner layer
-//     now in the registry (the usual cold build: requirements changed);
+//     straight from the wheel files, the requirements layer, push; bundled images carry
+//     no kinetic binary: the backends inject theirs);
+//   - cold build, new requirements: the same with other fresh wheels (the usual cold
+//     build: requirements changed);
 //   - warm lookup: Ensure of the first tag again from a new Ensurer (one HEAD);
 //   - cold build through pip: other fresh wheels, required as kn-big>=1.0 so the
 //     builder runs pip (pip install --target for the image's platform).
@@ -50,13 +49,9 @@ import (
 )
 
 func main() {
-	bin := flag.String("bin", "bin/kinetic", "kinetic binary (the runner layer)")
 	mb := flag.Int("mb", 50, "total size of the wheels, MB")
 	n := flag.Int("n", 3, "rounds")
 	flag.Parse()
-	if _, err := os.Stat(*bin); err != nil {
-		log.Fatalf("-bin: %v (make build first)", err)
-	}
 	var raw, cold1, cold2, warm, pip []time.Duration
 	cache, err := os.MkdirTemp("", "kinetic-imagebench-cache-")
 	if err != nil {
@@ -64,15 +59,14 @@ func main() {
 	}
 	defer os.RemoveAll(cache)
 	for i := 0; i < *n; i++ {
-		r, c1, c2, w, p, err := round(*bin, *mb, cache)
+		r, c1, c2, w, p, err := round(*mb, cache)
 		if err != nil {
 			log.Fatal(err)
 		}
 		raw, cold1, cold2, warm, pip = append(raw, r), append(cold1, c1), append(cold2, c2), append(warm, w), append(pip, p)
 		fmt.Fprintf(os.Stderr, "round %d: raw %s, cold (first) %s, cold (new reqs) %s, warm %s, pip %s\n", i+1, r, c1, c2, w, p)
 	}
-	fi, _ := os.Stat(*bin)
-	fmt.Printf("%d rounds, %d MB of wheels, runner binary %.1f MB, %d CPUs\n\n", *n, *mb, float64(fi.Size())/1e6, runtime.NumCPU())
+	fmt.Printf("%d rounds, %d MB of wheels, %d CPUs\n\n", *n, *mb, runtime.NumCPU())
 	fmt.Println("| measurement | median | min | max | ratio to raw push (median) |")
 	fmt.Println("|---|---|---|---|---|")
 	rawMed := median(raw)
@@ -84,13 +78,13 @@ func main() {
 		fmt.Printf("| %s | %s | %s | %s | %s |\n", name, fmtD(median(ds)), fmtD(minD(ds)), fmtD(maxD(ds)), r)
 	}
 	row("raw push of the wheels' bytes (one blob)", raw, false)
-	row("cold bundled build, first image (runner layer uploaded too)", cold1, true)
-	row("cold bundled build, new requirements (runner layer already there)", cold2, true)
+	row("cold bundled build, first image", cold1, true)
+	row("cold bundled build, new requirements", cold2, true)
 	row("cold bundled build through pip (requirement not pinned: `kn-big>=1.0`)", pip, true)
 	row("warm lookup (cache hit)", warm, false)
 }
 
-func round(bin string, mb int, cache string) (raw, cold1, cold2, warm, pip time.Duration, err error) {
+func round(mb int, cache string) (raw, cold1, cold2, warm, pip time.Duration, err error) {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "kinetic-imagebench-")
 	if err != nil {
@@ -133,7 +127,7 @@ func round(bin string, mb int, cache string) (raw, cold1, cold2, warm, pip time.
 		tag, _ := name.NewTag(host+"/kinetic-env:"+strings.Repeat(key, 64), name.Insecure)
 		e := &image.Ensurer{Builder: &image.Daemonless{CacheDir: cache}}
 		t := time.Now()
-		_, err := e.Ensure(ctx, &image.BuildRequest{Base: base, Target: tag, Runner: bin,
+		_, err := e.Ensure(ctx, &image.BuildRequest{Base: base, Target: tag,
 			Requirements: []string{"--no-index", "--find-links " + links, req}})
 		return time.Since(t), err
 	}

@@ -136,7 +136,7 @@ func run(n, nodes, parallel, singles int) error {
 		return err
 	}
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return counting{rt} }
-	e, err := engine.New(config.Options{Args: map[config.Key]string{config.Backend: kubernetes.K8sName, config.Store: storeURL, config.Kubeconfig: c.Kubeconfig}, Getenv: func(string) string { return "" }, ProfilesFile: os.DevNull})
+	e, err := engine.New(config.Options{Args: map[config.Key]string{config.Backend: kubernetes.K8sName, config.Store: storeURL, kubernetes.KeyKubeconfig: c.Kubeconfig}, Getenv: func(string) string { return "" }, ProfilesFile: os.DevNull})
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,8 @@ import (
 
 	"github.com/kinetic-run/kinetic/runner"
 	"github.com/kinetic-run/kinetic/store"
+	_ "github.com/kinetic-run/kinetic/store/gcs" // gs://
+	_ "github.com/kinetic-run/kinetic/store/s3"  // s3://
 	"github.com/kinetic-run/kinetic/version"
 )
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/kinetic-run/kinetic/internal/mountns"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -17,24 +16,17 @@ import (
 	_ "github.com/kinetic-run/kinetic/backend/kubernetes" // gke, k8s, pathways
 	_ "github.com/kinetic-run/kinetic/backend/local"      // local
 	"github.com/kinetic-run/kinetic/cli"
+	// The store drivers beyond file:// and mem://, which store itself links.
+	_ "github.com/kinetic-run/kinetic/store/gcs" // gs://
+	_ "github.com/kinetic-run/kinetic/store/s3"  // s3://
 )
 
 func main() {
 	// A job's process started through this binary to get its volumes mounted
 	// (internal/mountns): set them up and exec the job; never returns then.
 	mountns.Main()
-	// KINETIC_LOG_LEVEL (debug, info, warn, error) turns on the engine's own log/slog
-	// records on stderr: the listing index, retries. Default: warnings and errors only.
-	if lvl := os.Getenv("KINETIC_LOG_LEVEL"); lvl != "" {
-		var l slog.Level
-		if err := l.UnmarshalText([]byte(lvl)); err != nil {
-			fmt.Fprintf(os.Stderr, "kinetic: warning: KINETIC_LOG_LEVEL=%q: want debug, info, warn or error\n", lvl)
-		} else {
-			slog.SetLogLoggerLevel(l)
-		}
-	} else {
-		slog.SetLogLoggerLevel(slog.LevelWarn)
-	}
+	// One logger, log/slog's, its level set by KINETIC_LOG_LEVEL as for the SDK.
+	setupLogging(os.Getenv(logLevelEnv), os.Stderr)
 	// The signal is the context's cause: a runner in a pod tells a SIGTERM from the
 	// kubelet (pod deleted, evicted, preempted) in the job's failure.
 	ctx, cancel := context.WithCancelCause(context.Background())

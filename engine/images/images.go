@@ -27,19 +27,6 @@ type Builders struct {
 	ensurers map[string]*image.Ensurer // per image builder
 }
 
-// RunnerBinary is the kinetic binary that goes into bundled images: exe, else this
-// process's.
-func RunnerBinary(exe string) (string, error) {
-	if exe != "" {
-		return exe, nil
-	}
-	p, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("find the kinetic binary to put in the image: %w", err)
-	}
-	return p, nil
-}
-
 // Ensurer returns the Ensurer for the configured builder: one per builder, so
 // concurrent submissions in this process share one singleflight group.
 func (b *Builders) Ensurer(cfg *config.Resolved) *image.Ensurer {
@@ -129,7 +116,8 @@ func BaseFromDockerfile(ctx context.Context, cfg *config.Resolved, notice io.Wri
 }
 
 // BuildBase builds and pushes the prebuilt base for a category, daemonless (or with
-// the configured image_builder) with the kinetic binary exe in it, with progress on notice.
+// the configured image_builder) with progress on notice (exe is kept for callers; the
+// image no longer carries the CLI: pods run the runner image's binary).
 func (b *Builders) BuildBase(ctx context.Context, cfg *config.Resolved, exe string, notice io.Writer, r BaseRequest) (*BaseResult, error) {
 	start := time.Now()
 	repo, err := image.ParseRepository(r.Repo)
@@ -145,11 +133,7 @@ func (b *Builders) BuildBase(ctx context.Context, cfg *config.Resolved, exe stri
 	} else if base, err = s.Base(r.Category); err != nil {
 		return nil, err
 	}
-	runner, err := RunnerBinary(exe)
-	if err != nil {
-		return nil, err
-	}
-	req, err := image.BaseRequest(repo, r.Category, version.Version, r.Tag, base, runner)
+	req, err := image.BaseRequest(repo, r.Category, version.Version, r.Tag, base)
 	if err != nil {
 		return nil, err
 	}

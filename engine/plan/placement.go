@@ -13,7 +13,7 @@ import (
 )
 
 // placement decides where the job runs: the configured backend, as its factory settles
-// it (backend.Planner: the Kubernetes backends send a slice over several hosts to
+// it (Factory.Plan: the Kubernetes backends send a slice over several hosts to
 // Pathways; the local backend refuses it), and on this machine whether in a container
 // and with which interpreter.
 func placement(ctx context.Context, env Env, req *Request, p *Job) error {
@@ -47,7 +47,7 @@ func placement(ctx context.Context, env Env, req *Request, p *Job) error {
 
 // Backend returns where a job with accelerator acc runs: a handle with the backend's
 // name and the cluster fields of cfg, as the factory of the configured backend settles
-// them (backend.Planner).
+// them (Factory.Plan).
 func Backend(cfg *config.Resolved, acc accel.Spec) (*job.Handle, error) {
 	name := cfg.Get(config.Backend)
 	if name == "" {
@@ -59,10 +59,8 @@ func Backend(cfg *config.Resolved, acc accel.Spec) (*job.Handle, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown backend %q: this kinetic runs %s", name, strings.Join(backend.Names(), ", "))
 	}
-	if pl, ok := f.(backend.Planner); ok {
-		if err := pl.Plan(h, acc, Settings{cfg}); err != nil {
-			return nil, err
-		}
+	if err := f.Plan(h, acc, Settings{cfg}); err != nil {
+		return nil, err
 	}
 	return h, nil
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/store"
+	"github.com/kinetic-run/kinetic/store/gcs"
 )
 
 // Runner finds and publishes the runner image in a registry.
@@ -110,8 +111,8 @@ func PlanUp(ctx context.Context, c *Clients, cfg Config) (*Plan, error) {
 	if _, err := st.Buckets.Get(bucket).Context(ctx).Do(); httpCode(err) == http.StatusNotFound {
 		bucketMissing = true
 		p.Steps = append(p.Steps, Step{What: what, Action: ActCreate, apply: func(ctx context.Context, pr *progress) error {
-			err := store.CreateBucket(ctx, cfg.Store, store.BucketOptions{Project: cfg.Project, Location: Region(cfg.Zone)})
-			if errors.Is(err, store.ErrBucketExists) {
+			err := gcs.CreateBucket(ctx, cfg.Store, gcs.BucketOptions{Project: cfg.Project, Location: Region(cfg.Zone)})
+			if errors.Is(err, gcs.ErrBucketExists) {
 				return nil
 			}
 			return err

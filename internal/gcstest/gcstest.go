@@ -13,6 +13,8 @@
 // (before flags are parsed) and from a plain main.
 // $KINETIC_FAKE_GCS_SERVER names a prebuilt binary to use instead.
 //
+// Importing gcstest links the store's gs:// driver (store/gcs).
+//
 // When the binary cannot be built (no Go toolchain or no module proxy), Start fails the
 // test, unless KINETIC_ALLOW_SKIP_GCS=1, when it skips it: CI must exercise the emulator.
 package gcstest
@@ -38,6 +40,9 @@ import (
 	"time"
 
 	"github.com/kinetic-run/kinetic/internal/toolcache"
+	// The store's gs:// driver: every test that speaks to the emulator through a store
+	// needs it, and store itself links no cloud SDK.
+	_ "github.com/kinetic-run/kinetic/store/gcs"
 )
 
 // Version is the pinned fake-gcs-server release.

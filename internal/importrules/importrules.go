@@ -125,7 +125,7 @@ func Load(dir string, pkgs ...string) (*Graph, error) {
 			return nil, fmt.Errorf("no go command: %w", err)
 		}
 	}
-	cmd := exec.Command(goCmd, append([]string{"list", "-deps", "-json=ImportPath,Imports,Standard"}, pkgs...)...)
+	cmd := exec.Command(goCmd, append([]string{"list", "-deps", "-json=ImportPath,Imports,Standard,Module,Dir,GoFiles"}, pkgs...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	var stderr bytes.Buffer
@@ -134,26 +134,49 @@ func Load(dir string, pkgs ...string) (*Graph, error) {
 	if err != nil {
 		return nil, fmt.Errorf("go list: %w\n%s", err, stderr.String())
 	}
-	return decode(bytes.NewReader(out))
+	g, files, err := decode(bytes.NewReader(out))
+	if err != nil {
+		return nil, err
+	}
+	// go test caches a passing result by the files the test looked at, and it does not
+	// see what the go list child read: stat the module's source files (and their
+	// directories, for files added) here, so that an edit that breaks a rule is not
+	// answered by a cached pass.
+	for _, f := range append(files, filepath.Join(dir, "go.mod")) {
+		os.Stat(f)
+	}
+	return g, nil
 }
 
-func decode(r io.Reader) (*Graph, error) {
+// decode reads go list's output: the graph, and the directories and source files of
+// this module's packages.
+func decode(r io.Reader) (*Graph, []string, error) {
 	g := &Graph{Imports: map[string][]string{}, Standard: map[string]bool{}}
+	var files []string
 	dec := json.NewDecoder(r)
 	for {
 		var p struct {
 			ImportPath string
 			Imports    []string
 			Standard   bool
+			Module     *struct{ Path string }
+			Dir        string
+			GoFiles    []string
 		}
 		if err := dec.Decode(&p); err == io.EOF {
-			return g, nil
+			return g, files, nil
 		} else if err != nil {
-			return nil, fmt.Errorf("go list output: %w", err)
+			return nil, nil, fmt.Errorf("go list output: %w", err)
 		}
 		g.Imports[p.ImportPath] = p.Imports
 		if p.Standard {
 			g.Standard[p.ImportPath] = true
+		}
+		if p.Module != nil && p.Module.Path == Module {
+			files = append(files, p.Dir)
+			for _, f := range p.GoFiles {
+				files = append(files, filepath.Join(p.Dir, f))
+			}
 		}
 	}
 }

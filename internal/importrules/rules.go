@@ -64,15 +64,25 @@ var Rules = []Rule{
 		),
 	},
 	{
-		Pkg: m + "backend",
-		Why: "the interface package links no store driver and no cloud SDK",
-		Forbid: Under(
-			"gocloud.dev/blob/gcsblob",
-			"gocloud.dev/blob/s3blob",
-			"gocloud.dev/blob/azureblob",
-			"cloud.google.com/go",
-			"github.com/aws",
-		),
-		Exception: "issue 26 (redesign, step two): backend imports store, which links gocloud's gcsblob and s3blob and with them the GCS and AWS SDKs; the drivers must move to the binaries' mains first",
+		Pkg:    m + "store",
+		Why:    "the store links the file:// and mem:// drivers only; gs:// and s3:// are store/gcs and store/s3, which the binaries import",
+		Forbid: cloudDrivers,
+	},
+	{
+		Pkg:    m + "backend",
+		Why:    "the interface package links no store driver and no cloud SDK",
+		Forbid: cloudDrivers,
 	},
 }
+
+// cloudDrivers are the store drivers that link a cloud's SDK, and the SDKs.
+var cloudDrivers = Under(
+	m+"store/gcs",
+	m+"store/s3",
+	"gocloud.dev/blob/gcsblob",
+	"gocloud.dev/blob/s3blob",
+	"gocloud.dev/blob/azureblob",
+	"cloud.google.com/go",
+	"google.golang.org/api/storage",
+	"github.com/aws",
+)

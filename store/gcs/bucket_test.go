@@ -1,4 +1,4 @@
-package store_test
+package gcs_test
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/internal/gcstest"
 	"github.com/kinetic-run/kinetic/store"
+	"github.com/kinetic-run/kinetic/store/gcs"
 )
 
 // recorder is a reverse proxy in front of fake-gcs-server that keeps the bodies of
@@ -74,7 +75,7 @@ func TestCreateBucketWithRetention(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			bucket := "kinetic-create-" + strings.ReplaceAll(name, " ", "-")
 			u := "gs://" + bucket + tc.path + "?endpoint=" + ep
-			if err := store.CreateBucket(ctx, u, store.BucketOptions{Project: "p", Location: "us-central1"}); err != nil {
+			if err := gcs.CreateBucket(ctx, u, gcs.BucketOptions{Project: "p", Location: "us-central1"}); err != nil {
 				t.Fatal(err)
 			}
 			// The bucket is real: a store opens on it (through the emulator directly).
@@ -107,8 +108,8 @@ func TestCreateBucketWithRetention(t *testing.T) {
 			}
 
 			// A second create leaves the bucket alone and says so.
-			err = store.CreateBucket(ctx, u, store.BucketOptions{Project: "p"})
-			if !errors.Is(err, store.ErrBucketExists) {
+			err = gcs.CreateBucket(ctx, u, gcs.BucketOptions{Project: "p"})
+			if !errors.Is(err, gcs.ErrBucketExists) {
 				t.Errorf("second create: %v, want ErrBucketExists", err)
 			}
 		})
@@ -125,7 +126,7 @@ func TestCreateBucketRefusals(t *testing.T) {
 		"bad url":    {"gs://", "p", "needs a bucket"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := store.CreateBucket(ctx, tc.url, store.BucketOptions{Project: tc.project})
+			err := gcs.CreateBucket(ctx, tc.url, gcs.BucketOptions{Project: tc.project})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("CreateBucket = %v, want %q", err, tc.want)
 			}

@@ -1,27 +1,41 @@
-package store
+// Package gcs is the store's gs:// driver: imported for its side effect, it registers
+// gocloud's gcsblob (real GCS, Application Default Credentials) and the opener of
+// buckets on a custom endpoint (an emulator, without credentials) with the store. It
+// also creates a store's bucket with its retention rule. It is apart from store so that
+// what needs only the Store type links no Google SDK (store/driver.go).
+package gcs
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 
+	"gocloud.dev/blob"
+	"gocloud.dev/blob/gcsblob" // gs://
+	"gocloud.dev/gcp"
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
 	storagev1 "google.golang.org/api/storage/v1"
+
+	"github.com/kinetic-run/kinetic/store"
 )
 
-// RetentionDays is the age in days after which the lifecycle rule of a bucket Kinetic
-// creates deletes the store's job records, batch manifests and content-addressed blobs.
-const RetentionDays = 30
+func init() { store.RegisterGCSEndpoint(openOnEndpoint) }
 
-// ExpiringAreas are the parts of the layout the lifecycle rule covers. outputs/ is not
-// among them: what a job writes under KINETIC_OUTPUT_DIR is kept until someone deletes
-// it. (data/ is not either: its completion marker is written after its files, and an
-// expiry that took the files first would leave a marker over missing data.)
-var ExpiringAreas = []string{"jobs/", "groups/", "blobs/", TombstonesPrefix}
+// openOnEndpoint opens a gs:// bucket on a custom endpoint (an emulator such as
+// fake-gcs-server) with an unauthenticated client.
+func openOnEndpoint(ctx context.Context, bucket, endpoint string) (*blob.Bucket, error) {
+	client := &gcp.HTTPClient{Client: http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}}
+	return gcsblob.OpenBucket(ctx, client, bucket, &gcsblob.Options{
+		ClientOptions: []option.ClientOption{
+			// Later options win over the ones gcsblob derives from STORAGE_EMULATOR_HOST.
+			option.WithoutAuthentication(),
+			option.WithEndpoint(endpoint + "/storage/v1/"),
+		},
+	})
+}
 
 // ErrBucketExists is returned by CreateBucket when the bucket is already there; it is
 // then left exactly as it was.
@@ -38,31 +52,23 @@ type BucketOptions struct {
 
 // CreateBucket creates the bucket of the gs:// store at rawURL with a lifecycle rule
 // that deletes objects under the store's ExpiringAreas (below the URL's prefix, if any)
-// RetentionDays after they were written, and nothing else. It uses the GCS JSON API,
+// store.RetentionDays after they were written, and nothing else. It uses the GCS JSON API,
 // with Application Default Credentials, or unauthenticated on a custom endpoint (the
 // emulator), as Open does. An existing bucket is not touched: ErrBucketExists.
 func CreateBucket(ctx context.Context, rawURL string, o BucketOptions) error {
 	if !strings.HasPrefix(rawURL, "gs://") {
 		return fmt.Errorf("create bucket for %q: only gs:// stores are created by kinetic (make other stores with their own tools; a file:// store is created on first use)", rawURL)
 	}
-	t, err := normalise(rawURL)
+	bucket, prefix, endpoint, err := store.GCSLocation(rawURL)
 	if err != nil {
 		return err
-	}
-	bucket, prefix := t.bucket, t.prefix
-	if t.endpoint == "" {
-		u, err := url.Parse(t.open)
-		if err != nil {
-			return fmt.Errorf("store URL %q: %w", rawURL, err)
-		}
-		bucket, prefix = u.Host, u.Query().Get("prefix")
 	}
 	if o.Project == "" {
 		return fmt.Errorf("create bucket %q: GCS needs the project that will own it: give --project, KINETIC_PROJECT or a profile's project", bucket)
 	}
 	opts := []option.ClientOption{option.WithScopes(storagev1.DevstorageReadWriteScope)}
-	if t.endpoint != "" {
-		opts = []option.ClientOption{option.WithoutAuthentication(), option.WithEndpoint(t.endpoint + "/storage/v1/"),
+	if endpoint != "" {
+		opts = []option.ClientOption{option.WithoutAuthentication(), option.WithEndpoint(endpoint + "/storage/v1/"),
 			option.WithHTTPClient(&http.Client{Transport: http.DefaultTransport})}
 	}
 	svc, err := storagev1.NewService(ctx, opts...)
@@ -85,11 +91,11 @@ func CreateBucket(ctx context.Context, rawURL string, o BucketOptions) error {
 // once it is RetentionDays old.
 func Lifecycle(prefix string) *storagev1.BucketLifecycle {
 	var match []string
-	for _, a := range ExpiringAreas {
+	for _, a := range store.ExpiringAreas {
 		match = append(match, prefix+a)
 	}
 	return &storagev1.BucketLifecycle{Rule: []*storagev1.BucketLifecycleRule{{
 		Action:    &storagev1.BucketLifecycleRuleAction{Type: "Delete"},
-		Condition: &storagev1.BucketLifecycleRuleCondition{Age: googleapi.Int64(RetentionDays), MatchesPrefix: match},
+		Condition: &storagev1.BucketLifecycleRuleCondition{Age: googleapi.Int64(store.RetentionDays), MatchesPrefix: match},
 	}}}
 }

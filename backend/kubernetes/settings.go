@@ -1,0 +1,43 @@
+package kubernetes
+
+import (
+	"strings"
+
+	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/job"
+)
+
+// The settings the Kubernetes backends own: declared here, resolved and shown by config
+// (argument > KINETIC_<KEY> > profile > default) like its own keys, read from
+// backend.Env.Settings. Nothing else in the engine reads them.
+const owner = "backend kubernetes (gke, k8s, pathways)"
+
+// ClusterTypes are the accepted values of cluster_type.
+var ClusterTypes = []string{"gke", "generic"}
+
+var (
+	KeyServiceAccount = config.Declare(config.Setting{Key: "service_account", Owner: owner,
+		Doc: "Kubernetes service account of job pods"})
+	KeyKubeconfig = config.Declare(config.Setting{Key: "kubeconfig", Owner: owner, Env: "KUBECONFIG",
+		Doc: "kubeconfig file for the Kubernetes backends"})
+	KeyClusterType = config.Declare(config.Setting{Key: "cluster_type", Owner: owner, Check: config.OneOf(ClusterTypes...),
+		Doc: "kind of cluster: " + strings.Join(ClusterTypes, ", ")})
+	KeyRunnerImage = config.Declare(config.Setting{Key: "runner_image", Owner: owner,
+		Doc: "image holding the kinetic runner at " + job.RunnerPath + ", copied into job pods (default: the one this CLI publishes to image_registry)"})
+	KeyStoreSecret = config.Declare(config.Setting{Key: "store_secret", Owner: owner,
+		Doc: "Kubernetes Secret with store credentials (key.json or credentials) mounted into job pods"})
+	KeyPodCPU = config.Declare(config.Setting{Key: "pod_cpu", Owner: owner, Default: "250m", Check: config.CheckQuantity,
+		Doc: "CPU request of job pods without a CPU count (Kubernetes quantity)"})
+	KeyPodMemory = config.Declare(config.Setting{Key: "pod_memory", Owner: owner, Check: config.CheckQuantity,
+		Doc: "memory request and limit of job pods (Kubernetes quantity, e.g. 4Gi)"})
+	KeyUnschedulableGrace = config.Declare(config.Setting{Key: "unschedulable_grace", Owner: owner, Default: "10m", Check: config.CheckDuration,
+		Doc: "how long a job's pod may stay unschedulable before the job is FAILED"})
+	KeyPullGrace = config.Declare(config.Setting{Key: "image_pull_grace", Owner: owner, Default: "2m", Check: config.CheckDuration,
+		Doc: "how long a job's image pulls may fail before the job is FAILED"})
+	KeyNodeLostGrace = config.Declare(config.Setting{Key: "node_lost_grace", Owner: owner, Default: "5m", Check: config.CheckDuration,
+		Doc: "how long a running job's node may be NotReady before the job is FAILED"})
+	KeyAccelResources = config.Declare(config.Setting{Key: "accelerator_resources", Owner: owner, Default: "true", Check: config.CheckBool,
+		Doc: "whether job pods request their GPUs/TPUs; false runs them as CPU pods (tests, dry runs on clusters without the devices)"})
+	KeyGCPEndpoints = config.Declare(config.Setting{Key: "gcp_endpoints", Owner: owner,
+		Doc: "Google API endpoints for tests and emulators only: container=URL,artifactregistry=URL,iam=URL,compute=URL (plain, unauthenticated; used by up/down/status/pool for GKE)"})
+)

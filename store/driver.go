@@ -1,0 +1,102 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"sync"
+
+	"gocloud.dev/blob"
+)
+
+// Drivers. file:// and mem:// are built in: their gocloud drivers link nothing but the
+// standard library, and they are the embedded default and the tests' store. gs:// and
+// s3:// link the clouds' SDKs (a hundred AWS packages, the Google API clients), so their
+// drivers live in store/gcs and store/s3, which a program imports for their side effect,
+// as it imports gocloud's own drivers: cmd/kinetic and cmd/kinetic-runner do. A package
+// that only needs the Store type (the backend interface) then links no cloud SDK.
+
+// DriverPackages names the package that registers each scheme's driver, for the error
+// a program that did not link one gives.
+var DriverPackages = map[string]string{
+	"gs": "github.com/kinetic-run/kinetic/store/gcs",
+	"s3": "github.com/kinetic-run/kinetic/store/s3",
+}
+
+// GCSEndpointOpener opens bucket on a custom GCS JSON API endpoint (scheme://host[:port],
+// an emulator such as fake-gcs-server), without credentials.
+type GCSEndpointOpener func(ctx context.Context, bucket, endpoint string) (*blob.Bucket, error)
+
+var (
+	driverMu      sync.RWMutex
+	gcsOnEndpoint GCSEndpointOpener
+)
+
+// RegisterGCSEndpoint makes f the opener of gs:// URLs that name an endpoint. store/gcs
+// calls it from its init.
+func RegisterGCSEndpoint(f GCSEndpointOpener) {
+	driverMu.Lock()
+	defer driverMu.Unlock()
+	gcsOnEndpoint = f
+}
+
+// openBucket opens t's bucket through the driver its scheme registered.
+func openBucket(ctx context.Context, t target) (*blob.Bucket, error) {
+	if err := linked(t); err != nil {
+		return nil, err
+	}
+	if t.endpoint == "" {
+		return blob.OpenBucket(ctx, t.open)
+	}
+	driverMu.RLock()
+	f := gcsOnEndpoint
+	driverMu.RUnlock()
+	b, err := f(ctx, t.bucket, t.endpoint)
+	if err != nil {
+		return nil, err
+	}
+	if t.prefix != "" {
+		b = blob.PrefixedBucket(b, t.prefix)
+	}
+	return b, nil
+}
+
+// linked says, for a scheme whose driver this program does not link, which package
+// would have registered it.
+func linked(t target) error {
+	ok := blob.DefaultURLMux().ValidBucketScheme(t.scheme)
+	if ok && t.endpoint != "" {
+		driverMu.RLock()
+		ok = gcsOnEndpoint != nil
+		driverMu.RUnlock()
+	}
+	if ok {
+		return nil
+	}
+	pkg := DriverPackages[t.scheme]
+	if pkg == "" {
+		pkg = "gocloud.dev/blob/" + t.scheme + "blob"
+	}
+	return fmt.Errorf("store URL %q: this program was built without the %s:// driver (it links %s for that)", t.record, t.scheme, pkg)
+}
+
+// GCSLocation takes a gs:// store URL apart: the bucket, the key prefix ("" or ending in
+// "/") and the custom endpoint ("" for real GCS; else from the URL's endpoint parameter
+// or STORAGE_EMULATOR_HOST), as Open would use them.
+func GCSLocation(rawURL string) (bucket, prefix, endpoint string, err error) {
+	t, err := normalise(rawURL)
+	if err != nil {
+		return "", "", "", err
+	}
+	if t.scheme != "gs" {
+		return "", "", "", fmt.Errorf("%q is not a gs:// URL", rawURL)
+	}
+	if t.endpoint != "" {
+		return t.bucket, t.prefix, t.endpoint, nil
+	}
+	u, err := url.Parse(t.open)
+	if err != nil {
+		return "", "", "", fmt.Errorf("store URL %q: %w", rawURL, err)
+	}
+	return u.Host, u.Query().Get("prefix"), "", nil
+}

@@ -183,6 +183,20 @@ func upGKE(cmd *cobra.Command, g *Globals, f *gkeFlags, extra map[config.Key]str
 	if err != nil {
 		return err
 	}
+	// A project with APIs off plans only their enabling first (Replan); then the rest.
+	for p.Replan {
+		p.Print(out)
+		if preview {
+			fmt.Fprintln(out, "--preview: nothing applied (the rest is planned once the APIs are enabled)")
+			return nil
+		}
+		if _, err := applyPlan(cmd, p, 0, false, yes, start, ""); err != nil {
+			return err
+		}
+		if p, err = gke.PlanUp(ctx, c, cfg); err != nil {
+			return planErr(ctx, err)
+		}
+	}
 	p.Print(out)
 	prof.print(out)
 	applied, err := applyPlan(cmd, p, prof.changes(), preview, yes, start, "everything up makes is there")

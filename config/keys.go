@@ -121,7 +121,7 @@ var keyTable = []keyInfo{
 	{key: PullGrace, help: "how long a job's image pulls may fail before the job is FAILED", fallback: fixed("2m"), check: checkDuration},
 	{key: NodeLostGrace, help: "how long a running job's node may be NotReady before the job is FAILED", fallback: fixed("5m"), check: checkDuration},
 	{key: AccelResources, help: "whether job pods request their GPUs/TPUs; false runs them as CPU pods (tests, dry runs on clusters without the devices)", fallback: fixed("true"), check: checkBool},
-	{key: GCPEndpoints, help: "Google API endpoints for tests and emulators only: container=URL,artifactregistry=URL,iam=URL,compute=URL (plain, unauthenticated; used by up/down/status/pool for GKE)"},
+	{key: GCPEndpoints, help: "Google API endpoints for tests and emulators only: container=URL,artifactregistry=URL,iam=URL,compute=URL,serviceusage=URL (plain, unauthenticated; used by up/down/status/pool for GKE)"},
 	{key: LocalSlots, help: "local backend: how many jobs run at once on this machine", fallback: cpus, check: checkPositiveInt},
 	{key: Warm, help: "local backend: run Python calls in warm forked workers (docs/warm-workers.md)", fallback: fixed("true"), check: checkBool},
 	{key: BatchIsolation, help: "local backend: how the inputs of a batch run: worker (one after another in a long-lived Python per worker; module state carries), process (each in a child forked from it) or job (each a job of its own, docs/warm-workers.md)", fallback: fixed("worker"), check: checkIsolation},

@@ -186,7 +186,7 @@ func cliEnv(t *testing.T, f *gketest.Fake) (string, func(args ...string) *exec.C
 	home := t.TempDir()
 	env := []string{"HOME=" + home, "KINETIC_HOME=" + filepath.Join(home, "data"), "PATH=" + os.Getenv("PATH"),
 		"KINETIC_PROFILES_FILE=" + filepath.Join(home, "profiles.json"),
-		"KINETIC_GCP_ENDPOINTS=container=" + f.Endpoints.Container + ",artifactregistry=" + f.Endpoints.ArtifactRegistry + ",iam=" + f.Endpoints.IAM + ",compute=" + f.Endpoints.Compute,
+		"KINETIC_GCP_ENDPOINTS=" + f.Endpoints.String(),
 		"KINETIC_PROJECT=p", "KINETIC_ZONE=us-central1-a", "KINETIC_STORE=" + f.StoreURL("p-kinetic"),
 		"KINETIC_IMAGE_REGISTRY=" + reg.Host + "/p/kinetic"}
 	return home, func(args ...string) *exec.Cmd {

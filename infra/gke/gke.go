@@ -23,6 +23,7 @@ import (
 	artifactregistry "cloud.google.com/go/artifactregistry/apiv1"
 	container "cloud.google.com/go/container/apiv1"
 	admin "cloud.google.com/go/iam/admin/apiv1"
+	serviceusage "cloud.google.com/go/serviceusage/apiv1"
 	compute "google.golang.org/api/compute/v1"
 	"google.golang.org/api/option"
 	storagev1 "google.golang.org/api/storage/v1"
@@ -64,11 +65,22 @@ const (
 // is a URL, "http://127.0.0.1:PORT" (plain gRPC or HTTP, no credentials). Storage is
 // taken from the store URL's ?endpoint= (as the store does).
 type Endpoints struct {
-	Container, ArtifactRegistry, IAM, Compute string
+	Container, ArtifactRegistry, IAM, Compute, ServiceUsage string
+}
+
+// String is the gcp_endpoints setting of e (ParseEndpoints reads it back).
+func (e Endpoints) String() string {
+	var parts []string
+	for _, kv := range [][2]string{{"container", e.Container}, {"artifactregistry", e.ArtifactRegistry}, {"iam", e.IAM}, {"compute", e.Compute}, {"serviceusage", e.ServiceUsage}} {
+		if kv[1] != "" {
+			parts = append(parts, kv[0]+"="+kv[1])
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // ParseEndpoints reads the gcp_endpoints setting: "container=URL,artifactregistry=URL,
-// iam=URL,compute=URL" (any subset).
+// iam=URL,compute=URL,serviceusage=URL" (any subset).
 func ParseEndpoints(s string) (Endpoints, error) {
 	var e Endpoints
 	for _, part := range strings.Split(s, ",") {
@@ -78,7 +90,7 @@ func ParseEndpoints(s string) (Endpoints, error) {
 		}
 		k, v, ok := strings.Cut(part, "=")
 		if !ok {
-			return e, fmt.Errorf("gcp_endpoints %q: want SERVICE=URL,... (services: container, artifactregistry, iam, compute)", s)
+			return e, fmt.Errorf("gcp_endpoints %q: want SERVICE=URL,... (services: container, artifactregistry, iam, compute, serviceusage)", s)
 		}
 		u, err := url.Parse(v)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -93,8 +105,10 @@ func ParseEndpoints(s string) (Endpoints, error) {
 			e.IAM = v
 		case "compute":
 			e.Compute = v
+		case "serviceusage":
+			e.ServiceUsage = v
 		default:
-			return e, fmt.Errorf("gcp_endpoints: unknown service %q (services: container, artifactregistry, iam, compute)", k)
+			return e, fmt.Errorf("gcp_endpoints: unknown service %q (services: container, artifactregistry, iam, compute, serviceusage)", k)
 		}
 	}
 	return e, nil
@@ -106,6 +120,7 @@ type Clients struct {
 	Registry *artifactregistry.Client
 	IAM      *admin.IamClient
 	Compute  *compute.Service
+	Services *serviceusage.Client
 }
 
 func grpcOpts(ep string) []option.ClientOption {
@@ -135,6 +150,10 @@ func Dial(ctx context.Context, ep Endpoints) (*Clients, error) {
 		c.Close()
 		return nil, credErr("IAM", err)
 	}
+	if c.Services, err = serviceusage.NewClient(ctx, grpcOpts(ep.ServiceUsage)...); err != nil {
+		c.Close()
+		return nil, credErr("Service Usage", err)
+	}
 	copts := []option.ClientOption{option.WithScopes(compute.ComputeReadonlyScope)}
 	if ep.Compute != "" {
 		copts = []option.ClientOption{option.WithEndpoint(strings.TrimSuffix(ep.Compute, "/") + "/compute/v1/"),
@@ -161,6 +180,9 @@ func (c *Clients) Close() {
 	}
 	if c.IAM != nil {
 		c.IAM.Close()
+	}
+	if c.Services != nil {
+		c.Services.Close()
 	}
 }
 

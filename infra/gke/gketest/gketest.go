@@ -1,9 +1,9 @@
 // Package gketest runs in-process fakes of the Google APIs that GKE provisioning calls,
-// for tests and benchmarks: the GKE ClusterManager, Artifact Registry (with its
-// long-running Operations service) and IAM admin over gRPC, each implementing the real
-// generated server interface (containerpb.ClusterManagerServer,
-// artifactregistrypb.ArtifactRegistryServer, adminpb.IAMServer,
-// longrunningpb.OperationsServer); Compute Engine's machine types and project over the
+// for tests and benchmarks: the GKE ClusterManager, Artifact Registry and Service Usage
+// (each with its long-running Operations service) and IAM admin over gRPC, each
+// implementing the real generated server interface (containerpb.ClusterManagerServer,
+// artifactregistrypb.ArtifactRegistryServer, serviceusagepb.ServiceUsageServer,
+// adminpb.IAMServer, longrunningpb.OperationsServer); Compute Engine's machine types and project over the
 // REST API's JSON; and Cloud Storage through the fake-gcs-server emulator
 // (internal/gcstest) behind a proxy that adds the bucket IAM policy the emulator lacks.
 // All listen on 127.0.0.1 and keep state. Long-running operations stay RUNNING for
@@ -36,6 +36,7 @@ import (
 	"cloud.google.com/go/container/apiv1/containerpb"
 	"cloud.google.com/go/iam/admin/apiv1/adminpb"
 	"cloud.google.com/go/longrunning/autogen/longrunningpb"
+	"cloud.google.com/go/serviceusage/apiv1/serviceusagepb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -60,7 +61,7 @@ func (r Request) Mutating() bool {
 	m := r.Method
 	if i := strings.LastIndexByte(m, '/'); i >= 0 && !strings.Contains(m, " ") {
 		m = m[i+1:]
-		for _, p := range []string{"Get", "List"} {
+		for _, p := range []string{"Get", "List", "BatchGet"} {
 			if strings.HasPrefix(m, p) {
 				return false
 			}
@@ -85,6 +86,9 @@ type Options struct {
 	Zones map[string][]MachineType
 	// OpPolls is how many polls an operation stays RUNNING (default 2).
 	OpPolls int
+	// NewProject starts every project with no API enabled (as a new project is); by
+	// default gke.RequiredAPIs and every other are enabled.
+	NewProject bool
 	// ClusterOpPolls is OpPolls for creating a cluster (default OpPolls): a large one
 	// keeps the cluster PROVISIONING, for an interruption.
 	ClusterOpPolls int
@@ -120,7 +124,9 @@ type Fake struct {
 	accounts  map[string]*adminpb.ServiceAccount
 	saPol     map[string]*iampb.Policy
 	bucketPol map[string]json.RawMessage
-	nextOp    int
+	apis       map[string]bool // "PROJECT/SERVICE" → enabled (else !newProject)
+	newProject bool
+	nextOp     int
 }
 
 type op struct {
@@ -146,7 +152,7 @@ func Start(t testing.TB, o Options) *Fake {
 	f := &Fake{fail: map[string]error{}, opPolls: o.OpPolls, clusterOpPolls: o.ClusterOpPolls, zones: o.Zones,
 		clusters: map[string]*containerpb.Cluster{}, ops: map[string]*op{}, repos: map[string]*artifactregistrypb.Repository{},
 		repoPol: map[string]*iampb.Policy{}, accounts: map[string]*adminpb.ServiceAccount{}, saPol: map[string]*iampb.Policy{},
-		bucketPol: map[string]json.RawMessage{}}
+		bucketPol: map[string]json.RawMessage{}, apis: map[string]bool{}, newProject: o.NewProject}
 
 	serve := func(register func(*grpc.Server)) string {
 		lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -162,6 +168,10 @@ func Start(t testing.TB, o Options) *Fake {
 	f.Endpoints.Container = serve(func(s *grpc.Server) { containerpb.RegisterClusterManagerServer(s, &clusterServer{f: f}) })
 	f.Endpoints.ArtifactRegistry = serve(func(s *grpc.Server) {
 		artifactregistrypb.RegisterArtifactRegistryServer(s, &registryServer{f: f})
+		longrunningpb.RegisterOperationsServer(s, &lroServer{f: f})
+	})
+	f.Endpoints.ServiceUsage = serve(func(s *grpc.Server) {
+		serviceusagepb.RegisterServiceUsageServer(s, &usageServer{f: f})
 		longrunningpb.RegisterOperationsServer(s, &lroServer{f: f})
 	})
 	f.Endpoints.IAM = serve(func(s *grpc.Server) { adminpb.RegisterIAMServer(s, &iamServer{f: f}) })
@@ -315,15 +325,16 @@ func (f *Fake) newGKEOp(kind containerpb.Operation_Type, target string, done fun
 func (f *Fake) newLRO(parent, target string, done func() proto.Message) *longrunningpb.Operation {
 	f.nextOp++
 	o := &longrunningpb.Operation{Name: fmt.Sprintf("%s/operations/op-%d", parent, f.nextOp)}
-	var d func()
-	d = func() {
-		resp := done()
-		anyResp, _ := anypb.New(resp)
-		o.Done = true
-		o.Result = &longrunningpb.Operation_Response{Response: anyResp}
-	}
+	d := func() { f.finishLRO(o, done()) }
 	f.ops[o.Name] = &op{lro: o, target: target, left: f.opPolls, done: d}
 	return proto.Clone(o).(*longrunningpb.Operation)
+}
+
+// finishLRO marks o done with resp; mu is held.
+func (f *Fake) finishLRO(o *longrunningpb.Operation, resp proto.Message) {
+	anyResp, _ := anypb.New(resp)
+	o.Done = true
+	o.Result = &longrunningpb.Operation_Response{Response: anyResp}
 }
 
 // tick advances one operation; mu is held.

@@ -16,9 +16,9 @@ import (
 	"cloud.google.com/go/iam/admin/apiv1/adminpb"
 	"cloud.google.com/go/iam/apiv1/iampb"
 	"google.golang.org/api/googleapi"
+	storagev1 "google.golang.org/api/storage/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	storagev1 "google.golang.org/api/storage/v1"
 
 	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/image"

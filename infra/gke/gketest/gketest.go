@@ -117,13 +117,13 @@ type Fake struct {
 	clusterOpPolls int
 	zones          map[string][]MachineType
 
-	clusters  map[string]*containerpb.Cluster
-	ops       map[string]*op // by name (GKE ops: short name; LRO: full name)
-	repos     map[string]*artifactregistrypb.Repository
-	repoPol   map[string]*iampb.Policy
-	accounts  map[string]*adminpb.ServiceAccount
-	saPol     map[string]*iampb.Policy
-	bucketPol map[string]json.RawMessage
+	clusters   map[string]*containerpb.Cluster
+	ops        map[string]*op // by name (GKE ops: short name; LRO: full name)
+	repos      map[string]*artifactregistrypb.Repository
+	repoPol    map[string]*iampb.Policy
+	accounts   map[string]*adminpb.ServiceAccount
+	saPol      map[string]*iampb.Policy
+	bucketPol  map[string]json.RawMessage
 	apis       map[string]bool // "PROJECT/SERVICE" → enabled (else !newProject)
 	newProject bool
 	nextOp     int

@@ -145,10 +145,12 @@ func upGKE(cmd *cobra.Command, g *Globals, f *gkeFlags, extra map[config.Key]str
 	if res.Get(config.RunnerImage) == "" {
 		cfg.Runner = gke.ImageRunner{Images: &image.Client{}, Source: image.RunnerSource{CacheDir: filepath.Join(config.DataDir(), "cache", "runner"), Progress: out}}
 	}
-	if res.Get(config.GCPEndpoints) == "" {
-		cfg.Kube = gke.KubeWithADC
-	}
+	cfg.Kube = gke.KubeWithADC
+	cfg.LWSImage = res.Get(config.LWSImage)
 	cfg.Pool = o.Pool
+	if cfg.Pool != nil && cfg.Pool.Reservation == "" {
+		cfg.Pool.Reservation = res.Get(config.Reservation) // KINETIC_RESERVATION, a profile
+	}
 	p, err := gke.PlanUp(ctx, c, cfg)
 	if err != nil {
 		return planErr(ctx, err)

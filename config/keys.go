@@ -37,6 +37,9 @@ const (
 	ClusterType    Key = "cluster_type"          // "gke" or "generic"
 	GCSEndpoint    Key = "gcs_endpoint"          // GCS endpoint override (emulators, private endpoints)
 	RunnerImage    Key = "runner_image"          // image holding the kinetic binary, injected into pods
+	LWSImage       Key = "lws_image"             // LeaderWorkerSet controller image up installs
+	Reservation    Key = "reservation"           // Compute Engine reservation pool add consumes
+	ForceDestroy   Key = "force_destroy"         // down also deletes the store bucket
 	StoreSecret    Key = "store_secret"          // Secret with store credentials mounted into pods
 	PodCPU         Key = "pod_cpu"               // CPU request of CPU jobs without a count
 	PodMemory      Key = "pod_memory"            // memory request and limit of job pods
@@ -113,6 +116,9 @@ var keyTable = []keyInfo{
 	{key: KubeContext, help: "context within the kubeconfig"},
 	{key: ClusterType, help: "kind of cluster: " + strings.Join(ClusterTypes, ", "), check: checkClusterType},
 	{key: GCSEndpoint, help: "GCS endpoint URL for gs:// stores (emulators, private endpoints)", fallback: emulatorHost, check: checkHTTPURL},
+	{key: LWSImage, help: "the LeaderWorkerSet controller image `kinetic up` installs on GKE (default: the pinned release's, registry.k8s.io/lws/lws; a copy in your registry for nodes without internet)"},
+	{key: Reservation, help: "a Compute Engine reservation `kinetic pool add` (and `up --accelerator`) consumes; --reservation wins"},
+	{key: ForceDestroy, help: "whether `kinetic down` also deletes the store bucket with every job record and output (the reference's default is true; ours is false: outputs are never expired)", fallback: fixed("false"), check: checkBool},
 	{key: RunnerImage, help: "image holding the kinetic runner at /kinetic/bin/kinetic, copied into job pods (default: the one this CLI publishes to image_registry)"},
 	{key: StoreSecret, help: "Kubernetes Secret with store credentials (key.json or credentials) mounted into job pods"},
 	{key: PodCPU, help: "CPU request of job pods without a CPU count (Kubernetes quantity)", fallback: fixed("250m"), check: checkQuantity},

@@ -145,7 +145,7 @@ func TestResolveEveryKeyEveryLayer(t *testing.T) {
 			return map[string]string{"arg": "podman", "env": "auto", "profile": "docker"}[layer]
 		case BatchIsolation:
 			return map[string]string{"arg": "process", "env": "job", "profile": "worker"}[layer]
-		case AccelResources, Warm, NoDefaultExcludes:
+		case AccelResources, Warm, NoDefaultExcludes, ForceDestroy:
 			return map[string]string{"arg": "false", "env": "true", "profile": "false"}[layer]
 		case LocalSlots:
 			return map[string]string{"arg": "1", "env": "2", "profile": "3"}[layer]
@@ -221,6 +221,9 @@ func TestResolveEntries(t *testing.T) {
 		{KubeContext, "", "unset"},
 		{ClusterType, "", "unset"},
 		{GCSEndpoint, "", "unset"},
+		{LWSImage, "", "unset"},
+		{Reservation, "", "unset"},
+		{ForceDestroy, "false", "default"},
 		{RunnerImage, "", "unset"},
 		{StoreSecret, "", "unset"},
 		{PodCPU, "250m", "default"},

@@ -96,12 +96,50 @@ func TestCLI(t *testing.T) {
 		t.Errorf("bad accelerator: %v\n%s", err, stderr)
 	}
 
+	// KINETIC_RESERVATION is --reservation's default, as in the reference.
+	runEnv := func(env []string, args ...string) (string, error) {
+		cmd := cmdFor(args...)
+		cmd.Env = append(cmd.Env, env...)
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		err := cmd.Run()
+		return errb.String(), err
+	}
+	stderr, err = runEnv([]string{"KINETIC_RESERVATION=my-res"}, "pool", "add", "--accelerator", "gpu-l4", "--preview")
+	if err != nil || !strings.Contains(stderr, "reservation my-res") {
+		t.Errorf("pool add with KINETIC_RESERVATION (%v):\n%s", err, stderr)
+	}
+
+	// down removes in the reverse of up's order, keeps the bucket by default.
 	_, stderr = must("down", "-y")
 	if !strings.Contains(stderr, "= keep     store bucket gs://p-kinetic") {
 		t.Errorf("down:\n%s", stderr)
 	}
+	order := []string{"- delete   cluster kinetic-cluster", "- delete   service account", "= keep     store bucket", "- delete   Artifact Registry repository"}
+	last := -1
+	for _, w := range order {
+		i := strings.Index(stderr, w)
+		if i < last {
+			t.Errorf("down's plan is not in the reverse of up's order (%q):\n%s", w, stderr)
+		}
+		last = i
+	}
 	if c := f.Counts(); c["clusters"]+c["repositories"]+c["service_accounts"] != 0 {
 		t.Errorf("after down: %v", c)
+	}
+	f.Reset()
+	_, stderr = must("down", "-y")
+	if !strings.Contains(stderr, "no change: nothing to remove (the store bucket is kept") || len(f.Mutations()) != 0 {
+		t.Errorf("second down: %d mutations\n%s", len(f.Mutations()), stderr)
+	}
+	// KINETIC_FORCE_DESTROY=true is --force-destroy.
+	stderr, err = runEnv([]string{"KINETIC_FORCE_DESTROY=true"}, "down", "-y")
+	if err != nil || !strings.Contains(stderr, "- delete   store bucket gs://p-kinetic") {
+		t.Errorf("down with KINETIC_FORCE_DESTROY=true (%v):\n%s", err, stderr)
+	}
+	stderr, err = runEnv([]string{"KINETIC_FORCE_DESTROY=true"}, "down", "-y")
+	if err != nil || !strings.Contains(stderr, "no change: nothing to remove") || strings.Contains(stderr, "kept") {
+		t.Errorf("down after everything is gone (%v):\n%s", err, stderr)
 	}
 }
 

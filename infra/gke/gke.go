@@ -202,6 +202,8 @@ type Config struct {
 	// Kube connects to the running cluster to make the Kubernetes service account of
 	// job pods (KubeWithADC); nil leaves that step out (the fakes have no API server).
 	Kube KubeFunc
+	// LWSImage is the LeaderWorkerSet controller image ("" = the release's).
+	LWSImage string
 	// Pool, when set, is an accelerator pool up makes after the cluster (up
 	// --accelerator, --min-nodes): the pool add step.
 	Pool *PoolOptions

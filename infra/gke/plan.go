@@ -59,6 +59,16 @@ func (p *Plan) Changes() int {
 	return n
 }
 
+// Kept reports whether a step keeps something (down without --force-destroy).
+func (p *Plan) Kept() bool {
+	for _, s := range p.Steps {
+		if s.Action == ActKeep {
+			return true
+		}
+	}
+	return false
+}
+
 // Print writes the plan, one line per step: "=" nothing to do, "+" create, "~" update
 // or wait, "-" delete.
 func (p *Plan) Print(w io.Writer) {

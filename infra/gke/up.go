@@ -310,13 +310,19 @@ func PlanUp(ctx context.Context, c *Clients, cfg Config) (*Plan, error) {
 		}})
 
 	// The Kubernetes service account of job pods, once the cluster runs.
-	if cfg.Kube != nil {
+	// and LeaderWorkerSet. A running cluster without an endpoint (only the fakes of
+	// Google's APIs have one) is left out.
+	if cfg.Kube != nil && (cl == nil || cl.GetStatus() != containerpb.Cluster_RUNNING || cl.GetEndpoint() != "") {
 		var running *containerpb.Cluster
 		if cl != nil && cl.GetStatus() == containerpb.Cluster_RUNNING {
 			running = cl
 		}
 		s, err := c.kubeStep(ctx, &cfg, running)
 		if err != nil {
+			return nil, err
+		}
+		p.Steps = append(p.Steps, s)
+		if s, err = c.lwsStep(ctx, &cfg, running); err != nil {
 			return nil, err
 		}
 		p.Steps = append(p.Steps, s)

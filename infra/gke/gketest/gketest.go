@@ -86,6 +86,12 @@ type Options struct {
 	Zones map[string][]MachineType
 	// OpPolls is how many polls an operation stays RUNNING (default 2).
 	OpPolls int
+	// APIEndpoint and APICA, when set, are what a cluster created here reports as its
+	// endpoint (host:port) and CA certificate (PEM): a real API server's, so what
+	// connects to the cluster reaches one. Unset, a cluster has no endpoint, and up
+	// leaves out its Kubernetes steps.
+	APIEndpoint string
+	APICA       []byte
 	// NewProject starts every project with no API enabled (as a new project is); by
 	// default gke.RequiredAPIs and every other are enabled.
 	NewProject bool
@@ -117,16 +123,18 @@ type Fake struct {
 	clusterOpPolls int
 	zones          map[string][]MachineType
 
-	clusters   map[string]*containerpb.Cluster
-	ops        map[string]*op // by name (GKE ops: short name; LRO: full name)
-	repos      map[string]*artifactregistrypb.Repository
-	repoPol    map[string]*iampb.Policy
-	accounts   map[string]*adminpb.ServiceAccount
-	saPol      map[string]*iampb.Policy
-	bucketPol  map[string]json.RawMessage
-	apis       map[string]bool // "PROJECT/SERVICE" → enabled (else !newProject)
-	newProject bool
-	nextOp     int
+	clusters    map[string]*containerpb.Cluster
+	ops         map[string]*op // by name (GKE ops: short name; LRO: full name)
+	repos       map[string]*artifactregistrypb.Repository
+	repoPol     map[string]*iampb.Policy
+	accounts    map[string]*adminpb.ServiceAccount
+	saPol       map[string]*iampb.Policy
+	bucketPol   map[string]json.RawMessage
+	apis        map[string]bool // "PROJECT/SERVICE" → enabled (else !newProject)
+	newProject  bool
+	apiEndpoint string
+	apiCA       []byte
+	nextOp      int
 }
 
 type op struct {
@@ -152,7 +160,8 @@ func Start(t testing.TB, o Options) *Fake {
 	f := &Fake{fail: map[string]error{}, opPolls: o.OpPolls, clusterOpPolls: o.ClusterOpPolls, zones: o.Zones,
 		clusters: map[string]*containerpb.Cluster{}, ops: map[string]*op{}, repos: map[string]*artifactregistrypb.Repository{},
 		repoPol: map[string]*iampb.Policy{}, accounts: map[string]*adminpb.ServiceAccount{}, saPol: map[string]*iampb.Policy{},
-		bucketPol: map[string]json.RawMessage{}, apis: map[string]bool{}, newProject: o.NewProject}
+		bucketPol: map[string]json.RawMessage{}, apis: map[string]bool{}, newProject: o.NewProject,
+		apiEndpoint: o.APIEndpoint, apiCA: o.APICA}
 
 	serve := func(register func(*grpc.Server)) string {
 		lis, err := net.Listen("tcp", "127.0.0.1:0")

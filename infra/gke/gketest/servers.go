@@ -2,6 +2,7 @@ package gketest
 
 import (
 	"context"
+	"encoding/base64"
 	"strings"
 
 	"cloud.google.com/go/artifactregistry/apiv1/artifactregistrypb"
@@ -54,7 +55,11 @@ func (s *clusterServer) CreateCluster(ctx context.Context, r *containerpb.Create
 	f.clusters[name] = c
 	return f.newGKEOp(containerpb.Operation_CREATE_CLUSTER, name, func() {
 		c.Status = containerpb.Cluster_RUNNING
-		c.Endpoint, c.CurrentMasterVersion = "10.0.0.2", "1.33.5-gke.1000000"
+		c.CurrentMasterVersion = "1.33.5-gke.1000000"
+		if f.apiEndpoint != "" {
+			c.Endpoint = f.apiEndpoint
+			c.MasterAuth = &containerpb.MasterAuth{ClusterCaCertificate: base64.StdEncoding.EncodeToString(f.apiCA)}
+		}
 		for _, np := range c.NodePools {
 			np.Status = containerpb.NodePool_RUNNING
 		}

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -30,6 +31,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/infra/gke/gkename"
 )
 
@@ -166,8 +168,14 @@ func Dial(ctx context.Context, ep Endpoints) (*Clients, error) {
 	return c, nil
 }
 
+// credErr words a client that could not be made: nearly always missing or unusable
+// Application Default Credentials. Google's text stays in the chain, not the message.
 func credErr(api string, err error) error {
-	return fmt.Errorf("connect to the %s API: %w (run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS)", api, err)
+	text := fmt.Sprintf("no Google credentials to call the %s API: run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file", api)
+	if p := os.Getenv("GOOGLE_APPLICATION_CREDENTIALS"); p != "" {
+		text = fmt.Sprintf("GOOGLE_APPLICATION_CREDENTIALS=%s is not a usable key file for the %s API: set it to a service-account key file (JSON), or unset it and run `gcloud auth application-default login`", p, api)
+	}
+	return &apiError{text: text, code: errs.FailedPrecondition, err: err}
 }
 
 // Close closes every client.

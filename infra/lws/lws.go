@@ -51,6 +51,12 @@ const (
 // kinetic installed: what Read compares with Version.
 const VersionAnnotation = "kinetic.dev/lws-version"
 
+// The controller's requests (the release asks for 2 replicas of 1 CPU and 1Gi).
+const (
+	ControllerCPU    = "100m"
+	ControllerMemory = "256Mi"
+)
+
 // FieldManager is the server-side apply field manager.
 const FieldManager = "kinetic"
 
@@ -181,7 +187,8 @@ func parse(v string) ([3]int, bool) {
 }
 
 // Objects are the release's objects, with image as the controller's image ("" =
-// DefaultImage) and VersionAnnotation on the CRD and the Deployment.
+// DefaultImage), one replica with ControllerCPU and ControllerMemory, and
+// VersionAnnotation on the CRD and the Deployment.
 func Objects(image string) ([]*unstructured.Unstructured, error) {
 	if image == "" {
 		image = DefaultImage
@@ -205,10 +212,17 @@ func Objects(image string) ([]*unstructured.Unstructured, error) {
 			annotate(u)
 		case "Deployment":
 			annotate(u)
+			// One replica asking for a tenth of a core: the release's two replicas of a
+			// core and 1 GiB each would take half of the small system pool up makes
+			// (requests only; no limits, so nothing is throttled or killed).
+			if err := unstructured.SetNestedField(u.Object, int64(1), "spec", "replicas"); err != nil {
+				return nil, err
+			}
 			cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
 			for _, c := range cs {
 				if m, ok := c.(map[string]any); ok && m["name"] == "manager" {
 					m["image"] = image
+					m["resources"] = map[string]any{"requests": map[string]any{"cpu": ControllerCPU, "memory": ControllerMemory}}
 				}
 			}
 			if err := unstructured.SetNestedSlice(u.Object, cs, "spec", "template", "spec", "containers"); err != nil {

@@ -18,8 +18,9 @@ func TestObjects(t *testing.T) {
 		kinds[u.GetKind()]++
 		switch u.GetKind() {
 		case "Deployment":
-			if !strings.Contains(mustJSON(t, u.Object), `"image":"10.85.0.1:5000/lws:test"`) {
-				t.Errorf("deployment image not replaced")
+			j := mustJSON(t, u.Object)
+			if !strings.Contains(j, `"image":"10.85.0.1:5000/lws:test"`) || !strings.Contains(j, `"replicas":1`) || !strings.Contains(j, `"cpu":"100m"`) {
+				t.Errorf("deployment image, replicas or requests not set: %s", j)
 			}
 			fallthrough
 		case "CustomResourceDefinition":

@@ -92,6 +92,14 @@ type Options struct {
 	// leaves out its Kubernetes steps.
 	APIEndpoint string
 	APICA       []byte
+	// StorageUpstream is the GCS emulator the storage fake fronts ("" = one of its own);
+	// StorageAddr is where the fake listens ("" = 127.0.0.1, any port): an address pods
+	// reach when the store is theirs too.
+	StorageUpstream, StorageAddr string
+	// OnPool, when set, is called (without the fakes' lock) when a node pool's create
+	// or delete operation is done, or a cluster's delete (pool nil): what GKE's nodes
+	// would do in a real cluster (a test registers or removes nodes).
+	OnPool func(event string, cluster string, pool *containerpb.NodePool)
 	// NewProject starts every project with no API enabled (as a new project is); by
 	// default gke.RequiredAPIs and every other are enabled.
 	NewProject bool
@@ -134,6 +142,8 @@ type Fake struct {
 	newProject  bool
 	apiEndpoint string
 	apiCA       []byte
+	onPool      func(string, string, *containerpb.NodePool)
+	hooks       []func() // OnPool calls due, run after the lock is released
 	nextOp      int
 }
 
@@ -161,7 +171,7 @@ func Start(t testing.TB, o Options) *Fake {
 		clusters: map[string]*containerpb.Cluster{}, ops: map[string]*op{}, repos: map[string]*artifactregistrypb.Repository{},
 		repoPol: map[string]*iampb.Policy{}, accounts: map[string]*adminpb.ServiceAccount{}, saPol: map[string]*iampb.Policy{},
 		bucketPol: map[string]json.RawMessage{}, apis: map[string]bool{}, newProject: o.NewProject,
-		apiEndpoint: o.APIEndpoint, apiCA: o.APICA}
+		apiEndpoint: o.APIEndpoint, apiCA: o.APICA, onPool: o.OnPool}
 
 	serve := func(register func(*grpc.Server)) string {
 		lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -189,13 +199,25 @@ func Start(t testing.TB, o Options) *Fake {
 	t.Cleanup(cs.Close)
 	f.Endpoints.Compute = cs.URL
 
-	gcs := gcstest.Start(t)
-	u, _ := url.Parse(gcs.URL())
+	upstream := o.StorageUpstream
+	if upstream == "" {
+		upstream = gcstest.Start(t).URL()
+	}
+	u, _ := url.Parse(upstream)
 	proxy := httputil.NewSingleHostReverseProxy(u)
 	// The emulator reads the bucket from the Host of a download: keep its own.
 	director := proxy.Director
 	proxy.Director = func(r *http.Request) { director(r); r.Host = u.Host }
-	ss := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f.storage(w, r, proxy) }))
+	ss := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f.storage(w, r, proxy) }))
+	if o.StorageAddr != "" {
+		lis, err := net.Listen("tcp", o.StorageAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss.Listener.Close()
+		ss.Listener = lis
+	}
+	ss.Start()
 	t.Cleanup(ss.Close)
 	f.StorageEndpoint = ss.URL
 	return f
@@ -300,7 +322,33 @@ func (f *Fake) intercept(ctx context.Context, req any, info *grpc.UnaryServerInf
 	if err := f.record(method, body); err != nil {
 		return nil, err
 	}
-	return h(ctx, req)
+	resp, err := h(ctx, req)
+	f.runHooks()
+	return resp, err
+}
+
+// hook queues an OnPool call; mu is held.
+func (f *Fake) hook(event, cluster string, np *containerpb.NodePool) {
+	if f.onPool == nil {
+		return
+	}
+	var cp *containerpb.NodePool
+	if np != nil {
+		cp = proto.Clone(np).(*containerpb.NodePool)
+	}
+	f.hooks = append(f.hooks, func() { f.onPool(event, cluster, cp) })
+}
+
+// runHooks runs the queued OnPool calls, outside the lock, before the call that made
+// them due answers (so a poll that sees an operation DONE sees its nodes too).
+func (f *Fake) runHooks() {
+	f.mu.Lock()
+	hs := f.hooks
+	f.hooks = nil
+	f.mu.Unlock()
+	for _, h := range hs {
+		h()
+	}
 }
 
 // canonical re-encodes JSON indented with sorted keys (protojson's spacing is not stable).

@@ -101,7 +101,10 @@ func (s *clusterServer) DeleteCluster(ctx context.Context, r *containerpb.Delete
 		return nil, notFound("cluster " + r.Name)
 	}
 	c.Status = containerpb.Cluster_STOPPING
-	return f.newGKEOp(containerpb.Operation_DELETE_CLUSTER, r.Name, func() { delete(f.clusters, r.Name) }), nil
+	return f.newGKEOp(containerpb.Operation_DELETE_CLUSTER, r.Name, func() {
+		delete(f.clusters, r.Name)
+		f.hook("delete-cluster", r.Name, nil)
+	}), nil
 }
 
 func (s *clusterServer) GetOperation(ctx context.Context, r *containerpb.GetOperationRequest) (*containerpb.Operation, error) {
@@ -183,6 +186,7 @@ func (s *clusterServer) CreateNodePool(ctx context.Context, r *containerpb.Creat
 	return f.newGKEOp(containerpb.Operation_CREATE_NODE_POOL, r.Parent+"/nodePools/"+np.Name, func() {
 		np.Status = containerpb.NodePool_RUNNING
 		c.Status = containerpb.Cluster_RUNNING
+		f.hook("create-pool", r.Parent, np)
 	}), nil
 }
 
@@ -197,6 +201,7 @@ func (s *clusterServer) DeleteNodePool(ctx context.Context, r *containerpb.Delet
 	np := c.NodePools[i]
 	np.Status = containerpb.NodePool_STOPPING
 	return f.newGKEOp(containerpb.Operation_DELETE_NODE_POOL, r.Name, func() {
+		f.hook("delete-pool", c.SelfLink, np)
 		for j, p := range c.NodePools {
 			if p == np {
 				c.NodePools = append(c.NodePools[:j], c.NodePools[j+1:]...)

@@ -296,7 +296,7 @@ func waitScheduled(t *testing.T, ctx context.Context, c *kubetest.Cluster, id st
 	cs, _ := c.Client()
 	deadline := time.Now().Add(90 * time.Second)
 	for {
-		pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + id})
+		pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "kinetic.dev/job-id=" + id})
 		if err == nil {
 			for _, p := range pods.Items {
 				if p.Spec.NodeName != "" {

@@ -127,6 +127,9 @@ func TestConfigShowTable(t *testing.T) {
 		"kube_context           -                 unset\n" +
 		"cluster_type           -                 unset\n" +
 		"gcs_endpoint           -                 unset\n" +
+		"lws_image              -                 unset\n" +
+		"reservation            -                 unset\n" +
+		"force_destroy          false             default\n" +
 		"runner_image           -                 unset\n" +
 		"store_secret           -                 unset\n" +
 		"pod_cpu                250m              default\n" +

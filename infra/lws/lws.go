@@ -20,6 +20,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -297,6 +298,9 @@ func WaitReady(ctx context.Context, cfg *rest.Config, wait time.Duration, progre
 		if err == nil || apierrors.IsAlreadyExists(err) {
 			return nil
 		}
+		if crashed, msg := crashing(ctx, cfg); crashed {
+			return fmt.Errorf("the LeaderWorkerSet controller keeps failing (%s): see `kubectl -n %s logs deploy/%s`", msg, Namespace, Deployment)
+		}
 		if time.Since(start) > wait {
 			return fmt.Errorf("the LeaderWorkerSet controller is not answering after %s (%s): see `kubectl -n %s get pods` (its image must be pullable from the nodes: set lws_image to a copy in your registry)", wait.Round(time.Second), why(ctx, cfg), Namespace)
 		}
@@ -310,6 +314,53 @@ func WaitReady(ctx context.Context, cfg *rest.Config, wait time.Duration, progre
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// crashing reports whether a controller container has exited three times or more, with
+// the last lines it wrote before its last exit: waiting longer would not help.
+func crashing(ctx context.Context, cfg *rest.Config) (bool, string) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return false, ""
+	}
+	pods, err := cs.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{LabelSelector: "control-plane=controller-manager"})
+	if err != nil {
+		return false, ""
+	}
+	for _, p := range pods.Items {
+		for _, c := range p.Status.ContainerStatuses {
+			if c.RestartCount < 3 || c.LastTerminationState.Terminated == nil {
+				continue
+			}
+			msg := fmt.Sprintf("pod %s exited %d times, last with code %d", p.Name, c.RestartCount, c.LastTerminationState.Terminated.ExitCode)
+			tail := int64(5)
+			if b, err := cs.CoreV1().Pods(Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name, Previous: true, TailLines: &tail}).DoRaw(ctx); err == nil && len(b) > 0 {
+				msg += ": " + lastError(string(b))
+			}
+			return true, msg
+		}
+	}
+	return false, ""
+}
+
+// lastError is the last log line that says ERROR (else the last line), without the
+// stack trace controller-runtime appends, at most 300 bytes.
+func lastError(logs string) string {
+	lines := strings.Split(strings.TrimSpace(logs), "\n")
+	line := lines[len(lines)-1]
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], "ERROR") {
+			line = lines[i]
+			break
+		}
+	}
+	if i := strings.Index(line, `, "errorVerbose"`); i >= 0 {
+		line = line[:i] + "}"
+	}
+	if len(line) > 300 {
+		line = line[:300] + "…"
+	}
+	return strings.TrimSpace(line)
 }
 
 // why says what the controller's pods are doing, for the timeout's message.

@@ -87,3 +87,10 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+func TestLastError(t *testing.T) {
+	logs := "I info line\n2026-11-26T03:55:15Z\tERROR\tsetup\tproblem running manager\t{\"error\": \"dial tcp: unreachable\", \"errorVerbose\": \"stack\\nmore\"}\nmain.main\n\tcmd/main.go:173\n"
+	if got, want := lastError(logs), "2026-11-26T03:55:15Z\tERROR\tsetup\tproblem running manager\t{\"error\": \"dial tcp: unreachable\"}"; got != want {
+		t.Errorf("lastError = %q, want %q", got, want)
+	}
+}

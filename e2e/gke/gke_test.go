@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -56,21 +57,23 @@ func TestGKEFromZero(t *testing.T) {
 	if os.Getenv("KINETIC_SKIP_CLUSTER") == "1" {
 		t.Skip("KINETIC_SKIP_CLUSTER=1: no real cluster here")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
 	bin, err := testbin.WithRunners()
 	if err != nil {
 		t.Fatal(err)
 	}
-	lwsBin, err := kubetest.LWSBinary(ctx, t.Logf)
+	lwsBin, err := kubetest.LWSBinary(context.Background(), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := kubetest.Start(ctx, kubetest.Options{Log: os.Stderr, Kwok: true, InClusterAPI: true})
+	// The cluster waits for the machine's cluster lock (another package's cluster may
+	// hold it for long): the test's own time starts once it is up.
+	c, err := kubetest.Start(context.Background(), kubetest.Options{Log: os.Stderr, Kwok: true, InClusterAPI: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
 	if err := c.PushPythonImage(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +279,9 @@ func poolEvent(ctx context.Context, c *kubetest.Cluster, event string, np *conta
 		taints = append(taints, corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule})
 	}
 	for _, tn := range cfg.GetTaints() {
-		taints = append(taints, corev1.Taint{Key: tn.GetKey(), Value: tn.GetValue(), Effect: corev1.TaintEffectNoSchedule})
+		if !slices.ContainsFunc(taints, func(x corev1.Taint) bool { return x.Key == tn.GetKey() }) {
+			taints = append(taints, corev1.Taint{Key: tn.GetKey(), Value: tn.GetValue(), Effect: corev1.TaintEffectNoSchedule})
+		}
 	}
 	count := int(np.GetInitialNodeCount())
 	if m := int(np.GetAutoscaling().GetMinNodeCount()); m > count {

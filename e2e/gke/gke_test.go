@@ -20,7 +20,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -39,6 +38,7 @@ import (
 	"github.com/kinetic-run/kinetic/infra/gke/gketest"
 	"github.com/kinetic-run/kinetic/infra/lws"
 	"github.com/kinetic-run/kinetic/internal/kubetest"
+	"github.com/kinetic-run/kinetic/internal/srcroot"
 	"github.com/kinetic-run/kinetic/internal/testbin"
 )
 
@@ -373,7 +373,4 @@ func serviceAccountKey(t *testing.T, token string) string {
 	return p
 }
 
-func pythonDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "python")
-}
+func pythonDir() string { return srcroot.Join("python") }

@@ -7,6 +7,7 @@ require (
 	cloud.google.com/go/container v1.55.0
 	cloud.google.com/go/iam v1.13.0
 	cloud.google.com/go/longrunning v1.2.0
+	cloud.google.com/go/serviceusage v1.16.0
 	github.com/chromedp/cdproto v0.0.0-20250724212937-08a3db8b4327
 	github.com/chromedp/chromedp v0.14.2
 	github.com/google/go-cmp v0.7.0
@@ -16,6 +17,7 @@ require (
 	github.com/sabhiram/go-gitignore v0.0.0-20210923224102-525f6e181f06
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
+	github.com/spf13/pflag v1.0.10
 	gocloud.dev v0.47.0
 	golang.org/x/oauth2 v0.36.0
 	golang.org/x/sync v0.24.0
@@ -104,7 +106,6 @@ require (
 	github.com/planetscale/vtprotobuf v0.6.1-0.20240319094008-0393e58bdf10 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect
-	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/spiffe/go-spiffe/v2 v2.8.1 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect

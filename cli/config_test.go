@@ -126,6 +126,9 @@ func TestConfigShowTable(t *testing.T) {
 		"container              -                 unset\n" +
 		"kube_context           -                 unset\n" +
 		"gcs_endpoint           -                 unset\n" +
+		"lws_image              -                 unset\n" +
+		"reservation            -                 unset\n" +
+		"force_destroy          false             default\n" +
 		"python                 -                 unset\n" +
 		"build_python           -                 unset\n" +
 		"package_root           -                 unset\n" +

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,21 +25,30 @@ func newDownCmd(g *Globals) *cobra.Command {
 	f := addGKEFlags(cmd)
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "apply without asking")
 	cmd.Flags().BoolVar(&preview, "preview", false, "print the plan and stop")
-	cmd.Flags().BoolVar(&force, "force-destroy", false, "also delete the store bucket and everything in it")
+	cmd.Flags().BoolVar(&force, "force-destroy", false, "also delete the store bucket and everything in it (env KINETIC_FORCE_DESTROY)")
 	cmd.Flags().StringVar(&st, "store", "", "the store's gs:// URL (default: the profile's, else gs://PROJECT-kinetic)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		start := time.Now()
-		c, cfg, _, err := gkeSetup(cmd.Context(), g, f, map[config.Key]string{config.Store: st})
+		extra := map[config.Key]string{config.Store: st}
+		if cmd.Flags().Changed("force-destroy") {
+			extra[config.ForceDestroy] = strconv.FormatBool(force)
+		}
+		c, cfg, res, err := gkeSetup(cmd.Context(), g, f, extra)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
+		force = res.Get(config.ForceDestroy) == "true" // the flag, KINETIC_FORCE_DESTROY, a profile
 		p, err := gke.PlanDown(cmd.Context(), c, cfg, gke.DownOptions{ForceDestroy: force})
 		if err != nil {
 			return planErr(cmd.Context(), err)
 		}
 		p.Print(cmd.ErrOrStderr())
-		_, err = applyPlan(cmd, p, 0, preview, yes, start, "nothing of kinetic's is there")
+		done := "nothing to remove"
+		if p.Kept() {
+			done += " (the store bucket is kept: --force-destroy or KINETIC_FORCE_DESTROY=true deletes it)"
+		}
+		_, err = applyPlan(cmd, p, 0, preview, yes, start, done)
 		return err
 	}
 	return cmd

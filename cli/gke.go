@@ -146,10 +146,12 @@ func upGKE(cmd *cobra.Command, g *Globals, f *gkeFlags, extra map[config.Key]str
 	if res.Get(kubernetes.KeyRunnerImage) == "" {
 		cfg.Runner = gke.ImageRunner{Images: &image.Client{}, Source: image.RunnerSource{CacheDir: filepath.Join(config.DataDir(), "cache", "runner"), Progress: out}}
 	}
-	if res.Get(kubernetes.KeyGCPEndpoints) == "" {
-		cfg.Kube = gke.KubeWithADC
-	}
+	cfg.Kube = gke.KubeWithADC
+	cfg.LWSImage = res.Get(config.LWSImage)
 	cfg.Pool = o.Pool
+	if cfg.Pool != nil && cfg.Pool.Reservation == "" {
+		cfg.Pool.Reservation = res.Get(config.Reservation) // KINETIC_RESERVATION, a profile
+	}
 	p, err := gke.PlanUp(ctx, c, cfg)
 	if err != nil {
 		return planErr(ctx, err)
@@ -183,6 +185,20 @@ func upGKE(cmd *cobra.Command, g *Globals, f *gkeFlags, extra map[config.Key]str
 	prof, err := planProfile(g, name, want)
 	if err != nil {
 		return err
+	}
+	// A project with APIs off plans only their enabling first (Replan); then the rest.
+	for p.Replan {
+		p.Print(out)
+		if preview {
+			fmt.Fprintln(out, "--preview: nothing applied (the rest is planned once the APIs are enabled)")
+			return nil
+		}
+		if _, err := applyPlan(cmd, p, 0, false, yes, start, ""); err != nil {
+			return err
+		}
+		if p, err = gke.PlanUp(ctx, c, cfg); err != nil {
+			return planErr(ctx, err)
+		}
 	}
 	p.Print(out)
 	prof.print(out)

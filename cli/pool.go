@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/infra/gke"
 )
 
@@ -34,18 +35,21 @@ func newPoolAddCmd(g *Globals) *cobra.Command {
 	cmd.Flags().IntVar(&o.MinNodes, "min-nodes", 0, "fewest nodes the autoscaler keeps")
 	cmd.Flags().IntVar(&o.MaxNodes, "max-nodes", 0, "most nodes (default: 1, or a multi-host slice's hosts)")
 	cmd.Flags().BoolVar(&o.Spot, "spot", false, "spot VMs (cheaper, may be preempted)")
-	cmd.Flags().StringVar(&o.Reservation, "reservation", "", "consume this Compute Engine reservation")
+	cmd.Flags().StringVar(&o.Reservation, "reservation", "", "consume this Compute Engine reservation (env KINETIC_RESERVATION)")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "apply without asking")
 	cmd.Flags().BoolVar(&preview, "preview", false, "print the plan and stop")
 	cmd.MarkFlagRequired("accelerator")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		start := time.Now()
 		o.MaxSet = cmd.Flags().Changed("max-nodes")
-		c, cfg, _, err := gkeSetup(cmd.Context(), g, f, nil)
+		c, cfg, res, err := gkeSetup(cmd.Context(), g, f, nil)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
+		if !cmd.Flags().Changed("reservation") {
+			o.Reservation = res.Get(config.Reservation) // KINETIC_RESERVATION, a profile
+		}
 		p, err := gke.PlanPoolAdd(cmd.Context(), c, cfg, o)
 		if err != nil {
 			return planErr(cmd.Context(), err)

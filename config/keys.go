@@ -33,6 +33,9 @@ const (
 	Container     Key = "container"       // local backend: run jobs in a container engine
 	KubeContext   Key = "kube_context"    // context within the kubeconfig
 	GCSEndpoint   Key = "gcs_endpoint"    // GCS endpoint override (emulators, private endpoints)
+	LWSImage      Key = "lws_image"       // LeaderWorkerSet controller image up installs
+	Reservation   Key = "reservation"     // Compute Engine reservation pool add consumes
+	ForceDestroy  Key = "force_destroy"   // down also deletes the store bucket
 
 	// This machine's settings: how jobs run here and how the working directory is shipped.
 	Python            Key = "python"               // the interpreter local jobs run with
@@ -97,6 +100,9 @@ var keyTable = []keyInfo{
 	{key: Container, help: "local backend: run jobs inside the bundled image with " + strings.Join(Containers, ", "), check: checkContainer},
 	{key: KubeContext, help: "context within the kubeconfig"},
 	{key: GCSEndpoint, help: "GCS endpoint URL for gs:// stores (emulators, private endpoints)", fallback: emulatorHost, check: checkHTTPURL},
+	{key: LWSImage, help: "the LeaderWorkerSet controller image kinetic up installs on GKE (default: the pinned release's, registry.k8s.io/lws/lws; a copy in your registry for nodes without internet)"},
+	{key: Reservation, help: "a Compute Engine reservation that kinetic pool add (and up --accelerator) consumes; --reservation wins"},
+	{key: ForceDestroy, help: "whether kinetic down also deletes the store bucket with every job record and output (the reference's default is true; ours is false: outputs are never expired)", fallback: fixed("false"), check: checkBool},
 	{key: Python, help: "the Python interpreter local jobs run with (default: the one the SDK runs, else python3)", check: checkExecutable},
 	{key: BuildPython, help: "the Python whose pip installs requirements into bundled images (default: python3)", check: checkExecutable},
 	{key: PackageRoot, help: "the directory shipped as the job's working directory, instead of the detected project root", check: checkAbsPath},

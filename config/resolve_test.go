@@ -139,7 +139,7 @@ func TestResolveEveryKeyEveryLayer(t *testing.T) {
 			return map[string]string{"arg": "podman", "env": "daemonless", "profile": "docker"}[layer]
 		case Container:
 			return map[string]string{"arg": "podman", "env": "auto", "profile": "docker"}[layer]
-		case NoDefaultExcludes:
+		case NoDefaultExcludes, ForceDestroy:
 			return map[string]string{"arg": "false", "env": "true", "profile": "false"}[layer]
 		case widgetSlots:
 			return map[string]string{"arg": "1", "env": "2", "profile": "3"}[layer]
@@ -210,6 +210,9 @@ func TestResolveEntries(t *testing.T) {
 		{Container, "", "unset"},
 		{KubeContext, "", "unset"},
 		{GCSEndpoint, "", "unset"},
+		{LWSImage, "", "unset"},
+		{Reservation, "", "unset"},
+		{ForceDestroy, "false", "default"},
 		{Python, "", "unset"},
 		{BuildPython, "", "unset"},
 		{PackageRoot, "", "unset"},

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/infra/gke/gketest"
 	"github.com/kinetic-run/kinetic/internal/imagetest"
@@ -96,12 +99,50 @@ func TestCLI(t *testing.T) {
 		t.Errorf("bad accelerator: %v\n%s", err, stderr)
 	}
 
+	// KINETIC_RESERVATION is --reservation's default, as in the reference.
+	runEnv := func(env []string, args ...string) (string, error) {
+		cmd := cmdFor(args...)
+		cmd.Env = append(cmd.Env, env...)
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		err := cmd.Run()
+		return errb.String(), err
+	}
+	stderr, err = runEnv([]string{"KINETIC_RESERVATION=my-res"}, "pool", "add", "--accelerator", "gpu-l4", "--preview")
+	if err != nil || !strings.Contains(stderr, "reservation my-res") {
+		t.Errorf("pool add with KINETIC_RESERVATION (%v):\n%s", err, stderr)
+	}
+
+	// down removes in the reverse of up's order, keeps the bucket by default.
 	_, stderr = must("down", "-y")
 	if !strings.Contains(stderr, "= keep     store bucket gs://p-kinetic") {
 		t.Errorf("down:\n%s", stderr)
 	}
+	order := []string{"- delete   cluster kinetic-cluster", "- delete   service account", "= keep     store bucket", "- delete   Artifact Registry repository"}
+	last := -1
+	for _, w := range order {
+		i := strings.Index(stderr, w)
+		if i < last {
+			t.Errorf("down's plan is not in the reverse of up's order (%q):\n%s", w, stderr)
+		}
+		last = i
+	}
 	if c := f.Counts(); c["clusters"]+c["repositories"]+c["service_accounts"] != 0 {
 		t.Errorf("after down: %v", c)
+	}
+	f.Reset()
+	_, stderr = must("down", "-y")
+	if !strings.Contains(stderr, "no change: nothing to remove (the store bucket is kept") || len(f.Mutations()) != 0 {
+		t.Errorf("second down: %d mutations\n%s", len(f.Mutations()), stderr)
+	}
+	// KINETIC_FORCE_DESTROY=true is --force-destroy.
+	stderr, err = runEnv([]string{"KINETIC_FORCE_DESTROY=true"}, "down", "-y")
+	if err != nil || !strings.Contains(stderr, "- delete   store bucket gs://p-kinetic") {
+		t.Errorf("down with KINETIC_FORCE_DESTROY=true (%v):\n%s", err, stderr)
+	}
+	stderr, err = runEnv([]string{"KINETIC_FORCE_DESTROY=true"}, "down", "-y")
+	if err != nil || !strings.Contains(stderr, "no change: nothing to remove") || strings.Contains(stderr, "kept") {
+		t.Errorf("down after everything is gone (%v):\n%s", err, stderr)
 	}
 }
 
@@ -186,7 +227,7 @@ func cliEnv(t *testing.T, f *gketest.Fake) (string, func(args ...string) *exec.C
 	home := t.TempDir()
 	env := []string{"HOME=" + home, "KINETIC_HOME=" + filepath.Join(home, "data"), "PATH=" + os.Getenv("PATH"),
 		"KINETIC_PROFILES_FILE=" + filepath.Join(home, "profiles.json"),
-		"KINETIC_GCP_ENDPOINTS=container=" + f.Endpoints.Container + ",artifactregistry=" + f.Endpoints.ArtifactRegistry + ",iam=" + f.Endpoints.IAM + ",compute=" + f.Endpoints.Compute,
+		"KINETIC_GCP_ENDPOINTS=" + f.Endpoints.String(),
 		"KINETIC_PROJECT=p", "KINETIC_ZONE=us-central1-a", "KINETIC_STORE=" + f.StoreURL("p-kinetic"),
 		"KINETIC_IMAGE_REGISTRY=" + reg.Host + "/p/kinetic"}
 	return home, func(args ...string) *exec.Cmd {
@@ -304,4 +345,58 @@ func TestCLIAsksOnATerminal(t *testing.T) {
 	if !strings.Contains(s, "EXIT=0") || !strings.Contains(s, "ready in") {
 		t.Errorf("after y:\n%s", s)
 	}
+}
+
+// TestCLIBadInput: through the binary, each mistake a user makes first gets one line
+// that names the fix, and no Go, gRPC or HTTP text: no credentials at all, a key file
+// that is not one, credentials without permission, a cluster that does not exist.
+func TestCLIBadInput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the kinetic binary")
+	}
+	f := gketest.Start(t, gketest.Options{})
+	home, cmdFor := cliEnv(t, f)
+	run := func(env []string, args ...string) string {
+		t.Helper()
+		cmd := cmdFor(args...)
+		cmd.Env = append(cmd.Env, env...)
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		if err := cmd.Run(); err == nil {
+			t.Errorf("kinetic %s succeeded:\n%s", strings.Join(args, " "), errb.String())
+		}
+		s := errb.String()
+		for _, bad := range []string{"rpc error", "desc =", "googleapi:", "x509:", "json:", "could not find default credentials"} {
+			if strings.Contains(s, bad) {
+				t.Errorf("kinetic %s shows %q:\n%s", strings.Join(args, " "), bad, s)
+			}
+		}
+		return s
+	}
+	wants := func(name, got string, want ...string) {
+		t.Helper()
+		for _, w := range want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: does not say %q:\n%s", name, w, got)
+			}
+		}
+	}
+
+	// No credentials: Google's APIs, not the fakes (no KINETIC_GCP_ENDPOINTS).
+	noCreds := []string{"KINETIC_GCP_ENDPOINTS=", "GOOGLE_APPLICATION_CREDENTIALS="}
+	got := run(noCreds, "up", "--project", "p", "--preview")
+	wants("no credentials", got, "no Google credentials", "gcloud auth application-default login", "GOOGLE_APPLICATION_CREDENTIALS")
+	key := filepath.Join(home, "key.json")
+	os.WriteFile(key, []byte(`{"type": "service_account"}`), 0o600)
+	got = run([]string{"KINETIC_GCP_ENDPOINTS=", "GOOGLE_APPLICATION_CREDENTIALS=" + key}, "up", "--project", "p", "--preview")
+	wants("a key file that is not one", got, "GOOGLE_APPLICATION_CREDENTIALS="+key+" is not a usable key file")
+
+	// Credentials without permission: the fakes refuse, as Google does.
+	f.FailNext("google.api.serviceusage.v1.ServiceUsage/BatchGetServices", status.Error(codes.PermissionDenied, "Permission denied to get service [container.googleapis.com]"))
+	got = run(nil, "up", "--project", "p", "--preview")
+	wants("no permission", got, "permission denied", "roles/serviceusage.serviceUsageAdmin", "Permission denied to get service")
+
+	// A cluster that does not exist.
+	got = run(nil, "pool", "add", "--accelerator", "gpu-l4", "--cluster", "nope", "-y")
+	wants("no cluster", got, "cluster nope does not exist in p/us-central1-a", "kinetic up")
 }

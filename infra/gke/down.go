@@ -18,9 +18,11 @@ type DownOptions struct {
 	ForceDestroy bool
 }
 
-// PlanDown reads what up created and plans its deletion: the cluster (with its pools),
-// the repository (with its images), the service account (its role on a kept bucket is
-// removed first), and the bucket only with ForceDestroy.
+// PlanDown reads what up created and plans its deletion, in the reverse of up's order:
+// the cluster (with its pools, and what up put in it: LeaderWorkerSet, the Kubernetes
+// service account), the service account (its role on a kept bucket is removed first),
+// the bucket only with ForceDestroy, the repository (with its images). The APIs up
+// enabled stay enabled (other things in the project may use them).
 func PlanDown(ctx context.Context, c *Clients, cfg Config, o DownOptions) (*Plan, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
@@ -57,34 +59,6 @@ func PlanDown(ctx context.Context, c *Clients, cfg Config, o DownOptions) (*Plan
 					return err
 				}
 				return c.waitOp(ctx, &cfg, op, pr)
-			}})
-	}
-
-	if _, err := c.Registry.GetRepository(ctx, &artifactregistrypb.GetRepositoryRequest{Name: cfg.repoName()}); notFound(err) {
-		gone("Artifact Registry repository " + Repository)
-	} else if err != nil {
-		return nil, apiErr("read the repository "+cfg.repoName(), err)
-	} else {
-		p.Steps = append(p.Steps, Step{What: "Artifact Registry repository " + Repository, Action: ActDelete, Detail: "and every image in it",
-			apply: func(ctx context.Context, pr *progress) error {
-				op, err := c.Registry.DeleteRepository(ctx, &artifactregistrypb.DeleteRepositoryRequest{Name: cfg.repoName()})
-				if notFound(err) {
-					return nil
-				}
-				if err != nil {
-					return err
-				}
-				pr.op = op.Name()
-				for !op.Done() {
-					pr.tick("deleting")
-					if err := pr.sleep(ctx); err != nil {
-						return err
-					}
-					if err := op.Poll(ctx); err != nil {
-						return err
-					}
-				}
-				return nil
 			}})
 	}
 
@@ -132,6 +106,35 @@ func PlanDown(ctx context.Context, c *Clients, cfg Config, o DownOptions) (*Plan
 	default:
 		p.Steps = append(p.Steps, Step{What: "store bucket gs://" + bucket, Action: ActKeep, Detail: "job records and outputs stay; --force-destroy deletes it"})
 	}
+	// The repository last: up made it first.
+	if _, err := c.Registry.GetRepository(ctx, &artifactregistrypb.GetRepositoryRequest{Name: cfg.repoName()}); notFound(err) {
+		gone("Artifact Registry repository " + Repository)
+	} else if err != nil {
+		return nil, apiErr("read the repository "+cfg.repoName(), err)
+	} else {
+		p.Steps = append(p.Steps, Step{What: "Artifact Registry repository " + Repository, Action: ActDelete, Detail: "and every image in it",
+			apply: func(ctx context.Context, pr *progress) error {
+				op, err := c.Registry.DeleteRepository(ctx, &artifactregistrypb.DeleteRepositoryRequest{Name: cfg.repoName()})
+				if notFound(err) {
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				pr.op = op.Name()
+				for !op.Done() {
+					pr.tick("deleting")
+					if err := pr.sleep(ctx); err != nil {
+						return err
+					}
+					if err := op.Poll(ctx); err != nil {
+						return err
+					}
+				}
+				return nil
+			}})
+	}
+
 	return p, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -23,12 +24,14 @@ import (
 	artifactregistry "cloud.google.com/go/artifactregistry/apiv1"
 	container "cloud.google.com/go/container/apiv1"
 	admin "cloud.google.com/go/iam/admin/apiv1"
+	serviceusage "cloud.google.com/go/serviceusage/apiv1"
 	compute "google.golang.org/api/compute/v1"
 	"google.golang.org/api/option"
 	storagev1 "google.golang.org/api/storage/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/infra/gke/gkename"
 )
 
@@ -64,11 +67,22 @@ const (
 // is a URL, "http://127.0.0.1:PORT" (plain gRPC or HTTP, no credentials). Storage is
 // taken from the store URL's ?endpoint= (as the store does).
 type Endpoints struct {
-	Container, ArtifactRegistry, IAM, Compute string
+	Container, ArtifactRegistry, IAM, Compute, ServiceUsage string
+}
+
+// String is the gcp_endpoints setting of e (ParseEndpoints reads it back).
+func (e Endpoints) String() string {
+	var parts []string
+	for _, kv := range [][2]string{{"container", e.Container}, {"artifactregistry", e.ArtifactRegistry}, {"iam", e.IAM}, {"compute", e.Compute}, {"serviceusage", e.ServiceUsage}} {
+		if kv[1] != "" {
+			parts = append(parts, kv[0]+"="+kv[1])
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // ParseEndpoints reads the gcp_endpoints setting: "container=URL,artifactregistry=URL,
-// iam=URL,compute=URL" (any subset).
+// iam=URL,compute=URL,serviceusage=URL" (any subset).
 func ParseEndpoints(s string) (Endpoints, error) {
 	var e Endpoints
 	for _, part := range strings.Split(s, ",") {
@@ -78,7 +92,7 @@ func ParseEndpoints(s string) (Endpoints, error) {
 		}
 		k, v, ok := strings.Cut(part, "=")
 		if !ok {
-			return e, fmt.Errorf("gcp_endpoints %q: want SERVICE=URL,... (services: container, artifactregistry, iam, compute)", s)
+			return e, fmt.Errorf("gcp_endpoints %q: want SERVICE=URL,... (services: container, artifactregistry, iam, compute, serviceusage)", s)
 		}
 		u, err := url.Parse(v)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -93,8 +107,10 @@ func ParseEndpoints(s string) (Endpoints, error) {
 			e.IAM = v
 		case "compute":
 			e.Compute = v
+		case "serviceusage":
+			e.ServiceUsage = v
 		default:
-			return e, fmt.Errorf("gcp_endpoints: unknown service %q (services: container, artifactregistry, iam, compute)", k)
+			return e, fmt.Errorf("gcp_endpoints: unknown service %q (services: container, artifactregistry, iam, compute, serviceusage)", k)
 		}
 	}
 	return e, nil
@@ -106,6 +122,7 @@ type Clients struct {
 	Registry *artifactregistry.Client
 	IAM      *admin.IamClient
 	Compute  *compute.Service
+	Services *serviceusage.Client
 }
 
 func grpcOpts(ep string) []option.ClientOption {
@@ -135,6 +152,10 @@ func Dial(ctx context.Context, ep Endpoints) (*Clients, error) {
 		c.Close()
 		return nil, credErr("IAM", err)
 	}
+	if c.Services, err = serviceusage.NewClient(ctx, grpcOpts(ep.ServiceUsage)...); err != nil {
+		c.Close()
+		return nil, credErr("Service Usage", err)
+	}
 	copts := []option.ClientOption{option.WithScopes(compute.ComputeReadonlyScope)}
 	if ep.Compute != "" {
 		copts = []option.ClientOption{option.WithEndpoint(strings.TrimSuffix(ep.Compute, "/") + "/compute/v1/"),
@@ -147,8 +168,14 @@ func Dial(ctx context.Context, ep Endpoints) (*Clients, error) {
 	return c, nil
 }
 
+// credErr words a client that could not be made: nearly always missing or unusable
+// Application Default Credentials. Google's text stays in the chain, not the message.
 func credErr(api string, err error) error {
-	return fmt.Errorf("connect to the %s API: %w (run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS)", api, err)
+	text := fmt.Sprintf("no Google credentials to call the %s API: run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file", api)
+	if p := os.Getenv("GOOGLE_APPLICATION_CREDENTIALS"); p != "" {
+		text = fmt.Sprintf("GOOGLE_APPLICATION_CREDENTIALS=%s is not a usable key file for the %s API: set it to a service-account key file (JSON), or unset it and run `gcloud auth application-default login`", p, api)
+	}
+	return &apiError{text: text, code: errs.FailedPrecondition, err: err}
 }
 
 // Close closes every client.
@@ -161,6 +188,9 @@ func (c *Clients) Close() {
 	}
 	if c.IAM != nil {
 		c.IAM.Close()
+	}
+	if c.Services != nil {
+		c.Services.Close()
 	}
 }
 
@@ -180,6 +210,8 @@ type Config struct {
 	// Kube connects to the running cluster to make the Kubernetes service account of
 	// job pods (KubeWithADC); nil leaves that step out (the fakes have no API server).
 	Kube KubeFunc
+	// LWSImage is the LeaderWorkerSet controller image ("" = the release's).
+	LWSImage string
 	// Pool, when set, is an accelerator pool up makes after the cluster (up
 	// --accelerator, --min-nodes): the pool add step.
 	Pool *PoolOptions

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"time"
 
 	"cloud.google.com/go/container/apiv1/containerpb"
 	"golang.org/x/oauth2"
@@ -16,19 +17,20 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kinetic-run/kinetic/infra/gke/gkeconn"
+	"github.com/kinetic-run/kinetic/infra/lws"
 )
 
 // AnnotationGSA is the annotation that binds a Kubernetes service account to a Google
 // one (Workload Identity).
 const AnnotationGSA = "iam.gke.io/gcp-service-account"
 
-// KubeFunc connects to a running cluster's API server.
-type KubeFunc func(ctx context.Context, cl *containerpb.Cluster) (kubernetes.Interface, error)
+// KubeFunc is the client configuration of a running cluster's API server.
+type KubeFunc func(ctx context.Context, cl *containerpb.Cluster) (*rest.Config, error)
 
 // KubeWithADC connects with the cluster's endpoint and CA and an access token from
 // Application Default Credentials (what `gcloud container clusters get-credentials`
 // sets up, without touching the kubeconfig).
-func KubeWithADC(ctx context.Context, cl *containerpb.Cluster) (kubernetes.Interface, error) {
+func KubeWithADC(ctx context.Context, cl *containerpb.Cluster) (*rest.Config, error) {
 	ca, err := base64.StdEncoding.DecodeString(cl.GetMasterAuth().GetClusterCaCertificate())
 	if err != nil {
 		return nil, fmt.Errorf("cluster CA certificate: %w", err)
@@ -41,9 +43,9 @@ func KubeWithADC(ctx context.Context, cl *containerpb.Cluster) (kubernetes.Inter
 		return nil, credErr("Kubernetes", err)
 	}
 	// The token is refreshed as it expires (a long up outlives one), as gkeconn does.
-	return kubernetes.NewForConfig(&rest.Config{Host: "https://" + cl.GetEndpoint(),
+	return &rest.Config{Host: "https://" + cl.GetEndpoint(),
 		TLSClientConfig: rest.TLSClientConfig{CAData: ca}, UserAgent: "kinetic",
-		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return &oauth2.Transport{Source: ts, Base: rt} }})
+		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return &oauth2.Transport{Source: ts, Base: rt} }}, nil
 }
 
 // kubeStep plans the namespace and the Kubernetes service account of job pods, annotated
@@ -56,7 +58,11 @@ func (c *Clients) kubeStep(ctx context.Context, cfg *Config, cl *containerpb.Clu
 		if err != nil {
 			return err
 		}
-		cs, err := cfg.Kube(ctx, cur)
+		if cur.GetEndpoint() == "" {
+			fmt.Fprintf(pr.w, "    GKE reports no endpoint for cluster %s: skipped\n", cfg.Cluster)
+			return nil
+		}
+		cs, err := clientset(ctx, cfg, cur)
 		if err != nil {
 			return err
 		}
@@ -65,7 +71,7 @@ func (c *Clients) kubeStep(ctx context.Context, cfg *Config, cl *containerpb.Clu
 	if cl == nil {
 		return Step{What: what, Action: ActCreate, apply: apply}, nil
 	}
-	cs, err := cfg.Kube(ctx, cl)
+	cs, err := clientset(ctx, cfg, cl)
 	if err != nil {
 		return Step{}, err
 	}
@@ -79,6 +85,65 @@ func (c *Clients) kubeStep(ctx context.Context, cfg *Config, cl *containerpb.Clu
 		return Step{What: what, Action: ActUpdate, apply: apply}, nil
 	}
 	return Step{What: what, Action: ActOK}, nil
+}
+
+func clientset(ctx context.Context, cfg *Config, cl *containerpb.Cluster) (kubernetes.Interface, error) {
+	rc, err := cfg.Kube(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(rc)
+}
+
+// lwsStep plans LeaderWorkerSet (multi-host jobs run on it): installed when missing,
+// upgraded when kinetic installed an older release or another controller image is
+// wanted, left alone when someone else installed it. cl is nil when the cluster is not
+// running yet.
+func (c *Clients) lwsStep(ctx context.Context, cfg *Config, cl *containerpb.Cluster) (Step, error) {
+	what := "LeaderWorkerSet " + lws.Version + " in cluster " + cfg.Cluster
+	apply := func(ctx context.Context, pr *progress) error {
+		cur, err := c.Cluster.GetCluster(ctx, &containerpb.GetClusterRequest{Name: cfg.clusterName()})
+		if err != nil {
+			return err
+		}
+		if cur.GetEndpoint() == "" {
+			fmt.Fprintf(pr.w, "    GKE reports no endpoint for cluster %s: skipped\n", cfg.Cluster)
+			return nil
+		}
+		rc, err := cfg.Kube(ctx, cur)
+		if err != nil {
+			return err
+		}
+		st, err := lws.Read(ctx, rc)
+		if err != nil {
+			return err
+		}
+		if a, _ := st.Plan(cfg.LWSImage); a == ActOK {
+			return nil
+		}
+		return lws.Install(ctx, rc, cfg.LWSImage, 5*time.Minute, pr.w)
+	}
+	if cl == nil {
+		img := cfg.LWSImage
+		if img == "" {
+			img = lws.DefaultImage
+		}
+		return Step{What: what, Action: ActCreate, Detail: "controller " + img, apply: apply}, nil
+	}
+	rc, err := cfg.Kube(ctx, cl)
+	if err != nil {
+		return Step{}, err
+	}
+	st, err := lws.Read(ctx, rc)
+	if err != nil {
+		return Step{}, fmt.Errorf("cluster %s: %w", cfg.Cluster, err)
+	}
+	a, detail := st.Plan(cfg.LWSImage)
+	s := Step{What: what, Action: a, Detail: detail}
+	if a != ActOK {
+		s.apply = apply
+	}
+	return s, nil
 }
 
 func ensureKSA(ctx context.Context, cs kubernetes.Interface, cfg *Config) error {

@@ -21,6 +21,7 @@ const (
 	ActPublish = "publish" // push the runner image
 	ActDelete  = "delete"  // down, pool remove
 	ActKeep    = "keep"    // down leaves it (the bucket without --force-destroy)
+	ActEnable  = "enable"  // turn on Google APIs (Service Usage)
 )
 
 // Step is one thing a plan makes sure of.
@@ -41,7 +42,10 @@ type Plan struct {
 	RunnerImage string `json:"runner_image,omitempty"`
 	// SystemMachineType is the system pool's machine type (up).
 	SystemMachineType string `json:"system_machine_type,omitempty"`
-	poll              time.Duration
+	// Replan says the plan stops early (APIs to enable first): once it is applied, plan
+	// again for the rest.
+	Replan bool `json:"replan,omitempty"`
+	poll   time.Duration
 }
 
 // Changes is the number of steps with something to do.
@@ -55,12 +59,22 @@ func (p *Plan) Changes() int {
 	return n
 }
 
+// Kept reports whether a step keeps something (down without --force-destroy).
+func (p *Plan) Kept() bool {
+	for _, s := range p.Steps {
+		if s.Action == ActKeep {
+			return true
+		}
+	}
+	return false
+}
+
 // Print writes the plan, one line per step: "=" nothing to do, "+" create, "~" update
 // or wait, "-" delete.
 func (p *Plan) Print(w io.Writer) {
 	fmt.Fprintln(w, p.Title)
 	for _, s := range p.Steps {
-		mark := map[string]string{ActOK: "=", ActCreate: "+", ActPublish: "+", ActUpdate: "~", ActWait: "~", ActDelete: "-", ActKeep: "="}[s.Action]
+		mark := map[string]string{ActOK: "=", ActCreate: "+", ActPublish: "+", ActUpdate: "~", ActWait: "~", ActDelete: "-", ActKeep: "=", ActEnable: "+"}[s.Action]
 		line := fmt.Sprintf("  %s %-8s %s", mark, s.Action, s.What)
 		if s.Detail != "" {
 			line += " (" + s.Detail + ")"

@@ -17,7 +17,10 @@ import (
 	"cloud.google.com/go/iam/apiv1/iampb"
 	"google.golang.org/api/googleapi"
 	storagev1 "google.golang.org/api/storage/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/store"
 	"github.com/kinetic-run/kinetic/store/gcs"
@@ -79,12 +82,25 @@ func (r ImageRunner) Publish(ctx context.Context, registry string, progress io.W
 
 // PlanUp reads what exists (reads only) and plans what up creates or changes, in
 // dependency order: repository, bucket, service account, cluster, the three role
-// bindings, the runner image.
+// bindings, the runner image. When a required API is off, the plan is only the step
+// that enables it (Replan): apply it, then plan again.
 func PlanUp(ctx context.Context, c *Clients, cfg Config) (*Plan, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
 	p := &Plan{Title: fmt.Sprintf("GKE: project %s, zone %s, cluster %s", cfg.Project, cfg.Zone, cfg.Cluster), poll: cfg.Poll}
+
+	// The APIs first: nothing else can be read while they are off.
+	apis, missing, err := c.planAPIs(ctx, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	p.Steps = append(p.Steps, apis)
+	if missing {
+		p.Replan = true
+		p.Notes = append(p.Notes, "the rest is planned once these APIs are enabled (what exists cannot be read before)")
+		return p, nil
+	}
 	bucket, endpoint := cfg.Bucket()
 	st, err := storageService(ctx, endpoint)
 	if err != nil {
@@ -295,13 +311,19 @@ func PlanUp(ctx context.Context, c *Clients, cfg Config) (*Plan, error) {
 		}})
 
 	// The Kubernetes service account of job pods, once the cluster runs.
-	if cfg.Kube != nil {
+	// and LeaderWorkerSet. A running cluster without an endpoint (only the fakes of
+	// Google's APIs have one) is left out.
+	if cfg.Kube != nil && (cl == nil || cl.GetStatus() != containerpb.Cluster_RUNNING || cl.GetEndpoint() != "") {
 		var running *containerpb.Cluster
 		if cl != nil && cl.GetStatus() == containerpb.Cluster_RUNNING {
 			running = cl
 		}
 		s, err := c.kubeStep(ctx, &cfg, running)
 		if err != nil {
+			return nil, err
+		}
+		p.Steps = append(p.Steps, s)
+		if s, err = c.lwsStep(ctx, &cfg, running); err != nil {
 			return nil, err
 		}
 		p.Steps = append(p.Steps, s)
@@ -463,15 +485,80 @@ func httpCode(err error) int {
 	return 0
 }
 
-// apiErr words an API failure for a person: permission and API-disabled errors get
-// their fix.
+// apiErr words an API failure for a person, without gRPC's or HTTP's text: permission,
+// sign-in, a disabled API and a missing project each get their fix. The original error
+// stays in the chain (errors.Is/As, errs.CodeOf).
 func apiErr(what string, err error) error {
-	msg := err.Error()
+	code, msg := describe(err)
+	var text string
 	switch {
-	case strings.Contains(msg, "PermissionDenied") || strings.Contains(msg, "403") || strings.Contains(msg, "permission"):
-		return fmt.Errorf("%s: permission denied (%w): your account needs roles/container.admin, roles/artifactregistry.admin, roles/iam.serviceAccountAdmin and roles/storage.admin on the project, and the APIs enabled: `gcloud services enable container.googleapis.com artifactregistry.googleapis.com iam.googleapis.com compute.googleapis.com`", what, err)
-	case strings.Contains(msg, "Unauthenticated") || strings.Contains(msg, "could not find default credentials"):
-		return fmt.Errorf("%s: not signed in (%w): run `gcloud auth application-default login`", what, err)
+	case code == errs.Cancelled:
+		text = what + ": interrupted"
+	case strings.Contains(msg, "has not been used") || strings.Contains(msg, "SERVICE_DISABLED") || strings.Contains(msg, "it is disabled"):
+		text = fmt.Sprintf("%s: an API is disabled on the project (%s): run `kinetic up` (it enables the APIs it needs), or `gcloud services enable %s`", what, msg, strings.Join(RequiredAPIs, " "))
+	case code == errs.PermissionDenied:
+		text = fmt.Sprintf("%s: permission denied (%s): your account needs roles/container.admin, roles/artifactregistry.admin, roles/iam.serviceAccountAdmin, roles/storage.admin and roles/serviceusage.serviceUsageAdmin on the project; if the APIs are off, `gcloud services enable %s` (as an owner) turns them on", what, msg, strings.Join(RequiredAPIs, " "))
+	case strings.Contains(msg, "Unauthenticated") || strings.Contains(msg, "could not find default credentials") || strings.Contains(msg, "oauth2") || strings.Contains(msg, "invalid_grant"):
+		text = fmt.Sprintf("%s: not signed in to Google (%s): run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file", what, msg)
+	case code == errs.NotFound && strings.Contains(msg, "project"):
+		text = fmt.Sprintf("%s: no such project, or not visible to your account (%s): check --project", what, msg)
+	case code == errs.Unavailable || code == errs.DeadlineExceeded:
+		text = fmt.Sprintf("%s: Google's API did not answer (%s): check the network, then run the command again", what, msg)
+	default:
+		text = fmt.Sprintf("%s: %s", what, msg)
 	}
-	return fmt.Errorf("%s: %w", what, err)
+	return &apiError{text: text, code: code, err: err}
+}
+
+// apiError is an API failure worded for a person.
+type apiError struct {
+	text string
+	code errs.Code
+	err  error
+}
+
+func (e *apiError) Error() string   { return e.text }
+func (e *apiError) Unwrap() error   { return e.err }
+func (e *apiError) Code() errs.Code { return e.code }
+
+// describe is an error's code and its message as Google wrote it (no "rpc error: code
+// = … desc =", no "googleapi: Error 403:").
+func describe(err error) (errs.Code, string) {
+	if errors.Is(err, context.Canceled) {
+		return errs.Cancelled, "interrupted"
+	}
+	var ge *googleapi.Error
+	if errors.As(err, &ge) {
+		msg := ge.Message
+		if msg == "" {
+			msg = http.StatusText(ge.Code)
+		}
+		switch ge.Code {
+		case http.StatusForbidden:
+			return errs.PermissionDenied, msg
+		case http.StatusUnauthorized:
+			return errs.PermissionDenied, "Unauthenticated: " + msg
+		case http.StatusNotFound:
+			return errs.NotFound, msg
+		}
+		return errs.Unavailable, msg
+	}
+	if st, ok := status.FromError(err); ok {
+		switch st.Code() {
+		case codes.PermissionDenied:
+			return errs.PermissionDenied, st.Message()
+		case codes.Unauthenticated:
+			return errs.PermissionDenied, "Unauthenticated: " + st.Message()
+		case codes.NotFound:
+			return errs.NotFound, st.Message()
+		case codes.Unavailable:
+			return errs.Unavailable, st.Message()
+		case codes.DeadlineExceeded:
+			return errs.DeadlineExceeded, st.Message()
+		case codes.Canceled:
+			return errs.Cancelled, "interrupted"
+		}
+		return errs.Internal, st.Message()
+	}
+	return errs.CodeOf(err), err.Error()
 }

@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -54,7 +55,20 @@ type Options struct {
 	Log io.Writer
 	// Kwok also starts kwok, which manages nodes annotated kwok.x-k8s.io/node=fake.
 	Kwok bool
+	// InClusterAPI lets pods reach the API server at its service address (10.0.0.1:443,
+	// what in-cluster clients such as controllers use): there is no kube-proxy, so a DNAT
+	// rule on the bridge sends it to the apiserver, removed by Stop. The apiserver also
+	// calls webhooks of services at their pods (--enable-aggregator-routing): the host
+	// reaches pod addresses, not service ones.
+	InClusterAPI bool
 }
+
+// APIServiceIP is the API server's service address (the first of 10.0.0.0/24).
+const APIServiceIP = "10.0.0.1"
+
+// CAFile is the API server's serving certificate chain (self-signed by the apiserver):
+// the CA a client outside the kubeconfig verifies it with.
+func (c *Cluster) CAFile() string { return c.path("pki", "serving", "apiserver.crt") }
 
 // Cluster is a running cluster.
 type Cluster struct {
@@ -74,6 +88,9 @@ type Cluster struct {
 	mu       sync.Mutex
 	procs    []*proc
 	registry *http.Server
+
+	inClusterAPI bool
+	dnat         []string // the iptables rule added for InClusterAPI, removed by Stop
 }
 
 type proc struct {
@@ -98,7 +115,7 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c = &Cluster{Dir: o.Dir, Bins: bins, log: logf}
+	c = &Cluster{Dir: o.Dir, Bins: bins, log: logf, inClusterAPI: o.InClusterAPI}
 	if c.Dir == "" {
 		if c.Dir, err = os.MkdirTemp("", "kinetic-cluster-"); err != nil {
 			return nil, err
@@ -186,6 +203,10 @@ func (c *Cluster) Stop() {
 	}
 	if c.registry != nil {
 		c.registry.Close()
+	}
+	if c.dnat != nil {
+		exec.Command("iptables", append([]string{"-t", "nat", "-D"}, c.dnat...)...).Run()
+		c.dnat = nil
 	}
 	if c.GCS != nil {
 		c.GCS.Stop()
@@ -336,6 +357,16 @@ func (c *Cluster) network(ctx context.Context) error {
 	if out, err := exec.Command("ip", "link", "set", Bridge, "up").CombinedOutput(); err != nil {
 		return fmt.Errorf("ip link set up: %v: %s", err, out)
 	}
+	if c.inClusterAPI {
+		rule := []string{"PREROUTING", "-i", Bridge, "-d", APIServiceIP, "-p", "tcp", "--dport", "443", "-j", "DNAT", "--to-destination", HostIP + ":" + APIPort}
+		// A rule left by a killed run is removed first, so there is one.
+		for exec.Command("iptables", append([]string{"-t", "nat", "-D"}, rule...)...).Run() == nil {
+		}
+		if out, err := exec.Command("iptables", append([]string{"-t", "nat", "-A"}, rule...)...).CombinedOutput(); err != nil {
+			return fmt.Errorf("iptables DNAT for the API service: %v: %s", err, out)
+		}
+		c.dnat = rule
+	}
 	return nil
 }
 
@@ -421,6 +452,7 @@ current-context: kinetic-test
 		"--kubelet-preferred-address-types=InternalIP,Hostname",
 		"--allow-privileged=true",
 		"--max-requests-inflight=1000", "--max-mutating-requests-inflight=500",
+		"--enable-aggregator-routing="+strconv.FormatBool(c.inClusterAPI),
 		"--v=0")
 	if err != nil {
 		return err

@@ -27,6 +27,12 @@ type File struct {
 // PushFiles pushes a one-layer linux/amd64 image holding files to ref (a registry of
 // this harness: plain HTTP).
 func PushFiles(ctx context.Context, ref string, files []File, entrypoint, env []string) error {
+	return PushFilesAs(ctx, ref, files, entrypoint, env, "")
+}
+
+// PushFilesAs is PushFiles with the image's user (e.g. "65532" for a pod that must run
+// as non-root; "" is root).
+func PushFilesAs(ctx context.Context, ref string, files []File, entrypoint, env []string, user string) error {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	dirs := map[string]bool{}
@@ -55,7 +61,7 @@ func PushFiles(ctx context.Context, ref string, files []File, entrypoint, env []
 	if err != nil {
 		return err
 	}
-	return pushLayers(ctx, ref, []v1.Layer{layer}, entrypoint, env)
+	return pushLayers(ctx, ref, []v1.Layer{layer}, entrypoint, env, user)
 }
 
 // PushLayerTars pushes a linux/amd64 image whose layers are the tar files, in order.
@@ -68,10 +74,10 @@ func PushLayerTars(ctx context.Context, ref string, tarPaths []string, entrypoin
 		}
 		layers = append(layers, l)
 	}
-	return pushLayers(ctx, ref, layers, entrypoint, env)
+	return pushLayers(ctx, ref, layers, entrypoint, env, "")
 }
 
-func pushLayers(ctx context.Context, ref string, layers []v1.Layer, entrypoint, env []string) error {
+func pushLayers(ctx context.Context, ref string, layers []v1.Layer, entrypoint, env []string, user string) error {
 	r, err := name.ParseReference(ref, name.Insecure)
 	if err != nil {
 		return err
@@ -91,6 +97,7 @@ func pushLayers(ctx context.Context, ref string, layers []v1.Layer, entrypoint, 
 		env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 	}
 	cf.Config.Env = env
+	cf.Config.User = user
 	img, err = mutate.ConfigFile(img, cf)
 	if err != nil {
 		return err

@@ -85,11 +85,17 @@ func (c *Cluster) startContainerd(ctx context.Context) error {
 			return err
 		}
 	}
+	// InClusterAPI: pods route the service range through the bridge, where the DNAT
+	// rule sends the API service address on to the apiserver.
+	routes := ""
+	if c.inClusterAPI {
+		routes = `, "routes": [{"dst": "10.0.0.0/24"}]`
+	}
 	conf := fmt.Sprintf(`{"cniVersion": "1.0.0", "name": "kinetic", "plugins": [
   {"type": "bridge", "bridge": %q, "isGateway": true, "ipMasq": false,
-   "ipam": {"type": "host-local", "ranges": [[{"subnet": %q, "gateway": %q}]], "dataDir": %q}},
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": %q, "gateway": %q}]], "dataDir": %q%s}},
   {"type": "portmap", "capabilities": {"portMappings": true}}]}
-`, Bridge, PodCIDR, HostIP, c.path("cni", "ipam"))
+`, Bridge, PodCIDR, HostIP, c.path("cni", "ipam"), routes)
 	if err := os.WriteFile(filepath.Join(cni, "10-kinetic.conflist"), []byte(conf), 0o644); err != nil {
 		return err
 	}

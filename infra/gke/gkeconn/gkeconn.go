@@ -293,10 +293,10 @@ func (r *refetch) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	rt2, host2, ferr := r.again(req.Context(), rt)
 	if ferr != nil {
-		return nil, fmt.Errorf("%w (and reading cluster %s again: %v)", err, r.cl.Name, ferr)
+		return nil, fmt.Errorf("%w (and reading cluster %s again: %v)", r.worded(err), r.cl.Name, ferr)
 	}
 	if rt2 == nil {
-		return nil, err
+		return nil, r.worded(err)
 	}
 	req2 := req
 	if req.Body != nil && req.Body != http.NoBody {
@@ -310,7 +310,40 @@ func (r *refetch) RoundTrip(req *http.Request) (*http.Response, error) {
 		req2 = req.Clone(req.Context())
 		req2.Body = body
 	}
-	return rt2.RoundTrip(withHost(req2, host2))
+	resp, err = rt2.RoundTrip(withHost(req2, host2))
+	if err != nil {
+		return nil, r.worded(err)
+	}
+	return resp, nil
+}
+
+// CertError is a connection refused on the API server's certificate even with the CA
+// GKE reports now (read again after the first failure).
+type CertError struct {
+	Cluster Cluster
+	Host    string
+	Err     error
+}
+
+func (e *CertError) Error() string {
+	return fmt.Sprintf("the API server of cluster %s (%s) presents a certificate that the cluster's CA from GKE does not verify: if the cluster is being re-created or its credentials rotated, wait until `kinetic status` shows it RUNNING and run the command again; otherwise something between this machine and Google answers in its place (a proxy): check HTTPS_PROXY", e.Cluster.Name, e.Host)
+}
+
+func (e *CertError) Unwrap() error { return e.Err }
+
+// worded is err as a CertError when it is a certificate failure.
+func (r *refetch) worded(err error) error {
+	var cv *tls.CertificateVerificationError
+	var ua x509.UnknownAuthorityError
+	var hn x509.HostnameError
+	var ci x509.CertificateInvalidError
+	if errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &ci) {
+		r.mu.Lock()
+		host := r.host
+		r.mu.Unlock()
+		return &CertError{Cluster: r.cl, Host: host, Err: err}
+	}
+	return err
 }
 
 // retryable: the server's certificate did not verify against the CA we have, or a

@@ -209,8 +209,10 @@ func TestConnect(t *testing.T) {
 	s2.Close()
 	s3, _ := apiServer(t, addr, &auth)
 	_ = s3
-	if _, err := version(t, c); err == nil || !strings.Contains(err.Error(), "certificate") {
-		t.Fatalf("CA GKE does not vouch for: err = %v, want a certificate error", err)
+	_, err = version(t, c)
+	var ce *gkeconn.CertError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "does not verify: if the cluster is being re-created") || strings.Contains(err.Error(), "x509:") {
+		t.Fatalf("CA GKE does not vouch for: err = %v, want a CertError naming the fix without x509's text", err)
 	}
 	if n := f.Count(getCluster); n != 3 {
 		t.Fatalf("GetCluster calls = %d, want 3 (one read again, no more)", n)

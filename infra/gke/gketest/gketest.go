@@ -1,9 +1,9 @@
 // Package gketest runs in-process fakes of the Google APIs that GKE provisioning calls,
-// for tests and benchmarks: the GKE ClusterManager, Artifact Registry (with its
-// long-running Operations service) and IAM admin over gRPC, each implementing the real
-// generated server interface (containerpb.ClusterManagerServer,
-// artifactregistrypb.ArtifactRegistryServer, adminpb.IAMServer,
-// longrunningpb.OperationsServer); Compute Engine's machine types and project over the
+// for tests and benchmarks: the GKE ClusterManager, Artifact Registry and Service Usage
+// (each with its long-running Operations service) and IAM admin over gRPC, each
+// implementing the real generated server interface (containerpb.ClusterManagerServer,
+// artifactregistrypb.ArtifactRegistryServer, serviceusagepb.ServiceUsageServer,
+// adminpb.IAMServer, longrunningpb.OperationsServer); Compute Engine's machine types and project over the
 // REST API's JSON; and Cloud Storage through the fake-gcs-server emulator
 // (internal/gcstest) behind a proxy that adds the bucket IAM policy the emulator lacks.
 // All listen on 127.0.0.1 and keep state. Long-running operations stay RUNNING for
@@ -36,6 +36,7 @@ import (
 	"cloud.google.com/go/container/apiv1/containerpb"
 	"cloud.google.com/go/iam/admin/apiv1/adminpb"
 	"cloud.google.com/go/longrunning/autogen/longrunningpb"
+	"cloud.google.com/go/serviceusage/apiv1/serviceusagepb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -60,7 +61,7 @@ func (r Request) Mutating() bool {
 	m := r.Method
 	if i := strings.LastIndexByte(m, '/'); i >= 0 && !strings.Contains(m, " ") {
 		m = m[i+1:]
-		for _, p := range []string{"Get", "List"} {
+		for _, p := range []string{"Get", "List", "BatchGet"} {
 			if strings.HasPrefix(m, p) {
 				return false
 			}
@@ -85,6 +86,23 @@ type Options struct {
 	Zones map[string][]MachineType
 	// OpPolls is how many polls an operation stays RUNNING (default 2).
 	OpPolls int
+	// APIEndpoint and APICA, when set, are what a cluster created here reports as its
+	// endpoint (host:port) and CA certificate (PEM): a real API server's, so what
+	// connects to the cluster reaches one. Unset, a cluster has no endpoint, and up
+	// leaves out its Kubernetes steps.
+	APIEndpoint string
+	APICA       []byte
+	// StorageUpstream is the GCS emulator the storage fake fronts ("" = one of its own);
+	// StorageAddr is where the fake listens ("" = 127.0.0.1, any port): an address pods
+	// reach when the store is theirs too.
+	StorageUpstream, StorageAddr string
+	// OnPool, when set, is called (without the fakes' lock) when a node pool's create
+	// or delete operation is done, or a cluster's delete (pool nil): what GKE's nodes
+	// would do in a real cluster (a test registers or removes nodes).
+	OnPool func(event string, cluster string, pool *containerpb.NodePool)
+	// NewProject starts every project with no API enabled (as a new project is); by
+	// default gke.RequiredAPIs and every other are enabled.
+	NewProject bool
 	// ClusterOpPolls is OpPolls for creating a cluster (default OpPolls): a large one
 	// keeps the cluster PROVISIONING, for an interruption.
 	ClusterOpPolls int
@@ -113,14 +131,20 @@ type Fake struct {
 	clusterOpPolls int
 	zones          map[string][]MachineType
 
-	clusters  map[string]*containerpb.Cluster
-	ops       map[string]*op // by name (GKE ops: short name; LRO: full name)
-	repos     map[string]*artifactregistrypb.Repository
-	repoPol   map[string]*iampb.Policy
-	accounts  map[string]*adminpb.ServiceAccount
-	saPol     map[string]*iampb.Policy
-	bucketPol map[string]json.RawMessage
-	nextOp    int
+	clusters    map[string]*containerpb.Cluster
+	ops         map[string]*op // by name (GKE ops: short name; LRO: full name)
+	repos       map[string]*artifactregistrypb.Repository
+	repoPol     map[string]*iampb.Policy
+	accounts    map[string]*adminpb.ServiceAccount
+	saPol       map[string]*iampb.Policy
+	bucketPol   map[string]json.RawMessage
+	apis        map[string]bool // "PROJECT/SERVICE" → enabled (else !newProject)
+	newProject  bool
+	apiEndpoint string
+	apiCA       []byte
+	onPool      func(string, string, *containerpb.NodePool)
+	hooks       []func() // OnPool calls due, run after the lock is released
+	nextOp      int
 }
 
 type op struct {
@@ -146,7 +170,8 @@ func Start(t testing.TB, o Options) *Fake {
 	f := &Fake{fail: map[string]error{}, opPolls: o.OpPolls, clusterOpPolls: o.ClusterOpPolls, zones: o.Zones,
 		clusters: map[string]*containerpb.Cluster{}, ops: map[string]*op{}, repos: map[string]*artifactregistrypb.Repository{},
 		repoPol: map[string]*iampb.Policy{}, accounts: map[string]*adminpb.ServiceAccount{}, saPol: map[string]*iampb.Policy{},
-		bucketPol: map[string]json.RawMessage{}}
+		bucketPol: map[string]json.RawMessage{}, apis: map[string]bool{}, newProject: o.NewProject,
+		apiEndpoint: o.APIEndpoint, apiCA: o.APICA, onPool: o.OnPool}
 
 	serve := func(register func(*grpc.Server)) string {
 		lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -164,19 +189,35 @@ func Start(t testing.TB, o Options) *Fake {
 		artifactregistrypb.RegisterArtifactRegistryServer(s, &registryServer{f: f})
 		longrunningpb.RegisterOperationsServer(s, &lroServer{f: f})
 	})
+	f.Endpoints.ServiceUsage = serve(func(s *grpc.Server) {
+		serviceusagepb.RegisterServiceUsageServer(s, &usageServer{f: f})
+		longrunningpb.RegisterOperationsServer(s, &lroServer{f: f})
+	})
 	f.Endpoints.IAM = serve(func(s *grpc.Server) { adminpb.RegisterIAMServer(s, &iamServer{f: f}) })
 
 	cs := httptest.NewServer(http.HandlerFunc(f.compute))
 	t.Cleanup(cs.Close)
 	f.Endpoints.Compute = cs.URL
 
-	gcs := gcstest.Start(t)
-	u, _ := url.Parse(gcs.URL())
+	upstream := o.StorageUpstream
+	if upstream == "" {
+		upstream = gcstest.Start(t).URL()
+	}
+	u, _ := url.Parse(upstream)
 	proxy := httputil.NewSingleHostReverseProxy(u)
 	// The emulator reads the bucket from the Host of a download: keep its own.
 	director := proxy.Director
 	proxy.Director = func(r *http.Request) { director(r); r.Host = u.Host }
-	ss := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f.storage(w, r, proxy) }))
+	ss := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f.storage(w, r, proxy) }))
+	if o.StorageAddr != "" {
+		lis, err := net.Listen("tcp", o.StorageAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss.Listener.Close()
+		ss.Listener = lis
+	}
+	ss.Start()
 	t.Cleanup(ss.Close)
 	f.StorageEndpoint = ss.URL
 	return f
@@ -281,7 +322,33 @@ func (f *Fake) intercept(ctx context.Context, req any, info *grpc.UnaryServerInf
 	if err := f.record(method, body); err != nil {
 		return nil, err
 	}
-	return h(ctx, req)
+	resp, err := h(ctx, req)
+	f.runHooks()
+	return resp, err
+}
+
+// hook queues an OnPool call; mu is held.
+func (f *Fake) hook(event, cluster string, np *containerpb.NodePool) {
+	if f.onPool == nil {
+		return
+	}
+	var cp *containerpb.NodePool
+	if np != nil {
+		cp = proto.Clone(np).(*containerpb.NodePool)
+	}
+	f.hooks = append(f.hooks, func() { f.onPool(event, cluster, cp) })
+}
+
+// runHooks runs the queued OnPool calls, outside the lock, before the call that made
+// them due answers (so a poll that sees an operation DONE sees its nodes too).
+func (f *Fake) runHooks() {
+	f.mu.Lock()
+	hs := f.hooks
+	f.hooks = nil
+	f.mu.Unlock()
+	for _, h := range hs {
+		h()
+	}
 }
 
 // canonical re-encodes JSON indented with sorted keys (protojson's spacing is not stable).
@@ -315,15 +382,16 @@ func (f *Fake) newGKEOp(kind containerpb.Operation_Type, target string, done fun
 func (f *Fake) newLRO(parent, target string, done func() proto.Message) *longrunningpb.Operation {
 	f.nextOp++
 	o := &longrunningpb.Operation{Name: fmt.Sprintf("%s/operations/op-%d", parent, f.nextOp)}
-	var d func()
-	d = func() {
-		resp := done()
-		anyResp, _ := anypb.New(resp)
-		o.Done = true
-		o.Result = &longrunningpb.Operation_Response{Response: anyResp}
-	}
+	d := func() { f.finishLRO(o, done()) }
 	f.ops[o.Name] = &op{lro: o, target: target, left: f.opPolls, done: d}
 	return proto.Clone(o).(*longrunningpb.Operation)
+}
+
+// finishLRO marks o done with resp; mu is held.
+func (f *Fake) finishLRO(o *longrunningpb.Operation, resp proto.Message) {
+	anyResp, _ := anypb.New(resp)
+	o.Done = true
+	o.Result = &longrunningpb.Operation_Response{Response: anyResp}
 }
 
 // tick advances one operation; mu is held.

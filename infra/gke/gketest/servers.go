@@ -2,6 +2,7 @@ package gketest
 
 import (
 	"context"
+	"encoding/base64"
 	"strings"
 
 	"cloud.google.com/go/artifactregistry/apiv1/artifactregistrypb"
@@ -54,7 +55,11 @@ func (s *clusterServer) CreateCluster(ctx context.Context, r *containerpb.Create
 	f.clusters[name] = c
 	return f.newGKEOp(containerpb.Operation_CREATE_CLUSTER, name, func() {
 		c.Status = containerpb.Cluster_RUNNING
-		c.Endpoint, c.CurrentMasterVersion = "10.0.0.2", "1.33.5-gke.1000000"
+		c.CurrentMasterVersion = "1.33.5-gke.1000000"
+		if f.apiEndpoint != "" {
+			c.Endpoint = f.apiEndpoint
+			c.MasterAuth = &containerpb.MasterAuth{ClusterCaCertificate: base64.StdEncoding.EncodeToString(f.apiCA)}
+		}
 		for _, np := range c.NodePools {
 			np.Status = containerpb.NodePool_RUNNING
 		}
@@ -96,7 +101,10 @@ func (s *clusterServer) DeleteCluster(ctx context.Context, r *containerpb.Delete
 		return nil, notFound("cluster " + r.Name)
 	}
 	c.Status = containerpb.Cluster_STOPPING
-	return f.newGKEOp(containerpb.Operation_DELETE_CLUSTER, r.Name, func() { delete(f.clusters, r.Name) }), nil
+	return f.newGKEOp(containerpb.Operation_DELETE_CLUSTER, r.Name, func() {
+		delete(f.clusters, r.Name)
+		f.hook("delete-cluster", r.Name, nil)
+	}), nil
 }
 
 func (s *clusterServer) GetOperation(ctx context.Context, r *containerpb.GetOperationRequest) (*containerpb.Operation, error) {
@@ -178,6 +186,7 @@ func (s *clusterServer) CreateNodePool(ctx context.Context, r *containerpb.Creat
 	return f.newGKEOp(containerpb.Operation_CREATE_NODE_POOL, r.Parent+"/nodePools/"+np.Name, func() {
 		np.Status = containerpb.NodePool_RUNNING
 		c.Status = containerpb.Cluster_RUNNING
+		f.hook("create-pool", r.Parent, np)
 	}), nil
 }
 
@@ -192,6 +201,7 @@ func (s *clusterServer) DeleteNodePool(ctx context.Context, r *containerpb.Delet
 	np := c.NodePools[i]
 	np.Status = containerpb.NodePool_STOPPING
 	return f.newGKEOp(containerpb.Operation_DELETE_NODE_POOL, r.Name, func() {
+		f.hook("delete-pool", c.SelfLink, np)
 		for j, p := range c.NodePools {
 			if p == np {
 				c.NodePools = append(c.NodePools[:j], c.NodePools[j+1:]...)

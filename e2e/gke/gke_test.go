@@ -1,0 +1,376 @@
+// Package gke_test is GKE from nothing, as a user meets it, through the built binary:
+// Google's APIs are the infra/gke/gketest fakes (with Service Usage), and the cluster
+// GKE reports is the real single-node test cluster (internal/kubetest), reached the way
+// a laptop without gcloud or a kubeconfig reaches GKE: endpoint and CA from GetCluster,
+// a token from a service-account key file (its token endpoint a local fake handing out
+// a token the test API server accepts). Needs root; KINETIC_SKIP_CLUSTER=1 skips it.
+package gke_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/container/apiv1/containerpb"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kinetic-run/kinetic/accel"
+	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/infra/gke"
+	"github.com/kinetic-run/kinetic/infra/gke/gketest"
+	"github.com/kinetic-run/kinetic/infra/lws"
+	"github.com/kinetic-run/kinetic/internal/kubetest"
+	"github.com/kinetic-run/kinetic/internal/srcroot"
+	"github.com/kinetic-run/kinetic/internal/testbin"
+)
+
+// LWSImage is the LeaderWorkerSet controller, built by the harness (the tools cache)
+// and pushed to its registry: the test node reaches no public registry.
+const LWSImage = kubetest.RegistryURL + "/lws/lws:" + lws.Version
+
+// TestGKEFromZero: `kinetic up --project P -y` on a new project (APIs enabled,
+// LeaderWorkerSet installed into the real cluster, a profile named after the cluster)
+// → `kinetic run m.py::add 1 2` prints 3 → `kinetic pool add --accelerator gpu-l4
+// --min-nodes 1` (GKE's nodes: kwok nodes with GKE's labels and GPU capacity) → a GPU
+// job's pod is scheduled onto that pool → a backend=pathways job returns its value
+// through the LeaderWorkerSet up installed → a second up changes nothing → `kinetic
+// down -y` removes it all → a second down removes nothing. No kubectl, no kubeconfig.
+func TestGKEFromZero(t *testing.T) {
+	if os.Getenv("KINETIC_SKIP_CLUSTER") == "1" {
+		t.Skip("KINETIC_SKIP_CLUSTER=1: no real cluster here")
+	}
+	bin, err := testbin.WithRunners()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lwsBin, err := kubetest.LWSBinary(context.Background(), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The cluster waits for the machine's cluster lock (another package's cluster may
+	// hold it for long): the test's own time starts once it is up.
+	c, err := kubetest.Start(context.Background(), kubetest.Options{Log: os.Stderr, Kwok: true, InClusterAPI: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	if err := c.PushPythonImage(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The release's image runs /manager as a non-root user.
+	if err := kubetest.PushFilesAs(ctx, LWSImage, []kubetest.File{{Path: "manager", Source: lwsBin, Mode: 0o755}}, []string{"/manager"}, nil, "65532"); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := os.ReadFile(c.CAFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// GKE's nodes: a GPU pool's nodes are kwok nodes with GKE's labels, taint and GPU
+	// capacity; a TPU pool's "hosts" are the real node, labelled as GKE labels TPU VMs
+	// (the jobs ask for CPU: accelerator_resources=false), so its pods really run.
+	var poolNodes atomic.Int32
+	onPool := func(event, cluster string, np *containerpb.NodePool) {
+		if err := poolEvent(ctx, c, event, np); err != nil {
+			t.Errorf("node pool %s %s: %v", event, np.GetName(), err)
+		}
+		if event == "create-pool" {
+			poolNodes.Add(1)
+		}
+	}
+	fake := gketest.Start(t, gketest.Options{NewProject: true, APIEndpoint: kubetest.HostIP + ":" + kubetest.APIPort, APICA: ca,
+		StorageUpstream: c.GCS.URL(), StorageAddr: kubetest.HostIP + ":0", OnPool: onPool})
+	key := serviceAccountKey(t, c.Token)
+
+	home := t.TempDir()
+	work := t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, "m.py"), []byte("def add(a, b):\n    return int(a) + int(b)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{
+		"HOME=" + home, "PATH=/usr/local/bin:/usr/bin:/bin", // no gcloud, no kubectl
+		"GOOGLE_APPLICATION_CREDENTIALS=" + key,
+		"KINETIC_GCP_ENDPOINTS=" + fake.Endpoints.String(),
+		// What GKE would give for free: a store and a registry the node reaches.
+		"KINETIC_STORE=" + fake.StoreURL("p-kinetic"),
+		"KINETIC_IMAGE_REGISTRY=" + kubetest.RegistryURL + "/p/kinetic",
+		"KINETIC_LWS_IMAGE=" + LWSImage,
+		"KINETIC_BASE_IMAGE_CPU=" + kubetest.PythonImage, "KINETIC_BASE_IMAGE_GPU=" + kubetest.PythonImage, "KINETIC_BASE_IMAGE_TPU=" + kubetest.PythonImage,
+		"KINETIC_POD_CPU=10m", "KINETIC_UNSCHEDULABLE_GRACE=60s",
+		"PYTHONPATH=" + pythonDir(),
+	}
+	kinetic := func(extra []string, args ...string) (string, string, error) {
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Dir, cmd.Env = work, append(append([]string(nil), env...), extra...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		return out.String(), errb.String(), err
+	}
+	must := func(extra []string, args ...string) (string, string) {
+		t.Helper()
+		start := time.Now()
+		out, errOut, err := kinetic(extra, args...)
+		if err != nil {
+			t.Fatalf("kinetic %s: %v\n%s\n%s\nlws: %s", strings.Join(args, " "), err, out, errOut, lwsPods(ctx, c))
+		}
+		t.Logf("kinetic %s (%.1fs)", strings.Join(args, " "), time.Since(start).Seconds())
+		return out, errOut
+	}
+	if _, err := os.Stat(filepath.Join(home, ".kube")); err == nil {
+		t.Fatal("HOME has a kubeconfig")
+	}
+
+	// 1. up on a new project.
+	_, stderr := must(nil, "up", "--project", "p", "-y")
+	for _, w := range []string{"+ enable   APIs container, artifactregistry, iam, iamcredentials, compute, storage",
+		"✓ create cluster kinetic-cluster", "✓ create LeaderWorkerSet " + lws.Version, "✓ profile kinetic-cluster", "ready in"} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("up does not say %q:\n%s", w, stderr)
+		}
+	}
+	for _, a := range gke.RequiredAPIs {
+		if !fake.APIEnabled("p", a) {
+			t.Errorf("up left %s disabled", a)
+		}
+	}
+	d, err := cs.AppsV1().Deployments(lws.Namespace).Get(ctx, lws.Deployment, metav1.GetOptions{})
+	if err != nil || d.Spec.Template.Spec.Containers[0].Image != LWSImage || d.Status.ReadyReplicas < 1 {
+		t.Errorf("LeaderWorkerSet controller after up: %v %+v", err, d.Status)
+	}
+	prof, err := config.LoadProfiles(config.ProfilesPath(func(k string) string { return map[string]string{"HOME": home}[k] }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := prof.Profiles["kinetic-cluster"]; prof.Current != "kinetic-cluster" || p["backend"] != "gke" || p["project"] != "p" {
+		t.Errorf("profile after up: current %q, %v", prof.Current, prof.Profiles)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".kube", "config")); err == nil {
+		t.Error("up wrote a kubeconfig")
+	}
+
+	// 2. A function on the cluster, from the CLI.
+	out, stderr := must(nil, "run", "m.py::add", "1", "2")
+	if strings.TrimSpace(out) != "3" {
+		t.Errorf("kinetic run m.py::add 1 2 printed %q, want 3\n%s", out, stderr)
+	}
+
+	// 3. A GPU pool; 4. a GPU job's pod is scheduled onto it.
+	_, stderr = must(nil, "pool", "add", "--accelerator", "gpu-l4", "--min-nodes", "1", "-y")
+	if !strings.Contains(stderr, "✓ create node pool gpu-l4") || poolNodes.Load() != 1 {
+		t.Errorf("pool add (%d pools made nodes):\n%s", poolNodes.Load(), stderr)
+	}
+	out, stderr = must(nil, "run", "--async", "--json", "--accelerator", "gpu-l4", "--container-image", kubetest.PythonImage, "--", "true")
+	var h struct {
+		JobID string `json:"job_id"`
+	}
+	if err := json.Unmarshal([]byte(out), &h); err != nil || h.JobID == "" {
+		t.Fatalf("run --async --json: %q (%v)\n%s", out, err, stderr)
+	}
+	node := waitScheduled(t, ctx, c, h.JobID)
+	n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil || n.Labels["cloud.google.com/gke-nodepool"] != "gpu-l4" || n.Labels[accel.LabelGPUAccelerator] != "nvidia-l4" {
+		t.Errorf("GPU job's pod is on node %s (%v), not the gpu-l4 pool's", node, err)
+	}
+	kinetic(nil, "jobs", "cancel", h.JobID) // kwok may have completed it already
+
+	// 5. A multi-host job through the LeaderWorkerSet up installed: a TPU pool whose
+	// hosts are the real node (CPU pods: accelerator_resources=false).
+	must(nil, "pool", "add", "--accelerator", "tpu-v6e-8", "-y")
+	out, stderr = must([]string{"KINETIC_BACKEND=pathways", "KINETIC_ACCELERATOR_RESOURCES=false"}, "run", "--accelerator", "tpu-v6e-8", "m.py::add", "3", "4")
+	if strings.TrimSpace(out) != "7" {
+		t.Errorf("pathways job printed %q, want 7\n%s", out, stderr)
+	}
+
+	// 6. A second up changes nothing.
+	fake.Reset()
+	_, stderr = must(nil, "up", "--project", "p", "-y")
+	if !strings.Contains(stderr, "no change") || len(fake.Mutations()) != 0 || !strings.Contains(stderr, "= ok       LeaderWorkerSet "+lws.Version) {
+		t.Errorf("second up: %d mutations\n%s", len(fake.Mutations()), stderr)
+	}
+
+	// 7. down removes it all; 8. a second down removes nothing.
+	_, stderr = must(nil, "down", "-y")
+	if !strings.Contains(stderr, "✓ delete cluster kinetic-cluster") {
+		t.Errorf("down:\n%s", stderr)
+	}
+	if cnt := fake.Counts(); cnt["clusters"]+cnt["repositories"]+cnt["service_accounts"] != 0 {
+		t.Errorf("after down: %v", cnt)
+	}
+	nodes, _ := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "type=kwok"})
+	if len(nodes.Items) != 0 {
+		t.Errorf("after down, %d pool nodes are left", len(nodes.Items))
+	}
+	fake.Reset()
+	_, stderr = must(nil, "down", "-y")
+	if !strings.Contains(stderr, "nothing to remove") || len(fake.Mutations()) != 0 {
+		t.Errorf("second down: %d mutations\n%s", len(fake.Mutations()), stderr)
+	}
+}
+
+// poolEvent does what GKE's node pools do to the cluster's nodes.
+func poolEvent(ctx context.Context, c *kubetest.Cluster, event string, np *containerpb.NodePool) error {
+	cs, err := c.Client()
+	if err != nil {
+		return err
+	}
+	switch event {
+	case "delete-cluster":
+		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "type=kwok"})
+		if err != nil {
+			return err
+		}
+		for _, n := range nodes.Items {
+			if err := cs.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+		}
+		return nil
+	case "delete-pool":
+		return cs.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "cloud.google.com/gke-nodepool=" + np.GetName() + ",type=kwok"})
+	}
+	cfg := np.GetConfig()
+	labels := map[string]string{"cloud.google.com/gke-nodepool": np.GetName(), "node.kubernetes.io/instance-type": cfg.GetMachineType()}
+	for k, v := range cfg.GetLabels() {
+		labels[k] = v
+	}
+	if tpu := np.GetPlacementPolicy().GetTpuTopology(); tpu != "" || strings.HasPrefix(cfg.GetMachineType(), "ct") {
+		// GKE labels TPU VMs with their slice type and topology: here the real node.
+		sp, err := accel.Parse(labels["kinetic.dev/accelerator"])
+		if err != nil {
+			return err
+		}
+		for k, v := range sp.NodeSelector {
+			labels[k] = v
+		}
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
+		_, err = cs.CoreV1().Nodes().Patch(ctx, kubetest.NodeName, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	}
+	var capacity map[string]string
+	var taints []corev1.Taint
+	for _, a := range cfg.GetAccelerators() {
+		labels[accel.LabelGPUAccelerator] = a.GetAcceleratorType()
+		capacity = map[string]string{"nvidia.com/gpu": fmt.Sprint(a.GetAcceleratorCount())}
+		taints = append(taints, corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule})
+	}
+	for _, tn := range cfg.GetTaints() {
+		if !slices.ContainsFunc(taints, func(x corev1.Taint) bool { return x.Key == tn.GetKey() }) {
+			taints = append(taints, corev1.Taint{Key: tn.GetKey(), Value: tn.GetValue(), Effect: corev1.TaintEffectNoSchedule})
+		}
+	}
+	count := int(np.GetInitialNodeCount())
+	if m := int(np.GetAutoscaling().GetMinNodeCount()); m > count {
+		count = m
+	}
+	for i := range count {
+		if err := c.AddFakeNode(ctx, kubetest.FakeNode{Name: fmt.Sprintf("gke-%s-%d", np.GetName(), i), Labels: labels, Capacity: capacity, Taints: taints}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitScheduled waits until a pod of job id has a node, and returns it.
+func waitScheduled(t *testing.T, ctx context.Context, c *kubetest.Cluster, id string) string {
+	t.Helper()
+	cs, _ := c.Client()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "kinetic.dev/job-id=" + id})
+		if err == nil {
+			for _, p := range pods.Items {
+				if p.Spec.NodeName != "" {
+					return p.Spec.NodeName
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pod of job %s was scheduled in 90s (%v, %d pods)", id, err, len(pods.Items))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// lwsPods says what the LeaderWorkerSet controller's pods are doing (for failures).
+func lwsPods(ctx context.Context, c *kubetest.Cluster) string {
+	cs, err := c.Client()
+	if err != nil {
+		return err.Error()
+	}
+	pods, err := cs.CoreV1().Pods(lws.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, p := range pods.Items {
+		fmt.Fprintf(&b, "%s %s node=%s", p.Name, p.Status.Phase, p.Spec.NodeName)
+		for _, s := range p.Status.ContainerStatuses {
+			if s.State.Waiting != nil {
+				fmt.Fprintf(&b, " waiting %s: %s", s.State.Waiting.Reason, s.State.Waiting.Message)
+			}
+			if s.LastTerminationState.Terminated != nil {
+				fmt.Fprintf(&b, " last exit %d", s.LastTerminationState.Terminated.ExitCode)
+			}
+		}
+		b.WriteString("; ")
+	}
+	return b.String()
+}
+
+// serviceAccountKey writes a service-account key file whose token_uri is a local token
+// endpoint that hands out token (the test API server's): what Google's token endpoint
+// is to a key file, for a cluster that accepts Google's tokens.
+func serviceAccountKey(t *testing.T, token string) string {
+	t.Helper()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		if r.Form.Get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer" || r.Form.Get("assertion") == "" {
+			http.Error(w, "bad grant", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"access_token": token, "token_type": "Bearer", "expires_in": 3600})
+	}))
+	t.Cleanup(ts.Close)
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, _ := x509.MarshalPKCS8PrivateKey(k)
+	key := map[string]string{"type": "service_account", "project_id": "p", "private_key_id": "k1",
+		"private_key":  string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
+		"client_email": "me@p.iam.gserviceaccount.com", "client_id": "1", "token_uri": ts.URL + "/token"}
+	b, _ := json.Marshal(key)
+	p := filepath.Join(t.TempDir(), "key.json")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func pythonDir() string { return srcroot.Join("python") }

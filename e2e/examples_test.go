@@ -224,3 +224,26 @@ func TestExampleDebugAttach(t *testing.T) {
 	}
 	wantLines(t, "debug_attach.py", string(rest), `(?m)^result: 0.125$`)
 }
+
+// TestExamplesAreLinkedAndSaySo: every example says what it shows and how to run it, and
+// the README links it (hello.py is the README's own first command).
+func TestExamplesAreLinkedAndSaySo(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(repoRoot(), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(repoRoot(), "examples", "*.py"))
+	if len(files) < 9 {
+		t.Fatalf("%d examples", len(files))
+	}
+	for _, f := range files {
+		name := filepath.Base(f)
+		b, _ := os.ReadFile(f)
+		if !strings.HasPrefix(string(b), `"""`) || (name != "hello.py" && (!strings.Contains(string(b), "\nShows:") || !strings.Contains(string(b), "\nRun:"))) {
+			t.Errorf("examples/%s does not open with a docstring saying what it shows (Shows:) and how to run it (Run:)", name)
+		}
+		if name != "hello.py" && !strings.Contains(string(readme), "(examples/"+name+")") {
+			t.Errorf("README.md does not link examples/%s", name)
+		}
+	}
+}

@@ -58,11 +58,15 @@ func exampleCmd(ctx context.Context, e *env, dir string, extra []string, file st
 	if py == "" {
 		py = "python3"
 	}
+	pythonPath := filepath.Join(repoRoot(), "python")
+	if p := os.Getenv("PYTHONPATH"); p != "" {
+		pythonPath += string(os.PathListSeparator) + p // the caller's own packages stay found
+	}
 	cmd := exec.CommandContext(ctx, py, append([]string{file}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "KINETIC_BIN="+e.bin, "KINETIC_HOME="+filepath.Join(e.home, "data"),
 		"KINETIC_PROFILES_FILE="+filepath.Join(e.home, "profiles.json"), "HOME="+e.home, "KINETIC_PROJECT=",
-		"KINETIC_WARM_IDLE=5s", "PYTHONPATH="+filepath.Join(repoRoot(), "python")), extra...)
+		"KINETIC_WARM_IDLE=5s", "PYTHONPATH="+pythonPath), extra...)
 	return cmd
 }
 

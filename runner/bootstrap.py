@@ -216,6 +216,80 @@ def _resolve_data(v, paths):
     return walk(v)
 
 
+def _refile_code(co, old, new):
+    """co, and every code object in it, with a co_filename under old moved under new."""
+    import types
+    consts = tuple(_refile_code(c, old, new) if isinstance(c, types.CodeType) else c for c in co.co_consts)
+    name = co.co_filename
+    if name.startswith(old):
+        name = new + name[len(old):]
+    return co.replace(co_filename=name, co_consts=consts)
+
+
+def refile_shipped(func, root):
+    """Point the code pickled by value with func (it, the functions and classes of the
+    submitter's files it refers to) at the job's copy of those files under root.
+
+    The SDK pickles code under the shipped root by value, so its co_filename is the path
+    on the submitting machine. A debugger's path mappings send breakpoints set there to
+    the job's copy (remoteRoot), which no code would match, so a breakpoint in a decorated
+    function would never stop. The submitter's root is the prefix of func's file whose
+    remainder names a file under root (the longest such remainder)."""
+    import types
+    target = getattr(func, "__func__", func)
+    code = getattr(target, "__code__", None)
+    if code is None or not root:
+        return
+    name = code.co_filename
+    if not os.path.isabs(name) or any(name.startswith(r + os.sep) for r in (root, os.path.realpath(root))):
+        return  # loaded from the job's copy already (FILE::FUNC)
+    root = root.rstrip(os.sep)
+    parts = name.split(os.sep)
+    old = None
+    for i in range(1, len(parts)):
+        rel = os.sep.join(parts[i:])
+        if os.path.isfile(os.path.join(root, rel)):
+            old = os.sep.join(parts[:i]) + os.sep
+            break
+    if old is None:
+        return
+    new = root + os.sep
+    seen = set()
+
+    def visit(o):
+        if id(o) in seen:
+            return
+        seen.add(id(o))
+        if isinstance(o, (types.MethodType, classmethod, staticmethod)):
+            visit(o.__func__)
+        elif isinstance(o, property):
+            for f in (o.fget, o.fset, o.fdel):
+                if f is not None:
+                    visit(f)
+        elif isinstance(o, types.FunctionType):
+            if not o.__code__.co_filename.startswith(old):
+                return  # not the submitter's code: leave it and what it refers to
+            o.__code__ = _refile_code(o.__code__, old, new)
+            for v in list(o.__globals__.values()) + [c.cell_contents for c in (o.__closure__ or ()) if _has_contents(c)]:
+                visit(v)
+        elif isinstance(o, type):
+            for v in list(vars(o).values()):
+                visit(v)
+
+    visit(target)
+    self_obj = getattr(func, "__self__", None)
+    if self_obj is not None:
+        visit(type(self_obj))
+
+
+def _has_contents(cell):
+    try:
+        cell.cell_contents
+        return True
+    except ValueError:
+        return False
+
+
 def enter(root, cwd):
     """Make the shipped root importable and cwd the working directory."""
     if root:
@@ -316,6 +390,7 @@ def main():
             args, kwargs = [_literal(a) for a in entry.get("args") or []], {}
         if debug is not None:
             phase = "debugger"
+            refile_shipped(func, root)
             _start_debugger(debug)
         phase = "call"
         call(func, args, kwargs, keep, env)

@@ -1,0 +1,66 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/kinetic-run/kinetic/internal/s3test"
+	"github.com/kinetic-run/kinetic/store"
+	"github.com/kinetic-run/kinetic/store/storetest"
+)
+
+// s3Env gives this process the emulator's credentials (the AWS SDK signs every request).
+func s3Env(t *testing.T) {
+	for _, kv := range s3test.Env() {
+		k, v, _ := cut(kv)
+		t.Setenv(k, v)
+	}
+	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+}
+
+func cut(kv string) (string, string, bool) {
+	for i := range kv {
+		if kv[i] == '=' {
+			return kv[:i], kv[i+1:], true
+		}
+	}
+	return kv, "", false
+}
+
+// TestConformanceS3: the whole conformance suite on s3:// (gofakes3, an S3 emulator in
+// this process), with and without a prefix path.
+func TestConformanceS3(t *testing.T) {
+	s3Env(t)
+	srv := s3test.Start(t, "127.0.0.1")
+	for _, prefix := range []string{"", "team-a"} {
+		t.Run("prefix="+prefix, func(t *testing.T) {
+			storetest.Run(t, func(t *testing.T) *store.Store {
+				bucket := srv.NewBucket(t)
+				if prefix != "" {
+					// A neighbour under another prefix must not show up in, or be removed
+					// by, the store.
+					other, err := store.Open(context.Background(), srv.URL(bucket, "other"))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := other.Put(context.Background(), "jobs/zz/handle.json", []byte("{}")); err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() {
+						if ok, err := other.Exists(context.Background(), "jobs/zz/handle.json"); !ok || err != nil {
+							t.Errorf("the neighbouring prefix lost its object: %v, %v", ok, err)
+						}
+						other.Close()
+					})
+				}
+				s, err := store.Open(context.Background(), srv.URL(bucket, prefix))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				return s
+			})
+		})
+	}
+}

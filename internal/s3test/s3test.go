@@ -17,6 +17,8 @@ import (
 
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	_ "github.com/kinetic-run/kinetic/store/s3" // s3://, for the stores on this emulator
 )
 
 // Region is what the emulator's URLs name; the emulator accepts any.

@@ -56,7 +56,7 @@ vet:
 # version into the tools cache, ~/.cache/kinetic-tools or $$KINETIC_TOOLS_CACHE (about
 # 15 minutes cold on 2 cores, a second warm).
 kube-tools:
-	$(GO) run ./internal/kubetest/cmd/kubecluster -build-only
+	$(GO) run ./testkit/kubetest/cmd/kubecluster -build-only
 
 # What the tests run, built fresh for every `make test` into TEST_BIN (never a stale
 # one): the kinetic binary, and beside it the runner binaries for linux/amd64 and
@@ -68,12 +68,12 @@ TEST_BIN := $(CURDIR)/bin/test
 # inside its own timeout: the tools (kube-tools) and, beside them, TEST_BIN.
 test-tools:
 	rm -rf $(TEST_BIN)
-	$(GO) run ./internal/kubetest/cmd/kubecluster -build-only -test-bin $(TEST_BIN)
+	$(GO) run ./testkit/kubetest/cmd/kubecluster -build-only -test-bin $(TEST_BIN)
 
 # A real single-node cluster for a person, with the GCS emulator and a registry; it prints
 # the environment to use it. Ctrl-C stops it.
 cluster:
-	$(GO) run ./internal/kubetest/cmd/kubecluster
+	$(GO) run ./testkit/kubetest/cmd/kubecluster
 
 test-go: test-tools
 	# -count=1: several tests run the kinetic binary, which the test cache cannot see.

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kinetic-run/kinetic/config"
-	"github.com/kinetic-run/kinetic/internal/srcroot"
+	"github.com/kinetic-run/kinetic/testkit/srcroot"
 )
 
 // docs/parity.md lists every public name of the Python SDK, every command and flag of the

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/kinetic-run/kinetic/internal/faultfs"
+	"github.com/kinetic-run/kinetic/testkit/faultfs"
 )
 
 // noLeftovers fails if anything but the profiles file is in dir.

@@ -17,8 +17,8 @@ import (
 	"github.com/kinetic-run/kinetic/batch"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
-	"github.com/kinetic-run/kinetic/internal/testbin"
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/testkit/testbin"
 )
 
 // fixture is a file:// store with real jobs on the local backend, made once for the

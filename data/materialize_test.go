@@ -13,7 +13,7 @@ import (
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/fileblob"
 
-	"github.com/kinetic-run/kinetic/internal/gcstest"
+	"github.com/kinetic-run/kinetic/testkit/gcstest"
 )
 
 // fileGCS stands a directory in for gs://<bucket>: the open hook maps the bucket URL to

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kinetic-run/kinetic/internal/srcroot"
-	"github.com/kinetic-run/kinetic/internal/testbin"
+	"github.com/kinetic-run/kinetic/testkit/srcroot"
+	"github.com/kinetic-run/kinetic/testkit/testbin"
 )
 
 type env struct {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/kinetic-run/kinetic/engine"
-	"github.com/kinetic-run/kinetic/internal/daptest"
+	"github.com/kinetic-run/kinetic/testkit/daptest"
 )
 
 // debugPython is an interpreter with debugpy: Debian's python3 with python3-debugpy

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kinetic-run/kinetic/internal/daptest"
-	"github.com/kinetic-run/kinetic/internal/gcstest"
+	"github.com/kinetic-run/kinetic/testkit/daptest"
+	"github.com/kinetic-run/kinetic/testkit/gcstest"
 )
 
 // The examples a user starts from (README, "Examples") each run here as a user runs them:

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kinetic-run/kinetic/internal/faultfs"
+	"github.com/kinetic-run/kinetic/testkit/faultfs"
 )
 
 // The fault corpus (issue: nothing lost, nothing stuck): each case injects one fault

@@ -12,8 +12,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/kinetic-run/kinetic/internal/imagetest"
-	"github.com/kinetic-run/kinetic/internal/tmuxtest"
+	"github.com/kinetic-run/kinetic/testkit/imagetest"
+	"github.com/kinetic-run/kinetic/testkit/tmuxtest"
 )
 
 // imageProject is a project whose requirement comes from a local wheel directory.

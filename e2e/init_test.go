@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kinetic-run/kinetic/internal/tmuxtest"
+	"github.com/kinetic-run/kinetic/testkit/tmuxtest"
 )
 
 // TestInitInTerminal runs `kinetic init` in a real terminal (tmux) with a kubeconfig of

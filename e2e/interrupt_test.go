@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kinetic-run/kinetic/internal/tmuxtest"
+	"github.com/kinetic-run/kinetic/testkit/tmuxtest"
 )
 
 var submittedID = regexp.MustCompile(`job (job-[0-9a-z]+) submitted`)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kinetic-run/kinetic/internal/tmuxtest"
+	"github.com/kinetic-run/kinetic/testkit/tmuxtest"
 )
 
 // TestProfilesNameClusters: two profiles for two clusters, each with its own store.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kinetic-run/kinetic/internal/tmuxtest"
+	"github.com/kinetic-run/kinetic/testkit/tmuxtest"
 )
 
 // Long work says so on stderr: a big upload ends with one line in a pipe and a bar then

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kinetic-run/kinetic/internal/gcstest"
+	"github.com/kinetic-run/kinetic/testkit/gcstest"
 )
 
 // TestCleanupKeepsOutputs: a job writes a checkpoint under KINETIC_OUTPUT_DIR; cleanup

@@ -16,9 +16,9 @@ import (
 	"github.com/kinetic-run/kinetic/backend/kubernetes"
 	_ "github.com/kinetic-run/kinetic/backend/local" // the local backend; the cluster ones are faked with RegisterBackend
 	"github.com/kinetic-run/kinetic/config"
-	"github.com/kinetic-run/kinetic/internal/gcstest"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
+	"github.com/kinetic-run/kinetic/testkit/gcstest"
 )
 
 // fakeBackend is a backend that runs nothing: every job is final as soon as it is

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/kinetic-run/kinetic/engine/listindex"
-	"github.com/kinetic-run/kinetic/internal/storefill"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
+	"github.com/kinetic-run/kinetic/testkit/storefill"
 )
 
 // The listing index caches final jobs and tombstones; the store stays the truth. Each

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/kinetic-run/kinetic/internal/imagetest"
+	"github.com/kinetic-run/kinetic/testkit/imagetest"
 )
 
 // sdist writes kn_sdist-1.0.tar.gz: a source distribution whose in-tree PEP 517 backend

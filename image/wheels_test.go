@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/kinetic-run/kinetic/internal/imagetest"
+	"github.com/kinetic-run/kinetic/testkit/imagetest"
 )
 
 var py311 = Target{Python: "3.11", Arch: "amd64", Glibc: "2.36"}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
-	"github.com/kinetic-run/kinetic/internal/testbin"
+	"github.com/kinetic-run/kinetic/testkit/testbin"
 )
 
 // The golden transcripts in testdata/*.jsonl are conversations with a server, one JSON

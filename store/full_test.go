@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kinetic-run/kinetic/internal/faultfs"
 	"github.com/kinetic-run/kinetic/store"
+	"github.com/kinetic-run/kinetic/testkit/faultfs"
 )
 
 // TestPutOnFullDiskKeepsOldObject: a write that fails for lack of space leaves the old

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kinetic-run/kinetic/internal/gcstest"
 	"github.com/kinetic-run/kinetic/store"
 	_ "github.com/kinetic-run/kinetic/store/gcs" // gs://
 	"github.com/kinetic-run/kinetic/store/storetest"
+	"github.com/kinetic-run/kinetic/testkit/gcstest"
 )
 
 func TestConformanceGCS(t *testing.T) {

@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"github.com/kinetic-run/kinetic/internal/s3test"
 	"github.com/kinetic-run/kinetic/store"
 	"github.com/kinetic-run/kinetic/store/storetest"
+	"github.com/kinetic-run/kinetic/testkit/s3test"
 )
 
 // s3Env gives this process the emulator's credentials (the AWS SDK signs every request).

@@ -1,6 +1,6 @@
 package kubernetes_test
 
-// Faults on the real node (internal/kubetest): the runner's pod deleted mid-job, the
+// Faults on the real node (testkit/kubetest): the runner's pod deleted mid-job, the
 // store unreachable from the pod for 30 s, the node made NotReady by stopping its
 // kubelet. Each job must end FAILED with a reason a person can act on or, for a
 // transient fault, finish; never stay PENDING or RUNNING. Every wait is bounded.
@@ -25,10 +25,10 @@ import (
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/backend/backendtest"
 	"github.com/kinetic-run/kinetic/backend/kubernetes"
-	"github.com/kinetic-run/kinetic/internal/kubetest"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/store"
+	"github.com/kinetic-run/kinetic/testkit/kubetest"
 )
 
 // faultBound bounds every wait for a final state after a fault.

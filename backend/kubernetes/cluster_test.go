@@ -1,6 +1,6 @@
 package kubernetes_test
 
-// These tests run on a real single-node cluster (internal/kubetest): a real kubelet on
+// These tests run on a real single-node cluster (testkit/kubetest): a real kubelet on
 // containerd and runc, pods that really run the kinetic runner in a Python image, the
 // GCS emulator as the store. They need root; KINETIC_SKIP_CLUSTER=1 skips them where a
 // cluster cannot run (CI must not set it).
@@ -26,12 +26,12 @@ import (
 	"github.com/kinetic-run/kinetic/backend/backendtest"
 	"github.com/kinetic-run/kinetic/backend/kubernetes"
 	"github.com/kinetic-run/kinetic/engine"
-	"github.com/kinetic-run/kinetic/internal/daptest"
-	"github.com/kinetic-run/kinetic/internal/kubetest"
-	"github.com/kinetic-run/kinetic/internal/srcroot"
-	"github.com/kinetic-run/kinetic/internal/testbin"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
+	"github.com/kinetic-run/kinetic/testkit/daptest"
+	"github.com/kinetic-run/kinetic/testkit/kubetest"
+	"github.com/kinetic-run/kinetic/testkit/srcroot"
+	"github.com/kinetic-run/kinetic/testkit/testbin"
 )
 
 // RunnerImage is the runner image the tests build from the test binary.

@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kinetic-run/kinetic/internal/kubetest"
-	"github.com/kinetic-run/kinetic/internal/tmuxtest"
+	"github.com/kinetic-run/kinetic/testkit/kubetest"
+	"github.com/kinetic-run/kinetic/testkit/tmuxtest"
 )
 
 // TestInitJoinsCluster: `kinetic init` in a real terminal (tmux) lists the kubeconfig's

@@ -23,10 +23,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kinetic-run/kinetic/backend/kubernetes"
-	"github.com/kinetic-run/kinetic/internal/daptest"
-	"github.com/kinetic-run/kinetic/internal/kubetest"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
+	"github.com/kinetic-run/kinetic/testkit/daptest"
+	"github.com/kinetic-run/kinetic/testkit/kubetest"
 )
 
 var (

@@ -10,9 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kinetic-run/kinetic/internal/kubetest"
-	"github.com/kinetic-run/kinetic/internal/s3test"
 	"github.com/kinetic-run/kinetic/store"
+	"github.com/kinetic-run/kinetic/testkit/kubetest"
+	"github.com/kinetic-run/kinetic/testkit/s3test"
 )
 
 // TestS3StoreOnTheCluster is an EKS user's path on the real node with an s3:// store (an

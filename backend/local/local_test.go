@@ -15,10 +15,10 @@ import (
 	"github.com/kinetic-run/kinetic/backend/local"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/errs"
-	"github.com/kinetic-run/kinetic/internal/faultfs"
-	"github.com/kinetic-run/kinetic/internal/testbin"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
+	"github.com/kinetic-run/kinetic/testkit/faultfs"
+	"github.com/kinetic-run/kinetic/testkit/testbin"
 )
 
 // observe is the engine's view of a job, as the conformance suite and these tests use it.

@@ -31,8 +31,8 @@ import (
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/dashboard"
 	"github.com/kinetic-run/kinetic/engine"
-	"github.com/kinetic-run/kinetic/internal/storefill"
 	"github.com/kinetic-run/kinetic/store"
+	"github.com/kinetic-run/kinetic/testkit/storefill"
 )
 
 func main() {

@@ -45,7 +45,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/kinetic-run/kinetic/image"
-	"github.com/kinetic-run/kinetic/internal/imagetest"
+	"github.com/kinetic-run/kinetic/testkit/imagetest"
 )
 
 func main() {

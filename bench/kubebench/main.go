@@ -1,5 +1,5 @@
 // Command kubebench measures batch submission to Kubernetes against the control plane of
-// internal/kubetest, with kwok nodes running the pods (the real node is cordoned), and
+// testkit/kubetest, with kwok nodes running the pods (the real node is cordoned), and
 // prints Markdown tables: a map of n inputs (API writes, store objects written, time
 // until fully submitted, time until the engine's watch saw every child end, the API
 // requests of that watch per second, the engine's peak RSS), against one raw Indexed
@@ -36,9 +36,9 @@ import (
 	"github.com/kinetic-run/kinetic/batch"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
-	"github.com/kinetic-run/kinetic/internal/kubetest"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
+	"github.com/kinetic-run/kinetic/testkit/kubetest"
 )
 
 // writes and reads count the API requests Kinetic's client sends.

@@ -25,9 +25,9 @@ import (
 	"github.com/kinetic-run/kinetic/batch"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
-	"github.com/kinetic-run/kinetic/internal/gcstest"
-	"github.com/kinetic-run/kinetic/internal/storefill"
 	"github.com/kinetic-run/kinetic/store"
+	"github.com/kinetic-run/kinetic/testkit/gcstest"
+	"github.com/kinetic-run/kinetic/testkit/storefill"
 )
 
 func main() {

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kinetic-run/kinetic/internal/testbin"
 	"github.com/kinetic-run/kinetic/store"
+	"github.com/kinetic-run/kinetic/testkit/testbin"
 )
 
 // TestParseLogLevel: KINETIC_LOG_LEVEL takes the values the Python SDK takes (Python's

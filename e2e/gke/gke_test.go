@@ -1,6 +1,6 @@
 // Package gke_test is GKE from nothing, as a user meets it, through the built binary:
 // Google's APIs are the infra/gke/gketest fakes (with Service Usage), and the cluster
-// GKE reports is the real single-node test cluster (internal/kubetest), reached the way
+// GKE reports is the real single-node test cluster (testkit/kubetest), reached the way
 // a laptop without gcloud or a kubeconfig reaches GKE: endpoint and CA from GetCluster,
 // a token from a service-account key file (its token endpoint a local fake handing out
 // a token the test API server accepts). Needs root; KINETIC_SKIP_CLUSTER=1 skips it.
@@ -37,9 +37,9 @@ import (
 	"github.com/kinetic-run/kinetic/infra/gke"
 	"github.com/kinetic-run/kinetic/infra/gke/gketest"
 	"github.com/kinetic-run/kinetic/infra/lws"
-	"github.com/kinetic-run/kinetic/internal/kubetest"
-	"github.com/kinetic-run/kinetic/internal/srcroot"
-	"github.com/kinetic-run/kinetic/internal/testbin"
+	"github.com/kinetic-run/kinetic/testkit/kubetest"
+	"github.com/kinetic-run/kinetic/testkit/srcroot"
+	"github.com/kinetic-run/kinetic/testkit/testbin"
 )
 
 // LWSImage is the LeaderWorkerSet controller, built by the harness (the tools cache)

@@ -16,8 +16,8 @@ import (
 
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/infra/gke/gketest"
-	"github.com/kinetic-run/kinetic/internal/imagetest"
-	"github.com/kinetic-run/kinetic/internal/testbin"
+	"github.com/kinetic-run/kinetic/testkit/imagetest"
+	"github.com/kinetic-run/kinetic/testkit/testbin"
 )
 
 // TestCLI runs the real binary against the fakes, with every setting through config

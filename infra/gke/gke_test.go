@@ -20,8 +20,8 @@ import (
 	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/infra/gke"
 	"github.com/kinetic-run/kinetic/infra/gke/gketest"
-	"github.com/kinetic-run/kinetic/internal/imagetest"
 	"github.com/kinetic-run/kinetic/store"
+	"github.com/kinetic-run/kinetic/testkit/imagetest"
 )
 
 var ports = regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)

@@ -431,7 +431,7 @@ def _fake_gcs_binary():
     if p:
         return p
     try:
-        out = subprocess.run(["go", "run", "./internal/gcstest/cmd/fakegcs"], cwd=REPO, capture_output=True,
+        out = subprocess.run(["go", "run", "./testkit/gcstest/cmd/fakegcs"], cwd=REPO, capture_output=True,
                              text=True, timeout=900, env=dict(os.environ, CGO_ENABLED="0"))
     except (OSError, subprocess.TimeoutExpired) as e:
         out = None

@@ -16,9 +16,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kinetic-run/kinetic/internal/gcstest"
 	"github.com/kinetic-run/kinetic/store"
 	"github.com/kinetic-run/kinetic/store/gcs"
+	"github.com/kinetic-run/kinetic/testkit/gcstest"
 )
 
 // recorder is a reverse proxy in front of fake-gcs-server that keeps the bodies of

@@ -5,7 +5,7 @@
 // artifactregistrypb.ArtifactRegistryServer, serviceusagepb.ServiceUsageServer,
 // adminpb.IAMServer, longrunningpb.OperationsServer); Compute Engine's machine types and project over the
 // REST API's JSON; and Cloud Storage through the fake-gcs-server emulator
-// (internal/gcstest) behind a proxy that adds the bucket IAM policy the emulator lacks.
+// (testkit/gcstest) behind a proxy that adds the bucket IAM policy the emulator lacks.
 // All listen on 127.0.0.1 and keep state. Long-running operations stay RUNNING for
 // OpPolls polls, then are DONE and take effect. Every request is recorded (Requests),
 // and a fault can be injected into any method (FailNext).
@@ -44,7 +44,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kinetic-run/kinetic/infra/gke"
-	"github.com/kinetic-run/kinetic/internal/gcstest"
+	"github.com/kinetic-run/kinetic/testkit/gcstest"
 )
 
 // Request is one recorded call.

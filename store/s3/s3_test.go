@@ -1,4 +1,4 @@
-package store_test
+package s3_test
 
 import (
 	"context"
@@ -28,7 +28,8 @@ func cut(kv string) (string, string, bool) {
 	return kv, "", false
 }
 
-// TestConformanceS3: the whole conformance suite on s3:// (gofakes3, an S3 emulator in
+// TestConformanceS3 (in store/s3, so that the store package's own tests run without the
+// s3 driver linked: TestOpenWithoutDriver): the whole conformance suite on s3:// (gofakes3, an S3 emulator in
 // this process), with and without a prefix path.
 func TestConformanceS3(t *testing.T) {
 	s3Env(t)

@@ -56,6 +56,9 @@ func parseSeconds(s string) (time.Duration, error) {
 	if s == "0" {
 		return 0, nil
 	}
+	if strings.HasPrefix(s, "-") {
+		return 0, fmt.Errorf("timeout %s is negative: give 0 (no limit) or more", s)
+	}
 	return parseAge(s)
 }
 

@@ -120,8 +120,8 @@ func TestRunRefusesBeforeWriting(t *testing.T) {
 		want string
 	}{
 		{[]string{"run", "--", ""}, "nothing to run"},
-		{[]string{"run", "--", "echo", "\xff\xfe"}, "not UTF-8"},
-		{[]string{"run", "m.py::f", "\xff"}, "not UTF-8"},
+		{[]string{"run", "--", "echo", "\xff\xfe"}, "not valid UTF-8"},
+		{[]string{"run", "m.py::f", "\xff"}, "not valid UTF-8"},
 		{[]string{"run", "m.py::no-such name"}, "not a Python function name"},
 		{[]string{"run", "m.py::" + big + "!"}, "(100001 bytes)"},
 		{[]string{"run", big + ".txt"}, "(100004 bytes)"},

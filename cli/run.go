@@ -196,7 +196,7 @@ func cancelInterrupted(w io.Writer, j *engine.Job) error {
 func utf8Args(args []string) error {
 	for i, a := range args {
 		if !utf8.ValidString(a) {
-			return fmt.Errorf("argument %d (%s) is not UTF-8 text; kinetic sends arguments as text: pass a file name or base64 instead", i+1, errs.Quote(strings.ToValidUTF8(a, "\uFFFD")))
+			return fmt.Errorf("argument %d (%s) is not valid UTF-8; kinetic sends arguments as text: pass a file name or base64 instead", i+1, errs.Quote(strings.ToValidUTF8(a, "\uFFFD")))
 		}
 	}
 	return nil

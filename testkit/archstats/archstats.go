@@ -118,7 +118,7 @@ func goCmd(dir string, args ...string) ([]byte, error) {
 	}
 	cmd := exec.Command(gobin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=") // the same count under make's GOFLAGS (its build tag drops packages)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

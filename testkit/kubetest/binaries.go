@@ -24,7 +24,6 @@ var commands = map[string]string{
 	"kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
 	"kube-scheduler":          "k8s.io/kubernetes/cmd/kube-scheduler",
 	"kubelet":                 "k8s.io/kubernetes/cmd/kubelet",
-	"kubectl":                 "k8s.io/kubernetes/cmd/kubectl",
 	"etcd":                    "go.etcd.io/etcd/server/v3",
 	"kwok":                    "sigs.k8s.io/kwok/cmd/kwok",
 }

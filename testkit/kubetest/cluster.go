@@ -79,7 +79,7 @@ type Cluster struct {
 	Token string
 	// GCS is the GCS emulator, listening on HostIP so pods reach it.
 	GCS *gcstest.Server
-	// Bins is the directory of the Kubernetes binaries (kubectl among them).
+	// Bins is the directory of the Kubernetes binaries (apiserver, controller-manager, scheduler, kubelet, etcd, kwok).
 	Bins string
 
 	ownDir   bool

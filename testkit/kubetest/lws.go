@@ -99,18 +99,6 @@ func (c *Cluster) StartLWS(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	kubectl := func(args ...string) error {
-		cmd := exec.CommandContext(ctx, filepath.Join(c.Bins, "kubectl"), append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, out)
-		}
-		return nil
-	}
-	crd := filepath.Join(mod, "config", "crd", "bases", "leaderworkerset.x-k8s.io_leaderworkersets.yaml")
-	if err := kubectl("apply", "--server-side", "-f", crd); err != nil {
-		return fmt.Errorf("kubetest: LeaderWorkerSet CRD: %w", err)
-	}
 	rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
 	if err != nil {
 		return err
@@ -119,8 +107,15 @@ func (c *Cluster) StartLWS(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Polled rather than `kubectl wait`, which fails while the CRD has no conditions yet.
+	// The CRD is applied server-side through the dynamic client, as `kinetic up` does
+	// (infra/lws): the test cluster builds no kubectl, which would add its own packages
+	// (kustomize, cli-runtime) to a fresh machine's Kubernetes build.
 	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	crdPath := filepath.Join(mod, "config", "crd", "bases", "leaderworkerset.x-k8s.io_leaderworkersets.yaml")
+	if err := applyFile(ctx, dyn.Resource(crds), crdPath); err != nil {
+		return fmt.Errorf("kubetest: LeaderWorkerSet CRD: %w", err)
+	}
+	// Polled: the CRD has no conditions until the apiserver has looked at it.
 	err = c.waitFor(ctx, nil, 60*time.Second, func() error {
 		u, err := dyn.Resource(crds).Get(ctx, "leaderworkersets.leaderworkerset.x-k8s.io", metav1.GetOptions{})
 		if err != nil {
@@ -322,4 +317,29 @@ func writeServingCert(dir string) ([]byte, error) {
 		return nil, err
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), nil
+}
+
+// applyFile applies every object of the YAML file at path server-side through ri (a
+// cluster-scoped resource), as field manager "kubetest".
+func applyFile(ctx context.Context, ri dynamic.ResourceInterface, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	dec := utilyaml.NewYAMLOrJSONDecoder(f, 1<<20)
+	for {
+		var u unstructured.Unstructured
+		if err := dec.Decode(&u.Object); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if _, err := ri.Apply(ctx, u.GetName(), &u, metav1.ApplyOptions{FieldManager: "kubetest", Force: true}); err != nil {
+			return fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+	}
 }

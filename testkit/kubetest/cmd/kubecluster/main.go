@@ -114,7 +114,7 @@ export KINETIC_POD_CPU=100m
 bin/kinetic up --backend k8s -y --registry %s/kinetic --store 'gs://%s?endpoint=%s'
 bin/kinetic run examples/hello.py::main
 # registry: %s (the node pulls from it; up pushes the runner image there)
-# kubectl: %s/kubectl
+# the cluster's binaries: %s (any kubectl works with the KUBECONFIG above; none is built)
 # Ctrl-C here stops the cluster.
 `, kubeconfig, kubetest.PythonImage, kubetest.RegistryURL, bucket, gcsURL, kubetest.RegistryURL, bins)
 }

@@ -75,16 +75,28 @@ test-tools:
 cluster:
 	$(GO) run ./testkit/kubetest/cmd/kubecluster
 
+GO_TEST    = KINETIC_TEST_BIN=$(TEST_BIN)/kinetic $(GO) test -count=1 -timeout 45m ./...
+PYTHON_TEST = cd python && KINETIC_BIN=$(CURDIR)/$(BIN) $(PYTHON) -m pytest -q tests
+
+# -count=1: several tests run the kinetic binary, which the test cache cannot see.
+# KINETIC_TEST_BIN: every test package runs the binary (and its runners) test-tools built.
+# -timeout: the real-cluster tests run for several minutes on 2 cores.
 test-go: test-tools
-	# -count=1: several tests run the kinetic binary, which the test cache cannot see.
-	# KINETIC_TEST_BIN: every test package runs the binary (and its runners) test-tools built.
-	# -timeout: the real-cluster tests run for several minutes on 2 cores.
-	KINETIC_TEST_BIN=$(TEST_BIN)/kinetic $(GO) test -count=1 -timeout 45m ./...
+	$(GO_TEST)
 
 test-python: build
-	cd python && KINETIC_BIN=$(CURDIR)/$(BIN) $(PYTHON) -m pytest -q tests
+	$(PYTHON_TEST)
 
-test: vet test-go test-python
+# Every test. The Go and the Python tests run side by side: both mostly wait (on the
+# cluster, on jobs), so together they take about the time of the longer one. The Python
+# tests' output goes to $(TEST_BIN)/python-tests.log and is printed when both are done.
+test: vet test-tools build
+	@echo "the Python tests run beside the Go tests; their output: $(TEST_BIN)/python-tests.log"
+	@( $(PYTHON_TEST) >$(TEST_BIN)/python-tests.log 2>&1; echo $$? >$(TEST_BIN)/python-tests.rc ) & \
+	$(GO_TEST); go=$$?; wait; \
+	echo "--- the Python tests (python/tests):"; cat $(TEST_BIN)/python-tests.log; \
+	py=$$(cat $(TEST_BIN)/python-tests.rc); \
+	if [ $$go -ne 0 ] || [ $$py -ne 0 ]; then echo "FAIL: go test exit $$go, pytest exit $$py"; exit 1; fi
 
 bench: build
 	$(GO) run ./bench -bin $(BIN)

@@ -34,7 +34,8 @@ import (
 	"github.com/kinetic-run/kinetic/testkit/testbin"
 )
 
-// RunnerImage is the runner image the tests build from the test binary.
+// RunnerImage is the runner image the tests build from the runner binary beside the
+// test binary (testbin.WithRunners).
 const RunnerImage = kubetest.RegistryURL + "/kinetic-test/runner:test"
 
 var (
@@ -96,7 +97,11 @@ func prepareImages(ctx context.Context) error {
 	t := time.Now()
 	var g errgroup.Group
 	g.Go(func() error {
-		return kubetest.PushFiles(ctx, RunnerImage, []kubetest.File{{Path: strings.TrimPrefix(job.RunnerPath, "/"), Source: kineticBin, Mode: 0o755}}, []string{job.RunnerPath}, nil)
+		// The real runner binary (make test-tools built it beside the CLI), as a
+		// published runner image holds it: not the CLI, which lacks the runner's own
+		// commands (check-store).
+		runner := filepath.Join(filepath.Dir(kineticBin), "kinetic-runner-linux-amd64")
+		return kubetest.PushFiles(ctx, RunnerImage, []kubetest.File{{Path: strings.TrimPrefix(job.RunnerPath, "/"), Source: runner, Mode: 0o755}}, []string{job.RunnerPath}, nil)
 	})
 	g.Go(func() error { return cluster.PushPythonImage(ctx) })
 	g.Go(func() error { return cluster.PushDebugPythonImage(ctx) })

@@ -374,24 +374,27 @@ b.wait(timeout=300)
 
 
 def test_attach_while_still_submitting_polls(store_dir, tmp_path, one_job_per_input):
-    n = 1000
+    # 500 jobs submitted one by one take a few seconds to submit, long enough to attach
+    # mid-submission; the generous limits are for a loaded 2-core CI machine (1,000
+    # inputs with 120 s limits once timed out there).
+    n = 500
     p = _start_submitter(tmp_path, SLOW_SUBMITTER % n)
     try:
         gid = _read_gid(p)
-        b = kinetic.attach_batch(gid, poll_interval=0.2, poll_timeout=120)
+        b = kinetic.attach_batch(gid, poll_interval=0.2, poll_timeout=300)
         first = sum(h is not None for h in b.jobs)
         assert not _manifest(store_dir, gid)["submission_complete"] or first == n
         seen = set()
         grew = False
-        for h in b.as_completed(timeout=120):
+        for h in b.as_completed(timeout=300):
             seen.add(h.group_index)
             if not grew and sum(j is not None for j in b.jobs) > first:
                 grew = True
         assert sorted(seen) == list(range(n))
         assert len(b.jobs) == n and all(h is not None for h in b.jobs)
         assert first < n, "submission was over before attach_batch: nothing to poll"
-        assert b.results(timeout=60) == list(range(n))
-        assert p.wait(timeout=60) == 0
+        assert b.results(timeout=120) == list(range(n))
+        assert p.wait(timeout=120) == 0
     finally:
         if p.poll() is None:
             _kill_submitter(p)

@@ -3,6 +3,7 @@ package kubetest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,11 +15,13 @@ import (
 )
 
 // Version is the pinned Kubernetes release; the tools module in ./tools pins it with
-// etcd and kwok. Change all three together (check `go list -m -versions` first: the
-// module proxy refuses some releases' staging modules).
+// etcd, kwok and LeaderWorkerSet. Change them together (check `go list -m -versions`
+// first: the module proxy refuses some releases' staging modules).
 const Version = "v1.33.13"
 
-// commands are the packages the tools module builds, by the binary name they get.
+// commands are the packages the tools module builds, by the binary name they get. One
+// module and one `go build` for all of them: the Kubernetes libraries they share
+// (k8s.io/api, client-go, apimachinery) are compiled once, not once per module.
 var commands = map[string]string{
 	"kube-apiserver":          "k8s.io/kubernetes/cmd/kube-apiserver",
 	"kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
@@ -26,16 +29,34 @@ var commands = map[string]string{
 	"kubelet":                 "k8s.io/kubernetes/cmd/kubelet",
 	"etcd":                    "go.etcd.io/etcd/server/v3",
 	"kwok":                    "sigs.k8s.io/kwok/cmd/kwok",
+	"lws-controller":          "sigs.k8s.io/lws/cmd",
 }
 
-// ToolsDir is where the binaries of this version live once built:
-// kube-<version>/ in the tools cache (testkit/toolcache).
+// renames maps the name go build gives a binary (the last element of its package path,
+// or the one before a major-version suffix such as /v3) to the name it gets in the tools
+// directory.
+var renames = map[string]string{"server": "etcd", "cmd": "lws-controller"}
+
+// ToolsDir is where the binaries live once built: kube-<version>-<hash>/ in the tools
+// cache (testkit/toolcache), where the hash is of the tools module's go.mod and go.sum,
+// so any change to what it pins builds afresh into a directory of its own.
 func ToolsDir() (string, error) {
-	return toolcache.Dir("kube-" + Version)
+	h := sha256.New()
+	for _, f := range []string{"go.mod", "go.sum"} {
+		b, err := os.ReadFile(filepath.Join(toolsModuleDir(), f))
+		if err != nil {
+			return "", fmt.Errorf("kubetest: the tools module: %w", err)
+		}
+		h.Write(b)
+	}
+	return toolcache.Dir(fmt.Sprintf("kube-%s-%x", Version, h.Sum(nil)[:4]))
 }
 
-// Binaries returns the directory holding the cluster's binaries, building them first
-// if they are missing (about 10 minutes on 2 cores; seconds once cached).
+func toolsModuleDir() string { return srcroot.Join("testkit", "kubetest", "tools") }
+
+// Binaries returns the directory holding the cluster's binaries (Kubernetes, etcd, kwok
+// and the LeaderWorkerSet controller), building them first if they are missing (about
+// 12 minutes on 2 cores; seconds once cached).
 func Binaries(ctx context.Context, log func(string, ...any)) (string, error) {
 	dir, err := ToolsDir()
 	if err != nil {
@@ -47,13 +68,12 @@ func Binaries(ctx context.Context, log func(string, ...any)) (string, error) {
 		args = append(args, pkg)
 	}
 	if !complete(dir) {
-		log("kubetest: building Kubernetes %s, etcd and kwok into %s (about 10 minutes on 2 cores)", Version, dir)
+		log("kubetest: building Kubernetes %s, etcd, kwok and LeaderWorkerSet %s into %s (about 12 minutes on 2 cores)", Version, LWSVersion, dir)
 	}
-	err = buildCached(ctx, dir, srcroot.Join("testkit", "kubetest", "tools"), func() bool { return complete(dir) }, args, func(tmp string) error {
-		// go build names etcd's binary after the last path element of its package.
-		if err := os.Rename(filepath.Join(tmp, "v3"), filepath.Join(tmp, "etcd")); err != nil {
-			if err2 := os.Rename(filepath.Join(tmp, "server"), filepath.Join(tmp, "etcd")); err2 != nil {
-				return fmt.Errorf("etcd binary: %v / %v", err, err2)
+	err = buildCached(ctx, dir, toolsModuleDir(), func() bool { return complete(dir) }, args, func(tmp string) error {
+		for from, to := range renames {
+			if err := os.Rename(filepath.Join(tmp, from), filepath.Join(tmp, to)); err != nil {
+				return fmt.Errorf("naming the %s binary: %w", to, err)
 			}
 		}
 		return nil

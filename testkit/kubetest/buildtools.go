@@ -10,8 +10,8 @@ import (
 )
 
 // BuildTools fills the tools cache with everything the tests take from it, so that no
-// test builds anything inside its own timeout: the GCS emulator, Kubernetes with etcd
-// and kwok, the pause binary, the LeaderWorkerSet controller, and the Python base
+// test builds anything inside its own timeout: the GCS emulator, Kubernetes with etcd,
+// kwok and the LeaderWorkerSet controller, the pause binary, and the Python base
 // layer of the test images (debootstrap, shared with testkit/imagetest). Each is made
 // at most once per version (warm: about a second for all). The Go builds run one after
 // another (each already uses every core); debootstrap, mostly network and dpkg, runs
@@ -39,7 +39,7 @@ func BuildTools(ctx context.Context, log func(string, ...any)) error {
 	}()
 	step("fake-gcs-server", func() error { _, err := gcstest.BuildBinary(ctx); return err })
 	var bins string
-	step("Kubernetes "+Version, func() (err error) {
+	step("Kubernetes "+Version+", etcd, kwok, LeaderWorkerSet "+LWSVersion, func() (err error) {
 		if bins, err = Binaries(ctx, log); err != nil {
 			bins = ""
 		}
@@ -48,7 +48,6 @@ func BuildTools(ctx context.Context, log func(string, ...any)) error {
 	if bins != "" {
 		step("pause", func() error { _, err := PauseBinary(ctx, bins); return err })
 	}
-	step("LeaderWorkerSet "+LWSVersion, func() error { _, err := LWSBinary(ctx, log); return err })
 	wg.Wait()
 	if len(errs) > 0 {
 		return fmt.Errorf("kubetest: tools: %v", errs)

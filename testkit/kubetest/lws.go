@@ -21,8 +21,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kinetic-run/kinetic/testkit/srcroot"
-	"github.com/kinetic-run/kinetic/testkit/toolcache"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -33,8 +31,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// LWSVersion is the pinned LeaderWorkerSet release (module sigs.k8s.io/lws in
-// ./lwstools, its own module so the product never depends on it).
+// LWSVersion is the pinned LeaderWorkerSet release (module sigs.k8s.io/lws in the
+// tools module ./tools, so the product never depends on it).
 const LWSVersion = "v0.7.0"
 
 // LWS webhook address: the controller serves its webhooks here, and the apiserver (on
@@ -43,35 +41,20 @@ const lwsWebhookAddr = "127.0.0.1:9443"
 
 var lwsResource = schema.GroupVersionResource{Group: "leaderworkerset.x-k8s.io", Version: "v1", Resource: "leaderworkersets"}
 
-// LWSBinary returns the LeaderWorkerSet controller binary, building it first into
-// lws-<version>/ in the tools cache if it is missing (a few minutes the
-// first time). A file lock keeps parallel builds apart; each build uses its own
-// temporary directory.
+// LWSBinary returns the LeaderWorkerSet controller binary, built with Kubernetes into
+// the tools directory (Binaries) if it is missing.
 func LWSBinary(ctx context.Context, log func(string, ...any)) (string, error) {
-	dir, err := toolcache.Dir("lws-" + LWSVersion)
+	dir, err := Binaries(ctx, log)
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "lws-controller")
-	done := func() bool { fi, err := os.Stat(bin); return err == nil && fi.Mode()&0o111 != 0 }
-	if !done() {
-		log("kubetest: building the LeaderWorkerSet controller %s into %s", LWSVersion, dir)
-	}
-	// The controller's main package is sigs.k8s.io/lws/cmd: rename its binary.
-	err = buildCached(ctx, dir, lwsToolsDir(), done, []string{"-ldflags", "-s -w", "sigs.k8s.io/lws/cmd"}, func(tmp string) error {
-		return os.Rename(filepath.Join(tmp, "cmd"), filepath.Join(tmp, "lws-controller"))
-	})
-	return bin, err
-}
-
-func lwsToolsDir() string {
-	return srcroot.Join("testkit", "kubetest", "lwstools")
+	return filepath.Join(dir, "lws-controller"), nil
 }
 
 // lwsModuleDir is sigs.k8s.io/lws in the module cache (its CRD and webhook manifests).
 func lwsModuleDir(ctx context.Context) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/lws")
-	cmd.Dir = lwsToolsDir()
+	cmd.Dir = toolsModuleDir()
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
 	out, err := cmd.Output()
 	if err != nil {

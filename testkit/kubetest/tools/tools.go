@@ -1,6 +1,6 @@
 //go:build tools
 
-// Package tools pins the Kubernetes, etcd and kwok commands that the test
+// Package tools pins the Kubernetes, etcd, kwok and LeaderWorkerSet commands that the test
 // cluster runs. It is its own module so that the product never depends on
 // k8s.io/kubernetes.
 package tools
@@ -12,4 +12,5 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubelet"
 	_ "sigs.k8s.io/kwok/cmd/kwok"
+	_ "sigs.k8s.io/lws/cmd"
 )

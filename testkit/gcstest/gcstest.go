@@ -1,13 +1,14 @@
 // Package gcstest gives tests a real GCS emulator: fake-gcs-server
-// (github.com/fsouza/fake-gcs-server), built from the Go module proxy at a pinned version
-// into a per-user tools cache (never added to Kinetic's go.mod), started on 127.0.0.1 on
-// a free port with the in-memory backend, and stopped when the test ends.
+// (github.com/fsouza/fake-gcs-server), built from the Go module proxy at the version
+// Kinetic's go.mod pins (pin.go; the product never imports it) into a per-user tools
+// cache, started on 127.0.0.1 on a free port with the in-memory backend, and stopped when
+// the test ends.
 //
 //	srv := gcstest.Start(t)
 //	srv.CreateBucket(t, "b")
 //	s, err := store.Open(ctx, "gs://b?endpoint="+srv.URL())
 //
-// The binary is built once per version with `go install module@version` into the tools
+// The binary is built once per version with `go build` inside this module into the tools
 // cache (testkit/toolcache: fake-gcs-server-<version>/), under a file lock so parallel
 // test packages do not build it twice, and reused after that. It works from a TestMain
 // (before flags are parsed) and from a plain main.
@@ -39,13 +40,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kinetic-run/kinetic/testkit/srcroot"
 	"github.com/kinetic-run/kinetic/testkit/toolcache"
 	// The store's gs:// driver: every test that speaks to the emulator through a store
 	// needs it, and store itself links no cloud SDK.
 	_ "github.com/kinetic-run/kinetic/store/gcs"
 )
 
-// Version is the pinned fake-gcs-server release.
+// Version is the pinned fake-gcs-server release: the version this module's go.mod
+// requires (pin.go keeps it there; TestVersionIsTheModules holds the two equal).
 const Version = "v1.56.1"
 
 // Module is fake-gcs-server's module path.
@@ -290,16 +293,19 @@ func binary(ctx context.Context) (string, error) {
 	}
 	err = toolcache.Fill(ctx, dir, func() bool { return toolcache.Executable(bin) }, func(ctx context.Context, tmp string) error {
 		toolcache.Logf("gcstest: building %s@%s into %s", Module, Version, dir)
-		// `go install module@version` builds the release with its own go.mod and go.sum, in
-		// module mode, ignoring any enclosing module: a throwaway tools build, keyed by version.
-		cmd := exec.CommandContext(ctx, goBin, "install", "-trimpath", Module+"@"+Version)
-		cmd.Dir = tmp
-		cmd.Env = append(os.Environ(), "GOBIN="+filepath.Join(tmp, "bin"), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=")
+		// Built inside this module, from the version its go.mod pins, with the settings
+		// of the build that runs it (make exports one set): the Google Cloud, gRPC and
+		// OpenTelemetry packages it shares with the product are compiled once for both.
+		// (`go install module@version` built them again with the release's own go.sum:
+		// minutes of a fresh machine's CPU.)
+		cmd := exec.CommandContext(ctx, goBin, "build", "-o", filepath.Join(tmp, "bin", "fake-gcs-server"), Module)
+		cmd.Dir = srcroot.MustDir()
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			return fmt.Errorf("go install %s@%s: %w\n%s", Module, Version, err, bytes.TrimSpace(out))
+			return fmt.Errorf("go build %s (%s): %w\n%s", Module, Version, err, bytes.TrimSpace(out))
 		}
-		toolcache.Logf("gcstest: go install %s@%s: %s", Module, Version, toolcache.CPU(cmd.ProcessState))
+		toolcache.Logf("gcstest: go build %s (%s): %s", Module, Version, toolcache.CPU(cmd.ProcessState))
 		return nil
 	})
 	if err != nil {

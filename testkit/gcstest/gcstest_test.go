@@ -3,6 +3,8 @@ package gcstest_test
 import (
 	"encoding/json"
 	"net/http"
+	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/kinetic-run/kinetic/testkit/gcstest"
@@ -30,5 +32,17 @@ func TestStartCreateBucket(t *testing.T) {
 	}
 	if srv.Endpoint() == "" || "http://"+srv.Endpoint() != srv.URL() {
 		t.Fatalf("Endpoint %q, URL %q", srv.Endpoint(), srv.URL())
+	}
+}
+
+// TestVersionIsTheModules: the cache directory is named after Version, and the binary is
+// built from the version go.mod requires: the two must be the same.
+func TestVersionIsTheModules(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", gcstest.Module).Output()
+	if err != nil {
+		t.Fatalf("go list -m %s: %v", gcstest.Module, err)
+	}
+	if got := strings.TrimSpace(string(out)); got != gcstest.Version {
+		t.Errorf("go.mod requires %s %s, gcstest.Version is %s: change them together", gcstest.Module, got, gcstest.Version)
 	}
 }

@@ -175,6 +175,7 @@ func (b *Batch) Start(log io.Writer) (*Executor, error) {
 	cmd.Stdout, cmd.Stderr = outW, outW
 	cmd.ExtraFiles = []*os.File{reqR, repW} // fds 3 and 4
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	noteOOMCount()
 	err = cmd.Start()
 	reqR.Close()
 	repW.Close()

@@ -595,6 +595,7 @@ func runGroup(cmd *exec.Cmd, grace time.Duration, wrap func(*exec.Cmd) error) er
 			return err
 		}
 	}
+	noteOOMCount()
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -638,6 +639,9 @@ func exitText(ee *exec.ExitError) string {
 }
 
 func waitText(ws syscall.WaitStatus) string {
+	if text, ok := oomText(ws); ok {
+		return text
+	}
 	if ws.Signaled() {
 		return "killed by signal " + ws.Signal().String()
 	}

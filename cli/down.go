@@ -1,14 +1,24 @@
 package cli
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kinetic-run/kinetic/backend/kubernetes"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/infra/gke"
+	"github.com/kinetic-run/kinetic/infra/gke/gkeconn"
 )
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 func newDownCmd(g *Globals) *cobra.Command {
 	var yes, preview, force bool
@@ -44,12 +54,33 @@ func newDownCmd(g *Globals) *cobra.Command {
 			return planErr(cmd.Context(), err)
 		}
 		p.Print(cmd.ErrOrStderr())
+		// The kubeconfig context `up --write-kubeconfig` wrote goes too (not one gcloud
+		// or you wrote).
+		id := gkeconn.Cluster{Project: cfg.Project, Zone: cfg.Zone, Name: cfg.Cluster}
+		if id.Name == "" {
+			id.Name = gke.DefaultCluster
+		}
+		kc := res.Get(kubernetes.KeyKubeconfig)
+		ours := gkeconn.Written(kc, id.Context())
+		if ours {
+			fmt.Fprintf(cmd.ErrOrStderr(), "  - delete   kubeconfig context %s in %s (written by up --write-kubeconfig)\n", id.Context(), gkeconn.KubeconfigAccess(kc).GetDefaultFilename())
+		}
 		done := "nothing to remove"
 		if p.Kept() {
 			done += " (the store bucket is kept: --force-destroy or KINETIC_FORCE_DESTROY=true deletes it)"
 		}
-		_, err = applyPlan(cmd, p, 0, preview, yes, start, done)
-		return err
+		applied, err := applyPlan(cmd, p, btoi(ours), preview, yes, start, done)
+		if err != nil || !applied {
+			return err
+		}
+		kubernetes.GKEConnector(resolvedSettings{res}).Forget(id) // its endpoint and CA
+		if ours {
+			if _, err := gkeconn.RemoveKubeconfig(gkeconn.KubeconfigAccess(kc), id); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "  ✓ delete kubeconfig context %s\n", id.Context())
+		}
+		return nil
 	}
 	return cmd
 }

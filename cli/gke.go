@@ -18,6 +18,7 @@ import (
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/infra/gke"
+	"github.com/kinetic-run/kinetic/infra/gke/gkeconn"
 )
 
 // gkeFlags are the settings flags of the GKE commands (up --backend gke, down, status, pool).
@@ -130,6 +131,8 @@ type upGKEOptions struct {
 	ProfileName string
 	// Pool is the first accelerator pool (--accelerator, --min-nodes); nil for none.
 	Pool *gke.PoolOptions
+	// WriteKubeconfig adds the cluster's context for kubectl to the kubeconfig.
+	WriteKubeconfig bool
 }
 
 // upGKE is `kinetic up` for GKE (`--backend gke`, or no backend with a project).
@@ -146,7 +149,8 @@ func upGKE(cmd *cobra.Command, g *Globals, f *gkeFlags, extra map[config.Key]str
 	if res.Get(kubernetes.KeyRunnerImage) == "" {
 		cfg.Runner = gke.ImageRunner{Images: &image.Client{}, Source: image.RunnerSource{CacheDir: filepath.Join(config.DataDir(), "cache", "runner"), Progress: out}}
 	}
-	cfg.Kube = gke.KubeWithADC
+	conn := kubernetes.GKEConnector(resolvedSettings{res})
+	cfg.Kube = gke.KubeVia(conn) // refreshes the connection cache jobs use
 	cfg.LWSImage = res.Get(config.LWSImage)
 	cfg.Pool = o.Pool
 	if cfg.Pool != nil && cfg.Pool.Reservation == "" {
@@ -202,14 +206,49 @@ func upGKE(cmd *cobra.Command, g *Globals, f *gkeFlags, extra map[config.Key]str
 	}
 	p.Print(out)
 	prof.print(out)
+	if o.WriteKubeconfig && preview {
+		fmt.Fprintf(out, "  then the kubeconfig context %s for kubectl (--write-kubeconfig)\n", kubernetes.GKEContext(cfg.Project, cfg.Zone, cluster))
+	}
 	applied, err := applyPlan(cmd, p, prof.changes(), preview, yes, start, "everything up makes is there")
-	if err != nil || !applied {
+	if err != nil || preview {
 		return err
 	}
-	if err := prof.write(out); err != nil {
-		return err
+	if applied {
+		if err := prof.write(out); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintf(out, "ready in %.1fs: `kinetic run` submits to cluster %s; `kinetic pool add --accelerator A` adds GPUs or TPUs\n", time.Since(start).Seconds(), cluster)
+	if o.WriteKubeconfig {
+		id := gkeconn.Cluster{Project: cfg.Project, Zone: cfg.Zone, Name: cluster}
+		if err := writeKubeconfig(ctx, out, conn, res.Get(kubernetes.KeyKubeconfig), id); err != nil {
+			return err
+		}
+	}
+	if applied {
+		fmt.Fprintf(out, "ready in %.1fs: `kinetic run` submits to cluster %s; `kinetic pool add --accelerator A` adds GPUs or TPUs\n", time.Since(start).Seconds(), cluster)
+	}
+	return nil
+}
+
+// writeKubeconfig adds the cluster's context for kubectl (up --write-kubeconfig) and
+// says what kubectl still needs.
+func writeKubeconfig(ctx context.Context, out io.Writer, conn *gkeconn.Connector, kubeconfig string, id gkeconn.Cluster) error {
+	in, err := conn.Info(ctx, id)
+	if err != nil {
+		return fmt.Errorf("--write-kubeconfig: %w", err)
+	}
+	r, err := gkeconn.WriteKubeconfig(gkeconn.KubeconfigAccess(kubeconfig), id, in)
+	if err != nil {
+		return fmt.Errorf("--write-kubeconfig: %w", err)
+	}
+	if r.Changed {
+		fmt.Fprintf(out, "  ✓ kubeconfig context %s in %s (now kubectl's current context)\n", r.Context, r.Path)
+	} else {
+		fmt.Fprintf(out, "  = ok       kubeconfig context %s in %s\n", r.Context, r.Path)
+	}
+	if r.Plugin == "" {
+		fmt.Fprintf(out, "    kubectl needs %s on PATH to use this context (kinetic does not): `gcloud components install %s`, or the package google-cloud-cli-gke-gcloud-auth-plugin (apt, dnf)\n", gkeconn.AuthPlugin, gkeconn.AuthPlugin)
+	}
 	return nil
 }
 

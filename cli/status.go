@@ -39,7 +39,7 @@ func newStatusCmd(g *Globals) *cobra.Command {
 			// gcloud makes for the cluster when it is there, else directly (GKE API + ADC).
 			args := map[config.Key]string{}
 			gctx := kubernetes.GKEContext(s.Project, s.Zone, s.Cluster)
-			direct := res.Get(config.KubeContext) == "" && !kubernetes.HasContext(res.Get(kubernetes.KeyKubeconfig), gctx)
+			direct := res.Get(config.KubeContext) == "" && !kubernetes.HasGcloudContext(res.Get(kubernetes.KeyKubeconfig), gctx)
 			if res.Get(config.KubeContext) == "" && !direct {
 				args[config.KubeContext] = gctx
 			}

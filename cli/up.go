@@ -60,7 +60,8 @@ func newUpCmd(g *Globals) *cobra.Command {
 		Long: "With a project (--project, KINETIC_PROJECT or a profile's) and no --backend, up\n" +
 			"creates a GKE cluster and what jobs need (docs/infrastructure.md), with a first\n" +
 			"accelerator pool when --accelerator is given, and writes the profile named after the\n" +
-			"cluster (--profile-name), made current. --backend k8s prepares an existing cluster\n" +
+			"cluster (--profile-name), made current; --write-kubeconfig also adds the cluster's\n" +
+			"context for kubectl (kinetic itself needs no kubeconfig). --backend k8s prepares an existing cluster\n" +
 			"from your kubeconfig: the namespace, the service account of job pods, the Role the\n" +
 			"engine needs bound to it, the runner image, the profile; then it checks the store\n" +
 			"from here and from a pod. A second `up` changes nothing. --preview prints the plan\n" +
@@ -75,7 +76,7 @@ func newUpCmd(g *Globals) *cobra.Command {
 					return err
 				}
 			}
-			gkeOnly := []string{"accelerator", "min-nodes", "profile-name"}
+			gkeOnly := []string{"accelerator", "min-nodes", "profile-name", "write-kubeconfig"}
 			switch be {
 			case "k8s":
 				for _, fl := range gkeOnly {
@@ -104,6 +105,7 @@ func newUpCmd(g *Globals) *cobra.Command {
 	cmd.Flags().StringVar(&be, "backend", "", "gke: create a GKE cluster and what jobs need (docs/infrastructure.md; the default when a project is set); k8s: an existing cluster (the kubeconfig's current context, or --context)")
 	cmd.Flags().StringVar(&pool.Accelerator, "accelerator", "", "GKE: also make a node pool for this accelerator, as pool add does (e.g. gpu-l4, tpu-v6e-8)")
 	cmd.Flags().IntVar(&pool.MinNodes, "min-nodes", 0, "GKE: fewest nodes the autoscaler keeps in the --accelerator pool")
+	cmd.Flags().BoolVar(&gko.WriteKubeconfig, "write-kubeconfig", false, "GKE: also add the cluster's context (gke_PROJECT_ZONE_CLUSTER) to the kubeconfig for kubectl, made current (kinetic itself needs none)")
 	cmd.Flags().StringVar(&gko.ProfileName, "profile-name", "", "GKE: the profile to write and make current (default: the cluster's name)")
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "apply without asking")
 	cmd.Flags().BoolVar(&o.Preview, "preview", false, "print the plan and change nothing")

@@ -14,6 +14,7 @@ package errs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"unicode/utf8"
 )
@@ -72,6 +73,25 @@ func (c Code) String() string {
 type Coder interface {
 	error
 	Code() Code
+}
+
+// Standalone is an error whose message is whole on its own: it names what failed and
+// the fix. The edges (the CLI's last line, the protocol) show it alone (Message), not
+// behind the words of the layers it came up through — a client library's
+// `Post "https://…": ` among them.
+type Standalone interface {
+	error
+	Standalone()
+}
+
+// Message is what a user is shown for err: the first Standalone error in its chain,
+// else err's own text.
+func Message(err error) string {
+	var s Standalone
+	if errors.As(err, &s) {
+		return s.Error()
+	}
+	return err.Error()
 }
 
 // Error is an error with a code: a message of its own (New) or a wrapped error (Wrap,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -128,5 +129,24 @@ func TestQuote(t *testing.T) {
 	got := Quote(long)
 	if !strings.HasSuffix(got, "… (300 bytes)") || strings.Contains(got, `\x`) || len(got) > MaxQuoted+40 {
 		t.Errorf("Quote(300 bytes) = %s", got)
+	}
+}
+
+type whole struct{}
+
+func (whole) Error() string {
+	return "cluster c presents a certificate its CA does not verify: wait, then run again"
+}
+func (whole) Standalone() {}
+
+// TestMessage: a Standalone error is shown alone, whatever wraps it (a client's
+// request line); any other error as it is.
+func TestMessage(t *testing.T) {
+	wrapped := fmt.Errorf("submit: %w", &url.Error{Op: "Post", URL: "https://10.0.0.1/apis", Err: whole{}})
+	if got := errs.Message(wrapped); got != (whole{}).Error() {
+		t.Errorf("Message = %q", got)
+	}
+	if got := errs.Message(fmt.Errorf("submit: %w", errPlain)); got != "submit: plain" {
+		t.Errorf("Message of a plain chain = %q", got)
 	}
 }

@@ -45,7 +45,7 @@ func classify(err error) protocol.Class {
 // deadline exceeded", "context canceled") never reach a user: a handler that knows
 // what timed out says so (timedOut); anything left is said plainly here.
 func toError(err error) *protocol.Error {
-	class, msg := classify(err), err.Error()
+	class, msg := classify(err), errs.Message(err)
 	switch class {
 	case protocol.Timeout:
 		msg = plain(msg, context.DeadlineExceeded.Error(), "timed out")

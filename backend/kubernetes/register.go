@@ -63,13 +63,13 @@ type Cluster struct {
 //
 // For a GKE backend the order is: the handle's context (kube_context at submission);
 // else the kubeconfig's gke_PROJECT_ZONE_CLUSTER context, when `gcloud container
-// clusters get-credentials` wrote one (it may carry a proxy or a private endpoint the
+// clusters get-credentials` wrote one (not kinetic: HasGcloudContext) (it may carry a proxy or a private endpoint the
 // user chose); else a direct connection (GKEDirect: GKE API and ADC, no kubeconfig).
 func ClusterOf(h *job.Handle, kubeconfig string) Cluster {
 	c := Cluster{Backend: h.Backend, Project: h.Project, Zone: h.Zone, Cluster: h.ClusterName, Namespace: h.Namespace,
 		KubeContext: h.KubeContext, Kubeconfig: kubeconfig}
 	if c.KubeContext == "" && IsGKE(h.Backend) && c.Project != "" && c.Zone != "" && c.Cluster != "" {
-		if ctx := GKEContext(c.Project, c.Zone, c.Cluster); HasContext(kubeconfig, ctx) {
+		if ctx := GKEContext(c.Project, c.Zone, c.Cluster); HasGcloudContext(kubeconfig, ctx) {
 			c.KubeContext = ctx
 		} else {
 			c.GKEDirect = true
@@ -105,6 +105,13 @@ func containerEndpoint(eps string) string {
 // makes for a GKE cluster.
 func GKEContext(project, zone, cluster string) string {
 	return "gke_" + project + "_" + zone + "_" + cluster
+}
+
+// HasGcloudContext reports whether the kubeconfig has the context name and kinetic did
+// not write it (`kinetic up --write-kubeconfig` writes it for kubectl; kinetic itself
+// connects to that cluster directly, which needs no plugin and follows a changed CA).
+func HasGcloudContext(kubeconfig, name string) bool {
+	return HasContext(kubeconfig, name) && !gkeconn.Written(kubeconfig, name)
 }
 
 // IsGKE reports whether name is a backend on Google Kubernetes Engine.

@@ -61,6 +61,16 @@ contexts: [{name: gke_p_z_c, context: {cluster: gke_p_z_c, user: gke_p_z_c}}]
 			}
 		}
 	}
+	// A context kinetic wrote (`up --write-kubeconfig`, for kubectl): direct all the
+	// same (no plugin needed here, a changed CA followed).
+	ours := filepath.Join(dir, "ours")
+	if _, err := gkeconn.WriteKubeconfig(gkeconn.KubeconfigAccess(ours), gkeconn.Cluster{Project: "p", Zone: "z", Name: "c"}, gkeconn.Info{Endpoint: "10.0.0.2", CA: []byte("ca")}); err != nil {
+		t.Fatal(err)
+	}
+	h.Backend = GKEName
+	if got := ClusterOf(h, ours); got.KubeContext != "" || !got.GKEDirect || !HasContext(ours, "gke_p_z_c") {
+		t.Errorf("kinetic's own context: %+v, want direct", got)
+	}
 	// Direct: the options carry the cluster and the connector (gcp_endpoints' container=
 	// reaches a fake), and the factory key names the cluster.
 	h.Backend = GKEName

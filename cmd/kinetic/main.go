@@ -16,6 +16,7 @@ import (
 	_ "github.com/kinetic-run/kinetic/backend/kubernetes" // gke, k8s, pathways
 	_ "github.com/kinetic-run/kinetic/backend/local"      // local
 	"github.com/kinetic-run/kinetic/cli"
+	"github.com/kinetic-run/kinetic/errs"
 	// The store drivers beyond file:// and mem://, which store itself links.
 	_ "github.com/kinetic-run/kinetic/store/gcs" // gs://
 	_ "github.com/kinetic-run/kinetic/store/s3"  // s3://
@@ -54,7 +55,7 @@ func main() {
 	}
 	cancel(nil)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "kinetic:", err)
+		fmt.Fprintln(os.Stderr, "kinetic:", errs.Message(err))
 		os.Exit(cli.ExitCode(err))
 	}
 }

@@ -9,12 +9,17 @@ package gke_test
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -27,14 +32,18 @@ import (
 	"time"
 
 	"cloud.google.com/go/container/apiv1/containerpb"
+	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kinetic-run/kinetic/accel"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/infra/gke"
+	"github.com/kinetic-run/kinetic/infra/gke/gkeconn"
 	"github.com/kinetic-run/kinetic/infra/gke/gketest"
 	"github.com/kinetic-run/kinetic/infra/lws"
 	"github.com/kinetic-run/kinetic/testkit/kubetest"
@@ -112,7 +121,7 @@ func TestGKEFromZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{
-		"HOME=" + home, "PATH=/usr/local/bin:/usr/bin:/bin", // no gcloud, no kubectl
+		"HOME=" + home, "PATH=" + pathWithout(t, googleTools...), // no gcloud, no kubectl, no plugin
 		"GOOGLE_APPLICATION_CREDENTIALS=" + key,
 		"KINETIC_GCP_ENDPOINTS=" + fake.Endpoints.String(),
 		// What GKE would give for free: a store and a registry the node reaches.
@@ -173,11 +182,50 @@ func TestGKEFromZero(t *testing.T) {
 		t.Error("up wrote a kubeconfig")
 	}
 
-	// 2. A function on the cluster, from the CLI.
+	// up read the cluster, so it cached its endpoint and CA: the cluster's one entry.
+	caches, _ := filepath.Glob(filepath.Join(home, ".local", "share", "kinetic", "cache", "gke", "*.json"))
+	if len(caches) != 1 || filepath.Base(caches[0]) != "p_"+prof.Profiles["kinetic-cluster"]["zone"]+"_kinetic-cluster.json" {
+		t.Fatalf("connection cache after up: %v", caches)
+	}
+	cache := caches[0]
+
+	// 2. A function on the cluster, from the CLI: a warm submission (the cache up
+	// wrote) makes no GKE API call.
+	fake.Reset()
 	out, stderr := must(nil, "run", "m.py::add", "1", "2")
 	if strings.TrimSpace(out) != "3" {
 		t.Errorf("kinetic run m.py::add 1 2 printed %q, want 3\n%s", out, stderr)
 	}
+	if n := fake.Count(getCluster); n != 0 {
+		t.Errorf("the first run after up called GetCluster %d times, want 0 (up's cache)", n)
+	}
+
+	// The cluster was re-created (a new CA): the cached CA no longer verifies the API
+	// server; the run reads the cluster again once, goes on, and caches what GKE says.
+	writeCache(t, cache, kubetest.HostIP+":"+kubetest.APIPort, selfSignedCA(t))
+	fake.Reset()
+	out, stderr = must(nil, "run", "m.py::add", "2", "3")
+	if strings.TrimSpace(out) != "5" || fake.Count(getCluster) != 1 || !bytes.Equal(readCache(t, cache).CA, ca) {
+		t.Errorf("after a CA change: printed %q, GetCluster %d times (want 1), cache holds the new CA %v\n%s", out, fake.Count(getCluster), bytes.Equal(readCache(t, cache).CA, ca), stderr)
+	}
+	// A certificate that even GKE's CA does not verify (a proxy answering in the
+	// cluster's place): the error names the cluster and the fix, no TLS or URL text.
+	clusterPath := "projects/p/locations/" + prof.Profiles["kinetic-cluster"]["zone"] + "/clusters/kinetic-cluster"
+	rec := fake.Cluster(clusterPath)
+	bad := proto.Clone(rec).(*containerpb.Cluster)
+	bad.MasterAuth.ClusterCaCertificate = base64.StdEncoding.EncodeToString(selfSignedCA(t))
+	fake.PutCluster(clusterPath, bad)
+	writeCache(t, cache, kubetest.HostIP+":"+kubetest.APIPort, selfSignedCA(t))
+	_, stderr, err = kinetic(nil, "run", "m.py::add", "2", "3")
+	if err == nil || !strings.Contains(stderr, "presents a certificate that the cluster's CA from GKE does not verify") || !strings.Contains(stderr, "kinetic status") {
+		t.Errorf("a certificate GKE's CA does not verify: %v\n%s", err, stderr)
+	}
+	for _, goText := range []string{"x509:", "tls:", `"https://`, "Post ", "Get "} {
+		if strings.Contains(stderr, goText) {
+			t.Errorf("the certificate error shows %q:\n%s", goText, stderr)
+		}
+	}
+	fake.PutCluster(clusterPath, rec) // GKE's record again; the next run reads it once
 
 	// 3. A GPU pool; 4. a GPU job's pod is scheduled onto it.
 	_, stderr = must(nil, "pool", "add", "--accelerator", "gpu-l4", "--min-nodes", "1", "-y")
@@ -213,10 +261,70 @@ func TestGKEFromZero(t *testing.T) {
 		t.Errorf("second up: %d mutations\n%s", len(fake.Mutations()), stderr)
 	}
 
-	// 7. down removes it all; 8. a second down removes nothing.
+	// For kubectl users: up --write-kubeconfig adds the cluster's context to a
+	// kubeconfig that has another one (merged, 0600), changing nothing at Google, and
+	// says what kubectl needs (no gke-gcloud-auth-plugin on this PATH).
+	kubeconfig := filepath.Join(home, ".kube", "config")
+	os.MkdirAll(filepath.Dir(kubeconfig), 0o700)
+	if err := os.WriteFile(kubeconfig, []byte(otherKubeconfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fake.Reset()
+	_, stderr = must(nil, "up", "--project", "p", "-y", "--write-kubeconfig")
+	gctx := "gke_p_" + prof.Profiles["kinetic-cluster"]["zone"] + "_kinetic-cluster"
+	for _, w := range []string{"no change", "✓ kubeconfig context " + gctx + " in " + kubeconfig, "kubectl needs gke-gcloud-auth-plugin on PATH"} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("up --write-kubeconfig does not say %q:\n%s", w, stderr)
+		}
+	}
+	if len(fake.Mutations()) != 0 {
+		t.Errorf("up --write-kubeconfig changed things at Google: %v", fake.Mutations())
+	}
+	if fi, err := os.Stat(kubeconfig); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("kubeconfig mode %v (%v), want 0600", fi.Mode(), err)
+	}
+	kc, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil || kc.CurrentContext != gctx || kc.Contexts["other"] == nil || kc.AuthInfos["other"].Token != "other-token" {
+		t.Fatalf("kubeconfig after up --write-kubeconfig: %v %+v", err, kc)
+	}
+	// kubectl's way in, with a plugin on PATH (a script standing in for Google's,
+	// printing the token the test API server accepts): the real cluster's nodes.
+	plugins := t.TempDir()
+	script := "#!/bin/sh\necho '{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"" + c.Token + "\"}}'\n"
+	if err := os.WriteFile(filepath.Join(plugins, "gke-gcloud-auth-plugin"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", plugins+string(os.PathListSeparator)+os.Getenv("PATH"))
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kcs, err := kubernetes.NewForConfig(rc); err != nil {
+		t.Error(err)
+	} else if nodes, err := kcs.CoreV1().Nodes().Get(ctx, kubetest.NodeName, metav1.GetOptions{}); err != nil {
+		t.Errorf("through the written context: %v (%v)", err, nodes.Name)
+	}
+	// kinetic itself goes on connecting directly: the binary has no plugin on its PATH.
+	out, stderr = must(nil, "run", "m.py::add", "5", "6")
+	if strings.TrimSpace(out) != "11" {
+		t.Errorf("run with kinetic's kubeconfig context and no plugin printed %q, want 11\n%s", out, stderr)
+	}
+	_, stderr = must(nil, "up", "--project", "p", "-y", "--write-kubeconfig")
+	if !strings.Contains(stderr, "= ok       kubeconfig context "+gctx) {
+		t.Errorf("second up --write-kubeconfig:\n%s", stderr)
+	}
+
+	// 7. down removes it all (the kubeconfig context too, the other one stays); 8. a
+	// second down removes nothing.
 	_, stderr = must(nil, "down", "-y")
-	if !strings.Contains(stderr, "✓ delete cluster kinetic-cluster") {
+	if !strings.Contains(stderr, "✓ delete cluster kinetic-cluster") || !strings.Contains(stderr, "✓ delete kubeconfig context "+gctx) {
 		t.Errorf("down:\n%s", stderr)
+	}
+	if kc, err := clientcmd.LoadFromFile(kubeconfig); err != nil || kc.Contexts[gctx] != nil || kc.Contexts["other"] == nil {
+		t.Errorf("kubeconfig after down: %v %+v", err, kc)
+	}
+	if _, err := os.Stat(cache); !os.IsNotExist(err) {
+		t.Errorf("the connection cache outlived down: %v", err)
 	}
 	if cnt := fake.Counts(); cnt["clusters"]+cnt["repositories"]+cnt["service_accounts"] != 0 {
 		t.Errorf("after down: %v", cnt)
@@ -374,3 +482,75 @@ func serviceAccountKey(t *testing.T, token string) string {
 }
 
 func pythonDir() string { return srcroot.Join("python") }
+
+const getCluster = "google.container.v1.ClusterManager/GetCluster"
+
+// googleTools are what a laptop without Google's SDK lacks (this machine has them).
+var googleTools = []string{"gcloud", "gsutil", "bq", "kubectl", "gke-gcloud-auth-plugin", "docker-credential-gcloud", "git-credential-gcloud.sh", "anthoscli"}
+
+// pathWithout is a PATH of one directory holding links to everything on the usual
+// system PATH but the tools named.
+func pathWithout(t *testing.T, tools ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"} {
+		entries, _ := os.ReadDir(d)
+		for _, e := range entries {
+			if slices.Contains(tools, e.Name()) {
+				continue
+			}
+			os.Symlink(filepath.Join(d, e.Name()), filepath.Join(dir, e.Name())) // the first wins
+		}
+	}
+	for _, tool := range tools {
+		if _, err := os.Lstat(filepath.Join(dir, tool)); err == nil {
+			t.Fatalf("%s is on the test's PATH", tool)
+		}
+	}
+	return dir
+}
+
+const otherKubeconfig = `apiVersion: v1
+kind: Config
+current-context: other
+clusters: [{name: other, cluster: {server: "https://10.9.9.9"}}]
+users: [{name: other, user: {token: other-token}}]
+contexts: [{name: other, context: {cluster: other, user: other}}]
+`
+
+// selfSignedCA is the PEM of a new self-signed CA certificate: a CA that verifies
+// nothing the test cluster presents.
+func selfSignedCA(t *testing.T) []byte {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "re-created"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// writeCache and readCache are the connection cache's file (gkeconn.Info).
+func writeCache(t *testing.T, path, endpoint string, ca []byte) {
+	t.Helper()
+	b, _ := json.Marshal(gkeconn.Info{Endpoint: endpoint, CA: ca, Fetched: time.Now()})
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readCache(t *testing.T, path string) gkeconn.Info {
+	t.Helper()
+	var in gkeconn.Info
+	b, err := os.ReadFile(path)
+	if err != nil || json.Unmarshal(b, &in) != nil {
+		t.Errorf("connection cache %s: %v", path, err)
+	}
+	return in
+}

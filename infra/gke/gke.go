@@ -208,7 +208,7 @@ type Config struct {
 	// Runner publishes the runner image; nil leaves that step out.
 	Runner Runner
 	// Kube connects to the running cluster to make the Kubernetes service account of
-	// job pods (KubeWithADC); nil leaves that step out (the fakes have no API server).
+	// job pods (KubeVia); nil leaves that step out (the fakes have no API server).
 	Kube KubeFunc
 	// LWSImage is the LeaderWorkerSet controller image ("" = the release's).
 	LWSImage string

@@ -2,14 +2,10 @@ package gke
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
-	"net/http"
 	"time"
 
 	"cloud.google.com/go/container/apiv1/containerpb"
-	"golang.org/x/oauth2"
-	"golang.org/x/oauth2/google"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,28 +20,24 @@ import (
 // one (Workload Identity).
 const AnnotationGSA = "iam.gke.io/gcp-service-account"
 
-// KubeFunc is the client configuration of a running cluster's API server.
-type KubeFunc func(ctx context.Context, cl *containerpb.Cluster) (*rest.Config, error)
+// KubeFunc is the client configuration of a running cluster's API server: id names
+// the cluster, rec is what GetCluster has just returned for it.
+type KubeFunc func(ctx context.Context, id gkeconn.Cluster, rec *containerpb.Cluster) (*rest.Config, error)
 
-// KubeWithADC connects with the cluster's endpoint and CA and an access token from
-// Application Default Credentials (what `gcloud container clusters get-credentials`
-// sets up, without touching the kubeconfig).
-func KubeWithADC(ctx context.Context, cl *containerpb.Cluster) (*rest.Config, error) {
-	ca, err := base64.StdEncoding.DecodeString(cl.GetMasterAuth().GetClusterCaCertificate())
-	if err != nil {
-		return nil, fmt.Errorf("cluster CA certificate: %w", err)
+// KubeVia connects through conn: the cluster's endpoint and CA from rec, requests
+// authorised by Application Default Credentials (what `gcloud container clusters
+// get-credentials` sets up, without touching the kubeconfig). rec is cached as conn's
+// entry for the cluster, so the first job after `up` makes no GKE API call, and a
+// re-created cluster's new CA replaces a stale one.
+func KubeVia(conn *gkeconn.Connector) KubeFunc {
+	return func(ctx context.Context, id gkeconn.Cluster, rec *containerpb.Cluster) (*rest.Config, error) {
+		return conn.RESTConfigFrom(ctx, id, rec)
 	}
-	ts, err := google.DefaultTokenSource(ctx, gkeconn.Scope)
-	if err != nil {
-		return nil, credErr("Kubernetes", err)
-	}
-	if _, err := ts.Token(); err != nil {
-		return nil, credErr("Kubernetes", err)
-	}
-	// The token is refreshed as it expires (a long up outlives one), as gkeconn does.
-	return &rest.Config{Host: "https://" + cl.GetEndpoint(),
-		TLSClientConfig: rest.TLSClientConfig{CAData: ca}, UserAgent: "kinetic",
-		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return &oauth2.Transport{Source: ts, Base: rt} }}, nil
+}
+
+// connCluster is the cluster as gkeconn names it.
+func (c *Config) connCluster() gkeconn.Cluster {
+	return gkeconn.Cluster{Project: c.Project, Zone: c.Zone, Name: c.Cluster}
 }
 
 // kubeStep plans the namespace and the Kubernetes service account of job pods, annotated
@@ -88,7 +80,7 @@ func (c *Clients) kubeStep(ctx context.Context, cfg *Config, cl *containerpb.Clu
 }
 
 func clientset(ctx context.Context, cfg *Config, cl *containerpb.Cluster) (kubernetes.Interface, error) {
-	rc, err := cfg.Kube(ctx, cl)
+	rc, err := cfg.Kube(ctx, cfg.connCluster(), cl)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +102,7 @@ func (c *Clients) lwsStep(ctx context.Context, cfg *Config, cl *containerpb.Clus
 			fmt.Fprintf(pr.w, "    GKE reports no endpoint for cluster %s: skipped\n", cfg.Cluster)
 			return nil
 		}
-		rc, err := cfg.Kube(ctx, cur)
+		rc, err := cfg.Kube(ctx, cfg.connCluster(), cur)
 		if err != nil {
 			return err
 		}
@@ -130,7 +122,7 @@ func (c *Clients) lwsStep(ctx context.Context, cfg *Config, cl *containerpb.Clus
 		}
 		return Step{What: what, Action: ActCreate, Detail: "controller " + img, apply: apply}, nil
 	}
-	rc, err := cfg.Kube(ctx, cl)
+	rc, err := cfg.Kube(ctx, cfg.connCluster(), cl)
 	if err != nil {
 		return Step{}, err
 	}

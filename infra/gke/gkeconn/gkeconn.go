@@ -39,6 +39,7 @@ import (
 	"google.golang.org/grpc/status"
 	"k8s.io/client-go/rest"
 
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/internal/atomicfile"
 )
 
@@ -97,6 +98,35 @@ func (c *Connector) RESTConfig(ctx context.Context, cl Cluster) (*rest.Config, e
 	if err != nil {
 		return nil, err
 	}
+	return c.restConfig(cl, creds, info, cached), nil
+}
+
+// Info is cl's endpoint and CA: the cache's, else GKE's (one GetCluster, then cached).
+func (c *Connector) Info(ctx context.Context, cl Cluster) (Info, error) {
+	creds, err := c.credentials(ctx)
+	if err != nil {
+		return Info{}, err
+	}
+	in, _, err := c.info(ctx, cl, creds)
+	return in, err
+}
+
+// RESTConfigFrom is RESTConfig for a cluster the caller has just read from the GKE API
+// (`kinetic up` reads it anyway): rec's endpoint and CA are cached, so the first
+// connection after it (a job's submission) makes no GKE API call.
+func (c *Connector) RESTConfigFrom(ctx context.Context, cl Cluster, rec *containerpb.Cluster) (*rest.Config, error) {
+	creds, err := c.credentials(ctx)
+	if err != nil {
+		return nil, err
+	}
+	info, err := c.put(cl, rec)
+	if err != nil {
+		return nil, err
+	}
+	return c.restConfig(cl, creds, info, false), nil
+}
+
+func (c *Connector) restConfig(cl Cluster, creds *google.Credentials, info Info, cached bool) *rest.Config {
 	ts := oauth2.ReuseTokenSource(nil, creds.TokenSource)
 	who := Identity(creds)
 	cfg := &rest.Config{
@@ -108,7 +138,7 @@ func (c *Connector) RESTConfig(ctx context.Context, cl Cluster) (*rest.Config, e
 		r := &refetch{c: c, cl: cl, creds: creds, cur: base, host: info.Endpoint, info: info, cached: cached}
 		return &oauth2.Transport{Source: tokenErrors{ts, who}, Base: r}
 	}
-	return cfg, nil
+	return cfg
 }
 
 // tokenErrors words a failure to get a token.
@@ -214,6 +244,11 @@ func (c *Connector) fetch(ctx context.Context, cl Cluster, creds *google.Credent
 	if err != nil {
 		return Info{}, clusterErr(cl, Identity(creds), err)
 	}
+	return c.put(cl, got)
+}
+
+// put caches what GKE says of cl (its record got).
+func (c *Connector) put(cl Cluster, got *containerpb.Cluster) (Info, error) {
 	if got.GetEndpoint() == "" {
 		return Info{}, fmt.Errorf("cluster %s in %s/%s is %s and has no endpoint yet: wait until `kinetic status` shows it RUNNING", cl.Name, cl.Project, cl.Zone, got.GetStatus())
 	}
@@ -330,6 +365,13 @@ func (e *CertError) Error() string {
 }
 
 func (e *CertError) Unwrap() error { return e.Err }
+
+// Code: the cluster cannot be used from here until it is fixed.
+func (e *CertError) Code() errs.Code { return errs.Unavailable }
+
+// Standalone: the message names the cluster and the fix; client-go's request line
+// (`Get "https://…": `) says nothing more to a user.
+func (e *CertError) Standalone() {}
 
 // worded is err as a CertError when it is a certificate failure.
 func (r *refetch) worded(err error) error {

@@ -30,6 +30,7 @@ import (
 	"google.golang.org/grpc/status"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/infra/gke/gkeconn"
 	"github.com/kinetic-run/kinetic/infra/gke/gketest"
 )
@@ -216,6 +217,11 @@ func TestConnect(t *testing.T) {
 	}
 	if n := f.Count(getCluster); n != 3 {
 		t.Fatalf("GetCluster calls = %d, want 3 (one read again, no more)", n)
+	}
+	// client-go's request line comes before it (`Get "https://…": `); what a user is
+	// shown is the CertError alone.
+	if m := errs.Message(err); m != ce.Error() || !strings.Contains(err.Error(), `Get "https://`) || errs.CodeOf(err) != errs.Unavailable {
+		t.Fatalf("shown %q (code %v), from %q", m, errs.CodeOf(err), err)
 	}
 }
 

@@ -31,6 +31,12 @@ var faultCases = []struct {
 		run:   faultOutputFillsDisk,
 	},
 	{
+		name:  "job-fills-store",
+		fault: "a command job writes to its output directory until the store (a 2 MiB tmpfs of its own) is full; read commands run while it stays full",
+		want:  "jobs status and jobs result answer (nothing written, no write error); FAILED \"no space left on device\" naming the store, also after space is freed; handle and spec whole",
+		run:   faultJobFillsStore,
+	},
+	{
 		name:  "status-write-on-full-disk",
 		fault: "the disk is full when a finished job's status would be rewritten (jobs cancel)",
 		want:  "the old status.json stays whole; status, result and list keep working after space is freed",

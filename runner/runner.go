@@ -142,7 +142,7 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 	if !leader {
 		sink = newLogSink(context.WithoutCancel(ctx), st, func(seq int) string { return store.HostLogChunkKey(o.JobID, o.Host, seq) }, 0)
 	}
-	sink.onError = func(err error) { guard.report("the job's logs (in the store)", err) }
+	sink.onError = func(err error) { guard.report("the job's logs (in the store "+st.URL()+")", err) }
 	// Neither writer ever fails: the call's output pipe is always drained.
 	out := io.MultiWriter(sink, &lenientWriter{w: o.Stdout, what: "the job's output log", guard: guard})
 	started := time.Now().UTC()

@@ -327,8 +327,13 @@ func (b *Backend) claimedStatus(ctx context.Context, h *job.Handle, ws string) (
 	} else if !store.IsNotFound(err) {
 		return nil, true, err
 	}
+	if kept := keptFinal(ws); kept != nil {
+		b.record(ctx, h.JobID, kept)
+		return kept, true, nil
+	}
 	s = &job.Status{State: job.Failed, Reason: deadWorkerReason(c), Local: c}
-	return s, true, WriteStatus(ctx, b.st, h.JobID, s)
+	b.record(ctx, h.JobID, s)
+	return s, true, nil
 }
 
 // claimOf reads the claim of the batch child whose workspace is ws (nil if none).

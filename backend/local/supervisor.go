@@ -168,7 +168,19 @@ func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string,
 	}
 	final := outcome(env, runErr, cancelled.Load())
 	final.Local = proc
-	return WriteStatus(ctx, st, id, final)
+	if final.State == job.Failed && NoSpace(runErr) {
+		final.Reason = NoSpaceReason(st.URL(), "the job's result")
+	}
+	err := WriteStatus(ctx, st, id, final)
+	if err != nil {
+		// The store is full (or gone): keep how the job ended here, where Status looks
+		// before it calls this supervisor killed.
+		if NoSpace(err) && final.State == job.Failed && !cancelled.Load() && strings.Contains(final.Reason, "no space left on device") && !strings.HasPrefix(final.Reason, "no space left on device in the store") {
+			final.Reason = NoSpaceReason(st.URL(), "the job's output, logs or result")
+		}
+		keepFinal(ws, final)
+	}
+	return err
 }
 
 // outcome turns the runner's envelope into the job's final status.

@@ -37,6 +37,12 @@ var faultCases = []struct {
 		run:   faultJobFillsStore,
 	},
 	{
+		name:  "batch-fills-store",
+		fault: "in a 30-input batch run by one group worker, input 3 fills the store (a 4 MiB tmpfs) and returns a value that cannot be stored; inputs 4 and 5 end while it is full; input 6 frees the space",
+		want:  "inputs 3-5 FAILED \"no space left on device\" naming the store; the worker survives and the other 27 inputs SUCCEED; every input ran once",
+		run:   faultBatchFillsStore,
+	},
+	{
 		name:  "status-write-on-full-disk",
 		fault: "the disk is full when a finished job's status would be rewritten (jobs cancel)",
 		want:  "the old status.json stays whole; status, result and list keep working after space is freed",

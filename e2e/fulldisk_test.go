@@ -1,14 +1,18 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/testkit/faultfs"
 )
 
@@ -98,4 +102,128 @@ func faultJobFillsStore(t *testing.T, e *env) {
 	if reason2, _ := st["reason"].(string); st["status"] != "FAILED" || reason2 != reason {
 		t.Errorf("after freeing space: %v %q, want FAILED %q", st["status"], reason2, reason)
 	}
+}
+
+func faultBatchFillsStore(t *testing.T, e *env) {
+	storeEnv, mnt := e.onSmallStore(t, 4096)
+	filler := filepath.Join(mnt, "outputs", "filler")
+	ran := filepath.Join(e.home, "ran")
+	// One worker runs the 30 inputs in order: input 3 fills the store and returns a
+	// value that cannot be stored; 4 and 5 end while it is still full (5 once the test
+	// has read the batch then); 6 frees the space.
+	gofile := filepath.Join(e.home, "go")
+	script := filepath.Join(e.dir, "fill_batch.py")
+	os.WriteFile(script, []byte(`import os, sys, kinetic
+import time
+FILLER, RAN, GO = `+pyStr(filler)+`, `+pyStr(ran)+`, `+pyStr(gofile)+`
+@kinetic.run(accelerator="cpu")
+def f(x):
+    with open(RAN, "a") as r:
+        r.write("%d\n" % x)
+    if x == 3:
+        try:
+            with open(FILLER, "wb") as w:
+                while True:
+                    w.write(b"x" * 65536)
+                    w.flush()
+        except OSError:
+            pass
+        return b"v" * 200000
+    if x == 5:
+        deadline = time.time() + 60
+        while not os.path.exists(GO) and time.time() < deadline:
+            time.sleep(0.05)
+    if x == 6 and os.path.exists(FILLER):
+        os.remove(FILLER)
+    return x * 10
+b = f.run_async_map(range(30), max_concurrent=1)
+print(b.group_id, flush=True)
+b.wait()
+`), 0o644)
+	cmd := exec.Command("python3", script)
+	cmd.Dir = e.dir
+	cmd.Env = append(os.Environ(), "KINETIC_BIN="+e.bin, "KINETIC_HOME="+filepath.Join(e.home, "data"), "KINETIC_WARM_IDLE=5s",
+		"KINETIC_PROFILES_FILE="+filepath.Join(e.home, "profiles.json"), "PYTHONPATH="+filepath.Join(repoRoot(), "python"), storeEnv[0])
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	// While input 5 runs, the store is full: inputs 3 and 4 read as failed for want of
+	// space (their envelopes kept by the worker), and the read writes nothing.
+	deadline := time.Now().Add(90 * time.Second)
+	for raw, _ := os.ReadFile(ran); !strings.Contains(string(raw), "\n5\n"); raw, _ = os.ReadFile(ran) {
+		if time.Now().After(deadline) {
+			t.Fatalf("input 5 never started: ran %q; %s %s", raw, out.String(), errb.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	gid := strings.TrimSpace(out.String())
+	if free := freeKiB(t, mnt); free > 64 {
+		t.Fatalf("the store is not full (%d KiB free): the fault was not injected", free)
+	}
+	for _, i := range []int{3, 4} {
+		r := e.runEnv(storeEnv, "jobs", "status", "--json", job.ChildID(gid, i))
+		if r.code != 0 || !strings.Contains(r.stdout, "FAILED") || !strings.Contains(r.stdout, "no space left on device") || !strings.Contains(r.stdout, mnt) {
+			t.Errorf("input %d while the store is full: exit %d %q %q; want FAILED, no space left on device naming the store", i, r.code, r.stdout, r.stderr)
+		}
+	}
+	for _, f := range []string{"manifest.json", "template.json", "inputs.bin"} {
+		if fi, err := os.Stat(filepath.Join(mnt, "groups", gid, f)); err != nil || fi.Size() == 0 {
+			t.Errorf("groups/%s/%s on a full store: %v", gid, f, err)
+		}
+	}
+	os.WriteFile(gofile, nil, 0o644)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("batch: %v\n%s%s", err, out.String(), errb.String())
+	}
+	r := e.runEnv(storeEnv, "batch", "results", "--json", gid)
+	var rows []struct {
+		Index  int    `json:"index"`
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Result *struct {
+			ExcMessage string `json:"exc_message"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil || len(rows) != 30 {
+		t.Fatalf("batch results: %v, %d rows: %q %q", err, len(rows), r.stdout, r.stderr)
+	}
+	for _, row := range rows {
+		if row.Result != nil {
+			row.Error += row.Result.ExcMessage
+		}
+		full := row.Index >= 3 && row.Index <= 5
+		switch {
+		case full && (row.Status != "FAILED" || !strings.Contains(row.Error, "no space left on device") || !strings.Contains(row.Error, mnt)):
+			t.Errorf("input %d (store full): %s %q; want FAILED, no space left on device naming the store", row.Index, row.Status, row.Error)
+		case !full && row.Status != "SUCCEEDED":
+			t.Errorf("input %d: %s %q; want SUCCEEDED", row.Index, row.Status, row.Error)
+		}
+	}
+	for _, f := range []string{"manifest.json", "template.json"} {
+		if raw, err := os.ReadFile(filepath.Join(mnt, "groups", gid, f)); err != nil || !json.Valid(raw) {
+			t.Errorf("groups/%s/%s not whole: %v %q", gid, f, err, raw)
+		}
+	}
+	if kept, _ := filepath.Glob(filepath.Join(e.home, "data", "local", "groups", gid, "ended", "*")); len(kept) != 0 {
+		t.Errorf("envelopes still kept outside the store once it had space: %v", kept)
+	}
+	raw, _ := os.ReadFile(ran)
+	counts := map[string]int{}
+	for _, l := range strings.Fields(string(raw)) {
+		counts[l]++
+	}
+	for i := 0; i < 30; i++ {
+		if n := counts[strconv.Itoa(i)]; n != 1 {
+			t.Errorf("input %d ran %d times, want once", i, n)
+		}
+	}
+}
+
+// pyStr is s as a Python string literal.
+func pyStr(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

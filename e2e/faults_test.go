@@ -55,6 +55,12 @@ var faultCases = []struct {
 		run:   faultSecretsPermissions,
 	},
 	{
+		name:  "modes-as-documented",
+		fault: "a Python job with a result, a command job writing an output, a batch run by executors",
+		want:  "every directory of the store and of the state directory (KINETIC_HOME/local) is 0700, every file 0600 (0700 if executable): result.pkl, inputs.bin, blobs, .kinetic-store, local/slots, jobs/ID/root and jobs/ID/out included (docs/store.md)",
+		run:   faultModes,
+	},
+	{
 		name:  "captured-secret-only-in-env-json",
 		fault: "a job and a batch (run_async_map) capture a variable holding a random value",
 		want:  "the value is in no file of the store or of KINETIC_HOME but env.json objects (jobs/ID/, groups/G/), each 0600; never in a batch's template.json",

@@ -227,3 +227,44 @@ func pyStr(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+func faultModes(t *testing.T, e *env) {
+	// A job (a Python function with a result, files in its working directory) and a
+	// batch run by executors.
+	os.WriteFile(filepath.Join(e.dir, "modes.py"), []byte("def f():\n    return 42\n"), 0o644)
+	os.WriteFile(filepath.Join(e.dir, "tool.sh"), []byte("#!/bin/sh\necho hi\n"), 0o755)
+	if r := e.run("run", "modes.py::f"); r.code != 0 {
+		t.Fatalf("run: %d %q", r.code, r.stderr)
+	}
+	if r := e.run("run", "--async", "--", "sh", "-c", "echo out > $KINETIC_OUTPUT_DIR/o.txt"); r.code != 0 {
+		t.Fatalf("run: %d %q", r.code, r.stderr)
+	}
+	e.makeBatch(t, 4)
+	// Every directory Kinetic made 0700, every file it wrote readable by its user only.
+	// Below a shipped tree (jobs/ID/root) and an output directory (outputs/ID) are the
+	// user's files, with the modes the user or the job gave them: those directories
+	// themselves are 0700.
+	for _, root := range []string{e.store, filepath.Join(e.home, "data", "local")} {
+		err := filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+			if err != nil {
+				return err
+			}
+			if parent := filepath.Base(filepath.Dir(p)); parent == "root" || filepath.Base(filepath.Dir(filepath.Dir(p))) == "outputs" {
+				if fi.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			switch m := fi.Mode(); {
+			case m.IsDir() && m.Perm() != 0o700:
+				t.Errorf("directory %s is %v, want 0700", p, m.Perm())
+			case m.IsRegular() && m.Perm()&0o077 != 0:
+				t.Errorf("file %s is %v, want 0600 (or 0700)", p, m.Perm())
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}

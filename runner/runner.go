@@ -223,7 +223,7 @@ func run(ctx context.Context, st *store.Store, o Options, out io.Writer, called 
 		dirs = dirs[1:] // the tree lives in TreeDir
 	}
 	for _, d := range dirs {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, nil, inPhase(job.PhaseDownload, err)
 		}
 	}

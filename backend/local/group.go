@@ -84,7 +84,7 @@ func (b *Backend) StartGroup(ctx context.Context, g driver.Group, template *job.
 		iso = runner.IsolationWorker
 	}
 	info, _ := json.Marshal(groupInfo{Store: b.st.URL(), Size: g.Size, Isolation: iso})
-	if err := os.WriteFile(filepath.Join(dir, "group.json"), info, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "group.json"), info, 0o600); err != nil {
 		return fmt.Errorf("local backend: %w", err)
 	}
 	n := max(1, min(g.Parallelism, b.o.Slots, g.Size))
@@ -363,7 +363,7 @@ func claim(f *os.File, n int) (i int, ok bool, err error) {
 
 // claimAll marks every input claimed: no worker takes another.
 func claimAll(path string) error {
-	f, err := filelock.Open(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := filelock.Open(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}

@@ -131,10 +131,10 @@ func (gw *groupWorker) load(ctx context.Context) error {
 		return fmt.Errorf("group.json: %w", err)
 	}
 	gw.size, gw.isolation = info.Size, info.Isolation
-	if gw.done, err = os.OpenFile(filepath.Join(gw.dir, "done", strconv.Itoa(gw.o.Worker)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+	if gw.done, err = os.OpenFile(filepath.Join(gw.dir, "done", strconv.Itoa(gw.o.Worker)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
 		return err
 	}
-	if gw.next, err = filelock.Open(filepath.Join(gw.dir, "next"), os.O_RDWR|os.O_CREATE, 0o644); err != nil {
+	if gw.next, err = filelock.Open(filepath.Join(gw.dir, "next"), os.O_RDWR|os.O_CREATE, 0o600); err != nil {
 		return err
 	}
 	if gw.t, err = layout.ReadTemplate(ctx, gw.st, gw.o.Group); err != nil {
@@ -180,7 +180,7 @@ func (gw *groupWorker) input(ctx context.Context, i int) ([]byte, error) {
 // open and rewritten in place (fixed width).
 func (gw *groupWorker) setRunning(i int) {
 	if gw.runningFile == nil {
-		f, err := os.OpenFile(gw.running, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		f, err := os.OpenFile(gw.running, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 		if err != nil {
 			return
 		}

@@ -148,7 +148,7 @@ func (b *Backend) Submit(ctx context.Context, h *job.Handle) error {
 // without saying so (a worker giving way to a twin) is not an error; one that fails is
 // named with its log.
 func (b *Backend) spawn(ctx context.Context, logPath string, args ...string) error {
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("local backend: %w", err)
 	}

@@ -61,6 +61,12 @@ var faultCases = []struct {
 		run:   faultModes,
 	},
 	{
+		name:  "concurrent-prunes",
+		fault: "two `kinetic prune --json` at once over 150 removable workspaces and 150 empty output directories",
+		want:  "everything removed; every path reported by exactly one of the two",
+		run:   faultConcurrentPrune,
+	},
+	{
 		name:  "captured-secret-only-in-env-json",
 		fault: "a job and a batch (run_async_map) capture a variable holding a random value",
 		want:  "the value is in no file of the store or of KINETIC_HOME but env.json objects (jobs/ID/, groups/G/), each 0600; never in a batch's template.json",

@@ -268,3 +268,68 @@ func faultModes(t *testing.T, e *env) {
 		}
 	}
 }
+
+func faultConcurrentPrune(t *testing.T, e *env) {
+	// What two prunes both find removable: workspaces of jobs gone from the store and
+	// empty output directories, untouched for a minute.
+	old := time.Now().Add(-time.Minute)
+	var want []string
+	for i := 0; i < 150; i++ {
+		id := job.NewID()
+		ws := filepath.Join(e.home, "data", "local", "jobs", id)
+		os.MkdirAll(filepath.Join(ws, "root"), 0o700)
+		os.WriteFile(filepath.Join(ws, "runner.log"), []byte("log\n"), 0o600)
+		out := filepath.Join(e.store, "outputs", id)
+		os.MkdirAll(out, 0o700)
+		for _, p := range []string{ws, out} {
+			os.Chtimes(p, old, old)
+			want = append(want, p)
+		}
+	}
+	type freed struct {
+		Freed []struct{ Kind, Path string }
+	}
+	cmds := make([]*exec.Cmd, 2)
+	outs := make([]*bytes.Buffer, 2)
+	for k := range cmds {
+		c := exec.Command(e.bin, "prune", "--older-than", "1s", "--json")
+		c.Dir = e.dir
+		c.Env = append(os.Environ(), "KINETIC_HOME="+filepath.Join(e.home, "data"), "KINETIC_PROFILES_FILE="+filepath.Join(e.home, "profiles.json"), "HOME="+e.home, "KINETIC_PROJECT=")
+		outs[k] = &bytes.Buffer{}
+		c.Stdout, c.Stderr = outs[k], os.Stderr
+		cmds[k] = c
+	}
+	for _, c := range cmds {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]int{}
+	for k, c := range cmds {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("prune %d: %v", k, err)
+		}
+		var f freed
+		if err := json.Unmarshal(outs[k].Bytes(), &f); err != nil {
+			t.Fatalf("prune %d --json: %v %q", k, err, outs[k].String())
+		}
+		for _, x := range f.Freed {
+			seen[x.Path]++
+		}
+	}
+	twice := 0
+	for _, p := range want {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s not removed: %v", p, err)
+		}
+		switch seen[p] {
+		case 0:
+			t.Errorf("%s removed, but neither prune reported it", p)
+		case 2:
+			twice++
+		}
+	}
+	if twice > 0 {
+		t.Errorf("%d of %d paths reported freed by both prunes; each must report only what it removed", twice, len(want))
+	}
+}

@@ -589,6 +589,30 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
+// Remove deletes one object and says whether this call removed it: of several callers
+// removing the same key, one gets true (a file store's unlink, a bucket's delete that
+// found the object) and the others false, with no error.
+func (s *Store) Remove(ctx context.Context, key string) (bool, error) {
+	if s.dir != "" && plainKey(key) {
+		err := os.Remove(filepath.Join(s.dir, filepath.FromSlash(key)))
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("delete %s: %w", key, err)
+		}
+		return true, nil
+	}
+	err := s.bucket.Delete(ctx, key)
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("delete %s: %w", key, err)
+	}
+	return true, nil
+}
+
 // Object is one listed object.
 type Object struct {
 	Key  string

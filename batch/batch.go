@@ -50,6 +50,10 @@ type MapRequest struct {
 	CancelRunningOnFail bool              `json:"cancel_running_on_fail,omitempty"`
 	Name                string            `json:"name,omitempty"`
 	Tags                map[string]string `json:"tags,omitempty"`
+	// OnRecorded, if set, is called once the batch's manifest is in the store, before
+	// its unit starts and before Map returns: a caller that dies after this leaves a
+	// batch that exists (and may run), and its client must be told which.
+	OnRecorded func(groupID, store string) `json:"-"`
 }
 
 // ReadInputs splits a length-prefixed inputs file.
@@ -178,6 +182,9 @@ func newScheduler(ctx context.Context, e Engine, req *MapRequest) (*scheduler, e
 	if err := b.writeManifest(ctx); err != nil {
 		t.Store.DeletePrefix(context.WithoutCancel(ctx), layout.Prefix(gid))
 		return nil, err
+	}
+	if req.OnRecorded != nil {
+		req.OnRecorded(gid, t.Store.URL())
 	}
 	if grouped && len(inputs) > 0 {
 		// One object in the cluster for the whole batch, made after everything its

@@ -31,6 +31,18 @@ var faultCases = []struct {
 		run:   faultOutputFillsDisk,
 	},
 	{
+		name:  "job-fills-store",
+		fault: "a command job writes to its output directory until the store (a 2 MiB tmpfs of its own) is full; read commands run while it stays full",
+		want:  "jobs status and jobs result answer (nothing written, no write error); FAILED \"no space left on device\" naming the store, also after space is freed; handle and spec whole",
+		run:   faultJobFillsStore,
+	},
+	{
+		name:  "batch-fills-store",
+		fault: "in a 30-input batch run by one group worker, input 3 fills the store (a 4 MiB tmpfs) and returns a value that cannot be stored; inputs 4 and 5 end while it is full; input 6 frees the space",
+		want:  "inputs 3-5 FAILED \"no space left on device\" naming the store; the worker survives and the other 27 inputs SUCCEED; every input ran once",
+		run:   faultBatchFillsStore,
+	},
+	{
 		name:  "status-write-on-full-disk",
 		fault: "the disk is full when a finished job's status would be rewritten (jobs cancel)",
 		want:  "the old status.json stays whole; status, result and list keep working after space is freed",
@@ -41,6 +53,18 @@ var faultCases = []struct {
 		fault: "a job captures AWS_SECRET_ACCESS_KEY",
 		want:  "env.json is 0600 and no store directory is readable by others",
 		run:   faultSecretsPermissions,
+	},
+	{
+		name:  "modes-as-documented",
+		fault: "a Python job with a result, a command job writing an output, a batch run by executors",
+		want:  "every directory of the store and of the state directory (KINETIC_HOME/local) is 0700, every file 0600 (0700 if executable): result.pkl, inputs.bin, blobs, .kinetic-store, local/slots, jobs/ID/root and jobs/ID/out included (docs/store.md)",
+		run:   faultModes,
+	},
+	{
+		name:  "concurrent-prunes",
+		fault: "two `kinetic prune --json` at once over 150 removable workspaces and 150 empty output directories",
+		want:  "everything removed; every path reported by exactly one of the two",
+		run:   faultConcurrentPrune,
 	},
 	{
 		name:  "captured-secret-only-in-env-json",

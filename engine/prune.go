@@ -54,8 +54,11 @@ func (e *Engine) Prune(ctx context.Context, storeURL string, o backend.PruneOpti
 			continue
 		}
 		if !o.DryRun {
-			if err := st.Delete(ctx, store.TombstoneKey(t.JobID)); err != nil && !store.IsNotFound(err) {
+			// Only what this run removed: a prune running beside it reports the rest.
+			if removed, err := st.Remove(ctx, store.TombstoneKey(t.JobID)); err != nil {
 				return freed, err
+			} else if !removed {
+				continue
 			}
 		}
 		freed = append(freed, backend.Freed{Kind: "tombstone", Path: storeURL + "/" + store.TombstoneKey(t.JobID), Bytes: int64(len(t.Encode()))})
@@ -103,8 +106,8 @@ func pruneEmptyOutputs(ctx context.Context, st *store.Store, dir string, cutoff 
 			continue
 		}
 		if !dryRun {
-			if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
-				continue // something was written meanwhile
+			if err := os.Remove(p); err != nil {
+				continue // something was written meanwhile, or another prune removed it
 			}
 		}
 		freed = append(freed, backend.Freed{Kind: "output directory", Path: p})

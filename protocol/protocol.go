@@ -98,6 +98,9 @@ const (
 	EventStatus = "status"
 	// EventChild carries a ChildStatus, once per input of a batch, for batch_watch.
 	EventChild = "child"
+	// EventRecorded carries a MapResponse for map, once the batch's manifest is in the
+	// store: if the engine dies before its reply, the client still knows the batch.
+	EventRecorded = "recorded"
 )
 
 // Job states, as in status replies and status events.

@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -378,6 +379,9 @@ func Remove(ctx context.Context, cacheDir, key string, cutoff time.Time) (bool, 
 	}
 	defer unlock()
 	envDir := filepath.Join(cacheDir, key)
+	if _, err := os.Stat(envDir); errors.Is(err, fs.ErrNotExist) {
+		return false, nil // another prune removed it while this one waited for the lock
+	}
 	if used, ok := LastUsed(envDir); ok && used.After(cutoff) {
 		return false, nil
 	}

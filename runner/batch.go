@@ -61,7 +61,7 @@ func PrepareBatch(ctx context.Context, st *store.Store, spec *job.Spec, env map[
 	if spec.Payload == nil {
 		return nil, inPhase(job.PhaseDownload, errors.New("the batch's template has no function payload"))
 	}
-	if err := os.MkdirAll(o.TreeDir, 0o755); err != nil {
+	if err := os.MkdirAll(o.TreeDir, 0o700); err != nil {
 		return nil, inPhase(job.PhaseDownload, err)
 	}
 	if o.Workspace == "" {
@@ -73,7 +73,7 @@ func PrepareBatch(ctx context.Context, st *store.Store, spec *job.Spec, env map[
 		return nil, err
 	}
 	work := filepath.Join(o.TreeDir, "root")
-	if err := os.MkdirAll(work, 0o755); err != nil {
+	if err := os.MkdirAll(work, 0o700); err != nil {
 		return nil, inPhase(job.PhaseDownload, err)
 	}
 	if b.work, err = extractTree(ctx, st, spec.Workdir, o, work); err != nil {
@@ -82,7 +82,7 @@ func PrepareBatch(ctx context.Context, st *store.Store, spec *job.Spec, env map[
 	if b.cwd, err = within(b.work, spec.Cwd); err != nil {
 		return nil, inPhase(job.PhasePlan, err)
 	}
-	if err := os.MkdirAll(b.cwd, 0o755); err != nil {
+	if err := os.MkdirAll(b.cwd, 0o700); err != nil {
 		return nil, inPhase(job.PhasePlan, err)
 	}
 	b.environ = callEnv(env, map[string]string{"KINETIC_HOST_INDEX": "0"}) // KINETIC_JOB_ID: per input
@@ -93,7 +93,7 @@ func PrepareBatch(ctx context.Context, st *store.Store, spec *job.Spec, env map[
 		return nil, inPhase(job.PhasePlan, err)
 	}
 	b.script = filepath.Join(o.TreeDir, "kinetic_batchexec.py")
-	if err := atomicfile.Write(b.script, batchExec, 0o644, 0o755); err != nil {
+	if err := atomicfile.Write(b.script, batchExec, 0o600, 0o700); err != nil {
 		return nil, inPhase(job.PhasePlan, err)
 	}
 	return b, nil

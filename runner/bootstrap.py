@@ -75,8 +75,9 @@ def _safe_repr(obj, limit=REPR_LIMIT):
 
 
 def _write_atomic(path, data, mode="wb"):
+    # 0600 whatever the umask: the result goes into the store as it is (docs/store.md).
     tmp = path + ".tmp"
-    with open(tmp, mode) as f:
+    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), mode) as f:
         f.write(data)
     os.replace(tmp, path)
 

@@ -142,7 +142,7 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 	if !leader {
 		sink = newLogSink(context.WithoutCancel(ctx), st, func(seq int) string { return store.HostLogChunkKey(o.JobID, o.Host, seq) }, 0)
 	}
-	sink.onError = func(err error) { guard.report("the job's logs (in the store)", err) }
+	sink.onError = func(err error) { guard.report("the job's logs (in the store "+st.URL()+")", err) }
 	// Neither writer ever fails: the call's output pipe is always drained.
 	out := io.MultiWriter(sink, &lenientWriter{w: o.Stdout, what: "the job's output log", guard: guard})
 	started := time.Now().UTC()
@@ -223,7 +223,7 @@ func run(ctx context.Context, st *store.Store, o Options, out io.Writer, called 
 		dirs = dirs[1:] // the tree lives in TreeDir
 	}
 	for _, d := range dirs {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, nil, inPhase(job.PhaseDownload, err)
 		}
 	}

@@ -61,7 +61,7 @@ func reuseTree(ctx context.Context, st *store.Store, ref pack.ManifestRef, dir s
 	if err := os.RemoveAll(path); err != nil {
 		return "", fmt.Errorf("reset the working tree: %w", err)
 	}
-	if err := os.MkdirAll(path, 0o755); err != nil {
+	if err := os.MkdirAll(path, 0o700); err != nil {
 		return "", err
 	}
 	if err := pack.Materialize(ctx, st, ref, path); err != nil {
@@ -132,7 +132,7 @@ func fetchPayload(ctx context.Context, st *store.Store, ref *job.BlobRef, o Opti
 	if o.TreeDir != "" {
 		path = filepath.Join(o.TreeDir, "payload-"+ref.SHA256+".pkl")
 	}
-	if err := atomicfile.Write(path, b, 0o600, 0o755); err != nil {
+	if err := atomicfile.Write(path, b, 0o600, 0o700); err != nil {
 		return "", inPhase(job.PhaseDownload, err)
 	}
 	return path, nil
@@ -152,7 +152,7 @@ func writeBootstrap(o Options) (string, error) {
 			return bs, nil
 		}
 		if b, err := os.ReadFile(bs); err != nil || string(b) != string(bootstrap) {
-			if err := atomicfile.Write(bs, bootstrap, 0o644, 0o755); err != nil {
+			if err := atomicfile.Write(bs, bootstrap, 0o600, 0o700); err != nil {
 				return bs, err
 			}
 		}
@@ -164,5 +164,5 @@ func writeBootstrap(o Options) (string, error) {
 		return bs, nil
 	}
 	bs := filepath.Join(o.Workspace, "kinetic_bootstrap.py")
-	return bs, os.WriteFile(bs, bootstrap, 0o644)
+	return bs, os.WriteFile(bs, bootstrap, 0o600)
 }

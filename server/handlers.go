@@ -386,8 +386,12 @@ func (s *Server) cleanup(c *call, r *protocol.CleanupRequest) (*protocol.Empty, 
 
 // mapBatch starts a batch. Its submission runs on the server's own context, not the
 // request's: it goes on after the reply, and after the client leaves (Serve waits).
-func (s *Server) mapBatch(_ *call, r *protocol.MapRequest) (*protocol.MapResponse, error) {
-	b, err := batch.Map(s.base, s.eng, mapRequest(r))
+func (s *Server) mapBatch(c *call, r *protocol.MapRequest) (*protocol.MapResponse, error) {
+	req := mapRequest(r)
+	req.OnRecorded = func(gid, st string) {
+		c.event(protocol.EventRecorded, &protocol.MapResponse{GroupID: gid, Store: st})
+	}
+	b, err := batch.Map(s.base, s.eng, req)
 	if err != nil {
 		return nil, err
 	}

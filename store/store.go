@@ -133,7 +133,7 @@ func open(ctx context.Context, rawURL string, create bool) (*Store, error) {
 		// path fails here with its name rather than later in the middle of a submission.
 		if ok, _ := b.Exists(ctx, ".kinetic-store"); ok {
 			// already set up
-		} else if err := b.WriteAll(ctx, ".kinetic-store", []byte("kinetic store\n"), nil); err != nil {
+		} else if err := writeMarker(ctx, b, u); err != nil {
 			b.Close()
 			return nil, fmt.Errorf("open store %q: the directory is not writable: %w", rawURL, err)
 		}
@@ -149,6 +149,15 @@ func open(ctx context.Context, rawURL string, create bool) (*Store, error) {
 		s.dir = pu.Path
 	}
 	return s, nil
+}
+
+// writeMarker writes .kinetic-store in the file store at u, 0600 (fileblob's files
+// are 0666 less the umask).
+func writeMarker(ctx context.Context, b *blob.Bucket, u string) error {
+	if pu, err := url.Parse(u); err == nil && pu.Query().Get("prefix") == "" {
+		return atomicfile.Write(filepath.Join(pu.Path, ".kinetic-store"), []byte("kinetic store\n"), 0o600, 0o700)
+	}
+	return b.WriteAll(ctx, ".kinetic-store", []byte("kinetic store\n"), nil)
 }
 
 // ProbeTimeout bounds the check Open makes that a gs:// bucket answers. The Google client
@@ -401,6 +410,14 @@ func (s *Store) Create(ctx context.Context, key string, data []byte) error {
 // PutFrom streams r into one object. The object appears only when r is fully copied: if
 // ctx is cancelled or r fails, nothing is written.
 func (s *Store) PutFrom(ctx context.Context, key string, r io.Reader) (int64, error) {
+	if s.dir != "" && plainKey(key) {
+		// Not fileblob: it makes its files 0666 less the umask; ours are 0600.
+		n, err := atomicfile.WriteFrom(filepath.Join(s.dir, filepath.FromSlash(key)), ctxReader{ctx, r}, 0o600, 0o700)
+		if err != nil {
+			return n, fmt.Errorf("write %s: %w", key, err)
+		}
+		return n, nil
+	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w, err := s.bucket.NewWriter(wctx, key, &blob.WriterOptions{ContentType: "application/octet-stream"})
@@ -426,7 +443,10 @@ func (s *Store) PutFrom(ctx context.Context, key string, r io.Reader) (int64, er
 func (s *Store) PutFile(ctx context.Context, key string, f *os.File) error {
 	if s.dir != "" && plainKey(key) {
 		dst := filepath.Join(s.dir, filepath.FromSlash(key))
-		err := os.Rename(f.Name(), dst)
+		err := f.Chmod(0o600) // the runner's file, made with the umask's mode
+		if err == nil {
+			err = os.Rename(f.Name(), dst)
+		}
 		if errors.Is(err, fs.ErrNotExist) {
 			if os.MkdirAll(filepath.Dir(dst), 0o700) == nil {
 				err = os.Rename(f.Name(), dst)
@@ -567,6 +587,30 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		return fmt.Errorf("delete %s: %w", key, err)
 	}
 	return nil
+}
+
+// Remove deletes one object and says whether this call removed it: of several callers
+// removing the same key, one gets true (a file store's unlink, a bucket's delete that
+// found the object) and the others false, with no error.
+func (s *Store) Remove(ctx context.Context, key string) (bool, error) {
+	if s.dir != "" && plainKey(key) {
+		err := os.Remove(filepath.Join(s.dir, filepath.FromSlash(key)))
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("delete %s: %w", key, err)
+		}
+		return true, nil
+	}
+	err := s.bucket.Delete(ctx, key)
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("delete %s: %w", key, err)
+	}
+	return true, nil
 }
 
 // Object is one listed object.
@@ -937,3 +981,16 @@ const RetentionDays = 30
 // it. (data/ is not either: its completion marker is written after its files, and an
 // expiry that took the files first would leave a marker over missing data.)
 var ExpiringAreas = []string{"jobs/", "groups/", "blobs/", TombstonesPrefix}
+
+// ctxReader stops reading once ctx is done, so a cancelled PutFrom writes nothing.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}

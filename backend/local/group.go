@@ -84,7 +84,7 @@ func (b *Backend) StartGroup(ctx context.Context, g driver.Group, template *job.
 		iso = runner.IsolationWorker
 	}
 	info, _ := json.Marshal(groupInfo{Store: b.st.URL(), Size: g.Size, Isolation: iso})
-	if err := os.WriteFile(filepath.Join(dir, "group.json"), info, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "group.json"), info, 0o600); err != nil {
 		return fmt.Errorf("local backend: %w", err)
 	}
 	n := max(1, min(g.Parallelism, b.o.Slots, g.Size))
@@ -196,7 +196,7 @@ func (b *Backend) groupStatus(ctx context.Context, h *job.Handle, noStatus bool)
 	if !ok {
 		return "", "", false, nil
 	}
-	if s, r, ok, err := b.recordedEnd(ctx, h.JobID, noStatus); ok || err != nil {
+	if s, r, ok, err := b.groupEnd(ctx, gid, i, h.JobID, noStatus); ok || err != nil {
 		return s, r, true, err
 	}
 	live, dead := b.workers(gid)
@@ -207,7 +207,7 @@ func (b *Backend) groupStatus(ctx context.Context, h *job.Handle, noStatus bool)
 	}
 	for _, w := range dead {
 		if w.running == i {
-			if s, r, ok, err := b.recordedEnd(ctx, h.JobID, false); ok || err != nil {
+			if s, r, ok, err := b.groupEnd(ctx, gid, i, h.JobID, false); ok || err != nil {
 				return s, r, true, err // it ended as its worker stopped
 			}
 			return job.Failed, fmt.Sprintf("the batch's worker (pid %d) stopped while it ran this input (killed, or the machine restarted); see %s", w.pid, filepath.Join(b.groupDir(gid), "workers")), true, nil
@@ -224,7 +224,7 @@ func (b *Backend) groupStatus(ctx context.Context, h *job.Handle, noStatus bool)
 		return job.Pending, "", true, nil
 	}
 	// No worker: read again (the last one may have finished it as it left).
-	if s, r, ok, err := b.recordedEnd(ctx, h.JobID, false); ok || err != nil {
+	if s, r, ok, err := b.groupEnd(ctx, gid, i, h.JobID, false); ok || err != nil {
 		return s, r, true, err
 	}
 	// Not written down: the verdict follows from the workers' state each time it is
@@ -234,6 +234,24 @@ func (b *Backend) groupStatus(ctx context.Context, h *job.Handle, noStatus bool)
 		reason = fmt.Sprintf("the batch's worker stopped while it ran this input (killed, or the machine restarted); see %s", filepath.Join(b.groupDir(gid), "workers"))
 	}
 	return job.Failed, reason, true, nil
+}
+
+// groupEnd is recordedEnd for input i of batch gid, or else the envelope its worker
+// kept because the store would not take it (groupWorker.finish).
+func (b *Backend) groupEnd(ctx context.Context, gid string, i int, id string, noStatus bool) (job.State, string, bool, error) {
+	if s, r, ok, err := b.recordedEnd(ctx, id, noStatus); ok || err != nil {
+		return s, r, ok, err
+	}
+	raw, err := os.ReadFile(keptEndPath(b.groupDir(gid), i))
+	if err != nil {
+		return "", "", false, nil
+	}
+	env, err := job.DecodeEnvelope(raw)
+	if err != nil {
+		return "", "", false, nil
+	}
+	s := outcome(env, nil, false)
+	return s.State, s.Reason, true, nil
 }
 
 // recordedEnd reads how job id ended from the store: a final status.json (cancelled, or
@@ -345,7 +363,7 @@ func claim(f *os.File, n int) (i int, ok bool, err error) {
 
 // claimAll marks every input claimed: no worker takes another.
 func claimAll(path string) error {
-	f, err := filelock.Open(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := filelock.Open(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}

@@ -10,11 +10,13 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/kinetic-run/kinetic/batch/layout"
+	"github.com/kinetic-run/kinetic/internal/atomicfile"
 	"github.com/kinetic-run/kinetic/internal/filelock"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
@@ -129,10 +131,10 @@ func (gw *groupWorker) load(ctx context.Context) error {
 		return fmt.Errorf("group.json: %w", err)
 	}
 	gw.size, gw.isolation = info.Size, info.Isolation
-	if gw.done, err = os.OpenFile(filepath.Join(gw.dir, "done", strconv.Itoa(gw.o.Worker)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+	if gw.done, err = os.OpenFile(filepath.Join(gw.dir, "done", strconv.Itoa(gw.o.Worker)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
 		return err
 	}
-	if gw.next, err = filelock.Open(filepath.Join(gw.dir, "next"), os.O_RDWR|os.O_CREATE, 0o644); err != nil {
+	if gw.next, err = filelock.Open(filepath.Join(gw.dir, "next"), os.O_RDWR|os.O_CREATE, 0o600); err != nil {
 		return err
 	}
 	if gw.t, err = layout.ReadTemplate(ctx, gw.st, gw.o.Group); err != nil {
@@ -178,7 +180,7 @@ func (gw *groupWorker) input(ctx context.Context, i int) ([]byte, error) {
 // open and rewritten in place (fixed width).
 func (gw *groupWorker) setRunning(i int) {
 	if gw.runningFile == nil {
-		f, err := os.OpenFile(gw.running, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		f, err := os.OpenFile(gw.running, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 		if err != nil {
 			return
 		}
@@ -297,7 +299,9 @@ func (gw *groupWorker) run(ctx context.Context, i int) error {
 	}
 	if env.HasValue {
 		// No one reads the value before the envelope written after it says it is there.
-		if err := gw.st.PutInPlace(ctx, store.ResultKey(id), value); err != nil {
+		if err := gw.st.PutInPlace(ctx, store.ResultKey(id), value); NoSpace(err) {
+			env = runner.FailureEnvelope(errors.New(NoSpaceReason(gw.st.URL(), "the input's result")))
+		} else if err != nil {
 			env = runner.FailureEnvelope(fmt.Errorf("store the result: %w", err))
 		}
 	}
@@ -321,10 +325,56 @@ func (l *lossyWriter) Write(p []byte) (int, error) {
 
 func (l *lossyWriter) Close() { l.w.Close() }
 
-// finish writes input id's result.json.
+// finish writes input id's result.json. A store that will not take it (a full disk)
+// fails that input, not the worker: the envelope, saying why, is kept in the batch's
+// state (ended/I.json), where readers look (groupEnd), and written to the store after
+// the next input's result is (flushKept). The worker goes on with the other inputs,
+// which run once there is space again, or fail for the same reason.
 func (gw *groupWorker) finish(ctx context.Context, id string, env *job.Envelope, started, called time.Time) error {
 	env.StartedAt, env.CalledAt, env.FinishedAt = started, called, time.Now().UTC()
-	return gw.st.Put(ctx, store.EnvelopeKey(id), env.Encode())
+	err := gw.st.Put(ctx, store.EnvelopeKey(id), env.Encode())
+	if err == nil {
+		gw.flushKept(ctx)
+		return nil
+	}
+	_, i, _ := job.ParseChildID(id)
+	why := fmt.Errorf("the input's result could not be recorded in the store %s: %w", gw.st.URL(), err)
+	if NoSpace(err) {
+		why = errors.New(NoSpaceReason(gw.st.URL(), "the input's result"))
+	}
+	kept := runner.FailureEnvelope(why)
+	kept.StartedAt, kept.CalledAt, kept.FinishedAt = env.StartedAt, env.CalledAt, env.FinishedAt
+	if kerr := atomicfile.Write(keptEndPath(gw.dir, i), kept.Encode(), 0o600, 0o700); kerr != nil {
+		return err // nowhere to say how it ended: as before, the worker stops
+	}
+	return nil
+}
+
+// flushKept writes the envelopes kept by finish to the store, now that it takes writes.
+func (gw *groupWorker) flushKept(ctx context.Context) {
+	ents, err := os.ReadDir(filepath.Join(gw.dir, "ended"))
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		i, err := strconv.Atoi(strings.TrimSuffix(e.Name(), ".json"))
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(keptEndPath(gw.dir, i))
+		if err != nil {
+			continue
+		}
+		if gw.st.Put(ctx, store.EnvelopeKey(job.ChildID(gw.o.Group, i)), raw) != nil {
+			return
+		}
+		os.Remove(keptEndPath(gw.dir, i))
+	}
+}
+
+// keptEndPath is where input i's envelope is kept when the store would not take it.
+func keptEndPath(groupDir string, i int) string {
+	return filepath.Join(groupDir, "ended", strconv.Itoa(i)+".json")
 }
 
 func (gw *groupWorker) markDone(i int) {

@@ -148,7 +148,7 @@ func (b *Backend) Submit(ctx context.Context, h *job.Handle) error {
 // without saying so (a worker giving way to a twin) is not an error; one that fails is
 // named with its log.
 func (b *Backend) spawn(ctx context.Context, logPath string, args ...string) error {
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("local backend: %w", err)
 	}
@@ -240,9 +240,7 @@ func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string,
 		if envRaw, err := b.st.Get(ctx, store.EnvelopeKey(h.JobID)); err == nil {
 			if env, err := job.DecodeEnvelope(envRaw); err == nil {
 				final := outcome(env, nil, false)
-				if err := WriteStatus(ctx, b.st, h.JobID, final); err != nil {
-					return "", "", err
-				}
+				b.record(ctx, h.JobID, final)
 				return final.State, final.Reason, nil
 			}
 		}
@@ -255,9 +253,7 @@ func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string,
 		if hh, err := job.DecodeHandle(raw); err == nil {
 			if t, err := time.Parse(time.RFC3339Nano, hh.CreatedAt); err == nil && time.Since(t) > NeverSubmittedGrace {
 				reason := "the job was written but never started: the process that submitted it stopped first; submit it again"
-				if err := WriteStatus(ctx, b.st, h.JobID, &job.Status{State: job.Failed, Reason: reason}); err != nil {
-					return "", "", err
-				}
+				b.record(ctx, h.JobID, &job.Status{State: job.Failed, Reason: reason})
 				return job.Failed, reason, nil
 			}
 		}
@@ -278,10 +274,13 @@ func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string,
 		if err == nil && st2.State.Terminal() {
 			return st2.State, st2.Reason, nil
 		}
-		reason := fmt.Sprintf("the job's supervisor (pid %d) stopped without reporting a result: it was killed or the machine restarted; see %s", st.Local.SupervisorPID, filepath.Join(st.Local.Workspace, "supervisor.log"))
-		if err := WriteStatus(ctx, b.st, h.JobID, &job.Status{State: job.Failed, Reason: reason}); err != nil {
-			return "", "", err
+		// It ended, but the store would not take its final status (a full disk).
+		if kept := keptFinal(st.Local.Workspace); kept != nil {
+			b.record(ctx, h.JobID, kept)
+			return kept.State, kept.Reason, nil
 		}
+		reason := fmt.Sprintf("the job's supervisor (pid %d) stopped without reporting a result: it was killed or the machine restarted; see %s", st.Local.SupervisorPID, filepath.Join(st.Local.Workspace, "supervisor.log"))
+		b.record(ctx, h.JobID, &job.Status{State: job.Failed, Reason: reason})
 		return job.Failed, reason, nil
 	}
 	return st.State, st.Reason, nil
@@ -443,9 +442,7 @@ func (b *Backend) queuedStatus(ctx context.Context, h *job.Handle, st *job.Statu
 		return b.Status(ctx, h) // claimed meanwhile
 	}
 	reason := fmt.Sprintf("the batch's workers stopped before running this job; see %s", filepath.Join(st.Local.Queue, "workers"))
-	if err := WriteStatus(ctx, b.st, h.JobID, &job.Status{State: job.Failed, Reason: reason}); err != nil {
-		return "", "", err
-	}
+	b.record(ctx, h.JobID, &job.Status{State: job.Failed, Reason: reason})
 	return job.Failed, reason, nil
 }
 

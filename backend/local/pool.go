@@ -47,7 +47,7 @@ func (b *Backend) Enqueue(ctx context.Context, h *job.Handle, parallelism int) e
 	}
 	// A queued child has no status.json yet: the queue entry is its PENDING state (one
 	// store object less per input); the worker that claims it writes RUNNING.
-	if err := os.WriteFile(filepath.Join(q, h.JobID), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(q, h.JobID), nil, 0o600); err != nil {
 		return fmt.Errorf("local backend: queue %s: %w", h.JobID, err)
 	}
 	// Workers linger for seconds after their queue empties, so having seen the pool
@@ -121,7 +121,7 @@ func Work(ctx context.Context, o WorkOptions) error {
 		return nil // a twin started first
 	}
 	defer wl.Close()
-	pool, err := os.OpenFile(filepath.Join(o.Queue, "pool.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	pool, err := os.OpenFile(filepath.Join(o.Queue, "pool.lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return err
 	}
@@ -327,8 +327,13 @@ func (b *Backend) claimedStatus(ctx context.Context, h *job.Handle, ws string) (
 	} else if !store.IsNotFound(err) {
 		return nil, true, err
 	}
+	if kept := keptFinal(ws); kept != nil {
+		b.record(ctx, h.JobID, kept)
+		return kept, true, nil
+	}
 	s = &job.Status{State: job.Failed, Reason: deadWorkerReason(c), Local: c}
-	return s, true, WriteStatus(ctx, b.st, h.JobID, s)
+	b.record(ctx, h.JobID, s)
+	return s, true, nil
 }
 
 // claimOf reads the claim of the batch child whose workspace is ws (nil if none).
@@ -389,7 +394,7 @@ func (b *Backend) cancelQueued(ctx context.Context, h *job.Handle, s *job.Status
 			p = c
 		}
 	}
-	if err := os.WriteFile(filepath.Join(p.Workspace, "cancel"), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(p.Workspace, "cancel"), nil, 0o600); err != nil {
 		return false, err
 	}
 	// Claimed a moment ago: its worker records itself in the claim before it starts the

@@ -2,6 +2,8 @@ package local
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -44,13 +46,13 @@ func (b *Backend) Prune(ctx context.Context, o backend.PruneOptions) ([]backend.
 			}
 			continue
 		}
-		size := dirSize(ws)
-		if !o.DryRun {
-			if err := os.RemoveAll(ws); err != nil {
-				return freed, err
-			}
+		size, ok, err := removeDir(ws, o.DryRun)
+		if err != nil {
+			return freed, err
 		}
-		freed = append(freed, backend.Freed{Kind: "workspace", Path: ws, Bytes: size})
+		if ok {
+			freed = append(freed, backend.Freed{Kind: "workspace", Path: ws, Bytes: size})
+		}
 	}
 
 	// The state of batches run by executors: once no worker is left and nothing changed
@@ -79,13 +81,13 @@ func (b *Backend) Prune(ctx context.Context, o backend.PruneOptions) ([]backend.
 		if done, err := os.Stat(filepath.Join(g, "done")); err == nil && done.ModTime().After(cutoff) {
 			continue
 		}
-		size := dirSize(g)
-		if !o.DryRun {
-			if err := os.RemoveAll(g); err != nil {
-				return freed, err
-			}
+		size, ok, err := removeDir(g, o.DryRun)
+		if err != nil {
+			return freed, err
 		}
-		freed = append(freed, backend.Freed{Kind: "batch state", Path: g, Bytes: size})
+		if ok {
+			freed = append(freed, backend.Freed{Kind: "batch state", Path: g, Bytes: size})
+		}
 	}
 
 	envs := filepath.Join(b.o.StateDir, "envs")
@@ -142,6 +144,26 @@ func (b *Backend) workspaceDone(ctx context.Context, id, ws string, cutoff time.
 	default:
 		return false
 	}
+}
+
+// removeDir removes dir (with dryRun, only measures it) and says whether this call
+// removed it: dir is first renamed to a name of this process's own beside it, so of
+// two prunes removing the same directory one does, and the other reports nothing.
+func removeDir(dir string, dryRun bool) (size int64, removed bool, err error) {
+	if dryRun {
+		return dirSize(dir), true, nil
+	}
+	claimed := filepath.Join(filepath.Dir(dir), fmt.Sprintf(".pruning-%d-%s", os.Getpid(), filepath.Base(dir)))
+	if err := os.Rename(dir, claimed); errors.Is(err, fs.ErrNotExist) {
+		return 0, false, nil
+	} else if err != nil {
+		return 0, false, err
+	}
+	size = dirSize(claimed)
+	if err := os.RemoveAll(claimed); err != nil {
+		return size, true, err
+	}
+	return size, true, nil
 }
 
 // dirSize is the bytes of the regular files under dir.

@@ -118,7 +118,7 @@ func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string,
 	// goes to its worker's log (the store has every job's own logs either way).
 	var runLog io.Writer = os.Stderr
 	if treeDir == "" {
-		f, err := os.OpenFile(filepath.Join(ws, "runner.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		f, err := os.OpenFile(filepath.Join(ws, "runner.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
 			return err
 		}
@@ -168,7 +168,19 @@ func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string,
 	}
 	final := outcome(env, runErr, cancelled.Load())
 	final.Local = proc
-	return WriteStatus(ctx, st, id, final)
+	if final.State == job.Failed && NoSpace(runErr) {
+		final.Reason = NoSpaceReason(st.URL(), "the job's result")
+	}
+	err := WriteStatus(ctx, st, id, final)
+	if err != nil {
+		// The store is full (or gone): keep how the job ended here, where Status looks
+		// before it calls this supervisor killed.
+		if NoSpace(err) && final.State == job.Failed && !cancelled.Load() && strings.Contains(final.Reason, "no space left on device") && !strings.HasPrefix(final.Reason, "no space left on device in the store") {
+			final.Reason = NoSpaceReason(st.URL(), "the job's output, logs or result")
+		}
+		keepFinal(ws, final)
+	}
+	return err
 }
 
 // outcome turns the runner's envelope into the job's final status.
@@ -195,7 +207,7 @@ var errCancelled = errors.New("cancelled")
 // acquireSlot takes one of n slot locks, polling while all are held. A signal on term
 // gives up.
 func acquireSlot(dir string, n int, term <-chan os.Signal) (*os.File, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
 	start := os.Getpid() % n // spread the first tries
@@ -221,7 +233,7 @@ func acquireSlot(dir string, n int, term <-chan os.Signal) (*os.File, error) {
 // lockFile opens path and takes an exclusive lock on it without waiting. must means the
 // lock has to be free (it is ours alone); otherwise filelock.ErrLocked is returned.
 func lockFile(path string, must bool) (*os.File, error) {
-	f, err := filelock.Open(path, os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := filelock.Open(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, err
 	}

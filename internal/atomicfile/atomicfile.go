@@ -7,6 +7,7 @@ package atomicfile
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -32,12 +33,30 @@ func WriteDurable(path string, data []byte, perm, dirPerm fs.FileMode) error {
 	return syncDir(filepath.Dir(path))
 }
 
+// WriteFrom is Write for content read from r (to its end); it returns the bytes
+// written. A failing r leaves the old content, as a failing write does.
+func WriteFrom(path string, r io.Reader, perm, dirPerm fs.FileMode) (int64, error) {
+	var n int64
+	err := writeWith(path, perm, dirPerm, false, func(f *os.File) (err error) {
+		n, err = io.Copy(f, r)
+		return err
+	})
+	return n, err
+}
+
 func write(path string, data []byte, perm, dirPerm fs.FileMode, durable bool) error {
+	return writeWith(path, perm, dirPerm, durable, func(f *os.File) error {
+		_, err := f.Write(data)
+		return err
+	})
+}
+
+func writeWith(path string, perm, dirPerm fs.FileMode, durable bool, fill func(*os.File) error) error {
 	f, err := tempBeside(path, dirPerm)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	err = fill(f)
 	if err == nil && perm != 0o600 { // CreateTemp makes 0600
 		err = f.Chmod(perm)
 	}

@@ -273,13 +273,42 @@ class RemoteFunction:
                    "max_concurrent": int(max_concurrent), "retries": int(retries), "fail_fast": bool(fail_fast),
                    "cancel_running_on_fail": bool(cancel_running_on_fail),
                    "name": name or "", "tags": tags}
-            res = engine().call("map", req)
+            # The engine says which batch it recorded as soon as it has (the "recorded"
+            # event): if it then dies before replying, the batch exists and may run, and
+            # the error must say so, or a retry runs every input twice.
+            recorded = {}
+
+            def on_event(name, data):
+                if name == "recorded" and isinstance(data, dict):
+                    recorded.update(data)
+
+            eng = engine()
+            try:
+                res = eng.call("map", req, on_event=on_event)
+            except KineticError as e:
+                if recorded.get("group_id") and not eng.alive():
+                    raise _recorded_batch_error(e, recorded, len(inputs)) from None
+                raise
         finally:
             os.unlink(fpath)
             os.unlink(ipath)
         return BatchHandle(res["group_id"], name=name, tags=tags,
                            store=res.get("store") or self._options.get("store") or "",
                            local_failures=local_failures, poll_interval=1.0, total=len(inputs))
+
+
+def _recorded_batch_error(err, recorded, n):
+    """The error of a run_async_map whose engine died after recording the batch: it
+    names the batch and how to attach to it, so that it is not submitted twice."""
+    gid, where = recorded["group_id"], ""
+    if recorded.get("store"):
+        where = ", store=%r" % recorded["store"]
+    e = KineticError(
+        "run_async_map: %s after it recorded batch %s (%d inputs) and before it confirmed the submission. "
+        "The batch may be running: do not submit it again (its inputs would run twice); attach to it with "
+        "kinetic.attach_batch(%r%s)" % (err, gid, n, gid, where))
+    e.group_id = gid
+    return e
 
 
 class _BoundRemote:

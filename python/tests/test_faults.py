@@ -74,3 +74,63 @@ for kw in ({"max_concurrent": 0}, {"max_concurrent": -1}, {"retries": -1}):
         print("ACCEPTED", kw)
 ''')
     assert p.stdout.count("REFUSED") == 3, p.stdout + p.stderr
+
+
+def test_engine_killed_during_map_names_the_recorded_batch(run_script):
+    # The fault: `kinetic serve` (the SDK's engine) is killed with SIGKILL while a
+    # 200-input run_async_map is being submitted, once the batch is in the store (the
+    # engine has said so: its "recorded" event) and before the engine replies. The SDK's
+    # error must name the batch and how to attach to it, so the user does not submit it
+    # again. (Killed at a fixed delay instead, the kill lands before the batch exists
+    # or after the reply most of the time.)
+    p = run_script('''
+import glob, os, signal, kinetic
+from kinetic import _engine
+from kinetic.exceptions import KineticError
+
+STORE = %r
+
+@kinetic.run(accelerator="cpu")
+def f(x):
+    return x * 2
+
+start = _engine.Engine.start
+def start_and_kill(self, method, params=None, on_event=None):
+    if method != "map":
+        return start(self, method, params, on_event)
+    def killing(name, data):
+        if on_event is not None:
+            on_event(name, data)
+        os.kill(self._proc.pid, signal.SIGKILL)
+    return start(self, method, params, killing)
+_engine.Engine.start = start_and_kill
+
+for attempt in range(5):
+    before = set(glob.glob(os.path.join(STORE, "groups", "*", "manifest.json")))
+    try:
+        b = f.run_async_map(range(200))
+    except KineticError as e:
+        print("ERR", str(e).replace("\\n", " "))
+        print("GID", getattr(e, "group_id", "-"))
+        recorded = [m.split(os.sep)[-2] for m in set(glob.glob(os.path.join(STORE, "groups", "*", "manifest.json"))) - before]
+        print("RECORDED", " ".join(recorded) or "-")
+        break
+    print("REPLIED", b.group_id)  # no kill, or the reply came first
+    _engine.engine().close()
+else:
+    print("NEVER KILLED -")
+''' % os.path.join(os.environ["KINETIC_HOME"], "store"), timeout=300)
+    lines = dict(l.split(" ", 1) for l in p.stdout.strip().splitlines() if " " in l)
+    assert "ERR" in lines, p.stdout + p.stderr
+    gid = lines["RECORDED"].strip()
+    assert gid != "-", "no batch in the store: %s" % p.stdout
+    err = lines["ERR"]
+    assert gid in err and "kinetic.attach_batch(%r" % gid in err and "do not submit it again" in err, err
+    assert lines["GID"].strip() == gid, lines
+    # Attaching finds it, all 200 inputs.
+    q = run_script('''
+import kinetic
+b = kinetic.attach_batch(%r)
+print("N", len(b.statuses()))
+''' % gid)
+    assert "N 200" in q.stdout, q.stdout + q.stderr

@@ -31,7 +31,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kinetic-run/kinetic/infra/gke/gkeconn"
-	"github.com/kinetic-run/kinetic/infra/gke/gketest"
+	"github.com/kinetic-run/kinetic/testkit/gketest"
 )
 
 const getCluster = "google.container.v1.ClusterManager/GetCluster"

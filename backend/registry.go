@@ -5,7 +5,7 @@ import (
 	"sync"
 
 	"github.com/kinetic-run/kinetic/accel"
-	"github.com/kinetic-run/kinetic/backend/names"
+	"github.com/kinetic-run/kinetic/config/backendnames"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
 )
@@ -18,7 +18,8 @@ import (
 
 // Settings are the resolved configuration values of this machine, by configuration key
 // (config.Key as a string). A backend reads the keys it owns (the Kubernetes pod
-// settings, the kubeconfig file) through it, so backend needs nothing of config.
+// settings, the kubeconfig file) through it, so backend needs nothing of config but the
+// list of accepted names (config/backendnames).
 type Settings interface {
 	Get(key string) string
 }
@@ -87,7 +88,7 @@ func Register(name string, f Factory) {
 	}
 	regMu.Lock()
 	defer regMu.Unlock()
-	names.Add(name) // panics on an empty or repeated name
+	backendnames.Add(name) // panics on an empty or repeated name
 	factories[name] = f
 }
 
@@ -100,7 +101,7 @@ func Lookup(name string) (Factory, bool) {
 }
 
 // Names returns the registered backend names, sorted.
-func Names() []string { return names.List() }
+func Names() []string { return backendnames.List() }
 
 // TraitsOf returns the traits of the backend registered as name (none for a name not
 // registered).

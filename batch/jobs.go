@@ -6,10 +6,10 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
+	"github.com/kinetic-run/kinetic/store/batchlayout"
 )
 
 // Found is one job as Jobs finds it: the job, or why there is none (an error that
@@ -65,9 +65,9 @@ func Jobs(ctx context.Context, e Engine, storeURL string, ids []string) []Found 
 type derivedGroup struct {
 	gid       string
 	st        *store.Store
-	t         *layout.Template
+	t         *batchlayout.Template
 	gone      map[int]bool
-	collected map[string]layout.Collected
+	collected map[string]batchlayout.Collected
 	be        engineBackend
 }
 
@@ -79,11 +79,11 @@ func readDerivedGroup(ctx context.Context, e Engine, st *store.Store, gid string
 	if t == nil || err != nil {
 		return nil
 	}
-	gone, err := layout.GoneSet(ctx, st, gid)
+	gone, err := batchlayout.GoneSet(ctx, st, gid)
 	if err != nil {
 		return nil
 	}
-	collected, err := layout.ReadCollected(ctx, st, gid)
+	collected, err := batchlayout.ReadCollected(ctx, st, gid)
 	if err != nil {
 		return nil
 	}
@@ -96,7 +96,7 @@ func readDerivedGroup(ctx context.Context, e Engine, st *store.Store, gid string
 
 // find is derived child id (input i) as Attach finds it: removed, collected (its
 // batch's record is its tombstone), or its handle made from the template, which is
-// the handle its pod writes (layout.Materialize).
+// the handle its pod writes (batchlayout.Materialize).
 func (g *derivedGroup) find(id string, i int, storeURL string) Found {
 	if c, ok := g.collected[id]; ok {
 		ts := job.NewTombstone(g.t.ChildHandle(g.gid, i), c.CollectedAt, c.CollectedAt)

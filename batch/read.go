@@ -11,13 +11,13 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/kinetic-run/kinetic/batch/driver"
-	"github.com/kinetic-run/kinetic/batch/layout"
+	"github.com/kinetic-run/kinetic/backend/batchdriver"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/store"
+	"github.com/kinetic-run/kinetic/store/batchlayout"
 )
 
 // View is a batch as read from the store: the manifest with the children submitted so
@@ -47,7 +47,7 @@ func (c ChildStatus) Succeeded() bool { return c.Status == job.Succeeded || c.Co
 
 // collectedAt says whether the error of attaching a child's job means it was collected
 // and cleaned up, and when: its tombstone, else the batch's collection record.
-func collectedAt(err error, id string, records map[string]layout.Collected) *time.Time {
+func collectedAt(err error, id string, records map[string]batchlayout.Collected) *time.Time {
 	var gone *engine.CleanedUpError
 	if errors.As(err, &gone) {
 		t := gone.Tombstone.CleanedAt
@@ -129,7 +129,7 @@ func groupDone(ctx context.Context, e Engine, m *Manifest, storeURL string, jobs
 		}
 		jobs[-1] = j
 	}
-	gr, ok := j.Backend.(driver.Driver)
+	gr, ok := j.Backend.(batchdriver.Driver)
 	if !ok {
 		return nil
 	}
@@ -178,7 +178,7 @@ func Read(ctx context.Context, e Engine, gid, storeURL string, withStatus bool) 
 	if err := readManifest(ctx, st, gid, &v.Manifest, map[int]Child{}); err != nil {
 		return nil, err
 	}
-	records, err := layout.ReadCollected(ctx, st, gid)
+	records, err := batchlayout.ReadCollected(ctx, st, gid)
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +217,7 @@ func Read(ctx context.Context, e Engine, gid, storeURL string, withStatus bool) 
 
 // readRows reads the rows of the children ids as a listing does (engine.Rows: one
 // listing of jobs/ and the listing index), except the derived children whose pods have
-// written nothing yet: their batch's unit says where they stand (driver.UnwrittenStatus),
+// written nothing yet: their batch's unit says where they stand (batchdriver.UnwrittenStatus),
 // from the template, the gone markers and the collection records read once per batch.
 func readRows(ctx context.Context, e Engine, st *store.Store, storeURL string, ids []string, withStatus bool) ([]engine.Row, error) {
 	unwritten := map[string]*engine.Job{}
@@ -248,7 +248,7 @@ func readRows(ctx context.Context, e Engine, st *store.Store, storeURL string, i
 		out[i].Handle = j.Handle
 		if withStatus {
 			g.Go(func() error {
-				state, reason, err := j.Backend.(driver.Driver).UnwrittenStatus(gctx, j.Handle)
+				state, reason, err := j.Backend.(batchdriver.Driver).UnwrittenStatus(gctx, j.Handle)
 				out[i].Listed = engine.Listed{Handle: j.Handle, State: state, Reason: reason}
 				return err
 			})
@@ -271,7 +271,7 @@ func readRows(ctx context.Context, e Engine, st *store.Store, storeURL string, i
 // on, adds the children recorded one by one since it was saved (cache holds the entries
 // already read, so each is read once).
 func readManifest(ctx context.Context, st *store.Store, gid string, m *Manifest, cache map[int]Child) error {
-	got, err := layout.ReadManifest(ctx, st, gid)
+	got, err := batchlayout.ReadManifest(ctx, st, gid)
 	if store.IsNotFound(err) {
 		return fmt.Errorf("no batch %s in the store %s: %w", gid, st.URL(), engine.ErrNotFound)
 	}
@@ -282,7 +282,7 @@ func readManifest(ctx context.Context, st *store.Store, gid string, m *Manifest,
 	if m.SubmissionComplete {
 		return nil
 	}
-	if err := layout.MergeChildren(ctx, st, m, cache); err != nil {
+	if err := batchlayout.MergeChildren(ctx, st, m, cache); err != nil {
 		return err
 	}
 	if m.SubmitterLost(time.Now()) {
@@ -350,7 +350,7 @@ func Cleanup(ctx context.Context, e Engine, gid, storeURL string, backendRes, st
 		if err != nil {
 			return err
 		}
-		return st.DeletePrefix(ctx, layout.Prefix(gid))
+		return st.DeletePrefix(ctx, batchlayout.Prefix(gid))
 	}
 	return nil
 }
@@ -374,7 +374,7 @@ func cleanupGroupUnit(ctx context.Context, e Engine, v *View) error {
 	if err != nil {
 		return err
 	}
-	if d, ok := be.(driver.Driver); ok {
+	if d, ok := be.(batchdriver.Driver); ok {
 		return d.CleanupGroup(ctx, v.GroupID)
 	}
 	return nil
@@ -395,7 +395,7 @@ func List(ctx context.Context, e Engine, storeURL string) ([]Manifest, error) {
 	}
 	var out []Manifest
 	for _, id := range ids {
-		raw, err := st.Get(ctx, layout.ManifestKey(id))
+		raw, err := st.Get(ctx, batchlayout.ManifestKey(id))
 		if err != nil {
 			continue
 		}

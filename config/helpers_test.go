@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	backendnames "github.com/kinetic-run/kinetic/backend/names"
+	"github.com/kinetic-run/kinetic/config/backendnames"
 )
 
 // The backends of the kinetic binary: config accepts the registered names, and no backend

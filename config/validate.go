@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	backendnames "github.com/kinetic-run/kinetic/backend/names"
+	"github.com/kinetic-run/kinetic/config/backendnames"
 	"github.com/kinetic-run/kinetic/errs"
 )
 

@@ -11,11 +11,11 @@ import (
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/infra/gke"
-	"github.com/kinetic-run/kinetic/infra/gke/gketest"
+	"github.com/kinetic-run/kinetic/testkit/gketest"
 )
 
 // TestClusterGKE: on the gke backend the cluster page shows what `kinetic status` reads
-// from Google's APIs (here the fakes of infra/gke/gketest, which implement the real
+// from Google's APIs (here the fakes of testkit/gketest, which implement the real
 // generated servers): the cluster's state and its node pools.
 func TestClusterGKE(t *testing.T) {
 	ctx := context.Background()

@@ -15,9 +15,9 @@ import (
 
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/infra/gke/gkeconn"
-	"github.com/kinetic-run/kinetic/infra/gke/gketest"
 	"github.com/kinetic-run/kinetic/store"
 	"github.com/kinetic-run/kinetic/testkit/gcstest"
+	"github.com/kinetic-run/kinetic/testkit/gketest"
 )
 
 // TestNewGKEDirect: New with a direct GKE connection reaches the cluster GKE's API

@@ -13,15 +13,15 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kinetic-run/kinetic/batch/driver"
+	"github.com/kinetic-run/kinetic/backend/batchdriver"
 	"github.com/kinetic-run/kinetic/internal/filelock"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/runner"
 	"github.com/kinetic-run/kinetic/store"
 )
 
-// Batches run by executors (batch/driver: Modes.Unit). A batch whose children are derived
-// (batch/layout: a template and every input in one object, nothing per input) is served
+// Batches run by executors (backend/batchdriver: Modes.Unit). A batch whose children are derived
+// (store/batchlayout: a template and every input in one object, nothing per input) is served
 // by up to `parallelism` group workers (`kinetic supervise --group`), each holding a
 // slot and one long-lived Python, the batch executor (runner/batchexec.py), that runs
 // the inputs one after another: no process, no job objects and no queue entry per
@@ -50,10 +50,10 @@ type groupInfo struct {
 
 func (b *Backend) groupDir(gid string) string { return filepath.Join(b.o.StateDir, "groups", gid) }
 
-// Modes implements driver.Driver: every child not run by executors goes to the queue
+// Modes implements batchdriver.Driver: every child not run by executors goes to the queue
 // of warm workers (pool.go).
-func (b *Backend) Modes(h *job.Handle, spec *job.Spec) driver.Modes {
-	return driver.Modes{Unit: b.canGroup(spec), Queue: true}
+func (b *Backend) Modes(h *job.Handle, spec *job.Spec) batchdriver.Modes {
+	return batchdriver.Modes{Unit: b.canGroup(spec), Queue: true}
 }
 
 // canGroup says whether executors run a batch of spec: Python functions without Data,
@@ -68,8 +68,8 @@ func (b *Backend) canGroup(spec *job.Spec) bool {
 // through the queue (pool.go), each in a warm forked child.
 const IsolationJob = "job"
 
-// StartGroup implements driver.Driver: record the batch and start its workers.
-func (b *Backend) StartGroup(ctx context.Context, g driver.Group, template *job.Handle) error {
+// StartGroup implements batchdriver.Driver: record the batch and start its workers.
+func (b *Backend) StartGroup(ctx context.Context, g batchdriver.Group, template *job.Handle) error {
 	if !job.ValidName(g.ID) {
 		return fmt.Errorf("local backend: invalid group ID %q", g.ID)
 	}
@@ -100,7 +100,7 @@ func (b *Backend) StartGroup(ctx context.Context, g driver.Group, template *job.
 	return nil
 }
 
-// GroupDone implements driver.Driver: the done files of the batch's workers.
+// GroupDone implements batchdriver.Driver: the done files of the batch's workers.
 func (b *Backend) GroupDone(ctx context.Context, gid string) (map[int]bool, error) {
 	dir := filepath.Join(b.groupDir(gid), "done")
 	ents, err := os.ReadDir(dir)
@@ -147,7 +147,7 @@ func (b *Backend) GroupDone(ctx context.Context, gid string) (map[int]bool, erro
 	return out, nil
 }
 
-// UnwrittenStatus implements driver.Driver.
+// UnwrittenStatus implements batchdriver.Driver.
 func (b *Backend) UnwrittenStatus(ctx context.Context, h *job.Handle) (job.State, string, error) {
 	if s, r, ok, err := b.groupStatus(ctx, h, false); ok || err != nil {
 		return s, r, err
@@ -155,7 +155,7 @@ func (b *Backend) UnwrittenStatus(ctx context.Context, h *job.Handle) (job.State
 	return job.NotFound, "", nil // its batch's state is gone: nothing runs it
 }
 
-// CleanupGroup implements driver.Driver: stop the batch's workers (the inputs they run
+// CleanupGroup implements batchdriver.Driver: stop the batch's workers (the inputs they run
 // fail as cancelled) and remove its state.
 func (b *Backend) CleanupGroup(ctx context.Context, gid string) error {
 	dir := b.groupDir(gid)
@@ -388,7 +388,7 @@ func readClaimed(path string) (int, error) {
 	return n, nil
 }
 
-// Release implements driver.Driver: a local job holds nothing once it has ended.
+// Release implements batchdriver.Driver: a local job holds nothing once it has ended.
 func (b *Backend) Release(ctx context.Context, h *job.Handle) error { return nil }
 
-var _ driver.Driver = (*Backend)(nil)
+var _ batchdriver.Driver = (*Backend)(nil)

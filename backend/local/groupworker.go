@@ -15,13 +15,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/internal/atomicfile"
 	"github.com/kinetic-run/kinetic/internal/filelock"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/runner"
 	"github.com/kinetic-run/kinetic/store"
+	"github.com/kinetic-run/kinetic/store/batchlayout"
 )
 
 // GroupWorkOptions are the arguments of `kinetic supervise --group`.
@@ -102,10 +102,10 @@ type groupWorker struct {
 	running     string // workers/K.running
 	runningFile *os.File
 	st          *store.Store
-	t           *layout.Template
-	env         map[string]string // the variables the batch captured (layout.ReadEnv)
+	t           *batchlayout.Template
+	env         map[string]string // the variables the batch captured (batchlayout.ReadEnv)
 	size        int
-	inputs      *layout.Inputs
+	inputs      *batchlayout.Inputs
 	isolation   string
 	batch       *runner.Batch
 	x           *runner.Executor
@@ -137,10 +137,10 @@ func (gw *groupWorker) load(ctx context.Context) error {
 	if gw.next, err = filelock.Open(filepath.Join(gw.dir, "next"), os.O_RDWR|os.O_CREATE, 0o600); err != nil {
 		return err
 	}
-	if gw.t, err = layout.ReadTemplate(ctx, gw.st, gw.o.Group); err != nil {
+	if gw.t, err = batchlayout.ReadTemplate(ctx, gw.st, gw.o.Group); err != nil {
 		return err
 	}
-	if gw.env, err = layout.ReadEnv(ctx, gw.st, gw.o.Group, gw.t); err != nil {
+	if gw.env, err = batchlayout.ReadEnv(ctx, gw.st, gw.o.Group, gw.t); err != nil {
 		return err
 	}
 	// inputs.bin is read whole unless it is large (then each input with ranged reads:
@@ -152,7 +152,7 @@ func (gw *groupWorker) load(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("batch %s: read its inputs: %w", gw.o.Group, err)
 	}
-	if gw.inputs, err = layout.ParseInputs(raw); err != nil {
+	if gw.inputs, err = batchlayout.ParseInputs(raw); err != nil {
 		return fmt.Errorf("batch %s: %w", gw.o.Group, err)
 	}
 	if gw.inputs.Len() != gw.size {
@@ -167,7 +167,7 @@ const maxInputsInMemory = 64 << 20
 // input returns input i's bytes.
 func (gw *groupWorker) input(ctx context.Context, i int) ([]byte, error) {
 	if gw.inputs == nil {
-		return layout.ReadInput(ctx, gw.st, gw.o.Group, i)
+		return batchlayout.ReadInput(ctx, gw.st, gw.o.Group, i)
 	}
 	b, err := gw.inputs.At(i)
 	if err != nil {
@@ -226,7 +226,7 @@ func (gw *groupWorker) stopping() bool {
 func (gw *groupWorker) run(ctx context.Context, i int) error {
 	id := job.ChildID(gw.o.Group, i)
 	defer gw.markDone(i)
-	if gone, err := layout.Gone(ctx, gw.st, gw.o.Group, i); err != nil || gone {
+	if gone, err := batchlayout.Gone(ctx, gw.st, gw.o.Group, i); err != nil || gone {
 		return err
 	}
 	args, err := gw.input(ctx, i)

@@ -1,5 +1,5 @@
 // Package gke_test is GKE from nothing, as a user meets it, through the built binary:
-// Google's APIs are the infra/gke/gketest fakes (with Service Usage), and the cluster
+// Google's APIs are the testkit/gketest fakes (with Service Usage), and the cluster
 // GKE reports is the real single-node test cluster (testkit/kubetest), reached the way
 // a laptop without gcloud or a kubeconfig reaches GKE: endpoint and CA from GetCluster,
 // a token from a service-account key file (its token endpoint a local fake handing out
@@ -44,8 +44,8 @@ import (
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/infra/gke"
 	"github.com/kinetic-run/kinetic/infra/gke/gkeconn"
-	"github.com/kinetic-run/kinetic/infra/gke/gketest"
 	"github.com/kinetic-run/kinetic/infra/lws"
+	"github.com/kinetic-run/kinetic/testkit/gketest"
 	"github.com/kinetic-run/kinetic/testkit/kubetest"
 	"github.com/kinetic-run/kinetic/testkit/srcroot"
 	"github.com/kinetic-run/kinetic/testkit/testbin"

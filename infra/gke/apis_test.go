@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/kinetic-run/kinetic/infra/gke"
-	"github.com/kinetic-run/kinetic/infra/gke/gketest"
+	"github.com/kinetic-run/kinetic/testkit/gketest"
 )
 
 // TestUpEnablesAPIs: on a new project (no API enabled) the first plan is the one step

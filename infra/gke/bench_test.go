@@ -7,7 +7,7 @@ import (
 	"cloud.google.com/go/container/apiv1/containerpb"
 
 	"github.com/kinetic-run/kinetic/infra/gke"
-	"github.com/kinetic-run/kinetic/infra/gke/gketest"
+	"github.com/kinetic-run/kinetic/testkit/gketest"
 )
 
 // BenchmarkUpNoChange is a second `up` against the fakes: plan (every read, one

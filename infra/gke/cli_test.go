@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/kinetic-run/kinetic/config"
-	"github.com/kinetic-run/kinetic/infra/gke/gketest"
+	"github.com/kinetic-run/kinetic/testkit/gketest"
 	"github.com/kinetic-run/kinetic/testkit/imagetest"
 	"github.com/kinetic-run/kinetic/testkit/testbin"
 )

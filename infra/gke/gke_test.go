@@ -19,8 +19,8 @@ import (
 
 	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/infra/gke"
-	"github.com/kinetic-run/kinetic/infra/gke/gketest"
 	"github.com/kinetic-run/kinetic/store"
+	"github.com/kinetic-run/kinetic/testkit/gketest"
 	"github.com/kinetic-run/kinetic/testkit/imagetest"
 )
 

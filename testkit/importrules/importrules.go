@@ -63,6 +63,16 @@ func Under(paths ...string) Matcher {
 	}
 }
 
+// Outside forbids every package that is neither the standard library's nor under one of
+// paths (paths themselves included): a leaf that may link these and nothing else.
+func Outside(paths ...string) Matcher {
+	under := Under(paths...)
+	return Matcher{
+		Desc:  "anything but the standard library and " + under.Desc,
+		Match: func(g *Graph, pkg string) bool { return !g.Standard[pkg] && !under.Match(g, pkg) },
+	}
+}
+
 // NotStandard matches every package outside the standard library: the rule of a leaf.
 func NotStandard() Matcher {
 	return Matcher{

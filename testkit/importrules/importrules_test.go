@@ -64,7 +64,10 @@ func checkFails(t *testing.T) {
 			"batch/layout -> backend/kubernetes/podspec"},
 		{"batch code in the engine", Rule{Pkg: m + "engine", Why: "test", Forbid: Under(m + "batch")},
 			"engine -> batch/layout"},
+		{"outside what a leaf may link", Rule{Pkg: m + "batch/layout", Why: "test", Forbid: Outside(m+"store", m+"job")},
+			"batch/layout -> backend/kubernetes/podspec"},
 		{"holds", Rule{Pkg: m + "job", Why: "test", Forbid: NotStandard()}, ""},
+		{"holds for what a leaf may link", Rule{Pkg: m + "store", Why: "test", Forbid: Outside(m + "job")}, ""},
 		{"holds for a prefix only", Rule{Pkg: m + "engine", Why: "test", Forbid: Under("k8s.io/client")}, ""},
 	} {
 		v, err := Check(g, c.rule)

@@ -24,14 +24,39 @@ var Rules = []Rule{
 		),
 	},
 	{
-		Pkg: m + "batch/driver",
-		Why: "the batch driver interface is what backends implement: it links the job model only, so a backend links neither batch nor the engine by implementing it",
-		Forbid: Under(
-			m+"batch/layout",
-			m+"engine",
-			m+"backend",
-			m+"store",
-		),
+		Pkg:    m + "backend/batchdriver",
+		Why:    "the batch driver interface is what backends implement and package batch asks: it sits below both and links the job model only, so a backend links neither batch nor the engine by implementing it",
+		Forbid: Outside(m + "job"),
+	},
+	{
+		Pkg:    m + "backend/local",
+		Why:    "a backend runs batches through backend/batchdriver and the store layout (store/batchlayout); package batch and the engine sit above the backends and import them",
+		Forbid: Under(m+"batch", m+"engine"),
+	},
+	{
+		Pkg:    m + "backend/kubernetes",
+		Why:    "a backend runs batches through backend/batchdriver and the store layout (store/batchlayout); package batch and the engine sit above the backends and import them",
+		Forbid: Under(m+"batch", m+"engine"),
+	},
+	{
+		Pkg:    m + "store/batchlayout",
+		Why:    "the store layout of a batch sits under store, beside the job layout: the runner and the backends link it, so it links no backend, no engine and nothing of package batch",
+		Forbid: Under(m+"batch", m+"engine", m+"backend"),
+	},
+	{
+		Pkg:    m + "config",
+		Why:    "backends declare their settings and names to config (config.Declare, config/backendnames), so config links no backend and no store",
+		Forbid: Under(m+"backend", m+"store"),
+	},
+	{
+		Pkg:    m + "config/backendnames",
+		Why:    "the list of backend names is a leaf the backend interface and config share",
+		Forbid: NotStandard(),
+	},
+	{
+		Pkg:    m + "cmd/kinetic",
+		Why:    "test harnesses (testkit: the GKE fakes, the test cluster, the emulators) import what they test; no program links them",
+		Forbid: Under(m + "testkit"),
 	},
 	{
 		Pkg:    m + "protocol",
@@ -56,6 +81,7 @@ var Rules = []Rule{
 			m+"server",
 			m+"engine",
 			m+"backend",
+			m+"batch", // store/batchlayout is the layout a pod reads; batch is the scheduler
 			m+"infra",
 			m+"dashboard",
 			m+"image", // the image builder and publisher

@@ -32,7 +32,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/infra/gke/gkeconn"
-	"github.com/kinetic-run/kinetic/infra/gke/gketest"
+	"github.com/kinetic-run/kinetic/testkit/gketest"
 )
 
 const getCluster = "google.container.v1.ClusterManager/GetCluster"

@@ -1,8 +1,9 @@
-// Package names is the set of backend names linked into this program. backend.Register
-// adds each name it registers; config validates the backend setting against the set and
-// lists it in its errors and help. It imports nothing of Kinetic, so config stays a leaf
-// that links neither the store nor any backend.
-package names
+// Package backendnames is the set of backend names linked into this program, the accepted
+// values of config's backend key. backend.Register adds each name it registers; config
+// validates the backend setting against the set and lists it in its errors and help. It
+// sits under config, which owns the setting, and imports nothing of Kinetic: config links
+// no backend, and the backend interface links nothing else of config.
+package backendnames
 
 import (
 	"fmt"

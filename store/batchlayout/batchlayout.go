@@ -1,8 +1,9 @@
-// Package layout is the store layout of a batch (groups/ID/ in the store): the manifest,
-// the children's entries, and the resolution of a member of a backend's group unit (a pod
-// of an Indexed Job) to the job it runs. It imports only job and store, so the runner in
-// a pod links it without the engine; package batch builds on it.
-package layout
+// Package batchlayout is the store layout of a batch (groups/ID/ in the store): the
+// manifest, the children's entries, and the resolution of a member of a backend's group
+// unit (a pod of an Indexed Job) to the job it runs. It sits under store, beside the job
+// layout, and imports only job and store: the runner in a pod and the backends that run
+// a batch's members link it without package batch or the engine, which build on it.
+package batchlayout
 
 import (
 	"context"

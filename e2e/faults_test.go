@@ -575,7 +575,7 @@ func faultBatchTemplateDamaged(t *testing.T, e *env) {
 		r := e.run(args...)
 		took := time.Since(start)
 		t.Logf("%v: exit %d after %s: %q %q", args, r.code, took.Round(time.Millisecond), r.stdout, r.stderr)
-		if r.code == 0 || r.code == 124 || took > 20*time.Second || !strings.Contains(r.stderr, "groups/"+gid+"/template.json") || strings.Contains(r.stderr, "json:") {
+		if r.code == 0 || r.code == 124 || took > 45*time.Second || !strings.Contains(r.stderr, "groups/"+gid+"/template.json") || strings.Contains(r.stderr, "json:") {
 			t.Errorf("%v with a damaged template: exit %d after %s: %q %q", args, r.code, took.Round(time.Millisecond), r.stdout, r.stderr)
 		}
 	}

@@ -11,16 +11,26 @@ import (
 // there. It is never the same as absent: a reader that treated it so would lose the job.
 var ErrDamaged = errors.New("damaged store object")
 
+// DamagedError is an error with message msg that is ErrDamaged (errors.Is), for a
+// damaged object of something other than a job (a batch's): the message says it all,
+// without the sentinel's words after it.
+func DamagedError(msg string) error { return &damagedError{msg} }
+
+type damagedError struct{ msg string }
+
+func (e *damagedError) Error() string        { return e.msg }
+func (e *damagedError) Is(target error) bool { return target == ErrDamaged }
+
 // Damaged returns the error for job id's object file (e.g. "status.json") that could
 // not be decoded because of cause (nil when the object is empty).
 func Damaged(id, file string, raw []byte, cause error) error {
-	return fmt.Errorf("job %s is damaged: %s %s; `kinetic jobs cleanup %s` removes the job: %w", id, file, Describe(raw, cause), id, ErrDamaged)
+	return DamagedError(fmt.Sprintf("job %s is damaged: %s %s; `kinetic jobs cleanup %s` removes the job", id, file, Describe(raw, cause), id))
 }
 
 // Missing returns the error for job id whose object file is gone while others that are
 // written after it are there (why says which): the job is damaged, not absent.
 func Missing(id, file, why string) error {
-	return fmt.Errorf("job %s is damaged: its %s is missing (%s); `kinetic jobs cleanup %s` removes the job: %w", id, file, why, id, ErrDamaged)
+	return DamagedError(fmt.Sprintf("job %s is damaged: its %s is missing (%s); `kinetic jobs cleanup %s` removes the job", id, file, why, id))
 }
 
 // Describe says in a person's words what is wrong with raw, an object that should hold

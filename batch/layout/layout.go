@@ -140,13 +140,13 @@ func ReadManifest(ctx context.Context, st *store.Store, gid string) (*Manifest, 
 // exists and could not be decoded because of cause: it names the object in the store and
 // the command that removes the batch, and wraps job.ErrDamaged.
 func Damaged(gid, file string, raw []byte, cause error) error {
-	return fmt.Errorf("batch %s is damaged: %s%s %s; `kinetic batch cleanup %s` removes the batch and its jobs: %w", gid, Prefix(gid), file, job.Describe(raw, cause), gid, job.ErrDamaged)
+	return job.DamagedError(fmt.Sprintf("batch %s is damaged: %s%s %s; `kinetic batch cleanup %s` removes the batch and its jobs", gid, Prefix(gid), file, job.Describe(raw, cause), gid))
 }
 
 // Missing is the error for the object file of batch gid that is gone while other
 // objects of the batch are there (why says which).
 func Missing(gid, file, why string) error {
-	return fmt.Errorf("batch %s is damaged: its %s%s is missing (%s); `kinetic batch cleanup %s` removes the batch and its jobs: %w", gid, Prefix(gid), file, why, gid, job.ErrDamaged)
+	return job.DamagedError(fmt.Sprintf("batch %s is damaged: its %s%s is missing (%s); `kinetic batch cleanup %s` removes the batch and its jobs", gid, Prefix(gid), file, why, gid))
 }
 
 // MissingManifest returns a Missing error when batch gid has no manifest but other

@@ -109,7 +109,7 @@ print("TOOK", time.time() - start)
     assert "ERR" in lines, p.stdout + p.stderr
     assert "groups/%s/template.json" % gid in lines["ERR"], lines
     assert "json:" not in lines["ERR"] and "TimeoutError" not in lines["ERR"], lines
-    assert float(lines["TOOK"]) < 30, lines
+    assert float(lines["TOOK"]) < 45, lines  # the wait was for ever (60 s here)
 
 
 def test_deleted_result_json(run_script, store_dir):

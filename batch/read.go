@@ -2,7 +2,6 @@ package batch
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -273,10 +272,20 @@ func readRows(ctx context.Context, e Engine, st *store.Store, storeURL string, i
 func readManifest(ctx context.Context, st *store.Store, gid string, m *Manifest, cache map[int]Child) error {
 	got, err := batchlayout.ReadManifest(ctx, st, gid)
 	if store.IsNotFound(err) {
+		if err := batchlayout.MissingManifest(ctx, st, gid); err != nil {
+			return err
+		}
 		return fmt.Errorf("no batch %s in the store %s: %w", gid, st.URL(), engine.ErrNotFound)
 	}
 	if err != nil {
 		return err
+	}
+	if got.Derived {
+		// Every child is made from the template: one that cannot be read leaves the
+		// batch with no job to wait for, so say so now rather than wait.
+		if _, err := template(ctx, st, gid); err != nil {
+			return err
+		}
 	}
 	*m = *got
 	if m.SubmissionComplete {
@@ -318,6 +327,9 @@ func Cancel(ctx context.Context, e Engine, gid, storeURL string) error {
 // storeObjs the manifest goes too. Outputs stay.
 func Cleanup(ctx context.Context, e Engine, gid, storeURL string, backendRes, storeObjs bool) error {
 	v, err := Read(ctx, e, gid, storeURL, false)
+	if errors.Is(err, job.ErrDamaged) {
+		return cleanupDamaged(ctx, e, gid, storeURL, backendRes, storeObjs)
+	}
 	if err != nil {
 		return err
 	}
@@ -380,8 +392,18 @@ func cleanupGroupUnit(ctx context.Context, e Engine, v *View) error {
 	return nil
 }
 
-// List returns the manifests in the store (without their children), newest first.
-func List(ctx context.Context, e Engine, storeURL string) ([]Manifest, error) {
+// Listed is one batch of List: its manifest (without its children), or, when the
+// manifest cannot be read, the group ID alone and why (Error).
+type Listed struct {
+	Manifest
+	// Error says why the batch's manifest cannot be read (a damaged batch); the
+	// manifest's other fields are then empty.
+	Error string `json:"error,omitempty"`
+}
+
+// List returns the batches in the store (their manifests without children), newest
+// first; a batch whose manifest is damaged or missing is listed with Error set.
+func List(ctx context.Context, e Engine, storeURL string) ([]Listed, error) {
 	st, _, err := openStore(ctx, e, storeURL)
 	if errors.Is(err, store.ErrNoStore) {
 		return nil, nil // a store never written to holds no batches
@@ -393,20 +415,39 @@ func List(ctx context.Context, e Engine, storeURL string) ([]Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []Manifest
-	for _, id := range ids {
-		raw, err := st.Get(ctx, batchlayout.ManifestKey(id))
-		if err != nil {
-			continue
-		}
-		var m Manifest
-		if json.Unmarshal(raw, &m) == nil {
-			m.Children = nil
-			out = append(out, m)
+	out := make([]Listed, len(ids))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i, id := range ids {
+		g.Go(func() error {
+			m, err := batchlayout.ReadManifest(gctx, st, id)
+			if store.IsNotFound(err) {
+				err = batchlayout.MissingManifest(gctx, st, id) // nil: being written, or removed
+			}
+			switch {
+			case err == nil && m != nil:
+				m.Children = nil
+				out[i] = Listed{Manifest: *m}
+			case errors.Is(err, job.ErrDamaged):
+				out[i] = Listed{Manifest: Manifest{GroupID: id}, Error: err.Error()}
+			case err != nil && gctx.Err() == nil:
+				out[i] = Listed{Manifest: Manifest{GroupID: id}, Error: fmt.Sprintf("batch %s cannot be read: %v", id, err)}
+			}
+			return nil
+		})
+	}
+	g.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	kept := out[:0]
+	for _, l := range out {
+		if l.GroupID != "" {
+			kept = append(kept, l)
 		}
 	}
-	sort.Slice(out, func(a, b int) bool { return out[a].GroupID > out[b].GroupID })
-	return out, nil
+	sort.Slice(kept, func(a, b int) bool { return kept[a].GroupID > kept[b].GroupID })
+	return kept, nil
 }
 
 // Watch reports each child once, as soon as it is final (or failed to be submitted), in
@@ -484,6 +525,11 @@ func Watch(ctx context.Context, e Engine, gid, storeURL string, emit func(ChildS
 						t := gone.Tombstone.CleanedAt
 						final[c.Index], progressed = true, true
 						emit(ChildStatus{Index: c.Index, Status: job.NotFound, CollectedAt: &t})
+					}
+					if errors.Is(err, job.ErrDamaged) {
+						// Nothing will mend it: final, with why (its result says so too).
+						final[c.Index], progressed = true, true
+						emit(ChildStatus{Index: c.Index, JobID: c.JobID, Status: job.NotFound, Reason: err.Error()})
 					}
 					continue // else written a moment ago; next round
 				}

@@ -130,15 +130,26 @@ func newBatchListCmd(g *Globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// A damaged batch is a row of its own and a warning that says what is
+			// wrong and how to remove it, never left out.
+			for _, m := range ms {
+				if m.Error != "" {
+					fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: warning: %s\n", m.Error)
+				}
+			}
 			if f.asJSON {
 				if ms == nil {
-					ms = []batch.Manifest{}
+					ms = []batch.Listed{}
 				}
 				return writeJSON(cmd.OutOrStdout(), ms)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "GROUP ID\tNAME\tFUNCTION\tINPUTS\tSUBMITTED\tCREATED")
 			for _, m := range ms {
+				if m.Error != "" {
+					fmt.Fprintf(tw, "%s\tDAMAGED (see the warning)\t-\t-\t-\t-\n", m.GroupID)
+					continue
+				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%v\t%s\n", m.GroupID, m.Name, m.FuncName, m.TotalExpected, m.SubmissionComplete, m.CreatedAt)
 			}
 			return tw.Flush()

@@ -63,7 +63,9 @@ func (s *Server) batches(ctx context.Context) (map[string]batch.Manifest, error)
 		}
 		out := make(map[string]batch.Manifest, len(ms))
 		for _, m := range ms {
-			out[m.GroupID] = m
+			if m.Error == "" { // a damaged batch's rows say so themselves
+				out[m.GroupID] = m.Manifest
+			}
 		}
 		return out, nil
 	})

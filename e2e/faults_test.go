@@ -114,6 +114,24 @@ var faultCases = []struct {
 		want:  "batch results returns at once: the submitted inputs' results, the others as submission failures (\"never submitted\"); batch status says submission is complete",
 		run:   faultBatchSubmitterKilled,
 	},
+	{
+		name:  "batch-manifest-damaged",
+		fault: "groups/G/manifest.json of a finished batch truncated, replaced by garbage, emptied or deleted (batches run by executors and with a job per input)",
+		want:  "batch list lists each batch as damaged, naming it and the file, and exits 0; batch status names the file; batch cleanup G removes the children and groups/G/",
+		run:   faultBatchManifestDamaged,
+	},
+	{
+		name:  "batch-template-damaged",
+		fault: "groups/G/template.json of a finished batch holds garbage",
+		want:  "batch status and batch results fail at once naming the file (never 4/4 NOT_FOUND, never a wait); batch cleanup G removes the batch",
+		run:   faultBatchTemplateDamaged,
+	},
+	{
+		name:  "handle-json-deleted",
+		fault: "handle.json of a finished job is deleted",
+		want:  "jobs status says at once that the job is damaged, naming handle.json (never \"no job ID in the store\"); jobs list shows an ERROR row naming it; jobs cleanup removes the job",
+		run:   faultHandleDeleted,
+	},
 }
 
 func TestFaults(t *testing.T) {
@@ -484,5 +502,138 @@ func faultBatchSubmitterKilled(t *testing.T, e *env) {
 	st := e.run("batch", "status", "--json", gid)
 	if !strings.Contains(st.stdout, `"submission_complete": true`) {
 		t.Fatalf("batch status of a batch whose submitter is gone: %q", st.stdout)
+	}
+}
+
+// childrenInStore lists the job prefixes in the store that belong to batch gid: its
+// derived children (job.ChildID) and the jobs whose handle names the batch.
+func (e *env) childrenInStore(gid string) []string {
+	var out []string
+	for _, id := range e.jobsInStore() {
+		if strings.Contains(id, strings.TrimPrefix(gid, "grp-")) {
+			out = append(out, id)
+			continue
+		}
+		raw, _ := os.ReadFile(filepath.Join(e.store, "jobs", id, "handle.json"))
+		if bytes.Contains(raw, []byte(gid)) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func faultBatchManifestDamaged(t *testing.T, e *env) {
+	damages := []struct {
+		name, isolation string
+		damage          func(path string)
+	}{
+		{"truncated", "", func(p string) { raw, _ := os.ReadFile(p); os.WriteFile(p, raw[:len(raw)/2], 0o600) }},
+		{"garbage", "job", func(p string) { os.WriteFile(p, []byte("\x00\x01garbage{"), 0o600) }},
+		{"empty", "", func(p string) { os.WriteFile(p, nil, 0o600) }},
+		{"deleted", "", func(p string) { os.Remove(p) }},
+		{"deleted-job-per-input", "job", func(p string) { os.Remove(p) }},
+	}
+	gids := make([]string, len(damages))
+	for i, d := range damages {
+		var extra []string
+		if d.isolation != "" {
+			extra = append(extra, "KINETIC_BATCH_ISOLATION="+d.isolation)
+		}
+		gids[i] = e.makeBatch(t, 3, extra...)
+		if len(e.childrenInStore(gids[i])) == 0 {
+			t.Fatalf("%s: batch %s left no children in the store to clean up", d.name, gids[i])
+		}
+		d.damage(filepath.Join(e.store, "groups", gids[i], "manifest.json"))
+	}
+	start := time.Now()
+	r := e.run("batch", "list")
+	t.Logf("batch list after %s:\n%s%s", time.Since(start).Round(time.Millisecond), r.stdout, r.stderr)
+	if r.code != 0 {
+		t.Fatalf("batch list: exit %d %q", r.code, r.stderr)
+	}
+	for i, gid := range gids {
+		if !strings.Contains(r.stdout, gid) || !strings.Contains(r.stderr, gid) || !strings.Contains(r.stderr, "groups/"+gid+"/manifest.json") {
+			t.Errorf("%s: batch list hides %s or gives no warning naming its manifest", damages[i].name, gid)
+		}
+	}
+	if n := strings.Count(r.stdout, "DAMAGED"); n != len(gids) {
+		t.Errorf("batch list shows %d DAMAGED rows, want %d", n, len(gids))
+	}
+	r = e.run("batch", "list", "--json")
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil || len(rows) != len(gids) {
+		t.Fatalf("batch list --json: %v %q", err, r.stdout)
+	}
+	for _, row := range rows {
+		if msg, _ := row["error"].(string); !strings.Contains(msg, "manifest.json") {
+			t.Errorf("batch list --json row without the damage named: %v", row)
+		}
+	}
+	for i, gid := range gids {
+		r = e.run("batch", "status", gid)
+		if r.code == 0 || !strings.Contains(r.stderr, "groups/"+gid+"/manifest.json") || strings.Contains(r.stderr, "json:") {
+			t.Errorf("%s: batch status %s: %d %q", damages[i].name, gid, r.code, r.stderr)
+		}
+		r = e.run("batch", "cleanup", gid)
+		if r.code != 0 {
+			t.Errorf("%s: batch cleanup %s: exit %d %q", damages[i].name, gid, r.code, r.stderr)
+		}
+		if left := e.childrenInStore(gid); len(left) > 0 {
+			t.Errorf("%s: batch cleanup %s left its children %v", damages[i].name, gid, left)
+		}
+		if _, err := os.Stat(filepath.Join(e.store, "groups", gid)); !os.IsNotExist(err) {
+			t.Errorf("%s: batch cleanup %s left groups/%s (%v)", damages[i].name, gid, gid, err)
+		}
+	}
+}
+
+func faultBatchTemplateDamaged(t *testing.T, e *env) {
+	gid := e.makeBatch(t, 4)
+	tmpl := filepath.Join(e.store, "groups", gid, "template.json")
+	if _, err := os.Stat(tmpl); err != nil {
+		t.Fatalf("the batch has no template to damage: %v", err)
+	}
+	os.WriteFile(tmpl, []byte("{\"handle\": garbage"), 0o600)
+	for _, args := range [][]string{{"batch", "status", gid}, {"batch", "results", "--timeout", "60s", gid}} {
+		start := time.Now()
+		r := e.run(args...)
+		took := time.Since(start)
+		t.Logf("%v: exit %d after %s: %q %q", args, r.code, took.Round(time.Millisecond), r.stdout, r.stderr)
+		if r.code == 0 || r.code == 124 || took > 45*time.Second || !strings.Contains(r.stderr, "groups/"+gid+"/template.json") || strings.Contains(r.stderr, "json:") {
+			t.Errorf("%v with a damaged template: exit %d after %s: %q %q", args, r.code, took.Round(time.Millisecond), r.stdout, r.stderr)
+		}
+	}
+	if r := e.run("batch", "cleanup", gid); r.code != 0 {
+		t.Errorf("batch cleanup %s: exit %d %q", gid, r.code, r.stderr)
+	}
+	if left := e.childrenInStore(gid); len(left) > 0 {
+		t.Errorf("batch cleanup %s left its children %v", gid, left)
+	}
+	if _, err := os.Stat(filepath.Join(e.store, "groups", gid)); !os.IsNotExist(err) {
+		t.Errorf("batch cleanup %s left groups/%s (%v)", gid, gid, err)
+	}
+}
+
+func faultHandleDeleted(t *testing.T, e *env) {
+	id := e.submitAsync(t, "sh", "-c", "echo hi")
+	e.waitStatus(t, id, "SUCCEEDED")
+	if err := os.Remove(filepath.Join(e.store, "jobs", id, "handle.json")); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"jobs", "status", id}, {"jobs", "result", id}, {"jobs", "logs", id}} {
+		r := e.run(args...)
+		if r.code == 0 || !strings.Contains(r.stderr, "handle.json") || !strings.Contains(r.stderr, "damaged") || strings.Contains(r.stderr, "no job") {
+			t.Errorf("%v after handle.json was deleted: %d %q", args, r.code, r.stderr)
+		}
+	}
+	r := e.run("jobs", "list")
+	if r.code != 0 || !strings.Contains(r.stdout, id) || !strings.Contains(r.stdout, "ERROR") || !strings.Contains(r.stderr, "handle.json") {
+		t.Errorf("jobs list after handle.json was deleted: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if r := e.run("jobs", "cleanup", id); r.code != 0 {
+		t.Errorf("jobs cleanup %s: %d %q", id, r.code, r.stderr)
+	}
+	if got := e.jobsInStore(); len(got) != 0 {
+		t.Errorf("left in the store after cleanup: %v", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -305,4 +306,48 @@ func (e *Engine) RemoveUnreadable(ctx context.Context, id, storeURL string) (boo
 		}
 	}
 	return true, st.DeletePrefix(ctx, store.JobPrefix(id))
+}
+
+// writtenAfterHandle are the objects of a job that only exist once its handle.json was
+// written (engine.write puts the handle last; the backend, the runner and cancel write
+// these later): a job that has one of them and no handle lost its handle.
+var writtenAfterHandle = []string{"status.json", "result.json", "result.pkl", "debug.json", "logs/", "hosts/"}
+
+// missingHandle returns a damaged-job error (job.Missing) when job id has no
+// handle.json but objects written after it, nil otherwise (never written, being
+// submitted, or removed). A cleanup removing the job at this moment deletes its objects
+// in no particular order, so the job's objects are looked at again a moment later
+// before it is called damaged.
+func missingHandle(ctx context.Context, st *store.Store, id string) error {
+	later := func() (string, error) {
+		objs, err := st.List(ctx, store.JobPrefix(id))
+		if err != nil {
+			return "", err
+		}
+		for _, o := range objs {
+			name := strings.TrimPrefix(o.Key, store.JobPrefix(id))
+			if name == "handle.json" {
+				return "", nil // written meanwhile
+			}
+			for _, w := range writtenAfterHandle {
+				if name == w || (strings.HasSuffix(w, "/") && strings.HasPrefix(name, w)) {
+					return strings.TrimSuffix(w, "/"), nil
+				}
+			}
+		}
+		return "", nil
+	}
+	found, err := later()
+	if err != nil || found == "" {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(200 * time.Millisecond):
+	}
+	if found, err = later(); err != nil || found == "" {
+		return err
+	}
+	return job.Missing(id, "handle.json", "its "+found+" is there, and that is written after it")
 }

@@ -69,7 +69,27 @@ func (j *Job) ResultOf(ctx context.Context, state job.State, reason string, valu
 			raw, err = j.Store.Get(ctx, envKey)
 		}
 	}
+	var env *job.Envelope
 	if store.IsNotFound(err) {
+		// result.json is written after result.pkl: a job that has result.pkl and no
+		// result.json lost it (deleted), or was stopped between the two.
+		pkl, perr := j.Store.Exists(ctx, valueKey)
+		if perr != nil {
+			return nil, perr
+		}
+		switch {
+		case state == job.Succeeded && pkl:
+			// Its end recorded as a success: result.pkl holds the value (the SDK says
+			// so if it is not whole).
+			env, err = &job.Envelope{Success: true, HasValue: true, Host: "0"}, nil
+		case state == job.Succeeded:
+			return nil, job.Missing(j.ID, "result.json", "it succeeded, and its result.pkl, which holds the value, is missing too")
+		case pkl:
+			return &Result{State: state, Reason: reason}, job.Missing(j.ID, path.Base(envKey),
+				fmt.Sprintf("it %s (%s); its %s is there, but without result.json it cannot be told whether that holds a value or an exception", strings.ToLower(string(state)), reason, path.Base(valueKey)))
+		}
+	}
+	if env == nil && store.IsNotFound(err) {
 		tail, _ := j.Tail(ctx, 20)
 		msg := fmt.Sprintf("job %s %s: %s", j.ID, strings.ToLower(string(state)), reason)
 		if tail != "" {
@@ -80,9 +100,10 @@ func (j *Job) ResultOf(ctx context.Context, state job.State, reason string, valu
 	if err != nil {
 		return nil, err
 	}
-	env, err := job.DecodeEnvelope(raw)
-	if err != nil || len(raw) == 0 {
-		return nil, job.Damaged(j.ID, path.Base(envKey), raw, err)
+	if env == nil {
+		if env, err = job.DecodeEnvelope(raw); err != nil || len(raw) == 0 {
+			return nil, job.Damaged(j.ID, path.Base(envKey), raw, err)
+		}
 	}
 	res := &Result{State: state, Reason: reason, Envelope: env}
 	if valueTo.Dir != "" && env.HasValue {

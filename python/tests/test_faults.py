@@ -134,3 +134,79 @@ b = kinetic.attach_batch(%r)
 print("N", len(b.statuses()))
 ''' % gid)
     assert "N 200" in q.stdout, q.stdout + q.stderr
+
+
+def test_damaged_template_raises_at_once(run_script, store_dir):
+    """A batch whose groups/G/template.json is damaged: attach_batch(G).results() in
+    another process raises at once naming the file (it waited for ever, while `batch
+    status` said 4/4 NOT_FOUND)."""
+    p = run_script('''
+import kinetic
+
+@kinetic.run(accelerator="cpu")
+def f(x):
+    return x * 10
+
+b = f.run_async_map(range(4))
+b.wait()
+print(b.group_id)
+''')
+    gid = p.stdout.strip().splitlines()[-1]
+    with open(os.path.join(store_dir, "groups", gid, "template.json"), "w") as fh:
+        fh.write('{"handle": garbage')
+    p = run_script('''
+import time, kinetic
+from kinetic.exceptions import KineticError
+
+start = time.time()
+try:
+    print("VALUES", kinetic.attach_batch(%r).results(timeout=60))
+except KineticError as e:
+    print("ERR", type(e).__name__, str(e).replace("\\n", " "))
+print("TOOK", time.time() - start)
+''' % gid, timeout=180)
+    lines = dict(l.split(" ", 1) for l in p.stdout.strip().splitlines())
+    assert "ERR" in lines, p.stdout + p.stderr
+    assert "groups/%s/template.json" % gid in lines["ERR"], lines
+    assert "json:" not in lines["ERR"] and "TimeoutError" not in lines["ERR"], lines
+    assert float(lines["TOOK"]) < 45, lines  # the wait was for ever (60 s here)
+
+
+def test_deleted_result_json(run_script, store_dir):
+    """result.json deleted: the value is read from a whole result.pkl; with result.pkl gone
+    too, the error names the missing file (was "the job ended without a result")."""
+    p = run_script('''
+import os, time, kinetic
+from kinetic.exceptions import KineticError
+
+@kinetic.run(accelerator="cpu")
+def f(x):
+    return {"value": x}
+
+def finished(h):
+    while h.status().value not in ("SUCCEEDED", "FAILED"):
+        time.sleep(0.05)
+    return os.path.join(%r, "jobs", h.job_id)
+
+h = f.run_async(7)
+d = finished(h)
+os.remove(os.path.join(d, "result.json"))
+print("VALUE", h.result())
+
+h = f.run_async(8)
+d = finished(h)
+os.remove(os.path.join(d, "result.json"))
+os.remove(os.path.join(d, "result.pkl"))
+try:
+    h.result()
+except KineticError as e:
+    print("ERR", str(e).replace("\\n", " "))
+else:
+    print("NO ERROR")
+print("ID", h.job_id)
+''' % store_dir)
+    lines = dict(l.split(" ", 1) for l in p.stdout.strip().splitlines())
+    assert lines.get("VALUE") == "{'value': 7}", p.stdout + p.stderr
+    assert "ERR" in lines, p.stdout + p.stderr
+    assert lines["ID"] in lines["ERR"] and "result.json" in lines["ERR"], lines
+    assert "ended without a result" not in lines["ERR"], lines

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/internal/backoff"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
@@ -124,13 +125,67 @@ func ReadManifest(ctx context.Context, st *store.Store, gid string) (*Manifest, 
 		return nil, err
 	}
 	var m Manifest
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("batch %s: manifest.json: %w", gid, err)
+	if err := json.Unmarshal(raw, &m); err != nil || m.GroupID != gid {
+		if err == nil {
+			err = fmt.Errorf("it names batch %s", errs.Quote(m.GroupID))
+		}
+		return nil, Damaged(gid, "manifest.json", raw, err)
 	}
 	if m.Derived {
 		m.deriveChildren()
 	}
 	return &m, nil
+}
+
+// Damaged is the error for the object file of batch gid (e.g. "manifest.json") that
+// exists and could not be decoded because of cause: it names the object in the store and
+// the command that removes the batch, and wraps job.ErrDamaged.
+func Damaged(gid, file string, raw []byte, cause error) error {
+	return job.DamagedError(fmt.Sprintf("batch %s is damaged: %s%s %s; `kinetic batch cleanup %s` removes the batch and its jobs", gid, Prefix(gid), file, job.Describe(raw, cause), gid))
+}
+
+// Missing is the error for the object file of batch gid that is gone while other
+// objects of the batch are there (why says which).
+func Missing(gid, file, why string) error {
+	return job.DamagedError(fmt.Sprintf("batch %s is damaged: its %s%s is missing (%s); `kinetic batch cleanup %s` removes the batch and its jobs", gid, Prefix(gid), file, why, gid))
+}
+
+// MissingManifest returns a Missing error when batch gid has no manifest but other
+// objects (nil when it has none, or its manifest). A derived batch writes its template
+// and inputs just before its manifest, and a cleanup removes the objects in no
+// particular order, so what is there is looked at again a moment later before the batch
+// is called damaged.
+func MissingManifest(ctx context.Context, st *store.Store, gid string) error {
+	look := func() (string, error) {
+		objs, err := st.List(ctx, Prefix(gid))
+		if err != nil || len(objs) == 0 {
+			return "", err
+		}
+		names := make([]string, 0, 3)
+		for _, o := range objs {
+			name := strings.TrimPrefix(o.Key, Prefix(gid))
+			if name == "manifest.json" {
+				return "", nil // written meanwhile
+			}
+			if len(names) < 3 {
+				names = append(names, name)
+			}
+		}
+		return strings.Join(names, ", "), nil
+	}
+	found, err := look()
+	if err != nil || found == "" {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(300 * time.Millisecond):
+	}
+	if found, err = look(); err != nil || found == "" {
+		return err
+	}
+	return Missing(gid, "manifest.json", "the batch's other objects are there: "+found)
 }
 
 // MergeChildren adds to m the children written one by one since it was saved. cache

@@ -108,7 +108,7 @@ func ReadTemplate(ctx context.Context, st *store.Store, gid string) (*Template, 
 		if err == nil {
 			err = errors.New("no handle or spec")
 		}
-		return nil, fmt.Errorf("batch %s: template.json cannot be read: %w", gid, err)
+		return nil, Damaged(gid, "template.json", raw, err)
 	}
 	t.legacyEnv = t.Env
 	return &t.Template, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -42,14 +43,21 @@ const DefaultSingleIdle = time.Minute
 func isSingleQueue(q string) bool { return strings.HasPrefix(filepath.Base(q), singlePrefix) }
 
 // singleQueue is the queue of this backend's configuration: everything a supervisor is
-// started with (the store, slots, grace, the Python settings, the binary itself) picks
-// the queue, so a job always runs under the settings it was submitted with, and a
-// rebuilt binary gets new supervisors.
+// started with (the store, slots, grace, the Python settings, the binary itself, and
+// this process's environment, which it inherits) picks the queue, so a job always runs
+// under the settings and environment it was submitted with, and a rebuilt binary gets
+// new supervisors.
 func (b *Backend) singleQueue() string {
 	b.singleOnce.Do(func() {
 		h := sha256.New()
 		fmt.Fprintln(h, b.st.URL(), b.o.Slots, b.o.Grace, b.singleIdle(), b.o.Exe)
 		fmt.Fprintln(h, strings.Join(b.o.Python.flags(), "\x00"))
+		// A job runs with its submitter's environment (PYTHONPATH, PATH, …), which its
+		// supervisor inherits: submitters with different environments get different
+		// supervisors, as they did when each job started its own.
+		env := os.Environ()
+		sort.Strings(env)
+		fmt.Fprintln(h, strings.Join(env, "\x00"))
 		if fi, err := os.Stat(b.o.Exe); err == nil {
 			fmt.Fprintln(h, fi.Size(), fi.ModTime().UnixNano())
 		}

@@ -124,3 +124,34 @@ func killSupervisor(t *testing.T, st *store.Store, h *job.Handle) {
 		t.Fatal(err)
 	}
 }
+
+// TestSinglesRunWithSubmittersEnvironment: a job runs with the environment of the
+// process that submitted it (which its supervisor inherits), even when a long-lived
+// supervisor started by a submitter with another environment is still waiting.
+func TestSinglesRunWithSubmittersEnvironment(t *testing.T) {
+	ctx := context.Background()
+	state, storeDir := t.TempDir(), t.TempDir()
+	out := filepath.Join(t.TempDir(), "seen")
+	for _, v := range []string{"first", "second"} {
+		t.Setenv("KINETIC_TEST_SUBMITTER", v)
+		st, err := store.Open(ctx, "file://"+storeDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		b, err := local.New(st, local.Options{StateDir: state, Exe: testbin.Path(t), Slots: 1, Grace: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := submit(t, b, st, "sh", "-c", `echo "$KINETIC_TEST_SUBMITTER" >> `+out)
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		s, reason, err := j.Wait(wctx, nil)
+		cancel()
+		if err != nil || s != job.Succeeded {
+			t.Fatalf("%s: %s (%s) %v", v, s, reason, err)
+		}
+	}
+	if got, _ := os.ReadFile(out); string(got) != "first\nsecond\n" {
+		t.Fatalf("the jobs saw %q; want each its submitter's value (\"first\\nsecond\\n\")", got)
+	}
+}

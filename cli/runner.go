@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -48,6 +49,7 @@ func newSuperviseCmd(g *Globals) *cobra.Command {
 	var o local.SuperviseOptions
 	var queue, group string
 	var worker int
+	var idle time.Duration
 	cmd := &cobra.Command{
 		Use:    "supervise --store URL --job ID --state-dir DIR",
 		Short:  "Supervise one local job (started by the local backend)",
@@ -60,7 +62,7 @@ func newSuperviseCmd(g *Globals) *cobra.Command {
 			if group != "" {
 				err = local.WorkGroup(cmd.Context(), local.GroupWorkOptions{SuperviseOptions: o, Group: group, Worker: worker})
 			} else if queue != "" {
-				err = local.Work(cmd.Context(), local.WorkOptions{SuperviseOptions: o, Queue: queue, Worker: worker})
+				err = local.Work(cmd.Context(), local.WorkOptions{SuperviseOptions: o, Queue: queue, Worker: worker, Idle: idle})
 			} else {
 				err = local.Supervise(cmd.Context(), o)
 			}
@@ -73,6 +75,7 @@ func newSuperviseCmd(g *Globals) *cobra.Command {
 	cmd.Flags().StringVar(&o.StateDir, "state-dir", "", "local backend state directory")
 	cmd.Flags().StringVar(&queue, "queue", "", "serve this batch queue instead of one job")
 	cmd.Flags().StringVar(&group, "group", "", "serve this batch's inputs with an executor (its children derived) instead of one job")
+	cmd.Flags().DurationVar(&idle, "idle", 0, "with --queue, how long a worker waits for another job before it exits (0: a few seconds)")
 	cmd.Flags().IntVar(&worker, "worker", 0, "worker number within the queue's pool, or the batch's workers")
 	cmd.Flags().IntVar(&o.Slots, "slots", 2, "concurrent jobs on this machine")
 	cmd.Flags().DurationVar(&o.Grace, "grace", runner.DefaultGrace, "time between SIGTERM and SIGKILL on cancel")

@@ -7,11 +7,12 @@
 package jobview
 
 import (
+	"context"
+	"path/filepath"
 	"time"
 
-	"context"
-
 	"github.com/kinetic-run/kinetic/errs"
+	"github.com/kinetic-run/kinetic/internal/dirwatch"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
 )
@@ -50,6 +51,13 @@ func (j *Job) Status(ctx context.Context) (job.State, string, error) {
 func (j *Job) Wait(ctx context.Context, onChange func(job.State)) (job.State, string, error) {
 	var last job.State
 	p := NewPoller()
+	// On a file:// store, a new object of the job (its status, its envelope) ends a
+	// wait at once; the polls remain for what writes nothing (a worker that died).
+	var wake *dirwatch.Watcher
+	if dir := j.Store.LocalDir(); dir != "" {
+		wake = dirwatch.New(filepath.Join(dir, filepath.FromSlash(store.JobPrefix(j.ID))))
+		defer wake.Close()
+	}
 	for {
 		state, reason, err := j.Status(ctx)
 		if err != nil {
@@ -62,7 +70,7 @@ func (j *Job) Wait(ctx context.Context, onChange func(job.State)) (job.State, st
 		if state.Terminal() {
 			return state, reason, nil
 		}
-		if err := p.Wait(ctx); err != nil {
+		if err := p.wait(ctx, wake); err != nil {
 			return state, reason, err
 		}
 	}

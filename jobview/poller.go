@@ -3,6 +3,8 @@ package jobview
 import (
 	"context"
 	"time"
+
+	"github.com/kinetic-run/kinetic/internal/dirwatch"
 )
 
 // Poller yields growing delays: every few milliseconds for the first seconds, so short
@@ -21,18 +23,22 @@ func NewPoller() *Poller { return NewPollerFrom(2 * time.Millisecond) }
 func NewPollerFrom(d time.Duration) *Poller { return &Poller{start: time.Now(), d: d} }
 
 // Wait sleeps for the next delay, or until ctx ends (its error).
-func (p *Poller) Wait(ctx context.Context) error {
-	t := time.NewTimer(p.d)
-	defer t.Stop()
+func (p *Poller) Wait(ctx context.Context) error { return p.wait(ctx, nil) }
+
+// wait sleeps for the next delay, until w sees a change, or until ctx ends. With a
+// watcher the delays grow faster: the watcher wakes the loop when the job writes
+// something, the polls are only for what writes nothing.
+func (p *Poller) wait(ctx context.Context, w *dirwatch.Watcher) error {
+	d := p.d
 	limit := 20 * time.Millisecond
 	if time.Since(p.start) > 3*time.Second {
 		limit = 500 * time.Millisecond
 	}
-	p.d = min(p.d*5/4+time.Millisecond, limit)
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
+	if w != nil {
+		limit = max(limit, 100*time.Millisecond)
+		p.d = min(p.d*2+time.Millisecond, limit)
+	} else {
+		p.d = min(p.d*5/4+time.Millisecond, limit)
 	}
+	return w.Sleep(ctx, d)
 }

@@ -1,6 +1,7 @@
 package pack
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -198,6 +199,7 @@ type hashCache struct {
 	old   map[string]cacheEntry
 	new   map[string]cacheEntry
 	mtime map[string]time.Time
+	raw   []byte // the file as read: an unchanged cache is not written again
 }
 
 const hashCacheVersion = 1
@@ -213,6 +215,7 @@ func loadHashCache(dir, root string) *hashCache {
 	if err != nil {
 		return c
 	}
+	c.raw = b
 	var f hashCacheFile
 	if json.Unmarshal(b, &f) == nil && f.Version == hashCacheVersion && f.Root == root {
 		for _, v := range f.Files {
@@ -255,8 +258,8 @@ func (c *hashCache) save() {
 		}
 	}
 	b, err := json.Marshal(hashCacheFile{Version: hashCacheVersion, Root: c.root, Files: c.new})
-	if err != nil {
-		return
+	if err != nil || bytes.Equal(b, c.raw) {
+		return // nothing changed: a call from an unchanged tree writes nothing here
 	}
 	_ = atomicfile.Write(c.file, b, 0o644, 0o755)
 }

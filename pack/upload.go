@@ -462,6 +462,7 @@ type packLoc struct {
 
 type packIndex struct {
 	file  string
+	raw   []byte             // the file as read: an unchanged index is not written again
 	URL   string             `json:"url"`
 	Ver   int                `json:"version"`
 	Files map[string]packLoc `json:"files"`
@@ -481,6 +482,7 @@ func loadPackIndex(dir, url string) *packIndex {
 	if err != nil {
 		return idx
 	}
+	idx.raw = b
 	var f packIndex
 	if json.Unmarshal(b, &f) != nil || f.URL != url || f.Ver != packIndexVersion {
 		return idx
@@ -512,7 +514,7 @@ func (idx *packIndex) save() {
 		return
 	}
 	b, err := json.Marshal(idx)
-	if err != nil {
+	if err != nil || bytes.Equal(b, idx.raw) {
 		return
 	}
 	_ = atomicfile.Write(idx.file, b, 0o644, 0o755)

@@ -57,6 +57,13 @@ type Options struct {
 	// Isolation is how the inputs of a batch run (the setting batch_isolation):
 	// runner.IsolationWorker (default), runner.IsolationProcess or IsolationJob.
 	Isolation string
+	// PerJobSupervisor starts a new supervisor process for every job instead of
+	// handing jobs to long-lived supervisors (singles.go). Tests of the per-job path
+	// set it.
+	PerJobSupervisor bool
+	// SingleIdle is how long a long-lived supervisor waits for another job before it
+	// exits (0: DefaultSingleIdle).
+	SingleIdle time.Duration
 }
 
 // PythonSettings say how jobs' Python runs on this machine. The zero value is the
@@ -93,6 +100,9 @@ type Backend struct {
 
 	mu      sync.Mutex
 	ensured map[string]time.Time // queue → when its workers were last seen complete
+
+	singleOnce sync.Once
+	singleQ    string // the queue of single jobs (singles.go)
 }
 
 // New returns a local backend over st.
@@ -127,12 +137,26 @@ func (b *Backend) Name() string { return Name }
 
 func (b *Backend) workspace(id string) string { return filepath.Join(b.o.StateDir, "jobs", id) }
 
-// Submit starts a detached supervisor and returns once it holds its lock and has
-// recorded itself in status.json, so the job can never be lost between the two.
+// Submit hands the job to a supervisor and returns once the job is recorded and a
+// live supervisor will run it, so the job can never be lost between the two.
+//
+// By default the supervisor is a long-lived one (see singles.go): the job is recorded
+// PENDING in status.json, queued, and run by a supervisor already running for this
+// backend's settings, which holds the job's lock and records itself as a per-job
+// supervisor does. With Options.PerJobSupervisor, a new detached supervisor is started
+// for the job (an exec per call) and returns once it holds its lock and has recorded
+// itself.
 func (b *Backend) Submit(ctx context.Context, h *job.Handle) error {
 	ws := b.workspace(h.JobID)
 	if err := os.MkdirAll(ws, 0o700); err != nil {
 		return fmt.Errorf("local backend: %w", err)
+	}
+	if !b.o.PerJobSupervisor {
+		if err := b.submitSingle(ctx, h, ws); err != nil {
+			os.RemoveAll(ws)
+			return err
+		}
+		return nil
 	}
 	if err := b.spawn(ctx, filepath.Join(ws, "supervisor.log"), "--job", h.JobID); err != nil {
 		// Nothing ran: leave no workspace behind (the engine removes the job's objects).
@@ -442,6 +466,9 @@ func (b *Backend) queuedStatus(ctx context.Context, h *job.Handle, st *job.Statu
 		return b.Status(ctx, h) // claimed meanwhile
 	}
 	reason := fmt.Sprintf("the batch's workers stopped before running this job; see %s", filepath.Join(st.Local.Queue, "workers"))
+	if isSingleQueue(st.Local.Queue) {
+		reason = fmt.Sprintf("the job's supervisors stopped before running it; see %s", filepath.Join(st.Local.Queue, "workers"))
+	}
 	b.record(ctx, h.JobID, &job.Status{State: job.Failed, Reason: reason})
 	return job.Failed, reason, nil
 }

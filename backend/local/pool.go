@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kinetic-run/kinetic/internal/backoff"
+	"github.com/kinetic-run/kinetic/internal/dirwatch"
 	"github.com/kinetic-run/kinetic/internal/filelock"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
@@ -50,6 +51,11 @@ func (b *Backend) Enqueue(ctx context.Context, h *job.Handle, parallelism int) e
 	if err := os.WriteFile(filepath.Join(q, h.JobID), nil, 0o600); err != nil {
 		return fmt.Errorf("local backend: queue %s: %w", h.JobID, err)
 	}
+	return b.ensureFresh(q, max(1, min(parallelism, b.o.Slots)))
+}
+
+// ensureFresh makes sure n workers serve q, unless it saw them all a moment ago.
+func (b *Backend) ensureFresh(q string, n int) error {
 	// Workers linger for seconds after their queue empties, so having seen the pool
 	// full a moment ago is as good as looking again (and saves a lock per input).
 	b.mu.Lock()
@@ -58,7 +64,7 @@ func (b *Backend) Enqueue(ctx context.Context, h *job.Handle, parallelism int) e
 	if fresh {
 		return nil
 	}
-	if err := b.ensureWorkers(q, max(1, min(parallelism, b.o.Slots))); err != nil {
+	if err := b.ensureWorkers(q, n); err != nil {
 		return err
 	}
 	b.mu.Lock()
@@ -89,8 +95,7 @@ func (b *Backend) ensureWorkers(q string, n int) error {
 }
 
 func (b *Backend) startWorker(q string, k int) error {
-	w := strconv.Itoa(k)
-	return b.spawn(context.Background(), filepath.Join(q, "workers", w+".log"), "--queue", q, "--worker", w)
+	return b.spawn(context.Background(), filepath.Join(q, "workers", strconv.Itoa(k)+".log"), b.workerArgs(q, k)...)
 }
 
 // WorkOptions are the arguments of `kinetic supervise --queue`.
@@ -144,6 +149,12 @@ func Work(ctx context.Context, o WorkOptions) error {
 	w := &worker{o: o, st: st, usr: usr}
 	defer w.releaseSlot()
 	pause := backoff.New(2*time.Millisecond, 50*time.Millisecond)
+	// A new entry wakes the worker at once; the pause is then only a fallback.
+	wake := dirwatch.New(o.Queue)
+	defer wake.Close()
+	if wake != nil && isSingleQueue(o.Queue) {
+		pause.Max = 500 * time.Millisecond // a long-lived supervisor waits for minutes
+	}
 	for {
 		ran, err := w.once(ctx)
 		if err != nil {
@@ -164,9 +175,10 @@ func Work(ctx context.Context, o WorkOptions) error {
 			if ents, _ := pending(o.Queue); len(ents) == 0 {
 				return nil
 			}
+			wake.Close()
 			return Work(ctx, o) // take the locks again (or give way to a new worker)
 		}
-		time.Sleep(pause.Next())
+		wake.Sleep(ctx, pause.Next())
 	}
 }
 
@@ -228,6 +240,8 @@ func (w *worker) once(ctx context.Context) (bool, error) {
 		s, err := ReadStatus(ctx, w.st, id)
 		if store.IsNotFound(err) {
 			s, err = &job.Status{State: job.Pending}, nil // queued: no status yet
+		}
+		if err == nil && !s.State.Terminal() {
 			if c := readClaim(lock); c != nil {
 				// Claimed before by a worker that died while it ran: it must not run twice.
 				s = &job.Status{State: job.Failed, Reason: deadWorkerReason(c), Local: c}
@@ -256,7 +270,13 @@ func (w *worker) once(ctx context.Context) (bool, error) {
 		cancel := make(chan os.Signal, 1)
 		stop := make(chan struct{})
 		go relayCancel(w.usr, ws, cancel, stop)
-		err = runOne(ctx, w.st, o.SuperviseOptions, id, proc, cancel, filepath.Join(o.Queue, "workers", strconv.Itoa(o.Worker)))
+		// A batch's children share the worker's tree; a single job gets its own
+		// workspace, as under a per-job supervisor.
+		treeDir := filepath.Join(o.Queue, "workers", strconv.Itoa(o.Worker))
+		if isSingleQueue(o.Queue) {
+			treeDir = ""
+		}
+		err = runOne(ctx, w.st, o.SuperviseOptions, id, proc, cancel, treeDir)
 		close(stop)
 		os.Remove(filepath.Join(o.Queue, id))
 		lock.Close()
@@ -300,6 +320,9 @@ func readClaim(f *os.File) *job.LocalProcess {
 }
 
 func deadWorkerReason(c *job.LocalProcess) string {
+	if isSingleQueue(c.Queue) {
+		return fmt.Sprintf("the job's supervisor (pid %d) stopped without reporting a result: it was killed or the machine restarted; see %s", c.SupervisorPID, filepath.Join(c.Queue, "workers"))
+	}
 	return fmt.Sprintf("the batch worker (pid %d) running this job stopped without reporting a result: it was killed or the machine restarted; see %s", c.SupervisorPID, filepath.Join(c.Queue, "workers"))
 }
 

@@ -107,8 +107,9 @@ func Supervise(ctx context.Context, o SuperviseOptions) error {
 // process, the final status. A value on cancel stops it (SIGTERM to its process group,
 // SIGKILL after the grace period).
 func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string, proc *job.LocalProcess, cancel <-chan os.Signal, treeDir string) error {
-	// A batch child's RUNNING is the claim its worker wrote into its lock file.
-	if proc.Queue == "" {
+	// A batch child's RUNNING is the claim its worker wrote into its lock file; a
+	// single job, queued or not, is RUNNING in status.json, with its supervisor.
+	if proc.Queue == "" || isSingleQueue(proc.Queue) {
 		if err := WriteStatus(ctx, st, id, &job.Status{State: job.Running, Local: proc}); err != nil {
 			return err
 		}

@@ -29,6 +29,19 @@ def _root_for(source_file):
     return _roots[key]
 
 
+# Module file -> its real path. A module's file is resolved once: realpath costs a
+# system call per path component, and sys.modules holds hundreds of modules that every
+# call would otherwise resolve again.
+_realpaths = {}
+
+
+def _realpath(f):
+    r = _realpaths.get(f)
+    if r is None:
+        r = _realpaths[f] = os.path.realpath(f)
+    return r
+
+
 def _modules_under(root):
     """Modules loaded from files under root (but not from environments inside it)."""
     root = os.path.realpath(root) + os.sep
@@ -36,9 +49,9 @@ def _modules_under(root):
     out = []
     for name, mod in list(sys.modules.items()):
         f = getattr(mod, "__file__", None)
-        if not f or name == "__main__":
+        if not f or name == "__main__" or not isinstance(f, str):
             continue
-        f = os.path.realpath(f)
+        f = _realpath(f)
         if f.startswith(own):
             continue  # the SDK itself is never needed on the worker
         if f.startswith(root) and "site-packages" not in f and "dist-packages" not in f:

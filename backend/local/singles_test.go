@@ -1,0 +1,157 @@
+package local_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/backend/backendtest"
+	"github.com/kinetic-run/kinetic/backend/local"
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/store"
+	"github.com/kinetic-run/kinetic/testkit/testbin"
+)
+
+// newLocalIn is newLocal with a state directory the test knows.
+func newLocalIn(t *testing.T, state string, slots int, perJob bool) (*local.Backend, *store.Store) {
+	st, err := store.Open(context.Background(), "file://"+t.TempDir()+"/store")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	b, err := local.New(st, local.Options{StateDir: state, Exe: testbin.Path(t), Slots: slots, Grace: 2 * time.Second, PerJobSupervisor: perJob})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, st
+}
+
+// TestConformancePerJobSupervisor: the per-job supervisor (an exec per job, the
+// Options.PerJobSupervisor path) passes the suite too.
+func TestConformancePerJobSupervisor(t *testing.T) {
+	backendtest.Run(t, backendtest.Harness{
+		New: func(t *testing.T) (backend.Backend, *store.Store) {
+			return newLocalIn(t, t.TempDir(), 4, true)
+		},
+		Observe: observe,
+		KillWorker: func(t *testing.T, b backend.Backend, st *store.Store, h *job.Handle) {
+			killSupervisor(t, st, h)
+		},
+	})
+}
+
+// TestSinglesShareSupervisor: jobs submitted one after another run under the same
+// long-lived supervisor (no process started per job), each recorded with it, in a
+// workspace of its own.
+func TestSinglesShareSupervisor(t *testing.T) {
+	ctx := context.Background()
+	state := t.TempDir()
+	b, st := newLocalIn(t, state, 1, false)
+	var pids []int
+	for i := 0; i < 3; i++ {
+		j := submit(t, b, st, "sh", "-c", "pwd > here")
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		s, reason, err := j.Wait(wctx, nil)
+		cancel()
+		if err != nil || s != job.Succeeded {
+			t.Fatalf("job %d: %s (%s) %v", i, s, reason, err)
+		}
+		final, err := local.ReadStatus(ctx, st, j.Handle.JobID)
+		if err != nil || final.Local == nil || final.Local.SupervisorPID <= 0 {
+			t.Fatalf("job %d: final status %+v, %v; want its supervisor recorded", i, final, err)
+		}
+		if want := filepath.Join(state, "jobs", j.Handle.JobID); final.Local.Workspace != want {
+			t.Fatalf("job %d ran in %s, want its own workspace %s", i, final.Local.Workspace, want)
+		}
+		pids = append(pids, final.Local.SupervisorPID)
+	}
+	if pids[0] != pids[1] || pids[1] != pids[2] {
+		t.Fatalf("supervisor pids %v: want one long-lived supervisor for all three", pids)
+	}
+}
+
+// TestSingleClaimedByDeadSupervisor: a queued job whose lock file holds the claim of a
+// supervisor that died (it claimed the job, then was killed before it recorded RUNNING)
+// is never run: the next supervisor to find it records it FAILED.
+func TestSingleClaimedByDeadSupervisor(t *testing.T) {
+	ctx := context.Background()
+	state := t.TempDir()
+	b, st := newLocalIn(t, state, 1, false)
+	marker := filepath.Join(t.TempDir(), "ran")
+	first := submit(t, b, st, "sh", "-c", "sleep 2")
+	waitState(t, first, job.Running)
+	second := submit(t, b, st, "sh", "-c", "echo ran > "+marker)
+	s, err := local.ReadStatus(ctx, st, second.Handle.JobID)
+	if err != nil || s.State != job.Pending || s.Local == nil || s.Local.Queue == "" {
+		t.Fatalf("queued job's status %+v, %v; want PENDING in a queue", s, err)
+	}
+	// The claim a supervisor writes into the job's lock before it runs it; this one's
+	// writer is gone (no process holds the lock).
+	claim, _ := json.Marshal(&job.LocalProcess{SupervisorPID: 999999999, LockPath: filepath.Join(state, "jobs", second.Handle.JobID, "supervisor.lock"), Queue: s.Local.Queue})
+	if err := os.WriteFile(filepath.Join(state, "jobs", second.Handle.JobID, "supervisor.lock"), claim, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	state2, reason, err := second.Wait(wctx, nil)
+	if err != nil || state2 != job.Failed || !strings.Contains(reason, "999999999") {
+		t.Fatalf("job claimed by a dead supervisor: %s (%s) %v; want FAILED naming it", state2, reason, err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the job claimed by a dead supervisor ran again")
+	}
+	if s, _, _ := first.Wait(wctx, nil); s != job.Succeeded {
+		t.Fatalf("first job: %s", s)
+	}
+}
+
+func killSupervisor(t *testing.T, st *store.Store, h *job.Handle) {
+	t.Helper()
+	s, err := local.ReadStatus(context.Background(), st, h.JobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := os.FindProcess(s.Local.SupervisorPID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSinglesRunWithSubmittersEnvironment: a job runs with the environment of the
+// process that submitted it (which its supervisor inherits), even when a long-lived
+// supervisor started by a submitter with another environment is still waiting.
+func TestSinglesRunWithSubmittersEnvironment(t *testing.T) {
+	ctx := context.Background()
+	state, storeDir := t.TempDir(), t.TempDir()
+	out := filepath.Join(t.TempDir(), "seen")
+	for _, v := range []string{"first", "second"} {
+		t.Setenv("KINETIC_TEST_SUBMITTER", v)
+		st, err := store.Open(ctx, "file://"+storeDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		b, err := local.New(st, local.Options{StateDir: state, Exe: testbin.Path(t), Slots: 1, Grace: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := submit(t, b, st, "sh", "-c", `echo "$KINETIC_TEST_SUBMITTER" >> `+out)
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		s, reason, err := j.Wait(wctx, nil)
+		cancel()
+		if err != nil || s != job.Succeeded {
+			t.Fatalf("%s: %s (%s) %v", v, s, reason, err)
+		}
+	}
+	if got, _ := os.ReadFile(out); string(got) != "first\nsecond\n" {
+		t.Fatalf("the jobs saw %q; want each its submitter's value (\"first\\nsecond\\n\")", got)
+	}
+}

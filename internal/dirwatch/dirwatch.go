@@ -1,0 +1,74 @@
+// Package dirwatch wakes a waiting loop when something is added to a directory, so that
+// loops which look for a file another process writes (a job's status, a queue's next
+// entry) sleep until it comes instead of polling every few milliseconds. On Linux it is
+// inotify; elsewhere, or when the directory cannot be watched, a Watcher never wakes
+// early and the loops poll as before. Events are only hints: a caller always looks at
+// the directory itself, and still looks now and then without one.
+package dirwatch
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
+
+// Watcher reports additions to one directory. The nil *Watcher is valid: it never wakes.
+type Watcher struct {
+	c    chan struct{}
+	stop func()
+}
+
+// MaxWatchers bounds the watchers a process holds at once: inotify instances are a
+// per-user resource of the machine (128 by default), not to be used up by one process
+// waiting for many jobs. Beyond it New returns the nil Watcher (the caller polls).
+const MaxWatchers = 32
+
+var live atomic.Int32
+
+// New watches dir for entries made, written or moved in. A directory that cannot be
+// watched gives a Watcher that never wakes early (and no error: callers poll anyway).
+func New(dir string) *Watcher {
+	if live.Add(1) > MaxWatchers {
+		live.Add(-1)
+		return nil
+	}
+	c := make(chan struct{}, 1)
+	stop, ok := watch(dir, func() {
+		select {
+		case c <- struct{}{}:
+		default: // a wake-up is pending already
+		}
+	})
+	if !ok {
+		live.Add(-1)
+		return nil
+	}
+	return &Watcher{c: c, stop: stop}
+}
+
+// Close stops watching. A Watcher is closed once.
+func (w *Watcher) Close() {
+	if w != nil && w.stop != nil {
+		w.stop()
+		w.stop = nil
+		live.Add(-1)
+	}
+}
+
+// Sleep waits for d, for an addition to the directory since the last Sleep, or for ctx
+// to end (its error).
+func (w *Watcher) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	var c chan struct{}
+	if w != nil {
+		c = w.c
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	case <-c:
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+package dirwatch
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// TestWakesOnNewEntry: a file made in the directory ends a long Sleep at once, as does a
+// rename into it (how the store writes objects); with nothing made, Sleep lasts its time.
+func TestWakesOnNewEntry(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("inotify is Linux's")
+	}
+	dir := t.TempDir()
+	w := New(dir)
+	if w == nil {
+		t.Fatal("New returned no watcher for an existing directory")
+	}
+	defer w.Close()
+	ctx := context.Background()
+
+	start := time.Now()
+	if err := w.Sleep(ctx, 50*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 45*time.Millisecond {
+		t.Fatalf("Sleep with nothing made returned after %s, want 50ms", d)
+	}
+
+	for i, mk := range []func() error{
+		func() error { return os.WriteFile(filepath.Join(dir, "entry"), nil, 0o644) },
+		func() error {
+			if err := os.WriteFile(filepath.Join(dir, ".tmp"), []byte("x"), 0o644); err != nil {
+				return err
+			}
+			return os.Rename(filepath.Join(dir, ".tmp"), filepath.Join(dir, "status.json"))
+		},
+	} {
+		go func() {
+			time.Sleep(20 * time.Millisecond)
+			if err := mk(); err != nil {
+				t.Error(err)
+			}
+		}()
+		start = time.Now()
+		if err := w.Sleep(ctx, 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Fatalf("case %d: Sleep woke after %s, want at the new entry", i, d)
+		}
+		// Drain what the same change may have signalled twice (create, then close).
+		w.Sleep(ctx, 10*time.Millisecond)
+	}
+}
+
+// TestMissingDirectory: a directory that cannot be watched gives the nil Watcher, whose
+// Sleep still sleeps and ends with its context.
+func TestMissingDirectory(t *testing.T) {
+	w := New(filepath.Join(t.TempDir(), "missing"))
+	if w != nil {
+		t.Fatal("a watcher for a missing directory")
+	}
+	defer w.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := w.Sleep(ctx, time.Hour); err != context.Canceled {
+		t.Fatalf("Sleep after cancel = %v", err)
+	}
+}
+
+// TestBounded: a process holds at most MaxWatchers; one closed makes room for another.
+func TestBounded(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("inotify is Linux's")
+	}
+	dir := t.TempDir()
+	var ws []*Watcher
+	defer func() {
+		for _, w := range ws {
+			w.Close()
+		}
+	}()
+	for i := 0; i < MaxWatchers; i++ {
+		w := New(dir)
+		if w == nil {
+			t.Fatalf("watcher %d refused below the bound", i)
+		}
+		ws = append(ws, w)
+	}
+	if w := New(dir); w != nil {
+		w.Close()
+		t.Fatalf("watcher %d given beyond the bound of %d", MaxWatchers+1, MaxWatchers)
+	}
+	ws[0].Close()
+	ws[0].Close() // twice: still one place freed
+	if ws[0] = New(dir); ws[0] == nil {
+		t.Fatal("no watcher after one was closed")
+	}
+	if w := New(dir); w != nil {
+		w.Close()
+		t.Fatal("a double Close freed two places")
+	}
+}

@@ -18,7 +18,8 @@
 //
 //	go run ./bench/callbench -bin DIR/kinetic [-before DIR/kinetic] [-n 20]
 //
-// Each binary's runner image is made from kinetic-runner-linux-amd64 beside it. It needs
+// Each binary's runner image is made from kinetic-runner-linux-amd64 beside it. Run it from
+// inside the repository (the cluster's tools are found from there). It needs
 // root (the cluster's bridge, containerd and kubelet).
 package main
 

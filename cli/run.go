@@ -129,9 +129,12 @@ and return at once; follow it with "kinetic jobs".`,
 			}
 		}
 		e.NoticeWhilePending(ctx, j)
-		logsDone := make(chan error, 1)
-		go func() { logsDone <- j.Logs(ctx, cmd.ErrOrStderr(), true) }()
+		// The logs follow the store's copy until the result is in: one status poll (the
+		// result's), and no wait for the follower's next look after the end.
+		logsDone, ended := make(chan error, 1), make(chan struct{})
+		go func() { logsDone <- j.LogsUntil(ctx, cmd.ErrOrStderr(), ended) }()
 		res, err := j.Result(ctx, jobview.ValueTo{})
+		close(ended)
 		<-logsDone
 		if err != nil && Interrupted(ctx, err) {
 			return cancelInterrupted(cmd.ErrOrStderr(), j)

@@ -51,6 +51,20 @@ func (j *Job) Logs(ctx context.Context, w io.Writer, follow bool) error {
 	return j.cleanedUp(ctx, "logs", j.view().Logs(ctx, w, follow))
 }
 
+// LogsUntil is Logs with follow for a caller that waits for the job itself (Wait,
+// Result): the store's copy is followed without a status poll of its own and ends when
+// the caller closes ended, after it saw the job terminal (jobview.Job.LogsUntil). Logs
+// at the source (a running pod) end with their stream, as with Logs.
+func (j *Job) LogsUntil(ctx context.Context, w io.Writer, ended <-chan struct{}) error {
+	if ls, ok := j.Backend.(backend.Observer); ok {
+		err := ls.StreamLogs(ctx, j.Handle, true, 0, w)
+		if !errors.Is(err, backend.ErrNoLogs) {
+			return err
+		}
+	}
+	return j.cleanedUp(ctx, "logs", j.view().LogsUntil(ctx, w, ended))
+}
+
 // Tail returns the last n lines of the job's logs.
 func (j *Job) Tail(ctx context.Context, n int) (string, error) {
 	s, err := j.view().Tail(ctx, n)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -173,5 +174,57 @@ func TestLastLines(t *testing.T) {
 		if got := lastLines(c.s, c.n); got != c.want {
 			t.Errorf("lastLines(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
 		}
+	}
+}
+
+// TestLogsUntil: a follower for a caller that waits itself looks at no status (the
+// caller's wait is the only poll), writes every chunk written before the end in order,
+// the last one included, and returns as soon as the caller says the job ended.
+func TestLogsUntil(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	st, id := newStore(t), job.NewID()
+	put(t, st, store.HandleKey(id), []byte(`{}`))
+	j := New(st, id)
+	polled := 0
+	j.Live = func(context.Context) (job.State, string, error) { polled++; return job.Running, "", nil }
+	ended := make(chan struct{})
+	done := make(chan error, 1)
+	var logs bytes.Buffer
+	go func() { done <- j.LogsUntil(ctx, &logs, ended) }()
+	for i := 0; i < 3; i++ {
+		put(t, st, store.LogChunkKey(id, i), []byte(strings.Repeat("x", i)+"line\n"))
+		time.Sleep(30 * time.Millisecond)
+	}
+	// Written just before the end: the caller's wait saw the job terminal after this.
+	put(t, st, store.LogChunkKey(id, 3), []byte("last\n"))
+	select {
+	case err := <-done:
+		t.Fatalf("LogsUntil returned before the end: %v", err)
+	default:
+	}
+	t0 := time.Now()
+	close(ended)
+	select {
+	case err := <-done:
+		if err != nil || logs.String() != "line\nxline\nxxline\nlast\n" {
+			t.Fatalf("followed logs %q, %v", logs.String(), err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("LogsUntil did not return after the end")
+	}
+	if d := time.Since(t0); d > time.Second {
+		t.Errorf("LogsUntil took %s after the end", d)
+	}
+	if polled != 0 {
+		t.Errorf("LogsUntil looked at the job's status %d times; the caller's wait is the only poll", polled)
+	}
+
+	// Cancelled: it returns the context's error.
+	cctx, ccancel := context.WithCancel(ctx)
+	go func() { done <- j.LogsUntil(cctx, io.Discard, make(chan struct{})) }()
+	ccancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled LogsUntil = %v", err)
 	}
 }

@@ -34,25 +34,9 @@ func (j *Job) Logs(ctx context.Context, w io.Writer, follow bool) error {
 			}
 			state = s
 		}
-		objs, err := j.Store.List(ctx, store.LogsPrefix(j.ID))
+		progressed, err := j.copyNew(ctx, w, &next)
 		if err != nil {
 			return err
-		}
-		progressed := false
-		for _, o := range objs {
-			seq, ok := chunkSeq(o.Key)
-			if !ok || seq < next {
-				continue
-			}
-			b, err := j.Store.Get(ctx, o.Key)
-			if err != nil {
-				return err
-			}
-			if _, err := w.Write(b); err != nil {
-				return err
-			}
-			next = seq + 1
-			progressed = true
 		}
 		if !follow || state.Terminal() {
 			return nil
@@ -64,6 +48,70 @@ func (j *Job) Logs(ctx context.Context, w io.Writer, follow bool) error {
 			return err
 		}
 	}
+}
+
+// LogsUntil follows the job's logs in the store like Logs with follow, but looks at no
+// status: it ends when ended is closed, after one last read. The caller closes ended once
+// its own wait saw the job terminal (Wait or Result returned), so output written before
+// the end is in the store by then. A caller that waits anyway then polls the job's state
+// once, not twice, and its logs end with its wait instead of on the follower's next
+// poll.
+func (j *Job) LogsUntil(ctx context.Context, w io.Writer, ended <-chan struct{}) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-ended:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	next := 0
+	p := NewPoller()
+	for {
+		last := false
+		select {
+		case <-ended:
+			last = true
+		default:
+		}
+		progressed, err := j.copyNew(ctx, w, &next)
+		if err != nil || last {
+			return err
+		}
+		if progressed {
+			p = NewPoller()
+		}
+		if err := p.Wait(wctx); err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// copyNew writes the log chunks numbered next and above to w, in order, and moves next
+// past them.
+func (j *Job) copyNew(ctx context.Context, w io.Writer, next *int) (bool, error) {
+	objs, err := j.Store.List(ctx, store.LogsPrefix(j.ID))
+	if err != nil {
+		return false, err
+	}
+	progressed := false
+	for _, o := range objs {
+		seq, ok := chunkSeq(o.Key)
+		if !ok || seq < *next {
+			continue
+		}
+		b, err := j.Store.Get(ctx, o.Key)
+		if err != nil {
+			return progressed, err
+		}
+		if _, err := w.Write(b); err != nil {
+			return progressed, err
+		}
+		*next = seq + 1
+		progressed = true
+	}
+	return progressed, nil
 }
 
 // Tail returns the last n lines of the job's logs.

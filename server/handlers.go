@@ -165,17 +165,19 @@ func (s *Server) status(c *call, r *protocol.JobRequest) (*protocol.StatusRespon
 // waitFor waits for j as r asks, streaming its logs and state changes as events.
 func (s *Server) waitFor(ctx context.Context, c *call, j *engine.Job, r *protocol.WaitRequest) (job.State, string, error) {
 	var logsDone chan error
+	ended := make(chan struct{})
 	if r.StreamLogs {
 		logsDone = make(chan error, 1)
-		go func() { logsDone <- j.Logs(ctx, logWriter{c}, true) }()
+		go func() { logsDone <- j.LogsUntil(ctx, logWriter{c}, ended) }()
 	}
 	var onChange func(job.State)
 	if r.StatusEvents {
 		onChange = func(st job.State) { c.event(protocol.EventStatus, string(st)) }
 	}
 	state, reason, err := j.Wait(ctx, onChange)
+	close(ended) // the follower reads what is left and stops
 	if logsDone != nil {
-		<-logsDone // the follower stops by itself once the job is terminal
+		<-logsDone
 	}
 	return state, reason, err
 }

@@ -246,7 +246,7 @@ func (e *Engine) Attach(ctx context.Context, id, storeURL string) (*Job, error) 
 			}
 			return &Job{Handle: h, Store: st, Backend: be}, nil
 		}
-		if err := missingHandle(ctx, st, id); err != nil {
+		if err := jobview.MissingHandle(ctx, st, id); err != nil {
 			return nil, err
 		}
 		return nil, fmt.Errorf("no job %s in the store %s (check the ID, or use --store / the profile the job was submitted with; `kinetic jobs list` shows the jobs there): %w", id, storeURL, ErrNotFound)

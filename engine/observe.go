@@ -3,10 +3,8 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -227,7 +225,7 @@ func (e *Engine) listJobs(ctx context.Context, cfg *config.Resolved, st *store.S
 				// No handle.json: cleaned up between the listing and now, being submitted
 				// right now, or left by a submitter that stopped half-way.
 				if created, ok := job.CreatedAt(id); ok && time.Since(created) > incompleteGrace {
-					out[i] = Listed{Handle: &job.Handle{JobID: id}, State: ListError, Reason: incompleteReason(id)}
+					out[i] = Listed{Handle: &job.Handle{JobID: id}, State: ListError, Reason: jobview.IncompleteReason(id)}
 				}
 				return nil
 			}
@@ -291,10 +289,6 @@ func (e *Engine) listIDs(ctx context.Context, cfg *config.Resolved, st *store.St
 // as a submission that stopped half-way (handle.json is written last, within seconds).
 const incompleteGrace = time.Minute
 
-func incompleteReason(id string) string {
-	return fmt.Sprintf("job %s has objects in the store but no handle.json: a submission that stopped half-way, or output written after the job was cleaned up; `kinetic jobs cleanup %s` removes them", id, id)
-}
-
 // RemoveUnreadable deletes the store objects of job id when the job cannot be attached:
 // a damaged handle.json, or a submission that stopped before writing it. No backend is
 // touched: without a handle nothing says where the job ran. It reports whether there
@@ -310,58 +304,5 @@ func (e *Engine) RemoveUnreadable(ctx context.Context, id, storeURL string) (boo
 	if err != nil {
 		return false, err
 	}
-	objs, err := st.List(ctx, store.JobPrefix(id))
-	if err != nil || len(objs) == 0 {
-		return false, err
-	}
-	if raw, err := st.Get(ctx, store.HandleKey(id)); err == nil {
-		if _, err := job.DecodeHandle(raw); err == nil {
-			return false, nil // readable: clean it up the ordinary way
-		}
-	}
-	return true, st.DeletePrefix(ctx, store.JobPrefix(id))
-}
-
-// writtenAfterHandle are the objects of a job that only exist once its handle.json was
-// written (engine.write puts the handle last; the backend, the runner and cancel write
-// these later): a job that has one of them and no handle lost its handle.
-var writtenAfterHandle = []string{"status.json", "result.json", "result.pkl", "debug.json", "logs/", "hosts/"}
-
-// missingHandle returns a damaged-job error (job.Missing) when job id has no
-// handle.json but objects written after it, nil otherwise (never written, being
-// submitted, or removed). A cleanup removing the job at this moment deletes its objects
-// in no particular order, so the job's objects are looked at again a moment later
-// before it is called damaged.
-func missingHandle(ctx context.Context, st *store.Store, id string) error {
-	later := func() (string, error) {
-		objs, err := st.List(ctx, store.JobPrefix(id))
-		if err != nil {
-			return "", err
-		}
-		for _, o := range objs {
-			name := strings.TrimPrefix(o.Key, store.JobPrefix(id))
-			if name == "handle.json" {
-				return "", nil // written meanwhile
-			}
-			for _, w := range writtenAfterHandle {
-				if name == w || (strings.HasSuffix(w, "/") && strings.HasPrefix(name, w)) {
-					return strings.TrimSuffix(w, "/"), nil
-				}
-			}
-		}
-		return "", nil
-	}
-	found, err := later()
-	if err != nil || found == "" {
-		return err
-	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(200 * time.Millisecond):
-	}
-	if found, err = later(); err != nil || found == "" {
-		return err
-	}
-	return job.Missing(id, "handle.json", "its "+found+" is there, and that is written after it")
+	return jobview.RemoveUnreadable(ctx, st, id)
 }

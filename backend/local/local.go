@@ -330,7 +330,10 @@ func supervisorAlive(p *job.LocalProcess) (alive, known bool) {
 		return true, true
 	}
 	filelock.Unlock(f)
-	return false, true
+	// Free, but the file may be a new one: deleted under a live supervisor and made
+	// again (an idle queue worker's claim attempt creates it). Only the process can
+	// tell then; a killed supervisor's PID is gone.
+	return supervisorRuns(p), true
 }
 
 // supervisorRuns reports whether p's supervisor process still runs: its PID is a

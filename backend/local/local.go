@@ -292,16 +292,19 @@ func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string,
 	if st.State == job.Pending && st.Local != nil && st.Local.Queue != "" {
 		return b.queuedStatus(ctx, h, st)
 	}
+	// A final status kept in the workspace is the job's end, whatever the supervisor
+	// does now: a long-lived one runs on to serve its queue.
+	if st.Local != nil {
+		if kept := keptFinal(st.Local.Workspace); kept != nil {
+			b.record(ctx, h.JobID, kept)
+			return kept.State, kept.Reason, nil
+		}
+	}
 	if alive, known := supervisorAlive(st.Local); known && !alive {
 		// Read again: the supervisor writes its final status before releasing the lock.
 		st2, err := ReadStatus(ctx, b.st, h.JobID)
 		if err == nil && st2.State.Terminal() {
 			return st2.State, st2.Reason, nil
-		}
-		// It ended, but the store would not take its final status (a full disk).
-		if kept := keptFinal(st.Local.Workspace); kept != nil {
-			b.record(ctx, h.JobID, kept)
-			return kept.State, kept.Reason, nil
 		}
 		reason := fmt.Sprintf("the job's supervisor (pid %d) stopped without reporting a result: it was killed or the machine restarted; see %s", st.Local.SupervisorPID, filepath.Join(st.Local.Workspace, "supervisor.log"))
 		b.record(ctx, h.JobID, &job.Status{State: job.Failed, Reason: reason})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/testkit/srcroot"
 	"github.com/kinetic-run/kinetic/testkit/testbin"
+	"github.com/kinetic-run/kinetic/testkit/testproc"
 )
 
 type env struct {
@@ -27,6 +28,9 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	home := t.TempDir()
+	// Long-lived supervisors and jobs still winding down must not write into home while
+	// it is removed.
+	testproc.StopUnderAtCleanup(t, home)
 	// A small project of its own, so jobs do not ship the whole repository.
 	dir := filepath.Join(home, "proj")
 	os.MkdirAll(filepath.Join(dir, "examples"), 0o755)

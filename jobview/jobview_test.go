@@ -152,9 +152,11 @@ func TestResultOfFailedHostAndNoResult(t *testing.T) {
 	if _, err := j.ResultOf(ctx, job.Failed, "killed", ValueTo{}); !errors.Is(err, ErrNoResult) || !strings.Contains(err.Error(), "killed") || !strings.Contains(err.Error(), "b\nc") {
 		t.Fatalf("ResultOf without an envelope: %v", err)
 	}
-	put(t, st, store.HostEnvelopeKey(id, "1"), (&job.Envelope{Host: "1", ExcType: "ValueError"}).Encode())
-	res, err := j.ResultOf(ctx, job.Failed, "host 1 failed", ValueTo{})
-	if err != nil || res.Envelope.Host != "1" || res.Envelope.ExcType != "ValueError" {
+	// Host 1 ended well (its envelope says so), host 2 failed: the job's exception is host 2's.
+	put(t, st, store.HostEnvelopeKey(id, "1"), (&job.Envelope{Host: "1", Success: true}).Encode())
+	put(t, st, store.HostEnvelopeKey(id, "2"), (&job.Envelope{Host: "2", ExcType: "ValueError"}).Encode())
+	res, err := j.ResultOf(ctx, job.Failed, "host 2 failed", ValueTo{})
+	if err != nil || res.Envelope.Host != "2" || res.Envelope.ExcType != "ValueError" {
 		t.Fatalf("ResultOf with a failed host = %+v, %v", res, err)
 	}
 }

@@ -147,7 +147,8 @@ func (j *Job) ResultOf(ctx context.Context, state job.State, reason string, valu
 	return res, nil
 }
 
-// failedHost returns the first host of a multi-host job that wrote a failure envelope.
+// failedHost returns the first host of a multi-host job that wrote a failure envelope
+// (a host that ended well writes a successful one, which is skipped).
 func failedHost(ctx context.Context, st *store.Store, id string) (string, bool, error) {
 	objs, err := st.List(ctx, store.HostsPrefix(id))
 	if err != nil {
@@ -155,9 +156,21 @@ func failedHost(ctx context.Context, st *store.Store, id string) (string, bool, 
 	}
 	for _, o := range objs {
 		rest := strings.TrimPrefix(o.Key, store.HostsPrefix(id))
-		if host, ok := strings.CutSuffix(rest, "/result.json"); ok && !strings.Contains(host, "/") {
-			return host, true, nil
+		host, ok := strings.CutSuffix(rest, "/result.json")
+		if !ok || strings.Contains(host, "/") {
+			continue
 		}
+		raw, err := st.Get(ctx, o.Key)
+		if store.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return "", false, err
+		}
+		if env, err := job.DecodeEnvelope(raw); err == nil && env.Success {
+			continue
+		}
+		return host, true, nil
 	}
 	return "", false, nil
 }

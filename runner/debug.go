@@ -101,10 +101,11 @@ func (d *debugSession) watch(ctx context.Context, st *store.Store, spec *job.Spe
 	}
 }
 
-// errJobEnded: a host that waited for the leader's debugger saw the job end first (no
-// debugger attached in time, cancelled, or failed elsewhere): it has nothing to run and
-// nothing to report, since the job's verdict is already written.
-var errJobEnded = errors.New("the job ended before a debugger attached to its leader")
+// errJobEnded: a host of a multi-host job that waited for another (a worker for the
+// leader's debugger, the leader for the other hosts to end) saw the job end first (no
+// debugger attached in time, cancelled, or failed elsewhere): it has nothing more to run
+// and nothing to report, since the job's verdict is already written.
+var errJobEnded = errors.New("the job ended while this host waited for another")
 
 // waitLeaderDebugger holds a non-leader host of a multi-host debug job before it calls
 // the function, until the leader's debugger has attached (debug.json has AttachedAt)

@@ -10,7 +10,8 @@ import (
 )
 
 // TestHostsOfAMultiHostJob: the leader (host 0) writes the job's envelope; another host
-// writes only its failure, and its output, under jobs/ID/hosts/N/.
+// writes its own envelope (success or failure; the exception only on failure) and its
+// output under jobs/ID/hosts/N/.
 func TestHostsOfAMultiHostJob(t *testing.T) {
 	ctx := context.Background()
 	url := "file://" + t.TempDir()
@@ -24,7 +25,7 @@ func TestHostsOfAMultiHostJob(t *testing.T) {
 		wantMain, wantHost bool
 	}{
 		{"leader succeeds", "0", "echo from-the-leader", true, false},
-		{"worker succeeds", "1", "echo from-worker-1", false, false},
+		{"worker succeeds", "1", "echo from-worker-1", false, true},
 		{"worker fails", "2", "echo from-worker-2; exit 3", false, true},
 	}
 	for i, c := range cases {

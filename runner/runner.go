@@ -43,6 +43,9 @@ type Options struct {
 	Workspace string
 	// Host is this worker's index in a multi-host job ("0" otherwise).
 	Host string
+	// Hosts is the number of hosts of a multi-host job (0 or 1 otherwise): the leader
+	// (host 0) ends the job only once every other host has ended (waitHosts).
+	Hosts int
 	// Stdout receives the job's output as well as the store (e.g. for kubectl logs).
 	Stdout io.Writer
 	// WarmDir, if set, turns on warm workers for Python calls: fork servers, one per
@@ -148,6 +151,13 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 	started := time.Now().UTC()
 	var called time.Time
 	env, value, runErr := run(rctx, st, o, out, &called)
+	if runErr == nil && leader && env.Success && o.Hosts > 1 {
+		// The leader's value is the job's, but the job ends when all its hosts have.
+		if runErr = waitHosts(rctx, st, o, out); runErr != nil && value != nil {
+			value.Close()
+			value = nil
+		}
+	}
 	if runErr != nil {
 		var pe *phaseError
 		phase := job.PhaseSystem
@@ -184,10 +194,12 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 		if err := st.Put(context.WithoutCancel(ctx), store.EnvelopeKey(o.JobID), env.Encode()); err != nil {
 			return env, err
 		}
-	case !env.Success:
-		// A worker's failure fails the job at once (the backend reads it), even while
-		// the leader still runs; its success says nothing the leader's result does not.
-		if value != nil {
+	default:
+		// A worker's envelope says it ended: its failure fails the job at once (the
+		// backend reads it), even while the leader still runs; its success lets the
+		// leader end the job (waitHosts). Only a failure's value (the exception) is
+		// kept: the job's value is the leader's.
+		if value != nil && !env.Success {
 			if err := st.PutFile(context.WithoutCancel(ctx), store.HostResultKey(o.JobID, o.Host), value); err != nil {
 				return env, err
 			}

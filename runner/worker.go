@@ -48,6 +48,8 @@ func (w *Worker) Flags() *flag.FlagSet {
 	fs.DurationVar(&w.MemberWait, "member-wait", 15*time.Minute, "how long a batch member waits for its child to be written")
 	fs.StringVar(&w.Workspace, "workspace", "", "private working directory")
 	fs.StringVar(&w.Host, "host", os.Getenv("KINETIC_HOST_INDEX"), "host index in a multi-host job")
+	hosts, _ := strconv.Atoi(os.Getenv("KINETIC_NUM_HOSTS"))
+	fs.IntVar(&w.Hosts, "hosts", hosts, "number of hosts of a multi-host job: the leader (host 0) ends the job once every host has ended")
 	fs.IntVar(&w.DebugPort, "debug-port", DefaultDebugPort, "port debugpy listens on (127.0.0.1) in a debug job; 0 for any free port")
 	fs.Func("fuse-paths", "JSON object: the index of each Data mounted with GCS FUSE in this pod -> where it is (set by the Kubernetes backend)", func(v string) error {
 		return json.Unmarshal([]byte(v), &w.FusePaths)

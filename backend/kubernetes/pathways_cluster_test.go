@@ -140,9 +140,11 @@ import kinetic
 
 @kinetic.run(accelerator="tpu-v6e-8")
 def whoami():
-    import os
+    import os, time
     keys = ["KINETIC_HOST_INDEX", "TPU_WORKER_ID", "MEGASCALE_COORDINATOR_ADDRESS", "MEGASCALE_NUM_SLICES"]
     me = {k: os.environ.get(k) for k in keys}
+    if me["KINETIC_HOST_INDEX"] != "0":
+        time.sleep(2)  # the worker ends after the leader's call: the job must wait for it
     print("ENV " + " ".join("%s=%s" % (k, me[k]) for k in keys), flush=True)
     return me
 
@@ -164,28 +166,18 @@ print("LEADER", " ".join("%s=%s" % (k, r[k]) for k in sorted(r)))
 	if !strings.Contains(leader, "MEGASCALE_COORDINATOR_ADDRESS="+addr) {
 		t.Errorf("leader's coordinator address: %q, want %s", leader, addr)
 	}
-	// The worker ran too, with its own index and the leader's address. Nothing makes the
-	// leader wait for it (a real Pathways program would rendezvous), so on a loaded node
-	// (CI's first run builds the tools beside the other packages' tests) its pod may
-	// start well after the leader's value is back.
-	var worker string
-	deadline := time.Now().Add(3 * time.Minute)
-	for time.Now().Before(deadline) {
-		if worker = hostLogs(t, st, id, "1"); strings.Contains(worker, "ENV ") {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	// The worker ran too, with its own index and the leader's address, and the job ended
+	// only once it had: its output is in the store when the leader's value is back,
+	// however late its pod came up (a worker that came up after the leader's call once
+	// took the job for over and never ran) or however long it ran after the leader.
+	worker := hostLogs(t, st, id, "1")
 	if !strings.Contains(worker, "KINETIC_HOST_INDEX=1 TPU_WORKER_ID=1 MEGASCALE_COORDINATOR_ADDRESS="+addr+" MEGASCALE_NUM_SLICES=1") {
-		var pods []string
-		if cs, err := cluster.Client(); err == nil {
-			if l, err := cs.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: "leaderworkerset.sigs.k8s.io/name=" + id}); err == nil {
-				for _, p := range l.Items {
-					pods = append(pods, fmt.Sprintf("%s: %s %v", p.Name, p.Status.Phase, p.Status.ContainerStatuses))
-				}
-			}
-		}
-		t.Errorf("worker's output in the store: %q; pods: %v", worker, pods)
+		t.Errorf("the worker's output was not in the store when the job's value came back: %q\n%s", worker, describeGroup(t, "default", id))
+	}
+	if ok, _ := st.Exists(context.Background(), store.HostEnvelopeKey(id, "1")); !ok {
+		t.Errorf("the worker wrote no envelope, yet the job ended\n%s", describeGroup(t, "default", id))
+	} else if w, l := envelopeTime(t, st, id, "1"), envelopeTime(t, st, id, "0"); l.Before(w) {
+		t.Errorf("the leader's envelope (%s) is older than the worker's (%s): the job ended before the worker", l, w)
 	}
 	// The handle says pathways; the LeaderWorkerSet has one group of two hosts.
 	raw, err := st.Get(context.Background(), store.HandleKey(id))
@@ -362,11 +354,20 @@ print("JOB", h.job_id, flush=True)
 }
 
 // describePods is a short description of a LeaderWorkerSet's pods, for failures.
-func describePods(t *testing.T, id string) string {
-	cs, _ := cluster.Client()
-	pods, err := cs.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: "leaderworkerset.sigs.k8s.io/name=" + id})
+func describePods(t *testing.T, id string) string { return describePodsIn("default", id) }
+
+// describePodsIn is describePods in namespace ns.
+func describePodsIn(ns, id string) string {
+	cs, err := cluster.Client()
 	if err != nil {
 		return err.Error()
+	}
+	pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "leaderworkerset.sigs.k8s.io/name=" + id})
+	if err != nil {
+		return err.Error()
+	}
+	if len(pods.Items) == 0 {
+		return "no pod\n"
 	}
 	var b strings.Builder
 	for _, p := range pods.Items {
@@ -567,7 +568,14 @@ time.sleep(3)
 	}
 	var attempts []string
 	for _, k := range storeKeysUnder(t, st, "jobs/") {
-		if strings.HasSuffix(k, "/hosts/1/result.json") {
+		if !strings.HasSuffix(k, "/hosts/1/result.json") {
+			continue
+		}
+		raw, err := st.Get(context.Background(), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if env, err := job.DecodeEnvelope(raw); err != nil || !env.Success { // a worker that ended well writes one too
 			attempts = append(attempts, k)
 		}
 	}

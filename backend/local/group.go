@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -87,17 +88,26 @@ func (b *Backend) StartGroup(ctx context.Context, g batchdriver.Group, template 
 	if err := os.WriteFile(filepath.Join(dir, "group.json"), info, 0o600); err != nil {
 		return fmt.Errorf("local backend: %w", err)
 	}
+	// The workers start side by side: each start is an exec of this binary, and the
+	// batch waits for the last of them otherwise.
 	n := max(1, min(g.Parallelism, b.o.Slots, g.Size))
+	errs := make([]error, n)
+	var wg sync.WaitGroup
 	for k := 0; k < n; k++ {
-		w := strconv.Itoa(k)
-		if err := b.spawn(ctx, filepath.Join(dir, "workers", w+".log"), "--group", g.ID, "--worker", w); err != nil {
-			if k == 0 {
-				return err
-			}
-			break // the others serve the batch
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := strconv.Itoa(k)
+			errs[k] = b.spawn(ctx, filepath.Join(dir, "workers", w+".log"), "--group", g.ID, "--worker", w)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err == nil {
+			return nil // the ones that started serve the batch
 		}
 	}
-	return nil
+	return errs[0]
 }
 
 // GroupDone implements batchdriver.Driver: the done files of the batch's workers.

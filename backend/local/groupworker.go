@@ -71,6 +71,8 @@ func WorkGroup(ctx context.Context, o GroupWorkOptions) error {
 	batch, err := runner.PrepareBatch(ctx, gw.st, gw.t.Spec, gw.env, gw.isolation, runner.Options{
 		Store: gw.st, StoreURL: o.StoreURL, JobID: job.ChildID(o.Group, 0), TreeDir: tree,
 		Python: o.Python.Interpreter, EnvDir: filepath.Join(o.StateDir, "envs"), Grace: o.Grace,
+		// The executor is a child of the warm server, as a single job's call is.
+		WarmDir: o.warmDir(), WarmIdle: o.Python.WarmIdle,
 	}, os.Stderr)
 	if err != nil {
 		return gw.failAll(ctx, err)

@@ -131,12 +131,14 @@ class Job(object):
 
 
 class Spare(object):
-    """A child forked ahead of the next request, waiting on sock for it."""
-    __slots__ = ("pid", "sock")
+    """A child forked ahead of the next request, waiting on sock for it once it has
+    warmed up (it says "R" then)."""
+    __slots__ = ("pid", "sock", "ready")
 
     def __init__(self, pid, sock):
         self.pid = pid
         self.sock = sock
+        self.ready = False
 
 
 def _warm_up():
@@ -362,8 +364,11 @@ class Server(object):
         """Run a request in a child: the spare if there is one, else a new fork. fds are
         the output and the extra fds, closed here once the child has them."""
         boot = _bootstrap_code(argv[0])  # in the server too: later spares inherit the check
-        spare, self.spare = self.spare, None
+        # Only a spare that has warmed up takes a request: waiting for one would hold up
+        # every runner (the server is single-threaded); the others fork as before.
+        spare = self.spare if self.spare_ready() else None
         if spare is not None:
+            self.spare = None
             if self.hand(spare, fds, argv, env, cwd):
                 for fd in fds:
                     os.close(fd)
@@ -456,6 +461,24 @@ class Server(object):
                 os._exit(code)
         theirs.close()
         self.spare = Spare(pid, ours)
+
+    def spare_ready(self):
+        """Whether the spare has warmed up and waits (without waiting for it)."""
+        spare = self.spare
+        if spare is None or spare.ready:
+            return spare is not None
+        try:
+            b = spare.sock.recv(1, socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            b = b""
+        if b == b"R":
+            spare.ready = True
+            return True
+        self.spare = None  # gone (reap() collects it) or confused
+        self.kill_spare(spare)
+        return False
 
     def hand(self, spare, fds, argv, env, cwd):
         """Hand a request to spare; True once it has taken it (and runs as the job)."""
@@ -629,6 +652,10 @@ class Server(object):
         except BaseException as e:
             _log("spare warm-up: %s" % (e,))
         sock.settimeout(None)
+        try:
+            sock.sendall(b"R")
+        except OSError:
+            return 0
         fds = array.array("i")
         try:
             msg, anc, _, _ = sock.recvmsg(1, socket.CMSG_SPACE((MAX_FDS + 1) * fds.itemsize))

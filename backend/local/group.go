@@ -97,16 +97,10 @@ func (b *Backend) StartGroup(ctx context.Context, g batchdriver.Group, template 
 		// Long-lived supervisors that are idle serve the batch (no exec, pool.go:
 		// runGroup); the workers none of them took within groupHandOff are started.
 		left = b.queueGroupWorkers(g.ID, n)
-		if len(left) < n {
-			for _, k := range left {
-				// Best effort: the batch is served already.
-				b.spawn(ctx, filepath.Join(dir, "workers", strconv.Itoa(k)+".log"), "--group", g.ID, "--worker", strconv.Itoa(k))
-			}
-			return nil
-		}
 	}
 	// The workers start side by side: each start is an exec of this binary, and the
-	// batch waits for the last of them otherwise.
+	// batch waits for the last of them otherwise. They are started before this returns
+	// (none comes late, after the others were judged gone).
 	errs := make([]error, len(left))
 	var wg sync.WaitGroup
 	for i, k := range left {
@@ -118,6 +112,9 @@ func (b *Backend) StartGroup(ctx context.Context, g batchdriver.Group, template 
 		}()
 	}
 	wg.Wait()
+	if len(left) < n {
+		return nil // served by the supervisors that took it
+	}
 	for _, err := range errs {
 		if err == nil {
 			return nil // the ones that started serve the batch

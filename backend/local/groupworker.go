@@ -301,8 +301,8 @@ func (gw *groupWorker) run(ctx context.Context, i int) error {
 	gw.mu.Unlock()
 	gw.setRunning(i)
 	// A cancel records the status first and then looks at the running files: one of the
-	// two sees the other.
-	if jobview.FinalStatus(ctx, gw.st, id) != nil {
+	// two sees the other. So does a stop (CleanupGroup) that came while nothing ran.
+	if gw.stopping() || jobview.FinalStatus(ctx, gw.st, id) != nil {
 		gw.mu.Lock()
 		gw.current = -1
 		gw.mu.Unlock()

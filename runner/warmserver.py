@@ -148,16 +148,15 @@ def _warm_up():
     (locals, gone when it returns)."""
     import io
     import json
-    import pickle
-    try:
-        import cloudpickle
-        dumps, loads = cloudpickle.dumps, cloudpickle.loads
-    except Exception:
-        dumps, loads = pickle.dumps, pickle.loads
     src, co = _precompiled
     ns = {"__name__": "kinetic_warm_up"}
     if co is not None:
         exec(co, ns)  # the bootstrap's definitions, as a job's exec makes them
+    try:
+        import cloudpickle
+        dumps, loads = cloudpickle.dumps, cloudpickle.loads
+    except Exception:
+        return  # an interpreter without cloudpickle runs no pickled calls
 
     def f(*a, **k):
         return a, k

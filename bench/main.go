@@ -66,10 +66,12 @@ b = noop.run_async_map(range(n))
 res = b.results()
 batch = time.perf_counter() - t
 assert res == list(range(n))
+# The bare runs: n of them, none ("nobare"), or the number given (scaled to n).
+k = 0 if sys.argv[2:] == ["nobare"] else int(sys.argv[2]) if sys.argv[2:] else n
 t = time.perf_counter()
-for i in range(n if sys.argv[2:] != ["nobare"] else 0):
+for i in range(k):
     subprocess.run([sys.executable, "-c", "def noop(x):\n    return x\nnoop(%d)" % i], check=True)
-bare = time.perf_counter() - t
+bare = (time.perf_counter() - t) / k * n if k else 0.0
 # The same calls as bare interpreters that import cloudpickle (what a job's Python needs):
 # a tenth of them, enough for the rate.
 m = max(1, n // 10) if sys.argv[2:] != ["nobare"] else 0
@@ -94,6 +96,9 @@ func main() {
 	python := flag.String("python", defaultPython(), "Python with cloudpickle")
 	cpu := flag.Bool("cpu", false, "measure the CPU time per batch input (all processes) instead")
 	cpuBase := flag.Int("cpu-base", 20, "with -cpu, the small batch whose cost is taken as fixed")
+	compare := flag.String("compare", "", "another kinetic binary (say, the build before a change): both are measured, interleaved in rounds")
+	rounds := flag.Int("rounds", 3, "with -compare, how many rounds alternate the two binaries")
+	bareMap := flag.Int("bare-map", 0, "with -compare, how many bare interpreters time the map's anchor (scaled to -map; 0: -map)")
 	flag.Parse()
 	abs, err := filepath.Abs(*bin)
 	check(err)
@@ -109,16 +114,23 @@ func main() {
 	check(os.WriteFile(filepath.Join(proj, "bench_batch.py"), []byte(batchScript), 0o644))
 	check(os.WriteFile(filepath.Join(proj, "requirements.txt"), nil, 0o644))
 
-	run := func(script string, arg int, v any, extra ...string) {
+	runWith := func(bin, data, script string, arg int, v any, extra ...string) {
 		cmd := exec.Command(*python, append([]string{script, fmt.Sprint(arg)}, extra...)...)
 		cmd.Dir = proj
-		cmd.Env = append(os.Environ(), "KINETIC_BIN="+abs, "KINETIC_HOME="+filepath.Join(home, "data"), "KINETIC_WARM_IDLE=5s",
+		cmd.Env = append(os.Environ(), "KINETIC_BIN="+bin, "KINETIC_HOME="+filepath.Join(home, data), "KINETIC_WARM_IDLE=5s",
 			"PYTHONPATH="+filepath.Join(repo, "python"), "KINETIC_PROFILES_FILE="+filepath.Join(home, "profiles.json"))
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, os.Stderr
 		check(cmd.Run())
 		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 		check(json.Unmarshal([]byte(lines[len(lines)-1]), v))
+	}
+	run := func(script string, arg int, v any, extra ...string) { runWith(abs, "data", script, arg, v, extra...) }
+	if *compare != "" {
+		other, err := filepath.Abs(*compare)
+		check(err)
+		compareBench(runWith, other, abs, *n, *mapN, *rounds, *bareMap, *python)
+		return
 	}
 	if *cpu {
 		cpuBench(func(n int) float64 {
@@ -221,4 +233,69 @@ func check(err error) {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// compareBench measures binary a ("before") and b ("after") in the same run: rounds of
+// a then b (the sync calls with the bare interpreters interleaved, then the map), so
+// both see the same machine; it prints the medians and the ratios of each.
+func compareBench(runWith func(bin, data, script string, arg int, v any, extra ...string), a, b string, n, mapN, rounds, bareMap int, python string) {
+	type syncRes struct {
+		SDK, Bare   []float64
+		BareCPickle []float64 `json:"bare_cloudpickle"`
+	}
+	type mapRes struct {
+		Batch, Bare float64
+		BareCPickle float64 `json:"bare_cloudpickle"`
+	}
+	per := max(1, n/rounds)
+	var sync [2]syncRes
+	var maps [2][]mapRes
+	fmt.Fprintf(os.Stderr, "load average before: %s\n", loadAvg())
+	for r := 0; r < rounds; r++ {
+		for i, bin := range []string{a, b} {
+			data := fmt.Sprintf("data%d", i)
+			var s syncRes
+			runWith(bin, data, "bench_sync.py", per, &s)
+			sync[i].SDK = append(sync[i].SDK, s.SDK...)
+			sync[i].Bare = append(sync[i].Bare, s.Bare...)
+			sync[i].BareCPickle = append(sync[i].BareCPickle, s.BareCPickle...)
+			if mapN > 0 {
+				var m mapRes
+				var extra []string
+				if bareMap > 0 {
+					extra = []string{fmt.Sprint(bareMap)}
+				}
+				runWith(bin, data, "bench_batch.py", mapN, &m, extra...)
+				maps[i] = append(maps[i], m)
+			}
+		}
+	}
+	fmt.Printf("Machine: %s, %d cores, %s, %s; load average after: %s\n\n", cpuModel(), runtime.NumCPU(), runtime.Version(), pythonVersion(python), loadAvg())
+	fmt.Printf("Command: `go run ./bench -compare %s -bin %s -n %d -map %d -rounds %d -bare-map %d` (%d rounds, each the first binary then the second)\n\n", a, b, n, mapN, rounds, bareMap, rounds)
+	fmt.Println("| measurement (median) | before | after |")
+	fmt.Println("|---|---|---|")
+	var sdk, bare, barecp [2][3]float64
+	for i := range 2 {
+		sdk[i], bare[i], barecp[i] = stats(sync[i].SDK), stats(sync[i].Bare), stats(sync[i].BareCPickle)
+	}
+	fmt.Printf("| sync call of a no-op, Python SDK, local backend (p10–p90) | %.1f ms (%.1f–%.1f) | %.1f ms (%.1f–%.1f) |\n", sdk[0][0]*1e3, sdk[0][1]*1e3, sdk[0][2]*1e3, sdk[1][0]*1e3, sdk[1][1]*1e3, sdk[1][2]*1e3)
+	fmt.Printf("| bare `python3 -c` running the no-op | %.1f ms | %.1f ms |\n", bare[0][0]*1e3, bare[1][0]*1e3)
+	fmt.Printf("| bare `python3 -c` importing cloudpickle, then the no-op | %.1f ms | %.1f ms |\n", barecp[0][0]*1e3, barecp[1][0]*1e3)
+	fmt.Printf("| **call ÷ bare with cloudpickle** (target ≤ 0.2×) | %.2f× | **%.2f×** |\n", sdk[0][0]/barecp[0][0], sdk[1][0]/barecp[1][0])
+	if mapN > 0 {
+		med := func(ms []mapRes, f func(mapRes) float64) float64 {
+			xs := make([]float64, len(ms))
+			for i, m := range ms {
+				xs[i] = f(m)
+			}
+			return stats(xs)[0]
+		}
+		row := func(name, format string, f func(mapRes) float64) {
+			fmt.Printf("| %s | "+format+" | "+format+" |\n", name, med(maps[0], f), med(maps[1], f))
+		}
+		row(fmt.Sprintf("%d-input `run_async_map(...).results()`, inputs/s", mapN), "%.0f/s", func(m mapRes) float64 { return float64(mapN) / m.Batch })
+		row("the same as bare `python3 -c`, one after another", "%.1f/s", func(m mapRes) float64 { return float64(mapN) / m.Bare })
+		row("**map ÷ bare rate** (target ≥ 200×)", "%.0f×", func(m mapRes) float64 { return m.Bare / m.Batch })
+	}
+	fmt.Printf("\nSamples: %d sync calls of each binary (%d per round), %d maps of each.\n", per*rounds, per, rounds)
 }

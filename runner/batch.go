@@ -44,6 +44,10 @@ type Batch struct {
 	py, script, bootstrap, payload, work, cwd string
 	environ                                   []string
 	isolation                                 string
+	// warmDir and warmIdle, as Options.WarmDir and WarmIdle: executors are children
+	// of the warm server when it is set (no interpreter start per executor).
+	warmDir  string
+	warmIdle time.Duration
 }
 
 // PrepareBatch fetches and prepares what the inputs of a batch share: the function,
@@ -67,7 +71,7 @@ func PrepareBatch(ctx context.Context, st *store.Store, spec *job.Spec, env map[
 	if o.Workspace == "" {
 		o.Workspace = o.TreeDir
 	}
-	b := &Batch{isolation: isolation}
+	b := &Batch{isolation: isolation, warmDir: o.WarmDir, warmIdle: o.WarmIdle}
 	var err error
 	if b.payload, err = fetchPayload(ctx, st, spec.Payload, o); err != nil {
 		return nil, err
@@ -127,7 +131,9 @@ var endOfInput = []byte("\x00kinetic-input-end\x00\n")
 
 // Executor is one running batch executor.
 type Executor struct {
-	cmd     *exec.Cmd
+	cmd     *exec.Cmd // started by us, or
+	warm    *warmProc // started by a warm server
+	pid     int       // its process (and process group)
 	req     *os.File
 	replies *bufio.Reader
 	exited  chan struct{}
@@ -170,26 +176,40 @@ func (b *Batch) Start(log io.Writer) (*Executor, error) {
 		closeAll()
 		return nil, err
 	}
-	cmd := exec.Command(b.py, b.script, b.bootstrap, b.payload, b.work, b.cwd, b.isolation)
-	cmd.Dir, cmd.Env = b.cwd, b.environ
-	cmd.Stdout, cmd.Stderr = outW, outW
-	cmd.ExtraFiles = []*os.File{reqR, repW} // fds 3 and 4
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	noteOOMCount()
-	err = cmd.Start()
+	argv := []string{b.script, b.bootstrap, b.payload, b.work, b.cwd, b.isolation}
+	x := &Executor{req: reqW, replies: bufio.NewReaderSize(repR, 64<<10), exited: make(chan struct{}),
+		ended: make(chan struct{}, 1), own: log}
+	var wait func()
+	// A child of the warm server when there is one: the interpreter and cloudpickle
+	// are loaded already (docs/warm-workers.md). Any trouble: a new interpreter.
+	if b.warmDir != "" {
+		p, err := startWarmProc(b.warmDir, b.warmIdle, b.py, argv, b.cwd, b.environ, outW, reqR, repW)
+		if err == nil {
+			x.warm, x.pid = p, p.pid
+			wait = func() { <-p.done }
+		}
+	}
+	if x.warm == nil {
+		cmd := exec.Command(b.py, argv...)
+		cmd.Dir, cmd.Env = b.cwd, b.environ
+		cmd.Stdout, cmd.Stderr = outW, outW
+		cmd.ExtraFiles = []*os.File{reqR, repW} // fds 3 and 4
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		noteOOMCount()
+		if err := cmd.Start(); err != nil {
+			closeAll()
+			return nil, inPhase(job.PhasePlan, fmt.Errorf("cannot start %s: %w (install Python 3, or set the interpreter with KINETIC_PYTHON or `kinetic profile` key python)", b.py, err))
+		}
+		x.cmd, x.pid = cmd, cmd.Process.Pid
+		wait = func() { cmd.Wait() }
+	}
 	reqR.Close()
 	repW.Close()
 	outW.Close()
-	if err != nil {
-		closeAll()
-		return nil, inPhase(job.PhasePlan, fmt.Errorf("cannot start %s: %w (install Python 3, or set the interpreter with KINETIC_PYTHON or `kinetic profile` key python)", b.py, err))
-	}
-	x := &Executor{cmd: cmd, req: reqW, replies: bufio.NewReaderSize(repR, 64<<10), exited: make(chan struct{}),
-		ended: make(chan struct{}, 1), own: log}
 	outDone := make(chan struct{})
 	go func() { x.copyOutput(outR); close(outDone) }()
 	go func() {
-		cmd.Wait()
+		wait()
 		select { // a process the call left behind may hold the output open
 		case <-outDone:
 		case <-time.After(time.Second):
@@ -325,18 +345,20 @@ func (x *Executor) Run(in Input, args []byte, log io.Writer) (*job.Envelope, []b
 func (x *Executor) died() error {
 	<-x.exited
 	how := "it exited"
-	if ps := x.cmd.ProcessState; ps != nil {
-		if ws, ok := ps.Sys().(syscall.WaitStatus); ok {
+	if x.cmd != nil && x.cmd.ProcessState != nil {
+		if ws, ok := x.cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
 			how = waitText(ws)
 		}
+	} else if x.warm != nil && x.warm.ws != nil {
+		how = waitText(*x.warm.ws)
 	}
 	return inPhase(job.PhaseCall, fmt.Errorf("python exited without a result (%s)", how))
 }
 
 // Kill stops the executor and whatever it started, at once.
 func (x *Executor) Kill() {
-	if x.cmd.Process != nil {
-		syscall.Kill(-x.cmd.Process.Pid, syscall.SIGKILL)
+	if x.pid > 0 {
+		syscall.Kill(-x.pid, syscall.SIGKILL)
 	}
 	x.req.Close()
 	<-x.exited

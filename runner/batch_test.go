@@ -5,8 +5,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -44,8 +47,42 @@ func pickled(t *testing.T, py, src string) []byte {
 	return out
 }
 
+// executorModes runs a test of executors started cold and by a warm server.
+func executorModes(t *testing.T, test func(t *testing.T, warmDir string)) {
+	t.Run("cold", func(t *testing.T) { test(t, "") })
+	t.Run("warm", func(t *testing.T) {
+		dir := t.TempDir()
+		t.Cleanup(func() { killServers(dir) })
+		test(t, dir)
+	})
+}
+
+// checkStarter checks that x was started the way warmDir says: by the warm server in it,
+// or by us.
+func checkStarter(t *testing.T, x *Executor, warmDir string) {
+	t.Helper()
+	if warmDir == "" {
+		if x.warm != nil {
+			t.Errorf("started by a warm server without a warm directory")
+		}
+		return
+	}
+	files, _ := filepath.Glob(filepath.Join(warmDir, "*.alive"))
+	if x.warm == nil || len(files) != 1 {
+		t.Fatalf("the executor was not started by a warm server (alive files %v)", files)
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", x.pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(raw)[strings.LastIndexByte(string(raw), ')')+1:])
+	if server := readPid(files[0]); f[1] != strconv.Itoa(server) {
+		t.Errorf("the executor's parent is %s, want the warm server %d", f[1], server)
+	}
+}
+
 // newBatch prepares a batch whose function is the pickle fn.
-func newBatch(t *testing.T, py string, fn []byte, isolation string) *Batch {
+func newBatch(t *testing.T, py string, fn []byte, isolation string, warmDir ...string) *Batch {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, "file://"+t.TempDir())
@@ -59,7 +96,7 @@ func newBatch(t *testing.T, py string, fn []byte, isolation string) *Batch {
 		t.Fatal(err)
 	}
 	spec := &job.Spec{Version: job.SpecVersion, JobID: "job-batch", Kind: job.KindPickle, Payload: ref}
-	b, err := PrepareBatch(ctx, st, spec, map[string]string{"CAPTURED": "yes"}, isolation, Options{Store: st, TreeDir: t.TempDir(), Python: py}, &bytes.Buffer{})
+	b, err := PrepareBatch(ctx, st, spec, map[string]string{"CAPTURED": "yes"}, isolation, Options{Store: st, TreeDir: t.TempDir(), Python: py, WarmDir: strings.Join(warmDir, "")}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +107,9 @@ func newBatch(t *testing.T, py string, fn []byte, isolation string) *Batch {
 // log (stdout and stderr, split at the marker even when it arrives in pieces), its value
 // comes back pickled, an exception is an envelope with the exception pickled, and the
 // captured environment and KINETIC_JOB_ID are the input's.
-func TestExecutor(t *testing.T) {
+func TestExecutor(t *testing.T) { executorModes(t, testExecutor) }
+
+func testExecutor(t *testing.T, warmDir string) {
 	py := realPython(t, true)
 	fn := pickled(t, py, `
 import os
@@ -81,13 +120,14 @@ def f(x):
     print("err", x, file=sys.stderr)
     return x * 2
 sys.stdout.buffer.write(cloudpickle.dumps(f))`)
-	b := newBatch(t, py, fn, IsolationWorker)
+	b := newBatch(t, py, fn, IsolationWorker, warmDir)
 	own := &lockedBuffer{}
 	x, err := b.Start(own)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer x.Close()
+	checkStarter(t, x, warmDir)
 	if x.Failed != nil {
 		t.Fatalf("the function did not load: %+v", x.Failed)
 	}
@@ -122,9 +162,11 @@ sys.stdout.buffer.write(cloudpickle.dumps(f))`)
 // TestExecutorFailures: a function that cannot be loaded fails every input with the
 // reason; an input that kills its Python is an error and the next executor runs on;
 // with isolation "process" a crash is that input's envelope and the executor lives.
-func TestExecutorFailures(t *testing.T) {
+func TestExecutorFailures(t *testing.T) { executorModes(t, testExecutorFailures) }
+
+func testExecutorFailures(t *testing.T, warmDir string) {
 	py := realPython(t, true)
-	bad := newBatch(t, py, []byte("not a pickle"), IsolationWorker)
+	bad := newBatch(t, py, []byte("not a pickle"), IsolationWorker, warmDir)
 	x, err := bad.Start(&lockedBuffer{})
 	if err != nil {
 		t.Fatal(err)
@@ -145,11 +187,12 @@ sys.stdout.buffer.write(cloudpickle.dumps(f))`)
 	args := func(v string) []byte {
 		return pickled(t, py, `sys.stdout.buffer.write(cloudpickle.dumps(((`+v+`,), {})))`)
 	}
-	worker := newBatch(t, py, fn, IsolationWorker)
+	worker := newBatch(t, py, fn, IsolationWorker, warmDir)
 	x, err = worker.Start(&lockedBuffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkStarter(t, x, warmDir)
 	if _, _, err := x.Run(Input{JobID: "job-2"}, args("2"), &lockedBuffer{}); err == nil || !strings.Contains(err.Error(), "python exited without a result (exit code 3)") {
 		t.Errorf("a crash in the executor: %v", err)
 	}
@@ -162,7 +205,7 @@ sys.stdout.buffer.write(cloudpickle.dumps(f))`)
 	}
 	x.Close()
 
-	proc := newBatch(t, py, fn, IsolationProcess)
+	proc := newBatch(t, py, fn, IsolationProcess, warmDir)
 	x, err = proc.Start(&lockedBuffer{})
 	if err != nil {
 		t.Fatal(err)

@@ -289,16 +289,23 @@ type warmRequest struct {
 	Argv []string          `json:"argv"`
 	Env  map[string]string `json:"env"`
 	Cwd  string            `json:"cwd"`
+	// Fds is how many fds follow the output: the child gets them as 3, 4, ...
+	Fds int `json:"fds,omitempty"`
 }
 
 // sendWarmRequest sends req, passing output (the write end of the job's output pipe)
-// along with its first byte.
-func sendWarmRequest(conn *net.UnixConn, output *os.File, req warmRequest) error {
+// and extra (the child's fds 3, 4, ...) along with its first byte.
+func sendWarmRequest(conn *net.UnixConn, output *os.File, req warmRequest, extra ...*os.File) error {
+	req.Fds = len(extra)
 	b, err := json.Marshal(req)
 	if err != nil {
 		return err
 	}
-	if _, _, err := conn.WriteMsgUnix([]byte{'K'}, syscall.UnixRights(int(output.Fd())), nil); err != nil {
+	fds := []int{int(output.Fd())}
+	for _, f := range extra {
+		fds = append(fds, int(f.Fd()))
+	}
+	if _, _, err := conn.WriteMsgUnix([]byte{'K'}, syscall.UnixRights(fds...), nil); err != nil {
 		return err
 	}
 	_, err = conn.Write(append(b, '\n'))
@@ -450,4 +457,81 @@ func debugf(out io.Writer, format string, args ...any) {
 	if debugEnabled() {
 		fmt.Fprintf(out, "kinetic: debug: "+format+"\n", args...)
 	}
+}
+
+// warmProc is a process a warm server started for us (its child, not ours): its pid,
+// and done, closed once it has ended.
+type warmProc struct {
+	pid  int
+	done chan struct{}
+	// ws is its wait status once done, nil if the server died first (then done closes
+	// once the process is gone).
+	ws *syscall.WaitStatus
+}
+
+// startWarmProc starts argv in a child of the warm server for py, its output going to
+// out and extra becoming its fds 3, 4, ... (the caller closes its own copies). An error
+// wrapping errNoWarm means nothing was started.
+func startWarmProc(dir string, idle time.Duration, py string, argv []string, cwd string, environ []string, out *os.File, extra ...*os.File) (*warmProc, error) {
+	w, err := warmFor(dir, py, environ)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errNoWarm, err)
+	}
+	w.idle = idle
+	conn, err := w.connect(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errNoWarm, err)
+	}
+	env := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	if err := sendWarmRequest(conn, out, warmRequest{V: warmProto, Argv: argv, Env: env, Cwd: cwd}, extra...); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("%w: sending the request: %v", errNoWarm, err)
+	}
+	r := bufio.NewReader(conn)
+	conn.SetReadDeadline(time.Now().Add(warmStartTimeout))
+	line, err := r.ReadBytes('\n')
+	var rep warmReply
+	if err == nil {
+		err = json.Unmarshal(line, &rep)
+	}
+	switch {
+	case err != nil:
+		conn.Close()
+		return nil, fmt.Errorf("%w: %v", errNoWarm, err)
+	case rep.Error != "":
+		conn.Close()
+		return nil, fmt.Errorf("%w: server: %s", errNoWarm, rep.Error)
+	case rep.Pid <= 0:
+		conn.Close()
+		return nil, fmt.Errorf("%w: reply without a pid", errNoWarm)
+	}
+	conn.SetReadDeadline(time.Time{})
+	p := &warmProc{pid: rep.Pid, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		// Closing the connection tells the server to kill the process's group: only
+		// once it has ended.
+		defer conn.Close()
+		for {
+			line, err := r.ReadBytes('\n')
+			if err != nil {
+				break
+			}
+			var rep warmReply
+			if json.Unmarshal(line, &rep) == nil && rep.Status != nil {
+				ws := syscall.WaitStatus(*rep.Status)
+				p.ws = &ws
+				return
+			}
+		}
+		// The server died: the process runs on, orphaned, until it is gone.
+		for syscall.Kill(p.pid, 0) != syscall.ESRCH {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return p, nil
 }

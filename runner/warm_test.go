@@ -634,3 +634,64 @@ func TestWarmServerExitsWhenItsDirGoes(t *testing.T) {
 		t.Fatalf("server %d outlived its directory", server)
 	}
 }
+
+// childOf returns a live child of pid other than not (0 if none).
+func childOf(pid, not int) int {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		raw, err := os.ReadFile(filepath.Join(d, "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so parse after its ')'.
+		s := string(raw)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		n, _ := strconv.Atoi(filepath.Base(d))
+		if len(f) > 1 && f[0] != "Z" && f[1] == strconv.Itoa(pid) && n != not {
+			return n
+		}
+	}
+	return 0
+}
+
+// The server forks a spare child ahead of the next call, and that call runs in it.
+func TestWarmSpareChildTakesTheNextCall(t *testing.T) {
+	h := newHarness(t)
+	first, _ := pids(t, h.value(h.entry(pidsSrc, "pids", nil)))
+	server := h.serverPID()
+	spare := 0
+	for deadline := time.Now().Add(10 * time.Second); spare == 0 && time.Now().Before(deadline); {
+		// The first call's process may still be on its way out: it said it was done.
+		if spare = childOf(server, first); spare == 0 {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if spare == 0 {
+		t.Fatal("the idle warm server has no spare child")
+	}
+	pid, ppid := pids(t, h.value(h.entry(pidsSrc, "pids", nil)))
+	if pid != spare || ppid != server {
+		t.Errorf("the call ran in %d (parent %d), want the spare %d of the server %d", pid, ppid, spare, server)
+	}
+}
+
+// A process the job forks that returns from the call is not the job's end: the job
+// ends when its own process does (a spare child reports its exit early, so only the
+// job's process may).
+func TestWarmForkedProcessReturningIsNotTheEnd(t *testing.T) {
+	h := newHarness(t)
+	src := `
+import os, time
+def forky():
+    if os.fork() == 0:
+        return "child"
+    time.sleep(1)
+    return "parent"
+`
+	h.value(h.entry(pidsSrc, "pids", nil)) // a server with a spare for the next call
+	for i := 0; i < 2; i++ {
+		if got := h.value(h.entry(src, "forky", nil)); got != "'parent'" {
+			t.Errorf("call %d: value %s, want 'parent' (the job ended when a process it forked returned)", i, got)
+		}
+	}
+}

@@ -12,10 +12,21 @@
 #   runner -> server: one byte b"K" carrying the job's output fd (SCM_RIGHTS), then
 #                     {"v": 1, "argv": [BOOTSTRAP, MODE, PAYLOAD, OUT_DIR, ROOT, CWD],
 #                      "env": {...}, "cwd": CWD}
+#                     With "fds": N, N more fds follow the output fd in the same message:
+#                     the child gets them as fds 3 to 3+N-1 (a batch executor's pipes).
 #   server -> runner: {"pid": PID} once the child runs in its own session (pgid = PID),
 #                     then {"status": RAW_WAIT_STATUS} when it has been reaped;
 #                     or {"error": "..."} if no child was started.
 # If the runner's end closes while the child runs, the child's process group is killed.
+#
+# A spare child is forked ahead of the next request (Spare, below): it leaves the
+# server's sockets and locks, starts its own session and warms up (the copy-on-write
+# faults of a first call are paid before the call, not during it), then waits on a
+# socketpair for the request the server hands it. It becomes the job exactly as a child
+# forked on request would, so nothing of one job reaches another: each job is still a
+# fresh fork of the server, only forked earlier. When the job's code has run, the child
+# reports its exit code on the socketpair before the process is torn down, and the
+# server passes it on as the wait status (the reaping follows).
 import array
 import fcntl
 import gc
@@ -29,6 +40,7 @@ import time
 
 PROTO = 1
 MAX_REQUEST = 64 << 20
+MAX_FDS = 4  # extra fds a request may pass (beyond the output)
 
 _SERVER_DIRS = (os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.realpath(__file__)))
 
@@ -110,11 +122,55 @@ def _log(msg):
 
 
 class Job(object):
-    __slots__ = ("conn", "pid")
+    __slots__ = ("conn", "pid", "ctl")
 
-    def __init__(self, conn, pid):
+    def __init__(self, conn, pid, ctl=None):
         self.conn = conn
         self.pid = pid
+        self.ctl = ctl  # the socketpair of a job run by a spare child (its early exit code)
+
+
+class Spare(object):
+    """A child forked ahead of the next request, waiting on sock for it once it has
+    warmed up (it says "R" then)."""
+    __slots__ = ("pid", "sock", "ready")
+
+    def __init__(self, pid, sock):
+        self.pid = pid
+        self.sock = sock
+        self.ready = False
+
+
+def _warm_up():
+    """What a call does, done once by a spare child before its call comes: the pages it
+    writes (reference counts, caches) are copied now rather than during the call. Only
+    modules the server already imported are used; nothing here is visible to the job
+    (locals, gone when it returns)."""
+    import io
+    import json
+    src, co = _precompiled
+    ns = {"__name__": "kinetic_warm_up"}
+    if co is not None:
+        exec(co, ns)  # the bootstrap's definitions, as a job's exec makes them
+    try:
+        import cloudpickle
+        dumps, loads = cloudpickle.dumps, cloudpickle.loads
+    except Exception:
+        return  # an interpreter without cloudpickle runs no pickled calls
+
+    def f(*a, **k):
+        return a, k
+    func, args, kwargs = loads(dumps((f, (1, "a", None), {"k": [1.5]})))
+    value = func(*args, **kwargs)
+    env = {"success": False, "host": "0", "has_value": False}
+    kept = []
+    call = ns.get("call")
+    if call is not None:
+        call(func, args, kwargs, kept.append, env)
+    else:
+        kept.append(dumps(value))
+    buf = io.StringIO()
+    buf.write(json.dumps(env))
 
 
 class Server(object):
@@ -128,6 +184,8 @@ class Server(object):
         self.poll = select.poll()
         self.conns = {}     # fd -> Job, for connections whose child is running
         self.children = {}  # pid -> Job
+        self.ctls = {}      # fd -> Job, for the socketpairs of jobs run by spare children
+        self.spare = None   # Spare, forked ahead of the next request
         self.last = time.monotonic()
         self.ino = None
         self.null = None  # /dev/null, opened once for the children's stdin
@@ -184,6 +242,7 @@ class Server(object):
             pass
         os.close(self.alive)
         self.alive = None
+        self.retire_spare()
         while True:  # connections that were queued before the unlink
             try:
                 conn, _ = self.sock.accept()
@@ -199,6 +258,8 @@ class Server(object):
     def serve(self):
         while True:
             self.reap()
+            if self.spare is None and self.sock is not None and not self.children:
+                self.fork_spare()
             timeout = None
             if not self.children and not self.conns:
                 if self.sock is None:
@@ -215,6 +276,8 @@ class Server(object):
             for fd, ev in events:
                 if self.sock is not None and fd == self.sock.fileno():
                     self.accept()
+                elif fd in self.ctls:
+                    self.ctl_event(fd)
                 elif fd == self.wake_r:
                     try:
                         while os.read(self.wake_r, 512):
@@ -246,8 +309,11 @@ class Server(object):
             req, fds = self.read_request(conn)
             if req.get("v") != PROTO:
                 raise ValueError("protocol version %r, this server speaks %d" % (req.get("v"), PROTO))
-            if len(fds) != 1:
-                raise ValueError("expected 1 fd, got %d" % len(fds))
+            extra = req.get("fds", 0)
+            if not isinstance(extra, int) or not 0 <= extra <= MAX_FDS:
+                raise ValueError("bad fds")
+            if len(fds) != 1 + extra:
+                raise ValueError("expected %d fds, got %d" % (1 + extra, len(fds)))
             argv, env, cwd = req["argv"], req["env"], req["cwd"]
             if not (isinstance(argv, list) and len(argv) >= 1 and all(isinstance(a, str) for a in argv)):
                 raise ValueError("bad argv")
@@ -259,11 +325,11 @@ class Server(object):
             self.reply(conn, {"error": "bad request: %s" % (e,)})
             conn.close()
             return
-        self.spawn(conn, fds[0], argv, env, cwd)
+        self.spawn(conn, fds, argv, env, cwd)
 
     def read_request(self, conn):
         fds = array.array("i")
-        msg, anc, _, _ = conn.recvmsg(1, socket.CMSG_SPACE(4 * fds.itemsize))
+        msg, anc, _, _ = conn.recvmsg(1, socket.CMSG_SPACE((MAX_FDS + 1) * fds.itemsize))
         for level, typ, data in anc:
             if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
                 fds.frombytes(data[:len(data) - (len(data) % fds.itemsize)])
@@ -293,8 +359,30 @@ class Server(object):
         except OSError:
             return False
 
-    def spawn(self, conn, out_fd, argv, env, cwd):
-        boot = _bootstrap_code(argv[0])
+    def spawn(self, conn, fds, argv, env, cwd):
+        """Run a request in a child: the spare if there is one, else a new fork. fds are
+        the output and the extra fds, closed here once the child has them."""
+        boot = _bootstrap_code(argv[0])  # in the server too: later spares inherit the check
+        # Only a spare that has warmed up takes a request: waiting for one would hold up
+        # every runner (the server is single-threaded); the others fork as before.
+        spare = self.spare if self.spare_ready() else None
+        if spare is not None:
+            self.spare = None
+            if self.hand(spare, fds, argv, env, cwd):
+                for fd in fds:
+                    os.close(fd)
+                job = Job(conn, spare.pid, spare.sock)
+                self.children[spare.pid] = job
+                self.ctls[spare.sock.fileno()] = job
+                self.poll.register(spare.sock.fileno(), select.POLLIN)
+                if not self.reply(conn, {"pid": spare.pid}):
+                    self.runner_gone(job)
+                    return
+                conn.setblocking(False)
+                self.conns[conn.fileno()] = job
+                self.poll.register(conn.fileno(), select.POLLIN)
+                return
+            self.kill_spare(spare)
         sys.stdout.flush()
         sys.stderr.flush()
         ready_r, ready_w = os.pipe()
@@ -303,7 +391,8 @@ class Server(object):
         except OSError as e:
             os.close(ready_r)
             os.close(ready_w)
-            os.close(out_fd)
+            for fd in fds:
+                os.close(fd)
             self.reply(conn, {"error": "fork: %s" % e})
             conn.close()
             return
@@ -311,7 +400,7 @@ class Server(object):
             code = 70
             try:
                 os.close(ready_r)
-                code = self.child(conn, out_fd, ready_w, argv, env, cwd, boot)
+                code = self.child(conn, fds, ready_w, argv, env, cwd, boot)
             except BaseException:
                 try:
                     import traceback
@@ -321,7 +410,8 @@ class Server(object):
             finally:
                 os._exit(code)
         os.close(ready_w)
-        os.close(out_fd)
+        for fd in fds:
+            os.close(fd)
         try:
             os.read(ready_r, 1)  # EOF once the child runs in its own session
         except OSError:
@@ -335,6 +425,134 @@ class Server(object):
         conn.setblocking(False)
         self.conns[conn.fileno()] = job
         self.poll.register(conn.fileno(), select.POLLIN)
+
+    # --- spare children -------------------------------------------------------------
+
+    def fork_spare(self):
+        """Fork a spare child for the next request (nothing if the fork fails: requests
+        then fork on arrival, as without spares)."""
+        sys.stdout.flush()
+        sys.stderr.flush()
+        try:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        except OSError as e:
+            _log("socketpair: %s" % e)
+            return
+        try:
+            pid = os.fork()
+        except OSError as e:
+            _log("fork: %s" % e)
+            ours.close()
+            theirs.close()
+            return
+        if pid == 0:
+            code = 70
+            try:
+                ours.close()
+                code = self.spare_child(theirs)
+            except BaseException:
+                try:
+                    import traceback
+                    traceback.print_exc()
+                except BaseException:
+                    pass
+            finally:
+                os._exit(code)
+        theirs.close()
+        self.spare = Spare(pid, ours)
+
+    def spare_ready(self):
+        """Whether the spare has warmed up and waits (without waiting for it)."""
+        spare = self.spare
+        if spare is None or spare.ready:
+            return spare is not None
+        try:
+            b = spare.sock.recv(1, socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            b = b""
+        if b == b"R":
+            spare.ready = True
+            return True
+        self.spare = None  # gone (reap() collects it) or confused
+        self.kill_spare(spare)
+        return False
+
+    def hand(self, spare, fds, argv, env, cwd):
+        """Hand a request to spare; True once it has taken it (and runs as the job)."""
+        try:
+            spare.sock.settimeout(5)
+            msg = json.dumps({"argv": argv, "env": env, "cwd": cwd}).encode() + b"\n"
+            spare.sock.sendmsg([b"J"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+            spare.sock.sendall(msg)
+            ack = spare.sock.recv(1)
+        except OSError as e:
+            _log("spare %d: %s" % (spare.pid, e))
+            return False
+        if ack != b"A":
+            return False
+        # Go: only now does the spare run the job, so a spare given up on above never
+        # runs it (the request then goes to a new child: a job never runs twice).
+        try:
+            spare.sock.sendall(b"G")
+        except OSError:
+            return False
+        spare.sock.setblocking(False)
+        return True
+
+    def kill_spare(self, spare):
+        """Stop a spare that did not take its request (reap() collects it)."""
+        try:
+            os.kill(spare.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        spare.sock.close()
+
+    def retire_spare(self):
+        """No more requests: the spare exits when its socket closes."""
+        spare, self.spare = self.spare, None
+        if spare is not None:
+            spare.sock.close()
+
+    def ctl_event(self, fd):
+        """A spare child's job reports its exit code ("X" CODE newline) as it finishes; the
+        runner gets it as the wait status (an exit code, as waitpid would say) at once,
+        and the process is reaped when it is gone."""
+        job = self.ctls.get(fd)
+        if job is None:
+            return
+        try:
+            data = job.ctl.recv(64)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        self.drop_ctl(job)
+        if not data.startswith(b"X") or not data.endswith(b"\n"):
+            return  # gone without saying (killed, crashed): reap() reports its status
+        try:
+            code = int(data[1:-1]) & 0xFF
+        except ValueError:
+            return
+        try:
+            os.killpg(job.pid, signal.SIGKILL)  # whatever the job left behind
+        except OSError:
+            pass
+        if job.conn is not None:
+            job.conn.setblocking(True)
+            job.conn.settimeout(5)
+            self.reply(job.conn, {"status": code << 8})
+            self.drop_conn(job)
+
+    def drop_ctl(self, job):
+        if job.ctl is None:
+            return
+        fd = job.ctl.fileno()
+        if self.ctls.pop(fd, None) is not None:
+            self.poll.unregister(fd)
+        job.ctl.close()
+        job.ctl = None
 
     def runner_event(self, fd):
         job = self.conns.get(fd)
@@ -378,9 +596,14 @@ class Server(object):
                 continue
             if pid == 0:
                 return
+            if self.spare is not None and pid == self.spare.pid:
+                self.spare.sock.close()  # died waiting: the next request forks
+                self.spare = None
+                continue
             job = self.children.pop(pid, None)
             if job is None:
                 continue
+            self.drop_ctl(job)
             try:
                 os.killpg(pid, signal.SIGKILL)  # whatever the job left behind
             except OSError:
@@ -394,9 +617,11 @@ class Server(object):
 
     # --- the child: becomes the job ---------------------------------------------------
 
-    def child(self, conn, out_fd, ready_w, argv, env, cwd, code=None):
-        os.setsid()  # own session and process group (pgid = pid): signals reach the job
-        os.close(ready_w)
+    def leave_server(self):
+        """In a child: drop everything of the server's (its sockets, locks, the other
+        jobs' connections) and start a session of our own (pgid = pid: signals reach the
+        job). Returns /dev/null's fd, if the server had it open."""
+        os.setsid()
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         for fd in (self.wake_r, self.wake_w, self.alive):
@@ -405,18 +630,96 @@ class Server(object):
         null, self.null = self.null, None
         if self.sock is not None:
             self.sock.close()
-        for job in list(self.conns.values()):
-            job.conn.close()
+        for job in list(self.conns.values()) + list(self.ctls.values()):
+            for s in (job.conn, job.ctl):
+                if s is not None:
+                    s.close()
+        if self.spare is not None:
+            self.spare.sock.close()
+        self.conns = self.children = self.ctls = self.spare = None
+        return null
+
+    def spare_child(self, sock):
+        """A spare child: leave the server, warm up, wait for a request, run it."""
+        null = self.leave_server()
+        # Its socket well above the fds a job is given (3, 4, ...: become).
+        high = fcntl.fcntl(sock.fileno(), fcntl.F_DUPFD_CLOEXEC, 200)
+        sock.close()
+        sock = socket.socket(fileno=high)
+        try:
+            _warm_up()
+        except BaseException as e:
+            _log("spare warm-up: %s" % (e,))
+        sock.settimeout(None)
+        try:
+            sock.sendall(b"R")
+        except OSError:
+            return 0
+        fds = array.array("i")
+        try:
+            msg, anc, _, _ = sock.recvmsg(1, socket.CMSG_SPACE((MAX_FDS + 1) * fds.itemsize))
+        except OSError:
+            return 0
+        for level, typ, data in anc:
+            if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+                fds.frombytes(data[:len(data) - (len(data) % fds.itemsize)])
+        if msg != b"J" or not fds:
+            return 0  # the server is gone, or retired us
+        buf = bytearray()
+        while not buf.endswith(b"\n"):
+            chunk = sock.recv(1 << 16)
+            if not chunk:
+                return 0
+            buf += chunk
+        req = json.loads(bytes(buf))
+        sock.sendall(b"A")
+        if sock.recv(1) != b"G":
+            return 0  # given up on: the server runs the job elsewhere
+        me = os.getpid()
+        code = self.become(null, list(fds), req["argv"], req["env"], req["cwd"], _bootstrap_code(req["argv"][0]))
+        if os.getpid() != me:
+            return code  # a process the job forked, returning from it: not the job's end
+        # Done: say so before the process is torn down (its output is closed first, so
+        # the runner has all of it when it hears the code).
+        for f in (sys.stdout, sys.stderr):
+            try:
+                f.flush()
+            except BaseException:
+                pass
+        try:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            sock.sendall(b"X%d\n" % code)
+        except OSError:
+            pass
+        return code
+
+    def child(self, conn, fds, ready_w, argv, env, cwd, code=None):
+        null = self.leave_server()
+        os.close(ready_w)
         conn.close()
-        self.conns = self.children = None
+        return self.become(null, fds, argv, env, cwd, code)
+
+    def become(self, null, fds, argv, env, cwd, code):
+        """In a child that left the server: take the job's output (fds[0]) as fds 1 and
+        2, the extra fds as 3, 4, ..., the job's environment and working directory, and
+        run it."""
+        # Out of the way first: a target number may hold one of them (or /dev/null).
+        high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100) for fd in fds]
+        for fd in fds:
+            os.close(fd)
         if null is None:
             null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
-        os.dup2(out_fd, 1)
-        os.dup2(out_fd, 2)
-        for fd in (null, out_fd):
-            if fd > 2:
-                os.close(fd)
+        if null > 2:
+            os.close(null)
+        os.dup2(high[0], 1)
+        os.dup2(high[0], 2)
+        for i, fd in enumerate(high[1:]):
+            os.dup2(fd, 3 + i)
+        for fd in high:
+            os.close(fd)
         # The job's environment, exactly: only what differs from the server's is changed
         # (most of it is the same, and every change is a putenv).
         environ = os.environ

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -88,16 +89,107 @@ func (b *Backend) StartGroup(ctx context.Context, g batchdriver.Group, template 
 		return fmt.Errorf("local backend: %w", err)
 	}
 	n := max(1, min(g.Parallelism, b.o.Slots, g.Size))
-	for k := 0; k < n; k++ {
-		w := strconv.Itoa(k)
-		if err := b.spawn(ctx, filepath.Join(dir, "workers", w+".log"), "--group", g.ID, "--worker", w); err != nil {
-			if k == 0 {
-				return err
-			}
-			break // the others serve the batch
+	left := make([]int, n)
+	for k := range left {
+		left[k] = k
+	}
+	if !b.o.PerJobSupervisor {
+		// Long-lived supervisors that are idle serve the batch (no exec, pool.go:
+		// runGroup); the workers none of them took within groupHandOff are started.
+		left = b.queueGroupWorkers(g.ID, n)
+	}
+	// The workers start side by side: each start is an exec of this binary, and the
+	// batch waits for the last of them otherwise. They are started before this returns
+	// (none comes late, after the others were judged gone).
+	errs := make([]error, len(left))
+	var wg sync.WaitGroup
+	for i, k := range left {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := strconv.Itoa(k)
+			errs[i] = b.spawn(ctx, filepath.Join(dir, "workers", w+".log"), "--group", g.ID, "--worker", w)
+		}()
+	}
+	wg.Wait()
+	if len(left) < n {
+		return nil // served by the supervisors that took it
+	}
+	for _, err := range errs {
+		if err == nil {
+			return nil // the ones that started serve the batch
 		}
 	}
-	return nil
+	return errs[0]
+}
+
+// groupHandOff is how long StartGroup waits for long-lived supervisors to take a
+// batch's workers before it starts processes for the rest.
+const groupHandOff = 100 * time.Millisecond
+
+// groupEntry names worker k of batch gid in the queue of single jobs.
+func groupEntry(gid string, k int) string { return gid + "-" + strconv.Itoa(k) }
+
+// parseGroupEntry splits a queue entry made by groupEntry (ok false: a job's entry).
+func parseGroupEntry(name string) (gid string, k int, ok bool) {
+	i := strings.LastIndexByte(name, '-')
+	if i < 0 || !strings.HasPrefix(name, job.GroupPrefix) || !job.ValidID(name[:i]) {
+		return "", 0, false
+	}
+	k, err := strconv.Atoi(name[i+1:])
+	if err != nil || k < 0 {
+		return "", 0, false
+	}
+	return name[:i], k, true
+}
+
+// queueGroupWorkers queues workers 0..n-1 of batch gid for the long-lived supervisors
+// and returns the ones none took within groupHandOff (their entries removed: StartGroup
+// starts them). A supervisor removes an entry once it holds that worker's lock (or
+// found it held), so a taken entry is a live worker, as a started one is.
+func (b *Backend) queueGroupWorkers(gid string, n int) []int {
+	all := make([]int, n)
+	for k := range all {
+		all[k] = k
+	}
+	q := b.singleQueue()
+	if err := os.MkdirAll(filepath.Join(q, "workers"), 0o700); err != nil {
+		return all
+	}
+	var left, queued []int
+	for _, k := range all {
+		if os.WriteFile(filepath.Join(q, groupEntry(gid, k)), nil, 0o644) == nil {
+			queued = append(queued, k)
+		} else {
+			left = append(left, k)
+		}
+	}
+	if err := b.ensureFresh(q, b.o.Slots); err != nil {
+		for _, k := range queued {
+			os.Remove(filepath.Join(q, groupEntry(gid, k)))
+		}
+		return all
+	}
+	for deadline := time.Now().Add(groupHandOff); len(queued) > 0; time.Sleep(time.Millisecond) {
+		var waiting []int
+		for _, k := range queued {
+			if _, err := os.Stat(filepath.Join(q, groupEntry(gid, k))); err == nil {
+				waiting = append(waiting, k)
+			}
+		}
+		queued = waiting
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, k := range queued {
+		// Still queued: removed here, it is ours to start (a supervisor that read the
+		// entry already and takes the lock first makes the started one give way).
+		if os.Remove(filepath.Join(q, groupEntry(gid, k))) == nil {
+			left = append(left, k)
+		}
+	}
+	return left
 }
 
 // GroupDone implements batchdriver.Driver: the done files of the batch's workers.
@@ -166,8 +258,14 @@ func (b *Backend) CleanupGroup(ctx context.Context, gid string) error {
 	if err := claimAll(filepath.Join(dir, "next")); err != nil {
 		return err
 	}
+	// Stop: the stop file, then SIGUSR1 (a long-lived supervisor serving the batch runs
+	// other jobs afterwards: a SIGTERM would reach the next one; SIGUSR1 without a
+	// request is ignored).
+	if err := os.WriteFile(filepath.Join(dir, stopName), nil, 0o600); err != nil {
+		return err
+	}
 	for _, w := range b.liveWorkers(gid) {
-		syscall.Kill(w.pid, syscall.SIGTERM)
+		syscall.Kill(w.pid, syscall.SIGUSR1)
 	}
 	deadline := time.Now().Add(b.o.Grace + 5*time.Second)
 	for len(b.liveWorkers(gid)) > 0 && time.Now().Before(deadline) {

@@ -31,13 +31,17 @@ type GroupWorkOptions struct {
 	Worker int
 }
 
-// WorkGroup serves batch o.Group as worker o.Worker (group.go): it takes a slot, starts
-// an executor and runs inputs until none is left to claim.
+// groupWorkerLock is the lock worker o.Worker of batch o.Group holds while it lives.
+func groupWorkerLock(o GroupWorkOptions) string {
+	return filepath.Join(o.StateDir, "groups", o.Group, "workers", strconv.Itoa(o.Worker)+".lock")
+}
+
+// WorkGroup serves batch o.Group as worker o.Worker (group.go) in a process of its own
+// (`kinetic supervise --group`): it takes a slot, starts an executor and runs inputs
+// until none is left to claim.
 func WorkGroup(ctx context.Context, o GroupWorkOptions) error {
 	ctx = context.WithoutCancel(ctx) // cancellation is by signal
-	dir := filepath.Join(o.StateDir, "groups", o.Group)
-	w := strconv.Itoa(o.Worker)
-	lock, err := lockFile(filepath.Join(dir, "workers", w+".lock"), false)
+	lock, err := lockFile(groupWorkerLock(o), false)
 	if err != nil {
 		if o.Ready != nil {
 			o.Ready.Close()
@@ -45,32 +49,53 @@ func WorkGroup(ctx context.Context, o GroupWorkOptions) error {
 		return nil // a twin serves this slot of the batch
 	}
 	defer lock.Close()
-	gw := &groupWorker{o: o, dir: dir, running: filepath.Join(dir, "workers", w+".running"), current: -1, term: make(chan os.Signal, 1)}
-	gw.setRunning(-1)
 	sig := make(chan os.Signal, 4)
 	signal.Notify(sig, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	if o.Ready != nil {
 		o.Ready.WriteString("ready\n")
 		o.Ready.Close()
 	}
+	return workGroup(ctx, o, sig, nil, nil)
+}
+
+// workGroup serves the batch as worker o.Worker, whose lock the caller holds, until
+// no input is left to claim. Signals arrive on sig (closed by the caller once this has
+// returned). st and slot, if set, are the caller's (a long-lived supervisor's: pool.go,
+// runGroup); otherwise the store is opened and a slot taken here.
+func workGroup(ctx context.Context, o GroupWorkOptions, sig <-chan os.Signal, st *store.Store, slot *os.File) error {
+	dir := filepath.Join(o.StateDir, "groups", o.Group)
+	w := strconv.Itoa(o.Worker)
+	gw := &groupWorker{o: o, dir: dir, running: filepath.Join(dir, "workers", w+".running"), current: -1, term: make(chan os.Signal, 1)}
+	defer gw.close()
+	gw.setRunning(-1)
 	go gw.signals(sig)
-	if gw.st, err = store.Open(ctx, o.StoreURL); err != nil {
-		return gw.failAll(ctx, err)
+	if st == nil {
+		var err error
+		if st, err = store.Open(ctx, o.StoreURL); err != nil {
+			return gw.failAll(ctx, err)
+		}
+		defer st.Close()
 	}
-	defer gw.st.Close()
+	gw.mu.Lock()
+	gw.st = st
+	gw.mu.Unlock()
 	if err := gw.load(ctx); err != nil {
 		return gw.failAll(ctx, err)
 	}
-	slot, err := acquireSlot(filepath.Join(o.StateDir, "slots"), o.Slots, gw.term)
-	if err != nil {
-		return nil // stopped while waiting (CleanupGroup)
+	if slot == nil {
+		s, err := acquireSlot(filepath.Join(o.StateDir, "slots"), o.Slots, gw.term)
+		if err != nil {
+			return nil // stopped while waiting (CleanupGroup)
+		}
+		defer s.Close()
 	}
-	defer slot.Close()
 	tree := filepath.Join(dir, "workers", w+".tree")
 	defer os.RemoveAll(tree) // the shipped tree: this worker's copy, for this batch only
 	batch, err := runner.PrepareBatch(ctx, gw.st, gw.t.Spec, gw.env, gw.isolation, runner.Options{
 		Store: gw.st, StoreURL: o.StoreURL, JobID: job.ChildID(o.Group, 0), TreeDir: tree,
 		Python: o.Python.Interpreter, EnvDir: filepath.Join(o.StateDir, "envs"), Grace: o.Grace,
+		// The executor is a child of the warm server, as a single job's call is.
+		WarmDir: o.warmDir(), WarmIdle: o.Python.WarmIdle,
 	}, os.Stderr)
 	if err != nil {
 		return gw.failAll(ctx, err)
@@ -193,9 +218,15 @@ func (gw *groupWorker) setRunning(i int) {
 // the worker.
 func (gw *groupWorker) signals(sig <-chan os.Signal) {
 	for s := range sig {
+		// SIGUSR1 with the batch's stop file: stop (CleanupGroup), as SIGTERM does.
+		stopFile := false
+		if s == syscall.SIGUSR1 {
+			_, err := os.Stat(filepath.Join(gw.dir, stopName))
+			stopFile = err == nil
+		}
 		gw.mu.Lock()
-		cur, x := gw.current, gw.x
-		stop := s != syscall.SIGUSR1
+		cur, x, st := gw.current, gw.x, gw.st
+		stop := s != syscall.SIGUSR1 || stopFile
 		if stop {
 			gw.stopped = true
 			select {
@@ -207,11 +238,25 @@ func (gw *groupWorker) signals(sig <-chan os.Signal) {
 		if cur < 0 || x == nil {
 			continue
 		}
-		if stop || gw.st != nil && jobview.FinalStatus(context.Background(), gw.st, job.ChildID(gw.o.Group, cur)) != nil {
+		if stop || st != nil && jobview.FinalStatus(context.Background(), st, job.ChildID(gw.o.Group, cur)) != nil {
 			gw.mu.Lock()
 			gw.killed = true
 			gw.mu.Unlock()
 			x.Kill()
+		}
+	}
+}
+
+// stopName is the file CleanupGroup makes in a batch's directory before it signals the
+// workers (SIGUSR1) to stop: a long-lived supervisor that serves a batch in-process must
+// not get SIGTERM, which would reach the job it runs next.
+const stopName = "stop"
+
+// close closes the files the worker keeps open (a long-lived supervisor goes on).
+func (gw *groupWorker) close() {
+	for _, f := range []*os.File{gw.runningFile, gw.done, gw.next} {
+		if f != nil {
+			f.Close()
 		}
 	}
 }
@@ -256,8 +301,8 @@ func (gw *groupWorker) run(ctx context.Context, i int) error {
 	gw.mu.Unlock()
 	gw.setRunning(i)
 	// A cancel records the status first and then looks at the running files: one of the
-	// two sees the other.
-	if jobview.FinalStatus(ctx, gw.st, id) != nil {
+	// two sees the other. So does a stop (CleanupGroup) that came while nothing ran.
+	if gw.stopping() || jobview.FinalStatus(ctx, gw.st, id) != nil {
 		gw.mu.Lock()
 		gw.current = -1
 		gw.mu.Unlock()

@@ -231,6 +231,13 @@ func (w *worker) once(ctx context.Context) (bool, error) {
 	for len(w.seen) > 0 {
 		id := w.seen[0]
 		w.seen = w.seen[1:]
+		if gid, k, ok := parseGroupEntry(id); ok {
+			if !isSingleQueue(o.Queue) {
+				os.Remove(filepath.Join(o.Queue, id)) // only long-lived supervisors serve batches
+				continue
+			}
+			return true, w.runGroup(ctx, id, gid, k)
+		}
 		ws := filepath.Join(o.StateDir, "jobs", id)
 		lockPath := filepath.Join(ws, "supervisor.lock")
 		lock, err := lockFile(lockPath, false)
@@ -283,6 +290,47 @@ func (w *worker) once(ctx context.Context) (bool, error) {
 		return true, err
 	}
 	return false, nil
+}
+
+// runGroup serves worker k of batch gid in this process, as `kinetic supervise --group`
+// would (groupworker.go), from the queue entry entry: the worker's lock is taken before
+// the entry is removed (StartGroup takes the removal as "a live worker serves it"), the
+// slot is this supervisor's, and the supervisor's signals go to the batch while it runs.
+func (w *worker) runGroup(ctx context.Context, entry, gid string, k int) error {
+	o := GroupWorkOptions{SuperviseOptions: w.o.SuperviseOptions, Group: gid, Worker: k}
+	o.Ready = nil
+	lock, err := lockFile(groupWorkerLock(o), false)
+	os.Remove(filepath.Join(w.o.Queue, entry))
+	if err != nil {
+		return nil // a twin serves it, or the batch is gone
+	}
+	defer lock.Close()
+	if w.slot == nil {
+		if w.slot, err = acquireSlot(filepath.Join(o.StateDir, "slots"), o.Slots, nil); err != nil {
+			return err
+		}
+	}
+	sig := make(chan os.Signal, 4)
+	stop, relayed := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(relayed)
+		defer close(sig)
+		for {
+			select {
+			case s := <-w.usr:
+				select {
+				case sig <- s:
+				default:
+				}
+			case <-stop:
+				return
+			}
+		}
+	}()
+	err = workGroup(ctx, o, sig, w.st, w.slot)
+	close(stop)
+	<-relayed
+	return err
 }
 
 // A batch child's RUNNING state is its claim: the worker that runs it holds the child's

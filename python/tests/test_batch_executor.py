@@ -145,7 +145,20 @@ def test_killed_workers_fail_their_inputs_and_the_batch_ends():
     deadline = time.time() + 30
     while b.status_counts().get("RUNNING", 0) < 1 and time.time() < deadline:
         time.sleep(0.1)
-    subprocess.run(["pkill", "-9", "-f", "supervise .*--group " + b.group_id])
+    # The processes serving the batch (long-lived supervisors, or `supervise --group`
+    # processes), as their workers' running files name them.
+    import glob
+    import signal
+    workers = os.path.join(os.environ["KINETIC_HOME"], "local", "groups", b.group_id, "workers")
+    pids = set()
+    for path in glob.glob(os.path.join(workers, "*.running")):
+        with open(path) as f:
+            fields = f.read().split()
+        if len(fields) == 2 and int(fields[1]) > 0:
+            pids.add(int(fields[1]))
+    assert pids, os.listdir(workers)
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
     t = time.time()
     out = b.results(return_exceptions=True, timeout=30)
     assert time.time() - t < 15
@@ -153,3 +166,41 @@ def test_killed_workers_fail_their_inputs_and_the_batch_ends():
     assert any("stopped while it ran this input" in str(v) for v in out), out
     assert any("stopped before this input finished" in str(v) for v in out), out
     assert b.status_counts() == {"FAILED": 6}
+
+
+def test_a_batch_is_served_by_long_lived_supervisors():
+    """The workers of a batch are the long-lived supervisors that run single calls
+    (`kinetic supervise --queue`), not processes started for the batch: they live on
+    after it, and serve the next one."""
+    import time
+    count(0)  # the supervisors are up
+    for _ in range(2):
+        b = count.run_async_map(range(4), max_concurrent=1)
+        assert len(b.results(cleanup=False)) == 4
+        path = os.path.join(os.environ["KINETIC_HOME"], "local", "groups", b.group_id, "workers", "0.running")
+        with open(path) as f:
+            pid = int(f.read().split()[1])
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            argv = f.read().split(b"\0")
+        assert b"supervise" in argv and b"--queue" in argv and b"--group" not in argv, argv
+        time.sleep(0.5)
+        os.kill(pid, 0)  # still there: a batch's own worker would have exited
+        b.cleanup()
+
+
+def test_cleanup_of_a_running_batch_stops_it_and_its_supervisor_serves_on():
+    """Cleaning up a batch while an input runs stops that input at once; the long-lived
+    supervisor that served it lives on and runs the next call."""
+    import time
+    b = nap_for.run_async_map([30, 30], max_concurrent=1)
+    deadline = time.time() + 30
+    while b.status_counts().get("RUNNING", 0) < 1 and time.time() < deadline:
+        time.sleep(0.1)
+    path = os.path.join(os.environ["KINETIC_HOME"], "local", "groups", b.group_id, "workers", "0.running")
+    with open(path) as f:
+        pid = int(f.read().split()[1])
+    t = time.time()
+    b.cleanup()
+    assert time.time() - t < 15
+    os.kill(pid, 0)  # the supervisor is still there
+    assert count(1)[2].startswith("job-")

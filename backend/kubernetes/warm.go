@@ -193,9 +193,10 @@ func (b *Backend) tryWarm(ctx context.Context, h *job.Handle, key string) bool {
 		case handedOver:
 			return true
 		case refused:
-			// Ours, and of no use: it goes, so nothing finds h on it.
+			// Ours, and of no use (its runner found its last job unclean, or its window
+			// ended): it goes, so nothing finds h on it; the next pod may do.
 			b.deletePod(ctx, c)
-			return false
+			continue
 		default:
 			return b.lostHandOver(ctx, c, h)
 		}

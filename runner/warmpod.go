@@ -159,6 +159,9 @@ func (w *warmPod) serve(ln net.Listener, mark func(context.Context, string) erro
 			return
 		}
 		code, msg := w.take(r.Context(), req, mark)
+		if code != http.StatusOK {
+			fmt.Fprintf(os.Stderr, "kinetic: not taking job %s: %s\n", req.Job, msg)
+		}
 		http.Error(rw, msg, code)
 	})
 	mux.HandleFunc("POST /release", func(rw http.ResponseWriter, r *http.Request) {
@@ -261,6 +264,7 @@ func runWarmPod(ctx context.Context, st *store.Store, w Worker, o Options) error
 		wp.mu.Lock()
 		until := wp.until
 		wp.mu.Unlock()
+		fmt.Fprintf(os.Stderr, "kinetic: job %s ended and was cleaned up after; this pod waits for the next job until %s\n", id, until.UTC().Format(time.RFC3339))
 		timer := time.NewTimer(time.Until(until))
 		select {
 		case id = <-wp.next:

@@ -189,7 +189,7 @@ func (b *Backend) tryWarm(ctx context.Context, h *job.Handle, key string) bool {
 		if err != nil {
 			continue // another claimer won (Conflict), or the pod went: the next one
 		}
-		switch b.handTo(ctx, c, h) {
+		switch b.handTo(ctx, c, p.Annotations[AnnotationWarmRecord], h) {
 		case handedOver:
 			return true
 		case refused:
@@ -204,10 +204,10 @@ func (b *Backend) tryWarm(ctx context.Context, h *job.Handle, key string) bool {
 	return false
 }
 
-// handTo sends h to the runner of pod c, with the nonce of the record its idle label
-// names.
-func (b *Backend) handTo(ctx context.Context, c *corev1.Pod, h *job.Handle) handOver {
-	rec, err := b.warmRecord(ctx, c.Annotations[AnnotationWarmRecord])
+// handTo sends h to the runner of pod c, with the nonce of the record (of job recID)
+// its idle annotations named.
+func (b *Backend) handTo(ctx context.Context, c *corev1.Pod, recID string, h *job.Handle) handOver {
+	rec, err := b.warmRecord(ctx, recID)
 	if err != nil {
 		// Cannot tell the runner who we are; the pod is claimed and useless.
 		return refused

@@ -39,6 +39,7 @@ def escape():
     return socket.gethostname()
 
 def probe(wait=0):
+    print("probe output", flush=True)
     time.sleep(wait)
     found = []
     if os.path.exists("/tmp/kinetic-leak-file"): found.append("tmp-file")
@@ -58,7 +59,7 @@ def probe(wait=0):
     return "%s %s" % (socket.gethostname(), ",".join(found) or "clean")
 
 def sleepy():
-    print("sleepy started", flush=True)
+    print("sleepy started on", socket.gethostname(), flush=True)
     time.sleep(600)
 `
 
@@ -103,7 +104,7 @@ func TestWarmPods(t *testing.T) {
 	got, warm := runWarm(t, st, dir, nil, "probe")
 	host, found, _ := strings.Cut(got, " ")
 	if host != pod1 {
-		t.Fatalf("the second call ran on pod %s, not on the first call's warm pod %s", host, pod1)
+		t.Fatalf("the second call ran on pod %s, not on the first call's warm pod %s; its log:\n%s", host, pod1, podLog(t, pod1))
 	}
 	if found != "clean" {
 		t.Errorf("the first job's state reached the next job on pod %s: %s", host, found)
@@ -186,7 +187,10 @@ func TestWarmPodCancelAndIdle(t *testing.T) {
 	for {
 		out, _, _ := kinetic(t, st, nil, "jobs", "logs", id)
 		if strings.Contains(out, "sleepy started") {
-			if strings.Contains(out, "clean") || strings.Contains(out, "job-") {
+			if !strings.Contains(out, "sleepy started on "+pod) {
+				t.Errorf("job %s did not run on the warm pod %s:\n%s", id, pod, out)
+			}
+			if strings.Contains(out, "probe output") {
 				t.Errorf("the logs of %s hold an earlier job's output:\n%s", id, out)
 			}
 			break
@@ -237,4 +241,17 @@ func waitPodGone(t *testing.T, name string, within time.Duration) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Errorf("pod %s still running %s after its job was cancelled", name, within)
+}
+
+// podLog is the job container's log of pod name (for failures).
+func podLog(t *testing.T, name string) string {
+	cs, err := cluster.Client()
+	if err != nil {
+		return err.Error()
+	}
+	b, err := cs.CoreV1().Pods("default").GetLogs(name, &corev1.PodLogOptions{Container: "job"}).DoRaw(context.Background())
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
 }

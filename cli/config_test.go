@@ -145,6 +145,8 @@ func TestConfigShowTable(t *testing.T) {
 		"image_pull_grace       2m0s              default\n" +
 		"node_lost_grace        5m0s              default\n" +
 		"accelerator_resources  true              default\n" +
+		"warm_pods              2                 default\n" +
+		"warm_pod_idle          1m0s              default\n" +
 		"gcp_endpoints          -                 unset\n" +
 		"local_slots            3                 env KINETIC_LOCAL_SLOTS\n" +
 		"warm                   true              default\n" +

@@ -72,12 +72,14 @@ type Rule struct {
 
 // EngineRules are the permissions the engine uses (backend/kubernetes), and no more:
 // Jobs and LeaderWorkerSets it makes and deletes, the pods it reads and deletes, logs,
-// port-forward for debugging.
+// port-forward for debugging, pod labels and the pod proxy for warm pods.
 func EngineRules(lws bool) []Rule {
 	r := []Rule{
 		{Group: "batch", Resource: "jobs", Verbs: []string{"create", "delete", "get", "list", "patch"}},
-		{Resource: "pods", Verbs: []string{"delete", "get", "list"}},
+		{Resource: "pods", Verbs: []string{"delete", "get", "list", "update"}},
 		{Resource: "pods", Subresource: "log", Verbs: []string{"get"}},
+		// Warm pods: a job is handed to an idle pod's runner through the pod proxy.
+		{Resource: "pods", Subresource: "proxy", Verbs: []string{"create", "get"}},
 		{Resource: "pods", Subresource: "portforward", Verbs: []string{"create", "get"}},
 	}
 	if lws {
@@ -191,7 +193,7 @@ func PlanUp(ctx context.Context, t *Target) (*Plan, error) {
 	}
 
 	want := policyRules(EngineRules(p.LWS))
-	what = fmt.Sprintf("role %s/%s (what the engine needs: jobs, pods, pods/log, pods/portforward%s)", ns, Name, map[bool]string{true: ", leaderworkersets"}[p.LWS])
+	what = fmt.Sprintf("role %s/%s (what the engine needs: jobs, pods, pods/log, pods/proxy, pods/portforward%s)", ns, Name, map[bool]string{true: ", leaderworkersets"}[p.LWS])
 	switch role, err := rb.Roles(ns).Get(ctx, Name, metav1.GetOptions{}); {
 	case apierrors.IsNotFound(err):
 		p.Steps = append(p.Steps, Step{What: what, Action: "create", apply: func(ctx context.Context) error {

@@ -84,6 +84,13 @@ type Options struct {
 	// Grace is how long a cancelled call gets between SIGTERM and SIGKILL (0 means
 	// DefaultGrace). The local backend passes its own.
 	Grace time.Duration
+	// Session starts the call in a session of its own (not only a process group), so
+	// nothing it starts shares the runner's: a warm pod's runner (warmpod.go).
+	Session bool
+	// BeforeResult, if set, is called once the call has ended (its process group
+	// killed) and before the leader uploads the result envelope: a warm pod's runner
+	// says there that it will take another job, so whoever sees the result finds that.
+	BeforeResult func()
 }
 
 // DefaultGrace is the grace period of a cancelled call when Options.Grace is 0.
@@ -183,6 +190,9 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 		// host of a multi-host job): that verdict stands, and an envelope saying
 		// "stopped" would only hide it from result().
 		return env, sinkErr
+	}
+	if o.BeforeResult != nil {
+		o.BeforeResult()
 	}
 	switch {
 	case leader:
@@ -290,7 +300,7 @@ func run(ctx context.Context, st *store.Store, o Options, out io.Writer, called 
 		*called = time.Now().UTC()
 		cctx, cancel := callLimit(ctx, spec)
 		defer cancel()
-		return overLimit(cctx)(runCommand(cctx, spec, cwd, environ, out, o.Host, o.grace()))
+		return overLimit(cctx)(runCommand(cctx, spec, cwd, environ, out, o.Host, o.grace(), o.Session))
 	}
 	if spec.Kind == job.KindEntry {
 		file, err := within(work, spec.Entry.File)
@@ -492,6 +502,9 @@ func runPython(ctx context.Context, spec *job.Spec, py string, rest []string, cw
 		cmd.Env = environ
 		cmd.Stdout, cmd.Stderr = out, out
 		var wrap func(*exec.Cmd) error
+		if o.Session {
+			wrap = ownSession
+		}
 		if len(mounts) > 0 {
 			var werr error
 			wrap = func(cmd *exec.Cmd) error {
@@ -503,7 +516,7 @@ func runPython(ctx context.Context, spec *job.Spec, py string, rest []string, cw
 				return nil, nil, inPhase(job.PhaseData, werr)
 			}
 		} else {
-			runErr = runGroup(cmd, o.grace(), nil)
+			runErr = runGroup(cmd, o.grace(), wrap)
 		}
 	}
 	raw, err := os.ReadFile(filepath.Join(outDir, "envelope.json"))
@@ -542,12 +555,16 @@ func runPython(ctx context.Context, spec *job.Spec, py string, rest []string, cw
 	return &env, value, nil
 }
 
-func runCommand(ctx context.Context, spec *job.Spec, cwd string, environ []string, out io.Writer, host string, grace time.Duration) (*job.Envelope, *os.File, error) {
+func runCommand(ctx context.Context, spec *job.Spec, cwd string, environ []string, out io.Writer, host string, grace time.Duration, session bool) (*job.Envelope, *os.File, error) {
 	cmd := exec.CommandContext(ctx, spec.Command[0], spec.Command[1:]...)
 	cmd.Dir = cwd
 	cmd.Env = environ
 	cmd.Stdout, cmd.Stderr = out, out
-	err := runGroup(cmd, grace, nil)
+	var wrap func(*exec.Cmd) error
+	if session {
+		wrap = ownSession
+	}
+	err := runGroup(cmd, grace, wrap)
 	code := 0
 	env := &job.Envelope{Host: host}
 	var ee *exec.ExitError
@@ -596,6 +613,14 @@ func graceful(cmd *exec.Cmd, grace time.Duration) {
 	cmd.SysProcAttr = groupAttr()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = grace
+}
+
+// ownSession makes cmd a session leader (its session and process group are its PID,
+// so runGroup's kill of the group still reaches it).
+func ownSession(cmd *exec.Cmd) error {
+	cmd.SysProcAttr.Setpgid = false // setpgid after setsid fails
+	cmd.SysProcAttr.Setsid = true
+	return nil
 }
 
 // runGroup runs cmd and, once it ends, kills what is left of its process group: a job's

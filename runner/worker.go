@@ -30,6 +30,12 @@ type Worker struct {
 	// Hold keeps the worker alive once the job has ended, until ctx ends (the pods of a
 	// LeaderWorkerSet, whose restartPolicy is Always: multi-host jobs).
 	Hold bool
+	// WarmPodIdle, when positive, keeps the pod after the job for another job of its
+	// kind, this long after each job (a Kubernetes warm pod: warmpod.go); WarmPodPort is
+	// where the runner then listens (DefaultWarmPodPort if 0).
+	WarmPodIdle time.Duration
+	WarmPodPort int
+	WarmPodKey  string // the pod's warm key, said back in its WarmRecord
 }
 
 // ErrJobFailed means the job ran and failed (its envelope says so).
@@ -42,6 +48,9 @@ func (w *Worker) Flags() *flag.FlagSet {
 	fs := flag.NewFlagSet("runner", flag.ContinueOnError)
 	fs.BoolVar(&w.Hold, "hold", false, "after the job ends, stay alive until stopped (pods whose restartPolicy is Always: multi-host jobs)")
 	fs.StringVar(&w.StoreURL, "store", "", "store URL")
+	fs.DurationVar(&w.WarmPodIdle, "warm-idle", 0, "after the job ends, keep the pod this long for another job handed over by the engine (a warm pod); 0 exits")
+	fs.StringVar(&w.WarmPodKey, "warm-key", "", "with --warm-idle, the pod's warm key (set by the Kubernetes backend)")
+	fs.IntVar(&w.WarmPodPort, "warm-port", DefaultWarmPodPort, "with --warm-idle, the port the runner listens on for the next job")
 	fs.StringVar(&w.JobID, "job", "", "job ID")
 	fs.StringVar(&w.Group, "group", "", "batch whose child this worker runs (with --index-env)")
 	fs.StringVar(&w.IndexEnv, "index-env", "JOB_COMPLETION_INDEX", "environment variable holding the batch index")
@@ -109,6 +118,9 @@ func RunWorker(ctx context.Context, w Worker) error {
 		o.Workspace = "/tmp/kinetic/" + o.JobID
 	}
 	o.Stdout = os.Stdout
+	if w.WarmPodIdle > 0 && !w.Hold && w.Group == "" {
+		return runWarmPod(ctx, st, w, o)
+	}
 	env, err := Run(ctx, o)
 	if err != nil {
 		return err

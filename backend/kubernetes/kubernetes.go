@@ -82,6 +82,13 @@ type Options struct {
 	// CPU like a CPU job; node selectors stay): for tests and CPU-only dry runs of
 	// accelerator jobs on a cluster that has no such devices.
 	IgnoreAcceleratorResources bool
+	// WarmPods is how many idle pods of one warm key may wait for the next job of that
+	// key (warm.go); 0, the zero value, keeps none: every job gets a pod of its own. The
+	// setting warm_pods defaults to DefaultWarmPods.
+	WarmPods int
+	// WarmPodIdle is how long a warm pod waits for the next job (default
+	// DefaultWarmPodIdle).
+	WarmPodIdle time.Duration
 	// Config, if set, is used instead of loading a kubeconfig (tests).
 	Config *rest.Config
 	// GKE, when set (and Config is not), connects to a GKE cluster without a kubeconfig
@@ -113,6 +120,9 @@ type Backend struct {
 	cache map[string]*cached // Job name → recent Job and pods, shared by a batch's children
 
 	nodeCache nodeCache // recent Nodes (nodelost.go)
+
+	warmMu  sync.Mutex
+	offered map[string]bool // jobs whose warm pod this process has looked at (warm.go)
 
 	fuseMu      sync.Mutex // whether the cluster has the GCS FUSE CSI driver (fuse.go)
 	fuseChecked time.Time  // when it was last looked up (zero: never)
@@ -189,6 +199,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PullGrace == 0 {
 		o.PullGrace = 2 * time.Minute
+	}
+	if o.WarmPodIdle == 0 {
+		o.WarmPodIdle = DefaultWarmPodIdle
 	}
 	if o.QPS == 0 {
 		o.QPS = 100

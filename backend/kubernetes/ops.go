@@ -40,6 +40,11 @@ func (b *Backend) Submit(ctx context.Context, h *job.Handle) error {
 	if err := b.ensureRunnerImage(ctx); err != nil {
 		return err
 	}
+	if sp, err := acceleratorOf(h); err == nil {
+		if key, ok := b.warmKey(h, sp, fuse); ok && b.tryWarm(ctx, h, key) {
+			return nil // on a warm pod (warm.go)
+		}
+	}
 	j, err := b.jobFor(h, fuse)
 	if err != nil {
 		return err
@@ -191,6 +196,9 @@ func (b *Backend) observe(ctx context.Context, name string, shared bool, index i
 // already recorded); then the Job and its pods.
 func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string, error) {
 	if s, reason, ok, err := b.stored(ctx, h); err != nil || ok {
+		if ok && s != job.NotFound {
+			b.offerIdle(ctx, h) // its pod may take the next job (warm.go)
+		}
 		return s, reason, err
 	}
 	return b.clusterStatus(ctx, h, true)
@@ -214,6 +222,22 @@ func (b *Backend) clusterStatus(ctx context.Context, h *job.Handle, inStore bool
 		index = -1
 	}
 	j, pods, err := b.observe(ctx, name, isMember, index)
+	if apierrors.IsNotFound(err) && !isMember {
+		// No Job: the job may run on a warm pod it was handed (warm.go).
+		v, ok, werr := b.warmStatus(ctx, h)
+		if werr != nil {
+			return "", "", fmt.Errorf("status of %s: %w", h.JobID, werr)
+		}
+		if ok && v.state != job.Pending {
+			if s, reason, ok, err := b.storedIf(ctx, h, inStore); err != nil || ok {
+				return s, reason, err
+			}
+			if v.state == job.Failed {
+				return job.Failed, v.reason, b.record(ctx, h, v.reason)
+			}
+			return v.state, v.reason, nil
+		}
+	}
 	if apierrors.IsNotFound(err) {
 		// The runner may have finished between our two looks.
 		if s, reason, ok, err := b.storedIf(ctx, h, inStore); err != nil || ok {
@@ -333,6 +357,13 @@ func (b *Backend) Cancel(ctx context.Context, h *job.Handle) error {
 		}
 		return nil
 	}
+	// A job on a warm pod: the pod goes with it, never back to idle.
+	if err := b.stopWarm(ctx, h.JobID); err != nil {
+		return fmt.Errorf("cancel %s: %w", h.JobID, err)
+	}
+	if b.servesOthers(ctx, h.K8sName) {
+		return nil // its Job's pod now serves other jobs (warm.go)
+	}
 	return b.deleteJob(cctx, h.K8sName, metav1.DeletePropagationForeground)
 }
 
@@ -349,8 +380,16 @@ func (b *Backend) Cleanup(ctx context.Context, h *job.Handle) error {
 		}
 		return nil
 	}
+	if err := b.stopWarm(ctx, h.JobID); err != nil {
+		return fmt.Errorf("cleanup %s: %w", h.JobID, err)
+	}
 	cctx, cancel := ctxTimeout(ctx)
 	defer cancel()
+	if b.servesOthers(ctx, h.K8sName) {
+		// Its pod now waits for or serves other jobs (warm.go): the Job stays, and
+		// completes when the pod exits; its TTL then removes both.
+		return nil
+	}
 	return b.deleteJob(cctx, h.K8sName, metav1.DeletePropagationBackground)
 }
 
@@ -390,6 +429,11 @@ func (b *Backend) List(ctx context.Context) ([]*job.Handle, error) {
 		}
 		out = append(out, h)
 	}
+	handed, err := b.listHandedOver(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, handed...)
 	multi, err := b.listLeaderWorkerSets(ctx)
 	if err != nil {
 		return nil, err
@@ -438,6 +482,10 @@ func (b *Backend) podOf(ctx context.Context, h *job.Handle) (string, error) {
 	}
 	pods := list.Items
 	sort.Slice(pods, func(i, k int) bool { return pods[i].CreationTimestamp.After(pods[k].CreationTimestamp.Time) })
+	if pods[0].Labels[LabelWarm] != "" {
+		// A warm pod's log holds other jobs' output too: the store's copy is this job's.
+		return "", backend.ErrNoLogs
+	}
 	return pods[0].Name, nil
 }
 

@@ -44,9 +44,18 @@ func (b *Backend) jobFor(h *job.Handle, fuse *fusePlan) (*batchv1.Job, error) {
 	labels := baseLabels()
 	labels[LabelJobID] = h.JobID
 	args := []string{"runner", "--store", h.Store, "--job", h.JobID, "--workspace", workDir}
+	key, warm := b.warmKey(h, sp, fuse)
+	if warm {
+		args = append(args, b.warmArgs(key)...)
+	}
 	tmpl := b.podTemplate(h, sp, labels, args)
 	if err := fuse.apply(&tmpl); err != nil {
 		return nil, err
+	}
+	if warm {
+		// Only the pod: it may outlive its Job's job (warm.go).
+		tmpl.Labels[LabelWarm] = key
+		tmpl.Labels[LabelWarmState] = warmBusy
 	}
 	one := int32(1)
 	return &batchv1.Job{

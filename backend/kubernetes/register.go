@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -150,9 +151,20 @@ func OptionsFor(name string, cl Cluster, s backend.Settings) Options {
 		UnschedulableGrace: dur(KeyUnschedulableGrace),
 		PullGrace:          dur(KeyPullGrace),
 		NodeLostGrace:      dur(KeyNodeLostGrace),
+		WarmPods:           warmPods(get(KeyWarmPods)),
+		WarmPodIdle:        dur(KeyWarmPodIdle),
 		// Only "false" turns them off: an unset key keeps the devices.
 		IgnoreAcceleratorResources: get(KeyAccelResources) == "false",
 	}
+}
+
+// warmPods is the setting warm_pods as a count (the default when unset).
+func warmPods(v string) int {
+	if v == "" {
+		return DefaultWarmPods
+	}
+	n, _ := strconv.Atoi(v)
+	return n
 }
 
 func gkeOf(cl Cluster, s backend.Settings) *GKEDirect {

@@ -1,6 +1,8 @@
 package kubernetes
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/kinetic-run/kinetic/config"
@@ -38,6 +40,19 @@ var (
 		Doc: "how long a running job's node may be NotReady before the job is FAILED"})
 	KeyAccelResources = config.Declare(config.Setting{Key: "accelerator_resources", Owner: owner, Default: "true", Check: config.CheckBool,
 		Doc: "whether job pods request their GPUs/TPUs; false runs them as CPU pods (tests, dry runs on clusters without the devices)"})
+	KeyWarmPods = config.Declare(config.Setting{Key: "warm_pods", Owner: owner, Default: "2", Check: checkCount,
+		Doc: "how many idle pods of one kind a cluster keeps for the next job (warm pods, docs/kubernetes.md); 0 turns them off and asks a job for a pod of its own"})
+	KeyWarmPodIdle = config.Declare(config.Setting{Key: "warm_pod_idle", Owner: owner, Default: "60s", Check: config.CheckDuration,
+		Doc: "how long a warm pod waits for the next job of its kind before it exits"})
 	KeyGCPEndpoints = config.Declare(config.Setting{Key: "gcp_endpoints", Owner: owner,
 		Doc: "Google API endpoints for tests and emulators only: container=URL,artifactregistry=URL,iam=URL,compute=URL (plain, unauthenticated; used by up/down/status/pool for GKE)"})
 )
+
+// checkCount accepts a whole number, 0 or more.
+func checkCount(v string) (string, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		return "", fmt.Errorf("%q is not a whole number of 0 or more", v)
+	}
+	return strconv.Itoa(n), nil
+}

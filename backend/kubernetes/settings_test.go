@@ -30,6 +30,8 @@ func TestSettings(t *testing.T) {
 		{Key: KeyPullGrace, Value: "2m0s", Source: "default"},
 		{Key: KeyNodeLostGrace, Value: "5m0s", Source: "default"},
 		{Key: KeyAccelResources, Value: "true", Source: "default"},
+		{Key: KeyWarmPods, Value: "2", Source: "default"},
+		{Key: KeyWarmPodIdle, Value: "1m0s", Source: "default"},
 		{Key: KeyGCPEndpoints, Source: "unset"},
 	}
 	if d := cmp.Diff(want, configtest.Owned(r, owner)); d != "" {
@@ -42,6 +44,8 @@ func TestSettings(t *testing.T) {
 		configtest.Layers(t, k, "1m0s", "2m0s", "3m0s")
 	}
 	configtest.Layers(t, KeyAccelResources, "false", "true", "false")
+	configtest.Layers(t, KeyWarmPods, "0", "1", "3")
+	configtest.Layers(t, KeyWarmPodIdle, "10s", "20s", "1m0s")
 	for _, k := range []config.Key{KeyServiceAccount, KeyKubeconfig, KeyRunnerImage, KeyStoreSecret, KeyGCPEndpoints} {
 		configtest.Layers(t, k, string(k)+"-arg", string(k)+"-env", string(k)+"-profile")
 	}
@@ -68,6 +72,8 @@ func TestSettings(t *testing.T) {
 	}{
 		{map[config.Key]string{KeyClusterType: "eks"}, []string{`invalid cluster_type "eks" (from argument)`, "gke, generic"}},
 		{map[config.Key]string{KeyPodCPU: "lots"}, []string{"pod_cpu", "Kubernetes quantity"}},
+		{map[config.Key]string{KeyWarmPods: "-1"}, []string{"warm_pods", "0 or more"}},
+		{map[config.Key]string{KeyWarmPods: "two"}, []string{"warm_pods", "0 or more"}},
 	} {
 		_, err := configtest.Resolve(t, nil, nil, c.args)
 		for _, b := range c.bad {

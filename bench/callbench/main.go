@@ -16,7 +16,11 @@
 // stores those times in whole seconds, so the watch's arrival times are used), and the
 // runner's timeline in the job's result.json (started_at, called_at, finished_at).
 //
-//	go run ./bench/callbench -bin DIR/kinetic [-before DIR/kinetic] [-n 20]
+//	go run ./bench/callbench -bin DIR/kinetic [-before DIR/kinetic] [-n 20] [-warm]
+//
+// With -warm, the binary is measured twice, interleaved: with warm pods off
+// (KINETIC_WARM_PODS=0, "cold": a pod per call) and on ("warm": each call after the
+// warm-up is handed to the pod the last one left; docs/kubernetes.md, "Warm pods").
 //
 // Each binary's runner image is made from kinetic-runner-linux-amd64 beside it. Run it from
 // inside the repository (the cluster's tools are found from there). It needs
@@ -62,12 +66,13 @@ func main() {
 	before := flag.String("before", "", "a second kinetic binary, measured interleaved with -bin as \"before\"")
 	n := flag.Int("n", 20, "measured calls of each kind (after one warm-up)")
 	execs := flag.Bool("exec", true, "also measure an exec into a running pod")
+	warm := flag.Bool("warm", false, "measure -bin with warm pods off and on")
 	flag.Parse()
 	if *bin == "" {
 		fmt.Fprintln(os.Stderr, "callbench: -bin is required (e.g. -bin bin/kinetic, after make build runner)")
 		os.Exit(2)
 	}
-	if err := run(*bin, *before, *n, *execs); err != nil {
+	if err := run(*bin, *before, *n, *execs, *warm); err != nil {
 		fmt.Fprintln(os.Stderr, "callbench:", err)
 		os.Exit(1)
 	}
@@ -77,12 +82,14 @@ func main() {
 type variant struct {
 	name   string
 	bin    string
-	runner string // its runner image
-	home   string // its KINETIC_HOME, kept across calls as a user's is
+	runner string   // its runner image
+	home   string   // its KINETIC_HOME, kept across calls as a user's is
+	env    []string // added to the environment of its calls
+	keep   bool     // warm pods on: its pods stay between calls
 	calls  []*callTimes
 }
 
-func run(bin, before string, n int, withExec bool) error {
+func run(bin, before string, n int, withExec, warm bool) error {
 	ctx := context.Background()
 	var vs []*variant
 	if before != "" {
@@ -91,6 +98,13 @@ func run(bin, before string, n int, withExec bool) error {
 	vs = append(vs, &variant{name: "after", bin: bin})
 	if before == "" {
 		vs[0].name = "kinetic"
+	}
+	for _, v := range vs {
+		v.env = []string{"KINETIC_WARM_PODS=0"}
+	}
+	if warm {
+		vs[len(vs)-1].name = "cold"
+		vs = append(vs, &variant{name: "warm", bin: bin, env: []string{"KINETIC_WARM_PODS=2", "KINETIC_WARM_POD_IDLE=60s"}, keep: true})
 	}
 	for _, v := range vs {
 		abs, err := filepath.Abs(v.bin)
@@ -158,16 +172,17 @@ func run(bin, before string, n int, withExec bool) error {
 				e = append(e, kv)
 			}
 		}
-		return append(e, "KINETIC_HOME="+v.home, "KINETIC_PROFILES_FILE="+filepath.Join(v.home, "profiles.json"),
+		e = append(e, "KINETIC_HOME="+v.home, "KINETIC_PROFILES_FILE="+filepath.Join(v.home, "profiles.json"),
 			"KINETIC_BIN="+v.bin, "KINETIC_BACKEND=k8s", "KINETIC_STORE="+storeURL, "KUBECONFIG="+c.Kubeconfig,
 			"KINETIC_RUNNER_IMAGE="+v.runner, "KINETIC_IMAGE_REGISTRY="+kubetest.RegistryURL+"/kinetic-bench",
 			"KINETIC_BASE_IMAGE_CPU="+kubetest.PythonImage, "KINETIC_BASE_IMAGE_GPU="+kubetest.PythonImage,
 			"KINETIC_POD_CPU="+podCPU, "KINETIC_UNSCHEDULABLE_GRACE=5s", "KINETIC_IMAGE_PULL_GRACE=20s")
+		return append(e, v.env...)
 	}
 
 	// Warm-up: every image on the node, every cache of the user's home filled.
 	for _, v := range vs {
-		if _, err := kineticCall(ctx, cs, st, w, dir, v.bin, env(v)); err != nil {
+		if _, err := kineticCall(ctx, cs, st, w, dir, v.bin, env(v), v.keep); err != nil {
 			return fmt.Errorf("warm-up (%s): %w", v.name, err)
 		}
 	}
@@ -182,7 +197,7 @@ func run(bin, before string, n int, withExec bool) error {
 			order = reversed(vs)
 		}
 		for _, v := range order {
-			t, err := kineticCall(ctx, cs, st, w, dir, v.bin, env(v))
+			t, err := kineticCall(ctx, cs, st, w, dir, v.bin, env(v), v.keep)
 			if err != nil {
 				return fmt.Errorf("call %d (%s): %w", i, v.name, err)
 			}
@@ -339,8 +354,9 @@ type callTimes struct {
 var submitted = regexp.MustCompile(`kinetic: job (\S+) submitted`)
 
 // kineticCall runs `kinetic run m.py::add 1 2` in dir and reads what the cluster and the
-// runner recorded of it; it then removes its Job and waits for its pod to be gone.
-func kineticCall(ctx context.Context, cs kubernetes.Interface, st *store.Store, w *watcher, dir, bin string, env []string) (*callTimes, error) {
+// runner recorded of it; it then removes its Job and waits for its pod to be gone (with
+// keep, warm pods on, it leaves them: the next call may run there).
+func kineticCall(ctx context.Context, cs kubernetes.Interface, st *store.Store, w *watcher, dir, bin string, env []string, keep bool) (*callTimes, error) {
 	cmd := exec.CommandContext(ctx, bin, "run", "m.py::add", "1", "2")
 	cmd.Dir, cmd.Env = dir, env
 	var out, errb bytes.Buffer
@@ -365,6 +381,10 @@ func kineticCall(ctx context.Context, cs kubernetes.Interface, st *store.Store, 
 		return nil, err
 	}
 	t.env = *env2
+	if keep {
+		t.w = w.get(id) // a call on a warm pod has no Job and no pod of its own
+		return t, nil
+	}
 	// The watch may lag the store by a little: wait until it saw the pod end.
 	if err := w.waitFor(ctx, id, func(s seen) bool { return !s.terminated.IsZero() }); err != nil {
 		return nil, err

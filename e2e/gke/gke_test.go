@@ -130,6 +130,7 @@ func TestGKEFromZero(t *testing.T) {
 		"KINETIC_LWS_IMAGE=" + LWSImage,
 		"KINETIC_BASE_IMAGE_CPU=" + kubetest.PythonImage, "KINETIC_BASE_IMAGE_GPU=" + kubetest.PythonImage, "KINETIC_BASE_IMAGE_TPU=" + kubetest.PythonImage,
 		"KINETIC_POD_CPU=10m", "KINETIC_UNSCHEDULABLE_GRACE=60s",
+		"KINETIC_WARM_PODS=0", // a pod per job, as this test was written for (warm pods: backend/kubernetes)
 		"PYTHONPATH=" + pythonDir(),
 	}
 	kinetic := func(extra []string, args ...string) (string, string, error) {

@@ -1,0 +1,254 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/kinetic-run/kinetic/accel"
+	"github.com/kinetic-run/kinetic/job"
+)
+
+func warmPod(name, key, state string, until time.Time) corev1.Pod {
+	p := corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", ResourceVersion: "7",
+			Labels:      map[string]string{LabelWarm: key, LabelWarmState: state, LabelJobID: "job-old"},
+			Annotations: map[string]string{AnnotationWarmRecord: "job-old", AnnotationPrefix + "job_id": "job-old"}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	if !until.IsZero() {
+		p.Annotations[AnnotationWarmUntil] = until.UTC().Format(time.RFC3339Nano)
+	}
+	return p
+}
+
+func TestCandidates(t *testing.T) {
+	now := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	deleting := warmPod("deleting", "k", warmIdle, now.Add(time.Minute))
+	deleting.DeletionTimestamp = &metav1.Time{Time: now}
+	pending := warmPod("pending", "k", warmIdle, now.Add(time.Minute))
+	pending.Status.Phase = corev1.PodPending
+	norecord := warmPod("norecord", "k", warmIdle, now.Add(time.Minute))
+	delete(norecord.Annotations, AnnotationWarmRecord)
+	list := []corev1.Pod{
+		warmPod("older", "k", warmIdle, now.Add(20*time.Second)),
+		warmPod("busy", "k", warmBusy, now.Add(time.Minute)),
+		warmPod("other-key", "k2", warmIdle, now.Add(time.Minute)),
+		warmPod("expiring", "k", warmIdle, now.Add(warmMargin-time.Millisecond)),
+		warmPod("no-until", "k", warmIdle, time.Time{}),
+		deleting, pending, norecord,
+		warmPod("fresh", "k", warmIdle, now.Add(50*time.Second)),
+	}
+	var got []string
+	for _, p := range candidates(list, "k", now) {
+		got = append(got, p.Name)
+	}
+	if diff := cmp.Diff([]string{"fresh", "older"}, got); diff != "" {
+		t.Errorf("candidates (-want +got):\n%s", diff)
+	}
+}
+
+func TestOutcome(t *testing.T) {
+	for _, c := range []struct {
+		code int
+		err  error
+		want handOver
+	}{
+		{200, nil, handedOver},
+		{409, errors.New("conflict"), refused},
+		{400, errors.New("bad"), refused},
+		{403, errors.New("forbidden"), refused},
+		{404, errors.New("no pod"), refused},
+		{503, errors.New("cannot reach the pod"), refused},
+		{502, errors.New("bad gateway"), unknown},
+		{500, errors.New("internal"), unknown},
+		{0, context.DeadlineExceeded, unknown},
+		{200, errors.New("body cut"), unknown},
+	} {
+		if got := outcome(c.code, c.err); got != c.want {
+			t.Errorf("outcome(%d, %v) = %v, want %v", c.code, c.err, got, c.want)
+		}
+	}
+}
+
+func TestWarmKey(t *testing.T) {
+	b := testBackend(t, Options{Name: K8sName, WarmPods: 2})
+	key := func(b *Backend, h *job.Handle) (string, bool) {
+		sp, err := acceleratorOf(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.warmKey(h, sp, nil)
+	}
+	h := testHandle("cpu")
+	base, ok := key(b, h)
+	if !ok || base == "" {
+		t.Fatalf("a plain CPU job is not warm-eligible")
+	}
+	other := testHandle("cpu")
+	other.JobID, other.K8sName, other.FuncName, other.CreatedAt = "job-zzzzzzzzzzzzzzzzzzzzzzzz", "job-zzzzzzzzzzzzzzzzzzzzzzzz", "eval", "2026-11-23T00:00:00Z"
+	if k, _ := key(b, other); k != base {
+		t.Errorf("two jobs of the same kind have keys %s and %s", base, k)
+	}
+	differs := map[string]func(h *job.Handle, o *Options){
+		"image":           func(h *job.Handle, o *Options) { h.ImageURI = "example.com/other:1" },
+		"accelerator":     func(h *job.Handle, o *Options) { h.Accelerator = "gpu-l4" },
+		"spot":            func(h *job.Handle, o *Options) { h.Accelerator = "gpu-l4"; h.Spot = "true" },
+		"store":           func(h *job.Handle, o *Options) { h.Store = "gs://other" },
+		"namespace":       func(h *job.Handle, o *Options) { o.Namespace = "team" },
+		"service account": func(h *job.Handle, o *Options) { o.ServiceAccount = "sa" },
+		"store secret":    func(h *job.Handle, o *Options) { o.StoreSecret = "creds" },
+		"runner image":    func(h *job.Handle, o *Options) { o.RunnerImage = "example.com/runner@sha256:00" },
+		"cpu":             func(h *job.Handle, o *Options) { o.CPU = "2" },
+		"memory":          func(h *job.Handle, o *Options) { o.Memory = "4Gi" },
+		"cluster type":    func(h *job.Handle, o *Options) { o.ClusterType = "gke"; h.Accelerator = "gpu-l4" },
+	}
+	for name, change := range differs {
+		h := testHandle("cpu")
+		o := Options{Name: K8sName, WarmPods: 2}
+		change(h, &o)
+		b2 := testBackend(t, o)
+		k, ok := key(b2, h)
+		if !ok {
+			t.Errorf("%s: not eligible", name)
+			continue
+		}
+		if name == "spot" {
+			h2 := testHandle("gpu-l4")
+			if k2, _ := key(b2, h2); k2 == k {
+				t.Errorf("spot and on-demand gpu-l4 share the key %s", k)
+			}
+			continue
+		}
+		if name == "cluster type" {
+			gpu, _ := key(b, testHandle("gpu-l4"))
+			if gpu == k {
+				t.Errorf("gke and generic gpu-l4 share the key %s", k)
+			}
+			continue
+		}
+		if k == base {
+			t.Errorf("a different %s keeps the key %s", name, k)
+		}
+	}
+	never := map[string]func(h *job.Handle, o *Options){
+		"debug":        func(h *job.Handle, o *Options) { h.Debug = "true" },
+		"batch member": func(h *job.Handle, o *Options) { h.GroupID = "grp-x" },
+		"time limit":   func(h *job.Handle, o *Options) { h.TimeoutSeconds = "60" },
+		"multi-host":   func(h *job.Handle, o *Options) { h.Accelerator = "tpu-v6e-16" },
+		"warm_pods=0":  func(h *job.Handle, o *Options) { o.WarmPods = 0 },
+	}
+	for name, change := range never {
+		h := testHandle("cpu")
+		o := Options{Name: K8sName, WarmPods: 2}
+		change(h, &o)
+		if _, ok := key(testBackend(t, o), h); ok {
+			t.Errorf("%s: eligible for a warm pod", name)
+		}
+	}
+	if _, ok := testBackend(t, Options{Name: K8sName, WarmPods: 2}).warmKey(h, accel.Spec{}, &fusePlan{}); ok {
+		t.Errorf("a job with FUSE volumes is eligible for a warm pod")
+	}
+}
+
+func TestClaimed(t *testing.T) {
+	p := warmPod("p", "k", warmIdle, time.Now().Add(time.Minute))
+	h := testHandle("cpu")
+	c := claimed(&p, h)
+	if c.ResourceVersion != "7" {
+		t.Errorf("the claim lost the listed resourceVersion (its precondition): %q", c.ResourceVersion)
+	}
+	if c.Labels[LabelWarmState] != warmBusy || c.Labels[LabelJobID] != h.JobID || c.Labels[LabelWarm] != "k" {
+		t.Errorf("claimed labels: %v", c.Labels)
+	}
+	if _, ok := c.Annotations[AnnotationWarmUntil]; ok {
+		t.Errorf("a claimed pod keeps its idle window: %v", c.Annotations)
+	}
+	if c.Annotations[AnnotationPrefix+"job_id"] != h.JobID || c.Annotations[AnnotationPrefix+"func_name"] != "train" {
+		t.Errorf("a claimed pod does not carry its job's handle: %v", c.Annotations)
+	}
+	if p.Labels[LabelJobID] != "job-old" {
+		t.Errorf("claimed changed the listed pod")
+	}
+}
+
+// TestClaimLostRace: the first candidate was claimed by another engine between the list
+// and the update (the apiserver answers Conflict: injected here); the claim goes on to
+// the next one. Its runner's record cannot be read, so it is refused: the pod this
+// engine holds is deleted (nothing finds the job on it) and Submit makes a Job.
+func TestClaimLostRace(t *testing.T) {
+	b := testBackend(t, Options{Name: K8sName, WarmPods: 2})
+	now := time.Now()
+	first := warmPod("first", "k", warmIdle, now.Add(55*time.Second))
+	second := warmPod("second", "k", warmIdle, now.Add(40*time.Second))
+	cs := fake.NewSimpleClientset(&first, &second)
+	var updated []string
+	cs.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.UpdateAction).GetObject().(*corev1.Pod)
+		updated = append(updated, p.Name)
+		if p.Name == "first" {
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, p.Name, errors.New("the object has been modified"))
+		}
+		return false, nil, nil
+	})
+	b.cs = cs
+	h := testHandle("cpu")
+	if b.tryWarm(context.Background(), h, "k") {
+		t.Fatal("tryWarm reports the job handed over, with no runner record to hand it with")
+	}
+	if diff := cmp.Diff([]string{"first", "second"}, updated); diff != "" {
+		t.Errorf("claim attempts (-want +got):\n%s", diff)
+	}
+	if _, err := cs.CoreV1().Pods("default").Get(context.Background(), "second", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the claimed pod whose runner could not be told stays: %v", err)
+	}
+	if p, err := cs.CoreV1().Pods("default").Get(context.Background(), "first", metav1.GetOptions{}); err != nil || p.Labels[LabelJobID] != "job-old" {
+		t.Errorf("the pod another engine won was changed: %v %v", p.Labels, err)
+	}
+}
+
+func TestJudgeWarm(t *testing.T) {
+	h := testHandle("cpu")
+	running := warmPod("p", "k", warmBusy, time.Time{})
+	running.Labels[LabelJobID] = h.JobID
+	running.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "job", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+	idle := running.DeepCopy()
+	idle.Labels[LabelWarmState] = warmIdle
+	ended := running.DeepCopy()
+	ended.Status.Phase = corev1.PodSucceeded
+	deleted := running.DeepCopy()
+	deleted.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	g := graces{unschedulable: time.Minute, pull: time.Minute}
+	for name, c := range map[string]struct {
+		p     *corev1.Pod
+		taken bool
+		want  job.State
+	}{
+		"running":           {&running, false, job.Running},
+		"gone after taking": {nil, true, job.Failed},
+		"never taken":       {nil, false, job.Pending},
+		"idle, no result":   {idle, false, job.Failed},
+		"ended, no result":  {ended, false, job.Failed},
+		"deleted":           {deleted, false, job.Failed},
+	} {
+		v := judgeWarm(h, c.p, c.taken, time.Now(), g)
+		if v.state != c.want {
+			t.Errorf("%s: %s (%s), want %s", name, v.state, v.reason, c.want)
+		}
+		if v.pod != "" {
+			t.Errorf("%s: a log tail would be read from the shared pod %s", name, v.pod)
+		}
+	}
+	_ = http.StatusOK
+}

@@ -92,6 +92,11 @@ func lookEnded(ctx context.Context, e Engine, st *store.Store, m *Manifest, stor
 				return nil
 			}
 			state, reason, err := j.Status(gctx)
+			if errors.Is(err, job.ErrDamaged) {
+				// Nothing will mend it: final, with why (its result says so too).
+				out[k] = ChildStatus{Index: c.Index, JobID: c.JobID, Handle: j.Handle, Status: job.NotFound, Reason: err.Error()}
+				return nil
+			}
 			if err != nil {
 				return err
 			}
@@ -536,6 +541,11 @@ func Watch(ctx context.Context, e Engine, gid, storeURL string, emit func(ChildS
 				jobs[c.Index] = j
 			}
 			state, reason, err := j.Status(ctx)
+			if errors.Is(err, job.ErrDamaged) {
+				final[c.Index], progressed = true, true
+				emit(ChildStatus{Index: c.Index, JobID: c.JobID, Handle: j.Handle, Status: job.NotFound, Reason: err.Error()})
+				continue
+			}
 			if err != nil {
 				return err
 			}

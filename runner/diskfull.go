@@ -14,7 +14,10 @@ import (
 // the call blocks in a pipe write as soon as nothing drains the pipe, so nothing on the
 // output path may ever stop reading, and the first ENOSPC stops the job. The final
 // records (envelope, status) need a few blocks of their own: a small reserve is taken
-// at the start and given back when the disk fills.
+// at the start and given back once the job's code has stopped, before those writes (not
+// when the disk fills: a job still writing would take the space back at once, and with
+// the store and the state directory on one disk even the kept final status could not
+// be written).
 
 // reserveSize is what the final writes of a job need at most (status, envelope, a
 // last log chunk is dropped).
@@ -60,15 +63,12 @@ func newDiskGuard(dir string, stop func(error)) *diskGuard {
 	return g
 }
 
-// report stops the job if err is ENOSPC, giving the reserve back for the final writes.
+// report stops the job if err is ENOSPC.
 func (g *diskGuard) report(what string, err error) {
 	if !errors.Is(err, syscall.ENOSPC) {
 		return
 	}
-	g.once.Do(func() {
-		g.release()
-		g.stop(&errNoSpace{what: what, err: err})
-	})
+	g.once.Do(func() { g.stop(&errNoSpace{what: what, err: err}) })
 }
 
 // release removes the reserve.

@@ -164,6 +164,7 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 		}
 	}
 	env.StartedAt, env.CalledAt, env.FinishedAt = started, called, time.Now().UTC()
+	guard.release() // the job's code has stopped: its space is for the final writes
 	sinkErr := sink.Close()
 	if value != nil {
 		defer value.Close()

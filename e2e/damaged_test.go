@@ -143,8 +143,8 @@ func faultJobObjectsDamaged(t *testing.T, e *env) {
 		{py, "spec.json", harmless, harmless},
 		{py, "payload.pkl", harmless, harmless},
 		{cmdJob, "env.json", harmless, harmless},
-		{py, "status.json", damaged, harmless},  // deleted: the envelope says how it ended
-		{py, "result.json", envelope, harmless}, // deleted: result.pkl holds the value
+		{py, "status.json", damaged, harmless},                  // deleted: the envelope says how it ended
+		{py, "result.json", envelope, want{false, true, false}}, // deleted: result.pkl holds the value, the SDK reads it
 		{py, "result.pkl", value, value},
 		{cmdJob, "logs/00000000.log", harmless, harmless}, // the log prints what is left
 	}

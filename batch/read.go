@@ -433,6 +433,11 @@ func List(ctx context.Context, e Engine, storeURL string) ([]Listed, error) {
 			case err == nil && m != nil:
 				m.Children = nil
 				out[i] = Listed{Manifest: *m}
+				// Its collection records say which children were collected: one that
+				// cannot be read fails every read of the batch, so list it as damaged.
+				if _, cerr := batchlayout.ReadCollected(gctx, st, id); errors.Is(cerr, job.ErrDamaged) {
+					out[i].Error = cerr.Error()
+				}
 			case errors.Is(err, job.ErrDamaged):
 				out[i] = Listed{Manifest: Manifest{GroupID: id}, Error: err.Error()}
 			case err != nil && gctx.Err() == nil:

@@ -286,6 +286,9 @@ func checkBatchDamage(t *testing.T, e *env, gid, file, how string, named, sdkNam
 	if list.code != 0 || !strings.Contains(list.stdout, gid) {
 		t.Errorf("batch list: exit %d, no %s: %q %q", list.code, gid, list.stdout, list.stderr)
 	}
+	if strings.HasPrefix(file, "groups/") && (!strings.Contains(list.stdout, gid+"  DAMAGED") || !strings.Contains(list.stderr, file)) {
+		t.Errorf("batch list does not show %s as damaged, naming %s: %q %q", gid, file, list.stdout, list.stderr)
+	}
 	status := e.timed(t, "batch", "status", gid)
 	results := e.timed(t, "batch", "results", "--timeout", "20s", gid)
 	if results.code == 124 {

@@ -215,7 +215,7 @@ func run(ctx context.Context, st *store.Store, o Options, out io.Writer, called 
 	}
 	spec, err := job.DecodeSpec(raw)
 	if err != nil {
-		return nil, nil, inPhase(job.PhaseDownload, err)
+		return nil, nil, inPhase(job.PhaseDownload, damagedJSON(o.JobID, "spec.json", raw, err))
 	}
 	work := filepath.Join(o.Workspace, "root")
 	outDir := filepath.Join(o.Workspace, "out")
@@ -396,6 +396,18 @@ func within(root, rel string) (string, error) {
 	return p, nil
 }
 
+// damagedJSON is err, the failure to decode object file of job id, as the damaged
+// object it is when raw is not JSON of the right shape (job.Damaged: in plain words,
+// never the decoder's).
+func damagedJSON(id, file string, raw []byte, err error) error {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	if len(raw) == 0 || errors.As(err, &syntax) || errors.As(err, &typ) {
+		return job.Damaged(id, file, raw, err)
+	}
+	return err
+}
+
 func buildEnv(ctx context.Context, st *store.Store, spec *job.Spec, o Options) ([]string, error) {
 	var captured map[string]string
 	if len(spec.EnvNames) > 0 {
@@ -404,7 +416,7 @@ func buildEnv(ctx context.Context, st *store.Store, spec *job.Spec, o Options) (
 			return nil, fmt.Errorf("captured environment: %w", err)
 		}
 		if err := json.Unmarshal(b, &captured); err != nil {
-			return nil, fmt.Errorf("captured environment: %w", err)
+			return nil, damagedJSON(o.JobID, "env.json", b, err)
 		}
 	}
 	set := map[string]string{"KINETIC_JOB_ID": o.JobID, "KINETIC_HOST_INDEX": o.Host}

@@ -50,7 +50,11 @@ func hasGoText(s string) string {
 // sdk runs a Python snippet with the SDK against e's store and returns its output.
 func (e *env) sdk(t *testing.T, code string) result {
 	t.Helper()
-	cmd := exec.Command("python3", "-c", code)
+	py := "/usr/bin/python3" // Debian's, with cloudpickle (as makeBatch)
+	if _, err := os.Stat(py); err != nil {
+		py = "python3"
+	}
+	cmd := exec.Command(py, "-c", code)
 	cmd.Dir = e.dir
 	cmd.Env = append(os.Environ(), "KINETIC_BIN="+e.bin, "KINETIC_HOME="+filepath.Join(e.home, "data"), "KINETIC_WARM_IDLE=5s",
 		"KINETIC_PROFILES_FILE="+filepath.Join(e.home, "profiles.json"), "PYTHONPATH="+filepath.Join(repoRoot(), "python"), "KINETIC_PROJECT=")

@@ -134,7 +134,7 @@ var faultCases = []struct {
 	},
 	{
 		name:  "one-disk-fills",
-		fault: "a command job writes to its output directory until the one small disk (a 4 MiB tmpfs) holding both the store and the state directory is full",
+		fault: "a command job that ignores SIGTERM writes to its output directory until the one small disk (a 4 MiB tmpfs) holding both the store and the state directory is full, and on through its stop's grace period",
 		want:  "FAILED \"no space left on device\" (never \"supervisor stopped\"), readers answer while it is full, handle and spec whole, the same verdict once space is freed",
 		run:   faultOneDiskFills,
 	},

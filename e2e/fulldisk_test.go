@@ -339,7 +339,9 @@ func faultConcurrentPrune(t *testing.T, e *env) {
 // them: even the final status kept in the workspace has no room once the job filled it.
 func faultOneDiskFills(t *testing.T, e *env) {
 	mnt := e.onTmpfs(t, 4096)
-	id := e.submitAsync(t, "sh", "-c", `echo start; i=0; while :; do cat /dev/zero > "$KINETIC_OUTPUT_DIR/f$i"; i=$((i+1)); done`)
+	// It ignores SIGTERM (so do its cats), and so goes on writing through the grace
+	// period after it is stopped: space given back then is taken again at once.
+	id := e.submitAsync(t, "sh", "-c", `trap '' TERM; echo start; i=0; while :; do cat /dev/zero > "$KINETIC_OUTPUT_DIR/f$i"; i=$((i+1)); done`)
 	jobDir := filepath.Join(mnt, "store", "jobs", id)
 	before := map[string][]byte{}
 	for _, f := range []string{"handle.json", "spec.json"} {

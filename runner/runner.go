@@ -142,7 +142,7 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 	if !leader {
 		sink = newLogSink(context.WithoutCancel(ctx), st, func(seq int) string { return store.HostLogChunkKey(o.JobID, o.Host, seq) }, 0)
 	}
-	sink.onError = func(err error) { guard.report("the job's logs (in the store "+st.URL()+")", err) }
+	sink.onError = func(err error, lost int) { guard.report("the job's logs (in the store "+st.URL()+")", err, lost) }
 	// Neither writer ever fails: the call's output pipe is always drained.
 	out := io.MultiWriter(sink, &lenientWriter{w: o.Stdout, what: "the job's output log", guard: guard})
 	started := time.Now().UTC()
@@ -532,6 +532,12 @@ func runPython(ctx context.Context, spec *job.Spec, py string, rest []string, cw
 	var env job.Envelope
 	if err := json.Unmarshal(raw, &env); err != nil {
 		return nil, nil, inPhase(job.PhaseResult, fmt.Errorf("bootstrap envelope: %w", err))
+	}
+	var full struct {
+		Size int64 `json:"no_space_for_value"`
+	}
+	if json.Unmarshal(raw, &full) == nil && full.Size > 0 {
+		return nil, nil, inPhase(job.PhaseResult, noSpaceForValue(o, outDir, full.Size))
 	}
 	env.Host = o.Host
 	var value *os.File

@@ -114,14 +114,20 @@ func (e *env) timed(t *testing.T, args ...string) result {
 func faultJobObjectsDamaged(t *testing.T, e *env) {
 	os.Setenv("DAMAGED_TEST_VAR", "v")
 	defer os.Unsetenv("DAMAGED_TEST_VAR")
-	// A Python job with a value, and a command job with a log and a captured variable.
-	os.WriteFile(filepath.Join(e.dir, "val.py"), []byte("def main():\n    print('a log line')\n    return list(range(3))\n"), 0o644)
-	r := e.run("run", "--async", "--json", "val.py::main")
-	var h map[string]string
-	if err := json.Unmarshal([]byte(r.stdout), &h); r.code != 0 || err != nil {
-		t.Fatalf("submit: %d %v %q", r.code, err, r.stderr)
+	// A Python job with a value (pickled by the SDK: payload.pkl), and a command job
+	// with a log and a captured variable.
+	r := e.sdk(t, `import kinetic
+@kinetic.run(accelerator="cpu")
+def main():
+    print("a log line")
+    return list(range(3))
+print("ID", main.run_async().job_id)
+`)
+	_, py, ok := strings.Cut(strings.TrimSpace(r.stdout), "ID ")
+	if r.code != 0 || !ok {
+		t.Fatalf("submit: %d %q", r.code, r.stdout)
 	}
-	py := h["job_id"]
+	var h map[string]string
 	r = e.run("run", "--async", "--json", "--capture-env", "DAMAGED_TEST_VAR", "--", "sh", "-c", "echo one; echo two")
 	if err := json.Unmarshal([]byte(r.stdout), &h); r.code != 0 || err != nil {
 		t.Fatalf("submit: %d %v %q", r.code, err, r.stderr)

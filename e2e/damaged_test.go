@@ -272,7 +272,6 @@ func faultBatchObjectsDamaged(t *testing.T, e *env) {
 	}{
 		{gid, "jobs/" + child + "/result.json", "result.json", true, true},
 		{gid, "jobs/" + child + "/result.pkl", "result.pkl", false, true},
-		{gid, "jobs/" + child + "/logs/00000000.log", "", false, false},
 		{gid, "groups/" + gid + "/inputs.bin", "", false, false},
 		{collected, "groups/" + collected + "/" + record, "groups/" + collected + "/" + record, true, true},
 	}

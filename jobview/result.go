@@ -123,6 +123,10 @@ func (j *Job) ResultOf(ctx context.Context, state job.State, reason string, valu
 		if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
 			return nil, err
 		}
+		if n == 0 {
+			// No pickle is empty: an empty value would read as None.
+			return nil, job.DamagedError(fmt.Sprintf("job %s is damaged: result.pkl is empty (a write was cut short, a full disk say), though its result.json says it holds the %s; `kinetic jobs cleanup %s` removes the job", j.ID, valueOrException(env), j.ID))
+		}
 		if n <= valueTo.InlineMax {
 			res.Value = append([]byte{}, head[:n]...)
 			return res, nil

@@ -92,6 +92,11 @@ func lookEnded(ctx context.Context, e Engine, st *store.Store, m *Manifest, stor
 				return nil
 			}
 			state, reason, err := j.Status(gctx)
+			if errors.Is(err, job.ErrDamaged) {
+				// Nothing will mend it: final, with why (its result says so too).
+				out[k] = ChildStatus{Index: c.Index, JobID: c.JobID, Handle: j.Handle, Status: job.NotFound, Reason: err.Error()}
+				return nil
+			}
 			if err != nil {
 				return err
 			}
@@ -428,6 +433,11 @@ func List(ctx context.Context, e Engine, storeURL string) ([]Listed, error) {
 			case err == nil && m != nil:
 				m.Children = nil
 				out[i] = Listed{Manifest: *m}
+				// Its collection records say which children were collected: one that
+				// cannot be read fails every read of the batch, so list it as damaged.
+				if _, cerr := batchlayout.ReadCollected(gctx, st, id); errors.Is(cerr, job.ErrDamaged) {
+					out[i].Error = cerr.Error()
+				}
 			case errors.Is(err, job.ErrDamaged):
 				out[i] = Listed{Manifest: Manifest{GroupID: id}, Error: err.Error()}
 			case err != nil && gctx.Err() == nil:
@@ -536,6 +546,11 @@ func Watch(ctx context.Context, e Engine, gid, storeURL string, emit func(ChildS
 				jobs[c.Index] = j
 			}
 			state, reason, err := j.Status(ctx)
+			if errors.Is(err, job.ErrDamaged) {
+				final[c.Index], progressed = true, true
+				emit(ChildStatus{Index: c.Index, JobID: c.JobID, Handle: j.Handle, Status: job.NotFound, Reason: err.Error()})
+				continue
+			}
 			if err != nil {
 				return err
 			}

@@ -264,6 +264,12 @@ tombstone says it succeeded), except for debug jobs: --no-cleanup keeps it.`,
 			if cmd.Flags().Changed("cleanup") {
 				clean = cleanup && !noCleanup
 			}
+			if env := res.Envelope; env != nil && env.Success && env.HasValue && env.ValueRepr == "" && !f.asJSON {
+				// Its result.json, which holds the value's repr, is gone (jobview.ResultOf
+				// read the value's presence from result.pkl alone): nothing to print, and
+				// not a success to clean up with the one copy of a value nobody received.
+				return &ExitError{Code: 1, Err: fmt.Errorf("job %s succeeded, but its result.json, which holds the printable form of its value, is missing; the value itself is whole in its result.pkl: kinetic.attach(%q).result() in Python returns it (the job is kept)", j.Handle.JobID, j.Handle.JobID)}
+			}
 			perr := printResult(cmd, res, err, f.asJSON)
 			// Only once the value is printed (perr is nil for a success whose value
 			// reached stdout): a value that could not be written is kept in the store.

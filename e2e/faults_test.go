@@ -132,6 +132,30 @@ var faultCases = []struct {
 		want:  "jobs status says at once that the job is damaged, naming handle.json (never \"no job ID in the store\"); jobs list shows an ERROR row naming it; jobs cleanup removes the job",
 		run:   faultHandleDeleted,
 	},
+	{
+		name:  "one-disk-fills",
+		fault: "a command job that ignores SIGTERM writes to its output directory until the one small disk (a 4 MiB tmpfs) holding both the store and the state directory is full, and on through its stop's grace period",
+		want:  "FAILED \"no space left on device\" (never \"supervisor stopped\"), readers answer while it is full, handle and spec whole, the same verdict once space is freed",
+		run:   faultOneDiskFills,
+	},
+	{
+		name:  "python-job-no-space",
+		fault: "on one full disk (store and state directory), a Python function's own writes to KINETIC_OUTPUT_DIR fail with ENOSPC: it raises the OSError, catches it, or returns a 3 MiB value",
+		want:  "raised: FAILED with the function's OSError, result() raises it (errno 28); caught: SUCCEEDED with its value; the value: FAILED \"no space left on device in the store …\"",
+		run:   faultPythonNoSpace,
+	},
+	{
+		name:  "job-objects-damaged",
+		fault: "each object of an ended job (a Python job with a value, a command job with a log and a captured variable) truncated, replaced by garbage, emptied or deleted, one at a time: spec.json, payload.pkl, env.json, status.json, result.json, result.pkl, logs/00000000.log",
+		want:  "what can no longer be read is named with what is wrong with it by every command that reads it (jobs list an ERROR row for status.json; jobs result and the SDK's result() for result.json and result.pkl, a deleted result.pkl as missing), never Go's words, never a wait; what nothing reads any more changes nothing; jobs cleanup removes the job",
+		run:   faultJobObjectsDamaged,
+	},
+	{
+		name:  "batch-objects-damaged",
+		fault: "one object of a finished batch at a time truncated, replaced by garbage, emptied or deleted: a child's result.json and result.pkl, groups/G/inputs.bin, a collection record (groups/G/collected/r000000001.json)",
+		want:  "batch results and the SDK's results() name the object (BatchError's message names each failed input's cause), never Go's words, never a wait; what nothing reads any more changes nothing; batch cleanup removes the batch and its children",
+		run:   faultBatchObjectsDamaged,
+	},
 }
 
 func TestFaults(t *testing.T) {

@@ -333,3 +333,131 @@ func faultConcurrentPrune(t *testing.T, e *env) {
 		t.Errorf("%d of %d paths reported freed by both prunes; each must report only what it removed", twice, len(want))
 	}
 }
+
+// faultOneDiskFills is job-fills-store with the store and the state directory (the
+// workspaces, the supervisor's files) on one small disk, as the default KINETIC_HOME has
+// them: even the final status kept in the workspace has no room once the job filled it.
+func faultOneDiskFills(t *testing.T, e *env) {
+	mnt := e.onTmpfs(t, 4096)
+	// It ignores SIGTERM (so do its cats), and so goes on writing through the grace
+	// period after it is stopped: space given back then is taken again at once.
+	id := e.submitAsync(t, "sh", "-c", `trap '' TERM; echo start; i=0; while :; do cat /dev/zero > "$KINETIC_OUTPUT_DIR/f$i"; i=$((i+1)); done`)
+	jobDir := filepath.Join(mnt, "store", "jobs", id)
+	before := map[string][]byte{}
+	for _, f := range []string{"handle.json", "spec.json"} {
+		b, err := os.ReadFile(filepath.Join(jobDir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[f] = b
+	}
+	start := time.Now()
+	var st map[string]any
+	for {
+		r := e.run("jobs", "status", "--json", id)
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &st) != nil {
+			t.Fatalf("jobs status on a full disk: exit %d, %q %q", r.code, r.stdout, r.stderr)
+		}
+		if st["status"] == "FAILED" || st["status"] == "SUCCEEDED" {
+			break
+		}
+		if time.Since(start) > 60*time.Second {
+			t.Fatalf("still %v after a minute on a full disk", st["status"])
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if free := freeKiB(t, mnt); free > 300 {
+		t.Fatalf("the disk is not full (%d KiB free): the fault was not injected", free)
+	}
+	reason, _ := st["reason"].(string)
+	t.Logf("ended %v after %s: %s", st["status"], time.Since(start).Round(time.Millisecond), reason)
+	if st["status"] != "FAILED" || !strings.Contains(reason, "no space left on device") || strings.Contains(reason, "killed") || strings.Contains(reason, "supervisor") {
+		t.Errorf("status %v, reason %q; want FAILED, no space left on device", st["status"], reason)
+	}
+	if res := e.run("jobs", "result", id); res.code != 1 || !strings.Contains(res.stderr, "no space left on device") {
+		t.Errorf("jobs result on a full disk: exit %d, %q", res.code, res.stderr)
+	}
+	if r := e.run("jobs", "list"); r.code != 0 || !strings.Contains(r.stdout, id) {
+		t.Errorf("jobs list on a full disk: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	for f, b := range before {
+		if now, err := os.ReadFile(filepath.Join(jobDir, f)); err != nil || string(now) != string(b) {
+			t.Errorf("%s changed on a full disk: %v", f, err)
+		}
+	}
+	// Space back: the same verdict, never "killed".
+	os.RemoveAll(filepath.Join(mnt, "store", "outputs", id))
+	if st2 := e.statusJSON(t, id); st2["status"] != "FAILED" || st2["reason"] != reason {
+		t.Errorf("after freeing space: %v %q, want FAILED %q", st2["status"], st2["reason"], reason)
+	}
+}
+
+// faultPythonNoSpace: a Python function whose own writes to KINETIC_OUTPUT_DIR fill the
+// disk (the store and the state directory on it): raising the OSError, catching it, and
+// returning a value the full store cannot take.
+func faultPythonNoSpace(t *testing.T, e *env) {
+	mnt := e.onTmpfs(t, 8192)
+	for _, c := range []struct {
+		mode string
+		want string // what the script prints
+	}{
+		{"raise", "FAILED|OSError|RAISED OSError 28"},
+		{"catch", "SUCCEEDED||VALUE 'caught'"},
+		{"value", "FAILED|no space left on device in the store file://" + e.store + "|RAISED"},
+	} {
+		t.Run(c.mode, func(t *testing.T) {
+			r := e.sdk(t, `import os, time, kinetic
+@kinetic.run(accelerator="cpu")
+def fill(mode):
+    d = os.environ["KINETIC_OUTPUT_DIR"]
+    try:
+        with open(os.path.join(d, "big"), "wb") as f:
+            while True:
+                f.write(b"x" * 65536)
+                f.flush()
+    except OSError:
+        if mode == "raise":
+            raise
+    if mode == "value":
+        return b"v" * (3 << 20)
+    return "caught"
+h = fill.run_async(`+pyStr(c.mode)+`)
+deadline = time.time() + 60
+while h.status().value not in ("SUCCEEDED", "FAILED") and time.time() < deadline:
+    time.sleep(0.1)
+import subprocess, json
+st = json.loads(subprocess.run([os.environ["KINETIC_BIN"], "jobs", "status", "--json", h.job_id], capture_output=True, text=True).stdout)
+print("STATUS", st["status"])
+print("REASON", st.get("reason", ""))
+try:
+    v = h.result(cleanup=False)
+except Exception as e:
+    print("RAISED", type(e).__name__, getattr(e, "errno", ""), e)
+else:
+    print("VALUE", repr(v))
+print("ID", h.job_id)
+`)
+			t.Logf("%s", r.stdout)
+			lines := map[string]string{}
+			outcome := ""
+			for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+				k, v, _ := strings.Cut(l, " ")
+				lines[k] = v
+				if k == "RAISED" || k == "VALUE" {
+					outcome = l
+				}
+			}
+			want := strings.SplitN(c.want, "|", 3)
+			if lines["STATUS"] != want[0] || !strings.Contains(lines["REASON"], want[1]) || !strings.HasPrefix(outcome, want[2]) {
+				t.Errorf("%s: got %q, want status %s, reason with %q, %s", c.mode, r.stdout, want[0], want[1], want[2])
+			}
+			if c.mode != "value" && strings.Contains(lines["REASON"], "kinetic.RunnerError") || strings.Contains(lines["REASON"], "supervisor") {
+				t.Errorf("%s: a system error instead of the job's own: %q", c.mode, lines["REASON"])
+			}
+			if c.mode == "raise" && !strings.Contains(lines["REASON"], "OSError: [Errno 28]") {
+				t.Errorf("raise: the reason is not the function's OSError: %q", lines["REASON"])
+			}
+			os.RemoveAll(filepath.Join(mnt, "store", "outputs", lines["ID"]))
+		})
+	}
+}

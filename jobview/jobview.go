@@ -145,8 +145,9 @@ func Recorded(ctx context.Context, st *store.Store, id string) (state job.State,
 		return "", "", false, err
 	}
 	env, err := job.DecodeEnvelope(raw)
-	if err != nil {
-		return job.Failed, "the job's result.json is unreadable: " + err.Error(), true, nil
+	if err != nil || len(raw) == 0 {
+		// How it ended cannot be told: damaged, as a status.json that cannot be read.
+		return "", "", false, job.Damaged(id, "result.json", raw, err)
 	}
 	if env.Success {
 		return job.Succeeded, "", true, nil

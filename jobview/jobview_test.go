@@ -67,9 +67,6 @@ func TestRecorded(t *testing.T) {
 		{"failed", func(t *testing.T, st *store.Store, id string) {
 			put(t, st, store.EnvelopeKey(id), (&job.Envelope{Phase: job.PhaseCall, ExcType: "ValueError", ExcMessage: "boom", ExitCode: &code}).Encode())
 		}, job.Failed, "ValueError", true},
-		{"unreadable envelope", func(t *testing.T, st *store.Store, id string) {
-			put(t, st, store.EnvelopeKey(id), []byte("{"))
-		}, job.Failed, "unreadable", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -81,6 +78,22 @@ func TestRecorded(t *testing.T) {
 			}
 			if got := FinalStatus(ctx, st, id); (got != nil) != (c.name == "cancelled") {
 				t.Fatalf("FinalStatus = %+v", got)
+			}
+		})
+	}
+}
+
+// TestRecordedDamagedEnvelope: a result.json that cannot be read says nothing of how the
+// job ended: the job is damaged, named as a damaged status.json is (it was FAILED "the
+// job's result.json is unreadable: unexpected end of JSON input", Go's words).
+func TestRecordedDamagedEnvelope(t *testing.T) {
+	for name, raw := range map[string]string{"cut short": "{", "empty": "", "garbage": "\x00garbage"} {
+		t.Run(name, func(t *testing.T) {
+			st, id := newStore(t), job.NewID()
+			put(t, st, store.EnvelopeKey(id), []byte(raw))
+			_, _, _, err := Recorded(context.Background(), st, id)
+			if !errors.Is(err, job.ErrDamaged) || !strings.Contains(err.Error(), id) || !strings.Contains(err.Error(), "result.json") || strings.Contains(err.Error(), "JSON input") {
+				t.Fatalf("Recorded of a damaged result.json: %v", err)
 			}
 		})
 	}

@@ -73,3 +73,17 @@ func RemoveUnreadable(ctx context.Context, st *store.Store, id string) (bool, er
 	}
 	return true, st.DeletePrefix(ctx, store.JobPrefix(id))
 }
+
+// MissingEnvelope returns a damaged-job error (job.Missing) when job id has a result.pkl
+// but no result.json, which is written after it (nil otherwise): for a job whose backend
+// knows nothing more of it (a batch child whose batch's state is gone), which would
+// otherwise read as cleaned up.
+func MissingEnvelope(ctx context.Context, st *store.Store, id string) error {
+	if ok, err := st.Exists(ctx, store.EnvelopeKey(id)); err != nil || ok {
+		return err
+	}
+	if ok, err := st.Exists(ctx, store.ResultKey(id)); err != nil || !ok {
+		return err
+	}
+	return job.Missing(id, "result.json", "its result.pkl is there, and that is written just before it")
+}

@@ -108,6 +108,9 @@ func (j *Job) ResultOf(ctx context.Context, state job.State, reason string, valu
 	res := &Result{State: state, Reason: reason, Envelope: env}
 	if valueTo.Dir != "" && env.HasValue {
 		r, err := j.Store.NewReader(ctx, valueKey)
+		if store.IsNotFound(err) {
+			return nil, job.Missing(j.ID, path.Base(valueKey), "its result.json says it holds the "+valueOrException(env))
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -119,6 +122,10 @@ func (j *Job) ResultOf(ctx context.Context, state job.State, reason string, valu
 		n, err := io.ReadFull(r, head)
 		if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
 			return nil, err
+		}
+		if n == 0 {
+			// No pickle is empty: an empty value would read as None.
+			return nil, job.DamagedError(fmt.Sprintf("job %s is damaged: result.pkl is empty (a write was cut short, a full disk say), though its result.json says it holds the %s; `kinetic jobs cleanup %s` removes the job", j.ID, valueOrException(env), j.ID))
 		}
 		if n <= valueTo.InlineMax {
 			res.Value = append([]byte{}, head[:n]...)
@@ -145,6 +152,14 @@ func (j *Job) ResultOf(ctx context.Context, state job.State, reason string, valu
 		res.ValuePath = f.Name()
 	}
 	return res, nil
+}
+
+// valueOrException is what the result.pkl of a job that ended as env holds.
+func valueOrException(env *job.Envelope) string {
+	if env.Success {
+		return "value"
+	}
+	return "exception"
 }
 
 // failedHost returns the first host of a multi-host job that wrote a failure envelope

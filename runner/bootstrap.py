@@ -2,6 +2,7 @@
 # interpreter. It loads the call, runs it, and leaves result.pkl and envelope.json in the
 # output directory for the Go runner to upload. It uses only the standard library, plus
 # cloudpickle for pickled calls. Arguments: MODE PAYLOAD OUT_DIR ROOT CWD.
+import errno
 import json
 import os
 import sys
@@ -75,10 +76,34 @@ def _safe_repr(obj, limit=REPR_LIMIT):
 
 
 def _write_atomic(path, data, mode="wb"):
+    try:
+        _write_once(path, data, mode)
+    except OSError as e:
+        # A full disk (the function's own writes filled it, say): the runner's reserve in
+        # the workspace (runner/diskfull.go) is for the call's last records, so that the
+        # call ends as itself (its value, or its own OSError), not as a kinetic error.
+        d = os.path.dirname(os.path.abspath(path))
+        reserves = [os.path.join(p, ".kinetic-reserve") for p in (d, os.path.dirname(d))]
+        reserves = [r for r in reserves if os.path.exists(r)]
+        if e.errno != errno.ENOSPC or not reserves:
+            raise
+        for r in reserves:
+            os.remove(r)
+        _write_once(path, data, mode)
+
+
+def _write_once(path, data, mode):
     # 0600 whatever the umask: the result goes into the store as it is (docs/store.md).
     tmp = path + ".tmp"
-    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), mode) as f:
-        f.write(data)
+    try:
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), mode) as f:
+            f.write(data)
+    except BaseException:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise
     os.replace(tmp, path)
 
 
@@ -327,7 +352,14 @@ def call(func, args, kwargs, keep, env):
         env["phase_override"] = "result"
         raise TypeError("the return value of %s could not be pickled (%s: %s); its repr: %s" % (
             getattr(func, "__qualname__", "the function"), type(e).__name__, e, _safe_repr(value))) from None
-    keep(data)
+    try:
+        keep(data)
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+        # Not the function's failure: the runner says where there was no space.
+        env["no_space_for_value"] = len(data)
+        return
     env.update(success=True, has_value=True, value_repr=_safe_repr(value, 2000))
 
 

@@ -8,13 +8,20 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 )
 
-// A job whose output fills the disk must end FAILED, at once and saying why, not hang:
-// the call blocks in a pipe write as soon as nothing drains the pipe, so nothing on the
-// output path may ever stop reading, and the first ENOSPC stops the job. The final
+// A job whose output fills the disk must end FAILED, soon and saying why, not hang: the
+// call blocks in a pipe write as soon as nothing drains the pipe, so nothing on the
+// output path may ever stop reading, and output that keeps failing with ENOSPC stops
+// the job. Not the first failure: a job whose own writes filled the disk (an OSError
+// it raises or catches) may print a line or a traceback on its way out, and must end as
+// itself, not as a kinetic error. The final
 // records (envelope, status) need a few blocks of their own: a small reserve is taken
-// at the start and given back when the disk fills.
+// at the start and given back once the job's code has stopped, before those writes (not
+// when the disk fills: a job still writing would take the space back at once, and with
+// the store and the state directory on one disk even the kept final status could not
+// be written).
 
 // reserveSize is what the final writes of a job need at most (status, envelope, a
 // last log chunk is dropped).
@@ -32,11 +39,22 @@ func (e *errNoSpace) Error() string {
 
 func (e *errNoSpace) Unwrap() error { return e.err }
 
+// Output lost to a full disk stops the job once it is stopAfterBytes, or goes on
+// stopAfter after the first loss: a job printing on and on is stopped within seconds.
+const (
+	stopAfterBytes = 1 << 20
+	stopAfter      = 2 * time.Second
+)
+
 // diskGuard watches the output path for ENOSPC.
 type diskGuard struct {
 	once    sync.Once
 	reserve string
 	stop    func(error)
+
+	mu      sync.Mutex
+	lost    int       // bytes of output dropped
+	firstAt time.Time // when the first was
 }
 
 // newDiskGuard takes the reserve in dir ("" for none) and calls stop(cause) on the first
@@ -60,15 +78,22 @@ func newDiskGuard(dir string, stop func(error)) *diskGuard {
 	return g
 }
 
-// report stops the job if err is ENOSPC, giving the reserve back for the final writes.
-func (g *diskGuard) report(what string, err error) {
+// report hears that n bytes of output were dropped because of err, and stops the job
+// when err is ENOSPC and enough was lost (stopAfterBytes, stopAfter).
+func (g *diskGuard) report(what string, err error, n int) {
 	if !errors.Is(err, syscall.ENOSPC) {
 		return
 	}
-	g.once.Do(func() {
-		g.release()
-		g.stop(&errNoSpace{what: what, err: err})
-	})
+	g.mu.Lock()
+	if g.firstAt.IsZero() {
+		g.firstAt = time.Now()
+	}
+	g.lost += n
+	over := g.lost >= stopAfterBytes || time.Since(g.firstAt) >= stopAfter
+	g.mu.Unlock()
+	if over {
+		g.once.Do(func() { g.stop(&errNoSpace{what: what, err: err}) })
+	}
 }
 
 // release removes the reserve.
@@ -94,8 +119,27 @@ func (l *lenientWriter) Write(p []byte) (int, error) {
 	if l.err == nil {
 		if _, err := l.w.Write(p); err != nil {
 			l.err = err
-			l.guard.report(l.what, err)
 		}
 	}
+	if l.err != nil {
+		l.guard.report(l.what, l.err, len(p))
+	}
 	return len(p), nil
+}
+
+// noSpaceForValue is the failure of a call whose return value (size bytes pickled) the
+// bootstrap could not write to outDir, its disk full: naming the store when that disk is
+// the store's too (a file:// store beside the state directory), as a full store is named.
+func noSpaceForValue(o Options, outDir string, size int64) error {
+	where := "the job's workspace " + outDir
+	if o.Store != nil && o.Store.LocalDir() != "" && sameDisk(o.Store.LocalDir(), outDir) {
+		where = "the store " + o.Store.URL() + " (the disk it shares with the job's workspace)"
+	}
+	return fmt.Errorf("no space left on device in %s: the function's return value (%d bytes pickled) could not be written there, so the job failed (free space there and run it again)", where, size)
+}
+
+// sameDisk reports whether paths a and b are on one file system.
+func sameDisk(a, b string) bool {
+	var sa, sb syscall.Stat_t
+	return syscall.Stat(a, &sa) == nil && syscall.Stat(b, &sb) == nil && sa.Dev == sb.Dev
 }

@@ -20,10 +20,11 @@ type LogSink struct {
 	st    *store.Store
 	keyOf func(seq int) string
 
-	// onError, if set, hears of every failed flush (the disk guard stops a job whose
+	// onError, if set, hears of every failed flush and, after an ENOSPC, of every
+	// write dropped, with how many bytes were lost (the disk guard stops a job whose
 	// logs no longer fit). After an ENOSPC the sink drops output instead of buffering
 	// it: the space left belongs to the job's final records.
-	onError func(error)
+	onError func(err error, lost int)
 
 	mu       sync.Mutex
 	dropping bool
@@ -54,7 +55,11 @@ func newLogSink(ctx context.Context, st *store.Store, keyOf func(int) string, fi
 func (s *LogSink) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	if s.dropping {
+		err := s.err
 		s.mu.Unlock()
+		if s.onError != nil {
+			s.onError(err, len(p))
+		}
 		return len(p), nil
 	}
 	s.buf.Write(p)
@@ -119,7 +124,7 @@ func (s *LogSink) flush(ctx context.Context) {
 		}
 		s.mu.Unlock()
 		if s.onError != nil {
-			s.onError(err)
+			s.onError(err, len(data))
 		}
 	}
 }

@@ -152,7 +152,7 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 	if !leader {
 		sink = newLogSink(context.WithoutCancel(ctx), st, func(seq int) string { return store.HostLogChunkKey(o.JobID, o.Host, seq) }, 0)
 	}
-	sink.onError = func(err error) { guard.report("the job's logs (in the store "+st.URL()+")", err) }
+	sink.onError = func(err error, lost int) { guard.report("the job's logs (in the store "+st.URL()+")", err, lost) }
 	// Neither writer ever fails: the call's output pipe is always drained.
 	out := io.MultiWriter(sink, &lenientWriter{w: o.Stdout, what: "the job's output log", guard: guard})
 	started := time.Now().UTC()
@@ -181,6 +181,7 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 		}
 	}
 	env.StartedAt, env.CalledAt, env.FinishedAt = started, called, time.Now().UTC()
+	guard.release() // the job's code has stopped: its space is for the final writes
 	sinkErr := sink.Close()
 	if value != nil {
 		defer value.Close()
@@ -236,7 +237,7 @@ func run(ctx context.Context, st *store.Store, o Options, out io.Writer, called 
 	}
 	spec, err := job.DecodeSpec(raw)
 	if err != nil {
-		return nil, nil, inPhase(job.PhaseDownload, err)
+		return nil, nil, inPhase(job.PhaseDownload, damagedJSON(o.JobID, "spec.json", raw, err))
 	}
 	work := filepath.Join(o.Workspace, "root")
 	outDir := filepath.Join(o.Workspace, "out")
@@ -417,6 +418,18 @@ func within(root, rel string) (string, error) {
 	return p, nil
 }
 
+// damagedJSON is err, the failure to decode object file of job id, as the damaged
+// object it is when raw is not JSON of the right shape (job.Damaged: in plain words,
+// never the decoder's).
+func damagedJSON(id, file string, raw []byte, err error) error {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	if len(raw) == 0 || errors.As(err, &syntax) || errors.As(err, &typ) {
+		return job.Damaged(id, file, raw, err)
+	}
+	return err
+}
+
 func buildEnv(ctx context.Context, st *store.Store, spec *job.Spec, o Options) ([]string, error) {
 	var captured map[string]string
 	if len(spec.EnvNames) > 0 {
@@ -425,7 +438,7 @@ func buildEnv(ctx context.Context, st *store.Store, spec *job.Spec, o Options) (
 			return nil, fmt.Errorf("captured environment: %w", err)
 		}
 		if err := json.Unmarshal(b, &captured); err != nil {
-			return nil, fmt.Errorf("captured environment: %w", err)
+			return nil, damagedJSON(o.JobID, "env.json", b, err)
 		}
 	}
 	set := map[string]string{"KINETIC_JOB_ID": o.JobID, "KINETIC_HOST_INDEX": o.Host}
@@ -544,6 +557,12 @@ func runPython(ctx context.Context, spec *job.Spec, py string, rest []string, cw
 	var env job.Envelope
 	if err := json.Unmarshal(raw, &env); err != nil {
 		return nil, nil, inPhase(job.PhaseResult, fmt.Errorf("bootstrap envelope: %w", err))
+	}
+	var full struct {
+		Size int64 `json:"no_space_for_value"`
+	}
+	if json.Unmarshal(raw, &full) == nil && full.Size > 0 {
+		return nil, nil, inPhase(job.PhaseResult, noSpaceForValue(o, outDir, full.Size))
 	}
 	env.Host = o.Host
 	var value *os.File

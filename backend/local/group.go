@@ -369,8 +369,8 @@ func (b *Backend) recordedEnd(ctx context.Context, id string, noStatus bool) (jo
 		return "", "", false, err
 	}
 	env, err := job.DecodeEnvelope(raw)
-	if err != nil {
-		return job.Failed, "the job's result.json is unreadable: " + err.Error(), true, nil
+	if err != nil || len(raw) == 0 {
+		return "", "", false, job.Damaged(id, "result.json", raw, err) // as jobview.Recorded
 	}
 	s := outcome(env, nil, false)
 	return s.State, s.Reason, true, nil

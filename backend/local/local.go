@@ -28,6 +28,7 @@ import (
 	"github.com/kinetic-run/kinetic/internal/backoff"
 	"github.com/kinetic-run/kinetic/internal/filelock"
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/runner"
 	"github.com/kinetic-run/kinetic/store"
 )
@@ -238,6 +239,9 @@ func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string,
 			// Its batch's state was pruned: what it left in the store says it all.
 			if s, r, ok, err := b.recordedEnd(ctx, h.JobID, true); ok || err != nil {
 				return s, r, err
+			}
+			if err := jobview.MissingEnvelope(ctx, b.st, h.JobID); err != nil {
+				return "", "", err
 			}
 			return job.NotFound, "", nil
 		}

@@ -169,14 +169,20 @@ func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string,
 	}
 	final := outcome(env, runErr, cancelled.Load())
 	final.Local = proc
+	raised := env != nil && !env.Success && env.Phase == job.PhaseCall
 	if final.State == job.Failed && NoSpace(runErr) {
 		final.Reason = NoSpaceReason(st.URL(), "the job's result")
+		if raised {
+			// The function raised (an OSError of its own on the full disk, say): that
+			// is how it ended; only its pickled exception could not be stored.
+			final.Reason = EnvelopeReason(env) + "; " + NoSpaceReason(st.URL(), "its exception and traceback")
+		}
 	}
 	err := WriteStatus(ctx, st, id, final)
 	if err != nil {
 		// The store is full (or gone): keep how the job ended here, where Status looks
 		// before it calls this supervisor killed.
-		if NoSpace(err) && final.State == job.Failed && !cancelled.Load() && strings.Contains(final.Reason, "no space left on device") && !strings.HasPrefix(final.Reason, "no space left on device in the store") {
+		if NoSpace(err) && final.State == job.Failed && !cancelled.Load() && !raised && strings.Contains(final.Reason, "no space left on device") && !strings.HasPrefix(final.Reason, "no space left on device in the store") {
 			final.Reason = NoSpaceReason(st.URL(), "the job's output, logs or result")
 		}
 		keepFinal(ws, final)

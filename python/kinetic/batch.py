@@ -23,10 +23,21 @@ class BatchError(KineticError):
     """Raised by BatchHandle.results() when children failed.
 
     ``failures`` holds the failed children's handles (None for inputs that failed at
-    submission); ``partial_results`` holds the results, with None at failed positions."""
+    submission); ``partial_results`` holds the results, with None at failed positions.
+    ``errors`` (index -> exception), when given, adds the first few causes to the message:
+    a damaged or missing object is named there, not only in the failed position."""
 
-    def __init__(self, group_id: str, failures: List[Optional[JobHandle]], partial_results: List[Any]):
-        super().__init__("batch %s: %d of %d inputs failed" % (group_id, len(failures), len(partial_results)))
+    def __init__(self, group_id: str, failures: List[Optional[JobHandle]], partial_results: List[Any],
+                 errors: Optional[Dict[int, BaseException]] = None):
+        msg = "batch %s: %d of %d inputs failed" % (group_id, len(failures), len(partial_results))
+        shown = sorted(errors or {})[:3]
+        for i in shown:
+            e = errors[i]
+            first = (str(e).strip().splitlines() or [""])[0]
+            msg += "\n  input %d: %s%s" % (i, type(e).__name__, ": " + first[:300] if first else "")
+        if errors and len(errors) > len(shown):
+            msg += "\n  (and %d more; return_exceptions=True gives each)" % (len(errors) - len(shown))
+        super().__init__(msg)
         self.group_id = group_id
         self.failures = failures
         self.partial_results = partial_results
@@ -299,7 +310,7 @@ class BatchHandle:
         if taken:
             raise ResultCollectedError.for_batch(self.group_id, taken, len(values), values)
         if errors and not return_exceptions:
-            raise BatchError(self.group_id, failed_handles, list(values))
+            raise BatchError(self.group_id, failed_handles, list(values), errors)
         out = list(values)
         for i, e in errors.items():
             out[i] = e

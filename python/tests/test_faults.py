@@ -210,3 +210,48 @@ print("ID", h.job_id)
     assert "ERR" in lines, p.stdout + p.stderr
     assert lines["ID"] in lines["ERR"] and "result.json" in lines["ERR"], lines
     assert "ended without a result" not in lines["ERR"], lines
+
+
+def test_deleted_result_pkl_and_batch_error_name_the_file(run_script, store_dir):
+    """result.pkl deleted while result.json says it holds the value: result() raises naming
+    the job and the missing file (was "jobs/ID/result.pkl: not found"), and a batch's
+    results() raises a BatchError whose message names each failed input's cause (was
+    "1 of 3 inputs failed" alone)."""
+    p = run_script('''
+import os, time, kinetic
+from kinetic.exceptions import KineticError
+
+@kinetic.run(accelerator="cpu")
+def f(x):
+    return x * 10
+
+h = f.run_async(7)
+while h.status().value not in ("SUCCEEDED", "FAILED"):
+    time.sleep(0.05)
+os.remove(os.path.join(%r, "jobs", h.job_id, "result.pkl"))
+try:
+    h.result(cleanup=False)
+except KineticError as e:
+    print("ERR", str(e).replace("\\n", " "))
+else:
+    print("NO ERROR")
+print("ID", h.job_id)
+
+b = f.run_async_map([0, 1, 2])
+b.wait()
+child = b.jobs[1].job_id
+os.remove(os.path.join(%r, "jobs", child, "result.pkl"))
+try:
+    b.results(cleanup=False)
+except kinetic.BatchError as e:
+    print("BATCH", str(e).replace("\\n", " "))
+else:
+    print("BATCH NO ERROR")
+print("CHILD", child)
+''' % (store_dir, store_dir))
+    lines = dict(l.split(" ", 1) for l in p.stdout.strip().splitlines())
+    assert "ERR" in lines, p.stdout + p.stderr
+    assert lines["ID"] in lines["ERR"] and "result.pkl" in lines["ERR"] and "missing" in lines["ERR"], lines
+    assert "not found" not in lines["ERR"], lines
+    assert "BATCH" in lines and "1 of 3 inputs failed" in lines["BATCH"], lines
+    assert "input 1:" in lines["BATCH"] and lines["CHILD"] in lines["BATCH"] and "result.pkl" in lines["BATCH"], lines

@@ -436,8 +436,8 @@ func ReadCollectedKeys(ctx context.Context, st *store.Store, gid string, keys []
 			return nil, err
 		}
 		var cs []Collected
-		if err := json.Unmarshal(raw, &cs); err != nil {
-			return nil, fmt.Errorf("batch %s: %s cannot be read: %w", gid, k, err)
+		if err := json.Unmarshal(raw, &cs); err != nil || len(raw) == 0 {
+			return nil, Damaged(gid, strings.TrimPrefix(k, Prefix(gid)), raw, err)
 		}
 		out = append(out, cs...)
 	}

@@ -15,3 +15,6 @@ func preallocate(f *os.File, size int64) error { return errors.ErrUnsupported }
 // the call outlives a runner killed with SIGKILL (the supervisor still kills its group
 // when it notices).
 func groupAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+
+// becomeSubreaper is Linux's PR_SET_CHILD_SUBREAPER; warm pods run on Linux only.
+func becomeSubreaper() error { return errors.ErrUnsupported }

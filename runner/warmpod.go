@@ -316,16 +316,6 @@ func tmpEntries() map[string]bool {
 	return out
 }
 
-// becomeSubreaper makes the runner the parent of every orphan its jobs leave (it is
-// anyway as a container's PID 1), so survivors finds them.
-func becomeSubreaper() error {
-	const prSetChildSubreaper = 36
-	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); e != 0 {
-		return fmt.Errorf("prctl(PR_SET_CHILD_SUBREAPER): %v", e)
-	}
-	return nil
-}
-
 // survivors reaps the runner's dead children and names those still alive after wait
 // (the watchdog of a job's group ends at once; anything else is the job's).
 func survivors(wait time.Duration) []string {

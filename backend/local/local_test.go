@@ -175,8 +175,8 @@ func TestBatchWorkerKilled(t *testing.T) {
 	if _, err := local.ReadStatus(ctx, st, j.Handle.JobID); !store.IsNotFound(err) {
 		t.Fatalf("a running batch child has a status.json (%v): RUNNING should be its claim", err)
 	}
-	for i := 0; i < 1000; i++ { // until the command runs
-		if _, err := os.Stat(marker); err == nil {
+	for i := 0; i < 1000; i++ { // until the command has written its line (`>>` makes the file first)
+		if b, err := os.ReadFile(marker); err == nil && strings.Contains(string(b), "run") {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)

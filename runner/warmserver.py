@@ -545,13 +545,17 @@ class Server(object):
             self.reply(job.conn, {"status": code << 8})
             self.drop_conn(job)
 
+    def forget(self, sock, table):
+        """Stops polling sock (if table still holds it) and closes it."""
+        fd = sock.fileno()
+        if table.pop(fd, None) is not None:
+            self.poll.unregister(fd)
+        sock.close()
+
     def drop_ctl(self, job):
         if job.ctl is None:
             return
-        fd = job.ctl.fileno()
-        if self.ctls.pop(fd, None) is not None:
-            self.poll.unregister(fd)
-        job.ctl.close()
+        self.forget(job.ctl, self.ctls)
         job.ctl = None
 
     def runner_event(self, fd):
@@ -578,10 +582,7 @@ class Server(object):
     def drop_conn(self, job):
         if job.conn is None:
             return
-        fd = job.conn.fileno()
-        if self.conns.pop(fd, None) is not None:
-            self.poll.unregister(fd)
-        job.conn.close()
+        self.forget(job.conn, self.conns)
         job.conn = None
         self.last = time.monotonic()
 

@@ -300,7 +300,10 @@ func cleanAfterJob(workspace string, tmp0 map[string]bool) error {
 			}
 		}
 	}
-	if left := survivors(time.Second); len(left) > 0 {
+	// SIGKILLed processes are gone within milliseconds on an idle node; on a loaded one
+	// their exit can take longer, and a pod given up for that is a cold start for the
+	// next job. The wait is only spent when something is still there.
+	if left := survivors(3 * time.Second); len(left) > 0 {
 		errs = append(errs, fmt.Errorf("processes the job started are still running (%s)", strings.Join(left, ", ")))
 	}
 	return errors.Join(errs...)

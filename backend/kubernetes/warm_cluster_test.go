@@ -140,7 +140,7 @@ func TestWarmPods(t *testing.T) {
 		}
 	}
 	if hosts[pod1] != 1 {
-		t.Errorf("none of the concurrent jobs took the idle pod %s: %v", pod1, hosts)
+		t.Errorf("none of the concurrent jobs took the idle pod %s: %v; its log:\n%s", pod1, hosts, podLog(t, pod1))
 	}
 
 	// A job whose process leaves its session: its pod is not kept.

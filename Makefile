@@ -75,12 +75,17 @@ test-tools:
 cluster:
 	$(GO) run ./testkit/kubetest/cmd/kubecluster
 
-GO_TEST    = KINETIC_TEST_BIN=$(TEST_BIN)/kinetic $(GO) test -count=1 -timeout 45m -ldflags=-w ./...
+GO_TEST    = KINETIC_TEST_BIN=$(TEST_BIN)/kinetic $(GO) test -p 4 -count=1 -timeout 45m -ldflags=-w ./...
 PYTHON_TEST = cd python && KINETIC_BIN=$(CURDIR)/$(BIN) $(PYTHON) -m pytest -q tests
 
 # -count=1: several tests run the kinetic binary, which the test cache cannot see.
 # KINETIC_TEST_BIN: every test package runs the binary (and its runners) test-tools built.
 # -timeout: the real-cluster tests run for several minutes on 2 cores.
+# -p 4: the packages that start the real cluster (backend/kubernetes, e2e/gke) take
+# turns on it (one cluster per machine), and each holds one of go test's slots for its
+# whole run, waiting included: with the default -p 2 (GOMAXPROCS) every other package
+# waited behind them for about ten minutes. With 4, the rest compile and run beside them
+# (2026-11-26: all other packages done 6 minutes in; the run's CPU 40% busy).
 # -ldflags=-w: no DWARF in the test binaries (nobody debugs them here; tracebacks keep
 # file and line): linking backend/kubernetes's test binary took 12 s of CPU instead of
 # 15-18 s, and `go test ./...` links about sixty of them on every run.

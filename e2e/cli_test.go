@@ -314,3 +314,52 @@ func TestRunResolvesAPythonShim(t *testing.T) {
 		t.Errorf("the job's python is %q, want %q (the shim resolved)", spec.Python, real)
 	}
 }
+
+// TestSeedsConfigurationWithoutCredentials: with only KINETIC_PROJECT and KINETIC_CLUSTER
+// set (the seeds' configuration) a call does not run on the local backend, and on a
+// machine without Google credentials it says so and how to make them: nothing on stdout
+// (gocloud's gs:// opener printed a warning there and went on with an empty key, whose
+// first request failed with ASN.1 text), no library text on stderr.
+func TestSeedsConfigurationWithoutCredentials(t *testing.T) {
+	e := newEnv(t)
+	seeds := []string{"KINETIC_PROJECT=p", "KINETIC_CLUSTER=c", "GOOGLE_APPLICATION_CREDENTIALS=", "CLOUDSDK_CONFIG=" + filepath.Join(e.home, "gcloud")}
+	// No credentials at all. Google's lookup asks the metadata server of a GCE machine
+	// (metadata.google.internal, 169.254.169.254), so the binary runs in a network
+	// namespace of its own with nothing but loopback: it reaches nothing off this machine.
+	if err := exec.Command("unshare", "-n", "true").Run(); err != nil {
+		t.Logf("no network namespace (unshare -n: %v): the case without any credentials is not run", err)
+	} else {
+		bin := e.bin
+		e.bin = "unshare"
+		r := e.runEnv(seeds, "-n", bin, "run", "examples/hello.py::add", "1", "2")
+		e.bin = bin
+		checkNoCredentials(t, e, r, "no Google credentials to reach Cloud Storage")
+	}
+	// Credentials that give no token: a metadata server (here a closed local port) that
+	// does not answer.
+	r := e.runEnv(append(seeds, "GCE_METADATA_HOST=127.0.0.1:9"), "run", "examples/hello.py::add", "1", "2")
+	checkNoCredentials(t, e, r, "the Google credentials found (from this machine's metadata server) give no access token")
+}
+
+func checkNoCredentials(t *testing.T, e *env, r result, says string) {
+	t.Helper()
+	if r.code == 0 {
+		t.Fatalf("ran without credentials (on the local backend?): %+v", r)
+	}
+	if r.stdout != "" {
+		t.Errorf("stdout is for data, got %q", r.stdout)
+	}
+	for _, want := range []string{`"gs://p-kinetic"`, says, "gcloud auth application-default login", "GOOGLE_APPLICATION_CREDENTIALS"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	for _, bad := range []string{"asn1", "Warning:", "blob (code=", "https://", "http://", "deadline", "dial tcp"} {
+		if strings.Contains(r.stderr, bad) {
+			t.Errorf("stderr has library text %q:\n%s", bad, r.stderr)
+		}
+	}
+	if len(e.jobsInStore()) != 0 {
+		t.Errorf("a job was recorded in the local store: %v", e.jobsInStore())
+	}
+}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"sync"
@@ -23,21 +24,32 @@ var DriverPackages = map[string]string{
 	"s3": "github.com/kinetic-run/kinetic/store/s3",
 }
 
-// GCSEndpointOpener opens bucket on a custom GCS JSON API endpoint (scheme://host[:port],
-// an emulator such as fake-gcs-server), without credentials.
-type GCSEndpointOpener func(ctx context.Context, bucket, endpoint string) (*blob.Bucket, error)
+// GCSOpener opens bucket: on a custom GCS JSON API endpoint (scheme://host[:port], an
+// emulator such as fake-gcs-server) without credentials, or with endpoint "" on Google
+// Cloud Storage with Application Default Credentials.
+type GCSOpener func(ctx context.Context, bucket, endpoint string) (*blob.Bucket, error)
 
 var (
-	driverMu      sync.RWMutex
-	gcsOnEndpoint GCSEndpointOpener
+	driverMu  sync.RWMutex
+	gcsOpener GCSOpener
 )
 
-// RegisterGCSEndpoint makes f the opener of gs:// URLs that name an endpoint. store/gcs
-// calls it from its init.
-func RegisterGCSEndpoint(f GCSEndpointOpener) {
+// errNoCredentials marks an opener's error that already names its fix (no credentials
+// found), which Open passes on without its generic hint. store/gcs's ErrNoCredentials
+// wraps it.
+var errNoCredentials = errors.New("no credentials")
+
+// NoCredentials wraps err (which must name the fix) as the error of an opener that
+// found no credentials.
+func NoCredentials(err error) error { return fmt.Errorf("%w%.0w", err, errNoCredentials) }
+
+// RegisterGCS makes f the opener of gs:// URLs. store/gcs calls it from its init.
+// (gocloud's own gs:// URL opener is not used: without credentials it prints a warning
+// on stdout and goes on with an empty key, whose first request fails with ASN.1 text.)
+func RegisterGCS(f GCSOpener) {
 	driverMu.Lock()
 	defer driverMu.Unlock()
-	gcsOnEndpoint = f
+	gcsOpener = f
 }
 
 // openBucket opens t's bucket through the driver its scheme registered.
@@ -45,11 +57,11 @@ func openBucket(ctx context.Context, t target) (*blob.Bucket, error) {
 	if err := linked(t); err != nil {
 		return nil, err
 	}
-	if t.endpoint == "" {
+	if t.scheme != "gs" {
 		return blob.OpenBucket(ctx, t.open)
 	}
 	driverMu.RLock()
-	f := gcsOnEndpoint
+	f := gcsOpener
 	driverMu.RUnlock()
 	b, err := f(ctx, t.bucket, t.endpoint)
 	if err != nil {
@@ -65,9 +77,9 @@ func openBucket(ctx context.Context, t target) (*blob.Bucket, error) {
 // would have registered it.
 func linked(t target) error {
 	ok := blob.DefaultURLMux().ValidBucketScheme(t.scheme)
-	if ok && t.endpoint != "" {
+	if t.scheme == "gs" {
 		driverMu.RLock()
-		ok = gcsOnEndpoint != nil
+		ok = gcsOpener != nil
 		driverMu.RUnlock()
 	}
 	if ok {

@@ -125,6 +125,9 @@ func open(ctx context.Context, rawURL string, create bool) (*Store, error) {
 		return nil, err
 	}
 	b, err := openBucket(ctx, t)
+	if errors.Is(err, errNoCredentials) {
+		return nil, fmt.Errorf("open store %q: %w", t.record, err) // the error says the fix
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open store %q: %w (check the URL, the credentials, and that the bucket or directory exists)", t.record, err)
 	}
@@ -298,6 +301,13 @@ func normalise(raw string) (target, error) {
 					}
 					t.record = record + sep + EndpointParam + "=" + ep
 				}
+			} else {
+				for k := range q {
+					if k != EndpointParam && k != "prefix" {
+						return target{}, fmt.Errorf("store URL %q: parameter %q is not supported for gs:// (kinetic reaches Cloud Storage with Application Default Credentials)", raw, k)
+					}
+				}
+				t.bucket, t.prefix = u.Host, q.Get("prefix")
 			}
 			q.Del(EndpointParam)
 		}

@@ -14,8 +14,8 @@ func TestNormaliseObjectURLs(t *testing.T) {
 		env, raw string
 		want     target
 	}{
-		"gs plain":          {raw: "gs://b", want: target{scheme: "gs", open: "gs://b", record: "gs://b"}},
-		"gs path is prefix": {raw: "gs://b/team-a/x/", want: target{scheme: "gs", open: "gs://b?prefix=team-a%2Fx%2F", record: "gs://b/team-a/x/"}},
+		"gs plain":          {raw: "gs://b", want: target{scheme: "gs", open: "gs://b", record: "gs://b", bucket: "b"}},
+		"gs path is prefix": {raw: "gs://b/team-a/x/", want: target{scheme: "gs", open: "gs://b?prefix=team-a%2Fx%2F", record: "gs://b/team-a/x/", bucket: "b", prefix: "team-a/x/"}},
 		"s3 path is prefix": {raw: "s3://b/team-a?region=eu-west-1", want: target{scheme: "s3", open: "s3://b?prefix=team-a%2F&region=eu-west-1", record: "s3://b/team-a?region=eu-west-1"}},
 		"gs endpoint param": {raw: "gs://b/p?endpoint=127.0.0.1:4443", want: target{
 			scheme: "gs", open: "gs://b?prefix=p%2F", record: "gs://b/p?endpoint=127.0.0.1:4443",
@@ -62,5 +62,15 @@ func TestOpenWithoutDriver(t *testing.T) {
 	_, err := Open(context.Background(), "s3://bucket/team")
 	if err == nil || !strings.Contains(err.Error(), "store/s3") {
 		t.Fatalf("Open(s3://) without the s3 driver = %v, want an error naming store/s3", err)
+	}
+}
+
+// TestGSParametersRefused: gocloud's gs:// URL parameters (a key file, anonymous access)
+// are not how kinetic reaches Cloud Storage; they are refused by name, not ignored.
+func TestGSParametersRefused(t *testing.T) {
+	t.Setenv("STORAGE_EMULATOR_HOST", "")
+	_, err := normalise("gs://b/p?private_key_path=/k.pem")
+	if err == nil || !strings.Contains(err.Error(), `parameter "private_key_path" is not supported`) || !strings.Contains(err.Error(), "Application Default Credentials") {
+		t.Fatalf("normalise with private_key_path = %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 // Package gcs is the store's gs:// driver: imported for its side effect, it registers
-// gocloud's gcsblob (real GCS, Application Default Credentials) and the opener of
-// buckets on a custom endpoint (an emulator, without credentials) with the store. It
+// the opener of gs:// buckets with the store: gocloud's gcsblob on Cloud Storage with
+// Application Default Credentials (checked first, so that none found is said in words),
+// or on a custom endpoint (an emulator) without credentials. It
 // also creates a store's bucket with its retention rule. It is apart from store so that
 // what needs only the Store type links no Google SDK (store/driver.go).
 package gcs
@@ -11,18 +12,84 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/gcsblob" // gs://
 	"gocloud.dev/gcp"
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/google"
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
 	storagev1 "google.golang.org/api/storage/v1"
 
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/store"
 )
 
-func init() { store.RegisterGCSEndpoint(openOnEndpoint) }
+func init() { store.RegisterGCS(open) }
+
+// ErrNoCredentials: no Application Default Credentials were found for a bucket on Google
+// Cloud Storage.
+var ErrNoCredentials = errs.New(errs.FailedPrecondition, "no Google credentials to reach Cloud Storage: run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file")
+
+// open opens a gs:// bucket: on Cloud Storage with Application Default Credentials (a
+// user's, a key file's, or a pod's through the metadata server), or on a custom endpoint
+// (an emulator such as fake-gcs-server) with an unauthenticated client.
+func open(ctx context.Context, bucket, endpoint string) (*blob.Bucket, error) {
+	if endpoint != "" {
+		return openOnEndpoint(ctx, bucket, endpoint)
+	}
+	creds, err := gcp.DefaultCredentials(ctx)
+	if err != nil {
+		return nil, store.NoCredentials(ErrNoCredentials)
+	}
+	if err := firstToken(ctx, creds); err != nil {
+		return nil, store.NoCredentials(err)
+	}
+	client, err := gcp.NewHTTPClient(gcp.DefaultTransport(), gcp.CredentialsTokenSource(creds))
+	if err != nil {
+		return nil, fmt.Errorf("a Cloud Storage client: %w", err)
+	}
+	return gcsblob.OpenBucket(ctx, client, bucket, nil)
+}
+
+// tokenTimeout bounds the first token's fetch: a metadata server that does not answer
+// would otherwise hold the first request of every command for the client's retries.
+const tokenTimeout = 15 * time.Second
+
+// firstToken fetches an access token from creds once, so that credentials that give
+// none (a metadata server without a service account, an expired login, a revoked key)
+// are said in words before any request, not as a request's retry text.
+func firstToken(ctx context.Context, creds *google.Credentials) error {
+	from := "the credentials file"
+	if len(creds.JSON) == 0 {
+		from = "this machine's metadata server"
+	}
+	done := make(chan error, 1)
+	go func() { _, err := creds.TokenSource.Token(); done <- err }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(tokenTimeout):
+		err = errors.New("no answer")
+	}
+	if err == nil {
+		return nil
+	}
+	why := ""
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) && re.ErrorCode != "" {
+		why = " (" + re.ErrorCode
+		if re.ErrorDescription != "" {
+			why += ": " + errs.Quote(re.ErrorDescription)
+		}
+		why += ")"
+	}
+	return errs.Errorf(errs.FailedPrecondition, "the Google credentials found (from %s) give no access token to reach Cloud Storage%s: run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file", from, why)
+}
 
 // openOnEndpoint opens a gs:// bucket on a custom endpoint (an emulator such as
 // fake-gcs-server) with an unauthenticated client.

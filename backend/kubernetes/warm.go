@@ -9,7 +9,9 @@ package kubernetes
 //   - the runner, once the job ended and it cleaned up, writes a WarmRecord beside the
 //     result; an engine that sees the result (Status) labels the pod idle, unless the
 //     key already has WarmPods idle pods (the runner is then released);
-//   - Submit of a job of that key claims an idle pod by updating its labels with the
+//   - Submit of a job of that key claims an idle pod (or, when none is labelled idle, a
+//     busy one whose job has a WarmRecord: the engine that saw that job end may have
+//     read its result and exited without looking at the pod) by updating its labels with the
 //     listed resourceVersion as precondition (exactly one claimer wins) and hands the
 //     job to the runner through the apiserver's pod proxy; any failure falls back to a
 //     new Job, and a job is never run twice (WarmTakenKey).
@@ -126,6 +128,41 @@ func candidates(list []corev1.Pod, key string, now time.Time) []corev1.Pod {
 	return out
 }
 
+// maxEndedLooks bounds the store reads endedBusy makes for one submission.
+const maxEndedLooks = 3
+
+// endedBusy are the pods of list still labelled busy whose job has ended and whose
+// runner waits for another job (the job's WarmRecord names the pod), annotated as
+// offerIdle would have annotated them. Labelling a pod idle is the work of an engine that
+// sees its job end through Status; a `kinetic run` that read the result and exited first
+// leaves it busy, and without this no job would take it before its window ended.
+func (b *Backend) endedBusy(ctx context.Context, list []corev1.Pod, key string, now time.Time) []corev1.Pod {
+	var out []corev1.Pod
+	looks := 0
+	for _, p := range list {
+		id := p.Labels[LabelJobID]
+		if p.Labels[LabelWarm] != key || p.Labels[LabelWarmState] != warmBusy || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || !job.ValidName(id) {
+			continue
+		}
+		if looks == maxEndedLooks {
+			break
+		}
+		looks++
+		rec, err := b.warmRecord(ctx, id)
+		if err != nil || rec.Pod != p.Name || rec.Until.Sub(now) < warmMargin {
+			continue // running its job still, or not waiting for another
+		}
+		c := p.DeepCopy()
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Annotations[AnnotationWarmRecord] = id
+		c.Annotations[AnnotationWarmUntil] = rec.Until.UTC().Format(time.RFC3339Nano)
+		out = append(out, *c)
+	}
+	return out
+}
+
 // claimed is p as job h claims it: busy, labelled and annotated as h's (its handle's
 // fields, for List), the idle annotations gone. p's resourceVersion stays: the update
 // succeeds only if nobody changed the pod since it was listed.
@@ -177,11 +214,15 @@ func outcome(code int, err error) handOver {
 func (b *Backend) tryWarm(ctx context.Context, h *job.Handle, key string) bool {
 	cctx, cancel := ctxTimeout(ctx)
 	defer cancel()
-	list, err := b.cs.CoreV1().Pods(b.o.Namespace).List(cctx, metav1.ListOptions{LabelSelector: LabelWarm + "=" + key + "," + LabelWarmState + "=" + warmIdle})
+	list, err := b.cs.CoreV1().Pods(b.o.Namespace).List(cctx, metav1.ListOptions{LabelSelector: LabelWarm + "=" + key})
 	if err != nil {
 		return false // no permission, or no answer: a new Job
 	}
-	for i, p := range candidates(list.Items, key, b.clock()) {
+	pods := candidates(list.Items, key, b.clock())
+	if len(pods) == 0 {
+		pods = b.endedBusy(ctx, list.Items, key, b.clock())
+	}
+	for i, p := range pods {
 		if i == 3 {
 			break // a crowd claims the same pods: a new pod is quicker
 		}

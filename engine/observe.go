@@ -128,6 +128,8 @@ type Listed struct {
 	Reason string      `json:"reason,omitempty"`
 	// FinishedAt is when a final job ended (its status.json), zero when not recorded.
 	FinishedAt time.Time `json:"-"`
+	// stamp is its status.json when the row was read, for the listing index.
+	stamp *listindex.Stamp
 }
 
 // ListError is the State of a listed job that could not be read (a damaged handle.json
@@ -215,7 +217,7 @@ func (e *Engine) listJobs(ctx context.Context, cfg *config.Resolved, st *store.S
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for i, id := range ids {
-		if r, ok := row(idx, id); ok {
+		if r, ok := row(st, idx, id); ok {
 			out[i], final[i] = r, true
 			continue
 		}

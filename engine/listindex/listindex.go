@@ -15,7 +15,11 @@ package listindex
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/kinetic-run/kinetic/job"
@@ -39,6 +43,19 @@ type Row struct {
 	State      job.State   `json:"state"`
 	Reason     string      `json:"reason,omitempty"`
 	FinishedAt time.Time   `json:"finished_at,omitzero"`
+	// Status is the job's status.json as it was when the row was read, in a file store
+	// (nil in any other): a row whose status.json has changed since (damaged by hand or
+	// by a disk, rewritten, deleted) is read again, so that damage is listed as it is
+	// found by `jobs status`. A stat per job costs microseconds on a local disk; in a
+	// bucket it would cost the request per job the index saves, so there the row is
+	// trusted (docs/status.md).
+	Status *Stamp `json:"status_stamp,omitempty"`
+}
+
+// Stamp is what a stat says of one file: its size (-1: absent) and modification time.
+type Stamp struct {
+	Size    int64 `json:"size"`
+	ModTime int64 `json:"mtime_ns,omitempty"`
 }
 
 // Row returns the row of job id, if the index holds a sound one.
@@ -93,8 +110,8 @@ func write(ctx context.Context, st *store.Store, idx *Index) {
 func Update(ctx context.Context, st *store.Store, old *Index, jobs map[string]Row, tombs map[string]*job.Tombstone) {
 	changed := len(jobs) != len(old.Jobs) || len(tombs) != len(old.Tombstones)
 	if !changed {
-		for id := range jobs {
-			if _, ok := old.Jobs[id]; !ok {
+		for id, r := range jobs {
+			if o, ok := old.Jobs[id]; !ok || !sameStamp(o.Status, r.Status) {
 				changed = true
 				break
 			}
@@ -112,4 +129,34 @@ func Update(ctx context.Context, st *store.Store, old *Index, jobs map[string]Ro
 		return
 	}
 	write(ctx, st, &Index{Version: Version, Jobs: jobs, Tombstones: tombs})
+}
+
+func sameStamp(a, b *Stamp) bool { return a == b || (a != nil && b != nil && *a == *b) }
+
+// Current says whether row r of job id still stands for st: its status.json is as it was
+// when the row was read. Rows of stores that are not file:// stores are taken as they are.
+func Current(st *store.Store, id string, r Row) bool {
+	if st.LocalDir() == "" {
+		return true
+	}
+	return r.Status != nil && *r.Status == *StatusStamp(st, id)
+}
+
+// StatusStamp is the stamp of job id's status.json in st, nil for a store that is not a
+// file:// store. Taken before the row is read: a change in between is read again.
+func StatusStamp(st *store.Store, id string) *Stamp {
+	dir := st.LocalDir()
+	if dir == "" {
+		return nil
+	}
+	fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(store.StatusKey(id))))
+	if err != nil {
+		// Absent, or not to be looked at: a row taken then is read again once it is
+		// there (a stamp with -2 matches no stat).
+		if errors.Is(err, fs.ErrNotExist) {
+			return &Stamp{Size: -1}
+		}
+		return &Stamp{Size: -2}
+	}
+	return &Stamp{Size: fi.Size(), ModTime: fi.ModTime().UnixNano()}
 }

@@ -117,7 +117,7 @@ func (e *Engine) Rows(ctx context.Context, storeURL string, ids []string, withSt
 			seen[ids[i]] = indexed(r.Listed)
 		}
 	}
-	listindex.Update(ctx, st, idx, seen, idx.Tombstones)
+	listindex.Update(ctx, st, idx, seen, idx.Tombstones, idx.TombstoneSizes)
 	return out, nil
 }
 

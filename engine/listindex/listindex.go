@@ -35,6 +35,9 @@ type Index struct {
 	Version    int                       `json:"version"`
 	Jobs       map[string]Row            `json:"jobs"`
 	Tombstones map[string]*job.Tombstone `json:"tombstones"`
+	// TombstoneSizes are the tombstones' sizes as the listing of tombstones/ gave them
+	// when they were read: one whose size has changed since (damaged) is read again.
+	TombstoneSizes map[string]int64 `json:"tombstone_sizes,omitempty"`
 }
 
 // Row is one final job as the index keeps it.
@@ -70,7 +73,7 @@ func (idx *Index) Row(id string) (Row, bool) {
 // Read returns the store's listing index, or an empty one when there is none or it
 // cannot be read or decoded (it is only a cache).
 func Read(ctx context.Context, st *store.Store) *Index {
-	idx := &Index{Version: Version, Jobs: map[string]Row{}, Tombstones: map[string]*job.Tombstone{}}
+	idx := &Index{Version: Version, Jobs: map[string]Row{}, Tombstones: map[string]*job.Tombstone{}, TombstoneSizes: map[string]int64{}}
 	raw, err := st.Get(ctx, store.ListIndexKey)
 	if err != nil {
 		if !store.IsNotFound(err) {
@@ -89,6 +92,9 @@ func Read(ctx context.Context, st *store.Store) *Index {
 	if got.Tombstones != nil {
 		idx.Tombstones = got.Tombstones
 	}
+	if got.TombstoneSizes != nil {
+		idx.TombstoneSizes = got.TombstoneSizes
+	}
 	return idx
 }
 
@@ -104,10 +110,23 @@ func write(ctx context.Context, st *store.Store, idx *Index) {
 	}
 }
 
+// Tombstone returns the indexed tombstone of job id if the index holds one read when
+// the tombstone had the size the listing now gives.
+func (idx *Index) Tombstone(id string, size int64) (*job.Tombstone, bool) {
+	t, ok := idx.Tombstones[id]
+	if !ok || t == nil || t.JobID != id {
+		return nil, false
+	}
+	if s, ok := idx.TombstoneSizes[id]; !ok || s != size {
+		return nil, false
+	}
+	return t, true
+}
+
 // Update merges a listing into the index and writes it when anything changed. jobs are
-// the final rows of this listing (cached or newly read), tombs the tombstones listed;
-// rows of anything else are dropped.
-func Update(ctx context.Context, st *store.Store, old *Index, jobs map[string]Row, tombs map[string]*job.Tombstone) {
+// the final rows of this listing (cached or newly read), tombs the tombstones listed
+// and sizes their sizes; rows of anything else are dropped.
+func Update(ctx context.Context, st *store.Store, old *Index, jobs map[string]Row, tombs map[string]*job.Tombstone, sizes map[string]int64) {
 	changed := len(jobs) != len(old.Jobs) || len(tombs) != len(old.Tombstones)
 	if !changed {
 		for id, r := range jobs {
@@ -119,7 +138,7 @@ func Update(ctx context.Context, st *store.Store, old *Index, jobs map[string]Ro
 	}
 	if !changed {
 		for id := range tombs {
-			if _, ok := old.Tombstones[id]; !ok {
+			if _, ok := old.Tombstones[id]; !ok || old.TombstoneSizes[id] != sizes[id] {
 				changed = true
 				break
 			}
@@ -128,7 +147,7 @@ func Update(ctx context.Context, st *store.Store, old *Index, jobs map[string]Ro
 	if !changed {
 		return
 	}
-	write(ctx, st, &Index{Version: Version, Jobs: jobs, Tombstones: tombs})
+	write(ctx, st, &Index{Version: Version, Jobs: jobs, Tombstones: tombs, TombstoneSizes: sizes})
 }
 
 func sameStamp(a, b *Stamp) bool { return a == b || (a != nil && b != nil && *a == *b) }

@@ -288,7 +288,9 @@ func faultBatchObjectsDamaged(t *testing.T, e *env) {
 				if o.file == "result.json" && d.name == "deleted" {
 					// The input's reason names the file, never a worker that stopped.
 					for what, r := range map[string]result{"jobs status": e.timed(t, "jobs", "status", child), "batch status": e.timed(t, "batch", "status", gid)} {
-						if out := r.stdout + r.stderr; !strings.Contains(out, "result.json") || strings.Contains(out, "stopped") {
+						out := r.stdout + r.stderr
+						t.Logf("%s (exit %d): %s", what, r.code, out)
+						if !strings.Contains(out, "result.json") || strings.Contains(out, "stopped") {
 							t.Errorf("%s of input 1 without its result.json: %q", what, out)
 						}
 					}

@@ -51,9 +51,11 @@ type MapRequest struct {
 	Name                string            `json:"name,omitempty"`
 	Tags                map[string]string `json:"tags,omitempty"`
 	// OnRecorded, if set, is called once the batch's manifest is in the store, before
-	// its unit starts and before Map returns: a caller that dies after this leaves a
-	// batch that exists (and may run), and its client must be told which.
-	OnRecorded func(groupID, store string) `json:"-"`
+	// its unit starts and before Map returns (running false), and again once a unit that
+	// runs every input without this process has started (running true): a caller that
+	// dies in between leaves a batch that exists but needs it, and its client must be
+	// told which, and whether the batch runs on.
+	OnRecorded func(groupID, store string, running bool) `json:"-"`
 }
 
 // ReadInputs splits a length-prefixed inputs file.
@@ -184,7 +186,7 @@ func newScheduler(ctx context.Context, e Engine, req *MapRequest) (*scheduler, e
 		return nil, err
 	}
 	if req.OnRecorded != nil {
-		req.OnRecorded(gid, t.Store.URL())
+		req.OnRecorded(gid, t.Store.URL(), false)
 	}
 	if grouped && len(inputs) > 0 {
 		// One object in the cluster for the whole batch, made after everything its
@@ -195,6 +197,9 @@ func newScheduler(ctx context.Context, e Engine, req *MapRequest) (*scheduler, e
 			return nil, err
 		}
 		s.grouped = true
+		if req.OnRecorded != nil {
+			req.OnRecorded(gid, t.Store.URL(), true)
+		}
 	}
 	return s, nil
 }

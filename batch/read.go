@@ -88,6 +88,8 @@ func lookEnded(ctx context.Context, e Engine, st *store.Store, m *Manifest, stor
 				if errors.As(err, &gone) { // collected and cleaned up: final
 					t := gone.Tombstone.CleanedAt
 					out[k] = ChildStatus{Index: c.Index, Status: job.NotFound, CollectedAt: &t}
+				} else if cs, ok := removedChild(gctx, st, m, c, err); ok {
+					out[k] = cs
 				}
 				return nil
 			}
@@ -116,6 +118,26 @@ func lookEnded(ctx context.Context, e Engine, st *store.Store, m *Manifest, stor
 		}
 	}
 	return kept, nil
+}
+
+// removedChild is the final status of child c, whose job is not in the store (err from
+// Attach), when it was removed (`kinetic jobs cleanup` of it, without collecting its
+// result: no tombstone) and not written a moment ago: a derived child with its gone
+// marker, or any child of a batch whose submission is over and which tries nothing again
+// (every job of it was written before). A watch waited for it for ever.
+func removedChild(ctx context.Context, st *store.Store, m *Manifest, c Child, err error) (ChildStatus, bool) {
+	if !errors.Is(err, engine.ErrNotFound) {
+		return ChildStatus{}, false
+	}
+	if firstDerived(m, c) {
+		if gone, gerr := batchlayout.Gone(ctx, st, m.GroupID, c.Index); gerr != nil || !gone {
+			return ChildStatus{}, false
+		}
+	} else if !m.SubmissionComplete || (m.Retries > 0 && !m.Settled) {
+		return ChildStatus{}, false
+	}
+	return ChildStatus{Index: c.Index, JobID: c.JobID, Status: job.NotFound,
+		Reason: fmt.Sprintf("job %s was cleaned up before its result was collected: nothing of it is left", c.JobID)}, true
 }
 
 // groupDone returns the members of a derived batch's unit that ended, nil when the batch
@@ -540,6 +562,9 @@ func Watch(ctx context.Context, e Engine, gid, storeURL string, emit func(ChildS
 						// Nothing will mend it: final, with why (its result says so too).
 						final[c.Index], progressed = true, true
 						emit(ChildStatus{Index: c.Index, JobID: c.JobID, Status: job.NotFound, Reason: err.Error()})
+					} else if cs, ok := removedChild(ctx, st, &m, c, err); ok {
+						final[c.Index], progressed = true, true
+						emit(cs)
 					}
 					continue // else written a moment ago; next round
 				}

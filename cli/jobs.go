@@ -373,6 +373,14 @@ func newJobsCleanupCmd(g *Globals) *cobra.Command {
 					}
 					return rerr
 				}
+				if errors.Is(err, job.ErrTombstoneDamaged) && !keepArtifacts {
+					// Nothing of it is left but its tombstone, which cannot be read.
+					if rerr := f.removeTombstone(cmd, g, args[0]); rerr != nil {
+						return rerr
+					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: removed the damaged tombstone of %s\n", args[0])
+					return nil
+				}
 			}
 			if err != nil {
 				return err

@@ -167,6 +167,7 @@ print("ID", main.run_async().job_id)
 				if _, err := os.Stat(p); err != nil {
 					t.Fatalf("the job has no %s to damage: %v", o.file, err)
 				}
+				e.timed(t, "jobs", "list") // the listing index holds the job: damage must show through it
 				d.damage(t, p)
 				w := o.broken
 				if d.name == "deleted" {
@@ -284,6 +285,16 @@ func faultBatchObjectsDamaged(t *testing.T, e *env) {
 			t.Run(strings.ReplaceAll(strings.TrimPrefix(o.path, "groups/"+o.gid+"/"), "/", "-")+"-"+d.name, func(t *testing.T) {
 				defer restore()
 				d.damage(t, filepath.Join(e.store, filepath.FromSlash(o.path)))
+				if o.file == "result.json" && d.name == "deleted" {
+					// The input's reason names the file, never a worker that stopped.
+					for what, r := range map[string]result{"jobs status": e.timed(t, "jobs", "status", child), "batch status": e.timed(t, "batch", "status", gid)} {
+						out := r.stdout + r.stderr
+						t.Logf("%s (exit %d): %s", what, r.code, out)
+						if !strings.Contains(out, "result.json") || strings.Contains(out, "stopped") {
+							t.Errorf("%s of input 1 without its result.json: %q", what, out)
+						}
+					}
+				}
 				checkBatchDamage(t, e, o.gid, o.file, d.name, o.named || (d.name == "deleted" && o.file == "result.json"), o.sdkNames)
 			})
 		}

@@ -156,6 +156,18 @@ var faultCases = []struct {
 		want:  "batch results and the SDK's results() name the object (BatchError's message names each failed input's cause), never Go's words, never a wait; what nothing reads any more changes nothing; batch cleanup removes the batch and its children",
 		run:   faultBatchObjectsDamaged,
 	},
+	{
+		name:  "batch-markers-damaged",
+		fault: "one object of a finished batch at a time truncated, replaced by garbage, emptied or deleted: a gone marker of a collected batch (groups/G/gone/0), a child's entry of a batch of a job per input (groups/G/children/00000001.json), the captured environment (groups/G/env.json)",
+		want:  "batch status, batch results and the SDK's results() say what they said before, or name the object and the fix (a non-zero exit or a DAMAGED row); never Go's words, never a wait; batch cleanup removes the batch and its children",
+		run:   faultBatchMarkersDamaged,
+	},
+	{
+		name:  "tombstone-damaged",
+		fault: "the tombstone of a job whose result was collected (tombstones/ID.json) truncated, replaced by garbage, emptied or deleted, after a listing indexed it",
+		want:  "jobs list lists the job and names the tombstone; jobs status and the SDK's result() fail naming it and the fix; jobs cleanup removes it; deleted: the job is not found; never Go's words",
+		run:   faultTombstoneDamaged,
+	},
 }
 
 func TestFaults(t *testing.T) {

@@ -235,6 +235,8 @@ func (e *Engine) Attach(ctx context.Context, id, storeURL string) (*Job, error) 
 	if store.IsNotFound(err) {
 		if t, terr := readTombstone(ctx, st, id); terr == nil && t != nil {
 			return nil, &CleanedUpError{Tombstone: t}
+		} else if errors.Is(terr, job.ErrDamaged) {
+			return nil, terr // its tombstone, named: not a job that never was
 		}
 		if h, uerr := unwrittenHandle(ctx, st, id); uerr != nil || h != nil {
 			if uerr != nil {

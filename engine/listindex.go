@@ -15,25 +15,30 @@ import (
 // The listing index (package listindex) caches the rows of final jobs and the
 // tombstones; row and indexed convert between its rows and Listed.
 
-// row is the indexed row of job id, if the index holds one.
-func row(idx *listindex.Index, id string) (Listed, bool) {
+// row is the indexed row of job id, if the index holds one that still stands (its
+// status.json unchanged since: listindex.Current).
+func row(st *store.Store, idx *listindex.Index, id string) (Listed, bool) {
 	r, ok := idx.Row(id)
-	return Listed{Handle: r.Handle, State: r.State, Reason: r.Reason, FinishedAt: r.FinishedAt}, ok
+	if ok && !listindex.Current(st, id, r) {
+		return Listed{}, false
+	}
+	return Listed{Handle: r.Handle, State: r.State, Reason: r.Reason, FinishedAt: r.FinishedAt, stamp: r.Status}, ok
 }
 
 // indexed is l as the index keeps it.
 func indexed(l Listed) listindex.Row {
-	return listindex.Row{Handle: l.Handle, State: l.State, Reason: l.Reason, FinishedAt: l.FinishedAt}
+	return listindex.Row{Handle: l.Handle, State: l.State, Reason: l.Reason, FinishedAt: l.FinishedAt, Status: l.stamp}
 }
 
 // readRow is j's row read from its backend and, once final, when it ended (its
 // status.json); final says the row may be indexed.
 func readRow(ctx context.Context, st *store.Store, j *Job) (l Listed, final bool, err error) {
+	stamp := listindex.StatusStamp(st, j.Handle.JobID)
 	state, reason, err := j.Status(ctx)
 	if err != nil {
 		return Listed{Handle: j.Handle}, false, err
 	}
-	l = Listed{Handle: j.Handle, State: state, Reason: reason}
+	l = Listed{Handle: j.Handle, State: state, Reason: reason, stamp: stamp}
 	if !state.Terminal() {
 		return l, false, nil
 	}
@@ -75,7 +80,7 @@ func (e *Engine) Rows(ctx context.Context, storeURL string, ids []string, withSt
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for i, id := range ids {
-		if r, ok := row(idx, id); ok && present[id] {
+		if r, ok := row(st, idx, id); ok && present[id] {
 			out[i] = Row{Listed: r}
 			continue
 		}
@@ -103,7 +108,7 @@ func (e *Engine) Rows(ctx context.Context, storeURL string, ids []string, withSt
 	// The index keeps its rows of jobs still in the store, and gains the new final ones.
 	seen := make(map[string]listindex.Row, len(idx.Jobs))
 	for id, r := range idx.Jobs {
-		if present[id] {
+		if present[id] && listindex.Current(st, id, r) {
 			seen[id] = r
 		}
 	}
@@ -112,7 +117,7 @@ func (e *Engine) Rows(ctx context.Context, storeURL string, ids []string, withSt
 			seen[ids[i]] = indexed(r.Listed)
 		}
 	}
-	listindex.Update(ctx, st, idx, seen, idx.Tombstones)
+	listindex.Update(ctx, st, idx, seen, idx.Tombstones, idx.TombstoneSizes)
 	return out, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,6 +85,40 @@ func TestListingIndex(t *testing.T) {
 	}
 	if _, ok := index().Jobs[ids[3]]; ok {
 		t.Error("the index still holds a deleted job")
+	}
+
+	// A final job whose status.json is damaged after it was indexed is listed as damaged,
+	// naming the file, as `jobs status` names it (its old row was listed), and leaves the
+	// index until it is whole again; one whose status.json is rewritten whole is read
+	// again and indexed anew.
+	whole, err := st.Get(ctx, store.StatusKey(ids[10]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Put(ctx, store.StatusKey(ids[10]), []byte(`{"state": "SUCC`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := list()[ids[10]]; got.State != ListError || !strings.Contains(got.Reason, "status.json") {
+		t.Errorf("a job with a damaged status.json listed as %s %q, want %s naming status.json", got.State, got.Reason, ListError)
+	}
+	if _, ok := index().Jobs[ids[10]]; ok {
+		t.Error("the index still holds the job whose status.json is damaged")
+	}
+	if err := st.Put(ctx, store.StatusKey(ids[10]), whole); err != nil {
+		t.Fatal(err)
+	}
+	if got := list()[ids[10]]; got.State != rows[ids[10]].State {
+		t.Errorf("the job whose status.json is whole again listed as %s, want %s", got.State, rows[ids[10]].State)
+	}
+	rewritten, _ := json.Marshal(&job.Status{State: job.Failed, Reason: "rewritten", UpdatedAt: time.Now()})
+	if err := st.Put(ctx, store.StatusKey(ids[11]), rewritten); err != nil {
+		t.Fatal(err)
+	}
+	if got := list()[ids[11]]; got.State != job.Failed || got.Reason != "rewritten" {
+		t.Errorf("a job whose status.json was rewritten listed as %s %q (its old row)", got.State, got.Reason)
+	}
+	if r, ok := index().Jobs[ids[11]]; !ok || r.Reason != "rewritten" {
+		t.Errorf("the rewritten job's row in the index: %+v, %v", r, ok)
 	}
 
 	// A job that is not final is read every time and never indexed.

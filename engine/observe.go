@@ -128,6 +128,8 @@ type Listed struct {
 	Reason string      `json:"reason,omitempty"`
 	// FinishedAt is when a final job ended (its status.json), zero when not recorded.
 	FinishedAt time.Time `json:"-"`
+	// stamp is its status.json when the row was read, for the listing index.
+	stamp *listindex.Stamp
 }
 
 // ListError is the State of a listed job that could not be read (a damaged handle.json
@@ -186,7 +188,7 @@ func (e *Engine) listing(ctx context.Context, cfg *config.Resolved, storeURL str
 		return nil, nil, err
 	}
 	idx := listindex.Read(ctx, st)
-	seenJobs, seenTombs := idx.Jobs, idx.Tombstones
+	seenJobs, seenTombs, sizes := idx.Jobs, idx.Tombstones, idx.TombstoneSizes
 	var rows []Listed
 	if jobs {
 		if rows, seenJobs, err = e.listJobs(ctx, cfg, st, storeURL, idx); err != nil {
@@ -195,11 +197,18 @@ func (e *Engine) listing(ctx context.Context, cfg *config.Resolved, storeURL str
 	}
 	var ts []*job.Tombstone
 	if tombs {
-		if ts, seenTombs, err = listTombstones(ctx, st, idx); err != nil {
+		var damaged []Listed
+		if ts, seenTombs, sizes, damaged, err = listTombstones(ctx, st, idx); err != nil {
 			return nil, nil, err
 		}
+		if jobs && len(damaged) > 0 {
+			// A tombstone that cannot be read is a job's row that names it, not a job
+			// that silently was never there.
+			rows = append(rows, damaged...)
+			sort.Slice(rows, func(a, b int) bool { return rows[a].Handle.JobID > rows[b].Handle.JobID })
+		}
 	}
-	listindex.Update(ctx, st, idx, seenJobs, seenTombs)
+	listindex.Update(ctx, st, idx, seenJobs, seenTombs, sizes)
 	return rows, ts, nil
 }
 
@@ -215,7 +224,7 @@ func (e *Engine) listJobs(ctx context.Context, cfg *config.Resolved, st *store.S
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for i, id := range ids {
-		if r, ok := row(idx, id); ok {
+		if r, ok := row(st, idx, id); ok {
 			out[i], final[i] = r, true
 			continue
 		}

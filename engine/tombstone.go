@@ -82,14 +82,17 @@ func (e *Engine) Tombstones(ctx context.Context, storeURL string) ([]*job.Tombst
 	return ts, err
 }
 
-// listTombstones lists tombstones/, each read from the index when it is there (a
-// tombstone never changes); it returns them and the ones to index.
-func listTombstones(ctx context.Context, st *store.Store, idx *listindex.Index) ([]*job.Tombstone, map[string]*job.Tombstone, error) {
+// listTombstones lists tombstones/, each read from the index when it is there with the
+// size it had when read (a tombstone never changes; one that did is damaged); it returns
+// them, the ones to index and their sizes, and a row for each damaged one (ListError,
+// naming it: listing (jobs list) shows it).
+func listTombstones(ctx context.Context, st *store.Store, idx *listindex.Index) ([]*job.Tombstone, map[string]*job.Tombstone, map[string]int64, []Listed, error) {
 	objs, err := st.List(ctx, store.TombstonesPrefix)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	out := make([]*job.Tombstone, len(objs))
+	bad := make([]error, len(objs))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for i, o := range objs {
@@ -97,7 +100,7 @@ func listTombstones(ctx context.Context, st *store.Store, idx *listindex.Index) 
 		if !job.ValidName(id) {
 			continue
 		}
-		if t, ok := idx.Tombstones[id]; ok && t != nil && t.JobID == id {
+		if t, ok := idx.Tombstone(id, o.Size); ok {
 			out[i] = t
 			continue
 		}
@@ -105,24 +108,31 @@ func listTombstones(ctx context.Context, st *store.Store, idx *listindex.Index) 
 			t, err := readTombstone(gctx, st, id)
 			if err == nil {
 				out[i] = t
+			} else if errors.Is(err, job.ErrDamaged) {
+				bad[i] = err
 			}
 			return nil
 		})
 	}
 	g.Wait()
 	if err := ctx.Err(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	var ts []*job.Tombstone
-	index := map[string]*job.Tombstone{}
-	for _, t := range out {
+	var damaged []Listed
+	index, sizes := map[string]*job.Tombstone{}, map[string]int64{}
+	for i, t := range out {
 		if t != nil {
 			ts = append(ts, t)
-			index[t.JobID] = t
+			index[t.JobID], sizes[t.JobID] = t, objs[i].Size
+		}
+		if bad[i] != nil {
+			id := strings.TrimSuffix(strings.TrimPrefix(objs[i].Key, store.TombstonesPrefix), ".json")
+			damaged = append(damaged, Listed{Handle: &job.Handle{JobID: id}, State: ListError, Reason: bad[i].Error()})
 		}
 	}
 	sort.Slice(ts, func(a, b int) bool { return ts[a].JobID > ts[b].JobID })
-	return ts, index, nil
+	return ts, index, sizes, damaged, nil
 }
 
 func (e *Engine) storeOrDefault(ctx context.Context, storeURL string) (*store.Store, error) {

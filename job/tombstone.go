@@ -2,6 +2,7 @@ package job
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -46,10 +47,10 @@ func NewTombstone(h *Handle, finished, now time.Time) *Tombstone {
 func DecodeTombstone(id string, raw []byte) (*Tombstone, error) {
 	var t Tombstone
 	if err := json.Unmarshal(raw, &t); err != nil {
-		return nil, Damaged(id, "tombstone", raw, err)
+		return nil, damagedTombstone(id, raw, err)
 	}
 	if t.JobID != id {
-		return nil, Damaged(id, "tombstone", raw, fmt.Errorf("it names job %q", t.JobID))
+		return nil, damagedTombstone(id, raw, fmt.Errorf("it names job %q", t.JobID))
 	}
 	return &t, nil
 }
@@ -77,4 +78,20 @@ func (t *Tombstone) by() string {
 // CollectedBySummary is "collected by P at T": who took the result, and when.
 func (t *Tombstone) CollectedBySummary() string {
 	return fmt.Sprintf("collected%s at %s", t.by(), t.CleanedAt.Local().Format(time.DateTime))
+}
+
+// damagedTombstone is the error of a tombstone that cannot be read: it names the object,
+// what is wrong with it, and the cleanup that removes it.
+func damagedTombstone(id string, raw []byte, cause error) error {
+	return &tombstoneError{damagedError{fmt.Sprintf("job %s was collected and cleaned up, but its record of that, tombstones/%s.json, %s; `kinetic jobs cleanup %s` removes it", id, id, Describe(raw, cause), id)}}
+}
+
+// ErrTombstoneDamaged is what the error of a damaged tombstone is (besides ErrDamaged):
+// a cleanup removes the tombstone, as nothing else of the job is left.
+var ErrTombstoneDamaged = errors.New("tombstone damaged")
+
+type tombstoneError struct{ damagedError }
+
+func (e *tombstoneError) Is(target error) bool {
+	return target == ErrTombstoneDamaged || e.damagedError.Is(target)
 }

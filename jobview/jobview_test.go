@@ -172,6 +172,13 @@ func TestResultOfFailedHostAndNoResult(t *testing.T) {
 	if err != nil || res.Envelope.Host != "2" || res.Envelope.ExcType != "ValueError" {
 		t.Fatalf("ResultOf with a failed host = %+v, %v", res, err)
 	}
+	// A host's envelope cut short: the error names that host's object, not the job's
+	// result.json (which it does not have).
+	put(t, st, store.HostEnvelopeKey(id, "1"), []byte(`{"host": "1", "succ`))
+	put(t, st, store.HostEnvelopeKey(id, "2"), (&job.Envelope{Host: "2", Success: true}).Encode())
+	if _, err := j.ResultOf(ctx, job.Failed, "host 1 failed", ValueTo{}); !errors.Is(err, job.ErrDamaged) || !strings.Contains(err.Error(), "hosts/1/result.json") {
+		t.Errorf("ResultOf with a host's envelope cut short: %v, want it damaged naming hosts/1/result.json", err)
+	}
 }
 
 func TestLastLines(t *testing.T) {

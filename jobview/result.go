@@ -102,7 +102,8 @@ func (j *Job) ResultOf(ctx context.Context, state job.State, reason string, valu
 	}
 	if env == nil {
 		if env, err = job.DecodeEnvelope(raw); err != nil || len(raw) == 0 {
-			return nil, job.Damaged(j.ID, path.Base(envKey), raw, err)
+			// Named within the job: result.json, or a host's hosts/N/result.json.
+			return nil, job.Damaged(j.ID, strings.TrimPrefix(envKey, store.JobPrefix(j.ID)), raw, err)
 		}
 	}
 	res := &Result{State: state, Reason: reason, Envelope: env}

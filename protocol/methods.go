@@ -368,6 +368,9 @@ type MapResponse struct {
 	// Store is where the batch is (the SDK's handle reads it there, whatever profile
 	// the call's project/cluster chose).
 	Store string `json:"store"`
+	// Running, in a recorded event only: every input runs without this engine (a unit
+	// started, the second recorded event); before it, the batch needs the engine.
+	Running bool `json:"running,omitempty"`
 }
 
 // BatchRequest (batch) reads a batch; with Status, every child's status too.

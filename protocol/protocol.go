@@ -99,7 +99,9 @@ const (
 	// EventChild carries a ChildStatus, once per input of a batch, for batch_watch.
 	EventChild = "child"
 	// EventRecorded carries a MapResponse for map, once the batch's manifest is in the
-	// store: if the engine dies before its reply, the client still knows the batch.
+	// store, and again with running true once its inputs run without the engine (a
+	// unit started): if the engine dies before its reply, the client still knows the
+	// batch and whether it runs on.
 	EventRecorded = "recorded"
 )
 

@@ -390,8 +390,8 @@ func (s *Server) cleanup(c *call, r *protocol.CleanupRequest) (*protocol.Empty, 
 // request's: it goes on after the reply, and after the client leaves (Serve waits).
 func (s *Server) mapBatch(c *call, r *protocol.MapRequest) (*protocol.MapResponse, error) {
 	req := mapRequest(r)
-	req.OnRecorded = func(gid, st string) {
-		c.event(protocol.EventRecorded, &protocol.MapResponse{GroupID: gid, Store: st})
+	req.OnRecorded = func(gid, st string, running bool) {
+		c.event(protocol.EventRecorded, &protocol.MapResponse{GroupID: gid, Store: st, Running: running})
 	}
 	b, err := batch.Map(s.base, s.eng, req)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/kinetic-run/kinetic/backend/batchdriver"
 	"github.com/kinetic-run/kinetic/internal/filelock"
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/runner"
 	"github.com/kinetic-run/kinetic/store"
 )
@@ -239,6 +240,31 @@ func (b *Backend) GroupDone(ctx context.Context, gid string) (map[int]bool, erro
 	return out, nil
 }
 
+// doneBy says whether a worker of batch gid wrote input i down as finished in its done
+// file, and which (the file's name).
+func (b *Backend) doneBy(gid string, i int) (string, bool) {
+	dir := filepath.Join(b.groupDir(gid), "done")
+	ents, _ := os.ReadDir(dir)
+	want := []byte(strconv.Itoa(i))
+	for _, e := range ents {
+		raw, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		for len(raw) > 0 {
+			line, rest, ok := bytes.Cut(raw, []byte{'\n'})
+			if !ok {
+				break // being written
+			}
+			if bytes.Equal(line, want) {
+				return e.Name(), true
+			}
+			raw = rest
+		}
+	}
+	return "", false
+}
+
 // UnwrittenStatus implements batchdriver.Driver.
 func (b *Backend) UnwrittenStatus(ctx context.Context, h *job.Handle) (job.State, string, error) {
 	if s, r, ok, err := b.groupStatus(ctx, h, false); ok || err != nil {
@@ -296,6 +322,23 @@ func (b *Backend) groupStatus(ctx context.Context, h *job.Handle, noStatus bool)
 	}
 	if s, r, ok, err := b.groupEnd(ctx, gid, i, h.JobID, noStatus); ok || err != nil {
 		return s, r, true, err
+	}
+	if k, done := b.doneBy(gid, i); done {
+		// Its worker finished it, and had written its result.json (or kept it) before
+		// saying so: the file is gone since, which its reason must name, not a worker.
+		if err := jobview.MissingEnvelope(ctx, b.st, h.JobID); err != nil {
+			return "", "", true, err
+		}
+		objs, err := b.st.List(ctx, store.JobPrefix(h.JobID))
+		if err != nil {
+			return "", "", true, err
+		}
+		if len(objs) == 0 {
+			// Nothing of it is left: removed (collected, cleaned up) and the marker
+			// that says so is gone, or removed by hand.
+			return "", "", true, job.DamagedError(fmt.Sprintf("job %s is damaged: its batch's worker finished it, but none of its objects is left, neither its result.json nor the marker that it was removed (%s); `kinetic jobs cleanup %s` removes it", h.JobID, store.GroupGoneKey(gid, i), h.JobID))
+		}
+		return "", "", true, job.Missing(h.JobID, "result.json", fmt.Sprintf("the batch's worker finished this input and wrote it first, as %s says", filepath.Join(b.groupDir(gid), "done", k)))
 	}
 	live, dead := b.workers(gid)
 	for _, w := range live {

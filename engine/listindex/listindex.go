@@ -15,7 +15,11 @@ package listindex
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/kinetic-run/kinetic/job"
@@ -31,6 +35,9 @@ type Index struct {
 	Version    int                       `json:"version"`
 	Jobs       map[string]Row            `json:"jobs"`
 	Tombstones map[string]*job.Tombstone `json:"tombstones"`
+	// TombstoneSizes are the tombstones' sizes as the listing of tombstones/ gave them
+	// when they were read: one whose size has changed since (damaged) is read again.
+	TombstoneSizes map[string]int64 `json:"tombstone_sizes,omitempty"`
 }
 
 // Row is one final job as the index keeps it.
@@ -39,6 +46,19 @@ type Row struct {
 	State      job.State   `json:"state"`
 	Reason     string      `json:"reason,omitempty"`
 	FinishedAt time.Time   `json:"finished_at,omitzero"`
+	// Status is the job's status.json as it was when the row was read, in a file store
+	// (nil in any other): a row whose status.json has changed since (damaged by hand or
+	// by a disk, rewritten, deleted) is read again, so that damage is listed as it is
+	// found by `jobs status`. A stat per job costs microseconds on a local disk; in a
+	// bucket it would cost the request per job the index saves, so there the row is
+	// trusted (docs/status.md).
+	Status *Stamp `json:"status_stamp,omitempty"`
+}
+
+// Stamp is what a stat says of one file: its size (-1: absent) and modification time.
+type Stamp struct {
+	Size    int64 `json:"size"`
+	ModTime int64 `json:"mtime_ns,omitempty"`
 }
 
 // Row returns the row of job id, if the index holds a sound one.
@@ -53,7 +73,7 @@ func (idx *Index) Row(id string) (Row, bool) {
 // Read returns the store's listing index, or an empty one when there is none or it
 // cannot be read or decoded (it is only a cache).
 func Read(ctx context.Context, st *store.Store) *Index {
-	idx := &Index{Version: Version, Jobs: map[string]Row{}, Tombstones: map[string]*job.Tombstone{}}
+	idx := &Index{Version: Version, Jobs: map[string]Row{}, Tombstones: map[string]*job.Tombstone{}, TombstoneSizes: map[string]int64{}}
 	raw, err := st.Get(ctx, store.ListIndexKey)
 	if err != nil {
 		if !store.IsNotFound(err) {
@@ -72,6 +92,9 @@ func Read(ctx context.Context, st *store.Store) *Index {
 	if got.Tombstones != nil {
 		idx.Tombstones = got.Tombstones
 	}
+	if got.TombstoneSizes != nil {
+		idx.TombstoneSizes = got.TombstoneSizes
+	}
 	return idx
 }
 
@@ -87,14 +110,27 @@ func write(ctx context.Context, st *store.Store, idx *Index) {
 	}
 }
 
+// Tombstone returns the indexed tombstone of job id if the index holds one read when
+// the tombstone had the size the listing now gives.
+func (idx *Index) Tombstone(id string, size int64) (*job.Tombstone, bool) {
+	t, ok := idx.Tombstones[id]
+	if !ok || t == nil || t.JobID != id {
+		return nil, false
+	}
+	if s, ok := idx.TombstoneSizes[id]; !ok || s != size {
+		return nil, false
+	}
+	return t, true
+}
+
 // Update merges a listing into the index and writes it when anything changed. jobs are
-// the final rows of this listing (cached or newly read), tombs the tombstones listed;
-// rows of anything else are dropped.
-func Update(ctx context.Context, st *store.Store, old *Index, jobs map[string]Row, tombs map[string]*job.Tombstone) {
+// the final rows of this listing (cached or newly read), tombs the tombstones listed
+// and sizes their sizes; rows of anything else are dropped.
+func Update(ctx context.Context, st *store.Store, old *Index, jobs map[string]Row, tombs map[string]*job.Tombstone, sizes map[string]int64) {
 	changed := len(jobs) != len(old.Jobs) || len(tombs) != len(old.Tombstones)
 	if !changed {
-		for id := range jobs {
-			if _, ok := old.Jobs[id]; !ok {
+		for id, r := range jobs {
+			if o, ok := old.Jobs[id]; !ok || !sameStamp(o.Status, r.Status) {
 				changed = true
 				break
 			}
@@ -102,7 +138,7 @@ func Update(ctx context.Context, st *store.Store, old *Index, jobs map[string]Ro
 	}
 	if !changed {
 		for id := range tombs {
-			if _, ok := old.Tombstones[id]; !ok {
+			if _, ok := old.Tombstones[id]; !ok || old.TombstoneSizes[id] != sizes[id] {
 				changed = true
 				break
 			}
@@ -111,5 +147,35 @@ func Update(ctx context.Context, st *store.Store, old *Index, jobs map[string]Ro
 	if !changed {
 		return
 	}
-	write(ctx, st, &Index{Version: Version, Jobs: jobs, Tombstones: tombs})
+	write(ctx, st, &Index{Version: Version, Jobs: jobs, Tombstones: tombs, TombstoneSizes: sizes})
+}
+
+func sameStamp(a, b *Stamp) bool { return a == b || (a != nil && b != nil && *a == *b) }
+
+// Current says whether row r of job id still stands for st: its status.json is as it was
+// when the row was read. Rows of stores that are not file:// stores are taken as they are.
+func Current(st *store.Store, id string, r Row) bool {
+	if st.LocalDir() == "" {
+		return true
+	}
+	return r.Status != nil && *r.Status == *StatusStamp(st, id)
+}
+
+// StatusStamp is the stamp of job id's status.json in st, nil for a store that is not a
+// file:// store. Taken before the row is read: a change in between is read again.
+func StatusStamp(st *store.Store, id string) *Stamp {
+	dir := st.LocalDir()
+	if dir == "" {
+		return nil
+	}
+	fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(store.StatusKey(id))))
+	if err != nil {
+		// Absent, or not to be looked at: a row taken then is read again once it is
+		// there (a stamp with -2 matches no stat).
+		if errors.Is(err, fs.ErrNotExist) {
+			return &Stamp{Size: -1}
+		}
+		return &Stamp{Size: -2}
+	}
+	return &Stamp{Size: fi.Size(), ModTime: fi.ModTime().UnixNano()}
 }

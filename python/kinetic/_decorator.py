@@ -287,8 +287,9 @@ class RemoteFunction:
                    "cancel_running_on_fail": bool(cancel_running_on_fail),
                    "name": name or "", "tags": tags}
             # The engine says which batch it recorded as soon as it has (the "recorded"
-            # event): if it then dies before replying, the batch exists and may run, and
-            # the error must say so, or a retry runs every input twice.
+            # event), and again once its inputs run without it (running): if it dies
+            # before replying, the error must say whether the batch runs on, or a retry
+            # runs every input twice.
             recorded = {}
 
             def on_event(name, data):
@@ -299,8 +300,8 @@ class RemoteFunction:
             try:
                 res = eng.call("map", req, on_event=on_event)
             except KineticError as e:
-                if recorded.get("group_id") and not eng.alive():
-                    raise _recorded_batch_error(e, recorded, len(inputs)) from None
+                if not eng.alive():
+                    raise _engine_died_error(e, recorded, len(inputs)) from None
                 raise
         finally:
             os.unlink(fpath)
@@ -310,17 +311,45 @@ class RemoteFunction:
                            local_failures=local_failures, poll_interval=1.0, total=len(inputs))
 
 
-def _recorded_batch_error(err, recorded, n):
-    """The error of a run_async_map whose engine died after recording the batch: it
-    names the batch and how to attach to it, so that it is not submitted twice."""
-    gid, where = recorded["group_id"], ""
-    if recorded.get("store"):
-        where = ", store=%r" % recorded["store"]
+def _engine_died_error(err, recorded, n):
+    """The error of a run_async_map whose engine died before replying. It says whether
+    the batch runs on (then how to attach to it, so that it is not submitted twice) or
+    nothing of it runs (then submitting again is safe): a batch recorded but not yet
+    running without the engine is removed here first."""
+    gid = recorded.get("group_id")
+    if not gid:
+        e = KineticError(
+            "run_async_map: %s before it recorded the batch: nothing was submitted and none of its %d inputs "
+            "runs; calling run_async_map again submits it once" % (err, n))
+        e.group_id, e.submitted = None, False
+        return e
+    where = ", store=%r" % recorded["store"] if recorded.get("store") else ""
+    if recorded.get("running"):
+        e = KineticError(
+            "run_async_map: %s after it recorded batch %s (%d inputs) and started it, before it confirmed the "
+            "submission. The batch was submitted and its inputs keep running without the engine: do not call "
+            "run_async_map again (each input would run twice); attach to it with kinetic.attach_batch(%r%s)"
+            % (err, gid, n, gid, where))
+        e.group_id, e.submitted = gid, True
+        return e
+    # Recorded, not yet running on its own: what the engine started of it (if anything)
+    # stops with the cleanup, and nothing of it is left to run or to be taken for a
+    # batch that runs.
+    try:
+        engine().call("batch_cleanup", {"group_id": gid, "store": recorded.get("store") or "", "k8s": True,
+                                        "gcs": True})
+    except Exception as ce:  # the message says what to do instead
+        e = KineticError(
+            "run_async_map: %s after it recorded batch %s (%d inputs) and before it started it, and removing it "
+            "failed (%s): remove it with kinetic.attach_batch(%r%s).cleanup() or `kinetic batch cleanup %s`, then "
+            "call run_async_map again" % (err, gid, n, ce, gid, where, gid))
+        e.group_id, e.submitted = gid, False
+        return e
     e = KineticError(
-        "run_async_map: %s after it recorded batch %s (%d inputs) and before it confirmed the submission. "
-        "The batch may be running: do not submit it again (its inputs would run twice); attach to it with "
-        "kinetic.attach_batch(%r%s)" % (err, gid, n, gid, where))
-    e.group_id = gid
+        "run_async_map: %s after it recorded batch %s (%d inputs) and before it started it: the batch was removed, "
+        "nothing was submitted and none of its inputs runs; calling run_async_map again submits it once"
+        % (err, gid, n))
+    e.group_id, e.submitted = None, False
     return e
 
 

@@ -3,6 +3,8 @@ and the fix."""
 
 import os
 
+import pytest
+
 
 def test_truncated_result_names_the_job(run_script, store_dir):
     p = run_script('''
@@ -76,64 +78,112 @@ for kw in ({"max_concurrent": 0}, {"max_concurrent": -1}, {"retries": -1}):
     assert p.stdout.count("REFUSED") == 3, p.stdout + p.stderr
 
 
-def test_engine_killed_during_map_names_the_recorded_batch(run_script):
-    # The fault: `kinetic serve` (the SDK's engine) is killed with SIGKILL while a
-    # 200-input run_async_map is being submitted, once the batch is in the store (the
-    # engine has said so: its "recorded" event) and before the engine replies. The SDK's
-    # error must name the batch and how to attach to it, so the user does not submit it
-    # again. (Killed at a fixed delay instead, the kill lands before the batch exists
-    # or after the reply most of the time.)
-    p = run_script('''
-import glob, os, signal, kinetic
-from kinetic import _engine
+_KILL_DURING_MAP = '''
+import glob, json, os, signal, threading, kinetic
+from kinetic import _engine, batch as _batch
 from kinetic.exceptions import KineticError
 
-STORE = %r
+STORE, MARKS, POINT = %r, %r, %r
 
 @kinetic.run(accelerator="cpu")
 def f(x):
+    with open(os.path.join(MARKS, str(x)), "a") as fh:  # one line per run of input x
+        fh.write("ran\\n")
     return x * 2
 
-start = _engine.Engine.start
-def start_and_kill(self, method, params=None, on_event=None):
-    if method != "map":
-        return start(self, method, params, on_event)
-    def killing(name, data):
-        if on_event is not None:
-            on_event(name, data)
-        os.kill(self._proc.pid, signal.SIGKILL)
-    return start(self, method, params, killing)
-_engine.Engine.start = start_and_kill
+# The fault: SIGKILL to the engine (`kinetic serve`) during a 200-input run_async_map,
+# at one of three points of the submission. At an event, the engine is killed once the
+# SDK has read the event, and what it wrote after it is dropped: it died right there
+# (its reply follows the running event by microseconds, and a kill lands after it).
+read = _engine.Engine._read
+def read_and_kill(self):
+    src = self._out
+    def lines():
+        for line in src:
+            yield line
+            msg = json.loads(line)
+            if msg.get("event") == "recorded" and (POINT == "recorded" or msg["data"].get("running")):
+                os.kill(self._proc.pid, signal.SIGKILL)
+                self._proc.wait()
+                return
+    self._out = lines()
+    read(self)
+if POINT != "reading":
+    _engine.Engine._read = read_and_kill
 
-for attempt in range(5):
-    before = set(glob.glob(os.path.join(STORE, "groups", "*", "manifest.json")))
-    try:
-        b = f.run_async_map(range(200))
-    except KineticError as e:
-        print("ERR", str(e).replace("\\n", " "))
-        print("GID", getattr(e, "group_id", "-"))
-        recorded = [m.split(os.sep)[-2] for m in set(glob.glob(os.path.join(STORE, "groups", "*", "manifest.json"))) - before]
-        print("RECORDED", " ".join(recorded) or "-")
-        break
-    print("REPLIED", b.group_id)  # no kill, or the reply came first
-    _engine.engine().close()
+if POINT == "reading":
+    # Before anything is recorded: the engine is killed while it reads the inputs (a
+    # FIFO: its open returns here once the engine opened it to read).
+    frame = _batch._frame
+    def fifo_frame(payloads):
+        path = frame(payloads)
+        with open(path, "rb") as fh:
+            data = fh.read()
+        os.unlink(path)
+        os.mkfifo(path)
+        def feed():
+            with open(path, "wb") as fh:
+                os.kill(_engine.engine()._proc.pid, signal.SIGKILL)
+                try:
+                    fh.write(data)
+                except OSError:
+                    pass
+        threading.Thread(target=feed, daemon=True).start()
+        return path
+    _batch._frame = fifo_frame
+
+before = set(glob.glob(os.path.join(STORE, "groups", "*")))
+try:
+    b = f.run_async_map(range(200))
+except KineticError as e:
+    print("ERR", str(e).replace("\\n", " "))
+    print("GID", getattr(e, "group_id", "-"), getattr(e, "submitted", "-"))
 else:
-    print("NEVER KILLED -")
-''' % os.path.join(os.environ["KINETIC_HOME"], "store"), timeout=300)
+    print("REPLIED", b.group_id)
+print("GROUPS", " ".join(os.path.basename(g) for g in set(glob.glob(os.path.join(STORE, "groups", "*"))) - before) or "-")
+'''
+
+
+def _marks(marks):
+    return {int(n): open(os.path.join(marks, n)).read().count("ran") for n in os.listdir(marks)}
+
+
+@pytest.mark.parametrize("point", ["reading", "recorded", "running"])
+def test_engine_killed_during_map(run_script, store_dir, tmp_path, point):
+    """`kinetic serve` (the SDK's engine) killed during a 200-input run_async_map, before
+    the batch is recorded (while it reads the inputs), once it is recorded but still needs
+    the engine (its first "recorded" event), and once its inputs run without the engine
+    (the event with running). The error says which: nothing submitted (submitting again
+    runs each input once), or batch G submitted, running on, attach with
+    kinetic.attach_batch(G) (and that finds every value, each input run once). Before, a
+    kill after the record said "may be running" whether or not anything would run, one
+    before it said only "the engine exited", and a batch recorded but never started was
+    left in the store."""
+    import time
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    p = run_script(_KILL_DURING_MAP % (store_dir, str(marks), point), timeout=300)
     lines = dict(l.split(" ", 1) for l in p.stdout.strip().splitlines() if " " in l)
     assert "ERR" in lines, p.stdout + p.stderr
-    gid = lines["RECORDED"].strip()
-    assert gid != "-", "no batch in the store: %s" % p.stdout
-    err = lines["ERR"]
-    assert gid in err and "kinetic.attach_batch(%r" % gid in err and "do not submit it again" in err, err
-    assert lines["GID"].strip() == gid, lines
-    # Attaching finds it, all 200 inputs.
+    err, (gid, submitted), groups = lines["ERR"], lines["GID"].split(), lines["GROUPS"].strip()
+    assert "exited with code -9" in err, err
+    if point != "running":
+        assert submitted == "False" and gid == "None", lines
+        assert "nothing was submitted" in err and "run_async_map again submits it once" in err, err
+        assert "attach_batch" not in err, err
+        assert groups == "-", "a batch is left in the store: %s" % lines  # removed, or never written
+        time.sleep(3)
+        assert _marks(str(marks)) == {}, "inputs ran: %s" % _marks(str(marks))
+        return
+    assert submitted == "True" and gid == groups, lines
+    assert "batch %s" % gid in err and "keep running" in err and "kinetic.attach_batch(%r" % gid in err, err
+    assert "do not call run_async_map again" in err, err
     q = run_script('''
 import kinetic
-b = kinetic.attach_batch(%r)
-print("N", len(b.statuses()))
-''' % gid)
-    assert "N 200" in q.stdout, q.stdout + q.stderr
+print("VALUES", kinetic.attach_batch(%r).results(timeout=240) == [x * 2 for x in range(200)])
+''' % gid, timeout=300)
+    assert "VALUES True" in q.stdout, q.stdout + q.stderr
+    assert _marks(str(marks)) == {x: 1 for x in range(200)}, _marks(str(marks))
 
 
 def test_damaged_template_raises_at_once(run_script, store_dir):

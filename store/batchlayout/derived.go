@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kinetic-run/kinetic/job"
@@ -125,12 +126,18 @@ func ReadEnv(ctx context.Context, st *store.Store, gid string, t *Template) (map
 		return nil, nil // nothing captured: no object to read
 	}
 	raw, err := st.Get(ctx, store.GroupEnvKey(gid))
+	if store.IsNotFound(err) {
+		return nil, Missing(gid, "env.json", "its template says its inputs capture "+strings.Join(t.Spec.EnvNames, ", "))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("batch %s: read its captured environment: %w", gid, err)
 	}
 	var env map[string]string
-	if err := json.Unmarshal(raw, &env); err != nil {
-		return nil, fmt.Errorf("batch %s: env.json is not a map of variables to values", gid)
+	if err := json.Unmarshal(raw, &env); err != nil || env == nil {
+		if err == nil {
+			err = errors.New("not a map of variables to values")
+		}
+		return nil, Damaged(gid, "env.json", raw, err)
 	}
 	return env, nil
 }

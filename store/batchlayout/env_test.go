@@ -106,8 +106,8 @@ func TestDerivedEnvMissing(t *testing.T) {
 		env  []byte // nil: no env.json
 		want string
 	}{
-		{"missing", nil, "read its captured environment"},
-		{"damaged", []byte(`["not", "a", "map"]`), "env.json is not a map of variables to values"},
+		{"missing", nil, "env.json is missing (its template says its inputs capture TOKEN); `kinetic batch cleanup"},
+		{"damaged", []byte(`["not", "a", "map"]`), "env.json does not hold what it should"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gid := job.NewGroupID()

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine/listindex"
 	"github.com/kinetic-run/kinetic/errs"
@@ -82,56 +80,20 @@ func (e *Engine) Tombstones(ctx context.Context, storeURL string) ([]*job.Tombst
 	return ts, err
 }
 
-// listTombstones lists tombstones/, each read from the index when it is there with the
-// size it had when read (a tombstone never changes; one that did is damaged); it returns
-// them, the ones to index and their sizes, and a row for each damaged one (ListError,
-// naming it: listing (jobs list) shows it).
+// listTombstones lists tombstones/ (listindex.Tombstones, the index's entries where they
+// stand) and makes a row for each damaged one (ListError, naming it: listing (jobs list)
+// shows it).
 func listTombstones(ctx context.Context, st *store.Store, idx *listindex.Index) ([]*job.Tombstone, map[string]*job.Tombstone, map[string]int64, []Listed, error) {
-	objs, err := st.List(ctx, store.TombstonesPrefix)
+	read := func(ctx context.Context, id string) (*job.Tombstone, error) { return readTombstone(ctx, st, id) }
+	ts, index, sizes, bad, err := listindex.Tombstones(ctx, st, idx, read)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	out := make([]*job.Tombstone, len(objs))
-	bad := make([]error, len(objs))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(16)
-	for i, o := range objs {
-		id := strings.TrimSuffix(strings.TrimPrefix(o.Key, store.TombstonesPrefix), ".json")
-		if !job.ValidName(id) {
-			continue
-		}
-		if t, ok := idx.Tombstone(id, o.Size); ok {
-			out[i] = t
-			continue
-		}
-		g.Go(func() error {
-			t, err := readTombstone(gctx, st, id)
-			if err == nil {
-				out[i] = t
-			} else if errors.Is(err, job.ErrDamaged) {
-				bad[i] = err
-			}
-			return nil
-		})
-	}
-	g.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, nil, nil, nil, err
-	}
-	var ts []*job.Tombstone
 	var damaged []Listed
-	index, sizes := map[string]*job.Tombstone{}, map[string]int64{}
-	for i, t := range out {
-		if t != nil {
-			ts = append(ts, t)
-			index[t.JobID], sizes[t.JobID] = t, objs[i].Size
-		}
-		if bad[i] != nil {
-			id := strings.TrimSuffix(strings.TrimPrefix(objs[i].Key, store.TombstonesPrefix), ".json")
-			damaged = append(damaged, Listed{Handle: &job.Handle{JobID: id}, State: ListError, Reason: bad[i].Error()})
-		}
+	for id, err := range bad {
+		damaged = append(damaged, Listed{Handle: &job.Handle{JobID: id}, State: ListError, Reason: err.Error()})
 	}
-	sort.Slice(ts, func(a, b int) bool { return ts[a].JobID > ts[b].JobID })
+	sort.Slice(damaged, func(a, b int) bool { return damaged[a].Handle.JobID > damaged[b].Handle.JobID })
 	return ts, index, sizes, damaged, nil
 }
 

@@ -20,7 +20,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
@@ -178,4 +182,56 @@ func StatusStamp(st *store.Store, id string) *Stamp {
 		return &Stamp{Size: -2}
 	}
 	return &Stamp{Size: fi.Size(), ModTime: fi.ModTime().UnixNano()}
+}
+
+// Tombstones lists tombstones/ in st, each taken from idx when it holds it at the size
+// listed (a tombstone never changes; one that did is damaged) and otherwise through
+// read. It returns them newest job first, the ones to index with their sizes, and the
+// errors of the damaged ones (job.ErrDamaged) by job ID; a tombstone read fails for any
+// other reason stands for a job already gone and is left out.
+func Tombstones(ctx context.Context, st *store.Store, idx *Index, read func(context.Context, string) (*job.Tombstone, error)) (ts []*job.Tombstone, index map[string]*job.Tombstone, sizes map[string]int64, damaged map[string]error, err error) {
+	objs, err := st.List(ctx, store.TombstonesPrefix)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	ids := make([]string, len(objs))
+	out := make([]*job.Tombstone, len(objs))
+	bad := make([]error, len(objs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i, o := range objs {
+		ids[i] = strings.TrimSuffix(strings.TrimPrefix(o.Key, store.TombstonesPrefix), ".json")
+		if !job.ValidName(ids[i]) {
+			continue
+		}
+		if t, ok := idx.Tombstone(ids[i], o.Size); ok {
+			out[i] = t
+			continue
+		}
+		g.Go(func() error {
+			t, err := read(gctx, ids[i])
+			if err == nil {
+				out[i] = t
+			} else if errors.Is(err, job.ErrDamaged) {
+				bad[i] = err
+			}
+			return nil
+		})
+	}
+	g.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	index, sizes, damaged = map[string]*job.Tombstone{}, map[string]int64{}, map[string]error{}
+	for i, t := range out {
+		if t != nil {
+			ts = append(ts, t)
+			index[t.JobID], sizes[t.JobID] = t, objs[i].Size
+		}
+		if bad[i] != nil {
+			damaged[ids[i]] = bad[i]
+		}
+	}
+	sort.Slice(ts, func(a, b int) bool { return ts[a].JobID > ts[b].JobID })
+	return ts, index, sizes, damaged, nil
 }

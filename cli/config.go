@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -74,9 +75,34 @@ func keyFlags(cmd *cobra.Command) map[config.Key]*string {
 		if cmd.Flags().Lookup(keyFlagName(k)) != nil {
 			continue
 		}
-		vals[k] = cmd.Flags().String(keyFlagName(k), "", k.Help()+" (env "+k.EnvVar()+")")
+		v := new(string)
+		cmd.Flags().Var(settingFlag{k, v}, keyFlagName(k), k.Help()+" (env "+k.EnvVar()+")")
+		vals[k] = v
 	}
 	return vals
+}
+
+// settingFlag is the flag of a configuration key. Its value is checked as the flag is
+// parsed, so a bad one is an error that names the flag (cobra says `invalid argument
+// "-1" for "--warm-pods" flag: …`), not the key it sets.
+type settingFlag struct {
+	k config.Key
+	v *string
+}
+
+func (f settingFlag) String() string { return *f.v }
+func (f settingFlag) Type() string   { return "string" }
+
+func (f settingFlag) Set(s string) error {
+	if _, err := config.Validate(f.k, s); err != nil {
+		var ve *config.ValueError
+		if errors.As(err, &ve) {
+			return errors.New(ve.Reason)
+		}
+		return err
+	}
+	*f.v = s
+	return nil
 }
 
 // keyFlagArgs keeps the flags that were given.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 
 	"github.com/spf13/cobra"
@@ -35,21 +36,9 @@ func newStatusCmd(g *Globals) *cobra.Command {
 		}
 		var rep *infra.Report
 		if !noDoctor && s.ClusterStatus == "RUNNING" {
-			// doctor's checks: through kube_context when set, else the kubeconfig context
-			// gcloud makes for the cluster when it is there, else directly (GKE API + ADC).
-			args := map[config.Key]string{}
-			gctx := kubernetes.GKEContext(s.Project, s.Zone, s.Cluster)
-			direct := res.Get(config.KubeContext) == "" && !kubernetes.HasGcloudContext(res.Get(kubernetes.KeyKubeconfig), gctx)
-			if res.Get(config.KubeContext) == "" && !direct {
-				args[config.KubeContext] = gctx
-			}
-			t, _, kerr, err := k8sTarget(g, args)
+			t, kerr, err := gkeTarget(ctx, g, res, s.Project, s.Zone, s.Cluster)
 			if err != nil {
 				return err
-			}
-			if direct {
-				t.Context = "(none: direct to GKE)"
-				t.Config, kerr = kubernetes.GKEConnector(resolvedSettings{res}).RESTConfig(ctx, gkeconn.Cluster{Project: s.Project, Zone: s.Zone, Name: s.Cluster})
 			}
 			rep = infra.Doctor(ctx, t, kerr)
 		}
@@ -70,6 +59,27 @@ func newStatusCmd(g *Globals) *cobra.Command {
 		return nil
 	}
 	return cmd
+}
+
+// gkeTarget is the GKE cluster as a Kubernetes target: through kube_context when set,
+// else the kubeconfig context gcloud makes for the cluster when it is there, else
+// directly (GKE API + ADC). kerr says why it cannot be reached.
+func gkeTarget(ctx context.Context, g *Globals, res *config.Resolved, project, zone, cluster string) (t *infra.Target, kerr, err error) {
+	args := map[config.Key]string{}
+	gctx := kubernetes.GKEContext(project, zone, cluster)
+	direct := res.Get(config.KubeContext) == "" && !kubernetes.HasGcloudContext(res.Get(kubernetes.KeyKubeconfig), gctx)
+	if res.Get(config.KubeContext) == "" && !direct {
+		args[config.KubeContext] = gctx
+	}
+	t, _, kerr, err = k8sTarget(g, args)
+	if err != nil {
+		return nil, nil, err
+	}
+	if direct {
+		t.Context = "(none: direct to GKE)"
+		t.Config, kerr = kubernetes.GKEConnector(resolvedSettings{res}).RESTConfig(ctx, gkeconn.Cluster{Project: project, Zone: zone, Name: cluster})
+	}
+	return t, kerr, nil
 }
 
 // resolvedSettings is a resolved configuration as backend.Settings.

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"net/http"
 	"runtime"
+	"time"
 
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/infra"
@@ -22,6 +23,12 @@ type ClusterView struct {
 	// GKE is the cluster as Google's APIs describe it (gke backends), or why not.
 	GKE    *gke.Status
 	GKEErr string
+	// Warm are the pods kept for the next job in the namespace (warm pods hold their
+	// accelerator while they wait), or why they could not be listed; Now is when.
+	Warm      []infra.WarmPod
+	WarmErr   string
+	Namespace string
+	Now       time.Time
 }
 
 // Pool is the nodes of one node pool.
@@ -62,6 +69,10 @@ func (s *Server) clusterPage(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		v.Nodes = nodes
+		v.Namespace, v.Now = s.o.Cluster.Namespace, time.Now()
+		if v.Warm, err = infra.ListWarmPods(r.Context(), s.o.Cluster); err != nil {
+			v.WarmErr = err.Error()
+		}
 		byName := map[string]*Pool{}
 		for _, n := range nodes {
 			name := n.Pool

@@ -31,6 +31,7 @@ var funcs = template.FuncMap{
 	"mul":    func(a, b int) int { return a * b },
 	"sub64":  func(a, b int64) int64 { return a - b },
 	"secs":   func(a, b time.Time) float64 { return b.Sub(a).Seconds() },
+	"clock":  func(t time.Time) string { return t.Local().Format("15:04:05") },
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}
 		for i := 0; i+1 < len(kv); i += 2 {

@@ -12,7 +12,6 @@ import (
 
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -38,6 +37,9 @@ type Report struct {
 	Checks []Check `json:"checks"`
 	// OK is false when a job could not run.
 	OK bool `json:"ok"`
+	// WarmPods are the pods kept for the next job in the namespace (their check says
+	// the same in a line).
+	WarmPods []WarmPod `json:"warm_pods,omitempty"`
 }
 
 func (r *Report) add(c Check) { r.Checks = append(r.Checks, c) }
@@ -190,43 +192,10 @@ func Doctor(ctx context.Context, t *Target, kubeErr error) *Report {
 		r.add(Check{Name: "LeaderWorkerSet", OK: true, Info: true, Detail: "not installed: multi-host jobs cannot run (https://lws.sigs.k8s.io/docs/installation/)"})
 	}
 	r.add(Check{Name: "accelerators", OK: true, Info: true, Detail: accelerators(ctx, cs)})
-	r.add(Check{Name: "warm pods", OK: true, Info: true, Detail: warmPods(ctx, cs, t.Namespace, time.Now())})
+	warm, werr := listWarmPods(ctx, cs, t.Namespace)
+	r.WarmPods = warm
+	r.add(Check{Name: "warm pods", OK: true, Info: true, Detail: warmPodsDetail(warm, werr, t.Namespace, time.Now())})
 	return r
-}
-
-// warmPods says which pods are kept for the next job (backend/kubernetes, warm.go: the
-// labels kinetic.dev/warm, warm-state, job-id and the annotation warm-until), and for how
-// long: a held accelerator costs money.
-func warmPods(ctx context.Context, cs kubernetes.Interface, ns string, now time.Time) string {
-	list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "kinetic.dev/warm"})
-	if err != nil {
-		return "cannot list pods (" + err.Error() + ")"
-	}
-	var parts []string
-	for _, p := range list.Items {
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		img := ""
-		for _, c := range p.Spec.Containers {
-			if c.Name == "job" {
-				img = c.Image
-			}
-		}
-		what := fmt.Sprintf("%s (%s, up %s, job %s", p.Name, img, now.Sub(p.CreationTimestamp.Time).Round(time.Second), p.Labels["kinetic.dev/job-id"])
-		if p.Labels["kinetic.dev/warm-state"] == "idle" {
-			if until, err := time.Parse(time.RFC3339Nano, p.Annotations["kinetic.dev/warm-until"]); err == nil {
-				what += fmt.Sprintf(", idle, ends in %s", until.Sub(now).Round(time.Second))
-			}
-		} else {
-			what += ", busy"
-		}
-		parts = append(parts, what+")")
-	}
-	if len(parts) == 0 {
-		return "none in namespace " + ns + " (warm_pods, warm_pod_idle: docs/kubernetes.md)"
-	}
-	return strings.Join(parts, "; ")
 }
 
 // accelerators names the catalog accelerators whose node selectors some node matches.

@@ -44,6 +44,7 @@ type WarmRecord struct {
 	Port  int       `json:"port"`  // where the runner listens (pod proxy)
 	Key   string    `json:"key"`   // the pod's warm key (its label, as the engine set it)
 	Until time.Time `json:"until"` // it takes no job after this
+	Since time.Time `json:"since"` // when it began to wait (its job's end)
 	// Nonce must come with a job handed over: only a reader of the store can hand one.
 	Nonce string `json:"nonce"`
 }
@@ -202,6 +203,7 @@ func runWarmPod(ctx context.Context, st *store.Store, w Worker, o Options) error
 		w.WarmPodIdle = 0
 	}
 	tmp0 := tmpEntries()
+	mem0, memErr := readMemUse() // before the first job: the runner alone
 	ln, err := net.Listen("tcp", ":"+strconv.Itoa(port))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "kinetic: this pod will not be kept warm: listen on port %d: %v\n", port, err)
@@ -232,9 +234,10 @@ func runWarmPod(ctx context.Context, st *store.Store, w Worker, o Options) error
 			jo.BeforeResult = func() {
 				// Said before the result, so the engine that sees the result finds it.
 				nonce := newNonce()
-				until := time.Now().Add(w.WarmPodIdle)
+				since := time.Now()
+				until := since.Add(w.WarmPodIdle)
 				wp.offer(nonce, until)
-				rec, _ := json.Marshal(WarmRecord{Job: id, Pod: pod, Port: port, Key: w.WarmPodKey, Until: until.UTC(), Nonce: nonce})
+				rec, _ := json.Marshal(WarmRecord{Job: id, Pod: pod, Port: port, Key: w.WarmPodKey, Until: until.UTC(), Since: since.UTC(), Nonce: nonce})
 				offered = st.Put(context.WithoutCancel(ctx), WarmRecordKey(id), rec) == nil
 			}
 		}
@@ -250,6 +253,9 @@ func runWarmPod(ctx context.Context, st *store.Store, w Worker, o Options) error
 			return err
 		}
 		clean := cleanAfterJob(jo.Workspace, tmp0)
+		if offered && clean == nil {
+			clean = memoryAfterJob(mem0, memErr, w.WarmMemoryGrowth)
+		}
 		if clean != nil {
 			fmt.Fprintf(os.Stderr, "kinetic: this pod is not kept for another job: %v\n", clean)
 		}

@@ -36,6 +36,10 @@ type Worker struct {
 	WarmPodIdle time.Duration
 	WarmPodPort int
 	WarmPodKey  string // the pod's warm key, said back in its WarmRecord
+	// WarmMemoryGrowth is how much more memory (bytes) the pod may hold after a job than
+	// before its first one and still take another (DefaultWarmMemoryGrowth if 0; a
+	// quarter of the container's memory limit when that is less: warmmem.go).
+	WarmMemoryGrowth int64
 }
 
 // ErrJobFailed means the job ran and failed (its envelope says so).
@@ -50,6 +54,7 @@ func (w *Worker) Flags() *flag.FlagSet {
 	fs.StringVar(&w.StoreURL, "store", "", "store URL")
 	fs.DurationVar(&w.WarmPodIdle, "warm-idle", 0, "after the job ends, keep the pod this long for another job handed over by the engine (a warm pod); 0 exits")
 	fs.StringVar(&w.WarmPodKey, "warm-key", "", "with --warm-idle, the pod's warm key (set by the Kubernetes backend)")
+	fs.Int64Var(&w.WarmMemoryGrowth, "warm-max-growth", 0, "with --warm-idle, how many bytes more memory than before its first job the pod may hold after a job and still take another (0: 256 MiB, or a quarter of the memory limit when less)")
 	fs.IntVar(&w.WarmPodPort, "warm-port", DefaultWarmPodPort, "with --warm-idle, the port the runner listens on for the next job")
 	fs.StringVar(&w.JobID, "job", "", "job ID")
 	fs.StringVar(&w.Group, "group", "", "batch whose child this worker runs (with --index-env)")

@@ -41,9 +41,9 @@ var (
 	KeyAccelResources = config.Declare(config.Setting{Key: "accelerator_resources", Owner: owner, Default: "true", Check: config.CheckBool,
 		Doc: "whether job pods request their GPUs/TPUs; false runs them as CPU pods (tests, dry runs on clusters without the devices)"})
 	KeyWarmPods = config.Declare(config.Setting{Key: "warm_pods", Owner: owner, Default: "2", Check: checkCount,
-		Doc: "how many idle pods of one kind a cluster keeps for the next job (warm pods, docs/kubernetes.md); 0 turns them off and asks a job for a pod of its own"})
+		Doc: "Kubernetes backend: how many idle pods of one kind may wait for the next job (warm pods, docs/kubernetes.md), a whole number, default 2; 0 turns them off and gives every job a pod of its own"})
 	KeyWarmPodIdle = config.Declare(config.Setting{Key: "warm_pod_idle", Owner: owner, Default: "60s", Check: config.CheckDuration,
-		Doc: "how long a warm pod waits for the next job of its kind before it exits"})
+		Doc: "Kubernetes backend: how long a warm pod waits for the next job of its kind before it exits, a duration (90s, 5m), default 60s"})
 	KeyGCPEndpoints = config.Declare(config.Setting{Key: "gcp_endpoints", Owner: owner,
 		Doc: "Google API endpoints for tests and emulators only: container=URL,artifactregistry=URL,iam=URL,compute=URL (plain, unauthenticated; used by up/down/status/pool for GKE)"})
 )

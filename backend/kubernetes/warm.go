@@ -21,7 +21,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -45,8 +44,11 @@ const (
 	// LabelWarmState is "busy" (its job runs, or the runner cleans up after it) or
 	// "idle" (it waits for a job: claimable).
 	LabelWarmState = "kinetic.dev/warm-state"
-	// AnnotationWarmUntil is when an idle pod stops waiting (RFC 3339).
-	AnnotationWarmUntil = "kinetic.dev/warm-until"
+	// AnnotationWarmUntil is when an idle pod stops waiting (RFC 3339);
+	// AnnotationWarmIdleSince when it started to (the dashboard and doctor show both:
+	// infra.ListWarmPods reads them).
+	AnnotationWarmUntil     = "kinetic.dev/warm-until"
+	AnnotationWarmIdleSince = "kinetic.dev/warm-idle-since"
 	// AnnotationWarmRecord names the job whose WarmRecord holds the idle runner's port
 	// and nonce.
 	AnnotationWarmRecord = "kinetic.dev/warm-record"
@@ -354,6 +356,11 @@ func (b *Backend) offerIdle(ctx context.Context, h *job.Handle) {
 		p.Annotations = map[string]string{}
 	}
 	p.Annotations[AnnotationWarmUntil] = rec.Until.UTC().Format(time.RFC3339Nano)
+	since := rec.Since
+	if since.IsZero() {
+		since = b.clock() // a runner older than the field
+	}
+	p.Annotations[AnnotationWarmIdleSince] = since.UTC().Format(time.RFC3339Nano)
 	p.Annotations[AnnotationWarmRecord] = h.JobID
 	b.cs.CoreV1().Pods(b.o.Namespace).Update(cctx, p, metav1.UpdateOptions{}) // a conflict: someone else decided
 }
@@ -483,66 +490,6 @@ func (b *Backend) servesOthers(ctx context.Context, name string) bool {
 		}
 	}
 	return false
-}
-
-// WarmPod is a pod kept for the next job of its kind, as `kinetic status` shows it.
-type WarmPod struct {
-	Pod   string    `json:"pod"`
-	Key   string    `json:"key"`
-	State string    `json:"state"` // busy or idle
-	Job   string    `json:"job"`   // the job it runs, or ran last
-	Image string    `json:"image"`
-	Since time.Time `json:"since"` // the pod's creation
-	Until time.Time `json:"until,omitzero"`
-}
-
-// WarmPods lists the warm pods in the namespace (finished ones left out).
-func (b *Backend) WarmPods(ctx context.Context) ([]WarmPod, error) {
-	cctx, cancel := ctxTimeout(ctx)
-	defer cancel()
-	list, err := b.cs.CoreV1().Pods(b.o.Namespace).List(cctx, metav1.ListOptions{LabelSelector: LabelWarm})
-	if err != nil {
-		return nil, fmt.Errorf("list warm pods in namespace %s: %w", b.o.Namespace, err)
-	}
-	var out []WarmPod
-	for _, p := range list.Items {
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		w := WarmPod{Pod: p.Name, Key: p.Labels[LabelWarm], State: p.Labels[LabelWarmState], Job: p.Labels[LabelJobID], Since: p.CreationTimestamp.Time}
-		for _, c := range p.Spec.Containers {
-			if c.Name == "job" {
-				w.Image = c.Image
-			}
-		}
-		if w.State == warmIdle {
-			w.Until, _ = time.Parse(time.RFC3339Nano, p.Annotations[AnnotationWarmUntil])
-		}
-		out = append(out, w)
-	}
-	sort.Slice(out, func(i, k int) bool { return out[i].Pod < out[k].Pod })
-	return out, nil
-}
-
-// DeleteWarmPods deletes every warm pod in the namespace (`kinetic down`): a pod running
-// a job ends it (the job is FAILED as a deleted pod's).
-func (b *Backend) DeleteWarmPods(ctx context.Context) (int, error) {
-	cctx, cancel := ctxTimeout(ctx)
-	defer cancel()
-	list, err := b.cs.CoreV1().Pods(b.o.Namespace).List(cctx, metav1.ListOptions{LabelSelector: LabelWarm})
-	if err != nil {
-		return 0, fmt.Errorf("list warm pods in namespace %s: %w", b.o.Namespace, err)
-	}
-	n := 0
-	var errs []error
-	for _, p := range list.Items {
-		if err := b.cs.CoreV1().Pods(b.o.Namespace).Delete(cctx, p.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, err)
-			continue
-		}
-		n++
-	}
-	return n, errors.Join(errs...)
 }
 
 // listHandedOver lists the jobs running on warm pods they were handed to (no Job of

@@ -223,3 +223,19 @@ func (c *Clients) waitCluster(ctx context.Context, cfg *Config, pr *progress) er
 
 func notFound(err error) bool { return status.Code(err) == codes.NotFound }
 func exists(err error) bool   { return status.Code(err) == codes.AlreadyExists }
+
+// NewStep is a step whose apply is fn: a step of another system in a plan of this kind
+// (the warm pods `down` deletes through the cluster's API before the cluster goes).
+func NewStep(what, action, detail string, fn func(ctx context.Context) error) Step {
+	return Step{What: what, Action: action, Detail: detail, apply: func(ctx context.Context, _ *progress) error { return fn(ctx) }}
+}
+
+// Deletes reports whether p deletes what (a step's What).
+func (p *Plan) Deletes(what string) bool {
+	for _, s := range p.Steps {
+		if s.What == what && s.Action == ActDelete {
+			return true
+		}
+	}
+	return false
+}

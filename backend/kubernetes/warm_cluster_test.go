@@ -58,6 +58,26 @@ def probe(wait=0):
                 found.append("process " + cmd.replace(b"\x00", b" ").decode())
     return "%s %s" % (socket.gethostname(), ",".join(found) or "clean")
 
+HOG = []
+
+def hog(mb):
+    # kept in a module global: it goes with the job's interpreter
+    HOG.append(b"x" * (int(mb) << 20))
+    return socket.gethostname()
+
+def shm_leak(mb):
+    # a System V segment the job does not remove: it outlives the job's processes
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    n = int(mb) << 20
+    sid = libc.shmget(0, ctypes.c_size_t(n), 0o1600)
+    if sid < 0:
+        raise OSError(ctypes.get_errno(), "shmget")
+    addr = libc.shmat(sid, None, 0)
+    ctypes.memset(ctypes.c_void_p(addr), 1, n)
+    return socket.gethostname()
+
 def sleepy():
     print("sleepy started on", socket.gethostname(), flush=True)
     time.sleep(600)

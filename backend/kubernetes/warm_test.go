@@ -17,6 +17,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kinetic-run/kinetic/accel"
+	"github.com/kinetic-run/kinetic/infra"
 	"github.com/kinetic-run/kinetic/job"
 )
 
@@ -251,4 +252,17 @@ func TestJudgeWarm(t *testing.T) {
 		}
 	}
 	_ = http.StatusOK
+}
+
+// TestWarmLabelsInfra: infra (doctor, the dashboard, down), which may not import this
+// package, reads warm pods by the same labels and annotations.
+func TestWarmLabelsInfra(t *testing.T) {
+	for _, c := range [][2]string{
+		{LabelWarm, infra.LabelWarm}, {LabelWarmState, infra.LabelWarmState}, {LabelJobID, infra.LabelJobID},
+		{AnnotationWarmUntil, infra.AnnotationWarmUntil}, {AnnotationWarmIdleSince, infra.AnnotationWarmIdleSince},
+	} {
+		if c[0] != c[1] {
+			t.Errorf("backend/kubernetes says %q, infra %q", c[0], c[1])
+		}
+	}
 }

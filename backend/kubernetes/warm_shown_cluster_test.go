@@ -182,12 +182,12 @@ func dashboardCluster(t *testing.T, st *store.Store) (string, string) {
 		dir = t.TempDir()
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
-		chromedp.WindowSize(1280, 860), chromedp.Flag("hide-scrollbars", true), chromedp.Flag("force-device-scale-factor", "1"))
+		chromedp.WindowSize(1280, 860), chromedp.Flag("hide-scrollbars", true), chromedp.Flag("force-device-scale-factor", "1"), chromedp.WSURLReadTimeout(90*time.Second))
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancelA()
 	cctx, cancelB := chromedp.NewContext(actx)
 	defer cancelB()
-	cctx, cancelT := context.WithTimeout(cctx, 60*time.Second)
+	cctx, cancelT := context.WithTimeout(cctx, 120*time.Second)
 	defer cancelT()
 	var png []byte
 	var text string

@@ -118,6 +118,7 @@ func TestCLI(t *testing.T) {
 	if !strings.Contains(stderr, "= keep     store bucket gs://p-kinetic") {
 		t.Errorf("down:\n%s", stderr)
 	}
+	t.Logf("down:\n%s", stderr)
 	order := []string{"- delete   cluster kinetic-cluster", "- delete   service account", "= keep     store bucket", "- delete   Artifact Registry repository"}
 	last := -1
 	for _, w := range order {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -154,5 +155,41 @@ func TestConfigShowTable(t *testing.T) {
 		"warm_idle              10m0s             default\n"
 	if diff := cmp.Diff(want, must(t, "config", "show", "--backend", "k8s")); diff != "" {
 		t.Errorf("config show (-want +got):\n%s", diff)
+	}
+}
+
+// TestSettingFlagErrors: a bad value of a setting's flag is an error that names the
+// flag (not the key, nor "from argument"), on every command with the flags, before
+// anything runs; the help of the warm pod settings says whose they are and the default.
+func TestSettingFlagErrors(t *testing.T) {
+	cfgEnv(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--warm-pods", "-1", "m.py::f"}, `--warm-pods "-1": "-1" is not a whole number of 0 or more`},
+		{[]string{"run", "--warm-pod-idle", "banana", "m.py::f"}, `--warm-pod-idle "banana": "banana" is not a positive duration`},
+		{[]string{"config", "show", "--warm-pods=two"}, `--warm-pods "two": "two" is not a whole number`},
+	} {
+		_, _, err := kinetic(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "from argument") {
+			t.Errorf("kinetic %s: %v, want %q", strings.Join(c.args, " "), err, c.want)
+		}
+	}
+	out, _, err := kinetic(t, "run", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--warm-pods string               Kubernetes backend: how many idle pods", "default 2", "--warm-pod-idle string           Kubernetes backend: how long a warm pod waits", "default 60s", "(env KINETIC_WARM_POD_IDLE)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("run --help lacks %q", want)
+		}
+	}
+	// Good values still reach the configuration, from the flag.
+	out, _, err = kinetic(t, "config", "show", "--json", "--warm-pods", "0", "--warm-pod-idle", "90s")
+	if err != nil || !strings.Contains(out, `"key": "warm_pods",
+      "value": "0",
+      "source": "argument"`) || !strings.Contains(out, `"value": "1m30s"`) {
+		t.Errorf("config show --json with the flags: %v\n%s", err, out)
 	}
 }

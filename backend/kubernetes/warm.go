@@ -350,19 +350,31 @@ func (b *Backend) offerIdle(ctx context.Context, h *job.Handle) {
 		b.release(ctx, mine.Name, rec)
 		return
 	}
-	p := mine.DeepCopy()
-	p.Labels[LabelWarmState] = warmIdle
-	if p.Annotations == nil {
-		p.Annotations = map[string]string{}
-	}
-	p.Annotations[AnnotationWarmUntil] = rec.Until.UTC().Format(time.RFC3339Nano)
 	since := rec.Since
 	if since.IsZero() {
 		since = b.clock() // a runner older than the field
 	}
-	p.Annotations[AnnotationWarmIdleSince] = since.UTC().Format(time.RFC3339Nano)
-	p.Annotations[AnnotationWarmRecord] = h.JobID
-	b.cs.CoreV1().Pods(b.o.Namespace).Update(cctx, p, metav1.UpdateOptions{}) // a conflict: someone else decided
+	for try := 0; ; try++ {
+		p := mine.DeepCopy()
+		p.Labels[LabelWarmState] = warmIdle
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[AnnotationWarmUntil] = rec.Until.UTC().Format(time.RFC3339Nano)
+		p.Annotations[AnnotationWarmIdleSince] = since.UTC().Format(time.RFC3339Nano)
+		p.Annotations[AnnotationWarmRecord] = h.JobID
+		_, err := b.cs.CoreV1().Pods(b.o.Namespace).Update(cctx, p, metav1.UpdateOptions{})
+		if !apierrors.IsConflict(err) || try == 2 {
+			return
+		}
+		// The pod changed since it was listed: its status, most often (the kubelet's
+		// updates move its resourceVersion too). Read it again: still busy with h, it is
+		// made idle; taken or going, someone else decided.
+		if mine, err = b.cs.CoreV1().Pods(b.o.Namespace).Get(cctx, mine.Name, metav1.GetOptions{}); err != nil ||
+			mine.Labels[LabelJobID] != h.JobID || mine.Labels[LabelWarmState] != warmBusy || mine.DeletionTimestamp != nil {
+			return
+		}
+	}
 }
 
 // release tells an idle runner to exit (its key has enough idle pods); if it does not

@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/kinetic-run/kinetic/accel"
 	"github.com/kinetic-run/kinetic/infra"
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/runner"
 )
 
 func warmPod(name, key, state string, until time.Time) corev1.Pod {
@@ -264,5 +266,62 @@ func TestWarmLabelsInfra(t *testing.T) {
 		if c[0] != c[1] {
 			t.Errorf("backend/kubernetes says %q, infra %q", c[0], c[1])
 		}
+	}
+}
+
+// TestOfferIdleAfterConflict: the pod that ran a job changed between the list and the
+// update that makes it idle (the kubelet updates a pod's status at any time: its
+// resourceVersion moves; injected here as one Conflict). It is read again and made idle,
+// with when it began to wait; a pod that went on to another job meanwhile is left alone.
+func TestOfferIdleAfterConflict(t *testing.T) {
+	ctx := context.Background()
+	since := time.Now().Add(-time.Second).UTC()
+	for _, c := range []struct {
+		name     string
+		moved    func(*corev1.Pod) // what happened to the pod between the list and the update
+		wantIdle bool
+	}{
+		{"status changed", func(p *corev1.Pod) {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		}, true},
+		{"taken by another job", func(p *corev1.Pod) { p.Labels[LabelJobID] = "job-other" }, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := testBackend(t, Options{Name: K8sName, WarmPods: 2})
+			h := testHandle("cpu")
+			p := warmPod("p1", "k", warmBusy, time.Time{})
+			p.Labels[LabelJobID] = h.JobID
+			cs := fake.NewSimpleClientset(&p)
+			conflicts := 0
+			cs.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				if conflicts > 0 {
+					return false, nil, nil
+				}
+				conflicts++
+				q, _ := cs.Tracker().Get(schema.GroupVersionResource{Version: "v1", Resource: "pods"}, "default", "p1")
+				moved := q.(*corev1.Pod).DeepCopy()
+				c.moved(moved)
+				cs.Tracker().Update(schema.GroupVersionResource{Version: "v1", Resource: "pods"}, moved, "default")
+				return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "p1", errors.New("the object has been modified"))
+			})
+			b.cs = cs
+			rec, _ := json.Marshal(runner.WarmRecord{Job: h.JobID, Pod: "p1", Port: 8471, Key: "k", Until: since.Add(time.Minute), Since: since, Nonce: "n"})
+			if err := b.st.Put(ctx, runner.WarmRecordKey(h.JobID), rec); err != nil {
+				t.Fatal(err)
+			}
+			b.offerIdle(ctx, h)
+			got, err := cs.CoreV1().Pods("default").Get(ctx, "p1", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			idle := got.Labels[LabelWarmState] == warmIdle
+			if idle != c.wantIdle || conflicts != 1 {
+				t.Fatalf("after one conflict: %v %v (want idle %v)", got.Labels, got.Annotations, c.wantIdle)
+			}
+			if idle && (got.Annotations[AnnotationWarmIdleSince] != since.Format(time.RFC3339Nano) || got.Annotations[AnnotationWarmRecord] != h.JobID ||
+				got.Annotations[AnnotationWarmUntil] != since.Add(time.Minute).Format(time.RFC3339Nano)) {
+				t.Errorf("idle annotations: %v", got.Annotations)
+			}
+		})
 	}
 }

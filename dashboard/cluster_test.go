@@ -144,7 +144,7 @@ func TestClusterWarmPods(t *testing.T) {
 		return r
 	}
 	gpu := row("job-gpu-warm")
-	for _, want := range []string{">idle<", ">gpu-l4<", "nvidia.com/gpu 1, cpu 4, memory 16Gi", "registry.example/python:3.12-slim", "…gpu-warm", "(20s ago)", "node-1"} {
+	for _, want := range []string{">idle<", ">gpu-l4<", "nvidia.com/gpu 1, cpu 4, memory 16Gi", `title="registry.example/python:3.12-slim">python:3.12-slim<`, "…gpu-warm", "(20s ago)", "node-1"} {
 		if !strings.Contains(gpu, want) {
 			t.Errorf("the idle GPU pod's row lacks %q:\n%s", want, gpu)
 		}
@@ -211,5 +211,17 @@ func TestBrowserClusterWarmPods(t *testing.T) {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "cluster-warm.png"), png, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestShortImage(t *testing.T) {
+	for in, want := range map[string]string{
+		"10.85.0.1:5000/kinetic-test/kinetic-env@sha256:7f75a24d691969adb8f9aca1bb6e2334c80ffacaf24f90b578e8001a1b0b203e": "kinetic-env@sha256:7f75a24d6919",
+		"registry.example/python:3.12-slim": "python:3.12-slim",
+		"python:3.12":                       "python:3.12",
+	} {
+		if got := shortImage(in); got != want {
+			t.Errorf("shortImage(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

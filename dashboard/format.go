@@ -32,6 +32,7 @@ var funcs = template.FuncMap{
 	"sub64":  func(a, b int64) int64 { return a - b },
 	"secs":   func(a, b time.Time) float64 { return b.Sub(a).Seconds() },
 	"clock":  func(t time.Time) string { return t.Local().Format("15:04:05") },
+	"image":  shortImage,
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -106,4 +107,20 @@ func textX(x, w float64) float64 {
 		return x + 8
 	}
 	return math.Max(x-6, 0)
+}
+
+// shortImage is an image reference in a table cell: its last path element, a digest cut
+// to 12 hex digits (the whole reference goes in the cell's title).
+func shortImage(ref string) string {
+	name, digest, hasDigest := strings.Cut(ref, "@")
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	if hasDigest {
+		if algo, hex, ok := strings.Cut(digest, ":"); ok && len(hex) > 12 {
+			digest = algo + ":" + hex[:12]
+		}
+		return name + "@" + digest
+	}
+	return name
 }

@@ -49,7 +49,7 @@ func TestWarmPodsHeld(t *testing.T) {
 				return
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("pod %s is not idle 30 s after its job: %v %v", pod, p.GetLabels(), err)
+				t.Fatalf("pod %s is not idle 30 s after its job: %v %v %v; its log:\n%s", pod, p.GetLabels(), p.Status.Phase, err, podLog(t, pod))
 			}
 			time.Sleep(300 * time.Millisecond)
 		}
@@ -82,7 +82,7 @@ func TestWarmPodsHeld(t *testing.T) {
 
 	// The dashboard's cluster page.
 	page, shot := dashboardCluster(t, st)
-	for _, want := range []string{"Warm pods", pod, ">idle<", "cpu 10m", "ago)", w.Job[len(w.Job)-8:], w.Image} {
+	for _, want := range []string{"Warm pods", pod, ">idle<", "cpu 10m", "ago)", w.Job[len(w.Job)-8:], `title="` + w.Image + `"`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the dashboard's cluster page lacks %q", want)
 		}

@@ -42,6 +42,12 @@ func TestWarmPodsHeld(t *testing.T) {
 	pod, _, _ := strings.Cut(got, " ")
 	waitIdle := func(pod string) {
 		t.Helper()
+		// A `kinetic run` may read the result and exit before it labels the pod idle
+		// (a submission then claims it busy: warm.go, endedBusy); the job's status, asked
+		// once more, labels it, so what doctor and the dashboard show is settled.
+		if p, err := cs.CoreV1().Pods("default").Get(ctx, pod, metav1.GetOptions{}); err == nil && p.Labels[kubernetes.LabelWarmState] != "idle" {
+			kinetic(t, st, warmEnv, "jobs", "status", p.Labels[kubernetes.LabelJobID])
+		}
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			p, err := cs.CoreV1().Pods("default").Get(ctx, pod, metav1.GetOptions{})

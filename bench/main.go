@@ -126,8 +126,14 @@ func main() {
 	runWith := func(bin, data, script string, arg int, v any, extra ...string) {
 		cmd := exec.Command(*python, append([]string{script, fmt.Sprint(arg)}, extra...)...)
 		cmd.Dir = proj
+		// The SDK of the binary's own tree (BIN/../../python), if it has one: a build
+		// compared with -compare runs with its own SDK.
+		sdk := filepath.Join(filepath.Dir(filepath.Dir(bin)), "python")
+		if _, err := os.Stat(filepath.Join(sdk, "kinetic")); err != nil {
+			sdk = filepath.Join(repo, "python")
+		}
 		cmd.Env = append(os.Environ(), "KINETIC_TRACE="+tracePath, "KINETIC_BIN="+bin, "KINETIC_HOME="+filepath.Join(home, data), "KINETIC_WARM_IDLE=5s",
-			"PYTHONPATH="+filepath.Join(repo, "python"), "KINETIC_PROFILES_FILE="+filepath.Join(home, "profiles.json"))
+			"PYTHONPATH="+sdk, "KINETIC_PROFILES_FILE="+filepath.Join(home, "profiles.json"))
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, os.Stderr
 		check(cmd.Run())

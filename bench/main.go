@@ -61,10 +61,14 @@ def noop(x):
 
 n = int(sys.argv[1])
 noop(0)  # starts the engine and the warm workers
+from kinetic._engine import mark
+mark("bench.map")
 t = time.perf_counter()
 b = noop.run_async_map(range(n))
+mark("bench.map.returned")
 res = b.results()
 batch = time.perf_counter() - t
+mark("bench.map.results")
 assert res == list(range(n))
 # The bare runs: n of them, none ("nobare"), or the number given (scaled to n).
 k = 0 if sys.argv[2:] == ["nobare"] else int(sys.argv[2]) if sys.argv[2:] else n
@@ -98,7 +102,8 @@ func main() {
 	cpuBase := flag.Int("cpu-base", 20, "with -cpu, the small batch whose cost is taken as fixed")
 	compare := flag.String("compare", "", "another kinetic binary (say, the build before a change): both are measured, interleaved in rounds")
 	rounds := flag.Int("rounds", 3, "with -compare, how many rounds alternate the two binaries")
-	bareMap := flag.Int("bare-map", 0, "with -compare, how many bare interpreters time the map's anchor (scaled to -map; 0: -map)")
+	bareMap := flag.Int("bare-map", 0, "how many bare interpreters time the map's anchor (scaled to -map; 0: -map)")
+	trace := flag.Bool("trace", false, "also print where the sync calls' time goes, phase by phase (KINETIC_TRACE marks of every process)")
 	flag.Parse()
 	abs, err := filepath.Abs(*bin)
 	check(err)
@@ -114,11 +119,21 @@ func main() {
 	check(os.WriteFile(filepath.Join(proj, "bench_batch.py"), []byte(batchScript), 0o644))
 	check(os.WriteFile(filepath.Join(proj, "requirements.txt"), nil, 0o644))
 
+	tracePath := ""
+	if *trace {
+		tracePath = filepath.Join(home, "trace")
+	}
 	runWith := func(bin, data, script string, arg int, v any, extra ...string) {
 		cmd := exec.Command(*python, append([]string{script, fmt.Sprint(arg)}, extra...)...)
 		cmd.Dir = proj
-		cmd.Env = append(os.Environ(), "KINETIC_BIN="+bin, "KINETIC_HOME="+filepath.Join(home, data), "KINETIC_WARM_IDLE=5s",
-			"PYTHONPATH="+filepath.Join(repo, "python"), "KINETIC_PROFILES_FILE="+filepath.Join(home, "profiles.json"))
+		// The SDK of the binary's own tree (BIN/../../python), if it has one: a build
+		// compared with -compare runs with its own SDK.
+		sdk := filepath.Join(filepath.Dir(filepath.Dir(bin)), "python")
+		if _, err := os.Stat(filepath.Join(sdk, "kinetic")); err != nil {
+			sdk = filepath.Join(repo, "python")
+		}
+		cmd.Env = append(os.Environ(), "KINETIC_TRACE="+tracePath, "KINETIC_BIN="+bin, "KINETIC_HOME="+filepath.Join(home, data), "KINETIC_WARM_IDLE=5s",
+			"PYTHONPATH="+sdk, "KINETIC_PROFILES_FILE="+filepath.Join(home, "profiles.json"))
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, os.Stderr
 		check(cmd.Run())
@@ -145,6 +160,9 @@ func main() {
 		BareCPickle []float64 `json:"bare_cloudpickle"`
 	}
 	run("bench_sync.py", *n, &res)
+	if *trace {
+		defer phaseTable(tracePath)
+	}
 	var batch struct {
 		Batch, Bare float64
 		BareCPickle float64 `json:"bare_cloudpickle"`
@@ -152,7 +170,14 @@ func main() {
 		EngineRSS   float64 `json:"engine_rss"`
 	}
 	if *mapN > 0 {
-		run("bench_batch.py", *mapN, &batch)
+		var extra []string
+		if *bareMap > 0 {
+			extra = []string{fmt.Sprint(*bareMap)}
+		}
+		run("bench_batch.py", *mapN, &batch, extra...)
+		if *trace {
+			defer mapTable(tracePath)
+		}
 	}
 
 	sdk, bare, barecp := stats(res.SDK), stats(res.Bare), stats(res.BareCPickle)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kinetic-run/kinetic/internal/calltrace"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,6 +51,7 @@ func (e *Engine) Submit(ctx context.Context, req *SubmitRequest) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
+	calltrace.Mark("engine.planned", p.Handle.JobID)
 	return e.submitPlanned(ctx, p, nil)
 }
 
@@ -101,6 +103,7 @@ func (e *Engine) submitPlanned(ctx context.Context, p *planned, in *Instance) (*
 		p.Store.DeletePrefix(context.WithoutCancel(ctx), store.JobPrefix(id))
 		return nil, err
 	}
+	calltrace.Mark("engine.written", id)
 	start := func(ctx context.Context, _ backend.Backend, h *job.Handle, _ *job.Spec) error {
 		return be.Submit(ctx, h)
 	}
@@ -111,6 +114,7 @@ func (e *Engine) submitPlanned(ctx context.Context, p *planned, in *Instance) (*
 		p.Store.DeletePrefix(context.WithoutCancel(ctx), store.JobPrefix(id))
 		return nil, fmt.Errorf("submit %s: %w", id, err)
 	}
+	calltrace.Mark("engine.started", id)
 	return &Job{Handle: p.Handle, Store: p.Store, Backend: be}, nil
 }
 

@@ -6,6 +6,7 @@ import errno
 import json
 import os
 import sys
+import time
 import traceback
 
 REPR_LIMIT = 20000
@@ -384,12 +385,23 @@ def failed(env, phase, e, keep):
                          _qualname(type(e)), _safe_repr(str(e), 200), os.environ.get("KINETIC_JOB_ID", "JOB_ID")))
 
 
+def _mark(phase):
+    # The benchmark's phase marks (internal/calltrace): one appended line, if asked for.
+    path = os.environ.get("KINETIC_TRACE")
+    if path:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.write(fd, ("%d %d %s %s\n" % (time.time_ns() // 1000, os.getpid(), phase,
+                                         os.environ.get("KINETIC_JOB_ID", ""))).encode())
+        os.close(fd)
+
+
 def main():
     mode, payload, out_dir, root, cwd = sys.argv[1:6]
     # Optional: the arguments of a batch child (the payload is then the function alone),
     # and a JSON map from Data sentinels to local paths.
     args_path = sys.argv[6] if len(sys.argv) > 6 else ""
     data_map = sys.argv[7] if len(sys.argv) > 7 else ""
+    _mark("py.main")
     env = {"success": False, "host": os.environ.get("KINETIC_HOST_INDEX", "0"), "has_value": False}
     result = os.path.join(out_dir, "result.pkl")
 
@@ -426,12 +438,15 @@ def main():
             refile_shipped(func, root)
             _start_debugger(debug)
         phase = "call"
+        _mark("py.loaded")
         call(func, args, kwargs, keep, env)
+        _mark("py.called")
     except BaseException as e:
         failed(env, phase, e, keep)
     sys.stdout.flush()
     sys.stderr.flush()
     _write_atomic(os.path.join(out_dir, "envelope.json"), json.dumps(env), mode="w")
+    _mark("py.done")
 
 
 if __name__ == "__main__":

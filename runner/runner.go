@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kinetic-run/kinetic/internal/calltrace"
 	"io"
 	"os"
 	"os/exec"
@@ -158,6 +159,7 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 	started := time.Now().UTC()
 	var called time.Time
 	env, value, runErr := run(rctx, st, o, out, &called)
+	calltrace.Mark("run.returned", o.JobID)
 	if runErr == nil && leader && env.Success && o.Hosts > 1 {
 		// The leader's value is the job's, but the job ends when all its hosts have.
 		if runErr = waitHosts(rctx, st, o, out); runErr != nil && value != nil {
@@ -192,6 +194,7 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 		// "stopped" would only hide it from result().
 		return env, sinkErr
 	}
+	calltrace.Mark("run.logs.closed", o.JobID)
 	if o.BeforeResult != nil {
 		o.BeforeResult()
 	}
@@ -205,6 +208,7 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 		if err := st.Put(context.WithoutCancel(ctx), store.EnvelopeKey(o.JobID), env.Encode()); err != nil {
 			return env, err
 		}
+		calltrace.Mark("run.result.written", o.JobID)
 	default:
 		// A worker's envelope says it ended: its failure fails the job at once (the
 		// backend reads it), even while the leader still runs; its success lets the
@@ -264,10 +268,12 @@ func run(ctx context.Context, st *store.Store, o Options, out io.Writer, called 
 			return nil, nil, inPhase(job.PhaseDownload, err)
 		}
 	}
+	calltrace.Mark("run.payload", o.JobID)
 	// extract
 	if work, err = extractTree(ctx, st, spec.Workdir, o, work); err != nil {
 		return nil, nil, err
 	}
+	calltrace.Mark("run.tree", o.JobID)
 	var argsPath, dataMap string
 	if spec.ArgsInline != nil {
 		argsPath = filepath.Join(o.Workspace, "args.pkl")
@@ -339,6 +345,7 @@ func run(ctx context.Context, st *store.Store, o Options, out io.Writer, called 
 		}
 	}
 	*called = time.Now().UTC()
+	calltrace.Mark("run.call", o.JobID)
 	cctx, cancel := callLimit(ctx, spec)
 	defer cancel()
 	return overLimit(cctx)(runPython(cctx, spec, py, []string{payloadPath, outDir, work, cwd, argsPath, dataMap}, cwd, outDir, o, environ, out, mounts))

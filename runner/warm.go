@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kinetic-run/kinetic/internal/calltrace"
 	"io"
 	"net"
 	"os"
@@ -335,11 +336,13 @@ func runWarm(ctx context.Context, dir string, idle time.Duration, py string, arg
 	if err != nil {
 		return fmt.Errorf("%w: %v", errNoWarm, err)
 	}
+	calltrace.Mark("warm.connect", "")
 	conn, err := w.connect(ctx)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errNoWarm, err)
 	}
 	defer conn.Close()
+	calltrace.Mark("warm.connected", "")
 
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -395,6 +398,7 @@ func runWarm(ctx context.Context, dir string, idle time.Duration, py string, arg
 			return fmt.Errorf("%w: reply without a pid", errNoWarm)
 		}
 		pid = rep.Pid
+		calltrace.Mark("warm.pid", "")
 	case <-time.After(warmStartTimeout):
 		return fmt.Errorf("%w: no reply from the server within %s", errNoWarm, warmStartTimeout)
 	}
@@ -416,6 +420,7 @@ wait:
 				if ws := syscall.WaitStatus(*rep.Status); ws != 0 {
 					result = &waitError{ws}
 				}
+				calltrace.Mark("warm.status", "")
 				break wait
 			case rep.err != nil || rep.Error != "":
 				// The server died: the call runs on, orphaned. Wait for it by polling.
@@ -445,6 +450,7 @@ wait:
 		pr.Close()
 		<-copied
 	}
+	calltrace.Mark("warm.output.copied", "")
 	return result
 }
 

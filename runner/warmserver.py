@@ -122,12 +122,13 @@ def _log(msg):
 
 
 class Job(object):
-    __slots__ = ("conn", "pid", "ctl")
+    __slots__ = ("conn", "pid", "ctl", "ctlbuf")
 
     def __init__(self, conn, pid, ctl=None):
         self.conn = conn
         self.pid = pid
         self.ctl = ctl  # the socketpair of a job run by a spare child (its early exit code)
+        self.ctlbuf = b""
 
 
 class Spare(object):
@@ -368,15 +369,20 @@ class Server(object):
         spare = self.spare if self.spare_ready() else None
         if spare is not None:
             self.spare = None
-            if self.hand(spare, fds, argv, env, cwd):
+            if self.hand(spare, fds, argv, env, cwd, conn):
                 for fd in fds:
                     os.close(fd)
                 job = Job(conn, spare.pid, spare.sock)
                 self.children[spare.pid] = job
                 self.ctls[spare.sock.fileno()] = job
                 self.poll.register(spare.sock.fileno(), select.POLLIN)
+                # The runner hears the pid before the spare may start (go()), so a job
+                # that ends at once cannot report before it.
                 if not self.reply(conn, {"pid": spare.pid}):
                     self.runner_gone(job)
+                    return
+                if not self.go(spare):
+                    self.runner_gone(job)  # it never runs: reap() reports it to no one
                     return
                 conn.setblocking(False)
                 self.conns[conn.fileno()] = job
@@ -479,24 +485,30 @@ class Server(object):
         self.kill_spare(spare)
         return False
 
-    def hand(self, spare, fds, argv, env, cwd):
-        """Hand a request to spare; True once it has taken it (and runs as the job)."""
+    def hand(self, spare, fds, argv, env, cwd, conn):
+        """Hand a request to spare; True once it holds it (it runs it after go()). No
+        reply is awaited: the spare is alive and waiting (spare_ready), and a round trip
+        to it would be one more wake-up on every call's path. The runner's connection
+        goes with it (the last fd): the job's process tells the runner its exit code
+        itself, one hop less than through this server (which says it too, after)."""
         try:
             spare.sock.settimeout(5)
-            msg = json.dumps({"argv": argv, "env": env, "cwd": cwd}).encode() + b"\n"
-            spare.sock.sendmsg([b"J"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+            msg = json.dumps({"argv": argv, "env": env, "cwd": cwd, "runner": len(fds)}).encode() + b"\n"
+            spare.sock.sendmsg([b"J"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds + [conn.fileno()]))])
             spare.sock.sendall(msg)
-            ack = spare.sock.recv(1)
         except OSError as e:
             _log("spare %d: %s" % (spare.pid, e))
             return False
-        if ack != b"A":
-            return False
-        # Go: only now does the spare run the job, so a spare given up on above never
-        # runs it (the request then goes to a new child: a job never runs twice).
+        return True
+
+    def go(self, spare):
+        """Let a spare that holds its request run it. Only the whole request and this "G"
+        start it, so a spare given up on in hand() never runs it (the request then goes
+        to a new child: a job never runs twice)."""
         try:
             spare.sock.sendall(b"G")
-        except OSError:
+        except OSError as e:
+            _log("spare %d: %s" % (spare.pid, e))
             return False
         spare.sock.setblocking(False)
         return True
@@ -528,6 +540,11 @@ class Server(object):
             return
         except OSError:
             data = b""
+        if data:
+            job.ctlbuf += data
+            if not job.ctlbuf.endswith(b"\n") and len(job.ctlbuf) < 64:
+                return  # the rest of the line comes
+        data, job.ctlbuf = job.ctlbuf, b""
         self.drop_ctl(job)
         if not data.startswith(b"X") or not data.endswith(b"\n"):
             return  # gone without saying (killed, crashed): reap() reports its status
@@ -658,7 +675,7 @@ class Server(object):
             return 0
         fds = array.array("i")
         try:
-            msg, anc, _, _ = sock.recvmsg(1, socket.CMSG_SPACE((MAX_FDS + 1) * fds.itemsize))
+            msg, anc, _, _ = sock.recvmsg(1, socket.CMSG_SPACE((MAX_FDS + 2) * fds.itemsize))
         except OSError:
             return 0
         for level, typ, data in anc:
@@ -666,18 +683,32 @@ class Server(object):
                 fds.frombytes(data[:len(data) - (len(data) % fds.itemsize)])
         if msg != b"J" or not fds:
             return 0  # the server is gone, or retired us
+        # The request's line, then "G" (go): without it the server gave up on us and runs
+        # the job elsewhere.
         buf = bytearray()
-        while not buf.endswith(b"\n"):
+        while b"\n" not in buf:
             chunk = sock.recv(1 << 16)
             if not chunk:
                 return 0
             buf += chunk
-        req = json.loads(bytes(buf))
-        sock.sendall(b"A")
-        if sock.recv(1) != b"G":
-            return 0  # given up on: the server runs the job elsewhere
+        line, _, rest = bytes(buf).partition(b"\n")
+        if not rest:
+            try:
+                rest = sock.recv(1)
+            except OSError:
+                return 0
+        if rest != b"G":
+            return 0
+        req = json.loads(line)
+        fds = list(fds)
+        runner = None
+        if isinstance(req.get("runner"), int) and 0 <= req["runner"] < len(fds):
+            # The runner's connection, out of the job's way (as our socket is).
+            fd = fds.pop(req["runner"])
+            runner = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 200)
+            os.close(fd)
         me = os.getpid()
-        code = self.become(null, list(fds), req["argv"], req["env"], req["cwd"], _bootstrap_code(req["argv"][0]))
+        code = self.become(null, fds, req["argv"], req["env"], req["cwd"], _bootstrap_code(req["argv"][0]))
         if os.getpid() != me:
             return code  # a process the job forked, returning from it: not the job's end
         # Done: say so before the process is torn down (its output is closed first, so
@@ -691,6 +722,15 @@ class Server(object):
             devnull = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(devnull, fd)
+        except OSError:
+            pass
+        if runner is not None:
+            # The runner heard the pid before we were let go (the server replied first).
+            try:
+                os.write(runner, b'{"status": %d}\n' % ((code & 0xFF) << 8))
+            except OSError:
+                pass
+        try:
             sock.sendall(b"X%d\n" % code)
         except OSError:
             pass

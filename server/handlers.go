@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kinetic-run/kinetic/internal/calltrace"
 	"os"
 	"reflect"
 	"strings"
@@ -208,6 +209,7 @@ func (s *Server) result(c *call, r *protocol.ResultRequest) (*protocol.Result, e
 	if err != nil {
 		return nil, timedOut(err, r.Timeout, "job "+j.Handle.JobID+" did not finish", "it keeps running: result() again waits for it, cancel() stops it")
 	}
+	calltrace.Mark("engine.final.seen", j.Handle.JobID)
 	if state == job.Succeeded {
 		// Collected by another caller already (and being cleaned up): say who and when,
 		// rather than racing the cleanup for the value.
@@ -239,6 +241,7 @@ func (s *Server) collected(c *call, r *protocol.CollectedRequest) (*protocol.Col
 		}
 	}
 	mine, taken := batch.Collect(c, found, collector(r.Collector))
+	calltrace.Mark("engine.collected", "")
 	for _, t := range taken {
 		resp.Taken = append(resp.Taken, takenBy(t))
 	}

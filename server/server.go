@@ -13,6 +13,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"github.com/kinetic-run/kinetic/internal/calltrace"
 	"io"
 	"sync"
 
@@ -78,6 +79,12 @@ func Serve(ctx context.Context, eng *engine.Engine, r io.Reader, w io.Writer) er
 			s.send(unreadable(n, sc.Bytes(), err))
 			continue
 		}
+		if ordered[req.Method] {
+			// Answered before the next line is read: a client may send it without
+			// waiting for the reply, and what it sends next sees its effect.
+			s.serve(ctx, &req)
+			continue
+		}
 		rctx, rcancel := context.WithCancel(ctx)
 		s.mu.Lock()
 		s.inflight[req.ID] = rcancel
@@ -101,16 +108,35 @@ func Serve(ctx context.Context, eng *engine.Engine, r io.Reader, w io.Writer) er
 // left for after the reply (e.g. cleanup: the caller has its value already).
 func (s *Server) serve(ctx context.Context, req *protocol.Request) {
 	c := &call{Context: ctx, s: s, id: req.ID}
+	calltrace.Mark("engine.recv."+req.Method, "")
 	res, err := s.dispatch(c, req)
 	if err != nil {
 		s.send(protocol.Message{ID: req.ID, Error: toError(err)})
 		return
 	}
 	s.send(protocol.Message{ID: req.ID, Result: res})
-	if c.after != nil {
-		c.after()
+	calltrace.Mark("engine.replied."+req.Method, "")
+	if c.after == nil {
+		return
 	}
+	if ordered[req.Method] {
+		// Not in the read loop's way: the reply is out, the rest is cleanup.
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			c.after()
+		}()
+		return
+	}
+	c.after()
+	calltrace.Mark("engine.after."+req.Method, "")
 }
+
+// ordered are the methods served in the order of the lines, each before the next line
+// is read (their handlers are quick: a claim). The SDK sends "collected" for a sync
+// call's value without waiting for the reply; a request it sends after (a status, an
+// attach, another result) must see the claim.
+var ordered = map[string]bool{protocol.MethodCollected: true}
 
 // dispatch runs the handler of req's method.
 func (s *Server) dispatch(c *call, req *protocol.Request) (any, error) {

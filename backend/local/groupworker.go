@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kinetic-run/kinetic/internal/calltrace"
 	"io"
 	"os"
 	"os/signal"
@@ -320,7 +321,9 @@ func (gw *groupWorker) run(ctx context.Context, i int) error {
 		})
 	}
 	called := time.Now().UTC()
+	calltrace.Mark("group.input.call", id)
 	env, value, runErr := x.Run(in, args, log)
+	calltrace.Mark("group.input.returned", id)
 	if timer != nil {
 		timer.Stop()
 	}
@@ -378,6 +381,7 @@ func (l *lossyWriter) Close() { l.w.Close() }
 func (gw *groupWorker) finish(ctx context.Context, id string, env *job.Envelope, started, called time.Time) error {
 	env.StartedAt, env.CalledAt, env.FinishedAt = started, called, time.Now().UTC()
 	err := gw.st.Put(ctx, store.EnvelopeKey(id), env.Encode())
+	calltrace.Mark("group.input.ended", id)
 	if err == nil {
 		gw.flushKept(ctx)
 		return nil

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kinetic-run/kinetic/internal/calltrace"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -238,6 +239,7 @@ func (w *worker) once(ctx context.Context) (bool, error) {
 			}
 			return true, w.runGroup(ctx, id, gid, k)
 		}
+		calltrace.Mark("sup.seen", id)
 		ws := filepath.Join(o.StateDir, "jobs", id)
 		lockPath := filepath.Join(ws, "supervisor.lock")
 		lock, err := lockFile(lockPath, false)
@@ -274,6 +276,7 @@ func (w *worker) once(ctx context.Context) (bool, error) {
 			lock.Close()
 			return false, err
 		}
+		calltrace.Mark("sup.claimed", id)
 		cancel := make(chan os.Signal, 1)
 		stop := make(chan struct{})
 		go relayCancel(w.usr, ws, cancel, stop)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/kinetic-run/kinetic/internal/calltrace"
 	"os"
 	"path/filepath"
 	"sort"
@@ -85,9 +86,11 @@ func (b *Backend) submitSingle(ctx context.Context, h *job.Handle, ws string) er
 	if err := WriteStatus(ctx, b.st, h.JobID, &job.Status{State: job.Pending, Local: proc}); err != nil {
 		return fmt.Errorf("local backend: record %s: %w", h.JobID, err)
 	}
+	calltrace.Mark("local.pending.written", h.JobID)
 	if err := os.WriteFile(entry, nil, 0o644); err != nil {
 		return fmt.Errorf("local backend: queue %s: %w", h.JobID, err)
 	}
+	calltrace.Mark("local.queued", h.JobID)
 	if err := b.ensureFresh(q, b.o.Slots); err != nil {
 		os.Remove(entry)
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kinetic-run/kinetic/internal/calltrace"
 	"io"
 	"os"
 	"os/signal"
@@ -113,6 +114,7 @@ func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string,
 		if err := WriteStatus(ctx, st, id, &job.Status{State: job.Running, Local: proc}); err != nil {
 			return err
 		}
+		calltrace.Mark("sup.running.written", id)
 	}
 	ws := proc.Workspace
 	// The runner's copy of the output: a file per job for a single job; a batch child's
@@ -178,7 +180,9 @@ func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string,
 			final.Reason = EnvelopeReason(env) + "; " + NoSpaceReason(st.URL(), "its exception and traceback")
 		}
 	}
+	calltrace.Mark("sup.runner.done", id)
 	err := WriteStatus(ctx, st, id, final)
+	calltrace.Mark("sup.final.written", id)
 	if err != nil {
 		// The store is full (or gone): keep how the job ended here, where Status looks
 		// before it calls this supervisor killed.

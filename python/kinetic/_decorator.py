@@ -12,7 +12,7 @@ import warnings
 from typing import Any, Dict, List, Optional
 
 from . import _check
-from ._engine import engine
+from ._engine import engine, mark
 from .exceptions import KineticError
 from .batch import BatchHandle
 from .data import Collector as DataCollector, Data, extract as extract_data
@@ -153,12 +153,16 @@ class RemoteFunction:
             raise RuntimeError("kinetic.run(debug=True) in a blocking call waits for you to attach a debugger, "
                                "and there is no terminal here: use f.run_async(...) and attach from elsewhere "
                                "(`kinetic jobs debug JOB_ID`), or set KINETIC_NO_TTY_DEBUG=1 to wait anyway")
+        mark("sdk.call")
         handle = self.run_async(*args, **kwargs)
+        mark("sdk.submitted", handle.job_id)
         if handle.debug:
             # The job waits for a debugger: say where, then wait for the value as usual.
             handle.debug_attach()
         try:
-            return handle.result(stream_logs=not handle.debug)
+            value = handle.result(stream_logs=not handle.debug)
+            mark("sdk.return", handle.job_id)
+            return value
         except KeyboardInterrupt:
             raise _cancel_on_interrupt(handle) from None
 

@@ -31,6 +31,18 @@ if os.environ.get("KINETIC_LOG_LEVEL"):
         sys.stderr.write("kinetic: warning: KINETIC_LOG_LEVEL=%r: want DEBUG, INFO, WARNING or ERROR\n"
                          % os.environ["KINETIC_LOG_LEVEL"])
 
+_TRACE = os.environ.get("KINETIC_TRACE")
+
+
+def mark(phase, job_id=""):
+    """The benchmark's phase marks (internal/calltrace in the engine): one line appended
+    to $KINETIC_TRACE, only when it is set."""
+    if _TRACE:
+        import time
+        fd = os.open(_TRACE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.write(fd, ("%d %d %s %s\n" % (time.time_ns() // 1000, os.getpid(), phase, job_id)).encode())
+        os.close(fd)
+
 
 def find_binary():
     """Locate the kinetic binary: $KINETIC_BIN, the one shipped in the package, PATH."""
@@ -51,13 +63,14 @@ def find_binary():
 
 
 class _Pending:
-    __slots__ = ("event", "reply", "on_event", "line")
+    __slots__ = ("event", "reply", "on_event", "line", "on_reply")
 
     def __init__(self, on_event):
         self.event = threading.Event()
         self.reply = None
         self.on_event = on_event
         self.line = 0  # its request's number among the lines sent to the engine
+        self.on_reply = None  # for a request sent without waiting (send): gets the reply
 
 
 def _encode(msg):
@@ -126,6 +139,13 @@ class Engine:
                 continue
             p.reply = msg
             p.event.set()
+            if p.on_reply is not None:
+                with self._plock:
+                    self._pending.pop(msg.get("id"), None)
+                try:
+                    p.on_reply(msg)
+                except Exception:  # a callback must never break the engine link
+                    pass
         self._dead = "the kinetic engine (%s) exited with code %s" % (self.binary, self._proc.wait())
         with self._plock:
             for p in self._pending.values():
@@ -153,6 +173,8 @@ class Engine:
 
     def call(self, method, params=None, on_event=None):
         """Send one request and wait for its reply; events go to on_event(name, data)."""
+        if _TRACE:
+            mark("sdk.send." + method)
         rid, p = self.start(method, params, on_event)
         try:
             while not p.event.wait(0.5):
@@ -160,15 +182,24 @@ class Engine:
         except KeyboardInterrupt:
             self.cancel(rid)
             raise
+        if _TRACE:
+            mark("sdk.reply." + method)
         return self.finish(rid, p)
 
-    def start(self, method, params=None, on_event=None):
+    def send(self, method, params, on_reply):
+        """Send one request without waiting for its reply: on_reply(message) gets it on
+        the reader's thread. The engine serves such a request (protocol.md: "collected")
+        before it reads the next line, so what this process asks next sees its effect."""
+        self.start(method, params, on_reply=on_reply)
+
+    def start(self, method, params=None, on_event=None, on_reply=None):
         """Send a request without waiting: returns (id, pending); see finish and cancel."""
         if self._dead:
             raise KineticError(self._dead)
         rid = next(self._ids)
         line = _encode({"id": rid, "method": method, "params": params or {}})
         p = _Pending(on_event)
+        p.on_reply = on_reply
         with self._plock:
             self._pending[rid] = p
         _log.debug("engine request %d: %s", rid, method)

@@ -78,6 +78,8 @@ class BatchHandle:
         # What results(cleanup=True) received: (values, index -> exception).
         self._collected = None
         self._unavailable_ids: Dict[int, str] = {}
+        # The last watch reported every input (with its handle or why it has none).
+        self._watched_all = False
         self._config: Dict[str, str] = {}  # project/cluster of attach_batch, until the store is known
         # None or inf: no limit (the interval then is the 1 s cap of _abandoned).
         interval = seconds(poll_interval, "BatchHandle", "poll_interval")
@@ -204,8 +206,12 @@ class BatchHandle:
         eng = engine()
         seen = set()
         self._next_check = 0.0
+        self._watched_all = False
+        # The reply comes after the last event, on the same thread: it ends the queue, so
+        # the last report is not followed by a wait for more.
         rid, pending = eng.start("batch_watch", {"group_id": self.group_id, "store": self._store},
-                                 on_event=lambda name, data: q.put(data) if name == "child" else None)
+                                 on_event=lambda name, data: q.put(data) if name == "child" else None,
+                                 on_reply=lambda msg: q.put(None))
         try:
             while True:
                 left = None if deadline is None else deadline - time.time()
@@ -213,6 +219,10 @@ class BatchHandle:
                     raise TimeoutError("batch %s: not finished after %ss" % (self.group_id, timeout))
                 try:
                     c = q.get(timeout=0.2 if left is None else min(0.2, left))
+                    if c is None:
+                        eng.finish(rid, pending)  # raises the watch's error, if any
+                        self._watched_all = len(seen) == self._total
+                        return
                 except queue.Empty:
                     if pending.event.is_set() and q.empty():
                         eng.finish(rid, pending)  # raises the watch's error, if any
@@ -323,7 +333,10 @@ class BatchHandle:
         """Every child's value or why it has none (index -> exception), read in one
         request; the successes are acknowledged (and so cleaned up) only once they are
         all in this process."""
-        self._refresh(status=False)
+        if not (self._watched_all and len(self._jobs) == self._total and all(
+                h is not None or i in self._submission_errors for i, h in enumerate(self._jobs))):
+            # The watch did not report every child with its handle: ask for them all.
+            self._refresh(status=False)
         n = len(self._jobs)
         values: List[Any] = [None] * n
         errors: Dict[int, BaseException] = dict(self._submission_errors)

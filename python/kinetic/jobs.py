@@ -15,7 +15,7 @@ import warnings
 from typing import Any, Callable, Optional
 
 from . import _check
-from ._engine import engine
+from ._engine import engine, mark
 from ._seconds import seconds, wire
 from .exceptions import KineticError, RemoteError
 from .job_status import JobStatus
@@ -164,11 +164,12 @@ class JobHandle:
         res = engine().call("result", self._params(
             timeout=wire(timeout), stream_logs=bool(stream_logs), status_events=on_status_change is not None,
             value_dir=tempfile.gettempdir(), inline_max=INLINE_MAX), on_event=on_event)
+        mark("sdk.result", self.job_id)
         value = _unpack(res, self.job_id)
         if cleanup:
             # The value is in this process now: only then may the job be cleaned up.
             _fault_point("result:before-ack")
-            acknowledge(self.store, [self.job_id])
+            acknowledge(self.store, [self.job_id], wait=False)
             self.__dict__[_COLLECTED] = value
         return value
 
@@ -268,12 +269,29 @@ def collector_name() -> str:
     return name + (" (%s)" % user if user else "")
 
 
-def acknowledge(store: str, job_ids) -> dict:
+def acknowledge(store: str, job_ids, wait: bool = True) -> dict:
     """Tell the engine this process holds the values of job_ids: it claims them (a
     tombstone, a batch's collection record) and cleans them up after answering. Jobs
     another collector claimed first are left to it (the reply's "taken"). A failure to
-    acknowledge only leaves the jobs in the store: the values are here already."""
+    acknowledge only leaves the jobs in the store: the values are here already.
+
+    With wait=False the reply is not awaited (a sync call's value returns at once): the
+    engine claims before it reads this process's next request, and a failure is
+    written as the same warning when the reply comes."""
     if not job_ids:
+        return {}
+    if not wait:
+        def on_reply(msg):
+            if msg.get("error"):
+                sys.stderr.write("kinetic: warning: the results were received but their jobs were not cleaned up "
+                                 "(%s); `kinetic jobs cleanup JOB_ID` removes them\n"
+                                 % msg["error"].get("message", msg["error"]))
+        try:
+            engine().send("collected", {"job_ids": list(job_ids), "store": store,
+                                        "collector": collector_name()}, on_reply)
+        except (KineticError, OSError) as e:
+            sys.stderr.write("kinetic: warning: the results were received but their jobs were not cleaned up "
+                             "(%s); `kinetic jobs cleanup JOB_ID` removes them\n" % e)
         return {}
     try:
         return engine().call("collected", {"job_ids": list(job_ids), "store": store,

@@ -549,3 +549,23 @@ def test_data_in_map_inputs_arrives_as_paths(store_dir, tmp_path):
         want = 2 if i in (1, 2) else 1
         assert len(refs) == want, (i, refs)
     b.cleanup()
+
+
+def test_results_after_a_complete_watch_asks_for_no_handles(monkeypatch):
+    # The watch reports every input with its handle: results() then reads the values at
+    # once, without the "batch" request that reads every handle again (with the watch's
+    # 0.2 s poll after its last report, which now ends on the reply, most of a batch's
+    # time after its inputs ended).
+    from kinetic._engine import engine
+    b = ident.run_async_map([1, 2, 3])
+    eng = engine()
+    asked = []
+    call = eng.call
+
+    def counting(method, params=None, on_event=None):
+        asked.append(method)
+        return call(method, params, on_event)
+
+    monkeypatch.setattr(eng, "call", counting)
+    assert b.results() == [1, 2, 3]
+    assert asked == ["results_many", "collected"], asked

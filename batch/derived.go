@@ -207,16 +207,48 @@ type collectedGroup struct {
 
 // collectedChild returns the collection record of derived child id of batch gid.
 func collectedChild(ctx context.Context, st *store.Store, gid, id string) (batchlayout.Collected, *batchlayout.Template, bool, error) {
-	v, _ := collectedGroups.LoadOrStore(st.URL()+"\x00"+gid, &collectedGroup{read: map[string]bool{}, ids: map[string]batchlayout.Collected{}})
-	g := v.(*collectedGroup)
+	g := collectedGroupOf(st, gid)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if c, ok := g.ids[id]; ok {
 		return g.found(ctx, st, gid, c)
 	}
+	if err := g.refresh(ctx, st, gid); err != nil {
+		return batchlayout.Collected{}, nil, false, err
+	}
+	if c, ok := g.ids[id]; ok {
+		return g.found(ctx, st, gid, c)
+	}
+	return batchlayout.Collected{}, nil, false, nil
+}
+
+// collectedIDs returns the children of batch gid collected so far, by job ID: one
+// listing of its records (the new ones read), for any number of children.
+func collectedIDs(ctx context.Context, st *store.Store, gid string) (map[string]bool, error) {
+	g := collectedGroupOf(st, gid)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.refresh(ctx, st, gid); err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(g.ids))
+	for id := range g.ids {
+		out[id] = true
+	}
+	return out, nil
+}
+
+func collectedGroupOf(st *store.Store, gid string) *collectedGroup {
+	v, _ := collectedGroups.LoadOrStore(st.URL()+"\x00"+gid, &collectedGroup{read: map[string]bool{}, ids: map[string]batchlayout.Collected{}})
+	return v.(*collectedGroup)
+}
+
+// refresh lists batch gid's collection records and reads the ones not read yet (g.mu
+// held).
+func (g *collectedGroup) refresh(ctx context.Context, st *store.Store, gid string) error {
 	objs, err := st.List(ctx, batchlayout.CollectedPrefix(gid))
 	if err != nil {
-		return batchlayout.Collected{}, nil, false, err
+		return err
 	}
 	var fresh []string
 	for _, o := range objs {
@@ -225,11 +257,11 @@ func collectedChild(ctx context.Context, st *store.Store, gid, id string) (batch
 		}
 	}
 	if len(fresh) == 0 {
-		return batchlayout.Collected{}, nil, false, nil
+		return nil
 	}
 	cs, err := batchlayout.ReadCollectedKeys(ctx, st, gid, fresh)
 	if err != nil {
-		return batchlayout.Collected{}, nil, false, err
+		return err
 	}
 	for _, k := range fresh {
 		g.read[k] = true
@@ -239,10 +271,7 @@ func collectedChild(ctx context.Context, st *store.Store, gid, id string) (batch
 			g.ids[c.JobID] = c
 		}
 	}
-	if c, ok := g.ids[id]; ok {
-		return g.found(ctx, st, gid, c)
-	}
-	return batchlayout.Collected{}, nil, false, nil
+	return nil
 }
 
 // found returns c with the batch's template, read the first time a child is found.

@@ -73,13 +73,17 @@ func lookEnded(ctx context.Context, e Engine, st *store.Store, m *Manifest, stor
 			ended = append(ended, c)
 		}
 	}
+	if len(ended) == 0 {
+		return nil, nil
+	}
+	derived := endedDerived(ctx, e, st, m.GroupID)
 	out := make([]ChildStatus, len(ended))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for k, c := range ended {
 		g.Go(func() error {
 			// Most ended children have written nothing but their result: derived.
-			j, err := derivedJob(gctx, e, st, c.JobID)
+			j, err := derived(gctx, c)
 			if j == nil && err == nil {
 				j, err = e.Attach(gctx, c.JobID, storeURL)
 			}
@@ -138,6 +142,38 @@ func removedChild(ctx context.Context, st *store.Store, m *Manifest, c Child, er
 	}
 	return ChildStatus{Index: c.Index, JobID: c.JobID, Status: job.NotFound,
 		Reason: fmt.Sprintf("job %s was cleaned up before its result was collected: nothing of it is left", c.JobID)}, true
+}
+
+// endedDerived returns what finds the derived job of an ended child of batch gid (nil,
+// nil when it is not one, or when it was removed or collected). The batch's template, gone
+// markers and collection records are read once for the round (two listings), not per
+// child: a round may find thousands of children ended, and a listing per child, one at a
+// time, was what the watch of a large map spent most of its time on. When the batch
+// cannot be read that way, each child is looked up by itself (derivedJob).
+func endedDerived(ctx context.Context, e Engine, st *store.Store, gid string) func(context.Context, Child) (*engine.Job, error) {
+	each := func(ctx context.Context, c Child) (*engine.Job, error) { return derivedJob(ctx, e, st, c.JobID) }
+	t, err := template(ctx, st, gid)
+	if t == nil || err != nil {
+		return each
+	}
+	gone, err := batchlayout.GoneSet(ctx, st, gid)
+	if err != nil {
+		return each
+	}
+	collected, err := collectedIDs(ctx, st, gid)
+	if err != nil {
+		return each
+	}
+	be, err := e.BackendFor(t.ChildHandle(gid, 0), st)
+	if err != nil {
+		return each
+	}
+	return func(ctx context.Context, c Child) (*engine.Job, error) {
+		if gone[c.Index] || collected[c.JobID] {
+			return nil, nil
+		}
+		return &engine.Job{Handle: t.ChildHandle(gid, c.Index), Store: st, Backend: be}, nil
+	}
 }
 
 // groupDone returns the members of a derived batch's unit that ended, nil when the batch

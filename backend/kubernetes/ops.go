@@ -142,25 +142,34 @@ func (b *Backend) keep(key string, c *cached) {
 
 // getJob reads Job name (through the cache when shared: a batch's Indexed Job).
 func (b *Backend) getJob(ctx context.Context, name string, shared bool) (*batchv1.Job, error) {
+	j, _, err := b.getJobAt(ctx, name, shared)
+	return j, err
+}
+
+// getJobAt is getJob and when the answer came (a cached one's arrival).
+func (b *Backend) getJobAt(ctx context.Context, name string, shared bool) (*batchv1.Job, time.Time, error) {
 	if c := b.fresh("job/" + name); shared && c != nil {
-		return c.job, c.err
+		return c.job, c.at, c.err
 	}
 	cctx, cancel := ctxTimeout(ctx)
 	defer cancel()
 	j, err := b.cs.BatchV1().Jobs(b.o.Namespace).Get(cctx, name, metav1.GetOptions{})
+	c := &cached{job: j, err: err}
 	if shared {
-		b.keep("job/"+name, &cached{job: j, err: err})
+		b.keep("job/"+name, c)
+	} else {
+		c.at = time.Now()
 	}
-	return j, err
+	return j, c.at, err
 }
 
 // listPods lists the pods of Job name. For a batch's Indexed Job (shared) the list is
 // cached and leaves out the pods that succeeded: the Job's completedIndexes already says
 // which indexes those ran, and a batch of ten thousand inputs would otherwise list ten
 // thousand finished pods on every look.
-func (b *Backend) listPods(ctx context.Context, name string, shared bool) ([]corev1.Pod, error) {
+func (b *Backend) listPods(ctx context.Context, name string, shared bool) ([]corev1.Pod, time.Time, error) {
 	if c := b.fresh("pods/" + name); shared && c != nil {
-		return c.pods, c.err
+		return c.pods, c.at, c.err
 	}
 	cctx, cancel := ctxTimeout(ctx)
 	defer cancel()
@@ -173,46 +182,60 @@ func (b *Backend) listPods(ctx context.Context, name string, shared bool) ([]cor
 	if err == nil {
 		pods = list.Items
 	}
+	c := &cached{pods: pods, err: err}
 	if shared {
-		b.keep("pods/"+name, &cached{pods: pods, err: err})
+		b.keep("pods/"+name, c)
+	} else {
+		c.at = time.Now()
 	}
-	return pods, err
+	return pods, c.at, err
 }
 
-// observe reads Job name and, unless index (>= 0) is one it completed, its pods.
-func (b *Backend) observe(ctx context.Context, name string, shared bool, index int) (*batchv1.Job, []corev1.Pod, error) {
-	j, err := b.getJob(ctx, name, shared)
+// observe reads Job name and, unless index (>= 0) is one it completed, its pods; seen is
+// when the newest of the answers it used came.
+func (b *Backend) observe(ctx context.Context, name string, shared bool, index int) (j *batchv1.Job, pods []corev1.Pod, seen time.Time, err error) {
+	j, seen, err = b.getJobAt(ctx, name, shared)
 	if err != nil {
-		return j, nil, err
+		return j, nil, seen, err
 	}
 	if index >= 0 && indexIn(j.Status.CompletedIndexes, index) {
-		return j, nil, nil
+		return j, nil, seen, nil
 	}
-	pods, err := b.listPods(ctx, name, shared)
-	return j, pods, err
+	pods, podsSeen, err := b.listPods(ctx, name, shared)
+	if podsSeen.After(seen) {
+		seen = podsSeen
+	}
+	return j, pods, seen, err
 }
 
 // Status implements backend.Backend. The store speaks first (a result, or a verdict
 // already recorded); then the Job and its pods.
 func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string, error) {
+	read := time.Now()
 	if s, reason, ok, err := b.stored(ctx, h); err != nil || ok {
 		if ok && s != job.NotFound {
 			b.offerIdle(ctx, h) // its pod may take the next job (warm.go)
 		}
 		return s, reason, err
 	}
-	return b.clusterStatus(ctx, h, true)
+	return b.clusterStatus(ctx, h, read)
 }
 
 // UnwrittenStatus implements batchdriver.Driver: the status of a member whose job its pod
 // has not written (nothing of it is in the store), from the cluster alone.
 func (b *Backend) UnwrittenStatus(ctx context.Context, h *job.Handle) (job.State, string, error) {
-	return b.clusterStatus(ctx, h, false)
+	return b.clusterStatus(ctx, h, time.Time{})
 }
 
-// clusterStatus judges h from its Job and pods; inStore says the store may hold its
-// result (read once more before a verdict, since the runner writes it before exiting).
-func (b *Backend) clusterStatus(ctx context.Context, h *job.Handle, inStore bool) (job.State, string, error) {
+// clusterStatus judges h from its Job and pods. read is when Status began reading the
+// store, which found no end (zero: the store holds nothing of h). Since the runner writes
+// its result before it exits, the store is read once more before a verdict, unless the
+// verdict comes from a look at the cluster older than that read: a batch's Indexed Job,
+// cached for its children, that GroupDone read before the watch read the children's
+// results. That second read was most of what a large map's watch spent after its pods
+// ended: five requests per child on a store that had nothing of it.
+func (b *Backend) clusterStatus(ctx context.Context, h *job.Handle, read time.Time) (job.State, string, error) {
+	inStore := !read.IsZero()
 	name := h.K8sName
 	if name == "" {
 		name = h.JobID
@@ -221,7 +244,7 @@ func (b *Backend) clusterStatus(ctx context.Context, h *job.Handle, inStore bool
 	if !isMember {
 		index = -1
 	}
-	j, pods, err := b.observe(ctx, name, isMember, index)
+	j, pods, seen, err := b.observe(ctx, name, isMember, index)
 	if apierrors.IsNotFound(err) && !isMember {
 		// No Job: the job may run on a warm pod it was handed (warm.go).
 		v, ok, werr := b.warmStatus(ctx, h)
@@ -262,15 +285,17 @@ func (b *Backend) clusterStatus(ctx context.Context, h *job.Handle, inStore bool
 	}
 	// A pod on a node that stopped reporting shows Running for ever: judge the node.
 	v = b.nodeLost(ctx, v, pods, b.o.NodeLostGrace)
+	// The runner writes the envelope before it exits: read it for the last word, unless
+	// the store was read after the cluster was seen (then that read had it).
+	reread := inStore && !seen.Before(read)
 	switch v.state {
 	case job.Succeeded:
-		// The runner writes the envelope before it exits; read it for the last word.
-		if s, reason, ok, err := b.storedIf(ctx, h, inStore); err != nil || ok {
+		if s, reason, ok, err := b.storedIf(ctx, h, reread); err != nil || ok {
 			return s, reason, err
 		}
 		return job.Succeeded, "", nil
 	case job.Failed:
-		if s, reason, ok, err := b.storedIf(ctx, h, inStore); err != nil || ok {
+		if s, reason, ok, err := b.storedIf(ctx, h, reread); err != nil || ok {
 			return s, reason, err
 		}
 		reason := v.reason

@@ -14,7 +14,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -41,6 +44,8 @@ import (
 	"github.com/kinetic-run/kinetic/testkit/kubetest"
 )
 
+var trace bool
+
 // writes and reads count the API requests Kinetic's client sends.
 var writes, reads atomic.Int64
 
@@ -61,8 +66,10 @@ func main() {
 	nodes := flag.Int("nodes", 1000, "kwok nodes")
 	parallel := flag.Int("parallel", 1000, "max_concurrent of the map (the Indexed Job's parallelism)")
 	singles := flag.Int("singles", 0, "single jobs submitted one by one, against as many raw Job creates (0: skip)")
+	rawFirst := flag.Bool("raw-first", false, "also run a raw Indexed Job before the map (the ratio is then to the mean of the runs before and after it: the machine's load drifts)")
+	flag.BoolVar(&trace, "trace", false, "print the Jobs' counts (active, ready, succeeded, failed) every 5 s to stderr")
 	flag.Parse()
-	if err := run(*n, *nodes, *parallel, *singles); err != nil {
+	if err := run(*n, *nodes, *parallel, *singles, *rawFirst); err != nil {
 		fmt.Fprintln(os.Stderr, "kubebench:", err)
 		os.Exit(1)
 	}
@@ -102,7 +109,7 @@ func rssKB() int64 {
 	return 0
 }
 
-func run(n, nodes, parallel, singles int) error {
+func run(n, nodes, parallel, singles int, rawFirst bool) error {
 	ctx := context.Background()
 	c, err := kubetest.Start(ctx, kubetest.Options{Log: os.Stderr, Kwok: true})
 	if err != nil {
@@ -130,7 +137,12 @@ func run(n, nodes, parallel, singles int) error {
 	if err := c.GCS.MakeBucket("bench"); err != nil {
 		return err
 	}
-	storeURL := "gs://bench?endpoint=" + c.GCS.URL()
+	// The engine reaches the store through a counting proxy: its requests per child.
+	storeProxy, err := countingProxy(c.GCS.URL())
+	if err != nil {
+		return err
+	}
+	storeURL := "gs://bench?endpoint=" + storeProxy
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
 	if err != nil {
 		return err
@@ -150,6 +162,14 @@ func run(n, nodes, parallel, singles int) error {
 	}
 	dir, _ := os.MkdirTemp("", "kubebench-")
 	defer os.RemoveAll(dir)
+
+	var rawBefore time.Duration
+	if rawFirst {
+		if rawBefore, err = rawIndexedJob(ctx, c, cfg, "raw-before", n, parallel); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "kubebench: raw Indexed Job before the map: %s\n", round(rawBefore))
+	}
 
 	var rss rssPeak
 	stop := make(chan struct{})
@@ -180,7 +200,18 @@ func run(n, nodes, parallel, singles int) error {
 	}
 	storeObjects := len(after) - len(before)
 	inputs = nil
+	// When the cluster itself counted every index of our Job succeeded (a client of its
+	// own, outside the counted requests): the watch's lag after it is the engine's.
+	jobDone := make(chan time.Duration, 1)
+	go func() {
+		if err := waitJobs(ctx, c, kubernetes.LabelGroupID+"="+b.GroupID(), 1, func(j *batchv1.Job) int { return int(j.Status.Succeeded) }, n); err != nil {
+			jobDone <- -1
+			return
+		}
+		jobDone <- time.Since(t0)
+	}()
 	reads.Store(0)
+	storeRequests.Store(0)
 	tw := time.Now()
 	ended := 0
 	if err := batch.Watch(ctx, e, b.GroupID(), storeURL, func(batch.ChildStatus) { ended++ }); err != nil {
@@ -188,7 +219,9 @@ func run(n, nodes, parallel, singles int) error {
 	}
 	watched := time.Since(tw)
 	mapDone := time.Since(t0)
+	clusterDone := <-jobDone
 	watchReads, watchWrites := reads.Load(), writes.Load()-mapWrites
+	watchStore := storeRequests.Load()
 	close(stop)
 	if ended != n {
 		return fmt.Errorf("the watch saw %d of %d children end", ended, n)
@@ -197,23 +230,14 @@ func run(n, nodes, parallel, singles int) error {
 	// The physical limits in the same run: one raw Indexed Job of n completions, and
 	// raw small object writes to the store (what a child's entry, spec and handle each
 	// cost in the design that wrote them at submission).
-	raw, err := kubernetesClient(cfg)
+	rawIndexed, err := rawIndexedJob(ctx, c, cfg, "raw-indexed", n, parallel)
 	if err != nil {
 		return err
 	}
-	t0 = time.Now()
-	indexed := batchv1.IndexedCompletion
-	rj := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "raw-indexed", Labels: map[string]string{"raw": "indexed"}},
-		Spec: batchv1.JobSpec{CompletionMode: &indexed, Completions: ptr(int32(n)), Parallelism: ptr(int32(parallel)), BackoffLimitPerIndex: ptr(int32(0)),
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-				Containers: []corev1.Container{{Name: "c", Image: kubetest.PythonImage}}}}}}
-	if _, err := raw.BatchV1().Jobs("default").Create(ctx, rj, metav1.CreateOptions{}); err != nil {
-		return err
+	rawAfter := rawIndexed
+	if rawFirst {
+		rawIndexed = (rawBefore + rawAfter) / 2
 	}
-	if err := waitJobs(ctx, c, "raw=indexed", 1, func(j *batchv1.Job) int { return int(j.Status.Succeeded) }, n); err != nil {
-		return err
-	}
-	rawIndexed := time.Since(t0)
 	rawN := min(3*n, 3000)
 	t0 = time.Now()
 	g = new(errgroup.Group)
@@ -228,11 +252,17 @@ func run(n, nodes, parallel, singles int) error {
 	perObject := rawStore / time.Duration(rawN)
 
 	fmt.Printf("| %d inputs, %d kwok nodes, parallelism %d | API writes | store objects written | until fully submitted | until the watch saw all end |\n|---|---|---|---|---|\n", n, nodes, parallel)
-	fmt.Printf("| `run_async_map` (one Indexed Job, derived children) | %d | %d | %s | %s (watch: %s) |\n", mapWrites, storeObjects, round(submitted), round(mapDone), round(watched))
-	fmt.Printf("| raw: one Indexed Job of %d completions, client-go | 1 | 0 | — | %s |\n", n, round(rawIndexed))
+	fmt.Printf("| `run_async_map` (one Indexed Job, derived children) | %d | %d | %s | %s (watch: %s; its Job counted all succeeded at %s) |\n", mapWrites, storeObjects, round(submitted), round(mapDone), round(watched), round(clusterDone))
+	if rawFirst {
+		fmt.Printf("| raw: one Indexed Job of %d completions, client-go, before and after the map (mean) | 1 | 0 | — | %s, %s (%s) |\n", n, round(rawBefore), round(rawAfter), round(rawIndexed))
+	} else {
+		fmt.Printf("| raw: one Indexed Job of %d completions, client-go | 1 | 0 | — | %s |\n", n, round(rawIndexed))
+	}
+	fmt.Printf("\nratio to the raw Indexed Job: %.2f× (the watch), %.2f× (our Job's own count)\n\n", mapDone.Seconds()/rawIndexed.Seconds(), clusterDone.Seconds()/rawIndexed.Seconds())
 	fmt.Printf("| raw: %d small store writes, 16 at a time (%s each: %d inputs × 3 would take %s) | 0 | %d | %s | — |\n\n", rawN, perObject.Round(10*time.Microsecond), n, round(perObject*time.Duration(3*n)), rawN, round(rawStore))
 	fmt.Printf("| the engine while it watched | value |\n|---|---|\n")
 	fmt.Printf("| API requests of the watch | %d reads, %d writes in %s: %.1f per second for %d children |\n", watchReads, watchWrites, round(watched), float64(watchReads+watchWrites)/watched.Seconds(), n)
+	fmt.Printf("| store requests of the watch | %d: %.1f per child |\n", watchStore, float64(watchStore)/float64(n))
 	fmt.Printf("| peak RSS of the engine's process (map and watch) | %.0f MB (%.0f MB at start) |\n", float64(rss.peak.Load())/1024, float64(rssStart)/1024)
 
 	if singles > 0 {
@@ -241,6 +271,29 @@ func run(n, nodes, parallel, singles int) error {
 		}
 	}
 	return nil
+}
+
+// rawIndexedJob runs one raw Indexed Job of n completions (client-go, pods of the
+// Python image and nothing else) and returns the time until the cluster counted them all
+// succeeded.
+func rawIndexedJob(ctx context.Context, c *kubetest.Cluster, cfg *rest.Config, name string, n, parallel int) (time.Duration, error) {
+	raw, err := kubernetesClient(cfg)
+	if err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	indexed := batchv1.IndexedCompletion
+	rj := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"raw": name}},
+		Spec: batchv1.JobSpec{CompletionMode: &indexed, Completions: ptr(int32(n)), Parallelism: ptr(int32(parallel)), BackoffLimitPerIndex: ptr(int32(0)),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "c", Image: kubetest.PythonImage}}}}}}
+	if _, err := raw.BatchV1().Jobs("default").Create(ctx, rj, metav1.CreateOptions{}); err != nil {
+		return 0, err
+	}
+	if err := waitJobs(ctx, c, "raw="+name, 1, func(j *batchv1.Job) int { return int(j.Status.Succeeded) }, n); err != nil {
+		return 0, err
+	}
+	return time.Since(t0), nil
 }
 
 // loop submits n single jobs one by one, against n raw Job creates.
@@ -282,9 +335,38 @@ func loop(ctx context.Context, c *kubetest.Cluster, e *engine.Engine, cfg *rest.
 	return nil
 }
 
+// storeRequests counts the requests the engine sends to the store.
+var storeRequests atomic.Int64
+
+// countingProxy forwards to target on a loopback port of its own, counting requests.
+func countingProxy(target string) (string, error) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return "", err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	p := httputil.NewSingleHostReverseProxy(u)
+	go http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		storeRequests.Add(1)
+		r.Host = u.Host // the emulator routes by host
+		p.ServeHTTP(w, r)
+	}))
+	return "http://" + l.Addr().String(), nil
+}
+
 func round(d time.Duration) string { return d.Round(10 * time.Millisecond).String() }
 
 func ptr[T any](v T) *T { return &v }
+
+func ptrOr(p *int32) int32 {
+	if p == nil {
+		return -1
+	}
+	return *p
+}
 
 func kubernetesClient(cfg *rest.Config) (*clientset.Clientset, error) {
 	c := rest.CopyConfig(cfg)
@@ -300,8 +382,15 @@ func waitJobs(ctx context.Context, c *kubetest.Cluster, sel string, want int, co
 		return err
 	}
 	deadline := time.Now().Add(20 * time.Minute)
+	t0, last := time.Now(), time.Now()
 	for time.Now().Before(deadline) {
 		list, err := cs.BatchV1().Jobs("default").List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if trace && err == nil && time.Since(last) > 5*time.Second {
+			last = time.Now()
+			for _, j := range list.Items {
+				fmt.Fprintf(os.Stderr, "trace %s %s: active %d ready %d succeeded %d failed %d\n", round(time.Since(t0)), sel, j.Status.Active, ptrOr(j.Status.Ready), j.Status.Succeeded, j.Status.Failed)
+			}
+		}
 		if err == nil && len(list.Items) >= want {
 			sum := 0
 			for i := range list.Items {

@@ -160,6 +160,7 @@ func launch(bin, host string) (*Server, error) {
 	)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Env = os.Environ()
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

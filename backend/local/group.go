@@ -195,30 +195,18 @@ func (b *Backend) queueGroupWorkers(gid string, n int) []int {
 
 // GroupDone implements batchdriver.Driver: the done files of the batch's workers.
 func (b *Backend) GroupDone(ctx context.Context, gid string) (map[int]bool, error) {
-	dir := filepath.Join(b.groupDir(gid), "done")
-	ents, err := os.ReadDir(dir)
+	out := map[int]bool{}
+	err := b.doneLines(gid, func(_ string, line []byte) bool {
+		if i, err := strconv.Atoi(string(line)); err == nil {
+			out[i] = true
+		}
+		return true
+	})
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
-	}
-	out := map[int]bool{}
-	for _, e := range ents {
-		raw, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			continue
-		}
-		for len(raw) > 0 {
-			line, rest, ok := bytes.Cut(raw, []byte{'\n'})
-			if !ok {
-				break // being written
-			}
-			raw = rest
-			if i, err := strconv.Atoi(string(line)); err == nil {
-				out[i] = true
-			}
-		}
 	}
 	// Inputs that will never be in a done file: the one a worker ran when it died, and,
 	// once no worker is left, every one (their status says how they ended, or that the
@@ -243,9 +231,26 @@ func (b *Backend) GroupDone(ctx context.Context, gid string) (map[int]bool, erro
 // doneBy says whether a worker of batch gid wrote input i down as finished in its done
 // file, and which (the file's name).
 func (b *Backend) doneBy(gid string, i int) (string, bool) {
-	dir := filepath.Join(b.groupDir(gid), "done")
-	ents, _ := os.ReadDir(dir)
 	want := []byte(strconv.Itoa(i))
+	by := ""
+	b.doneLines(gid, func(file string, line []byte) bool {
+		if bytes.Equal(line, want) {
+			by = file
+			return false
+		}
+		return true
+	})
+	return by, by != ""
+}
+
+// doneLines calls f with each whole line of the done files of batch gid's workers (a
+// line still being written is not whole), and the file's name, until f returns false.
+func (b *Backend) doneLines(gid string, f func(file string, line []byte) bool) error {
+	dir := filepath.Join(b.groupDir(gid), "done")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
 	for _, e := range ents {
 		raw, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
@@ -256,13 +261,13 @@ func (b *Backend) doneBy(gid string, i int) (string, bool) {
 			if !ok {
 				break // being written
 			}
-			if bytes.Equal(line, want) {
-				return e.Name(), true
+			if !f(e.Name(), line) {
+				return nil
 			}
 			raw = rest
 		}
 	}
-	return "", false
+	return nil
 }
 
 // UnwrittenStatus implements batchdriver.Driver.

@@ -99,6 +99,12 @@ func TestMemoryLeftBySysVSegment(t *testing.T) {
 	if strings.Contains(base.From, "VmRSS") {
 		t.Skipf("no memory cgroup readable here (%s): a segment is not the runner's own memory", base.From)
 	}
+	// In a pod the cgroup is the container's; here it may be the whole machine's, whose
+	// other processes come and go by hundreds of MiB while the test measures (make test
+	// failed so, 2026-11-26).
+	if procs, err := os.ReadFile(filepath.Join(filepath.Dir(base.From), "cgroup.procs")); err == nil && strings.Count(string(procs), "\n") > 8 {
+		t.Skipf("the memory cgroup (%s) holds %d processes besides this test: its usage is not the runner's", filepath.Dir(base.From), strings.Count(string(procs), "\n"))
+	}
 	const size = 128 << 20
 	out, err := exec.Command(py, "-c", leakSysV, strconv.Itoa(size)).CombinedOutput()
 	if err != nil {

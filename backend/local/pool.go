@@ -119,7 +119,7 @@ func Work(ctx context.Context, o WorkOptions) error {
 		return err
 	}
 	defer st.Close()
-	wl, err := lockFile(filepath.Join(o.Queue, "workers", strconv.Itoa(o.Worker)+".lock"), false)
+	wl, err := lockWorker(filepath.Join(o.Queue, "workers", strconv.Itoa(o.Worker)+".lock"))
 	if err != nil {
 		if o.Ready != nil {
 			o.Ready.Close()
@@ -180,6 +180,19 @@ func Work(ctx context.Context, o WorkOptions) error {
 			return Work(ctx, o) // take the locks again (or give way to a new worker)
 		}
 		wake.Sleep(ctx, pause.Next())
+	}
+}
+
+// lockWorker takes a worker's lock. It is held for microseconds by a submitter that
+// looks whether the worker is alive (ensureWorkers), so a worker starting at that moment
+// tries again for a while before it takes the holder for a twin and leaves.
+func lockWorker(path string) (*os.File, error) {
+	for i := 0; ; i++ {
+		f, err := lockFile(path, false)
+		if !errors.Is(err, filelock.ErrLocked) || i == 20 {
+			return f, err
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -491,13 +504,8 @@ func (b *Backend) cancelQueued(ctx context.Context, h *job.Handle, s *job.Status
 // queuedAlive judges a queued child: its pool lives while any worker holds pool.lock; a
 // pool found empty is given a grace period, since a new worker may be on its way.
 func queuedAlive(p *job.LocalProcess) bool {
-	f, err := filelock.Open(p.LockPath, os.O_RDONLY, 0)
-	if err == nil {
-		defer f.Close()
-		if filelock.Try(f, filelock.Exclusive) != nil {
-			return true
-		}
-		filelock.Unlock(f)
+	if poolServed(p.LockPath) {
+		return true
 	}
 	if _, err := os.Stat(filepath.Join(p.Queue, filepath.Base(p.Workspace))); err != nil {
 		return false
@@ -517,4 +525,18 @@ func (b *Backend) queuedProcess(h *job.Handle) *job.LocalProcess {
 		return nil
 	}
 	return &job.LocalProcess{BootID: bootID(), LockPath: filepath.Join(q, "pool.lock"), Workspace: b.workspace(h.JobID), Queue: q, QueuedAt: fi.ModTime()}
+}
+
+// poolServed reports whether a worker holds the queue's pool.lock (at path).
+func poolServed(path string) bool {
+	f, err := filelock.Open(path, os.O_RDONLY, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if filelock.Try(f, filelock.Exclusive) != nil {
+		return true
+	}
+	filelock.Unlock(f)
+	return false
 }

@@ -6,12 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/backend/backendtest"
 	"github.com/kinetic-run/kinetic/backend/local"
+	"github.com/kinetic-run/kinetic/internal/filelock"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
 	"github.com/kinetic-run/kinetic/testkit/testbin"
@@ -153,5 +155,56 @@ func TestSinglesRunWithSubmittersEnvironment(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(out); string(got) != "first\nsecond\n" {
 		t.Fatalf("the jobs saw %q; want each its submitter's value (\"first\\nsecond\\n\")", got)
+	}
+}
+
+// TestSingleQueuedWithoutWorkers: a single job waiting in its queue whose workers are
+// gone before any claimed it (killed, or a starting worker that took another process's
+// momentary look at its lock for a twin) gets new workers and runs, once; it is not
+// failed as "the job's supervisors stopped" (the cold CI run of 2026-11-26 15:50 lost a
+// call that way).
+func TestSingleQueuedWithoutWorkers(t *testing.T) {
+	ctx := context.Background()
+	state := t.TempDir()
+	b, st := newLocalIn(t, state, 1, false)
+	first := submit(t, b, st, "sh", "-c", "sleep 1")
+	waitState(t, first, job.Running)
+	s, err := local.ReadStatus(ctx, st, first.Handle.JobID)
+	if err != nil || s.Local == nil || s.Local.SupervisorPID == 0 || s.Local.Queue == "" {
+		t.Fatalf("running job's status %+v, %v", s, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if st, _, _ := first.Wait(wctx, nil); st != job.Succeeded {
+		t.Fatalf("first job: %s", st)
+	}
+	// The queue's only worker dies while idle.
+	if err := syscall.Kill(s.Local.SupervisorPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	workerLock := filepath.Join(s.Local.Queue, "workers", "0.lock")
+	var held *os.File
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		f, err := filelock.Open(workerLock, os.O_RDWR, 0)
+		if err == nil && filelock.Try(f, filelock.Exclusive) == nil {
+			held = f // the dead worker's lock, now ours: the submitter takes it for a live worker
+			break
+		}
+		if f != nil {
+			f.Close()
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the killed worker's lock was not released")
+		}
+	}
+	marker := filepath.Join(t.TempDir(), "ran")
+	second := submit(t, b, st, "sh", "-c", "echo ran >> "+marker)
+	held.Close()
+	state2, reason, err := second.Wait(wctx, nil)
+	if err != nil || state2 != job.Succeeded {
+		t.Fatalf("a queued job whose workers were gone: %s (%s) %v; want SUCCEEDED", state2, reason, err)
+	}
+	if b, _ := os.ReadFile(marker); string(b) != "ran\n" {
+		t.Fatalf("the job ran %q; want once", b)
 	}
 }

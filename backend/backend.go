@@ -76,6 +76,17 @@ type Debugger interface {
 	DebugEndpoint(ctx context.Context, h *job.Handle, m *job.DebugMarker, localPort int) (host string, port int, stop func(), err error)
 }
 
+// RunnerImager is implemented by backends whose pods start the runner of a runner image
+// (the Kubernetes backends). When such a backend runs a job in an image Kinetic built,
+// planning puts that runner into the image (image.Client.AddRunner) and records it in
+// the handle (RunnerInImage), so the pods start it from their own image instead of
+// copying it in first (docs/kubernetes.md, "The runner in the job's image").
+type RunnerImager interface {
+	// RunnerImage is the runner image the backend's pods start, resolved (published)
+	// on first use.
+	RunnerImage(ctx context.Context) (string, error)
+}
+
 // Pruner is implemented by backends that keep state on this machine which no job needs
 // once it has ended (workspaces, environments): `kinetic prune` removes it.
 //

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/data"
@@ -84,6 +86,27 @@ func (v planEnv) EnsureImage(ctx context.Context, cfg *config.Resolved, req *ima
 	r := *req
 	r.Progress = v.e.Notice
 	return v.e.images.Ensurer(cfg).Ensure(ctx, &r)
+}
+
+func (v planEnv) AddRunner(ctx context.Context, where *job.Handle, st *store.Store, img name.Digest) (image.WithRunner, bool) {
+	be, err := v.e.backendFor(where, st)
+	if err != nil {
+		return image.WithRunner{}, false // Submit says why
+	}
+	ri, ok := be.(backend.RunnerImager)
+	if !ok {
+		return image.WithRunner{}, false
+	}
+	runner, err := ri.RunnerImage(ctx)
+	if err != nil {
+		return image.WithRunner{}, false // Submit says why
+	}
+	w, err := (&image.Client{}).AddRunner(ctx, img, runner, v.e.Notice)
+	if err != nil {
+		v.e.noticeOnce(fmt.Sprintf("kinetic: the runner stays out of the image %s (%v): its pods copy it in first, a few seconds more per pod\n", img, err))
+		return image.WithRunner{}, false
+	}
+	return w, true
 }
 
 // submitPlanned writes a planned job and hands it to its backend; in, for a job of a

@@ -30,5 +30,7 @@
 // The layering follows go-containerregistry: references and modes (ref.go, mode.go) →
 // registry lookups (lookup.go) → wheels, layers and builders (wheels.go, layer.go,
 // pip.go, build.go, enginebuild.go, cloudbuild.go) → the cached, deduplicated Ensure
-// (ensure.go).
+// (ensure.go). Beside them: the runner image (runner.go), and AddRunner (withrunner.go),
+// which makes a built image the Kubernetes pods start the runner from: the same layers
+// plus the runner image's own layer, tagged after both digests.
 package image

@@ -44,6 +44,13 @@ type Handle struct {
 	// ShippedRoot is the submitter's shipped root (absolute, on the submitting machine):
 	// the localRoot of a debugger's path mappings.
 	ShippedRoot string `json:"shipped_root,omitempty"`
+	// RunnerInImage is the runner image (by digest) whose binary ImageURI holds at
+	// RunnerPath: Kinetic built the image and added the runner to it, so the job's pods
+	// start the runner from their own image. Empty: the pods copy the runner in from
+	// the backend's runner image first (an init container), as for any image Kinetic
+	// did not build. Recorded here, with the image, so that a pod of the job made later
+	// (a retry, a batch's Indexed Job, a warm pod's key) is made the same way.
+	RunnerInImage string `json:"runner_in_image,omitempty"`
 	// Store is the full URL of the store holding the job: with it, any machine can attach.
 	Store string `json:"store"`
 	// OutputDir is the job's KINETIC_OUTPUT_DIR.

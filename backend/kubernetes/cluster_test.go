@@ -390,7 +390,13 @@ func TestLifecycle(t *testing.T) {
 	}
 	ctx := context.Background()
 	id := submitCmd(t, st, nil, "sh", "-c", "echo line-one; echo line-two")
+	// An image of a user's: the runner copied in by the init container, as before.
+	custom := submitRun(t, st, nil, "--container-image", kubetest.PythonImage, "--", "true")
 	waitStatus(t, st, id, 90*time.Second, "SUCCEEDED")
+	waitStatus(t, st, custom, 90*time.Second, "SUCCEEDED")
+	// The bundled image Kinetic built holds the runner: no init container.
+	checkRunner(t, id, true)
+	checkRunner(t, custom, false)
 	// The pod goes: logs come from the store's copy.
 	if err := cs.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + id}); err != nil {
 		t.Fatal(err)
@@ -439,6 +445,30 @@ func TestLifecycle(t *testing.T) {
 			t.Fatalf("Job %s still there after cleanup", id)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// checkRunner checks where the pods of the Job called name start the runner: from their
+// own image (inImage: a bundled image with the runner added, recorded in the Job's
+// runner_in_image annotation) or copied in by the init container.
+func checkRunner(t *testing.T, name string, inImage bool) {
+	t.Helper()
+	cs, _ := cluster.Client()
+	j, err := cs.BatchV1().Jobs("default").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Errorf("Job %s: %v", name, err)
+		return
+	}
+	spec := j.Spec.Template.Spec
+	ann := j.Annotations[kubernetes.AnnotationPrefix+"runner_in_image"]
+	if inImage {
+		if len(spec.InitContainers) != 0 || spec.Containers[0].Command[0] != job.RunnerPath || !strings.HasPrefix(ann, RunnerImage[:strings.LastIndex(RunnerImage, ":")]+"@sha256:") || !strings.Contains(spec.Containers[0].Image, "@sha256:") {
+			t.Errorf("Job %s: init containers %d, command %v, image %s, runner_in_image %q: want the runner in the image", name, len(spec.InitContainers), spec.Containers[0].Command, spec.Containers[0].Image, ann)
+		}
+		return
+	}
+	if len(spec.InitContainers) != 1 || spec.InitContainers[0].Image != RunnerImage || ann != "" {
+		t.Errorf("Job %s: init containers %v, runner_in_image %q: want the runner copied in", name, spec.InitContainers, ann)
 	}
 }
 
@@ -524,8 +554,10 @@ print("BAD", bad, "GOOD", good)
 	fmt.Sscanf(out[strings.Index(out, "GROUP "):], "GROUP %s", &gid)
 	jobs, err := cs.BatchV1().Jobs("default").List(context.Background(), metav1.ListOptions{LabelSelector: kubernetes.LabelGroupID + "=" + gid})
 	if err != nil || len(jobs.Items) != 1 || jobs.Items[0].Spec.CompletionMode == nil || *jobs.Items[0].Spec.CompletionMode != "Indexed" {
-		t.Errorf("want one Indexed Job for %s, got %v (%v)", gid, len(jobs.Items), err)
+		t.Fatalf("want one Indexed Job for %s, got %v (%v)", gid, len(jobs.Items), err)
 	}
+	// Its pods start the runner from the bundled image.
+	checkRunner(t, jobs.Items[0].Name, true)
 	_ = corev1.PodRunning
 }
 

@@ -1,7 +1,8 @@
 // Package kubernetes runs jobs on a Kubernetes cluster (GKE or any other): one batch/v1
 // Job per job, one Indexed Job per batch, one LeaderWorkerSet per multi-host job
-// (Pathways), with the kinetic binary injected into the job's image by an init
-// container. Everything durable is in the store (gs:// or s3://,
+// (Pathways). The runner starts from the job's own image when Kinetic built that image
+// and added the runner to it (the handle's runner_in_image), else an init container
+// copies it in from the runner image. Everything durable is in the store (gs:// or s3://,
 // reachable from the pods); the cluster holds only what runs. Status comes from the Job
 // and its pods and turns the states the cluster would keep for ever (an image that
 // cannot be pulled, a pod that cannot be scheduled) into FAILED with a reason.
@@ -25,6 +26,7 @@ import (
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/backend/batchdriver"
 	"github.com/kinetic-run/kinetic/infra/gke/gkeconn"
+	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
 )
 
@@ -42,15 +44,18 @@ type Options struct {
 	Namespace string
 	// ServiceAccount of job pods ("" leaves the namespace's default).
 	ServiceAccount string
-	// RunnerImage holds the static kinetic binary at job.RunnerPath; an init
-	// container copies it into the pod. Empty means ResolveRunnerImage's; with neither,
+	// RunnerImage holds the static kinetic binary at job.RunnerPath: planning adds its
+	// layer to the images Kinetic builds (RunnerImage, backend.RunnerImager), and an
+	// init container copies it into the pods of any other image. Empty means
+	// ResolveRunnerImage's; with neither,
 	// submissions fail with the fix (there is no default image: the runner in the pod
 	// must be the one built with the submitting client).
 	RunnerImage string
 	// ResolveRunnerImage, when RunnerImage is empty, gives the runner image at the first
 	// submission (the engine passes image.RunnerImageFunc: the runner index this CLI
-	// publishes to image_registry). It is called once per Backend, only by Submit,
-	// StartGroup and the Pathways Submit: observing jobs never publishes anything.
+	// publishes to image_registry). It is called once per Backend, only when a job is
+	// planned (RunnerImage) or submitted (Submit, StartGroup, the Pathways Submit):
+	// observing jobs never publishes anything.
 	ResolveRunnerImage func(context.Context) (string, error)
 	// Image runs jobs whose handle names no image (default DefaultImage).
 	Image string
@@ -283,6 +288,9 @@ var (
 	_ backend.Backend    = (*Backend)(nil)
 	_ backend.Observer   = (*Backend)(nil)
 	_ batchdriver.Driver = (*Backend)(nil)
+
+	_ backend.RunnerImager = (*Backend)(nil)
+	_ backend.RunnerImager = (*Pathways)(nil)
 )
 
 // ctxTimeout bounds one API call, so a dead apiserver gives an error, not a hang.
@@ -309,7 +317,17 @@ func (b *Backend) ensureRunnerImage(ctx context.Context) error {
 	return nil
 }
 
-// RunnerImage is the runner image pods get (resolving it first if needed).
+// ensureRunnerImageFor is ensureRunnerImage for the pods of h: nothing to resolve when
+// they start the runner from their own image.
+func (b *Backend) ensureRunnerImageFor(ctx context.Context, h *job.Handle) error {
+	if b.runnerInImage(h) {
+		return nil
+	}
+	return b.ensureRunnerImage(ctx)
+}
+
+// RunnerImage is the runner image pods get (resolving it first if needed); it
+// implements backend.RunnerImager.
 func (b *Backend) RunnerImage(ctx context.Context) (string, error) {
 	if err := b.ensureRunnerImage(ctx); err != nil {
 		return "", err

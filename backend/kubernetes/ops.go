@@ -37,7 +37,7 @@ func (b *Backend) Submit(ctx context.Context, h *job.Handle) error {
 	if err != nil {
 		return err
 	}
-	if err := b.ensureRunnerImage(ctx); err != nil {
+	if err := b.ensureRunnerImageFor(ctx, h); err != nil {
 		return err
 	}
 	if sp, err := acceleratorOf(h); err == nil {
@@ -66,7 +66,7 @@ func (b *Backend) StartGroup(ctx context.Context, g batchdriver.Group, tmpl *job
 	if err != nil {
 		return err
 	}
-	if err := b.ensureRunnerImage(ctx); err != nil {
+	if err := b.ensureRunnerImageFor(ctx, tmpl); err != nil {
 		return err
 	}
 	j, err := b.indexedJobFor(g, tmpl, fuse)

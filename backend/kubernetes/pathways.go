@@ -72,6 +72,9 @@ func (p *Pathways) Name() string { return PathwaysName }
 // Namespace is where the backend creates jobs.
 func (p *Pathways) Namespace() string { return p.b.o.Namespace }
 
+// RunnerImage implements backend.RunnerImager (Backend.RunnerImage).
+func (p *Pathways) RunnerImage(ctx context.Context) (string, error) { return p.b.RunnerImage(ctx) }
+
 var (
 	_ backend.Backend    = (*Pathways)(nil)
 	_ backend.Observer   = (*Pathways)(nil)
@@ -87,7 +90,7 @@ func (p *Pathways) Submit(ctx context.Context, h *job.Handle) error {
 	if err != nil {
 		return err
 	}
-	if err := p.b.ensureRunnerImage(ctx); err != nil {
+	if err := p.b.ensureRunnerImageFor(ctx, h); err != nil {
 		return err
 	}
 	obj, err := p.b.leaderWorkerSetFor(h, fuse)

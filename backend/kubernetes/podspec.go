@@ -136,10 +136,23 @@ func (b *Backend) podTemplate(h *job.Handle, sp accel.Spec, labels map[string]st
 	if pull == "" {
 		pull = corev1.PullIfNotPresent
 	}
-	mounts := []corev1.VolumeMount{{Name: runnerVolume, MountPath: runnerDir}, {Name: workVolume, MountPath: workDir}}
-	volumes := []corev1.Volume{
-		{Name: runnerVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-		{Name: workVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	inImage := b.runnerInImage(h)
+	mounts := []corev1.VolumeMount{{Name: workVolume, MountPath: workDir}}
+	volumes := []corev1.Volume{{Name: workVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	runnerBin := job.RunnerPath // in the job's image (the handle's runner_in_image)
+	var inits []corev1.Container
+	if !inImage {
+		// Copied in from the runner image by an init container, into a volume of its own.
+		runnerBin = runnerDir + "/kinetic"
+		mounts = append([]corev1.VolumeMount{{Name: runnerVolume, MountPath: runnerDir}}, mounts...)
+		volumes = append([]corev1.Volume{{Name: runnerVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}, volumes...)
+		inits = []corev1.Container{{
+			Name:            "kinetic-runner",
+			Image:           b.o.RunnerImage,
+			ImagePullPolicy: pull,
+			Command:         []string{job.RunnerPath, "install-runner", runnerDir + "/kinetic"},
+			VolumeMounts:    []corev1.VolumeMount{{Name: runnerVolume, MountPath: runnerDir}},
+		}}
 	}
 	env := []corev1.EnvVar{
 		{Name: "KINETIC_HOST_INDEX", Value: "0"},
@@ -156,21 +169,15 @@ func (b *Backend) podTemplate(h *job.Handle, sp accel.Spec, labels map[string]st
 		Name:            "job",
 		Image:           b.imageFor(h),
 		ImagePullPolicy: pull,
-		Command:         append([]string{runnerDir + "/kinetic"}, runnerArgs...),
+		Command:         append([]string{runnerBin}, runnerArgs...),
 		Env:             env,
 		VolumeMounts:    mounts,
 		WorkingDir:      workDir,
 		Resources:       b.resources(sp),
 	}
 	spec := corev1.PodSpec{
-		RestartPolicy: corev1.RestartPolicyNever,
-		InitContainers: []corev1.Container{{
-			Name:            "kinetic-runner",
-			Image:           b.o.RunnerImage,
-			ImagePullPolicy: pull,
-			Command:         []string{job.RunnerPath, "install-runner", runnerDir + "/kinetic"},
-			VolumeMounts:    []corev1.VolumeMount{{Name: runnerVolume, MountPath: runnerDir}},
-		}},
+		RestartPolicy:      corev1.RestartPolicyNever,
+		InitContainers:     inits,
 		Containers:         []corev1.Container{main},
 		Volumes:            volumes,
 		ServiceAccountName: b.o.ServiceAccount,
@@ -204,6 +211,13 @@ func (b *Backend) imageFor(h *job.Handle) string {
 	default:
 		return img
 	}
+}
+
+// runnerInImage reports whether h's pods start the runner from their own image: Kinetic
+// built it and put the runner in it (the handle's runner_in_image), and the pods run
+// that image. Otherwise an init container copies the runner in from the runner image.
+func (b *Backend) runnerInImage(h *job.Handle) bool {
+	return h.RunnerInImage != "" && b.imageFor(h) == h.ImageURI
 }
 
 // resources asks for the accelerator: GPUs and TPUs as limits of their resource name

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/kinetic-run/kinetic/backend/batchdriver"
@@ -114,6 +115,7 @@ func TestIndexedJobGolden(t *testing.T) {
 func TestAnnotationsRoundTrip(t *testing.T) {
 	h := testHandle("tpu-v6e-8")
 	h.ImageURI = "us-docker.pkg.dev/p/r/img:tag"
+	h.RunnerInImage = testRunnerImage // a Job re-read from the cluster makes the same pods
 	got, err := handleFromAnnotations(handleAnnotations(h))
 	if err != nil {
 		t.Fatal(err)
@@ -218,5 +220,93 @@ func TestFuseGolden(t *testing.T) {
 	golden(t, "lws-fuse", lws)
 	if none, err := planFuse(fusedRefs(t)[2:]); none != nil || err != nil {
 		t.Errorf("no fused Data: plan %+v, %v", none, err)
+	}
+}
+
+// testImageWithRunner is a bundled image with the runner added (image.Client.AddRunner).
+const testImageWithRunner = "registry.example.com/team/kinetic-env@sha256:0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9"
+
+// withRunner is h run in an image Kinetic built with the runner in it.
+func withRunner(h *job.Handle) *job.Handle {
+	h.ImageURI, h.RunnerInImage = testImageWithRunner, testRunnerImage
+	return h
+}
+
+// TestRunnerInImage pins the pods of a job, a batch and a multi-host job whose image holds
+// the runner (the handle's runner_in_image): no init container, no runner volume, the
+// runner started at job.RunnerPath of the job's own image; and checks that every other
+// handle keeps the init container that copies the runner in.
+func TestRunnerInImage(t *testing.T) {
+	b := testBackend(t, Options{ClusterType: "gke"})
+	j, err := b.jobFor(withRunner(testHandle("cpu")), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "job-cpu-runner-in-image", j)
+	h := withRunner(testHandle("l4"))
+	h.GroupID, h.GroupKind = "grp-0123456789abcdefghijklm", "map"
+	ij, err := b.indexedJobFor(batchdriver.Group{ID: h.GroupID, Size: 1000, Parallelism: 64}, h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "indexed-job-l4-runner-in-image", ij)
+	lh := withRunner(testHandle("tpu-v6e-16"))
+	lh.Backend = PathwaysName
+	lws, err := b.leaderWorkerSetFor(lh, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "lws-tpu-v6e-16-runner-in-image", lws.Object)
+
+	// What the golden files encode, checked so a regenerated file cannot lose it.
+	for name, spec := range map[string]corev1.PodSpec{"job": j.Spec.Template.Spec, "indexed job": ij.Spec.Template.Spec} {
+		c := spec.Containers[0]
+		if len(spec.InitContainers) != 0 || c.Image != testImageWithRunner || c.Command[0] != job.RunnerPath {
+			t.Errorf("%s: init containers %d, image %s, command %v: want none, the image with the runner, %s", name, len(spec.InitContainers), c.Image, c.Command, job.RunnerPath)
+		}
+		for _, v := range spec.Volumes {
+			if v.Name == runnerVolume {
+				t.Errorf("%s: a runner volume with the runner in the image", name)
+			}
+		}
+		for _, m := range c.VolumeMounts {
+			if m.Name == runnerVolume {
+				t.Errorf("%s: the runner volume mounted with the runner in the image", name)
+			}
+		}
+	}
+	if b, _ := json.Marshal(lws.Object); strings.Contains(string(b), "initContainers") || !strings.Contains(string(b), `"command":["`+job.RunnerPath+`","runner"`) {
+		t.Errorf("LeaderWorkerSet: %s", b)
+	}
+
+	// The init container stays for an image Kinetic did not build, and for a handle
+	// whose runner_in_image does not go with the image its pods run.
+	for name, h := range map[string]*job.Handle{
+		"custom image": func() *job.Handle { h := testHandle("cpu"); h.ImageURI = "registry.example.com/team/mine:1"; return h }(),
+		"no image":     func() *job.Handle { h := testHandle("cpu"); h.RunnerInImage = testRunnerImage; return h }(),
+		"prebuilt":     func() *job.Handle { h := withRunner(testHandle("cpu")); h.ImageURI = "prebuilt"; return h }(),
+		"older handle": testHandle("cpu"),
+	} {
+		j, err := b.jobFor(h, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := j.Spec.Template.Spec
+		if len(spec.InitContainers) != 1 || spec.InitContainers[0].Image != testRunnerImage || spec.Containers[0].Command[0] != runnerDir+"/kinetic" {
+			t.Errorf("%s: init containers %v, command %v: want the runner copied in", name, spec.InitContainers, spec.Containers[0].Command)
+		}
+	}
+}
+
+// TestRunnerInImageNeedsNoRunnerImage: a job whose image holds the runner is submitted
+// by a backend that has no runner image and no way to publish one (another machine's
+// engine re-creating its Job from the store); any other job still fails with the fix.
+func TestRunnerInImageNeedsNoRunnerImage(t *testing.T) {
+	b := &Backend{o: Options{}.withDefaults()}
+	if err := b.ensureRunnerImageFor(context.Background(), withRunner(testHandle("cpu"))); err != nil {
+		t.Errorf("runner in the image: %v", err)
+	}
+	if err := b.ensureRunnerImageFor(context.Background(), testHandle("cpu")); err == nil || !strings.Contains(err.Error(), "runner_image") {
+		t.Errorf("runner copied in: %v", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	authnv1 "k8s.io/api/authentication/v1"
@@ -24,6 +25,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kinetic-run/kinetic/image"
+	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/testkit/kubetest"
 )
 
@@ -173,21 +176,51 @@ print("MAP", b.results(timeout=600, cleanup=False))
 		t.Fatalf("the pods of the job and the batch in %s: %v %d", ns, err, len(pods.Items))
 	}
 	t.Logf("%d pods (the job's and the batch's)", len(pods.Items))
+	// The job's image is a bundled one: the runner is in it, the pushed runner image's own
+	// layer (docs/kubernetes.md, "The runner in the job's image"), and the pods have no
+	// init container.
+	runnerRef, err := name.NewDigest(pushed, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runnerImg, err := remote.Image(runnerRef, remote.WithPlatform(v1.Platform{OS: "linux", Architecture: "amd64"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runnerLayers, err := runnerImg.Layers()
+	if err != nil || len(runnerLayers) != 1 {
+		t.Fatalf("the pushed runner image: %d layers, %v", len(runnerLayers), err)
+	}
+	runnerLayer, _ := runnerLayers[0].Digest()
 	for _, p := range pods.Items {
-		if got := p.Spec.InitContainers[0].Image; got != pushed {
-			t.Errorf("pod %s: init container image %s, want %s", p.Name, got, pushed)
+		c := p.Spec.Containers[0]
+		if len(p.Spec.InitContainers) != 0 || c.Command[0] != job.RunnerPath {
+			t.Errorf("pod %s: init containers %v, command %v: want the runner started from the job's image", p.Name, p.Spec.InitContainers, c.Command)
 		}
-		var ran string
-		for _, s := range p.Status.InitContainerStatuses {
-			if s.Name == "kinetic-runner" {
-				ran = s.ImageID
-				if s.State.Terminated == nil || s.State.Terminated.ExitCode != 0 {
-					t.Errorf("pod %s: init container state %+v", p.Name, s.State)
-				}
+		ref, err := name.NewDigest(c.Image, name.Insecure)
+		if err != nil {
+			t.Errorf("pod %s: image %s is not by digest: %v", p.Name, c.Image, err)
+			continue
+		}
+		img, err := remote.Image(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := img.Manifest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cf.Config.Labels[image.LabelRunner]; got != pushed || m.Layers[len(m.Layers)-1].Digest != runnerLayer {
+			t.Errorf("pod %s: image %s holds the runner %q (last layer %s), want %s (layer %s)", p.Name, c.Image, got, m.Layers[len(m.Layers)-1].Digest, pushed, runnerLayer)
+		}
+		for _, s := range p.Status.ContainerStatuses {
+			if s.Name == "job" && !strings.HasSuffix(s.ImageID, "@"+ref.DigestStr()) {
+				t.Errorf("pod %s: the job container ran %q, want %s", p.Name, s.ImageID, ref.DigestStr())
 			}
-		}
-		if !strings.HasSuffix(ran, "@"+desc.Digest.String()) {
-			t.Errorf("pod %s: the init container ran %q, want the pushed %s", p.Name, ran, desc.Digest)
 		}
 	}
 

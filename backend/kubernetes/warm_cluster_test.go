@@ -121,6 +121,14 @@ func TestWarmPods(t *testing.T) {
 	if !strings.HasPrefix(pod1, "job-") {
 		t.Fatalf("leak returned %q, not its pod's name", pod1)
 	}
+	// The warm pod of a bundled image starts the runner from that image.
+	if cs, err := cluster.Client(); err == nil {
+		if p, err := cs.CoreV1().Pods("default").Get(context.Background(), pod1, metav1.GetOptions{}); err != nil {
+			t.Errorf("warm pod %s: %v", pod1, err)
+		} else if len(p.Spec.InitContainers) != 0 {
+			t.Errorf("warm pod %s: init containers %v: want the runner in the image", pod1, p.Spec.InitContainers)
+		}
+	}
 	got, warm := runWarm(t, st, dir, nil, "probe")
 	host, found, _ := strings.Cut(got, " ")
 	if host != pod1 {

@@ -145,6 +145,16 @@ func TestWarmKey(t *testing.T) {
 			t.Errorf("a different %s keeps the key %s", name, k)
 		}
 	}
+	// The same image with and without the runner recorded in it: the pods differ (one
+	// copies the runner in), so must the keys; and a job whose image holds the runner
+	// does not take a pod left by a runner copied in from another runner image.
+	copied := testHandle("cpu")
+	copied.ImageURI = testImageWithRunner
+	kc, _ := key(b, copied)
+	ki, ok := key(b, withRunner(testHandle("cpu")))
+	if !ok || ki == kc {
+		t.Errorf("the runner in the image and copied in: keys %s and %s (eligible %v)", ki, kc, ok)
+	}
 	never := map[string]func(h *job.Handle, o *Options){
 		"debug":        func(h *job.Handle, o *Options) { h.Debug = "true" },
 		"batch member": func(h *job.Handle, o *Options) { h.GroupID = "grp-x" },

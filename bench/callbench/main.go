@@ -544,6 +544,10 @@ var callPhases = []phase{
 		t := x.(*callTimes)
 		return between(t.w.initDone, t.env.StartedAt)
 	}},
+	{"pod scheduled → runner started, in all (sandbox, the init container if any, the job container started)", func(x any) (time.Duration, bool) {
+		t := x.(*callTimes)
+		return between(t.w.scheduled, t.env.StartedAt)
+	}},
 	{"runner started → call (spec and tree read from the store)", func(x any) (time.Duration, bool) {
 		t := x.(*callTimes)
 		return between(t.env.StartedAt, t.env.CalledAt)

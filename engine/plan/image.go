@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	"github.com/google/go-containerregistry/pkg/name"
+
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/deps"
@@ -15,7 +17,8 @@ import (
 
 // imageStep validates container_image and, when the job will run in a container (a
 // backend that runs containers, or the local backend with container isolation),
-// resolves the image: bundled images are looked up and built if missing; the spec
+// resolves the image: bundled images are looked up and built if missing, and, for a
+// backend whose pods start a runner image, get that runner added (AddRunner); the spec
 // records the reference (Spec.Image) for the backend.
 func imageStep(ctx context.Context, env Env, req *Request, p *Job) error {
 	choice, err := image.ParseChoice(req.ContainerImage)
@@ -84,6 +87,13 @@ func imageStep(ctx context.Context, env Env, req *Request, p *Job) error {
 	}
 	p.Spec.Image = res.Ref.Name()
 	p.Spec.EnvKey = key
+	if d, ok := res.Ref.(name.Digest); ok && !p.onHere {
+		// An image Kinetic built: the runner goes into it (a manifest over the same
+		// layers), so the backend's pods start it without copying it in.
+		if w, ok := env.AddRunner(ctx, p.where, p.Store, d); ok {
+			p.Spec.Image, p.RunnerInImage = w.Image.Name(), w.Runner.Name()
+		}
+	}
 	return nil
 }
 

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+
 	"github.com/kinetic-run/kinetic/accel"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/deps"
@@ -95,6 +97,13 @@ type Env interface {
 	// EnsureImage looks up the bundled image req describes and builds and pushes it on
 	// a miss (the engine adds the runner binary and the progress writer).
 	EnsureImage(ctx context.Context, cfg *config.Resolved, req *image.BuildRequest) (image.Result, error)
+	// AddRunner puts into img, an image Kinetic built for a job that runs where (the
+	// planned handle: its backend and cluster) over st, the runner that backend's pods
+	// start, when they start one of their own (backend.RunnerImager), and returns the
+	// image with it and the runner image, by digest. ok is false when the backend starts
+	// none or the runner could not be added (the engine says why, once): the pods then
+	// copy the runner in.
+	AddRunner(ctx context.Context, where *job.Handle, st *store.Store, img name.Digest) (w image.WithRunner, ok bool)
 }
 
 // Job is a call planned: validated, its tree scanned, its image resolved; nothing is
@@ -115,6 +124,9 @@ type Job struct {
 	Reqs *deps.Requirements // the filtered requirements (nil: none)
 	// InContainer says the job runs in a container (a cluster, or container= locally).
 	InContainer bool
+	// RunnerInImage is the runner image whose binary Spec.Image holds (the handle's
+	// runner_in_image; "" when the pods copy the runner in).
+	RunnerInImage string
 
 	id     string      // the job's ID
 	acc    accel.Spec  // the accelerator

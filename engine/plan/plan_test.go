@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
+
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/job"
@@ -24,6 +26,10 @@ type testEnv struct {
 	notices  []string
 	warnings []string
 	st       *store.Store
+	// ensure and addRunner answer EnsureImage and AddRunner when set (a registry).
+	ensure    func(req *image.BuildRequest) (image.Result, error)
+	addRunner func(where *job.Handle, img name.Digest) (image.WithRunner, bool)
+	added     []name.Digest // the images AddRunner was asked for
 }
 
 func newEnv(t *testing.T, args map[config.Key]string) *testEnv {
@@ -71,8 +77,18 @@ func (e *testEnv) Warning(msg string) {
 	defer e.mu.Unlock()
 	e.warnings = append(e.warnings, msg)
 }
-func (e *testEnv) EnsureImage(context.Context, *config.Resolved, *image.BuildRequest) (image.Result, error) {
+func (e *testEnv) EnsureImage(_ context.Context, _ *config.Resolved, req *image.BuildRequest) (image.Result, error) {
+	if e.ensure != nil {
+		return e.ensure(req)
+	}
 	return image.Result{}, errors.New("no registry in these tests")
+}
+func (e *testEnv) AddRunner(_ context.Context, where *job.Handle, _ *store.Store, img name.Digest) (image.WithRunner, bool) {
+	e.added = append(e.added, img)
+	if e.addRunner == nil {
+		return image.WithRunner{}, false
+	}
+	return e.addRunner(where, img)
 }
 
 // pickleRequest is a call of a pickled function with no working directory.

@@ -7,8 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/kinetic-run/kinetic/backend/kubernetes"
 	_ "github.com/kinetic-run/kinetic/backend/local" // registers "local"
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/job"
 )
 
@@ -179,6 +183,62 @@ func TestDependencies(t *testing.T) {
 	r = pickleRequest() // no tree: nothing to discover
 	if p, err := upTo(t, newEnv(t, nil), r, "dependencies"); err != nil || p.Spec.EnvKey != "" {
 		t.Errorf("without a tree: key %q, %v", p.Spec.EnvKey, err)
+	}
+}
+
+// TestImageRunnerInImage: a bundled image of a job on a cluster backend gets the runner
+// its pods start added (AddRunner), and the spec and the handle record the image with
+// it and the runner (runner_in_image); when it cannot be added, or for an image Kinetic
+// did not build, the image is the one planned and the handle records no runner.
+func TestImageRunnerInImage(t *testing.T) {
+	const built = "registry.example/team/kinetic-env@sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	const withIt = "registry.example/team/kinetic-env@sha256:2222222222222222222222222222222222222222222222222222222222222222"
+	const runner = "registry.example/team/kinetic-runner@sha256:3333333333333333333333333333333333333333333333333333333333333333"
+	digest := func(s string) name.Digest {
+		d, err := name.NewDigest(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	newClusterEnv := func(add bool) *testEnv {
+		env := newEnv(t, map[config.Key]string{config.Backend: kubernetes.K8sName, config.ImageRegistry: "registry.example/team", kubernetes.KeyKubeconfig: os.DevNull})
+		env.ensure = func(req *image.BuildRequest) (image.Result, error) {
+			return image.Result{Ref: digest(built), Cached: true}, nil
+		}
+		if add {
+			env.addRunner = func(where *job.Handle, img name.Digest) (image.WithRunner, bool) {
+				if where.Backend != kubernetes.K8sName || img.String() != built {
+					t.Errorf("AddRunner(%s, %s): want the k8s backend and the built image", where.Backend, img)
+				}
+				return image.WithRunner{Image: digest(withIt), Runner: digest(runner)}, true
+			}
+		}
+		return env
+	}
+	env := newClusterEnv(true)
+	p, err := upTo(t, env, pickleRequest(), "handle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Spec.Image != withIt || p.Handle.ImageURI != withIt || p.Handle.RunnerInImage != runner || p.Spec.EnvKey == "" || len(env.added) != 1 {
+		t.Errorf("runner added: spec image %s, handle image %s, runner_in_image %q, env key %q, asked %v", p.Spec.Image, p.Handle.ImageURI, p.Handle.RunnerInImage, p.Spec.EnvKey, env.added)
+	}
+	env = newClusterEnv(false)
+	if p, err = upTo(t, env, pickleRequest(), "handle"); err != nil {
+		t.Fatal(err)
+	}
+	if p.Spec.Image != built || p.Handle.ImageURI != built || p.Handle.RunnerInImage != "" || len(env.added) != 1 {
+		t.Errorf("runner not added: spec image %s, handle image %s, runner_in_image %q, asked %v", p.Spec.Image, p.Handle.ImageURI, p.Handle.RunnerInImage, env.added)
+	}
+	env = newClusterEnv(true)
+	r := pickleRequest()
+	r.ContainerImage = "registry.example/team/mine:1"
+	if p, err = upTo(t, env, r, "handle"); err != nil {
+		t.Fatal(err)
+	}
+	if p.Handle.ImageURI != r.ContainerImage || p.Handle.RunnerInImage != "" || len(env.added) != 0 {
+		t.Errorf("a custom image: handle image %s, runner_in_image %q, asked %v", p.Handle.ImageURI, p.Handle.RunnerInImage, env.added)
 	}
 }
 

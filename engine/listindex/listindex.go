@@ -45,8 +45,10 @@ type Index struct {
 	TombstoneSizes map[string]int64 `json:"tombstone_sizes,omitempty"`
 
 	// listed are the stamps of a bucket store's status.json objects by job ID, as Look
-	// listed them (nil before, or when the listing failed: no row is then current).
+	// listed them (nil when the listing failed: no row is then current), once looked is
+	// closed (nil: Look was not called).
 	listed map[string]Stamp
+	looked chan struct{}
 }
 
 // Row is one final job as the index keeps it.
@@ -164,22 +166,29 @@ func sameStamp(a, b *Stamp) bool { return a == b || (a != nil && b != nil && *a 
 
 // Look lists the status.json objects of every job in a store that is not a file store,
 // once per listing, for Current and StatusStamp to compare with: one listing (on GCS a
-// request per 1,000 jobs, store.ListNamed) instead of a request per job. Without it, or
-// when the listing fails, no row of such a store is current: the jobs are read again.
+// request per 1,000 jobs, store.ListNamed) instead of a request per job. It lists in the
+// background, beside the listing of jobs/ the caller makes next; the first Current or
+// StatusStamp waits for it. Without it, or when it fails, no row of such a store is
+// current: the jobs are read again.
 func (idx *Index) Look(ctx context.Context, st *store.Store) {
 	if st.LocalDir() != "" {
 		return
 	}
-	objs, err := st.ListNamed(ctx, store.JobsPrefix, store.StatusName)
-	if err != nil {
-		slog.Debug("status objects not listed; reading every job", "err", err)
-		return
-	}
-	idx.listed = make(map[string]Stamp, len(objs))
-	for _, o := range objs {
-		id := strings.TrimSuffix(strings.TrimPrefix(o.Key, store.JobsPrefix), "/"+store.StatusName)
-		idx.listed[id] = Stamp{Size: o.Size, ModTime: o.ModTime.UnixNano(), MD5: hex.EncodeToString(o.MD5)}
-	}
+	idx.looked = make(chan struct{})
+	go func() {
+		defer close(idx.looked)
+		objs, err := st.ListNamed(ctx, store.JobsPrefix, store.StatusName)
+		if err != nil {
+			slog.Debug("status objects not listed; reading every job", "err", err)
+			return
+		}
+		listed := make(map[string]Stamp, len(objs))
+		for _, o := range objs {
+			id := strings.TrimSuffix(strings.TrimPrefix(o.Key, store.JobsPrefix), "/"+store.StatusName)
+			listed[id] = Stamp{Size: o.Size, ModTime: o.ModTime.UnixNano(), MD5: hex.EncodeToString(o.MD5)}
+		}
+		idx.listed = listed
+	}()
 }
 
 // Current says whether row r of job id still stands for st: its status.json is as it was
@@ -195,6 +204,10 @@ func (idx *Index) Current(st *store.Store, id string, r Row) bool {
 func (idx *Index) StatusStamp(st *store.Store, id string) *Stamp {
 	dir := st.LocalDir()
 	if dir == "" {
+		if idx.looked == nil {
+			return nil
+		}
+		<-idx.looked
 		if idx.listed == nil {
 			return nil
 		}

@@ -16,10 +16,10 @@ import (
 // tombstones; row and indexed convert between its rows and Listed.
 
 // row is the indexed row of job id, if the index holds one that still stands (its
-// status.json unchanged since: listindex.Current).
+// status.json unchanged since: Index.Current).
 func row(st *store.Store, idx *listindex.Index, id string) (Listed, bool) {
 	r, ok := idx.Row(id)
-	if ok && !listindex.Current(st, id, r) {
+	if ok && !idx.Current(st, id, r) {
 		return Listed{}, false
 	}
 	return Listed{Handle: r.Handle, State: r.State, Reason: r.Reason, FinishedAt: r.FinishedAt, stamp: r.Status}, ok
@@ -32,8 +32,8 @@ func indexed(l Listed) listindex.Row {
 
 // readRow is j's row read from its backend and, once final, when it ended (its
 // status.json); final says the row may be indexed.
-func readRow(ctx context.Context, st *store.Store, j *Job) (l Listed, final bool, err error) {
-	stamp := listindex.StatusStamp(st, j.Handle.JobID)
+func readRow(ctx context.Context, st *store.Store, idx *listindex.Index, j *Job) (l Listed, final bool, err error) {
+	stamp := idx.StatusStamp(st, j.Handle.JobID)
 	state, reason, err := j.Status(ctx)
 	if err != nil {
 		return Listed{Handle: j.Handle}, false, err
@@ -67,6 +67,7 @@ func (e *Engine) Rows(ctx context.Context, storeURL string, ids []string, withSt
 		return nil, err
 	}
 	idx := listindex.Read(ctx, st)
+	idx.Look(ctx, st)
 	listed, err := st.ListDirs(ctx, "jobs/")
 	if err != nil {
 		return nil, err
@@ -98,7 +99,7 @@ func (e *Engine) Rows(ctx context.Context, storeURL string, ids []string, withSt
 			if !withStatus {
 				return nil
 			}
-			out[i].Listed, final[i], err = readRow(gctx, st, j)
+			out[i].Listed, final[i], err = readRow(gctx, st, idx, j)
 			return err
 		})
 	}
@@ -108,7 +109,7 @@ func (e *Engine) Rows(ctx context.Context, storeURL string, ids []string, withSt
 	// The index keeps its rows of jobs still in the store, and gains the new final ones.
 	seen := make(map[string]listindex.Row, len(idx.Jobs))
 	for id, r := range idx.Jobs {
-		if present[id] && listindex.Current(st, id, r) {
+		if present[id] && idx.Current(st, id, r) {
 			seen[id] = r
 		}
 	}

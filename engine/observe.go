@@ -215,6 +215,7 @@ func (e *Engine) listing(ctx context.Context, cfg *config.Resolved, storeURL str
 // listJobs lists the jobs, a final one from the index when it is there; it returns the
 // rows and the final ones to index.
 func (e *Engine) listJobs(ctx context.Context, cfg *config.Resolved, st *store.Store, storeURL string, idx *listindex.Index) ([]Listed, map[string]listindex.Row, error) {
+	idx.Look(ctx, st)
 	ids, err := e.listIDs(ctx, cfg, st)
 	if err != nil {
 		return nil, nil, err
@@ -242,7 +243,7 @@ func (e *Engine) listJobs(ctx context.Context, cfg *config.Resolved, st *store.S
 				out[i] = Listed{Handle: &job.Handle{JobID: id}, State: ListError, Reason: err.Error()}
 				return nil
 			}
-			out[i], final[i], err = readRow(gctx, st, j)
+			out[i], final[i], err = readRow(gctx, st, idx, j)
 			if err != nil {
 				out[i] = Listed{Handle: j.Handle, State: ListError, Reason: err.Error()}
 			}

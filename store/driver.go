@@ -29,9 +29,15 @@ var DriverPackages = map[string]string{
 // Cloud Storage with Application Default Credentials.
 type GCSOpener func(ctx context.Context, bucket, endpoint string) (*blob.Bucket, error)
 
+// GCSGlob returns a ListOptions.BeforeList that makes a gs:// listing return only the
+// objects whose names (the whole name in the bucket, its prefix included) match glob:
+// GCS's matchGlob, which store/gcs sets on gcsblob's query (store.ListNamed).
+type GCSGlob func(glob string) func(as func(any) bool) error
+
 var (
 	driverMu  sync.RWMutex
 	gcsOpener GCSOpener
+	gcsGlob   GCSGlob
 )
 
 // errNoCredentials marks an opener's error that already names its fix (no credentials
@@ -50,6 +56,14 @@ func RegisterGCS(f GCSOpener) {
 	driverMu.Lock()
 	defer driverMu.Unlock()
 	gcsOpener = f
+}
+
+// RegisterGCSGlob makes f how ListNamed asks a gs:// bucket to match names itself.
+// store/gcs calls it from its init; without it ListNamed matches every name itself.
+func RegisterGCSGlob(f GCSGlob) {
+	driverMu.Lock()
+	defer driverMu.Unlock()
+	gcsGlob = f
 }
 
 // openBucket opens t's bucket through the driver its scheme registered.

@@ -65,6 +65,10 @@ type Store struct {
 	dir string
 	// file: a file:// store, whose listings skip in-flight temporary files.
 	file bool
+	// prefix is a gs:// store's key prefix in its bucket ("" or ending in "/") and glob
+	// the driver's matchGlob (RegisterGCSGlob), for ListNamed; glob is nil elsewhere.
+	prefix string
+	glob   GCSGlob
 }
 
 // Open opens the store at rawURL. A plain absolute path means file://PATH. For file://
@@ -148,6 +152,11 @@ func open(ctx context.Context, rawURL string, create bool) (*Store, error) {
 		}
 	}
 	s := &Store{url: t.record, bucket: b, file: t.scheme == "file"}
+	if t.scheme == "gs" {
+		driverMu.RLock()
+		s.prefix, s.glob = t.prefix, gcsGlob
+		driverMu.RUnlock()
+	}
 	if pu, err := url.Parse(u); err == nil && pu.Scheme == "file" && pu.Query().Get("prefix") == "" {
 		s.dir = pu.Path
 	}
@@ -627,6 +636,10 @@ func (s *Store) Remove(ctx context.Context, key string) (bool, error) {
 type Object struct {
 	Key  string
 	Size int64
+	// ModTime and MD5 are what the listing says of the object's last write and content
+	// (zero and nil where the driver gives none).
+	ModTime time.Time
+	MD5     []byte
 }
 
 // List returns the objects under prefix, recursively, in lexical key order.
@@ -639,29 +652,58 @@ func (s *Store) List(ctx context.Context, prefix string) ([]Object, error) {
 	// fileblob lists by walking directories and fails when a temporary file is renamed
 	// away in the middle of the walk. Such a race is over at once: list again.
 	for try := 0; ; try++ {
-		out, err := s.list(ctx, prefix)
+		out, err := s.list(ctx, &blob.ListOptions{Prefix: prefix})
 		if err == nil || try == 4 || !errors.Is(err, fs.ErrNotExist) {
 			return out, err
 		}
 	}
 }
 
-func (s *Store) list(ctx context.Context, prefix string) ([]Object, error) {
+func (s *Store) list(ctx context.Context, opts *blob.ListOptions) ([]Object, error) {
 	var out []Object
-	it := s.bucket.List(&blob.ListOptions{Prefix: prefix})
+	it := s.bucket.List(opts)
 	for {
 		o, err := it.Next(ctx)
 		if err == io.EOF {
 			return out, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", prefix, err)
+			return nil, fmt.Errorf("list %s: %w", opts.Prefix, err)
 		}
 		if o.IsDir || (s.file && tempKey(o.Key)) {
 			continue
 		}
-		out = append(out, Object{Key: o.Key, Size: o.Size})
+		out = append(out, Object{Key: o.Key, Size: o.Size, ModTime: o.ModTime, MD5: o.MD5})
 	}
+}
+
+// ListNamed returns the objects prefix+X/name for every X without a "/" (name is a
+// plain name): the status.json of every job under jobs/, with the size, modification
+// time and MD5 the listing gives. On gs:// the bucket does the matching (a matchGlob),
+// so the listing costs a request per 1,000 matches instead of one per 1,000 objects under
+// prefix; elsewhere, and on an emulator that ignores matchGlob (fake-gcs-server), the
+// objects under prefix are all listed and matched here.
+func (s *Store) ListNamed(ctx context.Context, prefix, name string) ([]Object, error) {
+	var objs []Object
+	var err error
+	// A glob is only sent for a store prefix with no glob character in it (they would
+	// need escaping: such a store lists everything, as elsewhere).
+	if s.glob != nil && !strings.ContainsAny(s.prefix+prefix+name, `*?[]{}\!,`) {
+		objs, err = s.list(ctx, &blob.ListOptions{Prefix: prefix, BeforeList: s.glob(s.prefix + prefix + "*/" + name)})
+	} else {
+		objs, err = s.List(ctx, prefix)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := objs[:0]
+	for _, o := range objs {
+		rest := strings.TrimPrefix(o.Key, prefix)
+		if i := strings.IndexByte(rest, '/'); i > 0 && rest[i+1:] == name {
+			out = append(out, o)
+		}
+	}
+	return out, nil
 }
 
 // listFile is List on a file store, from its directories. fileblob stats every entry of
@@ -713,7 +755,7 @@ func (s *Store) listFile(ctx context.Context, prefix string) (out []Object, ok b
 				return true, fmt.Errorf("list %s: %w", prefix, err)
 			}
 			if fi.Mode().IsRegular() {
-				out = append(out, Object{Key: key, Size: fi.Size()})
+				out = append(out, Object{Key: key, Size: fi.Size(), ModTime: fi.ModTime()})
 			}
 		}
 		return true, nil
@@ -902,14 +944,21 @@ func (s *Store) GetVerified(ctx context.Context, key, sum string) ([]byte, error
 	return b, nil
 }
 
+// JobsPrefix holds every job's objects; StatusName is the name of a job's status.json
+// under its prefix (the listing index lists them all: ListNamed).
+const (
+	JobsPrefix = "jobs/"
+	StatusName = "status.json"
+)
+
 // Keys of the job layout.
-func JobPrefix(id string) string   { return "jobs/" + id + "/" }
+func JobPrefix(id string) string   { return JobsPrefix + id + "/" }
 func HandleKey(id string) string   { return JobPrefix(id) + "handle.json" }
 func SpecKey(id string) string     { return JobPrefix(id) + "spec.json" }
 func PayloadKey(id string) string  { return JobPrefix(id) + "payload.pkl" }
 func EnvKey(id string) string      { return JobPrefix(id) + "env.json" }
 func ArgsKey(id string) string     { return JobPrefix(id) + "args.pkl" }
-func StatusKey(id string) string   { return JobPrefix(id) + "status.json" }
+func StatusKey(id string) string   { return JobPrefix(id) + StatusName }
 func ResultKey(id string) string   { return JobPrefix(id) + "result.pkl" }
 func EnvelopeKey(id string) string { return JobPrefix(id) + "result.json" }
 func DebugKey(id string) string    { return JobPrefix(id) + "debug.json" }

@@ -88,6 +88,30 @@ func Run(t *testing.T, open func(t *testing.T) *store.Store) {
 			t.Fatalf("Delete of a missing key: %v", err)
 		}
 	})
+	t.Run("ListNamed", func(t *testing.T) {
+		s := open(t)
+		keys := []string{"jobs/a/status.json", "jobs/a/handle.json", "jobs/b/handle.json", "jobs/c/status.json",
+			"jobs/c/hosts/1/status.json", "jobs/status.json", "jobsx/d/status.json", "groups/g/status.json"}
+		for _, k := range keys {
+			if err := s.Put(ctx, k, []byte(k)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		objs, err := s.ListNamed(ctx, "jobs/", "status.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, o := range objs {
+			got = append(got, o.Key)
+			if o.Size != int64(len(o.Key)) {
+				t.Errorf("ListNamed: %s has size %d, want %d", o.Key, o.Size, len(o.Key))
+			}
+		}
+		if d := cmp.Diff([]string{"jobs/a/status.json", "jobs/c/status.json"}, got); d != "" {
+			t.Errorf("ListNamed (-want +got):\n%s", d)
+		}
+	})
 	t.Run("ListOrderAndDirs", func(t *testing.T) {
 		s := open(t)
 		keys := []string{"jobs/b/logs/00000002.log", "jobs/a/handle.json", "jobs/b/logs/00000001.log", "jobs/b/handle.json", "groups/g/manifest.json"}

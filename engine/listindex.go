@@ -42,14 +42,7 @@ func readRow(ctx context.Context, st *store.Store, idx *listindex.Index, j *Job)
 	if !state.Terminal() {
 		return l, false, nil
 	}
-	if s, err := jobview.ReadStatus(ctx, st, j.Handle.JobID); err == nil && s.State == state {
-		l.FinishedAt = s.UpdatedAt
-	} else if raw, err := st.Get(ctx, store.EnvelopeKey(j.Handle.JobID)); err == nil {
-		// No status.json (a batch input run by an executor): its envelope says when.
-		if env, err := job.DecodeEnvelope(raw); err == nil && !env.FinishedAt.IsZero() {
-			l.FinishedAt = env.FinishedAt
-		}
-	}
+	l.FinishedAt = jobview.FinishedAt(ctx, st, j.Handle.JobID, state)
 	return l, true, nil
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/data"
+	"github.com/kinetic-run/kinetic/engine/images"
 	"github.com/kinetic-run/kinetic/engine/plan"
 	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/job"
@@ -90,23 +91,10 @@ func (v planEnv) EnsureImage(ctx context.Context, cfg *config.Resolved, req *ima
 
 func (v planEnv) AddRunner(ctx context.Context, where *job.Handle, st *store.Store, img name.Digest) (image.WithRunner, bool) {
 	be, err := v.e.backendFor(where, st)
-	if err != nil {
-		return image.WithRunner{}, false // Submit says why
+	if ri, ok := be.(backend.RunnerImager); err == nil && ok {
+		return images.AddRunner(ctx, img, ri.RunnerImage, v.e.Notice, v.e.noticeOnce)
 	}
-	ri, ok := be.(backend.RunnerImager)
-	if !ok {
-		return image.WithRunner{}, false
-	}
-	runner, err := ri.RunnerImage(ctx)
-	if err != nil {
-		return image.WithRunner{}, false // Submit says why
-	}
-	w, err := (&image.Client{}).AddRunner(ctx, img, runner, v.e.Notice)
-	if err != nil {
-		v.e.noticeOnce(fmt.Sprintf("kinetic: the runner stays out of the image %s (%v): its pods copy it in first, a few seconds more per pod\n", img, err))
-		return image.WithRunner{}, false
-	}
-	return w, true
+	return image.WithRunner{}, false // Submit says why, or the backend copies no runner in
 }
 
 // submitPlanned writes a planned job and hands it to its backend; in, for a job of a

@@ -155,6 +155,20 @@ func Recorded(ctx context.Context, st *store.Store, id string) (state job.State,
 	return job.Failed, env.FailureReason(), true, nil
 }
 
+// FinishedAt is when job id ended in state (final): its status.json's time, or for a
+// job with none (a batch input run by an executor) its envelope's; zero if neither says.
+func FinishedAt(ctx context.Context, st *store.Store, id string, state job.State) time.Time {
+	if s, err := ReadStatus(ctx, st, id); err == nil && s.State == state {
+		return s.UpdatedAt
+	}
+	if raw, err := st.Get(ctx, store.EnvelopeKey(id)); err == nil {
+		if env, err := job.DecodeEnvelope(raw); err == nil {
+			return env.FinishedAt
+		}
+	}
+	return time.Time{}
+}
+
 // ReadStatus reads status.json.
 func ReadStatus(ctx context.Context, st *store.Store, id string) (*job.Status, error) {
 	b, err := st.Get(ctx, store.StatusKey(id))

@@ -40,7 +40,9 @@ func TestWakesOnNewEntry(t *testing.T) {
 			return os.Rename(filepath.Join(dir, ".tmp"), filepath.Join(dir, "status.json"))
 		},
 	} {
+		made := make(chan struct{})
 		go func() {
+			defer close(made)
 			time.Sleep(20 * time.Millisecond)
 			if err := mk(); err != nil {
 				t.Error(err)
@@ -53,6 +55,9 @@ func TestWakesOnNewEntry(t *testing.T) {
 		if d := time.Since(start); d > 10*time.Second {
 			t.Fatalf("case %d: Sleep woke after %s, want at the new entry", i, d)
 		}
+		// The watcher may wake at the first step of mk (the temporary file's create):
+		// let mk finish before the directory is used again or removed with the test.
+		<-made
 		// Drain what the same change may have signalled twice (create, then close).
 		w.Sleep(ctx, 10*time.Millisecond)
 	}

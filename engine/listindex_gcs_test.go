@@ -3,7 +3,6 @@ package engine
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -92,30 +91,8 @@ func TestListingIndexBucket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	list := func() map[string]Listed {
-		t.Helper()
-		rows, err := e.List(ctx, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]Listed{}
-		for _, r := range rows {
-			m[r.Handle.JobID] = r
-		}
-		return m
-	}
-	index := func() *listindex.Index {
-		t.Helper()
-		raw, err := st.Get(ctx, store.ListIndexKey)
-		if err != nil {
-			t.Fatalf("the listing index: %v", err)
-		}
-		var idx listindex.Index
-		if err := json.Unmarshal(raw, &idx); err != nil {
-			t.Fatal(err)
-		}
-		return &idx
-	}
+	list := func() map[string]Listed { t.Helper(); return listedByID(t, e) }
+	index := func() *listindex.Index { t.Helper(); return readIndex(t, st) }
 
 	first := list()
 	if len(first) != n || len(index().Jobs) != n {

@@ -31,30 +31,8 @@ func TestListingIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	list := func() map[string]Listed {
-		t.Helper()
-		rows, err := e.List(ctx, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]Listed{}
-		for _, r := range rows {
-			m[r.Handle.JobID] = r
-		}
-		return m
-	}
-	index := func() *listindex.Index {
-		t.Helper()
-		raw, err := st.Get(ctx, store.ListIndexKey)
-		if err != nil {
-			t.Fatalf("the listing index: %v", err)
-		}
-		var idx listindex.Index
-		if err := json.Unmarshal(raw, &idx); err != nil {
-			t.Fatal(err)
-		}
-		return &idx
-	}
+	list := func() map[string]Listed { t.Helper(); return listedByID(t, e) }
+	index := func() *listindex.Index { t.Helper(); return readIndex(t, st) }
 
 	// The first listing reads every job and indexes the final ones, with when they ended.
 	rows := list()
@@ -227,4 +205,32 @@ func TestListingIndex(t *testing.T) {
 			t.Errorf("listing with an unwritable index: %d rows", len(got))
 		}
 	}
+}
+
+// listedByID is e's listing of its default store, by job ID.
+func listedByID(t *testing.T, e *Engine) map[string]Listed {
+	t.Helper()
+	rows, err := e.List(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]Listed{}
+	for _, r := range rows {
+		m[r.Handle.JobID] = r
+	}
+	return m
+}
+
+// readIndex is the listing index as st holds it.
+func readIndex(t *testing.T, st *store.Store) *listindex.Index {
+	t.Helper()
+	raw, err := st.Get(context.Background(), store.ListIndexKey)
+	if err != nil {
+		t.Fatalf("the listing index: %v", err)
+	}
+	var idx listindex.Index
+	if err := json.Unmarshal(raw, &idx); err != nil {
+		t.Fatal(err)
+	}
+	return &idx
 }

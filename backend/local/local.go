@@ -469,7 +469,7 @@ func WriteStatus(ctx context.Context, st *store.Store, id string, s *job.Status)
 // queuedStatus judges a child waiting in a batch queue: PENDING while its pool lives,
 // FAILED once the pool has had no worker for the grace period.
 func (b *Backend) queuedStatus(ctx context.Context, h *job.Handle, st *job.Status) (job.State, string, error) {
-	if b.restartSingleWorkers(st.Local) || queuedAlive(st.Local) {
+	if poolServed(st.Local.LockPath) || b.restartSingleWorkers(st.Local) || queuedInGrace(st.Local) {
 		return st.State, st.Reason, nil
 	}
 	if cur, err := ReadStatus(ctx, b.st, h.JobID); err == nil && cur.State != job.Pending {

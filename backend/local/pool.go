@@ -501,12 +501,9 @@ func (b *Backend) cancelQueued(ctx context.Context, h *job.Handle, s *job.Status
 	return false, nil
 }
 
-// queuedAlive judges a queued child: its pool lives while any worker holds pool.lock; a
-// pool found empty is given a grace period, since a new worker may be on its way.
-func queuedAlive(p *job.LocalProcess) bool {
-	if poolServed(p.LockPath) {
-		return true
-	}
+// queuedInGrace judges a queued child whose pool no worker holds (poolServed false): it
+// is given a grace period while its entry is queued, since a new worker may be on its way.
+func queuedInGrace(p *job.LocalProcess) bool {
 	if _, err := os.Stat(filepath.Join(p.Queue, filepath.Base(p.Workspace))); err != nil {
 		return false
 	}

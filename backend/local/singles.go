@@ -108,13 +108,14 @@ func (b *Backend) workerArgs(q string, k int) []string {
 }
 
 // restartSingleWorkers gives a single job still waiting in its queue new workers when
-// none serves the queue (they were killed, or one that started took a momentary look at
-// its lock by another process for a twin and left), and reports whether it did. The job
+// none serves the queue (its caller saw pool.lock free: they were killed, or one that
+// started took another process's momentary look at its lock for a twin and left), and
+// reports whether it did. The job
 // was never claimed, so running it now runs it once. Only a reader whose settings pick
 // the same queue starts them: a worker runs jobs with the settings and environment of
 // the process that starts it.
 func (b *Backend) restartSingleWorkers(p *job.LocalProcess) bool {
-	if p == nil || !isSingleQueue(p.Queue) || p.Queue != b.singleQueue() || poolServed(p.LockPath) {
+	if p == nil || !isSingleQueue(p.Queue) || p.Queue != b.singleQueue() {
 		return false
 	}
 	if _, err := os.Stat(filepath.Join(p.Queue, filepath.Base(p.Workspace))); err != nil {

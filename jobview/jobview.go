@@ -53,11 +53,15 @@ func (j *Job) Wait(ctx context.Context, onChange func(job.State)) (job.State, st
 	p := NewPoller()
 	// On a file:// store, a new object of the job (its status, its envelope) ends a
 	// wait at once; the polls remain for what writes nothing (a worker that died).
+	// The watch is made only for a job found still running (most reads are of ended
+	// jobs: a batch's results), and the state is read again once it watches.
 	var wake *dirwatch.Watcher
-	if dir := j.Store.LocalDir(); dir != "" {
-		wake = dirwatch.New(filepath.Join(dir, filepath.FromSlash(store.JobPrefix(j.ID))))
-		defer wake.Close()
-	}
+	dir := j.Store.LocalDir()
+	defer func() {
+		if wake != nil {
+			wake.Close()
+		}
+	}()
 	for {
 		state, reason, err := j.Status(ctx)
 		if err != nil {
@@ -69,6 +73,10 @@ func (j *Job) Wait(ctx context.Context, onChange func(job.State)) (job.State, st
 		last = state
 		if state.Terminal() {
 			return state, reason, nil
+		}
+		if wake == nil && dir != "" {
+			wake = dirwatch.New(filepath.Join(dir, filepath.FromSlash(store.JobPrefix(j.ID))))
+			continue
 		}
 		if err := p.wait(ctx, wake); err != nil {
 			return state, reason, err

@@ -8,11 +8,12 @@ package runner
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/kinetic-run/kinetic/internal/calltrace"
 	"io"
 	"os"
 	"os/exec"
@@ -23,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kinetic-run/kinetic/internal/calltrace"
 	"github.com/kinetic-run/kinetic/internal/mountns"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
@@ -32,6 +34,12 @@ import (
 
 //go:embed bootstrap.py
 var bootstrap []byte
+
+// bootstrapTag names this version of the bootstrap in a directory shared by versions.
+var bootstrapTag = func() string {
+	sum := sha256.Sum256(bootstrap)
+	return hex.EncodeToString(sum[:6])
+}()
 
 // Options say which job to run and where.
 type Options struct {

@@ -139,10 +139,21 @@ func fetchPayload(ctx context.Context, st *store.Store, ref *job.BlobRef, o Opti
 }
 
 // writeBootstrap puts the bootstrap where the interpreter reads it: once per worker
-// (TreeDir), else in the job's workspace.
+// (TreeDir), or once per version beside the warm servers (WarmDir: a server checks the
+// script a request names by its path, so one path for every job is one stat per call,
+// where a copy per job was a read, a compare and a re-filed code object in the server
+// and again in its child), else in the job's workspace.
 func writeBootstrap(o Options) (string, error) {
-	if o.TreeDir != "" {
-		bs := filepath.Join(o.TreeDir, "kinetic_bootstrap.py")
+	dir := o.TreeDir
+	if dir == "" && o.WarmDir != "" {
+		dir = filepath.Join(o.WarmDir, "boot")
+	}
+	if dir != "" {
+		name := "kinetic_bootstrap.py"
+		if o.TreeDir == "" {
+			name = "kinetic_bootstrap_" + bootstrapTag + ".py"
+		}
+		bs := filepath.Join(dir, name)
 		// Written (or checked) by this process before, and not touched since: one stat.
 		fi, err := os.Stat(bs)
 		treeMu.Lock()

@@ -360,6 +360,7 @@ func runWarm(ctx context.Context, dir string, idle time.Duration, py string, arg
 		env[k] = v
 	}
 	err = sendWarmRequest(conn, pw, warmRequest{V: warmProto, Argv: argv, Env: env, Cwd: cwd})
+	calltrace.Mark("warm.sent", "")
 	pw.Close()
 	if err != nil {
 		return fmt.Errorf("%w: sending the request: %v", errNoWarm, err)

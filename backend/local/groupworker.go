@@ -66,7 +66,7 @@ func WorkGroup(ctx context.Context, o GroupWorkOptions) error {
 func workGroup(ctx context.Context, o GroupWorkOptions, sig <-chan os.Signal, st *store.Store, slot *os.File) error {
 	dir := filepath.Join(o.StateDir, "groups", o.Group)
 	w := strconv.Itoa(o.Worker)
-	gw := &groupWorker{o: o, dir: dir, running: filepath.Join(dir, "workers", w+".running"), current: -1, term: make(chan os.Signal, 1)}
+	gw := &groupWorker{o: o, dir: dir, running: filepath.Join(dir, "workers", w+".running"), current: -1, term: make(chan os.Signal, 1), mayBeKept: true}
 	defer gw.close()
 	gw.setRunning(-1)
 	go gw.signals(sig)
@@ -137,6 +137,9 @@ type groupWorker struct {
 	x           *runner.Executor
 	done        *os.File
 	next        *os.File // the claim counter, kept open (claim)
+	// mayBeKept: envelopes kept by finish may wait in ended/ (this worker kept one, or
+	// one before it may have): flushKept looks there only then, not after every input.
+	mayBeKept bool
 
 	mu      sync.Mutex
 	current int  // the input being run (-1: none)
@@ -396,13 +399,18 @@ func (gw *groupWorker) finish(ctx context.Context, id string, env *job.Envelope,
 	if kerr := atomicfile.Write(keptEndPath(gw.dir, i), kept.Encode(), 0o600, 0o700); kerr != nil {
 		return err // nowhere to say how it ended: as before, the worker stops
 	}
+	gw.mayBeKept = true
 	return nil
 }
 
 // flushKept writes the envelopes kept by finish to the store, now that it takes writes.
 func (gw *groupWorker) flushKept(ctx context.Context) {
+	if !gw.mayBeKept {
+		return
+	}
 	ents, err := os.ReadDir(filepath.Join(gw.dir, "ended"))
 	if err != nil {
+		gw.mayBeKept = !errors.Is(err, os.ErrNotExist)
 		return
 	}
 	for _, e := range ents {
@@ -419,6 +427,8 @@ func (gw *groupWorker) flushKept(ctx context.Context) {
 		}
 		os.Remove(keptEndPath(gw.dir, i))
 	}
+	// Another worker flushes what it keeps after this; readers look in ended/ meanwhile.
+	gw.mayBeKept = false
 }
 
 // keptEndPath is where input i's envelope is kept when the store would not take it.

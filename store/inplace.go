@@ -9,6 +9,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
+
+	"github.com/kinetic-run/kinetic/internal/atomicfile"
 )
 
 // Writes for objects that no one reads until another object written after them says
@@ -26,14 +29,38 @@ func (s *Store) PutInPlace(ctx context.Context, key string, data []byte) error {
 		return s.Put(ctx, key, data)
 	}
 	p := filepath.Join(s.dir, filepath.FromSlash(key))
-	err := os.WriteFile(p, data, 0o600)
+	err := writeFileRaw(p, data)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err = os.MkdirAll(filepath.Dir(p), 0o700); err == nil {
-			err = os.WriteFile(p, data, 0o600)
+			err = writeFileRaw(p, data)
 		}
 	}
 	if err != nil {
 		return fmt.Errorf("write %s: %w", key, err)
+	}
+	return nil
+}
+
+// writeFileRaw is os.WriteFile(path, data, 0o600) in three system calls (an *os.File
+// adds the poller's and the non-blocking flag's: see atomicfile.write).
+func writeFileRaw(path string, data []byte) error {
+	var fd int
+	var err error
+	for {
+		fd, err = syscall.Open(path, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_TRUNC|syscall.O_CLOEXEC, 0o600)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	err = atomicfile.WriteFD(fd, data)
+	if cerr := syscall.Close(fd); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return &fs.PathError{Op: "write", Path: path, Err: err}
 	}
 	return nil
 }

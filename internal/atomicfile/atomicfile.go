@@ -9,8 +9,10 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 )
 
@@ -44,11 +46,88 @@ func WriteFrom(path string, r io.Reader, perm, dirPerm fs.FileMode) (int64, erro
 	return n, err
 }
 
+// write is writeWith for bytes in hand, made of raw system calls: an *os.File costs
+// three or four more per file (its registration with the poller, the non-blocking flag
+// set and cleared), which a small file does not need, and which in a virtual machine,
+// where a system call costs microseconds, were much of a small write's time.
 func write(path string, data []byte, perm, dirPerm fs.FileMode, durable bool) error {
-	return writeWith(path, perm, dirPerm, durable, func(f *os.File) error {
-		_, err := f.Write(data)
+	dir := filepath.Dir(path)
+	fd, tmp, err := rawTemp(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(dir, dirPerm); err == nil {
+			fd, tmp, err = rawTemp(dir)
+		}
+	}
+	if err != nil {
 		return err
-	})
+	}
+	op := "write"
+	err = WriteFD(fd, data)
+	if err == nil && perm != 0o600 {
+		op, err = "chmod", retry(func() error { return syscall.Fchmod(fd, uint32(perm.Perm())) })
+	}
+	if err == nil && durable {
+		op, err = "sync", retry(func() error { return syscall.Fsync(fd) })
+	}
+	if cerr := syscall.Close(fd); err == nil && cerr != nil {
+		op, err = "close", cerr
+	}
+	if err == nil {
+		if err = syscall.Rename(tmp, path); err != nil {
+			syscall.Unlink(tmp)
+			return &os.LinkError{Op: "rename", Old: tmp, New: path, Err: err}
+		}
+		return nil
+	}
+	syscall.Unlink(tmp)
+	return &fs.PathError{Op: op, Path: tmp, Err: err}
+}
+
+// rawTemp creates a new file ".tmp-N" in dir (mode 0600, as os.CreateTemp) and returns
+// its descriptor and path.
+func rawTemp(dir string) (int, string, error) {
+	for range 10000 {
+		name := filepath.Join(dir, ".tmp-"+strconv.FormatUint(uint64(rand.Uint32()), 10))
+		var fd int
+		err := retry(func() (err error) {
+			fd, err = syscall.Open(name, syscall.O_RDWR|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC, 0o600)
+			return err
+		})
+		if err == nil {
+			return fd, name, nil
+		}
+		if err != syscall.EEXIST {
+			return -1, "", &fs.PathError{Op: "open", Path: name, Err: err}
+		}
+	}
+	return -1, "", &fs.PathError{Op: "createtemp", Path: filepath.Join(dir, ".tmp-*"), Err: fs.ErrExist}
+}
+
+// WriteFD writes all of data to the descriptor fd.
+func WriteFD(fd int, data []byte) error {
+	for len(data) > 0 {
+		n, err := syscall.Write(fd, data)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n <= 0 {
+			return io.ErrShortWrite
+		}
+		data = data[n:]
+	}
+	return nil
+}
+
+// retry runs f again while it is interrupted by a signal.
+func retry(f func() error) error {
+	for {
+		if err := f(); err != syscall.EINTR {
+			return err
+		}
+	}
 }
 
 func writeWith(path string, perm, dirPerm fs.FileMode, durable bool, fill func(*os.File) error) error {

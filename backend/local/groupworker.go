@@ -215,8 +215,11 @@ func (gw *groupWorker) setRunning(i int) {
 		}
 		gw.runningFile = f
 	}
-	gw.runningFile.WriteAt([]byte(fmt.Sprintf("%-20d %-10d\n", i, os.Getpid())), 0)
+	gw.runningFile.WriteAt([]byte(fmt.Sprintf("%-20d %-10d\n", i, selfPID)), 0)
 }
+
+// selfPID is this process's pid, asked once (os.Getpid is a system call each time).
+var selfPID = os.Getpid()
 
 // signals: SIGUSR1 stops the current input if it was cancelled; SIGTERM stops it and
 // the worker.

@@ -16,7 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kinetic-run/kinetic/internal/atomicfile"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
 )
@@ -96,8 +95,7 @@ func PrepareBatch(ctx context.Context, st *store.Store, spec *job.Spec, env map[
 	if b.bootstrap, err = writeBootstrap(o); err != nil {
 		return nil, inPhase(job.PhasePlan, err)
 	}
-	b.script = filepath.Join(o.TreeDir, "kinetic_batchexec.py")
-	if err := atomicfile.Write(b.script, batchExec, 0o600, 0o700); err != nil {
+	if b.script, err = writeScript(o, "kinetic_batchexec", batchExec); err != nil {
 		return nil, inPhase(job.PhasePlan, err)
 	}
 	return b, nil

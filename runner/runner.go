@@ -8,9 +8,7 @@ package runner
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	_ "embed"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,12 +32,6 @@ import (
 
 //go:embed bootstrap.py
 var bootstrap []byte
-
-// bootstrapTag names this version of the bootstrap in a directory shared by versions.
-var bootstrapTag = func() string {
-	sum := sha256.Sum256(bootstrap)
-	return hex.EncodeToString(sum[:6])
-}()
 
 // Options say which job to run and where.
 type Options struct {

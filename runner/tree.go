@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"os"
@@ -138,42 +140,47 @@ func fetchPayload(ctx context.Context, st *store.Store, ref *job.BlobRef, o Opti
 	return path, nil
 }
 
-// writeBootstrap puts the bootstrap where the interpreter reads it: once per worker
-// (TreeDir), or once per version beside the warm servers (WarmDir: a server checks the
-// script a request names by its path, so one path for every job is one stat per call,
-// where a copy per job was a read, a compare and a re-filed code object in the server
-// and again in its child), else in the job's workspace.
+// writeBootstrap puts the bootstrap where the interpreter reads it: once per version
+// beside the warm servers (WarmDir: a server checks the script a request names by its
+// path, so one path for every job is one stat per call, where a copy per job was a
+// read, a compare and a re-filed code object in the server and again in its child; and
+// a batch executor that imports it finds its compiled copy there from the last batch),
+// else once per worker (TreeDir), else in the job's workspace.
 func writeBootstrap(o Options) (string, error) {
+	return writeScript(o, "kinetic_bootstrap", bootstrap)
+}
+
+// writeScript writes the Python script src named name (".py" added) as writeBootstrap
+// says, and returns its path.
+func writeScript(o Options, name string, src []byte) (string, error) {
 	dir := o.TreeDir
-	if dir == "" && o.WarmDir != "" {
+	if o.WarmDir != "" {
 		dir = filepath.Join(o.WarmDir, "boot")
+		sum := sha256.Sum256(src)
+		name += "_" + hex.EncodeToString(sum[:6])
 	}
-	if dir != "" {
-		name := "kinetic_bootstrap.py"
-		if o.TreeDir == "" {
-			name = "kinetic_bootstrap_" + bootstrapTag + ".py"
-		}
-		bs := filepath.Join(dir, name)
-		// Written (or checked) by this process before, and not touched since: one stat.
-		fi, err := os.Stat(bs)
-		treeMu.Lock()
-		known, ok := bootstraps[bs]
-		treeMu.Unlock()
-		if err == nil && ok && fi.Size() == known.size && fi.ModTime().UnixNano() == known.mtime && ino(fi) == known.ino {
-			return bs, nil
-		}
-		if b, err := os.ReadFile(bs); err != nil || string(b) != string(bootstrap) {
-			if err := atomicfile.Write(bs, bootstrap, 0o600, 0o700); err != nil {
-				return bs, err
-			}
-		}
-		if fi, err := os.Stat(bs); err == nil {
-			treeMu.Lock()
-			bootstraps[bs] = entryState{size: fi.Size(), mtime: fi.ModTime().UnixNano(), ino: ino(fi)}
-			treeMu.Unlock()
-		}
+	if dir == "" {
+		bs := filepath.Join(o.Workspace, name+".py")
+		return bs, os.WriteFile(bs, src, 0o600)
+	}
+	bs := filepath.Join(dir, name+".py")
+	// Written (or checked) by this process before, and not touched since: one stat.
+	fi, err := os.Stat(bs)
+	treeMu.Lock()
+	known, ok := bootstraps[bs]
+	treeMu.Unlock()
+	if err == nil && ok && fi.Size() == known.size && fi.ModTime().UnixNano() == known.mtime && ino(fi) == known.ino {
 		return bs, nil
 	}
-	bs := filepath.Join(o.Workspace, "kinetic_bootstrap.py")
-	return bs, os.WriteFile(bs, bootstrap, 0o600)
+	if b, err := os.ReadFile(bs); err != nil || string(b) != string(src) {
+		if err := atomicfile.Write(bs, src, 0o600, 0o700); err != nil {
+			return bs, err
+		}
+	}
+	if fi, err := os.Stat(bs); err == nil {
+		treeMu.Lock()
+		bootstraps[bs] = entryState{size: fi.Size(), mtime: fi.ModTime().UnixNano(), ino: ino(fi)}
+		treeMu.Unlock()
+	}
+	return bs, nil
 }

@@ -113,6 +113,27 @@ def _preimport():
         pass
 
 
+def _rehearse_request(line):
+    """What a spare does with its request before the job's code runs, done with the
+    server's stand-in (_stand_in: the last request's shape, none of its values): parse
+    it, and set and unset as many variables. The pages that writes (the parser's
+    objects, the environment's array and strings) are copied now, not after the call's
+    go-ahead (about 45 copy-on-write faults, a millisecond, on this VM)."""
+    if not line:
+        return
+    req = json.loads(line)
+    env = req.get("env")
+    if not isinstance(env, dict):
+        return
+    environ = os.environ
+    names = ["KINETIC_WARM_UP_" + k for k in env if isinstance(k, str)]
+    for name, v in zip(names, env.values()):
+        if isinstance(v, str):
+            environ[name] = v
+    for name in names:
+        environ.pop(name, None)
+
+
 def _log(msg):
     try:
         sys.stderr.write("kinetic warm server %d: %s\n" % (os.getpid(), msg))
@@ -730,6 +751,7 @@ class Server(object):
 
     def spare_child(self, sock):
         """A spare child: leave the server, warm up, wait for a request, run it."""
+        stand_in = self.rehearsal  # leave_server forgets it
         null = self.leave_server()
         # Its socket well above the fds a job is given (3, 4, ...: become).
         high = fcntl.fcntl(sock.fileno(), fcntl.F_DUPFD_CLOEXEC, 200)
@@ -737,6 +759,7 @@ class Server(object):
         sock = socket.socket(fileno=high)
         try:
             _warm_up()
+            _rehearse_request(stand_in)
         except BaseException as e:
             _log("spare warm-up: %s" % (e,))
         sock.settimeout(None)

@@ -148,7 +148,7 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 	rctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	guard := newDiskGuard(o.Workspace, stop)
-	defer guard.release()
+	defer func() { <-guard.release() }()
 	sink := NewLogSink(context.WithoutCancel(ctx), st, o.JobID, 0)
 	if !leader {
 		sink = newLogSink(context.WithoutCancel(ctx), st, func(seq int) string { return store.HostLogChunkKey(o.JobID, o.Host, seq) }, 0)
@@ -201,11 +201,18 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 	switch {
 	case leader:
 		if value != nil {
-			if err := st.PutFile(context.WithoutCancel(ctx), store.ResultKey(o.JobID), value); err != nil {
+			if err := guard.writeFinal(func() error {
+				if _, err := value.Seek(0, io.SeekStart); err != nil {
+					return err
+				}
+				return st.PutFile(context.WithoutCancel(ctx), store.ResultKey(o.JobID), value)
+			}); err != nil {
 				return env, err
 			}
 		}
-		if err := st.Put(context.WithoutCancel(ctx), store.EnvelopeKey(o.JobID), env.Encode()); err != nil {
+		if err := guard.writeFinal(func() error {
+			return st.Put(context.WithoutCancel(ctx), store.EnvelopeKey(o.JobID), env.Encode())
+		}); err != nil {
 			return env, err
 		}
 		calltrace.Mark("run.result.written", o.JobID)
@@ -215,11 +222,18 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 		// leader end the job (waitHosts). Only a failure's value (the exception) is
 		// kept: the job's value is the leader's.
 		if value != nil && !env.Success {
-			if err := st.PutFile(context.WithoutCancel(ctx), store.HostResultKey(o.JobID, o.Host), value); err != nil {
+			if err := guard.writeFinal(func() error {
+				if _, err := value.Seek(0, io.SeekStart); err != nil {
+					return err
+				}
+				return st.PutFile(context.WithoutCancel(ctx), store.HostResultKey(o.JobID, o.Host), value)
+			}); err != nil {
 				return env, err
 			}
 		}
-		if err := st.Put(context.WithoutCancel(ctx), store.HostEnvelopeKey(o.JobID, o.Host), env.Encode()); err != nil {
+		if err := guard.writeFinal(func() error {
+			return st.Put(context.WithoutCancel(ctx), store.HostEnvelopeKey(o.JobID, o.Host), env.Encode())
+		}); err != nil {
 			return env, err
 		}
 	}

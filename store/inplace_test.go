@@ -55,3 +55,35 @@ func TestInPlaceWrites(t *testing.T) {
 		})
 	}
 }
+
+// TestExistsAgreesWithTheBucket: a file store answers Exists with one stat; it must
+// answer as the bucket would (a file is there; a directory and a missing key are not).
+func TestExistsAgreesWithTheBucket(t *testing.T) {
+	ctx := context.Background()
+	st, err := Open(ctx, "file://"+filepath.Join(t.TempDir(), "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Put(ctx, "jobs/a/result.json", []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Put(ctx, "groups/g/gone/3", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"jobs/a/result.json", "jobs/a", "jobs/b/result.json", "groups/g/gone/3", "groups/g/gone/4", "groups/g/gone"} {
+		got, err := st.Exists(ctx, key)
+		want, werr := st.bucket.Exists(ctx, key)
+		if err != nil || werr != nil || got != want {
+			t.Errorf("Exists(%q) = %v, %v; the bucket says %v, %v", key, got, err, want, werr)
+		}
+	}
+	if ok, _ := st.Exists(ctx, "jobs/a/result.json"); !ok {
+		t.Error("an object written is not there")
+	}
+	// Under a file the bucket fails ("not a directory"); no object is there, and a
+	// file store says so.
+	if ok, err := st.Exists(ctx, "jobs/a/result.json/under"); ok || err != nil {
+		t.Errorf("a key under an object: %v, %v; want false, nil", ok, err)
+	}
+}

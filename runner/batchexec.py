@@ -27,6 +27,16 @@ import sys
 
 
 def _load_bootstrap(path):
+    # In a child of the warm server: the code the server compiled once (no read, no
+    # unmarshal or compile in this fresh fork, whose every page written is a fault).
+    warm = sys.modules.get("_kinetic_warm")
+    code = warm.script_code(path) if warm is not None else None
+    if code is not None:
+        import types
+        mod = types.ModuleType("kinetic_bootstrap")
+        mod.__file__ = path
+        exec(code, mod.__dict__)
+        return mod
     spec = importlib.util.spec_from_file_location("kinetic_bootstrap", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

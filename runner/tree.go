@@ -155,7 +155,12 @@ func writeBootstrap(o Options) (string, error) {
 func writeScript(o Options, name string, src []byte) (string, error) {
 	dir := o.TreeDir
 	if o.WarmDir != "" {
-		dir = filepath.Join(o.WarmDir, "boot")
+		// Absolute, as the warm server names it (it prepares these at its start).
+		if abs, err := filepath.Abs(o.WarmDir); err == nil {
+			dir = filepath.Join(abs, "boot")
+		} else {
+			dir = filepath.Join(o.WarmDir, "boot")
+		}
 		sum := sha256.Sum256(src)
 		name += "_" + hex.EncodeToString(sum[:6])
 	}

@@ -225,6 +225,17 @@ func (w *warmServer) start(ctx context.Context) error {
 	if err := writeOnce(bs, bootstrap); err != nil {
 		return err
 	}
+	// The scripts requests will name (writeScript), compiled by the server at its start
+	// so that no child compiles them, the first call's and batch's included.
+	prepared := make([]string, 0, 2)
+	for _, sc := range []struct {
+		name string
+		src  []byte
+	}{{"kinetic_bootstrap", bootstrap}, {"kinetic_batchexec", batchExec}} {
+		if p, err := writeScript(Options{WarmDir: w.dir}, sc.name, sc.src); err == nil {
+			prepared = append(prepared, p)
+		}
+	}
 	log, err := os.OpenFile(w.file(".log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
@@ -236,7 +247,7 @@ func (w *warmServer) start(ctx context.Context) error {
 	}
 	defer pr.Close()
 	idle := strconv.FormatFloat(Options{WarmIdle: w.idle}.warmIdle().Seconds(), 'f', -1, 64)
-	cmd := exec.Command(w.py, script, w.file(".sock"), w.file(".alive"), idle, "3", bs)
+	cmd := exec.Command(w.py, append([]string{script, w.file(".sock"), w.file(".alive"), idle, "3", bs}, prepared...)...)
 	cmd.Dir = w.dir
 	cmd.Env = w.env
 	cmd.Stdout, cmd.Stderr = log, log

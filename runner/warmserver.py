@@ -2,8 +2,9 @@
 # jobs with the same interpreter do not each pay for Python's start-up and for importing
 # cloudpickle. See docs/warm-workers.md.
 #
-# Arguments: SOCKET ALIVE_LOCK IDLE_SECONDS READY_FD [BOOTSTRAP]
-# (BOOTSTRAP is compiled once here; a job whose script has the same bytes skips compiling.)
+# Arguments: SOCKET ALIVE_LOCK IDLE_SECONDS READY_FD [BOOTSTRAP [SCRIPT...]]
+# (BOOTSTRAP is compiled once here; a job whose script has the same bytes skips compiling.
+# Each SCRIPT, the paths requests will name, is prepared at start: _bootstrap_code.)
 #
 # The server is single-threaded (fork in a threaded process is unsafe): one poll loop
 # accepts runners on SOCKET, and for each request forks a child that becomes the job.
@@ -951,6 +952,8 @@ def main():
         _preimport()
         if len(sys.argv) > 5:
             _precompile(sys.argv[5])
+        for path in sys.argv[6:]:  # the scripts requests will name: compiled now, once
+            _bootstrap_code(path)
         gc.collect()
         if hasattr(gc, "freeze"):  # keep the children's garbage collector off the shared heap
             gc.freeze()

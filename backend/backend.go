@@ -87,6 +87,22 @@ type RunnerImager interface {
 	RunnerImage(ctx context.Context) (string, error)
 }
 
+// EndedCleaner is implemented by backends whose Cleanup looks first for something of
+// the job still running: the engine cleans a job whose result was collected (so it has
+// ended) with CleanupEnded instead, which does not look.
+type EndedCleaner interface {
+	CleanupEnded(ctx context.Context, h *job.Handle) error
+}
+
+// CleanupEnded cleans up h, a job known to have ended, with b's CleanupEnded if it has
+// one, else with Cleanup.
+func CleanupEnded(ctx context.Context, b Backend, h *job.Handle) error {
+	if c, ok := b.(EndedCleaner); ok {
+		return c.CleanupEnded(ctx, h)
+	}
+	return b.Cleanup(ctx, h)
+}
+
 // Pruner is implemented by backends that keep state on this machine which no job needs
 // once it has ended (workspaces, environments): `kinetic prune` removes it.
 //

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine/listindex"
 	"github.com/kinetic-run/kinetic/errs"
@@ -140,7 +141,7 @@ func (j *Job) Collected(ctx context.Context) (*job.Tombstone, error) {
 // CleanupCollected removes a collected job's backend resources and store objects and
 // keeps its tombstone (MarkCollected).
 func (j *Job) CleanupCollected(ctx context.Context) error {
-	if err := j.Backend.Cleanup(ctx, j.Handle); err != nil {
+	if err := backend.CleanupEnded(ctx, j.Backend, j.Handle); err != nil { // it has ended
 		return err
 	}
 	if _, _, ok := job.ParseChildID(j.Handle.JobID); ok {

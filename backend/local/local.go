@@ -445,6 +445,15 @@ func (b *Backend) Cleanup(ctx context.Context, h *job.Handle) error {
 	return nil
 }
 
+// CleanupEnded implements backend.EndedCleaner: Cleanup for a job known to have ended
+// (its result was collected): nothing is read to find what runs; its workspace goes.
+func (b *Backend) CleanupEnded(ctx context.Context, h *job.Handle) error {
+	if err := os.RemoveAll(b.workspace(h.JobID)); err != nil {
+		return fmt.Errorf("cleanup %s: %w", h.JobID, err)
+	}
+	return nil
+}
+
 // ReadStatus reads status.json.
 func ReadStatus(ctx context.Context, st *store.Store, id string) (*job.Status, error) {
 	b, err := st.Get(ctx, store.StatusKey(id))

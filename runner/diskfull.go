@@ -131,8 +131,6 @@ func (g *diskGuard) report(what string, err error, n int) {
 	}
 }
 
-// release removes the reserve.
-
 // lenientWriter writes to w until w fails, then drops what follows: a local copy of the
 // output that cannot be written must not stop the job's output from being read.
 type lenientWriter struct {

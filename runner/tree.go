@@ -150,6 +150,20 @@ func writeBootstrap(o Options) (string, error) {
 	return writeScript(o, "kinetic_bootstrap", bootstrap)
 }
 
+// scriptTags holds each embedded script's tag (name → the first 12 hex digits of its
+// SHA-256), computed once: the sources are constants.
+var scriptTags sync.Map
+
+func scriptTag(name string, src []byte) string {
+	if t, ok := scriptTags.Load(name); ok {
+		return t.(string)
+	}
+	sum := sha256.Sum256(src)
+	t := hex.EncodeToString(sum[:6])
+	scriptTags.Store(name, t)
+	return t
+}
+
 // writeScript writes the Python script src named name (".py" added) as writeBootstrap
 // says, and returns its path.
 func writeScript(o Options, name string, src []byte) (string, error) {
@@ -161,8 +175,7 @@ func writeScript(o Options, name string, src []byte) (string, error) {
 		} else {
 			dir = filepath.Join(o.WarmDir, "boot")
 		}
-		sum := sha256.Sum256(src)
-		name += "_" + hex.EncodeToString(sum[:6])
+		name += "_" + scriptTag(name, src)
 	}
 	if dir == "" {
 		bs := filepath.Join(o.Workspace, name+".py")

@@ -220,21 +220,16 @@ func (w *warmServer) start(ctx context.Context) error {
 	if err := writeOnce(script, warmServerPy); err != nil {
 		return err
 	}
-	bsum := bootstrapSum()
-	bs := filepath.Join(w.dir, "kinetic_bootstrap_"+hex.EncodeToString(bsum[:6])+".py")
-	if err := writeOnce(bs, bootstrap); err != nil {
+	// The scripts requests will name (writeScript): the bootstrap, pre-compiled by the
+	// server, and the batch executor's, which it compiles at its start, so that no child
+	// compiles either, the first call's and batch's included.
+	bs, err := writeScript(Options{WarmDir: w.dir}, "kinetic_bootstrap", bootstrap)
+	if err != nil {
 		return err
 	}
-	// The scripts requests will name (writeScript), compiled by the server at its start
-	// so that no child compiles them, the first call's and batch's included.
-	prepared := make([]string, 0, 2)
-	for _, sc := range []struct {
-		name string
-		src  []byte
-	}{{"kinetic_bootstrap", bootstrap}, {"kinetic_batchexec", batchExec}} {
-		if p, err := writeScript(Options{WarmDir: w.dir}, sc.name, sc.src); err == nil {
-			prepared = append(prepared, p)
-		}
+	prepared := make([]string, 0, 1)
+	if p, err := writeScript(Options{WarmDir: w.dir}, "kinetic_batchexec", batchExec); err == nil {
+		prepared = append(prepared, p)
 	}
 	log, err := os.OpenFile(w.file(".log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {

@@ -58,3 +58,33 @@ func TestDamagedSpecAndEnv(t *testing.T) {
 		})
 	}
 }
+
+// TestStoppedBeforeItRan: a job stopped while its runner was still reading it (a cancel,
+// or a worker told to stop) says so in plain words; Go's "context canceled" once
+// reached result() from the download step.
+func TestStoppedBeforeItRan(t *testing.T) {
+	url := "file://" + t.TempDir()
+	st, err := store.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	id := "job-stoppedbeforeitran0000"
+	spec := (&job.Spec{Version: job.SpecVersion, Kind: job.KindCommand, Command: []string{"true"}}).Encode()
+	if err := st.Put(context.Background(), store.SpecKey(id), spec); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	env, err := Run(ctx, Options{StoreURL: url, JobID: id, Workspace: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := env.FailureReason()
+	if env.Success || !strings.Contains(msg, "stopped: the job was cancelled") {
+		t.Fatalf("envelope %+v; want a failure saying the job was stopped", env)
+	}
+	if strings.Contains(msg, "context canceled") {
+		t.Fatalf("Go's words in %q", msg)
+	}
+}

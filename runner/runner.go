@@ -173,11 +173,16 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 		if errors.As(runErr, &pe) {
 			phase = pe.phase
 		}
+		var to *errTimedOut
+		if rctx.Err() != nil && !errors.As(runErr, &to) && !errors.Is(runErr, errJobEnded) {
+			// Stopped mid-step (a download cut short, say): Go's words for that are
+			// not the user's; say what stopped it.
+			runErr = inPhase(phase, stopped(rctx))
+		}
 		if !errors.Is(runErr, errJobEnded) { // already said
 			fmt.Fprintf(out, "kinetic: %v\n", runErr)
 		}
 		env = &job.Envelope{Success: false, Phase: phase, Host: o.Host, ExcType: "kinetic.RunnerError", ExcMessage: runErr.Error()}
-		var to *errTimedOut
 		if errors.As(runErr, &to) {
 			env.ExcType, env.ExcMessage = job.TimeoutExcType, to.Error()
 		}

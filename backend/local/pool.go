@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -142,12 +143,15 @@ func Work(ctx context.Context, o WorkOptions) error {
 	// SIGUSR1: "look for cancel requests"; SIGTERM: cancel the current child and stop.
 	usr := make(chan os.Signal, 8)
 	signal.Notify(usr, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(usr)
+	sigs := newSignalRouter(usr)
+	defer sigs.close()
 	// A worker's live heap is small and it allocates per child: collect less often.
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
 	idleSince := time.Now()
-	w := &worker{o: o, st: st, usr: usr}
+	w := &worker{o: o, st: st, sigs: sigs}
 	defer w.releaseSlot()
 	pause := backoff.New(2*time.Millisecond, 50*time.Millisecond)
 	// A new entry wakes the worker at once; the pause is then only a fallback.
@@ -157,9 +161,15 @@ func Work(ctx context.Context, o WorkOptions) error {
 		pause.Max = 500 * time.Millisecond // a long-lived supervisor waits for minutes
 	}
 	for {
+		if sigs.stopping() {
+			return nil // told to stop: a job queued now goes to a new worker
+		}
 		ran, err := w.once(ctx)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "kinetic worker:", err)
+		}
+		if sigs.stopping() {
+			return nil
 		}
 		if ran {
 			idleSince = time.Now()
@@ -179,8 +189,59 @@ func Work(ctx context.Context, o WorkOptions) error {
 			wake.Close()
 			return Work(ctx, o) // take the locks again (or give way to a new worker)
 		}
-		wake.Sleep(ctx, pause.Next())
+		wake.Sleep(sigs.ctx, pause.Next())
 	}
+}
+
+// signalRouter owns a worker's signals for its whole life. A signal to stop (SIGTERM,
+// SIGINT, SIGHUP) cancels the child running, if any, and makes the worker leave once
+// that child has ended; one that comes while nothing runs is not kept for the next
+// child (which a new engine may have queued long after). SIGUSR1 goes to the child
+// running only: an idle worker has nothing of a cancel request's to stop.
+type signalRouter struct {
+	ctx    context.Context // ends when the worker is told to stop
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu     sync.Mutex
+	target func(os.Signal) // the running child's, or nil
+}
+
+func newSignalRouter(in <-chan os.Signal) *signalRouter {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &signalRouter{ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		for {
+			select {
+			case s := <-in:
+				if s != syscall.SIGUSR1 {
+					r.cancel()
+				}
+				r.mu.Lock()
+				if r.target != nil {
+					r.target(s)
+				}
+				r.mu.Unlock()
+			case <-r.done:
+				return
+			}
+		}
+	}()
+	return r
+}
+
+// route sends the signals that come from now on to f (nil: to no one). f must not block.
+func (r *signalRouter) route(f func(os.Signal)) {
+	r.mu.Lock()
+	r.target = f
+	r.mu.Unlock()
+}
+
+func (r *signalRouter) stopping() bool { return r.ctx.Err() != nil }
+
+func (r *signalRouter) close() {
+	close(r.done)
+	r.cancel()
 }
 
 // lockWorker takes a worker's lock. It is held for microseconds by a submitter that
@@ -216,7 +277,7 @@ func pending(q string) ([]string, error) {
 type worker struct {
 	o    WorkOptions
 	st   *store.Store
-	usr  chan os.Signal
+	sigs *signalRouter
 	seen []string // queue entries read but not yet tried
 	// slot is kept from one child to the next while the queue has work: taking and
 	// giving back a slot lock per child is work for nothing.
@@ -291,8 +352,10 @@ func (w *worker) once(ctx context.Context) (bool, error) {
 		}
 		calltrace.Mark("sup.claimed", id)
 		cancel := make(chan os.Signal, 1)
-		stop := make(chan struct{})
-		go relayCancel(w.usr, ws, cancel, stop)
+		w.sigs.route(relayCancel(ws, cancel))
+		if w.sigs.stopping() { // told to stop while it was being claimed
+			cancel <- syscall.SIGTERM
+		}
 		// A batch's children share the worker's tree; a single job gets its own
 		// workspace, as under a per-job supervisor.
 		treeDir := filepath.Join(o.Queue, "workers", strconv.Itoa(o.Worker))
@@ -300,7 +363,7 @@ func (w *worker) once(ctx context.Context) (bool, error) {
 			treeDir = ""
 		}
 		err = runOne(ctx, w.st, o.SuperviseOptions, id, proc, cancel, treeDir)
-		close(stop)
+		w.sigs.route(nil)
 		os.Remove(filepath.Join(o.Queue, id))
 		lock.Close()
 		return true, err
@@ -327,25 +390,18 @@ func (w *worker) runGroup(ctx context.Context, entry, gid string, k int) error {
 		}
 	}
 	sig := make(chan os.Signal, 4)
-	stop, relayed := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(relayed)
-		defer close(sig)
-		for {
-			select {
-			case s := <-w.usr:
-				select {
-				case sig <- s:
-				default:
-				}
-			case <-stop:
-				return
-			}
+	w.sigs.route(func(s os.Signal) {
+		select {
+		case sig <- s:
+		default:
 		}
-	}()
+	})
+	if w.sigs.stopping() {
+		sig <- syscall.SIGTERM
+	}
 	err = workGroup(ctx, o, sig, w.st, w.slot)
-	close(stop)
-	<-relayed
+	w.sigs.route(nil)
+	close(sig)
 	return err
 }
 
@@ -434,21 +490,18 @@ func claimOf(ws string) *job.LocalProcess {
 }
 
 // relayCancel turns a SIGUSR1 into a cancel of the running child when its workspace
-// holds a cancel request (others may be for a child of another worker), and SIGTERM into
-// a cancel of whatever runs.
-func relayCancel(usr <-chan os.Signal, ws string, cancel chan<- os.Signal, stop <-chan struct{}) {
-	for {
-		select {
-		case <-stop:
-			return
-		case sig := <-usr:
-			if sig == syscall.SIGUSR1 {
-				if _, err := os.Stat(filepath.Join(ws, "cancel")); err != nil {
-					continue
-				}
+// holds a cancel request (others may be for a child of another worker), and a signal to
+// stop into a cancel of whatever runs.
+func relayCancel(ws string, cancel chan<- os.Signal) func(os.Signal) {
+	return func(sig os.Signal) {
+		if sig == syscall.SIGUSR1 {
+			if _, err := os.Stat(filepath.Join(ws, "cancel")); err != nil {
+				return
 			}
-			cancel <- sig
-			return
+		}
+		select {
+		case cancel <- sig:
+		default: // one is enough
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -208,3 +209,52 @@ func TestSingleQueuedWithoutWorkers(t *testing.T) {
 		t.Fatalf("the job ran %q; want once", b)
 	}
 }
+
+// TestIdleSupervisorStopsOnSIGTERM: a long-lived supervisor told to stop (SIGTERM) while
+// it waits for work leaves; it does not keep the signal and cancel the next job it
+// claims (a `pkill` of an old engine's processes once failed the new engine's first
+// call as "cancelled", with Go's "context canceled" as its message).
+func TestIdleSupervisorStopsOnSIGTERM(t *testing.T) {
+	ctx := context.Background()
+	b, st := newLocalIn(t, t.TempDir(), 1, false)
+	run := func(name string) procView {
+		t.Helper()
+		j := submit(t, b, st, "sh", "-c", "true")
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		s, reason, err := j.Wait(wctx, nil)
+		if err != nil || s != job.Succeeded {
+			t.Fatalf("%s job: %s (%s) %v; want SUCCEEDED", name, s, reason, err)
+		}
+		final, err := local.ReadStatus(ctx, st, j.Handle.JobID)
+		if err != nil || final.Local == nil || final.Local.SupervisorPID <= 0 {
+			t.Fatalf("%s job: final status %+v, %v", name, final, err)
+		}
+		return procView{PID: final.Local.SupervisorPID}
+	}
+	first := run("first")
+	if err := syscall.Kill(first.PID, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); processAlive(first.PID); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the idle supervisor (pid %d) is still there 10 s after SIGTERM", first.PID)
+		}
+	}
+	if second := run("second"); second.PID == first.PID {
+		t.Fatalf("the second job ran under the supervisor told to stop (pid %d)", first.PID)
+	}
+}
+
+// processAlive: pid is a process that has not exited (a zombie has).
+func processAlive(pid int) bool {
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	s := string(raw)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+type procView struct{ PID int }

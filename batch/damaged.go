@@ -57,7 +57,7 @@ func cleanupDamaged(ctx context.Context, e Engine, gid, storeURL string, backend
 				// Unreadable itself (or made from the damaged template): nothing says
 				// where it ran, so only its objects can go.
 				if storeObjs {
-					return st.DeletePrefix(gctx, store.JobPrefix(id))
+					return st.DeleteJob(gctx, id)
 				}
 				return nil
 			default:

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -277,6 +279,30 @@ func Read(ctx context.Context, e Engine, gid, storeURL string, withStatus bool) 
 	return &v, nil
 }
 
+// presentByResult marks present the children of ids whose result is in their batch's
+// results/.
+func presentByResult(ctx context.Context, st *store.Store, ids []string, present map[string]bool) error {
+	listed := map[string]bool{}
+	for _, id := range ids {
+		gid, _, ok := job.ParseChildID(id)
+		if !ok || listed[gid] {
+			continue
+		}
+		listed[gid] = true
+		objs, err := st.List(ctx, store.GroupResultsPrefix(gid))
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			name := strings.TrimPrefix(o.Key, store.GroupResultsPrefix(gid))
+			if i, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSuffix(name, ".json"), ".pkl")); err == nil && i >= 0 {
+				present[job.ChildID(gid, i)] = true
+			}
+		}
+	}
+	return nil
+}
+
 // readRows reads the rows of the children ids as a listing does (engine.Rows: one
 // listing of jobs/ and the listing index), except the derived children whose pods have
 // written nothing yet: their batch's unit says where they stand (batchdriver.UnwrittenStatus),
@@ -293,6 +319,11 @@ func readRows(ctx context.Context, e Engine, st *store.Store, storeURL string, i
 		present := make(map[string]bool, len(listed))
 		for _, id := range listed {
 			present[id] = true
+		}
+		// A child that ended may have nothing under jobs/: its result is in its batch's
+		// results/ (store.EnvelopeKey). One listing per batch.
+		if err := presentByResult(ctx, st, ids, present); err != nil {
+			return nil, err
 		}
 		unwritten = unwrittenChildren(ctx, e, st, ids, present)
 	}

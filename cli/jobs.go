@@ -17,6 +17,7 @@ import (
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
+	"github.com/kinetic-run/kinetic/store"
 )
 
 func newJobsCmd(g *Globals) *cobra.Command {
@@ -268,7 +269,8 @@ tombstone says it succeeded), except for debug jobs: --no-cleanup keeps it.`,
 				// Its result.json, which holds the value's repr, is gone (jobview.ResultOf
 				// read the value's presence from result.pkl alone): nothing to print, and
 				// not a success to clean up with the one copy of a value nobody received.
-				return &ExitError{Code: 1, Err: fmt.Errorf("job %s succeeded, but its result.json, which holds the printable form of its value, is missing; the value itself is whole in its result.pkl: kinetic.attach(%q).result() in Python returns it (the job is kept)", j.Handle.JobID, j.Handle.JobID)}
+				id := j.Handle.JobID
+				return &ExitError{Code: 1, Err: fmt.Errorf("job %s succeeded, but its %s, which holds the printable form of its value, is missing; the value itself is whole in its %s: kinetic.attach(%q).result() in Python returns it (the job is kept)", id, store.ObjectName(id, store.EnvelopeKey(id)), store.ObjectName(id, store.ResultKey(id)), id)}
 			}
 			perr := printResult(cmd, res, err, f.asJSON)
 			// Only once the value is printed (perr is nil for a success whose value

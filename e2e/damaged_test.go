@@ -264,6 +264,7 @@ func faultBatchObjectsDamaged(t *testing.T, e *env) {
 		t.Fatalf("collecting batch %s: %d %s (records %v)", collected, r.code, r.stdout, records)
 	}
 	record := "collected/" + filepath.Base(records[0])
+	const childEnvelope = "results/1.json"
 
 	objects := []struct {
 		gid, path string // path under the store
@@ -271,8 +272,9 @@ func faultBatchObjectsDamaged(t *testing.T, e *env) {
 		named     bool   // an error names it; else the batch reads as before
 		sdkNames  bool   // results() raises naming it
 	}{
-		{gid, "jobs/" + child + "/result.json", "result.json", true, true},
-		{gid, "jobs/" + child + "/result.pkl", "result.pkl", false, true},
+		// A child's result is in its batch's results/ (store.EnvelopeKey).
+		{gid, "groups/" + gid + "/results/1.json", childEnvelope, true, true},
+		{gid, "groups/" + gid + "/results/1.pkl", "results/1.pkl", false, true},
 		{gid, "groups/" + gid + "/inputs.bin", "", false, false},
 		{collected, "groups/" + collected + "/" + record, "groups/" + collected + "/" + record, true, true},
 	}
@@ -285,17 +287,17 @@ func faultBatchObjectsDamaged(t *testing.T, e *env) {
 			t.Run(strings.ReplaceAll(strings.TrimPrefix(o.path, "groups/"+o.gid+"/"), "/", "-")+"-"+d.name, func(t *testing.T) {
 				defer restore()
 				d.damage(t, filepath.Join(e.store, filepath.FromSlash(o.path)))
-				if o.file == "result.json" && d.name == "deleted" {
+				if o.file == childEnvelope && d.name == "deleted" {
 					// The input's reason names the file, never a worker that stopped.
 					for what, r := range map[string]result{"jobs status": e.timed(t, "jobs", "status", child), "batch status": e.timed(t, "batch", "status", gid)} {
 						out := r.stdout + r.stderr
 						t.Logf("%s (exit %d): %s", what, r.code, out)
-						if !strings.Contains(out, "result.json") || strings.Contains(out, "stopped") {
-							t.Errorf("%s of input 1 without its result.json: %q", what, out)
+						if !strings.Contains(out, childEnvelope) || strings.Contains(out, "stopped") {
+							t.Errorf("%s of input 1 without its %s: %q", what, childEnvelope, out)
 						}
 					}
 				}
-				checkBatchDamage(t, e, o.gid, o.file, d.name, o.named || (d.name == "deleted" && o.file == "result.json"), o.sdkNames)
+				checkBatchDamage(t, e, o.gid, o.file, d.name, o.named || (d.name == "deleted" && o.file == childEnvelope), o.sdkNames)
 			})
 		}
 	}

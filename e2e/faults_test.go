@@ -152,7 +152,7 @@ var faultCases = []struct {
 	},
 	{
 		name:  "batch-objects-damaged",
-		fault: "one object of a finished batch at a time truncated, replaced by garbage, emptied or deleted: a child's result.json and result.pkl, groups/G/inputs.bin, a collection record (groups/G/collected/r000000001.json)",
+		fault: "one object of a finished batch at a time truncated, replaced by garbage, emptied or deleted: a child's result.json and result.pkl (groups/G/results/1.json and 1.pkl), groups/G/inputs.bin, a collection record (groups/G/collected/r000000001.json)",
 		want:  "batch results and the SDK's results() name the object (BatchError's message names each failed input's cause), never Go's words, never a wait; what nothing reads any more changes nothing; batch cleanup removes the batch and its children",
 		run:   faultBatchObjectsDamaged,
 	},

@@ -147,7 +147,7 @@ func (j *Job) CleanupCollected(ctx context.Context) error {
 	if _, _, ok := job.ParseChildID(j.Handle.JobID); ok {
 		// A batch child made from its batch's template (Unwritten): its batch's
 		// collection record is its tombstone and keeps it from being made again.
-		return j.Store.DeletePrefix(ctx, store.JobPrefix(j.Handle.JobID))
+		return j.Store.DeleteJob(ctx, j.Handle.JobID)
 	}
 	return j.view().Delete(ctx)
 }

@@ -75,7 +75,11 @@ func (j *Job) Wait(ctx context.Context, onChange func(job.State)) (job.State, st
 			return state, reason, nil
 		}
 		if wake == nil && dir != "" {
-			wake = dirwatch.New(filepath.Join(dir, filepath.FromSlash(store.JobPrefix(j.ID))))
+			watched := store.JobPrefix(j.ID)
+			if gid, _, ok := job.ParseChildID(j.ID); ok {
+				watched = store.GroupResultsPrefix(gid) // where its end is written
+			}
+			wake = dirwatch.New(filepath.Join(dir, filepath.FromSlash(watched)))
 			continue
 		}
 		if err := p.wait(ctx, wake); err != nil {
@@ -100,7 +104,7 @@ func (j *Job) Delete(ctx context.Context) error {
 			}
 		}
 	}
-	return j.Store.DeletePrefix(ctx, store.JobPrefix(j.ID))
+	return j.Store.DeleteJob(ctx, j.ID)
 }
 
 // Derived reports whether id is a derived batch child (store/batchlayout) that exists
@@ -155,7 +159,7 @@ func Recorded(ctx context.Context, st *store.Store, id string) (state job.State,
 	env, err := job.DecodeEnvelope(raw)
 	if err != nil || len(raw) == 0 {
 		// How it ended cannot be told: damaged, as a status.json that cannot be read.
-		return "", "", false, job.Damaged(id, "result.json", raw, err)
+		return "", "", false, job.Damaged(id, store.ObjectName(id, store.EnvelopeKey(id)), raw, err)
 	}
 	if env.Success {
 		return job.Succeeded, "", true, nil

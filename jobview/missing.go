@@ -71,7 +71,7 @@ func RemoveUnreadable(ctx context.Context, st *store.Store, id string) (bool, er
 			return false, nil // readable: clean it up the ordinary way
 		}
 	}
-	return true, st.DeletePrefix(ctx, store.JobPrefix(id))
+	return true, st.DeleteJob(ctx, id)
 }
 
 // MissingEnvelope returns a damaged-job error (job.Missing) when job id has a result.pkl
@@ -85,5 +85,5 @@ func MissingEnvelope(ctx context.Context, st *store.Store, id string) error {
 	if ok, err := st.Exists(ctx, store.ResultKey(id)); err != nil || !ok {
 		return err
 	}
-	return job.Missing(id, "result.json", "its result.pkl is there, and that is written just before it")
+	return job.Missing(id, store.ObjectName(id, store.EnvelopeKey(id)), "its "+store.ObjectName(id, store.ResultKey(id))+" is there, and that is written just before it")
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"strings"
 	"sync"
 
@@ -83,10 +82,10 @@ func (j *Job) ResultOf(ctx context.Context, state job.State, reason string, valu
 			// so if it is not whole).
 			env, err = &job.Envelope{Success: true, HasValue: true, Host: "0"}, nil
 		case state == job.Succeeded:
-			return nil, job.Missing(j.ID, "result.json", "it succeeded, and its result.pkl, which holds the value, is missing too")
+			return nil, job.Missing(j.ID, store.ObjectName(j.ID, envKey), "it succeeded, and its "+store.ObjectName(j.ID, valueKey)+", which holds the value, is missing too")
 		case pkl:
-			return &Result{State: state, Reason: reason}, job.Missing(j.ID, path.Base(envKey),
-				fmt.Sprintf("it %s (%s); its %s is there, but without result.json it cannot be told whether that holds a value or an exception", strings.ToLower(string(state)), reason, path.Base(valueKey)))
+			return &Result{State: state, Reason: reason}, job.Missing(j.ID, store.ObjectName(j.ID, envKey),
+				fmt.Sprintf("it %s (%s); its %s is there, but without %s it cannot be told whether that holds a value or an exception", strings.ToLower(string(state)), reason, store.ObjectName(j.ID, valueKey), store.ObjectName(j.ID, envKey)))
 		}
 	}
 	if env == nil && store.IsNotFound(err) {
@@ -103,14 +102,14 @@ func (j *Job) ResultOf(ctx context.Context, state job.State, reason string, valu
 	if env == nil {
 		if env, err = job.DecodeEnvelope(raw); err != nil || len(raw) == 0 {
 			// Named within the job: result.json, or a host's hosts/N/result.json.
-			return nil, job.Damaged(j.ID, strings.TrimPrefix(envKey, store.JobPrefix(j.ID)), raw, err)
+			return nil, job.Damaged(j.ID, store.ObjectName(j.ID, envKey), raw, err)
 		}
 	}
 	res := &Result{State: state, Reason: reason, Envelope: env}
 	if valueTo.Dir != "" && env.HasValue {
 		r, err := j.Store.NewReader(ctx, valueKey)
 		if store.IsNotFound(err) {
-			return nil, job.Missing(j.ID, path.Base(valueKey), "its result.json says it holds the "+valueOrException(env))
+			return nil, job.Missing(j.ID, store.ObjectName(j.ID, valueKey), "its "+store.ObjectName(j.ID, envKey)+" says it holds the "+valueOrException(env))
 		}
 		if err != nil {
 			return nil, err
@@ -126,7 +125,7 @@ func (j *Job) ResultOf(ctx context.Context, state job.State, reason string, valu
 		}
 		if n == 0 {
 			// No pickle is empty: an empty value would read as None.
-			return nil, job.DamagedError(fmt.Sprintf("job %s is damaged: result.pkl is empty (a write was cut short, a full disk say), though its result.json says it holds the %s; `kinetic jobs cleanup %s` removes the job", j.ID, valueOrException(env), j.ID))
+			return nil, job.DamagedError(fmt.Sprintf("job %s is damaged: %s is empty (a write was cut short, a full disk say), though its %s says it holds the %s; `kinetic jobs cleanup %s` removes the job", j.ID, store.ObjectName(j.ID, valueKey), store.ObjectName(j.ID, envKey), valueOrException(env), j.ID))
 		}
 		if n <= valueTo.InlineMax {
 			res.Value = append([]byte{}, head[:n]...)

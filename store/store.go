@@ -12,6 +12,7 @@
 //	jobs/{id}/status.json     what the backend last recorded
 //	jobs/{id}/result.pkl      the pickled value or exception
 //	jobs/{id}/result.json     the result envelope, written after result.pkl
+//	groups/{gid}/results/{i}.pkl, {i}.json  the same of batch child i (ResultKey)
 //	jobs/{id}/logs/{seq}.log  log chunks, in order
 //	jobs/{id}/debug.json      where a debug job's debugpy listens (job.DebugMarker)
 //	tombstones/{id}.json      a success whose result was collected and cleaned up (job.Tombstone)
@@ -39,6 +40,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -47,8 +49,10 @@ import (
 	_ "gocloud.dev/blob/fileblob" // file://
 	_ "gocloud.dev/blob/memblob"  // mem://
 	"gocloud.dev/gcerrors"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/kinetic-run/kinetic/internal/atomicfile"
+	"github.com/kinetic-run/kinetic/job"
 )
 
 // ErrNotFound is returned when a key does not exist.
@@ -831,6 +835,60 @@ func (s *Store) DeletePrefix(ctx context.Context, prefix string) error {
 	return nil
 }
 
+// ListResultChildren lists the batch children whose result is in their batch's results/
+// (ResultKey): jobs that may have nothing under jobs/ (a listing adds them to ListDirs
+// of jobs/). One listing of groups/ and one per batch, sixteen at a time.
+func (s *Store) ListResultChildren(ctx context.Context) ([]string, error) {
+	gids, err := s.ListDirs(ctx, "groups/")
+	if err != nil {
+		return nil, err
+	}
+	found := make([][]string, len(gids))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for k, gid := range gids {
+		g.Go(func() error {
+			objs, err := s.List(gctx, GroupResultsPrefix(gid))
+			if err != nil {
+				return err
+			}
+			seen := map[int]bool{}
+			for _, o := range objs {
+				name := strings.TrimPrefix(o.Key, GroupResultsPrefix(gid))
+				i, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSuffix(name, ".json"), ".pkl"))
+				if err != nil || i < 0 || seen[i] {
+					continue
+				}
+				seen[i] = true
+				found[k] = append(found[k], job.ChildID(gid, i))
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, f := range found {
+		ids = append(ids, f...)
+	}
+	return ids, nil
+}
+
+// DeleteJob removes job id's objects: its prefix and, for a batch child, its result
+// kept in its batch's results/ (the envelope first: a reader meanwhile sees the job
+// cleaned up, not a value without its envelope).
+func (s *Store) DeleteJob(ctx context.Context, id string) error {
+	if _, _, ok := job.ParseChildID(id); ok {
+		for _, k := range []string{EnvelopeKey(id), ResultKey(id)} {
+			if _, err := s.Remove(ctx, k); err != nil {
+				return err
+			}
+		}
+	}
+	return s.DeletePrefix(ctx, JobPrefix(id))
+}
+
 // removeEmptyDirs removes dir and the directories under it that are empty, deepest
 // first: a file store would otherwise keep an empty directory per deleted job.
 // listFileDirs is ListDirs on a file store, from the directory itself: fileblob walks
@@ -966,17 +1024,42 @@ const (
 )
 
 // Keys of the job layout.
-func JobPrefix(id string) string   { return JobsPrefix + id + "/" }
-func HandleKey(id string) string   { return JobPrefix(id) + "handle.json" }
-func SpecKey(id string) string     { return JobPrefix(id) + "spec.json" }
-func PayloadKey(id string) string  { return JobPrefix(id) + "payload.pkl" }
-func EnvKey(id string) string      { return JobPrefix(id) + "env.json" }
-func ArgsKey(id string) string     { return JobPrefix(id) + "args.pkl" }
-func StatusKey(id string) string   { return JobPrefix(id) + StatusName }
-func ResultKey(id string) string   { return JobPrefix(id) + "result.pkl" }
-func EnvelopeKey(id string) string { return JobPrefix(id) + "result.json" }
-func DebugKey(id string) string    { return JobPrefix(id) + "debug.json" }
-func LogsPrefix(id string) string  { return JobPrefix(id) + "logs/" }
+func JobPrefix(id string) string  { return JobsPrefix + id + "/" }
+func HandleKey(id string) string  { return JobPrefix(id) + "handle.json" }
+func SpecKey(id string) string    { return JobPrefix(id) + "spec.json" }
+func PayloadKey(id string) string { return JobPrefix(id) + "payload.pkl" }
+func EnvKey(id string) string     { return JobPrefix(id) + "env.json" }
+func ArgsKey(id string) string    { return JobPrefix(id) + "args.pkl" }
+func StatusKey(id string) string  { return JobPrefix(id) + StatusName }
+
+// ResultKey and EnvelopeKey are a job's result.pkl and result.json. A batch child's are
+// in its batch's results/ (I.pkl, I.json for input I): one directory for all of a
+// batch's inputs instead of one per input, which cost a local map more than running
+// its inputs (making and removing a directory per input; docs/store.md).
+func ResultKey(id string) string {
+	if gid, i, ok := job.ParseChildID(id); ok {
+		return GroupResultsPrefix(gid) + strconv.Itoa(i) + ".pkl"
+	}
+	return JobPrefix(id) + "result.pkl"
+}
+
+func EnvelopeKey(id string) string {
+	if gid, i, ok := job.ParseChildID(id); ok {
+		return GroupResultsPrefix(gid) + strconv.Itoa(i) + ".json"
+	}
+	return JobPrefix(id) + "result.json"
+}
+
+// GroupResultsPrefix holds the results of batch gid's children (ResultKey).
+func GroupResultsPrefix(gid string) string { return "groups/" + gid + "/results/" }
+
+// ObjectName is how a message names object key of job id: its name within the job's
+// prefix (result.json), or the whole key for one kept elsewhere (a batch child's
+// groups/GID/results/I.json).
+func ObjectName(id, key string) string { return strings.TrimPrefix(key, JobPrefix(id)) }
+
+func DebugKey(id string) string   { return JobPrefix(id) + "debug.json" }
+func LogsPrefix(id string) string { return JobPrefix(id) + "logs/" }
 func LogChunkKey(id string, seq int) string {
 	return fmt.Sprintf("%s%08d.log", LogsPrefix(id), seq)
 }

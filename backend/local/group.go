@@ -341,9 +341,9 @@ func (b *Backend) groupStatus(ctx context.Context, h *job.Handle, noStatus bool)
 		if len(objs) == 0 {
 			// Nothing of it is left: removed (collected, cleaned up) and the marker
 			// that says so is gone, or removed by hand.
-			return "", "", true, job.DamagedError(fmt.Sprintf("job %s is damaged: its batch's worker finished it, but none of its objects is left, neither its result.json nor the marker that it was removed (%s); `kinetic jobs cleanup %s` removes it", h.JobID, store.GroupGoneKey(gid, i), h.JobID))
+			return "", "", true, job.DamagedError(fmt.Sprintf("job %s is damaged: its batch's worker finished it, but none of its objects is left, neither its %s nor the marker that it was removed (%s); `kinetic jobs cleanup %s` removes it", h.JobID, store.EnvelopeKey(h.JobID), store.GroupGoneKey(gid, i), h.JobID))
 		}
-		return "", "", true, job.Missing(h.JobID, "result.json", fmt.Sprintf("the batch's worker finished this input and wrote it first, as %s says", filepath.Join(b.groupDir(gid), "done", k)))
+		return "", "", true, job.Missing(h.JobID, store.ObjectName(h.JobID, store.EnvelopeKey(h.JobID)), fmt.Sprintf("the batch's worker finished this input and wrote it first, as %s says", filepath.Join(b.groupDir(gid), "done", k)))
 	}
 	live, dead := b.workers(gid)
 	for _, w := range live {
@@ -418,7 +418,7 @@ func (b *Backend) recordedEnd(ctx context.Context, id string, noStatus bool) (jo
 	}
 	env, err := job.DecodeEnvelope(raw)
 	if err != nil || len(raw) == 0 {
-		return "", "", false, job.Damaged(id, "result.json", raw, err) // as jobview.Recorded
+		return "", "", false, job.Damaged(id, store.ObjectName(id, store.EnvelopeKey(id)), raw, err) // as jobview.Recorded
 	}
 	s := outcome(env, nil, false)
 	return s.State, s.Reason, true, nil

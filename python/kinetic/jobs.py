@@ -232,6 +232,15 @@ def _print_logs(name, data):
 INLINE_MAX = 60000
 
 
+def _result_object(job_id):
+    """The store object that holds job_id's pickled result: result.pkl under the job, or
+    for a batch child (job-<23 characters>-<index>) its batch's results/<index>.pkl."""
+    head, _, index = (job_id or "").rpartition("-")
+    if head.startswith("job-") and len(head) == 27 and index.isdigit():
+        return "groups/grp-%s/results/%s.pkl" % (head[4:], index)
+    return "result.pkl"
+
+
 def _load(path, job_id="", data=None):
     """Unpickle a result: data (inline in the reply), else the file at path (removed)."""
     try:
@@ -242,10 +251,10 @@ def _load(path, job_id="", data=None):
     except Exception as e:  # a damaged or cut-short result.pkl, or a missing class
         size = len(data) if data is not None else (os.path.getsize(path) if os.path.exists(path) else 0)
         raise KineticError(
-            "job %s: its result (result.pkl, %d bytes) could not be unpickled: %s: %s "
+            "job %s: its result (%s, %d bytes) could not be unpickled: %s: %s "
             "(a truncated or damaged file, or a class this Python cannot import; "
             "run the job again, or unpickle it where the job's code is importable)"
-            % (job_id or "?", size, type(e).__name__, e)) from e
+            % (job_id or "?", _result_object(job_id), size, type(e).__name__, e)) from e
     finally:
         if data is None:
             try:

@@ -97,6 +97,11 @@ def _job_dir(store_dir, job_id):
     return os.path.join(store_dir, "jobs", job_id)
 
 
+def _child_result(store_dir, gid, i):
+    """A batch child's result envelope: in its batch's results/, not under jobs/."""
+    return os.path.join(store_dir, "groups", gid, "results", "%d.json" % i)
+
+
 def _wait_until(cond, timeout, what):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -429,10 +434,12 @@ def test_cleanup_semantics(store_dir):
     assert isinstance(out[1], ValueError) and isinstance(out[2], ValueError)
     ids = [h.job_id for h in b.jobs]
     # (The prefix of a successful child can linger briefly after results() returns: see the report.)
-    _wait_until(lambda: not os.path.exists(_job_dir(store_dir, ids[0])) and
-                not os.path.exists(_job_dir(store_dir, ids[3])), 10, "successful children cleaned up")
-    assert os.path.isdir(_job_dir(store_dir, ids[1]))
-    assert os.path.isdir(_job_dir(store_dir, ids[2]))
+    gid = b.group_id
+    _wait_until(lambda: not os.path.exists(_child_result(store_dir, gid, 0)) and
+                not os.path.exists(_child_result(store_dir, gid, 3)), 10, "successful children cleaned up")
+    assert not os.path.exists(_job_dir(store_dir, ids[0])) and not os.path.exists(_job_dir(store_dir, ids[3]))
+    assert os.path.exists(_child_result(store_dir, gid, 1))
+    assert os.path.exists(_child_result(store_dir, gid, 2))
     assert os.path.exists(os.path.join(_group_dir(store_dir, b.group_id), "manifest.json"))
     # The failure list is the one from the collection pass.
     assert sorted(h.group_index for h in b.failures()) == [1, 2]

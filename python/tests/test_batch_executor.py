@@ -56,10 +56,15 @@ def isolation(request, monkeypatch):
 
 
 def _store_files(store_dir, gid, ids):
+    """Each child's objects: its result (in its batch's results/, named by its index) and
+    whatever is under jobs/ID/ (its log)."""
     out = {}
-    for i in ids:
+    results = os.path.join(store_dir, "groups", gid, "results")
+    for k, i in enumerate(ids):
         d = os.path.join(store_dir, "jobs", i)
-        out[i] = sorted(os.path.relpath(os.path.join(r, f), d) for r, _, fs in os.walk(d) for f in fs)
+        files = [os.path.relpath(os.path.join(r, f), d) for r, _, fs in os.walk(d) for f in fs]
+        files += ["results/" + f for f in os.listdir(results) if f.split(".")[0] == str(k)]
+        out[i] = sorted(files)
     return out
 
 
@@ -69,10 +74,10 @@ def test_a_batch_is_one_unit_in_the_store(store_dir):
     b = talk.run_async_map(range(6), max_concurrent=2)
     assert b.results(timeout=60, cleanup=False) == list(range(6))
     group = os.path.join(store_dir, "groups", b.group_id)
-    assert sorted(os.listdir(group)) == ["inputs.bin", "manifest.json", "template.json"]
+    assert sorted(os.listdir(group)) == ["inputs.bin", "manifest.json", "results", "template.json"]
     files = _store_files(store_dir, b.group_id, [h.job_id for h in b.jobs])
     for i, h in enumerate(b.jobs):
-        want = ["result.json", "result.pkl"] + (["logs/00000000.log"] if i % 2 else [])
+        want = ["results/%d.json" % i, "results/%d.pkl" % i] + (["logs/00000000.log"] if i % 2 else [])
         assert files[h.job_id] == sorted(want), (i, files[h.job_id])
         assert h.status() == JobStatus.SUCCEEDED
     # Each input's output is its own, stdout and stderr alike.

@@ -290,7 +290,7 @@ print("ID", h.job_id)
 b = f.run_async_map([0, 1, 2])
 b.wait()
 child = b.jobs[1].job_id
-os.remove(os.path.join(%r, "jobs", child, "result.pkl"))
+os.remove(os.path.join(%r, "groups", b.group_id, "results", "1.pkl"))
 try:
     b.results(cleanup=False)
 except kinetic.BatchError as e:
@@ -304,4 +304,4 @@ print("CHILD", child)
     assert lines["ID"] in lines["ERR"] and "result.pkl" in lines["ERR"] and "missing" in lines["ERR"], lines
     assert "not found" not in lines["ERR"], lines
     assert "BATCH" in lines and "1 of 3 inputs failed" in lines["BATCH"], lines
-    assert "input 1:" in lines["BATCH"] and lines["CHILD"] in lines["BATCH"] and "result.pkl" in lines["BATCH"], lines
+    assert "input 1:" in lines["BATCH"] and lines["CHILD"] in lines["BATCH"] and "results/1.pkl" in lines["BATCH"], lines

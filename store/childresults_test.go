@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -53,5 +55,27 @@ func TestChildResultsInTheirBatch(t *testing.T) {
 		if ok, _ := st.Exists(ctx, store.EnvelopeKey(job.ChildID(gid, 8))); !ok {
 			t.Errorf("%s: DeleteJob of input 7 removed input 8's result", url)
 		}
+	}
+}
+
+// TestBatchesSpreadOnExt4: a file store's groups/ carries FS_TOPDIR_FL where the file
+// system takes it (ext4), so that each batch's results land in a block group of their
+// own (spreadBatches).
+func TestBatchesSpreadOnExt4(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(context.Background(), "file://"+dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := os.Stat(filepath.Join(dir, "groups")); err != nil {
+		t.Fatalf("groups/ not made by Open: %v", err)
+	}
+	flags, ok := dirFlags(filepath.Join(dir, "groups"))
+	if !ok {
+		t.Skip("the file system of", dir, "has no inode flags")
+	}
+	if flags&0x00020000 == 0 {
+		t.Fatalf("groups/ flags %#x: no FS_TOPDIR_FL", flags)
 	}
 }

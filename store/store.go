@@ -163,6 +163,7 @@ func open(ctx context.Context, rawURL string, create bool) (*Store, error) {
 	}
 	if pu, err := url.Parse(u); err == nil && pu.Scheme == "file" && pu.Query().Get("prefix") == "" {
 		s.dir = pu.Path
+		spreadBatches(s.dir)
 	}
 	return s, nil
 }

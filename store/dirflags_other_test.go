@@ -1,0 +1,5 @@
+//go:build !linux
+
+package store_test
+
+func dirFlags(path string) (uint32, bool) { return 0, false }

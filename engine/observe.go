@@ -292,26 +292,7 @@ func (e *Engine) listIDs(ctx context.Context, cfg *config.Resolved, st *store.St
 			return ids, nil
 		}
 	}
-	ids, err := st.ListDirs(ctx, "jobs/")
-	if err != nil {
-		return nil, err
-	}
-	// Batch children that ended with nothing under jobs/: their result is in their
-	// batch's results/.
-	children, err := st.ListResultChildren(ctx)
-	if err != nil {
-		return nil, err
-	}
-	seen := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		seen[id] = true
-	}
-	for _, id := range children {
-		if !seen[id] {
-			ids = append(ids, id)
-		}
-	}
-	return ids, nil
+	return st.ListJobIDs(ctx)
 }
 
 // incompleteGrace is how old a job prefix without handle.json must be before it counts

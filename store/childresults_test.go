@@ -44,6 +44,15 @@ func TestChildResultsInTheirBatch(t *testing.T) {
 		if err != nil || !slices.Equal(ids, []string{job.ChildID(gid, 7), job.ChildID(gid, 8)}) {
 			t.Fatalf("%s: ListResultChildren = %v, %v", url, ids, err)
 		}
+		if err := st.Put(ctx, store.HandleKey(single), []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+		// Input 7 has a log under jobs/ and a result in results/: listed once.
+		all, err := st.ListJobIDs(ctx)
+		slices.Sort(all)
+		if err != nil || !slices.Equal(all, []string{single, job.ChildID(gid, 7), job.ChildID(gid, 8)}) {
+			t.Fatalf("%s: ListJobIDs = %v, %v", url, all, err)
+		}
 		if err := st.DeleteJob(ctx, child); err != nil {
 			t.Fatal(err)
 		}

@@ -836,6 +836,29 @@ func (s *Store) DeletePrefix(ctx context.Context, prefix string) error {
 	return nil
 }
 
+// ListJobIDs lists the jobs in the store: the prefixes under jobs/, and the batch
+// children that ended with nothing there (their result is in their batch's results/).
+func (s *Store) ListJobIDs(ctx context.Context) ([]string, error) {
+	ids, err := s.ListDirs(ctx, JobsPrefix)
+	if err != nil {
+		return nil, err
+	}
+	children, err := s.ListResultChildren(ctx)
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		seen[id] = true
+	}
+	for _, id := range children {
+		if !seen[id] {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
 // ListResultChildren lists the batch children whose result is in their batch's results/
 // (ResultKey): jobs that may have nothing under jobs/ (a listing adds them to ListDirs
 // of jobs/). One listing of groups/ and one per batch, sixteen at a time.

@@ -343,6 +343,12 @@ func (w *worker) once(ctx context.Context) (bool, error) {
 				return false, err
 			}
 		}
+		if w.sigs.stopping() {
+			// Told to stop while it looked: the job stays queued, unclaimed, for the
+			// next worker (a claimed job would have to run or fail).
+			lock.Close()
+			return false, nil
+		}
 		proc := &job.LocalProcess{BootID: bootID(), SupervisorPID: os.Getpid(), LockPath: lockPath, Workspace: ws, Queue: o.Queue}
 		// RUNNING is the claim written into the child's lock file (which we hold), not a
 		// store object: see claimedStatus.
@@ -353,9 +359,6 @@ func (w *worker) once(ctx context.Context) (bool, error) {
 		calltrace.Mark("sup.claimed", id)
 		cancel := make(chan os.Signal, 1)
 		w.sigs.route(relayCancel(ws, cancel))
-		if w.sigs.stopping() { // told to stop while it was being claimed
-			cancel <- syscall.SIGTERM
-		}
 		// A batch's children share the worker's tree; a single job gets its own
 		// workspace, as under a per-job supervisor.
 		treeDir := filepath.Join(o.Queue, "workers", strconv.Itoa(o.Worker))
@@ -396,8 +399,11 @@ func (w *worker) runGroup(ctx context.Context, entry, gid string, k int) error {
 		default:
 		}
 	})
-	if w.sigs.stopping() {
-		sig <- syscall.SIGTERM
+	if w.sigs.stopping() { // told to stop as it began: the batch's worker stops too
+		select {
+		case sig <- syscall.SIGTERM:
+		default:
+		}
 	}
 	err = workGroup(ctx, o, sig, w.st, w.slot)
 	w.sigs.route(nil)

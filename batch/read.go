@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -289,15 +287,12 @@ func presentByResult(ctx context.Context, st *store.Store, ids []string, present
 			continue
 		}
 		listed[gid] = true
-		objs, err := st.List(ctx, store.GroupResultsPrefix(gid))
+		children, err := st.ResultChildren(ctx, gid)
 		if err != nil {
 			return err
 		}
-		for _, o := range objs {
-			name := strings.TrimPrefix(o.Key, store.GroupResultsPrefix(gid))
-			if i, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSuffix(name, ".json"), ".pkl")); err == nil && i >= 0 {
-				present[job.ChildID(gid, i)] = true
-			}
+		for _, c := range children {
+			present[c] = true
 		}
 	}
 	return nil

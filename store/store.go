@@ -523,16 +523,9 @@ func (s *Store) getPlain(ctx context.Context, key string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("read %s: %w", key, err)
 	}
-	path := filepath.Join(s.dir, filepath.FromSlash(key))
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	for err == syscall.EINTR {
-		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	}
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return nil, fmt.Errorf("%s: %w", key, ErrNotFound)
-	}
+	fd, _, err := s.openRaw(key)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", key, err)
+		return nil, err
 	}
 	defer syscall.Close(fd)
 	var st syscall.Stat_t
@@ -556,6 +549,22 @@ func (s *Store) getPlain(ctx context.Context, key string) ([]byte, error) {
 	}
 }
 
+// openRaw opens the file of plain key for reading, a missing one as ErrNotFound.
+func (s *Store) openRaw(key string) (fd int, path string, err error) {
+	path = filepath.Join(s.dir, filepath.FromSlash(key))
+	fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	for err == syscall.EINTR {
+		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	}
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return -1, path, fmt.Errorf("%s: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return -1, path, fmt.Errorf("read %s: %w", key, err)
+	}
+	return fd, path, nil
+}
+
 // openPlain opens the file of a plain key of a file:// store directly (ok), which is
 // what fileblob does for it, without the sidecar lookup and the bucket's bookkeeping that
 // cost more than reading a small object: a store read per status check adds up.
@@ -566,22 +575,13 @@ func (s *Store) openPlain(ctx context.Context, key string) (f *os.File, size int
 	if err := ctx.Err(); err != nil {
 		return nil, 0, true, fmt.Errorf("read %s: %w", key, err)
 	}
-	path := filepath.Join(s.dir, filepath.FromSlash(key))
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	for err == syscall.EINTR {
-		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	}
-	if err == nil {
-		// Not os.Open: the runtime poller's attempt to register a regular file is four
-		// system calls more.
-		f = os.NewFile(uintptr(fd), path)
-	}
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return nil, 0, true, fmt.Errorf("%s: %w", key, ErrNotFound)
-	}
+	fd, path, err := s.openRaw(key)
 	if err != nil {
-		return nil, 0, true, fmt.Errorf("read %s: %w", key, err)
+		return nil, 0, true, err
 	}
+	// Not os.Open: the runtime poller's attempt to register a regular file is four
+	// system calls more.
+	f = os.NewFile(uintptr(fd), path)
 	fi, err := f.Stat()
 	if err != nil || fi.IsDir() {
 		f.Close()
@@ -895,22 +895,9 @@ func (s *Store) ListResultChildren(ctx context.Context) ([]string, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for k, gid := range gids {
-		g.Go(func() error {
-			objs, err := s.List(gctx, GroupResultsPrefix(gid))
-			if err != nil {
-				return err
-			}
-			seen := map[int]bool{}
-			for _, o := range objs {
-				name := strings.TrimPrefix(o.Key, GroupResultsPrefix(gid))
-				i, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSuffix(name, ".json"), ".pkl"))
-				if err != nil || i < 0 || seen[i] {
-					continue
-				}
-				seen[i] = true
-				found[k] = append(found[k], job.ChildID(gid, i))
-			}
-			return nil
+		g.Go(func() (err error) {
+			found[k], err = s.ResultChildren(gctx, gid)
+			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -919,6 +906,26 @@ func (s *Store) ListResultChildren(ctx context.Context) ([]string, error) {
 	var ids []string
 	for _, f := range found {
 		ids = append(ids, f...)
+	}
+	return ids, nil
+}
+
+// ResultChildren lists the children of batch gid that have a result in its results/.
+func (s *Store) ResultChildren(ctx context.Context, gid string) ([]string, error) {
+	objs, err := s.List(ctx, GroupResultsPrefix(gid))
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	seen := map[int]bool{}
+	for _, o := range objs {
+		name := strings.TrimPrefix(o.Key, GroupResultsPrefix(gid))
+		i, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSuffix(name, ".json"), ".pkl"))
+		if err != nil || i < 0 || seen[i] {
+			continue
+		}
+		seen[i] = true
+		ids = append(ids, job.ChildID(gid, i))
 	}
 	return ids, nil
 }

@@ -188,7 +188,7 @@ func warmFor(dir, py string, environ []string) (*warmServer, error) {
 // start one server: the start is under a lock, and the server itself holds an "alive"
 // lock for as long as it listens, so a second one refuses to start.
 func (w *warmServer) connect(ctx context.Context) (*net.UnixConn, error) {
-	if c, err := w.dial(); err == nil {
+	if c, err := w.dialLive(); err == nil {
 		return c, nil
 	}
 	if err := os.MkdirAll(w.dir, 0o700); err != nil {
@@ -199,7 +199,7 @@ func (w *warmServer) connect(ctx context.Context) (*net.UnixConn, error) {
 		return nil, err
 	}
 	defer unlock()
-	if c, err := w.dial(); err == nil { // another runner started it meanwhile
+	if c, err := w.dialLive(); err == nil { // another runner started it meanwhile
 		return c, nil
 	}
 	if err := w.start(ctx); err != nil {
@@ -210,6 +210,37 @@ func (w *warmServer) connect(ctx context.Context) (*net.UnixConn, error) {
 
 func (w *warmServer) dial() (*net.UnixConn, error) {
 	return net.DialUnix("unix", nil, &net.UnixAddr{Name: w.file(".sock"), Net: "unix"})
+}
+
+// dialLive dials the socket if a live server is behind it. A listening socket can
+// outlive its server: a child forked just before the server was killed keeps it open
+// until it closes the server's files, and a request sent there is never answered. The
+// server holds a POSIX lock on its alive file, which ends with the server itself (a
+// child never holds it), so a lock nobody holds means a dead server.
+func (w *warmServer) dialLive() (*net.UnixConn, error) {
+	c, err := w.dial()
+	if err != nil {
+		return nil, err
+	}
+	if !w.serverAlive() {
+		c.Close()
+		return nil, errors.New("the warm server is gone; its socket is left")
+	}
+	return c, nil
+}
+
+// serverAlive says whether a process holds the lock on the alive file.
+func (w *warmServer) serverAlive() bool {
+	f, err := os.Open(w.file(".alive"))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	lk := syscall.Flock_t{Type: syscall.F_WRLCK}
+	if err := syscall.FcntlFlock(f.Fd(), syscall.F_GETLK, &lk); err != nil {
+		return true // cannot tell: let the request find out
+	}
+	return lk.Type != syscall.F_UNLCK
 }
 
 // start launches a server in its own session (so it outlives this runner and no signal

@@ -594,6 +594,62 @@ func TestWarmStaleSocketReplaced(t *testing.T) {
 	}
 }
 
+// TestWarmServerDiesLeavingAChild: a server killed right after a fork leaves a child that
+// has not yet closed the server's files (under load it may not run for a while). That
+// child must not keep a new server from starting: the job would run cold. Here the
+// child is made to wait on purpose.
+func TestWarmServerDiesLeavingAChild(t *testing.T) {
+	h := newHarness(t)
+	h.value(h.entry(pidsSrc, "pids", nil))
+	old := h.serverPID()
+	syscall.Kill(old, syscall.SIGKILL)
+	if !gone(old, 5*time.Second) {
+		t.Fatalf("server %d did not die", old)
+	}
+	socks, _ := filepath.Glob(filepath.Join(h.warm, "*.sock"))
+	alive, _ := filepath.Glob(filepath.Join(h.warm, "*.alive"))
+	if len(socks) != 1 || len(alive) != 1 {
+		t.Fatalf("want the dead server's socket and alive file, have %v %v", socks, alive)
+	}
+	script := filepath.Join(t.TempDir(), "ws.py")
+	if err := os.WriteFile(script, warmServerPy, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A server that listens, forks a child that keeps every file of the server's (as a
+	// child does until it runs leave_server), and dies.
+	prog := `
+import importlib.util, os, sys, time
+spec = importlib.util.spec_from_file_location("ws", sys.argv[1])
+ws = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ws)
+srv = ws.Server(sys.argv[2], sys.argv[3], 60)
+srv.listen()
+pid = os.fork()
+if pid == 0:
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    time.sleep(60)
+    os._exit(0)
+print(pid, flush=True)
+os._exit(0)
+`
+	out, err := exec.Command(h.py, "-c", prog, script, socks[0], alive[0]).CombinedOutput()
+	if err != nil {
+		t.Fatalf("the dying server: %v: %s", err, out)
+	}
+	child, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+	if child <= 0 {
+		t.Fatalf("the dying server printed %q", out)
+	}
+	defer syscall.Kill(child, syscall.SIGKILL)
+	dead := readPid(alive[0])
+	_, ppid := pids(t, h.value(h.entry(pidsSrc, "pids", nil)))
+	if server := h.serverPID(); server == dead || ppid != server {
+		t.Errorf("with the dead server's child still there: job under %d, server %d (dead %d); want a new server running the job", ppid, server, dead)
+	}
+}
+
 func TestWarmServerExitsWhenIdle(t *testing.T) {
 	h := newHarness(t)
 	h.idle = 500 * time.Millisecond

@@ -252,8 +252,12 @@ class Server(object):
 
     def listen(self):
         self.alive = os.open(self.alive_path, os.O_RDWR | os.O_CREAT, 0o600)
+        # A POSIX record lock, not flock: it belongs to this process alone, so it ends
+        # with it. A flock would be shared with every child forked before it closes the
+        # fd (leave_server), and a server killed right after a fork would keep the next
+        # one from starting until that child ran.
         try:
-            fcntl.flock(self.alive, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.lockf(self.alive, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             raise RuntimeError("another warm server holds %s" % self.alive_path)
         os.ftruncate(self.alive, 0)

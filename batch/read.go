@@ -39,6 +39,9 @@ type ChildStatus struct {
 	// cleaned up (results(cleanup=True)): its Status is NOT_FOUND, as the API says, and
 	// it succeeded.
 	CollectedAt *time.Time `json:"collected_at,omitempty"`
+	// Result is the child's result with its value inline, when the watch was asked for
+	// values (WatchOptions.InlineMax) and the value is that small.
+	Result *jobview.Result `json:"-"`
 }
 
 // Succeeded reports whether the child succeeded, collected or not.
@@ -66,7 +69,7 @@ func firstDerived(m *Manifest, c Child) bool {
 
 // lookEnded reads, 16 at a time, the status of each child at its derived first attempt
 // whose unit member ended (done) and that is not final yet, and returns the final ones.
-func lookEnded(ctx context.Context, e Engine, st *store.Store, m *Manifest, storeURL string, done, final map[int]bool) ([]ChildStatus, error) {
+func lookEnded(ctx context.Context, e Engine, st *store.Store, m *Manifest, storeURL string, done, final map[int]bool, o WatchOptions) ([]ChildStatus, error) {
 	var ended []Child
 	for _, c := range m.Children {
 		if !final[c.Index] && done[c.Index] && firstDerived(m, c) {
@@ -108,6 +111,15 @@ func lookEnded(ctx context.Context, e Engine, st *store.Store, m *Manifest, stor
 			}
 			if state.Terminal() && !(state == job.Failed && len(c.Attempts) <= m.Retries && !m.Settled) {
 				out[k] = ChildStatus{Index: c.Index, Handle: j.Handle, Status: state, Reason: reason}
+				if o.InlineMax > 0 {
+					// Read now, while the batch runs: results() then asks for nothing
+					// more. A result that cannot be read is left to results(), which
+					// says why.
+					res, err := j.ResultOf(gctx, state, reason, jobview.ValueTo{InlineMax: o.InlineMax, InlineOnly: true})
+					if err == nil && res != nil && !res.Skipped {
+						out[k].Result = res
+					}
+				}
 			}
 			return nil
 		})
@@ -549,6 +561,19 @@ func List(ctx context.Context, e Engine, storeURL string) ([]Listed, error) {
 // is accounted for. Only unfinished children are looked at again, so a large batch
 // costs little to watch.
 func Watch(ctx context.Context, e Engine, gid, storeURL string, emit func(ChildStatus)) error {
+	return WatchWith(ctx, e, gid, storeURL, WatchOptions{}, emit)
+}
+
+// WatchOptions are Watch's options.
+type WatchOptions struct {
+	// InlineMax > 0 asks for the results of the children whose ends the batch's unit
+	// reports, with values of at most this many bytes (ChildStatus.Result): read while
+	// the batch runs, instead of all at its end.
+	InlineMax int
+}
+
+// WatchWith is Watch with options.
+func WatchWith(ctx context.Context, e Engine, gid, storeURL string, o WatchOptions, emit func(ChildStatus)) error {
 	st, storeURL, err := openStore(ctx, e, storeURL)
 	if err != nil {
 		return err
@@ -585,7 +610,7 @@ func Watch(ctx context.Context, e Engine, gid, storeURL string, emit func(ChildS
 		done := groupDone(ctx, e, &m, storeURL, jobs)
 		progressed := false
 		if done != nil {
-			ended, err := lookEnded(ctx, e, st, &m, storeURL, done, final)
+			ended, err := lookEnded(ctx, e, st, &m, storeURL, done, final, o)
 			if err != nil {
 				return err
 			}

@@ -250,3 +250,33 @@ func TestLogsUntil(t *testing.T) {
 		t.Fatalf("cancelled LogsUntil = %v", err)
 	}
 }
+
+// TestResultInlineOnly: InlineOnly reads a small value inline and skips a larger one
+// without a file; an InlineMax beyond the read buffer never passes a cut value as whole.
+func TestResultInlineOnly(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	small, big := job.NewID(), job.NewID()
+	bigValue := bytes.Repeat([]byte("v"), 100<<10) // larger than the 64 KiB read buffer
+	for id, v := range map[string][]byte{small: []byte("pickled"), big: bigValue} {
+		put(t, st, store.ResultKey(id), v)
+		put(t, st, store.EnvelopeKey(id), (&job.Envelope{Success: true, HasValue: true}).Encode())
+	}
+	res, err := New(st, small).ResultOf(ctx, job.Succeeded, "", ValueTo{InlineMax: 100, InlineOnly: true})
+	if err != nil || string(res.Value) != "pickled" || res.Skipped || res.ValuePath != "" {
+		t.Fatalf("small value: %+v, %v", res, err)
+	}
+	res, err = New(st, big).ResultOf(ctx, job.Succeeded, "", ValueTo{InlineMax: 100, InlineOnly: true})
+	if err != nil || res.Value != nil || !res.Skipped || res.ValuePath != "" {
+		t.Fatalf("large value: %+v, %v", res, err)
+	}
+	// InlineMax above the buffer: the large value is not inline (cut), but in a file.
+	dir := t.TempDir()
+	res, err = New(st, big).ResultOf(ctx, job.Succeeded, "", ValueTo{Dir: dir, InlineMax: 1 << 20})
+	if err != nil || res.Value != nil || res.ValuePath == "" {
+		t.Fatalf("InlineMax above the buffer: %+v, %v", res, err)
+	}
+	if b, _ := os.ReadFile(res.ValuePath); !bytes.Equal(b, bigValue) {
+		t.Fatalf("value in the file: %d bytes, want %d", len(b), len(bigValue))
+	}
+}

@@ -23,6 +23,9 @@ type Result struct {
 	ValuePath string `json:"value_path,omitempty"`
 	// Value is result.pkl itself instead, when it is at most ValueTo.InlineMax bytes.
 	Value []byte `json:"value,omitempty"`
+	// Skipped says the value was larger than ValueTo.InlineMax and, with
+	// ValueTo.InlineOnly, not read.
+	Skipped bool `json:"-"`
 }
 
 // ValueTo says where a result's value goes: a file in Dir ("": nowhere, the envelope
@@ -31,6 +34,10 @@ type Result struct {
 type ValueTo struct {
 	Dir       string
 	InlineMax int
+	// InlineOnly reads a value of at most InlineMax bytes and skips a larger one
+	// (Result.Skipped) instead of copying it to a file: a batch's watch carries the
+	// small values of its children with their ends.
+	InlineOnly bool
 }
 
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
@@ -106,7 +113,7 @@ func (j *Job) ResultOf(ctx context.Context, state job.State, reason string, valu
 		}
 	}
 	res := &Result{State: state, Reason: reason, Envelope: env}
-	if valueTo.Dir != "" && env.HasValue {
+	if (valueTo.Dir != "" || valueTo.InlineOnly) && env.HasValue {
 		r, err := j.Store.NewReader(ctx, valueKey)
 		if store.IsNotFound(err) {
 			return nil, job.Missing(j.ID, store.ObjectName(j.ID, valueKey), "its "+store.ObjectName(j.ID, envKey)+" says it holds the "+valueOrException(env))
@@ -117,8 +124,10 @@ func (j *Job) ResultOf(ctx context.Context, state job.State, reason string, valu
 		defer r.Close()
 		buf := copyBufs.Get().(*[]byte)
 		defer copyBufs.Put(buf)
-		// Read up to InlineMax+1 bytes: a value that fits is returned inline.
-		head := (*buf)[:min(valueTo.InlineMax+1, len(*buf))]
+		// Read up to InlineMax+1 bytes: a value that fits is returned inline. (At most
+		// the buffer less one: a larger InlineMax must not pass a cut value as whole.)
+		limit := min(valueTo.InlineMax, len(*buf)-1)
+		head := (*buf)[:limit+1]
 		n, err := io.ReadFull(r, head)
 		if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
 			return nil, err
@@ -127,8 +136,12 @@ func (j *Job) ResultOf(ctx context.Context, state job.State, reason string, valu
 			// No pickle is empty: an empty value would read as None.
 			return nil, job.DamagedError(fmt.Sprintf("job %s is damaged: %s is empty (a write was cut short, a full disk say), though its %s says it holds the %s; `kinetic jobs cleanup %s` removes the job", j.ID, store.ObjectName(j.ID, valueKey), store.ObjectName(j.ID, envKey), valueOrException(env), j.ID))
 		}
-		if n <= valueTo.InlineMax {
+		if n <= limit {
 			res.Value = append([]byte{}, head[:n]...)
+			return res, nil
+		}
+		if valueTo.InlineOnly {
+			res.Skipped = true
 			return res, nil
 		}
 		f, err := os.CreateTemp(valueTo.Dir, "kinetic-result-*.pkl")

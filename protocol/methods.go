@@ -423,6 +423,9 @@ type ChildStatus struct {
 	Status string  `json:"status,omitempty"`
 	Reason string  `json:"reason,omitempty"`
 	Error  string  `json:"submission_error,omitempty"`
+	// Result is the child's result, value inline, when batch_watch was asked for values
+	// (BatchWatchRequest.InlineMax) and the child's value is at most that many bytes.
+	Result *Result `json:"result,omitempty"`
 }
 
 // GroupRequest names a batch (batch_watch, batch_cancel). batch_watch answers {} once
@@ -431,6 +434,15 @@ type ChildStatus struct {
 type GroupRequest struct {
 	GroupID string `json:"group_id"`
 	Store   string `json:"store,omitempty"`
+}
+
+// BatchWatchRequest (batch_watch) is a GroupRequest that may ask for values: with
+// InlineMax > 0, a child event carries the child's result (Result) when its value is at
+// most InlineMax bytes, read as the child ends, so that results() need not read it
+// again (results_many) at the batch's end.
+type BatchWatchRequest struct {
+	GroupRequest
+	InlineMax int `json:"inline_max,omitempty"`
 }
 
 // BatchCleanupRequest (batch_cleanup) cleans up every child; with GCS the manifest goes

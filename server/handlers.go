@@ -418,8 +418,13 @@ func (s *Server) batch(c *call, r *protocol.BatchRequest) (*protocol.Batch, erro
 	return batchOf(v), nil
 }
 
-func (s *Server) batchWatch(c *call, r *protocol.GroupRequest) (*protocol.Empty, error) {
-	return nil, batch.Watch(c, s.eng, r.GroupID, r.Store, func(cs batch.ChildStatus) { c.event(protocol.EventChild, childStatusOf(cs)) })
+func (s *Server) batchWatch(c *call, r *protocol.BatchWatchRequest) (*protocol.Empty, error) {
+	o := batch.WatchOptions{InlineMax: r.InlineMax}
+	return nil, batch.WatchWith(c, s.eng, r.GroupID, r.Store, o, func(cs batch.ChildStatus) {
+		p := childStatusOf(cs)
+		p.Result = resultOf(cs.Result)
+		c.event(protocol.EventChild, p)
+	})
 }
 
 func (s *Server) batchCancel(c *call, r *protocol.GroupRequest) (*protocol.Empty, error) {

@@ -80,6 +80,9 @@ class BatchHandle:
         self._unavailable_ids: Dict[int, str] = {}
         # The last watch reported every input (with its handle or why it has none).
         self._watched_all = False
+        # Results that came with the watch's reports (index -> (job ID, result)), for
+        # results() to use instead of reading them again: small values only.
+        self._watched_results: Dict[int, Any] = {}
         self._config: Dict[str, str] = {}  # project/cluster of attach_batch, until the store is known
         # None or inf: no limit (the interval then is the 1 s cap of _abandoned).
         interval = seconds(poll_interval, "BatchHandle", "poll_interval")
@@ -199,8 +202,10 @@ class BatchHandle:
         except KeyboardInterrupt:
             raise self._left_running() from None
 
-    def _watch(self, timeout):
-        """Child reports from the engine as they come (submission failures included)."""
+    def _watch(self, timeout, values=False):
+        """Child reports from the engine as they come (submission failures included).
+        values=True asks for each child's result with its report, when its value is at
+        most INLINE_MAX bytes (results() then reads only the others)."""
         deadline = None if timeout is None else time.time() + timeout
         q: "queue.Queue" = queue.Queue()
         eng = engine()
@@ -209,7 +214,10 @@ class BatchHandle:
         self._watched_all = False
         # The reply comes after the last event, on the same thread: it ends the queue, so
         # the last report is not followed by a wait for more.
-        rid, pending = eng.start("batch_watch", {"group_id": self.group_id, "store": self._store},
+        params = {"group_id": self.group_id, "store": self._store}
+        if values:
+            params["inline_max"] = INLINE_MAX
+        rid, pending = eng.start("batch_watch", params,
                                  on_event=lambda name, data: q.put(data) if name == "child" else None,
                                  on_reply=lambda msg: q.put(None))
         try:
@@ -281,6 +289,8 @@ class BatchHandle:
         if c.get("handle"):
             self._jobs[i] = JobHandle.from_dict(c["handle"])
             self._statuses[i] = JobStatus(c["status"])
+            if c.get("result") is not None:
+                self._watched_results[i] = (c["handle"].get("job_id"), c["result"])
         elif c.get("submission_error"):
             self._submission_errors[i] = self._local_failures.get(i) or SubmissionError(c["submission_error"])
 
@@ -297,7 +307,7 @@ class BatchHandle:
         order: List[int] = []
         try:
             try:
-                for c in self._watch(timeout):
+                for c in self._watch(timeout, values=True):
                     order.append(c["index"])
                     bar.update(len(order), failed=c.get("status") == "FAILED")
             finally:
@@ -344,13 +354,18 @@ class BatchHandle:
         # A child whose handle cannot be read is asked for all the same: the engine says
         # why (collected by another caller, removed, damaged), never a silent None.
         ids.update({i: jid for i, jid in self._unavailable_ids.items() if i not in errors})
-        todo = sorted(ids)
-        remaining = None if timeout is None else max(0.1, timeout - (time.time() - start))
-        replies = engine().call("results_many", {
-            "job_ids": [ids[i] for i in todo], "store": self._store,
-            "value_dir": tempfile.gettempdir(), "inline_max": INLINE_MAX, "timeout": wire(remaining)})
+        # The results the watch brought need no second read; the others are read in one
+        # request.
+        watched = {i: r for i, (jid, r) in self._watched_results.items() if ids.get(i) == jid}
+        todo = [i for i in sorted(ids) if i not in watched]
+        replies = []
+        if todo:
+            remaining = None if timeout is None else max(0.1, timeout - (time.time() - start))
+            replies = engine().call("results_many", {
+                "job_ids": [ids[i] for i in todo], "store": self._store,
+                "value_dir": tempfile.gettempdir(), "inline_max": INLINE_MAX, "timeout": wire(remaining)})
         received = []
-        for i, r in zip(todo, replies):
+        for i, r in list(zip(todo, replies)) + sorted(watched.items()):
             try:
                 if r.get("error"):
                     raise _exception(r["error"])

@@ -34,6 +34,13 @@ def ident(x):
 
 
 @kinetic.run(accelerator="cpu")
+def ident_or_fails(x):
+    if x == 5:
+        raise ValueError("input 5 is bad")
+    return x
+
+
+@kinetic.run(accelerator="cpu")
 def nap(seconds, value=None):
     import time
     time.sleep(seconds)
@@ -559,10 +566,10 @@ def test_data_in_map_inputs_arrives_as_paths(store_dir, tmp_path):
 
 
 def test_results_after_a_complete_watch_asks_for_no_handles(monkeypatch):
-    # The watch reports every input with its handle: results() then reads the values at
-    # once, without the "batch" request that reads every handle again (with the watch's
-    # 0.2 s poll after its last report, which now ends on the reply, most of a batch's
-    # time after its inputs ended).
+    # The watch reports every input with its handle and, its value being small, its
+    # result: results() then asks for nothing but the acknowledgement, neither the
+    # "batch" request that reads every handle again nor "results_many", which read every
+    # result again at the batch's end.
     from kinetic._engine import engine
     b = ident.run_async_map([1, 2, 3])
     eng = engine()
@@ -575,4 +582,28 @@ def test_results_after_a_complete_watch_asks_for_no_handles(monkeypatch):
 
     monkeypatch.setattr(eng, "call", counting)
     assert b.results() == [1, 2, 3]
-    assert asked == ["results_many", "collected"], asked
+    assert asked == ["collected"], asked
+
+
+def test_large_values_are_read_at_the_end_the_small_ones_with_the_watch(monkeypatch):
+    # A value above INLINE_MAX does not travel with the watch's report: results() reads
+    # it (and only it) with results_many, from a file. A failure's exception travels as a
+    # value does.
+    from kinetic._engine import engine
+    from kinetic.jobs import INLINE_MAX
+    big = "x" * (INLINE_MAX + 10)
+    b = ident_or_fails.run_async_map([1, big, 5])
+    eng = engine()
+    asked = []
+    call = eng.call
+
+    def counting(method, params=None, on_event=None):
+        asked.append((method, list((params or {}).get("job_ids") or [])))
+        return call(method, params, on_event)
+
+    monkeypatch.setattr(eng, "call", counting)
+    out = b.results(return_exceptions=True)
+    assert out[0] == 1 and out[1] == big, out[:2]
+    assert isinstance(out[2], ValueError) and "input 5 is bad" in str(out[2]), out[2]
+    many = [ids for m, ids in asked if m == "results_many"]
+    assert many == [[b.jobs[1].job_id]], asked

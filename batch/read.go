@@ -85,6 +85,14 @@ func lookEnded(ctx context.Context, e Engine, st *store.Store, m *Manifest, stor
 	g.SetLimit(16)
 	for k, c := range ended {
 		g.Go(func() error {
+			if o.InlineMax > 0 && !(len(c.Attempts) <= m.Retries && !m.Settled) {
+				// Its end and its result in one read of the store (ResultRecorded), as
+				// results() will want the value: without one, the backend is asked.
+				if cs, ok := endedWithResult(gctx, st, derived, c, o.InlineMax); ok {
+					out[k] = cs
+					return nil
+				}
+			}
 			// Most ended children have written nothing but their result: derived.
 			j, err := derived(gctx, c)
 			if j == nil && err == nil {
@@ -111,15 +119,6 @@ func lookEnded(ctx context.Context, e Engine, st *store.Store, m *Manifest, stor
 			}
 			if state.Terminal() && !(state == job.Failed && len(c.Attempts) <= m.Retries && !m.Settled) {
 				out[k] = ChildStatus{Index: c.Index, Handle: j.Handle, Status: state, Reason: reason}
-				if o.InlineMax > 0 {
-					// Read now, while the batch runs: results() then asks for nothing
-					// more. A result that cannot be read is left to results(), which
-					// says why.
-					res, err := j.ResultOf(gctx, state, reason, jobview.ValueTo{InlineMax: o.InlineMax, InlineOnly: true})
-					if err == nil && res != nil && !res.Skipped {
-						out[k].Result = res
-					}
-				}
 			}
 			return nil
 		})
@@ -134,6 +133,27 @@ func lookEnded(ctx context.Context, e Engine, st *store.Store, m *Manifest, stor
 		}
 	}
 	return kept, nil
+}
+
+// endedWithResult is the final status of child c, which its unit says ended, with its
+// result when its value is at most inlineMax bytes, read as jobview.ResultRecorded reads
+// it: while the batch runs, so that results() asks for nothing more. ok is false when
+// the store records no readable end (the backend is asked then, and results() says why
+// a result cannot be read). It is used only for a child with no retry left to it.
+func endedWithResult(ctx context.Context, st *store.Store, derived func(context.Context, Child) (*engine.Job, error), c Child, inlineMax int) (ChildStatus, bool) {
+	j, err := derived(ctx, c)
+	if j == nil || err != nil {
+		return ChildStatus{}, false // gone, collected, or not derived: as before
+	}
+	res, ok, err := jobview.New(st, c.JobID).ResultRecorded(ctx, jobview.ValueTo{InlineMax: inlineMax, InlineOnly: true})
+	if !ok || err != nil {
+		return ChildStatus{}, false
+	}
+	cs := ChildStatus{Index: c.Index, Handle: j.Handle, Status: res.State, Reason: res.Reason}
+	if !res.Skipped {
+		cs.Result = res
+	}
+	return cs, true
 }
 
 // removedChild is the final status of child c, whose job is not in the store (err from

@@ -280,3 +280,42 @@ func TestResultInlineOnly(t *testing.T) {
 		t.Fatalf("value in the file: %d bytes, want %d", len(b), len(bigValue))
 	}
 }
+
+// TestResultRecorded: the end and the result in one read, decided as Recorded decides.
+func TestResultRecorded(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	vt := ValueTo{InlineMax: 100, InlineOnly: true}
+	ok := (&job.Envelope{Success: true, HasValue: true}).Encode()
+
+	cancelled := job.NewID() // a final status.json decides, even over a success
+	putStatus(t, st, cancelled, job.Status{State: job.Failed, Reason: "cancelled"})
+	put(t, st, store.EnvelopeKey(cancelled), ok)
+	put(t, st, store.ResultKey(cancelled), []byte("v"))
+	if res, found, err := New(st, cancelled).ResultRecorded(ctx, vt); !found || err != nil || res.State != job.Failed || res.Reason != "cancelled" {
+		t.Errorf("cancelled: %+v %v %v", res, found, err)
+	}
+
+	failed := job.NewID() // a running status.json: the envelope decides
+	putStatus(t, st, failed, job.Status{State: job.Running})
+	put(t, st, store.EnvelopeKey(failed), (&job.Envelope{Success: false, Phase: "call", ExcType: "ValueError", ExcMessage: "bad", HasValue: true}).Encode())
+	put(t, st, store.ResultKey(failed), []byte("exc"))
+	res, found, err := New(st, failed).ResultRecorded(ctx, vt)
+	if !found || err != nil || res.State != job.Failed || !strings.Contains(res.Reason, "bad") || string(res.Value) != "exc" {
+		t.Errorf("failed: %+v %v %v", res, found, err)
+	}
+	if state, reason, _, _ := Recorded(ctx, st, failed); state != res.State || reason != res.Reason {
+		t.Errorf("failed: ResultRecorded says %s %q, Recorded %s %q", res.State, res.Reason, state, reason)
+	}
+
+	running := job.NewID() // no end recorded: the caller asks the backend
+	putStatus(t, st, running, job.Status{State: job.Running})
+	if _, found, err := New(st, running).ResultRecorded(ctx, vt); found || err != nil {
+		t.Errorf("running: found %v, %v", found, err)
+	}
+	damaged := job.NewID() // an envelope that cannot be read: the caller's path says why
+	put(t, st, store.EnvelopeKey(damaged), []byte("{"))
+	if _, found, err := New(st, damaged).ResultRecorded(ctx, vt); found || err != nil {
+		t.Errorf("damaged: found %v, %v", found, err)
+	}
+}

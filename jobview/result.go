@@ -112,6 +112,40 @@ func (j *Job) ResultOf(ctx context.Context, state job.State, reason string, valu
 			return nil, job.Damaged(j.ID, store.ObjectName(j.ID, envKey), raw, err)
 		}
 	}
+	return j.resultWith(ctx, state, reason, env, envKey, valueKey, valueTo)
+}
+
+// ResultRecorded is Result for a job whose end the store records, read as Recorded
+// reads it (a final status.json decides, else the envelope) and without a second read
+// of the envelope for the result. ok is false when the store records no end (or one
+// that cannot be read): the caller asks the job's backend, and Result says why.
+func (j *Job) ResultRecorded(ctx context.Context, valueTo ValueTo) (res *Result, ok bool, err error) {
+	if s, err := ReadStatus(ctx, j.Store, j.ID); err == nil && s.State.Terminal() {
+		res, err := j.ResultOf(ctx, s.State, s.Reason, valueTo)
+		return res, true, err
+	} else if err != nil && !store.IsNotFound(err) {
+		return nil, false, nil
+	}
+	envKey := store.EnvelopeKey(j.ID)
+	raw, err := j.Store.Get(ctx, envKey)
+	if err != nil {
+		return nil, false, nil
+	}
+	env, err := job.DecodeEnvelope(raw)
+	if err != nil || len(raw) == 0 {
+		return nil, false, nil
+	}
+	state, reason := job.Succeeded, ""
+	if !env.Success {
+		state, reason = job.Failed, env.FailureReason()
+	}
+	res, err = j.resultWith(ctx, state, reason, env, envKey, store.ResultKey(j.ID), valueTo)
+	return res, true, err
+}
+
+// resultWith is the result of a job that ended in state with envelope env (read from
+// envKey), its value read from valueKey as valueTo says.
+func (j *Job) resultWith(ctx context.Context, state job.State, reason string, env *job.Envelope, envKey, valueKey string, valueTo ValueTo) (*Result, error) {
 	res := &Result{State: state, Reason: reason, Envelope: env}
 	if (valueTo.Dir != "" || valueTo.InlineOnly) && env.HasValue {
 		r, err := j.Store.NewReader(ctx, valueKey)

@@ -73,20 +73,31 @@ class JobHandle:
         if not isinstance(d, dict):
             _check.fail_type("JobHandle.from_dict", "d", "a dict", d)
         kw = {}
-        for f in dataclasses.fields(cls):
-            if f.name not in d or d[f.name] is None:
+        for name, v in d.items():
+            kind = _FIELD_KINDS.get(name)
+            if kind is None or v is None:
                 continue
-            v = d[f.name]
-            if f.name == "group_index":
+            if kind == "index":
                 v = int(v) if str(v) != "" else None
-            elif f.name in ("debug", "spot"):
+            elif kind == "bool":
                 v = v if isinstance(v, bool) else str(v).lower() == "true"
-            elif f.name in ("group_id", "group_kind"):
+            elif kind == "optional":
                 v = str(v) or None
             else:
                 v = str(v)
-            kw[f.name] = v
-        return cls(**kw)
+            kw[name] = v
+        if cls is not JobHandle:
+            return cls(**kw)
+        # Every value has its field's type now, so __init__'s checks (for handles a
+        # person makes) are skipped but for the one a value can still fail: a batch's
+        # watch rebuilds a handle per input, and the checks were most of that.
+        _check.integer(kw.get("group_index"), "JobHandle", "group_index", minimum=0, optional=True)
+        if "job_id" not in kw:
+            return cls(**kw)  # the error names the missing job_id
+        h = cls.__new__(cls)
+        h.__dict__.update(_DEFAULTS)
+        h.__dict__.update(kw)
+        return h
 
     def to_dict(self):
         """The handle as a JSON-safe dict of strings."""
@@ -227,6 +238,12 @@ def _print_logs(name, data):
         sys.stdout.write(data)
         sys.stdout.flush()
 
+
+# JobHandle.from_dict's view of the fields: how each value is read, and the defaults.
+_FIELD_KINDS = {f.name: ("index" if f.name == "group_index" else "bool" if f.name in ("debug", "spot")
+                         else "optional" if f.name in ("group_id", "group_kind") else "string")
+                for f in dataclasses.fields(JobHandle)}
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(JobHandle) if f.default is not dataclasses.MISSING}
 
 # Values of at most this many bytes come in the engine's reply instead of a file.
 INLINE_MAX = 60000

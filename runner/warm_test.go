@@ -576,17 +576,27 @@ def f():
 	}
 }
 
+// killedServer runs a job to start a server, kills the server and returns its pid and
+// the socket and alive file it left behind.
+func killedServer(t *testing.T, h *harness) (pid int, sock, alive string) {
+	t.Helper()
+	h.value(h.entry(pidsSrc, "pids", nil))
+	pid = h.serverPID()
+	syscall.Kill(pid, syscall.SIGKILL)
+	if !gone(pid, 5*time.Second) {
+		t.Fatalf("server %d did not die", pid)
+	}
+	socks, _ := filepath.Glob(filepath.Join(h.warm, "*.sock"))
+	alives, _ := filepath.Glob(filepath.Join(h.warm, "*.alive"))
+	if len(socks) != 1 || len(alives) != 1 {
+		t.Fatalf("want the dead server's socket and alive file left behind, have %v %v", socks, alives)
+	}
+	return pid, socks[0], alives[0]
+}
+
 func TestWarmStaleSocketReplaced(t *testing.T) {
 	h := newHarness(t)
-	h.value(h.entry(pidsSrc, "pids", nil))
-	old := h.serverPID()
-	syscall.Kill(old, syscall.SIGKILL)
-	if !gone(old, 5*time.Second) {
-		t.Fatalf("server %d did not die", old)
-	}
-	if socks, _ := filepath.Glob(filepath.Join(h.warm, "*.sock")); len(socks) != 1 {
-		t.Fatalf("want the dead server's socket left behind, have %v", socks)
-	}
+	old, _, _ := killedServer(t, h)
 	_, ppid := pids(t, h.value(h.entry(pidsSrc, "pids", nil)))
 	server := h.serverPID()
 	if server == old || ppid != server {
@@ -600,17 +610,7 @@ func TestWarmStaleSocketReplaced(t *testing.T) {
 // child is made to wait on purpose.
 func TestWarmServerDiesLeavingAChild(t *testing.T) {
 	h := newHarness(t)
-	h.value(h.entry(pidsSrc, "pids", nil))
-	old := h.serverPID()
-	syscall.Kill(old, syscall.SIGKILL)
-	if !gone(old, 5*time.Second) {
-		t.Fatalf("server %d did not die", old)
-	}
-	socks, _ := filepath.Glob(filepath.Join(h.warm, "*.sock"))
-	alive, _ := filepath.Glob(filepath.Join(h.warm, "*.alive"))
-	if len(socks) != 1 || len(alive) != 1 {
-		t.Fatalf("want the dead server's socket and alive file, have %v %v", socks, alive)
-	}
+	_, sock, alive := killedServer(t, h)
 	script := filepath.Join(t.TempDir(), "ws.py")
 	if err := os.WriteFile(script, warmServerPy, 0o600); err != nil {
 		t.Fatal(err)
@@ -634,7 +634,7 @@ if pid == 0:
 print(pid, flush=True)
 os._exit(0)
 `
-	out, err := exec.Command(h.py, "-c", prog, script, socks[0], alive[0]).CombinedOutput()
+	out, err := exec.Command(h.py, "-c", prog, script, sock, alive).CombinedOutput()
 	if err != nil {
 		t.Fatalf("the dying server: %v: %s", err, out)
 	}
@@ -643,7 +643,7 @@ os._exit(0)
 		t.Fatalf("the dying server printed %q", out)
 	}
 	defer syscall.Kill(child, syscall.SIGKILL)
-	dead := readPid(alive[0])
+	dead := readPid(alive)
 	_, ppid := pids(t, h.value(h.entry(pidsSrc, "pids", nil)))
 	if server := h.serverPID(); server == dead || ppid != server {
 		t.Errorf("with the dead server's child still there: job under %d, server %d (dead %d); want a new server running the job", ppid, server, dead)

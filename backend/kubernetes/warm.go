@@ -110,12 +110,24 @@ func (b *Backend) warmArgs(key string) []string {
 	return []string{"--warm-idle", b.o.WarmPodIdle.String(), "--warm-port", strconv.Itoa(runner.DefaultWarmPodPort), "--warm-key", key}
 }
 
+// reachable says whether pod p can take a job through the pod proxy: it has an address
+// and has not ended. Its phase may still say Pending: the kubelet reports a started
+// container up to a relisting later (a second by default), and a call can end within
+// that; the runner's record, which a claim needs too, says it runs.
+func reachable(p *corev1.Pod) bool {
+	switch p.Status.Phase {
+	case corev1.PodRunning, corev1.PodPending:
+		return p.Status.PodIP != ""
+	}
+	return false
+}
+
 // candidates are the pods of list a job may claim at now: idle, running, not being
 // deleted, with more than warmMargin of their window left; the freshest first.
 func candidates(list []corev1.Pod, key string, now time.Time) []corev1.Pod {
 	var out []corev1.Pod
 	for _, p := range list {
-		if p.Labels[LabelWarm] != key || p.Labels[LabelWarmState] != warmIdle || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+		if p.Labels[LabelWarm] != key || p.Labels[LabelWarmState] != warmIdle || p.DeletionTimestamp != nil || !reachable(&p) {
 			continue
 		}
 		until, err := time.Parse(time.RFC3339Nano, p.Annotations[AnnotationWarmUntil])
@@ -128,6 +140,42 @@ func candidates(list []corev1.Pod, key string, now time.Time) []corev1.Pod {
 		return out[i].Annotations[AnnotationWarmUntil] > out[k].Annotations[AnnotationWarmUntil]
 	})
 	return out
+}
+
+// reportWait bounds how long a submission waits for the kubelet to report the address
+// of an idle pod (awaitReported): less than a new pod takes.
+const reportWait = 2 * time.Second
+
+// awaitReported waits, up to reportWait, for an idle pod of key whose runner waits for a
+// job (an engine labelled it idle from the runner's record) but whose address the
+// kubelet has not reported yet: it reports a started container up to a relisting later
+// (a second by default), and a call can end within that. Waiting that long is cheaper
+// than a new pod. It returns the pod once it can be claimed, or nothing.
+func (b *Backend) awaitReported(ctx context.Context, list []corev1.Pod, key string) []corev1.Pod {
+	for _, p := range list {
+		if p.Labels[LabelWarm] != key || p.Labels[LabelWarmState] != warmIdle || p.DeletionTimestamp != nil ||
+			p.Status.Phase != corev1.PodPending || p.Annotations[AnnotationWarmRecord] == "" {
+			continue
+		}
+		for deadline := b.clock().Add(reportWait); b.clock().Before(deadline); {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(100 * time.Millisecond):
+			}
+			cctx, cancel := ctxTimeout(ctx)
+			fresh, err := b.cs.CoreV1().Pods(b.o.Namespace).Get(cctx, p.Name, metav1.GetOptions{})
+			cancel()
+			if err != nil || fresh.Labels[LabelWarmState] != warmIdle || fresh.DeletionTimestamp != nil {
+				return nil
+			}
+			if got := candidates([]corev1.Pod{*fresh}, key, b.clock()); len(got) == 1 {
+				return got
+			}
+		}
+		return nil // one wait per submission
+	}
+	return nil
 }
 
 // maxEndedLooks bounds the store reads endedBusy makes for one submission.
@@ -143,7 +191,7 @@ func (b *Backend) endedBusy(ctx context.Context, list []corev1.Pod, key string, 
 	looks := 0
 	for _, p := range list {
 		id := p.Labels[LabelJobID]
-		if p.Labels[LabelWarm] != key || p.Labels[LabelWarmState] != warmBusy || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || !job.ValidName(id) {
+		if p.Labels[LabelWarm] != key || p.Labels[LabelWarmState] != warmBusy || p.DeletionTimestamp != nil || !reachable(&p) || !job.ValidName(id) {
 			continue
 		}
 		if looks == maxEndedLooks {
@@ -224,11 +272,26 @@ func (b *Backend) tryWarm(ctx context.Context, h *job.Handle, key string) bool {
 	if len(pods) == 0 {
 		pods = b.endedBusy(ctx, list.Items, key, b.clock())
 	}
+	if len(pods) == 0 {
+		pods = b.awaitReported(ctx, list.Items, key)
+	}
 	for i, p := range pods {
 		if i == 3 {
 			break // a crowd claims the same pods: a new pod is quicker
 		}
 		c, err := b.cs.CoreV1().Pods(b.o.Namespace).Update(cctx, claimed(&p, h), metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			// Changed since it was listed: taken by another claimer, or labelled idle a
+			// moment ago by the engine that saw its last job end (a `kinetic run` that
+			// exits right after the result sends that update on its way out). Claim it
+			// as it is now if it may still be claimed.
+			if fresh, gerr := b.cs.CoreV1().Pods(b.o.Namespace).Get(cctx, p.Name, metav1.GetOptions{}); gerr == nil {
+				if again := candidates([]corev1.Pod{*fresh}, key, b.clock()); len(again) == 1 {
+					p = again[0]
+					c, err = b.cs.CoreV1().Pods(b.o.Namespace).Update(cctx, claimed(&p, h), metav1.UpdateOptions{})
+				}
+			}
+		}
 		if err != nil {
 			continue // another claimer won (Conflict), or the pod went: the next one
 		}

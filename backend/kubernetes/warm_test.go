@@ -28,7 +28,7 @@ func warmPod(name, key, state string, until time.Time) corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", ResourceVersion: "7",
 			Labels:      map[string]string{LabelWarm: key, LabelWarmState: state, LabelJobID: "job-old"},
 			Annotations: map[string]string{AnnotationWarmRecord: "job-old", AnnotationPrefix + "job_id": "job-old"}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.7"},
 	}
 	if !until.IsZero() {
 		p.Annotations[AnnotationWarmUntil] = until.UTC().Format(time.RFC3339Nano)
@@ -40,8 +40,13 @@ func TestCandidates(t *testing.T) {
 	now := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
 	deleting := warmPod("deleting", "k", warmIdle, now.Add(time.Minute))
 	deleting.DeletionTimestamp = &metav1.Time{Time: now}
-	pending := warmPod("pending", "k", warmIdle, now.Add(time.Minute))
-	pending.Status.Phase = corev1.PodPending
+	pending := warmPod("pending", "k", warmIdle, now.Add(time.Minute)) // no address yet
+	pending.Status.Phase, pending.Status.PodIP = corev1.PodPending, ""
+	// Its runner waits (its record), but the kubelet has not yet said it runs.
+	late := warmPod("reported-late", "k", warmIdle, now.Add(40*time.Second))
+	late.Status.Phase = corev1.PodPending
+	ended := warmPod("ended", "k", warmIdle, now.Add(time.Minute))
+	ended.Status.Phase = corev1.PodSucceeded
 	norecord := warmPod("norecord", "k", warmIdle, now.Add(time.Minute))
 	delete(norecord.Annotations, AnnotationWarmRecord)
 	list := []corev1.Pod{
@@ -50,14 +55,14 @@ func TestCandidates(t *testing.T) {
 		warmPod("other-key", "k2", warmIdle, now.Add(time.Minute)),
 		warmPod("expiring", "k", warmIdle, now.Add(warmMargin-time.Millisecond)),
 		warmPod("no-until", "k", warmIdle, time.Time{}),
-		deleting, pending, norecord,
+		deleting, pending, norecord, late, ended,
 		warmPod("fresh", "k", warmIdle, now.Add(50*time.Second)),
 	}
 	var got []string
 	for _, p := range candidates(list, "k", now) {
 		got = append(got, p.Name)
 	}
-	if diff := cmp.Diff([]string{"fresh", "older"}, got); diff != "" {
+	if diff := cmp.Diff([]string{"fresh", "reported-late", "older"}, got); diff != "" {
 		t.Errorf("candidates (-want +got):\n%s", diff)
 	}
 }
@@ -197,8 +202,8 @@ func TestClaimed(t *testing.T) {
 }
 
 // TestClaimLostRace: the first candidate was claimed by another engine between the list
-// and the update (the apiserver answers Conflict: injected here); the claim goes on to
-// the next one. Its runner's record cannot be read, so it is refused: the pod this
+// and the update (the apiserver answers Conflict: injected here, on every try); it is read
+// again, still looks claimable, conflicts again, and the claim goes on to the next one. Its runner's record cannot be read, so it is refused: the pod this
 // engine holds is deleted (nothing finds the job on it) and Submit makes a Job.
 func TestClaimLostRace(t *testing.T) {
 	b := testBackend(t, Options{Name: K8sName, WarmPods: 2})
@@ -220,7 +225,7 @@ func TestClaimLostRace(t *testing.T) {
 	if b.tryWarm(context.Background(), h, "k") {
 		t.Fatal("tryWarm reports the job handed over, with no runner record to hand it with")
 	}
-	if diff := cmp.Diff([]string{"first", "second"}, updated); diff != "" {
+	if diff := cmp.Diff([]string{"first", "first", "second"}, updated); diff != "" {
 		t.Errorf("claim attempts (-want +got):\n%s", diff)
 	}
 	if _, err := cs.CoreV1().Pods("default").Get(context.Background(), "second", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -228,6 +233,69 @@ func TestClaimLostRace(t *testing.T) {
 	}
 	if p, err := cs.CoreV1().Pods("default").Get(context.Background(), "first", metav1.GetOptions{}); err != nil || p.Labels[LabelJobID] != "job-old" {
 		t.Errorf("the pod another engine won was changed: %v %v", p.Labels, err)
+	}
+}
+
+// TestClaimAfterIdleLabel: the pod changed between the list and the claim (the engine
+// that saw its last job end labelled it idle a moment ago: injected as one Conflict). It
+// is read again and claimed, not given up for a new pod.
+func TestClaimAfterIdleLabel(t *testing.T) {
+	b := testBackend(t, Options{Name: K8sName, WarmPods: 2})
+	p := warmPod("only", "k", warmIdle, time.Now().Add(55*time.Second))
+	cs := fake.NewSimpleClientset(&p)
+	var updated []string
+	conflicted := false
+	cs.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		u := a.(k8stesting.UpdateAction).GetObject().(*corev1.Pod)
+		updated = append(updated, u.Name+" "+u.Labels[LabelWarmState])
+		if !conflicted {
+			conflicted = true
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, u.Name, errors.New("the object has been modified"))
+		}
+		return false, nil, nil
+	})
+	b.cs = cs
+	h := testHandle("cpu")
+	b.tryWarm(context.Background(), h, "k")
+	// Claimed on the second try (busy, as h's); its runner's record cannot be read here,
+	// so the hand-over is refused and the pod deleted, which says it was ours.
+	if diff := cmp.Diff([]string{"only busy", "only busy"}, updated); diff != "" {
+		t.Errorf("claim attempts (-want +got):\n%s", diff)
+	}
+	if _, err := cs.CoreV1().Pods("default").Get(context.Background(), "only", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the pod was not claimed after the conflict: %v", err)
+	}
+}
+
+// TestAwaitReported: an idle pod whose address the kubelet has not reported yet is waited
+// for (here it is reported 300 ms later) instead of making a new pod; one that is not
+// reported within reportWait is not.
+func TestAwaitReported(t *testing.T) {
+	ctx := context.Background()
+	for _, reported := range []bool{true, false} {
+		b := testBackend(t, Options{Name: K8sName, WarmPods: 2})
+		p := warmPod("late", "k", warmIdle, time.Now().Add(55*time.Second))
+		p.Status.Phase, p.Status.PodIP = corev1.PodPending, ""
+		cs := fake.NewSimpleClientset(&p)
+		b.cs = cs
+		if reported {
+			go func() {
+				time.Sleep(300 * time.Millisecond)
+				q := p.DeepCopy()
+				q.Status.Phase, q.Status.PodIP = corev1.PodRunning, "10.0.0.9"
+				cs.CoreV1().Pods("default").Update(ctx, q, metav1.UpdateOptions{})
+			}()
+		}
+		start := time.Now()
+		got := b.awaitReported(ctx, []corev1.Pod{p}, "k")
+		switch {
+		case reported && (len(got) != 1 || got[0].Status.PodIP != "10.0.0.9"):
+			t.Errorf("reported after 300 ms: got %v", got)
+		case !reported && len(got) != 0:
+			t.Errorf("never reported: got %v", got)
+		case !reported && time.Since(start) < reportWait:
+			t.Errorf("never reported: gave up after %v, before %v", time.Since(start), reportWait)
+		}
 	}
 }
 

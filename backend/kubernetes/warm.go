@@ -448,9 +448,18 @@ func (b *Backend) release(ctx context.Context, pod string, rec *runner.WarmRecor
 	defer cancel()
 	res := b.cs.CoreV1().RESTClient().Post().Namespace(b.o.Namespace).Resource("pods").
 		Name(pod + ":" + strconv.Itoa(rec.Port)).SubResource("proxy").Suffix("release").Body(body).Do(hctx)
-	if res.Error() != nil {
-		b.cs.CoreV1().Pods(b.o.Namespace).Delete(hctx, pod, metav1.DeleteOptions{})
+	if res.Error() == nil {
+		return
 	}
+	// Not released (no answer, or not idle): the pod goes, unless a submission claimed it
+	// meanwhile — its runner may have just taken a job, which deleting the pod would
+	// kill. A claim relabels the pod first, and moves its resourceVersion, which the
+	// delete is conditioned on.
+	p, err := b.cs.CoreV1().Pods(b.o.Namespace).Get(hctx, pod, metav1.GetOptions{})
+	if err != nil || p.Labels[LabelJobID] != rec.Job || p.DeletionTimestamp != nil {
+		return
+	}
+	b.deletePod(ctx, p)
 }
 
 // deletePod deletes p if it has not changed since it was read.

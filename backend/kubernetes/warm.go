@@ -295,6 +295,11 @@ func (b *Backend) tryWarm(ctx context.Context, h *job.Handle, key string) bool {
 		if err != nil {
 			continue // another claimer won (Conflict), or the pod went: the next one
 		}
+		if c.DeletionTimestamp != nil {
+			// Deleted after it was listed (released: its kind had idle pods enough): ours by
+			// its labels now, but going; a job handed to it would go with it.
+			continue
+		}
 		switch b.handTo(ctx, c, p.Annotations[AnnotationWarmRecord], h) {
 		case handedOver:
 			return true

@@ -85,7 +85,7 @@ func lookEnded(ctx context.Context, e Engine, st *store.Store, m *Manifest, stor
 	g.SetLimit(16)
 	for k, c := range ended {
 		g.Go(func() error {
-			if o.InlineMax > 0 && !(len(c.Attempts) <= m.Retries && !m.Settled) {
+			if o.InlineMax > 0 && !retriesLeft(m, c) {
 				// Its end and its result in one read of the store (ResultRecorded), as
 				// results() will want the value: without one, the backend is asked.
 				if cs, ok := endedWithResult(gctx, st, derived, c, o.InlineMax); ok {
@@ -117,7 +117,7 @@ func lookEnded(ctx context.Context, e Engine, st *store.Store, m *Manifest, stor
 			if err != nil {
 				return err
 			}
-			if state.Terminal() && !(state == job.Failed && len(c.Attempts) <= m.Retries && !m.Settled) {
+			if state.Terminal() && !(state == job.Failed && retriesLeft(m, c)) {
 				out[k] = ChildStatus{Index: c.Index, Handle: j.Handle, Status: state, Reason: reason}
 			}
 			return nil
@@ -155,6 +155,9 @@ func endedWithResult(ctx context.Context, st *store.Store, derived func(context.
 	}
 	return cs, true
 }
+
+// retriesLeft says whether child c, if it failed, would be tried again.
+func retriesLeft(m *Manifest, c Child) bool { return len(c.Attempts) <= m.Retries && !m.Settled }
 
 // removedChild is the final status of child c, whose job is not in the store (err from
 // Attach), when it was removed (`kinetic jobs cleanup` of it, without collecting its
@@ -692,7 +695,7 @@ func WatchWith(ctx context.Context, e Engine, gid, storeURL string, o WatchOptio
 				}
 				continue
 			}
-			if state == job.Failed && len(c.Attempts) <= m.Retries && !m.Settled {
+			if state == job.Failed && retriesLeft(&m, c) {
 				continue // a retry may still come: the submitter decides
 			}
 			final[c.Index], progressed = true, true

@@ -161,10 +161,16 @@ func Recorded(ctx context.Context, st *store.Store, id string) (state job.State,
 		// How it ended cannot be told: damaged, as a status.json that cannot be read.
 		return "", "", false, job.Damaged(id, store.ObjectName(id, store.EnvelopeKey(id)), raw, err)
 	}
+	state, reason = EnvelopeState(env)
+	return state, reason, true, nil
+}
+
+// EnvelopeState is how a job whose envelope is env ended, by the envelope alone.
+func EnvelopeState(env *job.Envelope) (job.State, string) {
 	if env.Success {
-		return job.Succeeded, "", true, nil
+		return job.Succeeded, ""
 	}
-	return job.Failed, env.FailureReason(), true, nil
+	return job.Failed, env.FailureReason()
 }
 
 // FinishedAt is when job id ended in state (final): its status.json's time, or for a

@@ -135,10 +135,7 @@ func (j *Job) ResultRecorded(ctx context.Context, valueTo ValueTo) (res *Result,
 	if err != nil || len(raw) == 0 {
 		return nil, false, nil
 	}
-	state, reason := job.Succeeded, ""
-	if !env.Success {
-		state, reason = job.Failed, env.FailureReason()
-	}
+	state, reason := EnvelopeState(env)
 	res, err = j.resultWith(ctx, state, reason, env, envKey, store.ResultKey(j.ID), valueTo)
 	return res, true, err
 }

@@ -84,6 +84,10 @@ func TestBounded(t *testing.T) {
 		t.Skip("inotify is Linux's")
 	}
 	dir := t.TempDir()
+	// Watchers other tests closed give their places back in the background.
+	for end := time.Now().Add(5 * time.Second); live.Load() > 0 && time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
+	}
 	var ws []*Watcher
 	defer func() {
 		for _, w := range ws {
@@ -103,11 +107,34 @@ func TestBounded(t *testing.T) {
 	}
 	ws[0].Close()
 	ws[0].Close() // twice: still one place freed
-	if ws[0] = New(dir); ws[0] == nil {
-		t.Fatal("no watcher after one was closed")
+	// The place is free once the instance is closed, in the background.
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if ws[0] = New(dir); ws[0] != nil {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("no watcher after one was closed")
+		}
 	}
 	if w := New(dir); w != nil {
 		w.Close()
 		t.Fatal("a double Close freed two places")
+	}
+}
+
+// TestCloseDoesNotWait: Close returns before the instance is closed (the kernel takes
+// milliseconds to close one, on the path of every call that waited for its job).
+func TestCloseDoesNotWait(t *testing.T) {
+	closed := make(chan struct{})
+	before := live.Add(1) - 1
+	w := &Watcher{c: make(chan struct{}, 1), stop: func() { time.Sleep(time.Second); close(closed) }}
+	start := time.Now()
+	w.Close()
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("Close waited %v for the instance to close", d)
+	}
+	<-closed
+	for live.Load() > before { // its place is given back once it is closed
+		time.Sleep(time.Millisecond)
 	}
 }

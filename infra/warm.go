@@ -89,7 +89,8 @@ func listWarmPods(ctx context.Context, cs kubernetes.Interface, ns string) ([]Wa
 	}
 	var out []WarmPod
 	for _, p := range list.Items {
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.DeletionTimestamp != nil {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.DeletionTimestamp != nil ||
+			p.Labels[LabelWarmState] == "gone" {
 			continue // ended, or on its way out (a second down has nothing to remove)
 		}
 		w := WarmPod{Pod: p.Name, Namespace: p.Namespace, Node: p.Spec.NodeName, State: p.Labels[LabelWarmState],

@@ -418,6 +418,17 @@ func (b *Backend) Cleanup(ctx context.Context, h *job.Handle) error {
 	return b.deleteJob(cctx, h.K8sName, metav1.DeletePropagationBackground)
 }
 
+// CleanupEnded implements backend.EndedCleaner: h has ended (its result was collected),
+// so its warm pod, if its runner waits for the next job, is offered idle first (the
+// engine that collected the result may never have asked Status, which offers it) and
+// then kept: Cleanup stops only what is still busy with h.
+func (b *Backend) CleanupEnded(ctx context.Context, h *job.Handle) error {
+	if _, ok := member(h); !ok {
+		b.offerIdle(ctx, h)
+	}
+	return b.Cleanup(ctx, h)
+}
+
 // CleanupGroup deletes a batch's Indexed Job.
 func (b *Backend) CleanupGroup(ctx context.Context, gid string) error {
 	cctx, cancel := ctxTimeout(ctx)

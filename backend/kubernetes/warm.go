@@ -55,6 +55,9 @@ const (
 
 	warmBusy = "busy"
 	warmIdle = "idle"
+	// warmGone: a claimed pod whose runner did not take the job, on its way out. It
+	// names no job, so nothing finds a job on it.
+	warmGone = "gone"
 )
 
 // Defaults of the settings warm_pods and warm_pod_idle.
@@ -305,14 +308,49 @@ func (b *Backend) tryWarm(ctx context.Context, h *job.Handle, key string) bool {
 			return true
 		case refused:
 			// Ours, and of no use (its runner found its last job unclean, or its window
-			// ended): it goes, so nothing finds h on it; the next pod may do.
-			b.deletePod(ctx, c)
+			// ended): it goes, and first stops naming h, since h may run on the next pod
+			// while this one still terminates.
+			b.disown(ctx, c, h.JobID)
 			continue
 		default:
 			return b.lostHandOver(ctx, c, h)
 		}
 	}
 	return false
+}
+
+// disown gives up pod c, claimed for job id and not taken by its runner: its labels and
+// annotations stop naming id (a pod takes a while to terminate, and one that still named
+// id would be found as id's by warmPodOf while id runs on another pod), then it is
+// deleted.
+func (b *Backend) disown(ctx context.Context, c *corev1.Pod, id string) {
+	cctx, cancel := ctxTimeout(ctx)
+	defer cancel()
+	for try := 0; try < 3; try++ {
+		d := c.DeepCopy()
+		d.Labels[LabelWarmState] = warmGone
+		delete(d.Labels, LabelJobID)
+		for k := range d.Annotations {
+			if strings.HasPrefix(k, AnnotationPrefix) {
+				delete(d.Annotations, k)
+			}
+		}
+		u, err := b.cs.CoreV1().Pods(b.o.Namespace).Update(cctx, d, metav1.UpdateOptions{})
+		if err == nil {
+			c = u
+			break
+		}
+		if !apierrors.IsConflict(err) {
+			break // deleted below all the same
+		}
+		// Its status moved (the kubelet): read it again; still ours, try again.
+		fresh, gerr := b.cs.CoreV1().Pods(b.o.Namespace).Get(cctx, c.Name, metav1.GetOptions{})
+		if gerr != nil || fresh.Labels[LabelJobID] != id {
+			return
+		}
+		c = fresh
+	}
+	b.deletePod(ctx, c)
 }
 
 // handTo sends h to the runner of pod c, with the nonce of the record (of job recID)
@@ -498,12 +536,19 @@ func (b *Backend) warmPodOf(ctx context.Context, id string) (*corev1.Pod, error)
 	if err != nil {
 		return nil, err
 	}
+	// One pod normally; should a pod that a claim gave up still name id (its relabelling
+	// failed), the one not being deleted is where id runs.
+	var found *corev1.Pod
 	for i := range list.Items {
-		if p := &list.Items[i]; p.Labels["batch.kubernetes.io/job-name"] != id {
-			return p, nil
+		p := &list.Items[i]
+		if p.Labels["batch.kubernetes.io/job-name"] == id {
+			continue
+		}
+		if found == nil || (found.DeletionTimestamp != nil && p.DeletionTimestamp == nil) {
+			found = p
 		}
 	}
-	return nil, nil
+	return found, nil
 }
 
 // judgeWarm is the verdict on job h, handed to the warm pod p (nil: gone), once the store
@@ -555,12 +600,38 @@ func (b *Backend) stopWarm(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("pods of %s: %w", id, err)
 	}
-	for _, p := range list.Items {
-		if err := b.cs.CoreV1().Pods(b.o.Namespace).Delete(cctx, p.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete the warm pod %s of %s: %w", p.Name, id, err)
+	for i := range list.Items {
+		if err := b.deleteWhileBusyWith(cctx, &list.Items[i], id); err != nil {
+			return fmt.Errorf("delete the warm pod %s of %s: %w", list.Items[i].Name, id, err)
 		}
 	}
 	return nil
+}
+
+// deleteWhileBusyWith deletes pod p, listed busy with job id, while it still is: the
+// delete is conditioned on the listed resourceVersion, since a submission may claim the
+// pod meanwhile (an ended job's pod whose runner waits for the next) and deleting it then
+// would kill that job. A conflict from a mere status update is retried.
+func (b *Backend) deleteWhileBusyWith(ctx context.Context, p *corev1.Pod, id string) error {
+	for try := 0; ; try++ {
+		rv := p.ResourceVersion
+		err := b.cs.CoreV1().Pods(b.o.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+		if err == nil || apierrors.IsNotFound(err) {
+			return nil
+		}
+		if !apierrors.IsConflict(err) || try == 4 {
+			return err
+		}
+		if p, err = b.cs.CoreV1().Pods(b.o.Namespace).Get(ctx, p.Name, metav1.GetOptions{}); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		}
+		if p.Labels[LabelJobID] != id || p.Labels[LabelWarmState] != warmBusy {
+			return nil // claimed by another job, or offered idle: not id's to stop
+		}
+	}
 }
 
 // servesOthers reports whether Job name's pods include a warm pod now serving (or

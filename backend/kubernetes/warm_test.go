@@ -225,7 +225,7 @@ func TestClaimLostRace(t *testing.T) {
 	if b.tryWarm(context.Background(), h, "k") {
 		t.Fatal("tryWarm reports the job handed over, with no runner record to hand it with")
 	}
-	if diff := cmp.Diff([]string{"first", "first", "second"}, updated); diff != "" {
+	if diff := cmp.Diff([]string{"first", "first", "second", "second"}, updated); diff != "" { // the last: disowned
 		t.Errorf("claim attempts (-want +got):\n%s", diff)
 	}
 	if _, err := cs.CoreV1().Pods("default").Get(context.Background(), "second", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -258,8 +258,8 @@ func TestClaimAfterIdleLabel(t *testing.T) {
 	h := testHandle("cpu")
 	b.tryWarm(context.Background(), h, "k")
 	// Claimed on the second try (busy, as h's); its runner's record cannot be read here,
-	// so the hand-over is refused and the pod deleted, which says it was ours.
-	if diff := cmp.Diff([]string{"only busy", "only busy"}, updated); diff != "" {
+	// so the hand-over is refused and the pod disowned and deleted, which says it was ours.
+	if diff := cmp.Diff([]string{"only busy", "only busy", "only gone"}, updated); diff != "" {
 		t.Errorf("claim attempts (-want +got):\n%s", diff)
 	}
 	if _, err := cs.CoreV1().Pods("default").Get(context.Background(), "only", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -401,5 +401,123 @@ func TestOfferIdleAfterConflict(t *testing.T) {
 				t.Errorf("idle annotations: %v", got.Annotations)
 			}
 		})
+	}
+}
+
+// TestRefusedPodNamesNoJob: a claimed pod whose runner did not take the job terminates
+// for a while (here: a delete only marks it, as the apiserver does for a pod with a grace
+// period); the job, run meanwhile on the next pod, is found there, not on the terminating
+// one, whose labels no longer name it.
+func TestRefusedPodNamesNoJob(t *testing.T) {
+	ctx := context.Background()
+	b := testBackend(t, Options{Name: K8sName, WarmPods: 2})
+	first := warmPod("first", "k", warmIdle, time.Now().Add(55*time.Second))
+	cs := fake.NewSimpleClientset(&first)
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	cs.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		o, err := cs.Tracker().Get(gvr, "default", a.(k8stesting.DeleteAction).GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		p := o.(*corev1.Pod).DeepCopy()
+		p.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		return true, nil, cs.Tracker().Update(gvr, p, "default")
+	})
+	b.cs = cs
+	h := testHandle("cpu")
+	if b.tryWarm(ctx, h, "k") { // no runner record: refused
+		t.Fatal("handed over without a record")
+	}
+	got, err := cs.CoreV1().Pods("default").Get(ctx, "first", metav1.GetOptions{})
+	if err != nil || got.DeletionTimestamp == nil {
+		t.Fatalf("the refused pod is not being deleted: %v", err)
+	}
+	if got.Labels[LabelJobID] != "" || got.Labels[LabelWarmState] != warmGone || got.Annotations[AnnotationPrefix+"job_id"] != "" {
+		t.Errorf("the refused pod still names a job: %v %v", got.Labels, got.Annotations)
+	}
+	// The job then runs on another pod; a terminating pod that still names it (its
+	// relabelling failed) does not hide it.
+	next := warmPod("next", "k", warmBusy, time.Time{})
+	next.Labels[LabelJobID] = h.JobID
+	stale := warmPod("a-stale", "k", warmBusy, time.Time{})
+	stale.Labels[LabelJobID] = h.JobID
+	stale.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	for _, p := range []*corev1.Pod{&stale, &next} {
+		if _, err := cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p, err := b.warmPodOf(ctx, h.JobID); err != nil || p == nil || p.Name != "next" {
+		t.Errorf("warmPodOf: %v %v, want the pod not being deleted", p, err)
+	}
+}
+
+// TestCleanupKeepsClaimedPod: the cleanup of an ended job lists its pod busy with it, and
+// a submission claims the pod (its runner waits for the next job) before the delete. The
+// delete, conditioned on the listed version, leaves the claimer's pod alone. The fake
+// clientset ignores preconditions: a reactor gives them the apiserver's meaning.
+func TestCleanupKeepsClaimedPod(t *testing.T) {
+	ctx := context.Background()
+	b := testBackend(t, Options{Name: K8sName, WarmPods: 2})
+	h := testHandle("cpu")
+	p := warmPod("p1", "k", warmBusy, time.Time{})
+	p.Labels[LabelJobID] = h.JobID
+	cs := fake.NewSimpleClientset(&p)
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	cs.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		o, _ := cs.Tracker().Get(gvr, "default", "p1")
+		listed := o.(*corev1.Pod).DeepCopy()
+		if listed.Labels[LabelJobID] != h.JobID {
+			return true, &corev1.PodList{}, nil
+		}
+		// Claimed right after this answer.
+		claimedPod := listed.DeepCopy()
+		claimedPod.Labels[LabelJobID] = "job-next"
+		claimedPod.ResourceVersion = "8"
+		cs.Tracker().Update(gvr, claimedPod, "default")
+		return true, &corev1.PodList{Items: []corev1.Pod{*listed}}, nil
+	})
+	cs.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		d := a.(k8stesting.DeleteActionImpl)
+		o, err := cs.Tracker().Get(gvr, "default", d.GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		if pre := d.DeleteOptions.Preconditions; pre != nil && pre.ResourceVersion != nil && *pre.ResourceVersion != o.(*corev1.Pod).ResourceVersion {
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, d.GetName(), errors.New("the object has been modified"))
+		}
+		return false, nil, nil
+	})
+	b.cs = cs
+	if err := b.stopWarm(ctx, h.JobID); err != nil {
+		t.Fatal(err)
+	}
+	got, err := cs.CoreV1().Pods("default").Get(ctx, "p1", metav1.GetOptions{})
+	if err != nil || got.Labels[LabelJobID] != "job-next" {
+		t.Errorf("the pod claimed by the next job was deleted by the ended job's cleanup: %v", err)
+	}
+}
+
+// TestCleanupEndedOffersIdle: an ended job whose runner waits for the next is cleaned
+// up: its pod is labelled idle and kept, not deleted with the job.
+func TestCleanupEndedOffersIdle(t *testing.T) {
+	ctx := context.Background()
+	b := testBackend(t, Options{Name: K8sName, WarmPods: 2})
+	h := testHandle("cpu")
+	p := warmPod("p1", "k", warmBusy, time.Time{})
+	p.Labels[LabelJobID] = h.JobID
+	p.Labels["batch.kubernetes.io/job-name"] = h.K8sName
+	b.cs = fake.NewSimpleClientset(&p)
+	now := time.Now().UTC()
+	rec, _ := json.Marshal(runner.WarmRecord{Job: h.JobID, Pod: "p1", Port: 8471, Key: "k", Until: now.Add(time.Minute), Since: now, Nonce: "n"})
+	if err := b.st.Put(ctx, runner.WarmRecordKey(h.JobID), rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CleanupEnded(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.cs.CoreV1().Pods("default").Get(ctx, "p1", metav1.GetOptions{})
+	if err != nil || got.Labels[LabelWarmState] != warmIdle {
+		t.Errorf("the waiting pod of the cleaned-up job: %v %v, want kept idle", err, got)
 	}
 }

@@ -85,9 +85,9 @@ func lookEnded(ctx context.Context, e Engine, st *store.Store, m *Manifest, stor
 	g.SetLimit(16)
 	for k, c := range ended {
 		g.Go(func() error {
-			if o.InlineMax > 0 && !retriesLeft(m, c) {
-				// Its end and its result in one read of the store (ResultRecorded), as
-				// results() will want the value: without one, the backend is asked.
+			if !retriesLeft(m, c) {
+				// Its end (and its result, as results() will want the value) in one read
+				// of the store (ResultRecorded); without one, the backend is asked.
 				if cs, ok := endedWithResult(gctx, st, derived, c, o.InlineMax); ok {
 					out[k] = cs
 					return nil
@@ -136,7 +136,7 @@ func lookEnded(ctx context.Context, e Engine, st *store.Store, m *Manifest, stor
 }
 
 // endedWithResult is the final status of child c, which its unit says ended, with its
-// result when its value is at most inlineMax bytes, read as jobview.ResultRecorded reads
+// result when its value is at most inlineMax bytes (none when inlineMax is 0), read as jobview.ResultRecorded reads
 // it: while the batch runs, so that results() asks for nothing more. ok is false when
 // the store records no readable end (the backend is asked then, and results() says why
 // a result cannot be read). It is used only for a child with no retry left to it.
@@ -145,7 +145,18 @@ func endedWithResult(ctx context.Context, st *store.Store, derived func(context.
 	if j == nil || err != nil {
 		return ChildStatus{}, false // gone, collected, or not derived: as before
 	}
-	res, ok, err := jobview.New(st, c.JobID).ResultRecorded(ctx, jobview.ValueTo{InlineMax: inlineMax, InlineOnly: true})
+	res, ok, err := jobview.New(st, c.JobID).ResultRecorded(ctx, jobview.ValueTo{InlineMax: inlineMax, InlineOnly: inlineMax > 0})
+	if errors.Is(err, jobview.ErrNothingRecorded) {
+		// Its pod wrote nothing of its end (it was lost, or wrote nothing at all: a kwok
+		// pod): its unit's view, without the store reads Status would repeat (this round
+		// knows the child is derived, not removed, not collected).
+		if d, isDriver := j.Backend.(batchdriver.Driver); isDriver {
+			if state, reason, err := d.UnwrittenStatus(ctx, j.Handle); err == nil && state.Terminal() {
+				return ChildStatus{Index: c.Index, Handle: j.Handle, Status: state, Reason: reason}, true
+			}
+		}
+		return ChildStatus{}, false
+	}
 	if !ok || err != nil {
 		return ChildStatus{}, false
 	}

@@ -78,7 +78,10 @@ func TestDerivedBatchWatchStoreRequests(t *testing.T) {
 		t.Fatalf("the watch saw %d of %d children succeed", seen, n)
 	}
 	t.Logf("%d children: %d store requests (%d collection records, %d gone markers)", n, total.Load(), collectedLists.Load(), goneReads.Load())
-	if c, g, all := collectedLists.Load(), goneReads.Load(), total.Load(); c > 10 || g > 10 || all > n/3 {
-		t.Errorf("the watch of %d children that ended together sent %d store requests: %d for collection records, %d for gone markers; want a few per round, not per child", n, all, c, g)
+	// Per ended child at most its status.json and its envelope (here neither exists: its
+	// member wrote nothing, as a kwok pod; the unit then judges it, UnwrittenStatus):
+	// not the five reads of a Status (the handle, the template and the gone marker too).
+	if c, g, all := collectedLists.Load(), goneReads.Load(), total.Load(); c > 10 || g > 10 || all > 2*n+20 {
+		t.Errorf("the watch of %d children that ended together sent %d store requests: %d for collection records, %d for gone markers; want a few per round and two per child", n, all, c, g)
 	}
 }

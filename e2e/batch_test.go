@@ -14,12 +14,22 @@ import (
 // returns its group ID once every child is final.
 func (e *env) makeBatch(t *testing.T, n int, extraEnv ...string) string {
 	t.Helper()
+	return e.makeBatchOf(t, n, false, extraEnv...)
+}
+
+// makeBatchOf is makeBatch; with bigValue, input 1 returns a value too large for its
+// envelope (it then has a results/1.pkl).
+func (e *env) makeBatchOf(t *testing.T, n int, bigValue bool, extraEnv ...string) string {
+	t.Helper()
 	script := filepath.Join(e.dir, "mkbatch.py")
 	os.WriteFile(script, []byte(`import sys, kinetic
+BIG = len(sys.argv) > 2  # input 1's value too large for its envelope: a results/1.pkl of its own
 @kinetic.run(accelerator="cpu")
 def f(x):
     if x == 2:
         raise ValueError("two is bad")
+    if x == 1 and BIG:
+        return "v" * 20000
     return x * 10
 b = f.run_async_map(range(int(sys.argv[1])), name="cli-test")
 b.wait()
@@ -29,7 +39,11 @@ print(b.group_id)
 	if _, err := os.Stat(py); err != nil {
 		py = "python3"
 	}
-	cmd := exec.Command(py, script, strconv.Itoa(n))
+	args := []string{script, strconv.Itoa(n)}
+	if bigValue {
+		args = append(args, "big")
+	}
+	cmd := exec.Command(py, args...)
 	cmd.Dir = e.dir
 	cmd.Env = append(os.Environ(), "KINETIC_BIN="+e.bin, "KINETIC_HOME="+filepath.Join(e.home, "data"), "KINETIC_WARM_IDLE=5s",
 		"KINETIC_PROFILES_FILE="+filepath.Join(e.home, "profiles.json"), "PYTHONPATH="+filepath.Join(repoRoot(), "python"))

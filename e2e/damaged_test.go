@@ -254,7 +254,7 @@ else:
 }
 
 func faultBatchObjectsDamaged(t *testing.T, e *env) {
-	gid := e.makeBatch(t, 3) // run by executors: input 2 raises
+	gid := e.makeBatchOf(t, 3, true) // run by executors: input 2 raises, input 1's value has its own 1.pkl
 	child := strings.Replace(gid, "grp-", "job-", 1) + "-1"
 	// A second batch collected once (its successes cleaned up): it has a collection record.
 	collected := e.makeBatch(t, 3)

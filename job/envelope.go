@@ -32,8 +32,13 @@ type Envelope struct {
 	Phase string `json:"phase,omitempty"`
 	// Host is the index of the host that wrote the envelope ("0" on single-host jobs).
 	Host string `json:"host"`
-	// HasValue says result.pkl holds the pickled value (success) or exception (failure).
+	// HasValue says result.pkl holds the pickled value (success) or exception (failure),
+	// or Value does.
 	HasValue bool `json:"has_value"`
+	// Value is that pickle itself when its writer kept it here instead of in result.pkl:
+	// a batch input's small value (one object per input rather than two; a local map's
+	// group worker writes it). Readers look here first.
+	Value []byte `json:"value,omitempty"`
 	// ValueRepr is repr(value), cut to 2,000 characters, for readers without Python.
 	ValueRepr string `json:"value_repr,omitempty"`
 	// ExcType is the exception's qualified type name, e.g. "builtins.ValueError".

@@ -8,6 +8,7 @@ package jobview
 
 import (
 	"context"
+	"path"
 	"path/filepath"
 	"time"
 
@@ -75,11 +76,13 @@ func (j *Job) Wait(ctx context.Context, onChange func(job.State)) (job.State, st
 			return state, reason, nil
 		}
 		if wake == nil && dir != "" {
-			watched := store.JobPrefix(j.ID)
+			// Woken by what says the job ended (Recorded), not by every object written
+			// beside it: temporary files, its value, or a sibling's end.
+			watched, names := store.JobPrefix(j.ID), []string{store.StatusName, path.Base(store.EnvelopeKey(j.ID))}
 			if gid, _, ok := job.ParseChildID(j.ID); ok {
-				watched = store.GroupResultsPrefix(gid) // where its end is written
+				watched, names = store.GroupResultsPrefix(gid), names[1:] // where its end is written
 			}
-			wake = dirwatch.New(filepath.Join(dir, filepath.FromSlash(watched)))
+			wake = dirwatch.NewFor(filepath.Join(dir, filepath.FromSlash(watched)), names...)
 			continue
 		}
 		if err := p.wait(ctx, wake); err != nil {

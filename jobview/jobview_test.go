@@ -319,3 +319,48 @@ func TestResultRecorded(t *testing.T) {
 		t.Errorf("damaged: found %v, %v", found, err)
 	}
 }
+
+// TestEnvelopeValue: a value its envelope carries (a batch input's small value, no
+// result.pkl) is given inline, skipped, or in a file, as a value from result.pkl is; the
+// result's envelope does not carry it a second time.
+func TestEnvelopeValue(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	gid := "grp-" + strings.TrimPrefix(job.NewID(), "job-")
+	id := job.ChildID(gid, 3)
+	put(t, st, store.EnvelopeKey(id), (&job.Envelope{Success: true, HasValue: true, Value: []byte("pickled")}).Encode())
+	if ok, _ := st.Exists(ctx, store.ResultKey(id)); ok {
+		t.Fatal("the test's child has a result.pkl")
+	}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		vt                    ValueTo
+		inline, skipped, file bool
+	}{
+		{ValueTo{InlineMax: 100, InlineOnly: true}, true, false, false},
+		{ValueTo{InlineMax: 3, InlineOnly: true}, false, true, false},
+		{ValueTo{Dir: dir, InlineMax: 100}, true, false, false},
+		{ValueTo{Dir: dir}, false, false, true},
+	} {
+		res, err := New(st, id).ResultOf(ctx, job.Succeeded, "", c.vt)
+		if err != nil {
+			t.Fatalf("%+v: %v", c.vt, err)
+		}
+		if (string(res.Value) == "pickled") != c.inline || res.Skipped != c.skipped || (res.ValuePath != "") != c.file {
+			t.Errorf("%+v: value %q skipped %v file %q", c.vt, res.Value, res.Skipped, res.ValuePath)
+		}
+		if c.file {
+			if b, _ := os.ReadFile(res.ValuePath); string(b) != "pickled" {
+				t.Errorf("the file holds %q", b)
+			}
+		}
+		if res.Envelope == nil || res.Envelope.Value != nil || !res.Envelope.HasValue {
+			t.Errorf("%+v: the result's envelope %+v", c.vt, res.Envelope)
+		}
+	}
+	// Read with the watch's one read of the envelope, too.
+	res, ok, err := New(st, id).ResultRecorded(ctx, ValueTo{InlineMax: 100, InlineOnly: true})
+	if !ok || err != nil || string(res.Value) != "pickled" || res.State != job.Succeeded {
+		t.Errorf("ResultRecorded: %+v %v %v", res, ok, err)
+	}
+}

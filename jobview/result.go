@@ -2,6 +2,7 @@ package jobview
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -115,19 +116,28 @@ func (j *Job) ResultOf(ctx context.Context, state job.State, reason string, valu
 	return j.resultWith(ctx, state, reason, env, envKey, valueKey, valueTo)
 }
 
+// ErrNothingRecorded is ResultRecorded's answer for a job that has neither a status.json
+// nor an envelope in the store: nothing of its end was written (a batch child whose pod
+// wrote nothing, say).
+var ErrNothingRecorded = errors.New("the store records nothing of the job's end")
+
 // ResultRecorded is Result for a job whose end the store records, read as Recorded
 // reads it (a final status.json decides, else the envelope) and without a second read
 // of the envelope for the result. ok is false when the store records no end (or one
 // that cannot be read): the caller asks the job's backend, and Result says why.
 func (j *Job) ResultRecorded(ctx context.Context, valueTo ValueTo) (res *Result, ok bool, err error) {
-	if s, err := ReadStatus(ctx, j.Store, j.ID); err == nil && s.State.Terminal() {
+	s, serr := ReadStatus(ctx, j.Store, j.ID)
+	if serr == nil && s.State.Terminal() {
 		res, err := j.ResultOf(ctx, s.State, s.Reason, valueTo)
 		return res, true, err
-	} else if err != nil && !store.IsNotFound(err) {
+	} else if serr != nil && !store.IsNotFound(serr) {
 		return nil, false, nil
 	}
 	envKey := store.EnvelopeKey(j.ID)
 	raw, err := j.Store.Get(ctx, envKey)
+	if store.IsNotFound(err) && store.IsNotFound(serr) {
+		return nil, false, ErrNothingRecorded
+	}
 	if err != nil {
 		return nil, false, nil
 	}
@@ -144,6 +154,9 @@ func (j *Job) ResultRecorded(ctx context.Context, valueTo ValueTo) (res *Result,
 // envKey), its value read from valueKey as valueTo says.
 func (j *Job) resultWith(ctx context.Context, state job.State, reason string, env *job.Envelope, envKey, valueKey string, valueTo ValueTo) (*Result, error) {
 	res := &Result{State: state, Reason: reason, Envelope: env}
+	if (valueTo.Dir != "" || valueTo.InlineOnly) && env.HasValue && len(env.Value) > 0 {
+		return j.envelopeValue(res, valueTo)
+	}
 	if (valueTo.Dir != "" || valueTo.InlineOnly) && env.HasValue {
 		r, err := j.Store.NewReader(ctx, valueKey)
 		if store.IsNotFound(err) {
@@ -232,4 +245,36 @@ func failedHost(ctx context.Context, st *store.Store, id string) (string, bool, 
 		return host, true, nil
 	}
 	return "", false, nil
+}
+
+// envelopeValue is resultWith for a value its envelope carries (job.Envelope Value): given
+// as valueTo asks, inline, skipped or in a file of valueTo.Dir. The result's envelope
+// drops it (the value travels once).
+func (j *Job) envelopeValue(res *Result, valueTo ValueTo) (*Result, error) {
+	env := *res.Envelope
+	value := env.Value
+	env.Value = nil
+	res.Envelope = &env
+	switch {
+	case len(value) <= valueTo.InlineMax:
+		res.Value = value
+	case valueTo.InlineOnly:
+		res.Skipped = true
+	default:
+		f, err := os.CreateTemp(valueTo.Dir, "kinetic-result-*.pkl")
+		if err != nil {
+			return nil, err
+		}
+		if _, err := f.Write(value); err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			return nil, err
+		}
+		if err := f.Close(); err != nil {
+			os.Remove(f.Name())
+			return nil, err
+		}
+		res.ValuePath = f.Name()
+	}
+	return res, nil
 }

@@ -130,6 +130,11 @@ func fetchPayload(ctx context.Context, st *store.Store, ref *job.BlobRef, o Opti
 	if err != nil {
 		return "", inPhase(job.PhaseVerify, err)
 	}
+	if p, ok := st.LocalPath(ref.Key); ok && o.TreeDir == "" && o.InPlaceData {
+		// A job on this machine reads the store's own file, just verified: objects are
+		// never rewritten in place, so a copy per call bought nothing.
+		return p, nil
+	}
 	path := filepath.Join(o.Workspace, "payload.pkl")
 	if o.TreeDir != "" {
 		path = filepath.Join(o.TreeDir, "payload-"+ref.SHA256+".pkl")

@@ -814,6 +814,16 @@ func (s *Store) listFile(ctx context.Context, prefix string) (out []Object, ok b
 // LocalDir is the directory of a file:// store, "" for any other.
 func (s *Store) LocalDir() string { return s.dir }
 
+// LocalPath is the file that holds object key in a file:// store, for a reader on this
+// machine that wants a path rather than the bytes (ok false: not a file store, or a key
+// the store keeps elsewhere).
+func (s *Store) LocalPath(key string) (string, bool) {
+	if s.dir == "" || !plainKey(key) {
+		return "", false
+	}
+	return filepath.Join(s.dir, filepath.FromSlash(key)), true
+}
+
 // ListDirs returns the names of the immediate "directories" under prefix (which must
 // end in "/"), e.g. the job IDs under "jobs/".
 func (s *Store) ListDirs(ctx context.Context, prefix string) ([]string, error) {

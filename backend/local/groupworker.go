@@ -351,7 +351,9 @@ func (gw *groupWorker) run(ctx context.Context, i int) error {
 	case runErr != nil:
 		env = runner.FailureEnvelope(runErr)
 	}
-	if env.HasValue {
+	if env.HasValue && len(value) > 0 && len(value) <= envelopeValueMax {
+		env.Value = value // one object for the input, not two
+	} else if env.HasValue {
 		// No one reads the value before the envelope written after it says it is there.
 		if err := gw.st.PutInPlace(ctx, store.ResultKey(id), value); NoSpace(err) {
 			env = runner.FailureEnvelope(errors.New(NoSpaceReason(gw.st.URL(), "the input's result")))
@@ -361,6 +363,11 @@ func (gw *groupWorker) run(ctx context.Context, i int) error {
 	}
 	return gw.finish(ctx, id, env, started, called)
 }
+
+// envelopeValueMax is the largest value an input's envelope carries itself (job.Envelope
+// Value); a larger one goes to its own object, so that the envelope, which every status
+// read decodes, stays small.
+const envelopeValueMax = 8 << 10
 
 // lossyWriter is an input's log (store.NewAppender: appended to the store's object as
 // the input prints, made at its first byte): a log that cannot be written is lost, the

@@ -27,13 +27,26 @@ var live atomic.Int32
 
 // New watches dir for entries made, written or moved in. A directory that cannot be
 // watched gives a Watcher that never wakes early (and no error: callers poll anyway).
-func New(dir string) *Watcher {
+func New(dir string) *Watcher { return NewFor(dir) }
+
+// NewFor is New for a caller that looks for the entries named names only: the others
+// made in dir (temporary files, other jobs' results) do not wake it. A loop waiting for
+// one job's end in a directory where hundreds of its siblings end would otherwise wake,
+// and read, for each of them.
+func NewFor(dir string, names ...string) *Watcher {
+	var set map[string]bool
+	if len(names) > 0 {
+		set = make(map[string]bool, len(names))
+		for _, n := range names {
+			set[n] = true
+		}
+	}
 	if live.Add(1) > MaxWatchers {
 		live.Add(-1)
 		return nil
 	}
 	c := make(chan struct{}, 1)
-	stop, ok := watch(dir, func() {
+	stop, ok := watch(dir, set, func() {
 		select {
 		case c <- struct{}{}:
 		default: // a wake-up is pending already

@@ -3,13 +3,16 @@
 package dirwatch
 
 import (
+	"bytes"
+	"encoding/binary"
 	"os"
 
 	"golang.org/x/sys/unix"
 )
 
-// watch calls wake after each batch of inotify events on dir until stop is called.
-func watch(dir string, wake func()) (stop func(), ok bool) {
+// watch calls wake after each batch of inotify events on dir that names one of names
+// (any name when names is empty) until stop is called.
+func watch(dir string, names map[string]bool, wake func()) (stop func(), ok bool) {
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		return nil, false
@@ -23,11 +26,40 @@ func watch(dir string, wake func()) (stop func(), ok bool) {
 	go func() {
 		buf := make([]byte, 4096)
 		for {
-			if _, err := f.Read(buf); err != nil {
+			n, err := f.Read(buf)
+			if err != nil {
 				return
 			}
-			wake()
+			if len(names) == 0 || named(buf[:n], names) {
+				wake()
+			}
 		}
 	}()
 	return func() { f.Close() }, true
+}
+
+// named reports whether the inotify events in buf name one of names, or were lost (a
+// queue overflow: anything may have happened).
+func named(buf []byte, names map[string]bool) bool {
+	for off := 0; off+unix.SizeofInotifyEvent <= len(buf); {
+		// struct inotify_event: wd, mask, cookie, len, then len bytes of name.
+		mask := binary.NativeEndian.Uint32(buf[off+4:])
+		if mask&unix.IN_Q_OVERFLOW != 0 {
+			return true
+		}
+		start := off + unix.SizeofInotifyEvent
+		end := start + int(binary.NativeEndian.Uint32(buf[off+12:]))
+		if end > len(buf) {
+			return true // cut short: a hint either way
+		}
+		name := buf[start:end]
+		if k := bytes.IndexByte(name, 0); k >= 0 {
+			name = name[:k]
+		}
+		if names[string(name)] {
+			return true
+		}
+		off = end
+	}
+	return false
 }

@@ -138,3 +138,47 @@ func TestCloseDoesNotWait(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestNewForWakesOnlyForItsNames: a watcher for status.json sleeps through a temporary
+// file, a rename to another name and a sibling's file, and wakes at the rename that makes
+// status.json.
+func TestNewForWakesOnlyForItsNames(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("inotify is Linux's")
+	}
+	dir := t.TempDir()
+	w := NewFor(dir, "status.json", "result.json")
+	if w == nil {
+		t.Fatal("NewFor returned no watcher for an existing directory")
+	}
+	defer w.Close()
+	ctx := context.Background()
+	write := func(name string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(".tmp-1")
+	if err := os.Rename(filepath.Join(dir, ".tmp-1"), filepath.Join(dir, "result.pkl")); err != nil {
+		t.Fatal(err)
+	}
+	write("7.json")
+	start := time.Now()
+	if err := w.Sleep(ctx, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 90*time.Millisecond {
+		t.Fatalf("woken after %s by entries it does not look for", d)
+	}
+	write(".tmp-2")
+	if err := os.Rename(filepath.Join(dir, ".tmp-2"), filepath.Join(dir, "status.json")); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	if err := w.Sleep(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("not woken by status.json: slept %s", d)
+	}
+}

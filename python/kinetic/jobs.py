@@ -285,14 +285,21 @@ def _load(path, job_id="", data=None):
 _COLLECTED = "_kinetic_collected_value"
 
 
+_collector = [0, ""]  # (pid, name): named once per process, not per result
+
+
 def collector_name() -> str:
     """This process, as a collection record names it: "pid 4242 on host-a (alice)"."""
+    pid = os.getpid()
+    if _collector[0] == pid:
+        return _collector[1]
     try:
         user = getpass.getuser()
     except Exception:  # no user name for this uid (a container)
         user = ""
-    name = "pid %d on %s" % (os.getpid(), socket.gethostname() or "an unknown host")
-    return name + (" (%s)" % user if user else "")
+    name = "pid %d on %s" % (pid, socket.gethostname() or "an unknown host")
+    _collector[:] = [pid, name + (" (%s)" % user if user else "")]
+    return _collector[1]
 
 
 def acknowledge(store: str, job_ids, wait: bool = True) -> dict:

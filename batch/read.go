@@ -161,7 +161,7 @@ func endedWithResult(ctx context.Context, st *store.Store, derived func(context.
 		return ChildStatus{}, false
 	}
 	cs := ChildStatus{Index: c.Index, Handle: j.Handle, Status: res.State, Reason: res.Reason}
-	if !res.Skipped {
+	if inlineMax > 0 && !res.Skipped {
 		cs.Result = res
 	}
 	return cs, true

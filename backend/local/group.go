@@ -330,7 +330,12 @@ func (b *Backend) groupStatus(ctx context.Context, h *job.Handle, noStatus bool)
 	}
 	if k, done := b.doneBy(gid, i); done {
 		// Its worker finished it, and had written its result.json (or kept it) before
-		// saying so: the file is gone since, which its reason must name, not a worker.
+		// saying so. Read again: the first read may have come just before the worker
+		// wrote it and the look at done/ just after.
+		if s, r, ok, err := b.groupEnd(ctx, gid, i, h.JobID, noStatus); ok || err != nil {
+			return s, r, true, err
+		}
+		// The file is gone since, which its reason must name, not a worker.
 		if err := jobview.MissingEnvelope(ctx, b.st, h.JobID); err != nil {
 			return "", "", true, err
 		}

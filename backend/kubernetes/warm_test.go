@@ -23,6 +23,13 @@ import (
 	"github.com/kinetic-run/kinetic/runner"
 )
 
+// busyPod is warm pod "p1" of key "k" running job h.
+func busyPod(h *job.Handle) corev1.Pod {
+	p := warmPod("p1", "k", warmBusy, time.Time{})
+	p.Labels[LabelJobID] = h.JobID
+	return p
+}
+
 func warmPod(name, key, state string, until time.Time) corev1.Pod {
 	p := corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", ResourceVersion: "7",
@@ -367,8 +374,7 @@ func TestOfferIdleAfterConflict(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			b := testBackend(t, Options{Name: K8sName, WarmPods: 2})
 			h := testHandle("cpu")
-			p := warmPod("p1", "k", warmBusy, time.Time{})
-			p.Labels[LabelJobID] = h.JobID
+			p := busyPod(h)
 			cs := fake.NewSimpleClientset(&p)
 			conflicts := 0
 			cs.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -460,8 +466,7 @@ func TestCleanupKeepsClaimedPod(t *testing.T) {
 	ctx := context.Background()
 	b := testBackend(t, Options{Name: K8sName, WarmPods: 2})
 	h := testHandle("cpu")
-	p := warmPod("p1", "k", warmBusy, time.Time{})
-	p.Labels[LabelJobID] = h.JobID
+	p := busyPod(h)
 	cs := fake.NewSimpleClientset(&p)
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 	cs.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -504,8 +509,7 @@ func TestCleanupEndedOffersIdle(t *testing.T) {
 	ctx := context.Background()
 	b := testBackend(t, Options{Name: K8sName, WarmPods: 2})
 	h := testHandle("cpu")
-	p := warmPod("p1", "k", warmBusy, time.Time{})
-	p.Labels[LabelJobID] = h.JobID
+	p := busyPod(h)
 	p.Labels["batch.kubernetes.io/job-name"] = h.K8sName
 	b.cs = fake.NewSimpleClientset(&p)
 	now := time.Now().UTC()

@@ -230,6 +230,13 @@ func TestJobPages(t *testing.T) {
 	if !strings.Contains(v.Timeline, "<svg") {
 		t.Errorf("timeline_html: %q", v.Timeline)
 	}
+	// A batch input's small value is kept inside its envelope: the API gives its repr,
+	// not the pickle.
+	child := job.ChildID(fx.batch, 3)
+	code, _, body = get(t, c, "/api/jobs/"+child)
+	if code != 200 || !strings.Contains(body, `"value_repr": "9"`) && !strings.Contains(body, `"value_repr":"9"`) || strings.Contains(body, `"value":`) {
+		t.Errorf("/api/jobs/%s: %d %s", child, code, body)
+	}
 }
 
 // TestBadPaths: IDs that are not IDs, IDs of no job, paths with "..", in every form.

@@ -244,6 +244,7 @@ func (s *Server) readTimes(ctx context.Context, st *store.Store, id string) jobT
 	var t jobTimes
 	if b, err := st.Get(ctx, store.EnvelopeKey(id)); err == nil {
 		if env, err := job.DecodeEnvelope(b); err == nil {
+			env.Value = nil // a batch input's pickled value: the page shows its repr
 			t.Env, t.Start, t.Called, t.End = env, env.StartedAt, env.CalledAt, env.FinishedAt
 		}
 	}

@@ -358,9 +358,14 @@ func TestEnvelopeValue(t *testing.T) {
 			t.Errorf("%+v: the result's envelope %+v", c.vt, res.Envelope)
 		}
 	}
+	// Asked for no value (`jobs result --json` prints the envelope): not in the envelope.
+	res, err := New(st, id).ResultOf(ctx, job.Succeeded, "", ValueTo{})
+	if err != nil || res.Envelope == nil || res.Envelope.Value != nil || res.Value != nil || res.ValuePath != "" {
+		t.Errorf("no value asked: %+v %v", res, err)
+	}
 	// Read with the watch's one read of the envelope, too.
 	res, ok, err := New(st, id).ResultRecorded(ctx, ValueTo{InlineMax: 100, InlineOnly: true})
-	if !ok || err != nil || string(res.Value) != "pickled" || res.State != job.Succeeded {
+	if !ok || err != nil || string(res.Value) != "pickled" || res.State != job.Succeeded || res.Envelope.Value != nil {
 		t.Errorf("ResultRecorded: %+v %v %v", res, ok, err)
 	}
 }

@@ -154,8 +154,16 @@ func (j *Job) ResultRecorded(ctx context.Context, valueTo ValueTo) (res *Result,
 // envKey), its value read from valueKey as valueTo says.
 func (j *Job) resultWith(ctx context.Context, state job.State, reason string, env *job.Envelope, envKey, valueKey string, valueTo ValueTo) (*Result, error) {
 	res := &Result{State: state, Reason: reason, Envelope: env}
-	if (valueTo.Dir != "" || valueTo.InlineOnly) && env.HasValue && len(env.Value) > 0 {
-		return j.envelopeValue(res, valueTo)
+	if len(env.Value) > 0 {
+		// The value its envelope carries goes out as a value, never inside the envelope
+		// a reader prints (`jobs result --json`).
+		bare := *env
+		bare.Value = nil
+		res.Envelope = &bare
+		if (valueTo.Dir != "" || valueTo.InlineOnly) && env.HasValue {
+			return j.envelopeValue(res, env.Value, valueTo)
+		}
+		return res, nil
 	}
 	if (valueTo.Dir != "" || valueTo.InlineOnly) && env.HasValue {
 		r, err := j.Store.NewReader(ctx, valueKey)
@@ -247,14 +255,9 @@ func failedHost(ctx context.Context, st *store.Store, id string) (string, bool, 
 	return "", false, nil
 }
 
-// envelopeValue is resultWith for a value its envelope carries (job.Envelope Value): given
-// as valueTo asks, inline, skipped or in a file of valueTo.Dir. The result's envelope
-// drops it (the value travels once).
-func (j *Job) envelopeValue(res *Result, valueTo ValueTo) (*Result, error) {
-	env := *res.Envelope
-	value := env.Value
-	env.Value = nil
-	res.Envelope = &env
+// envelopeValue is resultWith for value, which its envelope carries (job.Envelope Value):
+// given as valueTo asks, inline, skipped or in a file of valueTo.Dir.
+func (j *Job) envelopeValue(res *Result, value []byte, valueTo ValueTo) (*Result, error) {
 	switch {
 	case len(value) <= valueTo.InlineMax:
 		res.Value = value

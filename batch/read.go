@@ -136,8 +136,9 @@ func lookEnded(ctx context.Context, e Engine, st *store.Store, m *Manifest, stor
 }
 
 // endedWithResult is the final status of child c, which its unit says ended, with its
-// result when its value is at most inlineMax bytes (none when inlineMax is 0), read as jobview.ResultRecorded reads
-// it: while the batch runs, so that results() asks for nothing more. ok is false when
+// result when its value is at most inlineMax bytes (none when inlineMax is 0), read as
+// jobview.ResultRecorded reads it: while the batch runs, so that results() asks for
+// nothing more. ok is false when
 // the store records no readable end (the backend is asked then, and results() says why
 // a result cannot be read). It is used only for a child with no retry left to it.
 func endedWithResult(ctx context.Context, st *store.Store, derived func(context.Context, Child) (*engine.Job, error), c Child, inlineMax int) (ChildStatus, bool) {

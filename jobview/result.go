@@ -1,6 +1,7 @@
 package jobview
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -154,19 +155,22 @@ func (j *Job) ResultRecorded(ctx context.Context, valueTo ValueTo) (res *Result,
 // envKey), its value read from valueKey as valueTo says.
 func (j *Job) resultWith(ctx context.Context, state job.State, reason string, env *job.Envelope, envKey, valueKey string, valueTo ValueTo) (*Result, error) {
 	res := &Result{State: state, Reason: reason, Envelope: env}
+	var carried []byte // the value the envelope carries itself (job.Envelope Value)
 	if len(env.Value) > 0 {
-		// The value its envelope carries goes out as a value, never inside the envelope
-		// a reader prints (`jobs result --json`).
+		// It goes out as a value, never inside the envelope a reader prints (`jobs
+		// result --json`).
 		bare := *env
-		bare.Value = nil
+		bare.Value, carried = nil, env.Value
 		res.Envelope = &bare
-		if (valueTo.Dir != "" || valueTo.InlineOnly) && env.HasValue {
-			return j.envelopeValue(res, env.Value, valueTo)
-		}
-		return res, nil
 	}
 	if (valueTo.Dir != "" || valueTo.InlineOnly) && env.HasValue {
-		r, err := j.Store.NewReader(ctx, valueKey)
+		var r io.ReadCloser
+		var err error
+		if carried != nil {
+			r = io.NopCloser(bytes.NewReader(carried))
+		} else {
+			r, err = j.Store.NewReader(ctx, valueKey)
+		}
 		if store.IsNotFound(err) {
 			return nil, job.Missing(j.ID, store.ObjectName(j.ID, valueKey), "its "+store.ObjectName(j.ID, envKey)+" says it holds the "+valueOrException(env))
 		}
@@ -253,31 +257,4 @@ func failedHost(ctx context.Context, st *store.Store, id string) (string, bool, 
 		return host, true, nil
 	}
 	return "", false, nil
-}
-
-// envelopeValue is resultWith for value, which its envelope carries (job.Envelope Value):
-// given as valueTo asks, inline, skipped or in a file of valueTo.Dir.
-func (j *Job) envelopeValue(res *Result, value []byte, valueTo ValueTo) (*Result, error) {
-	switch {
-	case len(value) <= valueTo.InlineMax:
-		res.Value = value
-	case valueTo.InlineOnly:
-		res.Skipped = true
-	default:
-		f, err := os.CreateTemp(valueTo.Dir, "kinetic-result-*.pkl")
-		if err != nil {
-			return nil, err
-		}
-		if _, err := f.Write(value); err != nil {
-			f.Close()
-			os.Remove(f.Name())
-			return nil, err
-		}
-		if err := f.Close(); err != nil {
-			os.Remove(f.Name())
-			return nil, err
-		}
-		res.ValuePath = f.Name()
-	}
-	return res, nil
 }

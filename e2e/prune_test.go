@@ -28,6 +28,8 @@ func TestPrune(t *testing.T) {
 		}
 	}
 	os.MkdirAll(out(done), 0o700) // an empty output directory of an ended job
+	spare := filepath.Join(e.store, "outputs", ".spare-grp-dead-0")
+	os.MkdirAll(spare, 0o700) // a batch worker's spare, left by a worker that died
 	time.Sleep(1500 * time.Millisecond)
 
 	dry := e.run("prune", "--older-than", "1s", "--dry-run")
@@ -50,8 +52,8 @@ func TestPrune(t *testing.T) {
 	for _, f := range got.Freed {
 		removed[f.Path] = f.Kind
 	}
-	if removed[ws(done)] != "workspace" || removed[out(done)] != "output directory" || got.Bytes <= 0 {
-		t.Errorf("prune did not remove the ended job's workspace and empty outputs: %+v", got)
+	if removed[ws(done)] != "workspace" || removed[out(done)] != "output directory" || removed[spare] != "output directory" || got.Bytes <= 0 {
+		t.Errorf("prune did not remove the ended job's workspace, empty outputs and a dead worker's spare: %+v", got)
 	}
 	if _, err := os.Stat(ws(done)); !os.IsNotExist(err) {
 		t.Errorf("the ended job's workspace is still there: %v", err)

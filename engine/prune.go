@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/internal/outdir"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/store"
@@ -87,13 +89,21 @@ func pruneEmptyOutputs(ctx context.Context, st *store.Store, dir string, cutoff 
 	for _, e := range ents {
 		id := e.Name()
 		p := filepath.Join(dir, id)
-		if !e.IsDir() || !job.ValidName(id) {
+		spare := strings.HasPrefix(id, outdir.SparePrefix) // a dead batch worker's (internal/outdir)
+		if !e.IsDir() || !spare && !job.ValidName(id) {
 			continue
 		}
 		if inner, err := os.ReadDir(p); err != nil || len(inner) > 0 {
 			continue
 		}
 		if fi, err := os.Stat(p); err != nil || fi.ModTime().After(cutoff) {
+			continue
+		}
+		if spare {
+			if !dryRun && os.Remove(p) != nil {
+				continue // a live worker renamed it away meanwhile
+			}
+			freed = append(freed, backend.Freed{Kind: "output directory", Path: p})
 			continue
 		}
 		if s, err := jobview.ReadStatus(ctx, st, id); err == nil && !s.State.Terminal() {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/internal/atomicfile"
 	"github.com/kinetic-run/kinetic/internal/filelock"
+	"github.com/kinetic-run/kinetic/internal/outdir"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/runner"
@@ -66,7 +67,8 @@ func WorkGroup(ctx context.Context, o GroupWorkOptions) error {
 func workGroup(ctx context.Context, o GroupWorkOptions, sig <-chan os.Signal, st *store.Store, slot *os.File) error {
 	dir := filepath.Join(o.StateDir, "groups", o.Group)
 	w := strconv.Itoa(o.Worker)
-	gw := &groupWorker{o: o, dir: dir, running: filepath.Join(dir, "workers", w+".running"), current: -1, term: make(chan os.Signal, 1), mayBeKept: true}
+	gw := &groupWorker{o: o, dir: dir, running: filepath.Join(dir, "workers", w+".running"), current: -1, term: make(chan os.Signal, 1), mayBeKept: true,
+		outs: outdir.NewSpare(o.Group + "-" + w)}
 	defer gw.close()
 	gw.setRunning(-1)
 	go gw.signals(sig)
@@ -136,7 +138,8 @@ type groupWorker struct {
 	batch       *runner.Batch
 	x           *runner.Executor
 	done        *os.File
-	next        *os.File // the claim counter, kept open (claim)
+	next        *os.File      // the claim counter, kept open (claim)
+	outs        *outdir.Spare // the inputs' default output directories
 	// mayBeKept: envelopes kept by finish may wait in ended/ (this worker kept one, or
 	// one before it may have): flushKept looks there only then, not after every input.
 	mayBeKept bool
@@ -218,6 +221,14 @@ func (gw *groupWorker) setRunning(i int) {
 	gw.runningFile.WriteAt([]byte(fmt.Sprintf("%-20d %-10d\n", i, selfPID)), 0)
 }
 
+// notRunning says that no input runs (before one ran).
+func (gw *groupWorker) notRunning() {
+	gw.mu.Lock()
+	gw.current = -1
+	gw.mu.Unlock()
+	gw.setRunning(-1)
+}
+
 // selfPID is this process's pid, asked once (os.Getpid is a system call each time).
 var selfPID = os.Getpid()
 
@@ -261,6 +272,7 @@ const stopName = "stop"
 
 // close closes the files the worker keeps open (a long-lived supervisor goes on).
 func (gw *groupWorker) close() {
+	gw.outs.Close()
 	for _, f := range []*os.File{gw.runningFile, gw.done, gw.next} {
 		if f != nil {
 			f.Close()
@@ -310,11 +322,17 @@ func (gw *groupWorker) run(ctx context.Context, i int) error {
 	// A cancel records the status first and then looks at the running files: one of the
 	// two sees the other. So does a stop (CleanupGroup) that came while nothing ran.
 	if gw.stopping() || jobview.FinalStatus(ctx, gw.st, id) != nil {
-		gw.mu.Lock()
-		gw.current = -1
-		gw.mu.Unlock()
-		gw.setRunning(-1)
+		gw.notRunning()
 		return nil
+	}
+	ownOut := in.OutDir != "" && gw.t.DefaultOutputs
+	if ownOut {
+		// Its own directory under the store's outputs/, from the worker's spare (the
+		// executor makes any other).
+		if err := gw.outs.Make(in.OutDir); err != nil {
+			gw.notRunning()
+			return gw.finish(ctx, id, runner.FailureEnvelope(fmt.Errorf("KINETIC_OUTPUT_DIR %s: %w", in.OutDir, err)), started, time.Time{})
+		}
 	}
 	var timer *time.Timer
 	timedOut := false
@@ -341,6 +359,9 @@ func (gw *groupWorker) run(ctx context.Context, i int) error {
 	}
 	gw.mu.Unlock()
 	gw.setRunning(-1)
+	if ownOut {
+		gw.outs.Reclaim(in.OutDir) // before the end is recorded: no empty directory outlives it
+	}
 	switch {
 	case late:
 		env = runner.TimeoutEnvelope(time.Duration(gw.t.Spec.TimeoutSeconds) * time.Second)

@@ -1,6 +1,7 @@
-// Package atomicfile writes a file whole or not at all: through a temporary file in the
-// same directory, renamed over the target only once every byte is written and the file
-// closed. Any error (ENOSPC, EIO) removes the temporary file and leaves the old content.
+// Package atomicfile writes a file whole or not at all: where the file system allows
+// (Linux, O_TMPFILE), as a file with no name that gets its name once every byte is
+// written; elsewhere through a temporary file in the same directory, renamed over the
+// target only once every byte is written and the file closed. Any error (ENOSPC, EIO) removes the temporary file and leaves the old content.
 // Write does not fsync: its callers (the store, caches) want atomicity, not durability
 // across a power cut. WriteDurable does, for the files a person edits (the profiles).
 package atomicfile
@@ -13,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -52,6 +54,14 @@ func WriteFrom(path string, r io.Reader, perm, dirPerm fs.FileMode) (int64, erro
 // where a system call costs microseconds, were much of a small write's time.
 func write(path string, data []byte, perm, dirPerm fs.FileMode, durable bool) error {
 	dir := filepath.Dir(path)
+	if fd, ok, err := unnamedIn(dir, dirPerm); err != nil {
+		return err
+	} else if ok {
+		done, err := writeUnnamed(fd, dir, path, data, perm, durable, false)
+		if done {
+			return err
+		}
+	}
 	fd, tmp, err := rawTemp(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err = os.MkdirAll(dir, dirPerm); err == nil {
@@ -81,6 +91,72 @@ func write(path string, data []byte, perm, dirPerm fs.FileMode, durable bool) er
 	}
 	syscall.Unlink(tmp)
 	return &fs.PathError{Op: op, Path: tmp, Err: err}
+}
+
+// noTmpfile is set once unnamed files failed here (a file system that refuses
+// O_TMPFILE: NFS, FUSE, an old kernel; or no /proc to link them from): every write then
+// takes the named temporary file.
+var noTmpfile atomic.Bool
+
+// unnamedIn opens an unnamed file in dir (openUnnamed), making dir if it is missing; ok
+// is false where the file system has no unnamed files.
+func unnamedIn(dir string, dirPerm fs.FileMode) (int, bool, error) {
+	fd, ok, err := openUnnamed(dir)
+	if ok && errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(dir, dirPerm); err != nil {
+			return -1, false, err
+		}
+		fd, ok, err = openUnnamed(dir)
+	}
+	if ok && err != nil {
+		return -1, false, &fs.PathError{Op: "open", Path: dir, Err: err}
+	}
+	return fd, ok, nil
+}
+
+// writeUnnamed writes data to the unnamed file fd and links it at path. A path that
+// exists is replaced (the file linked beside it under a temporary name, then renamed
+// over it) unless exclusive, when it is an error wrapping fs.ErrExist. done is false if
+// the file could not be linked for want of /proc: the caller writes it the old way.
+func writeUnnamed(fd int, dir, path string, data []byte, perm fs.FileMode, durable, exclusive bool) (done bool, err error) {
+	defer syscall.Close(fd)
+	op, err := "write", WriteFD(fd, data)
+	if err == nil && perm != 0o600 {
+		op, err = "chmod", retry(func() error { return syscall.Fchmod(fd, uint32(perm.Perm())) })
+	}
+	if err == nil && durable {
+		op, err = "sync", retry(func() error { return syscall.Fsync(fd) })
+	}
+	if err != nil {
+		return true, &fs.PathError{Op: op, Path: path, Err: err} // the file had no name: nothing is left
+	}
+	switch err = linkUnnamed(fd, path); {
+	case err == nil:
+		return true, nil
+	case err == syscall.EEXIST && exclusive:
+		return true, &os.LinkError{Op: "link", Old: dir + "/(new file)", New: path, Err: err}
+	case err != syscall.EEXIST:
+		if _, serr := os.Stat(dir); serr == nil {
+			noTmpfile.Store(true) // dir is there: it is the descriptor's name that is not
+		}
+		return false, nil
+	}
+	for range 10000 {
+		tmp := filepath.Join(dir, ".tmp-"+strconv.FormatUint(uint64(rand.Uint32()), 10))
+		switch err = linkUnnamed(fd, tmp); err {
+		case syscall.EEXIST:
+			continue
+		case nil:
+			if err = syscall.Rename(tmp, path); err != nil {
+				syscall.Unlink(tmp)
+				return true, &os.LinkError{Op: "rename", Old: tmp, New: path, Err: err}
+			}
+			return true, nil
+		default:
+			return true, &os.LinkError{Op: "link", Old: dir + "/(new file)", New: tmp, Err: err}
+		}
+	}
+	return true, &fs.PathError{Op: "createtemp", Path: filepath.Join(dir, ".tmp-*"), Err: fs.ErrExist}
 }
 
 // rawTemp creates a new file ".tmp-N" in dir (mode 0600, as os.CreateTemp) and returns
@@ -177,6 +253,15 @@ var ErrExists = fs.ErrExist
 // file or none. The data is written to a temporary file first and then hard-linked into
 // place (link fails if the name exists, where rename would replace it).
 func Create(path string, data []byte, perm, dirPerm fs.FileMode) error {
+	dir := filepath.Dir(path)
+	if fd, ok, err := unnamedIn(dir, dirPerm); err != nil {
+		return err
+	} else if ok {
+		done, err := writeUnnamed(fd, dir, path, data, perm, false, true)
+		if done {
+			return err
+		}
+	}
 	f, err := tempBeside(path, dirPerm)
 	if err != nil {
 		return err

@@ -607,3 +607,38 @@ def test_large_values_are_read_at_the_end_the_small_ones_with_the_watch(monkeypa
     assert isinstance(out[2], ValueError) and "input 5 is bad" in str(out[2]), out[2]
     many = [ids for m, ids in asked if m == "results_many"]
     assert many == [[b.jobs[1].job_id]], asked
+
+
+@kinetic.run(accelerator="cpu")
+def writes_some_outputs(x):
+    import os
+    out = os.environ["KINETIC_OUTPUT_DIR"]
+    seen = sorted(os.listdir(out))  # must be empty: nothing of another input's
+    if x % 3 == 0:
+        with open(os.path.join(out, "ckpt-%d.txt" % x), "w") as f:
+            f.write("input %d" % x)
+    return out, seen
+
+
+def test_batch_inputs_have_their_own_output_directories(store_dir):
+    # Each input runs with KINETIC_OUTPUT_DIR an existing, empty directory of its own
+    # (outputs/CHILD); what an input wrote stays there after the batch is cleaned up; an
+    # input that wrote nothing leaves no directory (as a bucket prefix with no objects),
+    # and the workers leave nothing else in outputs/.
+    n = 30
+    b = writes_some_outputs.run_async_map(range(n))
+    got = b.results(timeout=120)
+    outs = os.path.join(store_dir, "outputs")
+    for i, (out, seen) in enumerate(got):
+        assert os.path.realpath(out) == os.path.realpath(os.path.join(outs, b.jobs[i].job_id)), (i, out)
+        assert seen == [], (i, seen)
+        if i % 3 == 0:
+            with open(os.path.join(out, "ckpt-%d.txt" % i)) as f:
+                assert f.read() == "input %d" % i
+            assert os.listdir(out) == ["ckpt-%d.txt" % i]
+        else:
+            assert not os.path.exists(out), (i, out)
+    ids = {h.job_id for h in b.jobs}
+    left = sorted(e for e in os.listdir(outs) if e in ids)
+    assert left == sorted(b.jobs[i].job_id for i in range(0, n, 3)), left
+    assert not [e for e in os.listdir(outs) if e.startswith(".")], os.listdir(outs)

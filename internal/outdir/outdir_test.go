@@ -1,0 +1,102 @@
+package outdir
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+func ino(t *testing.T, p string) uint64 {
+	t.Helper()
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
+// A job that leaves its directory empty gives it back: the next job's directory is the
+// same one (no new inode), and the first job's name is gone.
+func TestEmptyDirectoryIsReused(t *testing.T) {
+	outs := filepath.Join(t.TempDir(), "outputs")
+	s := NewSpare("g-0")
+	a, b := filepath.Join(outs, "a"), filepath.Join(outs, "b")
+	if err := s.Make(a); err != nil {
+		t.Fatal(err)
+	}
+	first := ino(t, a)
+	s.Reclaim(a)
+	if _, err := os.Stat(a); !os.IsNotExist(err) {
+		t.Fatalf("a job's empty directory outlived it: %v", err)
+	}
+	if err := s.Make(b); err != nil {
+		t.Fatal(err)
+	}
+	if ino(t, b) != first {
+		t.Fatal("the next job got a new directory, not the spare")
+	}
+	s.Reclaim(b)
+	s.Close()
+	if ents, _ := os.ReadDir(outs); len(ents) != 0 {
+		t.Fatalf("left in outputs/: %v", ents)
+	}
+}
+
+// A job that wrote something keeps its directory, whole; the next job gets a new, empty
+// one; a directory that exists already with an earlier attempt's outputs is kept.
+func TestWrittenDirectoryStays(t *testing.T) {
+	outs := filepath.Join(t.TempDir(), "outputs")
+	s := NewSpare("g-0")
+	defer s.Close()
+	a, b, c := filepath.Join(outs, "a"), filepath.Join(outs, "b"), filepath.Join(outs, "c")
+	s.Make(a)
+	s.Reclaim(a) // a spare now
+	if err := s.Make(b); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(b, "ckpt"), []byte("x"), 0o600)
+	s.Reclaim(b)
+	if got, err := os.ReadFile(filepath.Join(b, "ckpt")); err != nil || string(got) != "x" {
+		t.Fatalf("b's output: %q, %v", got, err)
+	}
+	if err := s.Make(c); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(c); len(ents) != 0 {
+		t.Fatalf("c starts with %v", ents)
+	}
+	// An earlier attempt's outputs in c: Make keeps them (and the spare).
+	os.WriteFile(filepath.Join(c, "old"), []byte("y"), 0o600)
+	s.Reclaim(c)
+	s.Make(a)
+	s.Reclaim(a) // the spare again
+	if err := s.Make(c); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(c, "old")); string(got) != "y" {
+		t.Fatalf("c's earlier output: %q", got)
+	}
+	if s.path == "" {
+		t.Fatal("the spare was dropped though c could not take it")
+	}
+}
+
+// A spare removed by someone else (a prune) is made anew.
+func TestSpareRemovedMeanwhile(t *testing.T) {
+	outs := filepath.Join(t.TempDir(), "outputs")
+	s := NewSpare("g-1")
+	defer s.Close()
+	a, b := filepath.Join(outs, "a"), filepath.Join(outs, "b")
+	s.Make(a)
+	s.Reclaim(a)
+	if err := os.Remove(filepath.Join(outs, SparePrefix+"g-1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Make(b); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(b); err != nil || !fi.IsDir() {
+		t.Fatalf("b: %v", err)
+	}
+}

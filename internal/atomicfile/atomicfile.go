@@ -54,12 +54,17 @@ func WriteFrom(path string, r io.Reader, perm, dirPerm fs.FileMode) (int64, erro
 // where a system call costs microseconds, were much of a small write's time.
 func write(path string, data []byte, perm, dirPerm fs.FileMode, durable bool) error {
 	dir := filepath.Dir(path)
-	if fd, ok, err := unnamedIn(dir, dirPerm); err != nil {
-		return err
-	} else if ok {
-		done, err := writeUnnamed(fd, dir, path, data, perm, durable, false)
-		if done {
+	// A new file only: one that replaces another takes the named temporary file and a
+	// rename either way, and the unnamed file would cost it two more system calls.
+	if !exists(path) {
+		fd, ok, err := unnamedIn(dir, dirPerm)
+		if err != nil {
 			return err
+		}
+		if ok {
+			if done, err := writeUnnamed(fd, dir, path, data, perm, durable, false); done {
+				return err
+			}
 		}
 	}
 	fd, tmp, err := rawTemp(dir)
@@ -97,6 +102,13 @@ func write(path string, data []byte, perm, dirPerm fs.FileMode, durable bool) er
 // O_TMPFILE: NFS, FUSE, an old kernel; or no /proc to link them from): every write then
 // takes the named temporary file.
 var noTmpfile atomic.Bool
+
+// exists reports whether something is at path (one lstat; an error other than "not
+// there" counts as there, and the named temporary file then says what is wrong).
+func exists(path string) bool {
+	var st syscall.Stat_t
+	return syscall.Lstat(path, &st) != syscall.ENOENT
+}
 
 // unnamedIn opens an unnamed file in dir (openUnnamed), making dir if it is missing; ok
 // is false where the file system has no unnamed files.

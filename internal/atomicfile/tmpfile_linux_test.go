@@ -130,3 +130,26 @@ func TestWriteReaderSeesWholeFiles(t *testing.T) {
 	wg.Wait()
 	noTemps(t, dir)
 }
+
+// A file made between the look that found nothing and the link (another writer's) is
+// replaced whole, as a rename replaces it, and leaves no temporary file.
+func TestUnnamedReplacesFileMadeMeanwhile(t *testing.T) {
+	dir := t.TempDir()
+	unnamedWorks(t, dir)
+	p := filepath.Join(dir, "f")
+	fd, _, err := openUnnamed(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(p, []byte("the other writer's"), 0o600)
+	if done, err := writeUnnamed(fd, dir, p, []byte("mine"), 0o644, false, false); !done || err != nil {
+		t.Fatalf("done %v, %v", done, err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "mine" {
+		t.Fatalf("read %q", b)
+	}
+	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o644 {
+		t.Fatalf("mode %v", fi.Mode().Perm())
+	}
+	noTemps(t, dir)
+}

@@ -62,7 +62,7 @@ func write(path string, data []byte, perm, dirPerm fs.FileMode, durable bool) er
 			return err
 		}
 		if ok {
-			if done, err := writeUnnamed(fd, dir, path, data, perm, durable, false); done {
+			if done, err := writeUnnamed(fd, dir, path, data, perm, durable, false, linkUnnamed); done {
 				return err
 			}
 		}
@@ -129,8 +129,9 @@ func unnamedIn(dir string, dirPerm fs.FileMode) (int, bool, error) {
 // writeUnnamed writes data to the unnamed file fd and links it at path. A path that
 // exists is replaced (the file linked beside it under a temporary name, then renamed
 // over it) unless exclusive, when it is an error wrapping fs.ErrExist. done is false if
-// the file could not be linked for want of /proc: the caller writes it the old way.
-func writeUnnamed(fd int, dir, path string, data []byte, perm fs.FileMode, durable, exclusive bool) (done bool, err error) {
+// the file could not be linked for want of /proc: the caller writes it the old way. link
+// is linkUnnamed (a test's may fail).
+func writeUnnamed(fd int, dir, path string, data []byte, perm fs.FileMode, durable, exclusive bool, link func(fd int, path string) error) (done bool, err error) {
 	defer syscall.Close(fd)
 	op, err := "write", WriteFD(fd, data)
 	if err == nil && perm != 0o600 {
@@ -142,7 +143,7 @@ func writeUnnamed(fd int, dir, path string, data []byte, perm fs.FileMode, durab
 	if err != nil {
 		return true, &fs.PathError{Op: op, Path: path, Err: err} // the file had no name: nothing is left
 	}
-	switch err = linkUnnamed(fd, path); {
+	switch err = link(fd, path); {
 	case err == nil:
 		return true, nil
 	case err == syscall.EEXIST && exclusive:
@@ -155,7 +156,7 @@ func writeUnnamed(fd int, dir, path string, data []byte, perm fs.FileMode, durab
 	}
 	for range 10000 {
 		tmp := filepath.Join(dir, ".tmp-"+strconv.FormatUint(uint64(rand.Uint32()), 10))
-		switch err = linkUnnamed(fd, tmp); err {
+		switch err = link(fd, tmp); err {
 		case syscall.EEXIST:
 			continue
 		case nil:
@@ -269,7 +270,7 @@ func Create(path string, data []byte, perm, dirPerm fs.FileMode) error {
 	if fd, ok, err := unnamedIn(dir, dirPerm); err != nil {
 		return err
 	} else if ok {
-		done, err := writeUnnamed(fd, dir, path, data, perm, false, true)
+		done, err := writeUnnamed(fd, dir, path, data, perm, false, true, linkUnnamed)
 		if done {
 			return err
 		}

@@ -8,8 +8,8 @@ import (
 )
 
 // procFD is where a descriptor has a name linkat can follow without privileges (open(2),
-// O_TMPFILE); a test points it elsewhere to take the fast path's fallback.
-var procFD = "/proc/self/fd/"
+// O_TMPFILE).
+const procFD = "/proc/self/fd/"
 
 // openUnnamed opens a new file in dir that has no name yet (O_TMPFILE): nothing is added
 // to the directory until linkUnnamed gives it one, which is half the directory updates of

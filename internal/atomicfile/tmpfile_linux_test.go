@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -21,29 +22,39 @@ func unnamedWorks(t *testing.T, dir string) {
 	closeFD(fd)
 }
 
-// A write with no /proc to link the unnamed file from falls back to the named temporary
-// file, for this write and the ones after it, and leaves nothing behind.
+// A link that fails for want of /proc (a container without it) leaves nothing, turns
+// unnamed files off, and the write, and the ones after it, take the named temporary file.
 func TestWriteWithoutProcFallsBack(t *testing.T) {
 	dir := t.TempDir()
 	unnamedWorks(t, dir)
-	old := procFD
-	procFD = filepath.Join(dir, "no-proc") + "/"
-	defer func() { procFD = old; noTmpfile.Store(false) }()
-	p := filepath.Join(dir, "sub", "f")
-	if err := Write(p, []byte("one"), 0o644, 0o700); err != nil {
+	defer noTmpfile.Store(false)
+	p := filepath.Join(dir, "f")
+	fd, _, err := openUnnamed(dir)
+	if err != nil {
 		t.Fatal(err)
+	}
+	noProc := func(int, string) error { return syscall.ENOENT }
+	if done, err := writeUnnamed(fd, dir, p, []byte("one"), 0o644, false, false, noProc); done || err != nil {
+		t.Fatalf("done %v, %v: want the caller to write it the old way", done, err)
 	}
 	if !noTmpfile.Load() {
 		t.Fatal("the failed link did not turn unnamed files off")
 	}
+	if _, ok, _ := openUnnamed(dir); ok {
+		t.Fatal("unnamed files are still tried")
+	}
+	if err := Write(p, []byte("one"), 0o644, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	if err := Create(filepath.Join(dir, "sub", "g"), []byte("two"), 0o600, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]string{"f": "one", "g": "two"} {
-		if b, err := os.ReadFile(filepath.Join(dir, "sub", name)); err != nil || string(b) != want {
+	for name, want := range map[string]string{"f": "one", "sub/g": "two"} {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != want {
 			t.Errorf("%s: %q, %v", name, b, err)
 		}
 	}
+	noTemps(t, dir)
 	noTemps(t, filepath.Join(dir, "sub"))
 }
 
@@ -142,7 +153,7 @@ func TestUnnamedReplacesFileMadeMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(p, []byte("the other writer's"), 0o600)
-	if done, err := writeUnnamed(fd, dir, p, []byte("mine"), 0o644, false, false); !done || err != nil {
+	if done, err := writeUnnamed(fd, dir, p, []byte("mine"), 0o644, false, false, linkUnnamed); !done || err != nil {
 		t.Fatalf("done %v, %v", done, err)
 	}
 	if b, _ := os.ReadFile(p); string(b) != "mine" {

@@ -14,9 +14,9 @@ package outdir
 
 import (
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // SparePrefix starts the name of a spare directory (beside the output directories, so
@@ -71,13 +71,28 @@ func (s *Spare) Close() {
 	}
 }
 
-// empty reports whether dir is an empty directory.
+// empty reports whether dir is an empty directory, in raw system calls: an *os.File
+// would register with the poller and set and clear the non-blocking flag, once per input.
 func empty(dir string) bool {
-	f, err := os.Open(dir)
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return false
 	}
-	defer f.Close()
-	_, err = f.Readdirnames(1)
-	return err == io.EOF
+	defer syscall.Close(fd)
+	buf := make([]byte, 4096)
+	for {
+		n, err := syscall.ReadDirent(fd, buf)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return false
+		}
+		if n <= 0 {
+			return true
+		}
+		if _, k, _ := syscall.ParseDirent(buf[:n], 1, nil); k > 0 {
+			return false // "." and ".." are not counted
+		}
+	}
 }

@@ -100,3 +100,30 @@ func TestSpareRemovedMeanwhile(t *testing.T) {
 		t.Fatalf("b: %v", err)
 	}
 }
+
+// What counts as something written: a file, a hidden file, an empty subdirectory.
+func TestAnythingWrittenKeepsTheDirectory(t *testing.T) {
+	outs := filepath.Join(t.TempDir(), "outputs")
+	for name, write := range map[string]func(dir string) error{
+		"file":   func(d string) error { return os.WriteFile(filepath.Join(d, "f"), nil, 0o600) },
+		"hidden": func(d string) error { return os.WriteFile(filepath.Join(d, ".f"), nil, 0o600) },
+		"subdir": func(d string) error { return os.Mkdir(filepath.Join(d, "ckpt"), 0o700) },
+	} {
+		s := NewSpare("g-" + name)
+		dir := filepath.Join(outs, name)
+		if err := s.Make(dir); err != nil {
+			t.Fatal(err)
+		}
+		if err := write(dir); err != nil {
+			t.Fatal(err)
+		}
+		s.Reclaim(dir)
+		if _, err := os.Stat(dir); err != nil || s.path != "" {
+			t.Errorf("%s: the directory was taken back (%v)", name, err)
+		}
+		s.Close()
+	}
+	if !empty(t.TempDir()) {
+		t.Error("an empty directory reads as not empty")
+	}
+}

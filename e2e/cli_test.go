@@ -174,6 +174,15 @@ func TestAsyncLifecycle(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil || len(rows) != 1 || rows[0]["status"] != "RUNNING" {
 		t.Fatalf("list: %v %q", err, r.stdout)
 	}
+	// RUNNING is recorded before the command starts: under load "begin" can come later.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if r = e.run("jobs", "logs", id); strings.Contains(r.stdout, "begin") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job never printed begin: %q %q", r.stdout, r.stderr)
+		}
+	}
 	if r = e.run("jobs", "cancel", id); r.code != 0 {
 		t.Fatalf("cancel: %d %s", r.code, r.stderr)
 	}

@@ -439,19 +439,35 @@ func (b *Backend) Cleanup(ctx context.Context, h *job.Handle) error {
 	} else if err != nil {
 		return err
 	}
-	if err := os.RemoveAll(b.workspace(h.JobID)); err != nil {
-		return fmt.Errorf("cleanup %s: %w", h.JobID, err)
-	}
-	return nil
+	return removeWorkspace(h.JobID, b.workspace(h.JobID))
 }
 
 // CleanupEnded implements backend.EndedCleaner: Cleanup for a job known to have ended
 // (its result was collected): nothing is read to find what runs; its workspace goes.
 func (b *Backend) CleanupEnded(ctx context.Context, h *job.Handle) error {
-	if err := os.RemoveAll(b.workspace(h.JobID)); err != nil {
-		return fmt.Errorf("cleanup %s: %w", h.JobID, err)
+	return removeWorkspace(h.JobID, b.workspace(h.JobID))
+}
+
+// removeWorkspace removes job id's workspace dir. Its supervisor may still be finishing
+// in it: a job's value can be read, collected and cleaned up before the supervisor's last
+// writes (the final status, its log, the disk reserve given back). A file made while
+// RemoveAll runs fails it with ENOTEMPTY ("kinetic: warning: cleanup of … failed: …
+// directory not empty" after a sync call, about one run of forty calls in four), so it
+// tries again, for about a second.
+func removeWorkspace(id, dir string) error {
+	for wait := 5 * time.Millisecond; ; wait *= 2 {
+		err := os.RemoveAll(dir)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.ENOTEMPTY) {
+			return fmt.Errorf("cleanup %s: %w", id, err)
+		}
+		if wait > time.Second {
+			return fmt.Errorf("cleanup %s: its workspace %s was still being written after a second; `kinetic prune` removes it once nothing uses it", id, dir)
+		}
+		time.Sleep(wait)
 	}
-	return nil
 }
 
 // ReadStatus reads status.json.

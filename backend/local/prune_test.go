@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -127,6 +128,40 @@ func TestPruneBatchState(t *testing.T) {
 	for _, d := range []string{filepath.Join(state, "groups", running), env} {
 		if _, err := os.Stat(d); err != nil {
 			t.Errorf("prune removed %s: %v", d, err)
+		}
+	}
+}
+
+// A collected job's cleanup while its supervisor still writes in its workspace (the
+// final status kept, its log, the disk reserve given back: injected here as a writer
+// that makes files for 300 ms) waits for it instead of failing with "directory not
+// empty" and leaving the workspace.
+func TestCleanupEndedWhileWorkspaceWritten(t *testing.T) {
+	_, b, state := pruneBackend(t)
+	id := "job-cleanup-race"
+	ws := filepath.Join(state, "jobs", id)
+	for round := 0; round < 5; round++ {
+		if err := os.MkdirAll(filepath.Join(ws, "sub"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		stop := time.Now().Add(300 * time.Millisecond)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := 0; time.Now().Before(stop); i++ {
+				// Both levels: RemoveAll meets a new file wherever it is.
+				os.WriteFile(filepath.Join(ws, "sub", "f"+strconv.Itoa(i)), nil, 0o600)
+				os.WriteFile(filepath.Join(ws, "g"+strconv.Itoa(i)), nil, 0o600)
+			}
+		}()
+		time.Sleep(20 * time.Millisecond)
+		err := b.CleanupEnded(context.Background(), &job.Handle{JobID: id})
+		<-done
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if _, err := os.Stat(ws); !os.IsNotExist(err) {
+			t.Fatalf("round %d: the workspace is left: %v", round, err)
 		}
 	}
 }

@@ -93,7 +93,16 @@ func TestGolden(t *testing.T) {
 type line struct {
 	Send    map[string]any `json:"send"`
 	Recv    map[string]any `json:"recv"`
+	Poll    *poll          `json:"poll"`
 	Comment any            `json:"comment"`
+}
+
+// poll sends Send again (a fresh id each time) until its reply matches Until: a state a
+// transcript must reach before its next step (a job RUNNING before it is cancelled),
+// however slow the machine. No other message may arrive meanwhile.
+type poll struct {
+	Send  map[string]any `json:"send"`
+	Until map[string]any `json:"until"`
 }
 
 func readTranscript(t *testing.T, path string) []line {
@@ -141,6 +150,11 @@ func replay(t *testing.T, path string, eng *engine.Engine, vars map[string]any) 
 		close(msgs)
 	}()
 	for i := 0; i < len(lines); {
+		if p := lines[i].Poll; p != nil {
+			pollUntil(t, p, inW, msgs, vars)
+			i++
+			continue
+		}
 		var group []map[string]any
 		if s := lines[i].Send; s != nil {
 			req, err := substitute(s, vars)
@@ -153,7 +167,7 @@ func replay(t *testing.T, path string, eng *engine.Engine, vars map[string]any) 
 			}
 			i++
 		}
-		for ; i < len(lines) && lines[i].Send == nil; i++ {
+		for ; i < len(lines) && lines[i].Send == nil && lines[i].Poll == nil; i++ {
 			group = append(group, lines[i].Recv)
 		}
 		deadline := time.After(2 * time.Minute)
@@ -184,6 +198,41 @@ func replay(t *testing.T, path string, eng *engine.Engine, vars map[string]any) 
 	}
 	if err := <-served; err != nil {
 		t.Errorf("Serve: %v", err)
+	}
+}
+
+// pollUntil plays a poll line (see poll).
+func pollUntil(t *testing.T, p *poll, in io.Writer, msgs <-chan map[string]any, vars map[string]any) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for id := 1000; ; id++ {
+		req, err := substitute(p.Send, vars)
+		if err != nil {
+			t.Fatalf("poll: %v", err)
+		}
+		req.(map[string]any)["id"] = id
+		b, _ := json.Marshal(req)
+		if _, err := in.Write(append(b, '\n')); err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		select {
+		case m = <-msgs:
+		case <-time.After(time.Until(deadline)):
+			t.Fatalf("poll: no reply to %s", b)
+		}
+		if got, ok := m["id"].(float64); !ok || int(got) != id {
+			b, _ := json.Marshal(m)
+			t.Fatalf("poll: unexpected message %s", b)
+		}
+		if match(p.Until, m, vars) {
+			return
+		}
+		if time.Now().After(deadline) {
+			b, _ := json.Marshal(m)
+			t.Fatalf("poll: still %s after 2m; want %v", b, p.Until)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

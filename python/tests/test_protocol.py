@@ -5,12 +5,14 @@ and events come back through its reader, and each error class must map to the ex
 docs/protocol.md promises. The transcript format is described in server/golden_test.go."""
 
 import glob
+import itertools
 import json
 import os
 import queue
 import re
 import sys
 import threading
+import time
 
 import pytest
 
@@ -150,11 +152,25 @@ def test_transcript(path, tmp_path, monkeypatch):
 
         i = 0
         while i < len(lines):
+            if "poll" in lines[i]:
+                # Send again (a fresh id each time) until the reply matches "until".
+                poll, deadline = lines[i]["poll"], time.monotonic() + 120
+                for tid in itertools.count(1000):
+                    send(dict(_substitute(poll["send"], names), id=tid))
+                    m = msgs.get(timeout=120)
+                    m.pop("raised", None)
+                    assert m.get("id") == tid, "poll: unexpected message %s" % json.dumps(m)
+                    if match(poll["until"], m, names):
+                        break
+                    assert time.monotonic() < deadline, "poll: still %s after 120 s" % json.dumps(m)
+                    time.sleep(0.02)
+                i += 1
+                continue
             if "send" in lines[i]:
                 send(_substitute(lines[i]["send"], names))
                 i += 1
             group = []
-            while i < len(lines) and "send" not in lines[i]:
+            while i < len(lines) and "send" not in lines[i] and "poll" not in lines[i]:
                 group.append(lines[i]["recv"])
                 i += 1
             while group:

@@ -439,13 +439,13 @@ func (b *Backend) Cleanup(ctx context.Context, h *job.Handle) error {
 	} else if err != nil {
 		return err
 	}
-	return removeWorkspace(h.JobID, b.workspace(h.JobID))
+	return removeWorkspace(ctx, h.JobID, b.workspace(h.JobID))
 }
 
 // CleanupEnded implements backend.EndedCleaner: Cleanup for a job known to have ended
 // (its result was collected): nothing is read to find what runs; its workspace goes.
 func (b *Backend) CleanupEnded(ctx context.Context, h *job.Handle) error {
-	return removeWorkspace(h.JobID, b.workspace(h.JobID))
+	return removeWorkspace(ctx, h.JobID, b.workspace(h.JobID))
 }
 
 // removeWorkspace removes job id's workspace dir. Its supervisor may still be finishing
@@ -454,19 +454,22 @@ func (b *Backend) CleanupEnded(ctx context.Context, h *job.Handle) error {
 // RemoveAll runs fails it with ENOTEMPTY ("kinetic: warning: cleanup of … failed: …
 // directory not empty" after a sync call, about one run of forty calls in four), so it
 // tries again, for about a second.
-func removeWorkspace(id, dir string) error {
-	for wait := 5 * time.Millisecond; ; wait *= 2 {
-		err := os.RemoveAll(dir)
-		if err == nil {
-			return nil
+func removeWorkspace(ctx context.Context, id, dir string) error {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	err := backoff.Retry(wctx, backoff.New(5*time.Millisecond, 200*time.Millisecond), func() (bool, error) {
+		if err := os.RemoveAll(dir); !errors.Is(err, syscall.ENOTEMPTY) {
+			return true, err
 		}
-		if !errors.Is(err, syscall.ENOTEMPTY) {
-			return fmt.Errorf("cleanup %s: %w", id, err)
-		}
-		if wait > time.Second {
-			return fmt.Errorf("cleanup %s: its workspace %s was still being written after a second; `kinetic prune` removes it once nothing uses it", id, dir)
-		}
-		time.Sleep(wait)
+		return false, nil // made meanwhile: again
+	})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("cleanup %s: its workspace %s was still being written after a second; `kinetic prune` removes it once nothing uses it", id, dir)
+	default:
+		return fmt.Errorf("cleanup %s: %w", id, err)
 	}
 }
 

@@ -1,7 +1,8 @@
-// Package atomicfile writes a file whole or not at all: where the file system allows
-// (Linux, O_TMPFILE), as a file with no name that gets its name once every byte is
-// written; elsewhere through a temporary file in the same directory, renamed over the
-// target only once every byte is written and the file closed. Any error (ENOSPC, EIO) removes the temporary file and leaves the old content.
+// Package atomicfile writes a file whole or not at all: a new file, where the file
+// system allows (Linux, O_TMPFILE), as a file with no name that gets its name once every
+// byte is written; otherwise through a temporary file in the same directory, renamed
+// over the target only once every byte is written and the file closed. Any error
+// (ENOSPC, EIO) removes the temporary file and leaves the old content.
 // Write does not fsync: its callers (the store, caches) want atomicity, not durability
 // across a power cut. WriteDurable does, for the files a person edits (the profiles).
 package atomicfile
@@ -57,14 +58,8 @@ func write(path string, data []byte, perm, dirPerm fs.FileMode, durable bool) er
 	// A new file only: one that replaces another takes the named temporary file and a
 	// rename either way, and the unnamed file would cost it two more system calls.
 	if !exists(path) {
-		fd, ok, err := unnamedIn(dir, dirPerm)
-		if err != nil {
+		if done, err := tryUnnamed(path, data, perm, dirPerm, durable, false); done {
 			return err
-		}
-		if ok {
-			if done, err := writeUnnamed(fd, dir, path, data, perm, durable, false, linkUnnamed); done {
-				return err
-			}
 		}
 	}
 	fd, tmp, err := rawTemp(dir)
@@ -108,6 +103,17 @@ var noTmpfile atomic.Bool
 func exists(path string) bool {
 	var st syscall.Stat_t
 	return syscall.Lstat(path, &st) != syscall.ENOENT
+}
+
+// tryUnnamed writes data to path as an unnamed file linked into place (writeUnnamed);
+// done is false where that cannot be done here, and the caller writes it the old way.
+func tryUnnamed(path string, data []byte, perm, dirPerm fs.FileMode, durable, exclusive bool) (done bool, err error) {
+	dir := filepath.Dir(path)
+	fd, ok, err := unnamedIn(dir, dirPerm)
+	if err != nil || !ok {
+		return err != nil, err
+	}
+	return writeUnnamed(fd, dir, path, data, perm, durable, exclusive, linkUnnamed)
 }
 
 // unnamedIn opens an unnamed file in dir (openUnnamed), making dir if it is missing; ok
@@ -154,42 +160,43 @@ func writeUnnamed(fd int, dir, path string, data []byte, perm fs.FileMode, durab
 		}
 		return false, nil
 	}
-	for range 10000 {
-		tmp := filepath.Join(dir, ".tmp-"+strconv.FormatUint(uint64(rand.Uint32()), 10))
-		switch err = link(fd, tmp); err {
-		case syscall.EEXIST:
-			continue
-		case nil:
-			if err = syscall.Rename(tmp, path); err != nil {
-				syscall.Unlink(tmp)
-				return true, &os.LinkError{Op: "rename", Old: tmp, New: path, Err: err}
-			}
-			return true, nil
-		default:
-			return true, &os.LinkError{Op: "link", Old: dir + "/(new file)", New: tmp, Err: err}
-		}
+	tmp, err := tempName(dir, func(name string) error { return link(fd, name) })
+	if err != nil {
+		return true, &fs.PathError{Op: "link", Path: tmp, Err: err}
 	}
-	return true, &fs.PathError{Op: "createtemp", Path: filepath.Join(dir, ".tmp-*"), Err: fs.ErrExist}
+	if err = syscall.Rename(tmp, path); err != nil {
+		syscall.Unlink(tmp)
+		return true, &os.LinkError{Op: "rename", Old: tmp, New: path, Err: err}
+	}
+	return true, nil
 }
 
 // rawTemp creates a new file ".tmp-N" in dir (mode 0600, as os.CreateTemp) and returns
 // its descriptor and path.
 func rawTemp(dir string) (int, string, error) {
-	for range 10000 {
-		name := filepath.Join(dir, ".tmp-"+strconv.FormatUint(uint64(rand.Uint32()), 10))
-		var fd int
-		err := retry(func() (err error) {
+	var fd int
+	name, err := tempName(dir, func(name string) error {
+		return retry(func() (err error) {
 			fd, err = syscall.Open(name, syscall.O_RDWR|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC, 0o600)
 			return err
 		})
-		if err == nil {
-			return fd, name, nil
-		}
-		if err != syscall.EEXIST {
-			return -1, "", &fs.PathError{Op: "open", Path: name, Err: err}
+	})
+	if err != nil {
+		return -1, "", &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	return fd, name, nil
+}
+
+// tempName makes a file ".tmp-N" in dir with create (which fails with EEXIST if the
+// name is taken: another is tried) and returns its name, or create's other error.
+func tempName(dir string, create func(name string) error) (string, error) {
+	for range 10000 {
+		name := filepath.Join(dir, ".tmp-"+strconv.FormatUint(uint64(rand.Uint32()), 10))
+		if err := create(name); err != syscall.EEXIST {
+			return name, err
 		}
 	}
-	return -1, "", &fs.PathError{Op: "createtemp", Path: filepath.Join(dir, ".tmp-*"), Err: fs.ErrExist}
+	return filepath.Join(dir, ".tmp-*"), fs.ErrExist // every name tried was taken
 }
 
 // WriteFD writes all of data to the descriptor fd.
@@ -266,14 +273,8 @@ var ErrExists = fs.ErrExist
 // file or none. The data is written to a temporary file first and then hard-linked into
 // place (link fails if the name exists, where rename would replace it).
 func Create(path string, data []byte, perm, dirPerm fs.FileMode) error {
-	dir := filepath.Dir(path)
-	if fd, ok, err := unnamedIn(dir, dirPerm); err != nil {
+	if done, err := tryUnnamed(path, data, perm, dirPerm, false, true); done {
 		return err
-	} else if ok {
-		done, err := writeUnnamed(fd, dir, path, data, perm, false, true, linkUnnamed)
-		if done {
-			return err
-		}
 	}
 	f, err := tempBeside(path, dirPerm)
 	if err != nil {

@@ -42,5 +42,3 @@ func linkUnnamed(fd int, path string) error {
 		return unix.Linkat(unix.AT_FDCWD, procFD+strconv.Itoa(fd), unix.AT_FDCWD, path, unix.AT_SYMLINK_FOLLOW)
 	})
 }
-
-func closeFD(fd int) { syscall.Close(fd) }

@@ -19,7 +19,7 @@ func unnamedWorks(t *testing.T, dir string) {
 	if !ok || err != nil {
 		t.Skipf("no O_TMPFILE in %s (%v)", dir, err)
 	}
-	closeFD(fd)
+	syscall.Close(fd)
 }
 
 // A link that fails for want of /proc (a container without it) leaves nothing, turns

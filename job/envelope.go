@@ -65,12 +65,6 @@ func DecodeEnvelope(b []byte) (*Envelope, error) {
 	return &e, nil
 }
 
-// Encode returns the envelope as JSON.
-func (e *Envelope) Encode() []byte {
-	b, _ := json.MarshalIndent(e, "", "  ")
-	return append(b, '\n')
-}
-
 // FailureReason is the one-line reason of a failed envelope: the exception and the
 // phase it happened in.
 // TimeoutExcType is the exception type of a call the runner stopped at its time limit;

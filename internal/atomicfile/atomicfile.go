@@ -55,12 +55,11 @@ func WriteFrom(path string, r io.Reader, perm, dirPerm fs.FileMode) (int64, erro
 // where a system call costs microseconds, were much of a small write's time.
 func write(path string, data []byte, perm, dirPerm fs.FileMode, durable bool) error {
 	dir := filepath.Dir(path)
-	// A new file only: one that replaces another takes the named temporary file and a
-	// rename either way, and the unnamed file would cost it two more system calls.
-	if !exists(path) {
-		if done, err := tryUnnamed(path, data, perm, dirPerm, durable, false); done {
-			return err
-		}
+	// The unnamed file first, without looking whether path exists: most files written
+	// are new (a batch input's envelope, a job's objects), and the look was a system
+	// call each; one that replaces another costs one more (the link that fails).
+	if done, err := tryUnnamed(path, data, perm, dirPerm, durable, false); done {
+		return err
 	}
 	fd, tmp, err := rawTemp(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -97,13 +96,6 @@ func write(path string, data []byte, perm, dirPerm fs.FileMode, durable bool) er
 // O_TMPFILE: NFS, FUSE, an old kernel; or no /proc to link them from): every write then
 // takes the named temporary file.
 var noTmpfile atomic.Bool
-
-// exists reports whether something is at path (one lstat; an error other than "not
-// there" counts as there, and the named temporary file then says what is wrong).
-func exists(path string) bool {
-	var st syscall.Stat_t
-	return syscall.Lstat(path, &st) != syscall.ENOENT
-}
 
 // tryUnnamed writes data to path as an unnamed file linked into place (writeUnnamed);
 // done is false where that cannot be done here, and the caller writes it the old way.

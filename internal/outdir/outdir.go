@@ -38,7 +38,7 @@ func NewSpare(owner string) *Spare { return &Spare{name: SparePrefix + owner} }
 // one, else a new directory. A dir that exists already is kept as it is.
 func (s *Spare) Make(dir string) error {
 	if s.path != "" && filepath.Dir(s.path) == filepath.Dir(dir) {
-		err := os.Rename(s.path, dir)
+		err := rename(s.path, dir)
 		if err == nil {
 			s.path = ""
 			return nil
@@ -58,7 +58,7 @@ func (s *Spare) Reclaim(dir string) {
 		return
 	}
 	p := filepath.Join(filepath.Dir(dir), s.name)
-	if os.Rename(dir, p) == nil {
+	if rename(dir, p) == nil {
 		s.path = p
 	}
 }

@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -267,13 +270,15 @@ func faultBatchObjectsDamaged(t *testing.T, e *env) {
 	const childEnvelope = "results/1.json"
 
 	objects := []struct {
-		gid, path string // path under the store
+		gid, path string // path under the store ("": input 1's line in its envelope log)
 		file      string // what an error names
 		named     bool   // an error names it; else the batch reads as before
 		sdkNames  bool   // results() raises naming it
 	}{
-		// A child's result is in its batch's results/ (store.EnvelopeKey).
-		{gid, "groups/" + gid + "/results/1.json", childEnvelope, true, true},
+		// A child's envelope is a line of its worker's log in the batch's ends/ (a
+		// file store), read as its results/1.json (store.EnvelopeKey); its value of
+		// more than 8 KiB is in results/.
+		{gid, "", childEnvelope, true, true},
 		{gid, "groups/" + gid + "/results/1.pkl", "results/1.pkl", false, true},
 		{gid, "groups/" + gid + "/inputs.bin", "", false, false},
 		{collected, "groups/" + collected + "/" + record, "groups/" + collected + "/" + record, true, true},
@@ -284,9 +289,17 @@ func faultBatchObjectsDamaged(t *testing.T, e *env) {
 			if d.name == "deleted" && o.file == "groups/"+collected+"/"+record {
 				continue // a record removed is a cleanup of the batch under way
 			}
-			t.Run(strings.ReplaceAll(strings.TrimPrefix(o.path, "groups/"+o.gid+"/"), "/", "-")+"-"+d.name, func(t *testing.T) {
+			name := strings.ReplaceAll(strings.TrimPrefix(o.path, "groups/"+o.gid+"/"), "/", "-")
+			if o.path == "" {
+				name = "ends-line-1"
+			}
+			t.Run(name+"-"+d.name, func(t *testing.T) {
 				defer restore()
-				d.damage(t, filepath.Join(e.store, filepath.FromSlash(o.path)))
+				if o.path == "" {
+					damageEndsLine(t, e.store, o.gid, 1, d.name)
+				} else {
+					d.damage(t, filepath.Join(e.store, filepath.FromSlash(o.path)))
+				}
 				if o.file == childEnvelope && d.name == "deleted" {
 					// The input's reason names the file, never a worker that stopped.
 					for what, r := range map[string]result{"jobs status": e.timed(t, "jobs", "status", child), "batch status": e.timed(t, "batch", "status", gid)} {
@@ -301,6 +314,49 @@ func faultBatchObjectsDamaged(t *testing.T, e *env) {
 			})
 		}
 	}
+}
+
+// damageEndsLine damages input i's line in the envelope log of batch gid that holds it
+// (docs/store.md, "A batch's ends") as how says: truncated (the log cut in the middle of
+// the line), garbage, empty (the line's envelope removed, its index left) or deleted (the
+// line removed).
+func damageEndsLine(t *testing.T, storeDir, gid string, i int, how string) {
+	t.Helper()
+	logs, _ := filepath.Glob(filepath.Join(storeDir, "groups", gid, "ends", "*.ends"))
+	prefix := []byte(strconv.Itoa(i) + " ")
+	for _, p := range logs {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := 0
+		for start < len(raw) && !bytes.HasPrefix(raw[start:], prefix) {
+			start += bytes.IndexByte(raw[start:], '\n') + 1
+		}
+		if start >= len(raw) {
+			continue
+		}
+		end := start + bytes.IndexByte(raw[start:], '\n') + 1
+		env := start + len(prefix)
+		var out []byte
+		switch how {
+		case "truncated":
+			out = raw[:(env+end)/2]
+		case "garbage":
+			out = slices.Concat(raw[:env], []byte("\x00\x01garbage{\n"), raw[end:])
+		case "empty":
+			out = slices.Concat(raw[:env], []byte("\n"), raw[end:])
+		case "deleted":
+			out = slices.Concat(raw[:start], raw[end:])
+		default:
+			t.Fatalf("no such damage %q", how)
+		}
+		if err := os.WriteFile(p, out, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Fatalf("no envelope log of batch %s holds input %d: %v", gid, i, logs)
 }
 
 func checkBatchDamage(t *testing.T, e *env, gid, file, how string, named, sdkNames bool) {

@@ -110,7 +110,10 @@ func faultBatchFillsStore(t *testing.T, e *env) {
 	ran := filepath.Join(e.home, "ran")
 	// One worker runs the 30 inputs in order: input 3 fills the store and returns a
 	// value that cannot be stored; 4 and 5 end while it is still full (5 once the test
-	// has read the batch then); 6 frees the space.
+	// has read the batch then), with values of 6,000 bytes, which their envelopes carry
+	// (at most 8 KiB) and which do not fit in the rest of a block of the worker's
+	// envelope log (docs/store.md, "A batch's ends"): a small one would, and be
+	// recorded whole; 6 frees the space.
 	gofile := filepath.Join(e.home, "go")
 	script := filepath.Join(e.dir, "fill_batch.py")
 	os.WriteFile(script, []byte(`import os, sys, kinetic
@@ -135,6 +138,8 @@ def f(x):
             time.sleep(0.05)
     if x == 6 and os.path.exists(FILLER):
         os.remove(FILLER)
+    if x in (4, 5):
+        return b"w" * 6000
     return x * 10
 b = f.run_async_map(range(30), max_concurrent=1)
 print(b.group_id, flush=True)

@@ -81,6 +81,12 @@ func (j *Job) Wait(ctx context.Context, onChange func(job.State)) (job.State, st
 			watched, names := store.JobPrefix(j.ID), []string{store.StatusName, path.Base(store.EnvelopeKey(j.ID))}
 			if gid, _, ok := job.ParseChildID(j.ID); ok {
 				watched, names = store.GroupResultsPrefix(gid), names[1:] // where its end is written
+				// A batch whose workers log its envelopes (store.OpenEndsLog) has ends/
+				// from its start: woken by each line added there.
+				if ends := filepath.Join(dir, filepath.FromSlash(store.GroupEndsPrefix(gid))); dirwatch.Exists(ends) {
+					wake = dirwatch.NewWrites(ends)
+					continue
+				}
 			}
 			wake = dirwatch.NewFor(filepath.Join(dir, filepath.FromSlash(watched)), names...)
 			continue

@@ -13,6 +13,7 @@
 //	jobs/{id}/result.pkl      the pickled value or exception
 //	jobs/{id}/result.json     the result envelope, written after result.pkl
 //	groups/{gid}/results/{i}.pkl, {i}.json  the same of batch child i (ResultKey)
+//	groups/{gid}/ends/        a local batch's envelopes in logs, one per worker (ends.go)
 //	jobs/{id}/logs/{seq}.log  log chunks, in order
 //	jobs/{id}/debug.json      where a debug job's debugpy listens (job.DebugMarker)
 //	tombstones/{id}.json      a success whose result was collected and cleaned up (job.Tombstone)
@@ -73,6 +74,8 @@ type Store struct {
 	// the driver's matchGlob (RegisterGCSGlob), for ListNamed; glob is nil elsewhere.
 	prefix string
 	glob   GCSGlob
+	// ends: the batches' envelope logs read lately (ends.go).
+	ends endsCache
 }
 
 // Open opens the store at rawURL. A plain absolute path means file://PATH. For file://
@@ -385,7 +388,10 @@ func (s *Store) Bucket() string {
 }
 
 // Close releases the bucket.
-func (s *Store) Close() error { return s.bucket.Close() }
+func (s *Store) Close() error {
+	s.closeEnds()
+	return s.bucket.Close()
+}
 
 // Put writes one object atomically: a failed write (a full disk, a cancelled context)
 // leaves the old object, or none, never a partial one. (blob.Bucket.WriteAll closes the
@@ -506,7 +512,20 @@ func plainKey(key string) bool {
 // Get reads one object. A missing key gives an error that wraps ErrNotFound.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	if s.dir != "" && plainKey(key) {
-		return s.getPlain(ctx, key)
+		gid, i, packed := s.packedKey(key)
+		if packed && s.known(gid, i) {
+			// Logged as this Store last read the logs: no file holds it.
+			if b, ok, err := s.packed(gid, i); ok || err != nil {
+				return b, err
+			}
+		}
+		b, err := s.getPlain(ctx, key)
+		if packed && IsNotFound(err) {
+			if b, ok, perr := s.packed(gid, i); ok || perr != nil {
+				return b, perr
+			}
+		}
+		return b, err
 	}
 	b, err := s.bucket.ReadAll(ctx, key)
 	if err != nil {
@@ -631,6 +650,10 @@ func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
 		case err == nil:
 			return st.Mode&syscall.S_IFMT != syscall.S_IFDIR, nil
 		case err == syscall.ENOENT || err == syscall.ENOTDIR:
+			if gid, i, packed := s.packedKey(key); packed {
+				_, ok, err := s.packed(gid, i)
+				return ok, err
+			}
 			return false, nil
 		default:
 			return false, fmt.Errorf("check %s: %w", key, err)
@@ -658,6 +681,9 @@ func (s *Store) Remove(ctx context.Context, key string) (bool, error) {
 	if s.dir != "" && plainKey(key) {
 		err := os.Remove(filepath.Join(s.dir, filepath.FromSlash(key)))
 		if errors.Is(err, fs.ErrNotExist) {
+			if gid, i, packed := s.packedKey(key); packed {
+				return s.removePacked(gid, i)
+			}
 			return false, nil
 		}
 		if err != nil {
@@ -936,6 +962,18 @@ func (s *Store) ResultChildren(ctx context.Context, gid string) ([]string, error
 		}
 		seen[i] = true
 		ids = append(ids, job.ChildID(gid, i))
+	}
+	if s.dir != "" {
+		packed, err := s.packedChildren(gid)
+		if err != nil {
+			return nil, err
+		}
+		for _, i := range packed {
+			if !seen[i] {
+				seen[i] = true
+				ids = append(ids, job.ChildID(gid, i))
+			}
+		}
 	}
 	return ids, nil
 }

@@ -85,6 +85,11 @@ func (b *Backend) StartGroup(ctx context.Context, g batchdriver.Group, template 
 	if iso == "" {
 		iso = runner.IsolationWorker
 	}
+	// The inputs' envelopes go to logs in the store's ends/, made before any worker
+	// starts: a reader waiting for an input watches it from the first look (jobview).
+	if err := b.st.PrepareEnds(g.ID); err != nil {
+		return fmt.Errorf("local backend: %w", err)
+	}
 	info, _ := json.Marshal(groupInfo{Store: b.st.URL(), Size: g.Size, Isolation: iso})
 	if err := os.WriteFile(filepath.Join(dir, "group.json"), info, 0o600); err != nil {
 		return fmt.Errorf("local backend: %w", err)

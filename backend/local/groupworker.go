@@ -82,6 +82,12 @@ func workGroup(ctx context.Context, o GroupWorkOptions, sig <-chan os.Signal, st
 	gw.mu.Lock()
 	gw.st = st
 	gw.mu.Unlock()
+	// The envelopes go to a log of this worker's (a file store), not a file each.
+	ends, err := st.OpenEndsLog(o.Group, w)
+	if err != nil {
+		return gw.failAll(ctx, err)
+	}
+	gw.ends = ends
 	if err := gw.load(ctx); err != nil {
 		return gw.failAll(ctx, err)
 	}
@@ -140,6 +146,7 @@ type groupWorker struct {
 	done        *os.File
 	next        *os.File      // the claim counter, kept open (claim)
 	outs        *outdir.Spare // the inputs' default output directories
+	ends        *store.EndsLog // where the envelopes go (nil: a Put each)
 	// mayBeKept: envelopes kept by finish may wait in ended/ (this worker kept one, or
 	// one before it may have): flushKept looks there only then, not after every input.
 	mayBeKept bool
@@ -273,6 +280,7 @@ const stopName = "stop"
 // close closes the files the worker keeps open (a long-lived supervisor goes on).
 func (gw *groupWorker) close() {
 	gw.outs.Close()
+	gw.ends.Close()
 	for _, f := range []*os.File{gw.runningFile, gw.done, gw.next} {
 		if f != nil {
 			f.Close()
@@ -414,13 +422,13 @@ func (l *lossyWriter) Close() { l.w.Close() }
 // which run once there is space again, or fail for the same reason.
 func (gw *groupWorker) finish(ctx context.Context, id string, env *job.Envelope, started, called time.Time) error {
 	env.StartedAt, env.CalledAt, env.FinishedAt = started, called, time.Now().UTC()
-	err := gw.st.Put(ctx, store.EnvelopeKey(id), env.Encode())
+	_, i, _ := job.ParseChildID(id)
+	err := gw.record(ctx, i, env.Encode())
 	calltrace.Mark("group.input.ended", id)
 	if err == nil {
 		gw.flushKept(ctx)
 		return nil
 	}
-	_, i, _ := job.ParseChildID(id)
 	why := fmt.Errorf("the input's result could not be recorded in the store %s: %w", gw.st.URL(), err)
 	if NoSpace(err) {
 		why = errors.New(NoSpaceReason(gw.st.URL(), "the input's result"))
@@ -453,13 +461,22 @@ func (gw *groupWorker) flushKept(ctx context.Context) {
 		if err != nil {
 			continue
 		}
-		if gw.st.Put(ctx, store.EnvelopeKey(job.ChildID(gw.o.Group, i)), raw) != nil {
+		if gw.record(ctx, i, raw) != nil {
 			return
 		}
 		os.Remove(keptEndPath(gw.dir, i))
 	}
 	// Another worker flushes what it keeps after this; readers look in ended/ meanwhile.
 	gw.mayBeKept = false
+}
+
+// record writes input i's envelope to the store: to this worker's log, or where there
+// is none (a store other than file://) as an object of its own.
+func (gw *groupWorker) record(ctx context.Context, i int, env []byte) error {
+	if gw.ends != nil {
+		return gw.ends.Append(i, env)
+	}
+	return gw.st.Put(ctx, store.EnvelopeKey(job.ChildID(gw.o.Group, i)), env)
 }
 
 // keptEndPath is where input i's envelope is kept when the store would not take it.

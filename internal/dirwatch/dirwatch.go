@@ -8,6 +8,7 @@ package dirwatch
 
 import (
 	"context"
+	"os"
 	"sync/atomic"
 	"time"
 )
@@ -33,7 +34,19 @@ func New(dir string) *Watcher { return NewFor(dir) }
 // made in dir (temporary files, other jobs' results) do not wake it. A loop waiting for
 // one job's end in a directory where hundreds of its siblings end would otherwise wake,
 // and read, for each of them.
-func NewFor(dir string, names ...string) *Watcher {
+func NewFor(dir string, names ...string) *Watcher { return newWatcher(dir, false, names) }
+
+// NewWrites is New that also wakes when a file in dir is written to, closed or not: for
+// a loop that waits for a line appended to a log another process keeps open.
+func NewWrites(dir string) *Watcher { return newWatcher(dir, true, nil) }
+
+// Exists reports whether dir is a directory (one stat).
+func Exists(dir string) bool {
+	fi, err := os.Stat(dir)
+	return err == nil && fi.IsDir()
+}
+
+func newWatcher(dir string, writes bool, names []string) *Watcher {
 	var set map[string]bool
 	if len(names) > 0 {
 		set = make(map[string]bool, len(names))
@@ -46,7 +59,7 @@ func NewFor(dir string, names ...string) *Watcher {
 		return nil
 	}
 	c := make(chan struct{}, 1)
-	stop, ok := watch(dir, set, func() {
+	stop, ok := watch(dir, set, writes, func() {
 		select {
 		case c <- struct{}{}:
 		default: // a wake-up is pending already

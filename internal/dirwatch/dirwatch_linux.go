@@ -11,13 +11,18 @@ import (
 )
 
 // watch calls wake after each batch of inotify events on dir that names one of names
-// (any name when names is empty) until stop is called.
-func watch(dir string, names map[string]bool, wake func()) (stop func(), ok bool) {
+// (any name when names is empty) until stop is called; with writes, every write to a
+// file in dir is an event too.
+func watch(dir string, names map[string]bool, writes bool, wake func()) (stop func(), ok bool) {
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		return nil, false
 	}
-	if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_CLOSE_WRITE); err != nil {
+	mask := uint32(unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_CLOSE_WRITE)
+	if writes {
+		mask |= unix.IN_MODIFY
+	}
+	if _, err := unix.InotifyAddWatch(fd, dir, mask); err != nil {
 		unix.Close(fd)
 		return nil, false
 	}

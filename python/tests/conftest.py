@@ -54,3 +54,30 @@ def run_script(tmp_path):
         return p
 
     return run
+
+
+def logged_ends(store_dir, gid):
+    """The envelopes of batch gid's inputs as the store holds them: the files in its
+    results/, and the lines of its workers' logs in ends/ (docs/store.md, "A batch's
+    ends") less those removed. {index: envelope JSON text}."""
+    out = {}
+    ends = os.path.join(store_dir, "groups", gid, "ends")
+    removed = set()
+    if os.path.isdir(ends):
+        with open(os.path.join(ends, "removed")) as f:
+            removed = {int(line) for line in f.read().split("\n")[:-1] if line}
+        for name in sorted(os.listdir(ends)):
+            if name.endswith((".open", ".ends")):
+                with open(os.path.join(ends, name)) as f:
+                    for line in f.read().split("\n")[:-1]:
+                        i, _, env = line.partition(" ")
+                        out[int(i)] = env
+    for i in removed:
+        out.pop(i, None)
+    results = os.path.join(store_dir, "groups", gid, "results")
+    if os.path.isdir(results):
+        for name in os.listdir(results):
+            if name.endswith(".json"):
+                with open(os.path.join(results, name)) as f:
+                    out[int(name[:-5])] = f.read()
+    return out

@@ -17,6 +17,7 @@ import pytest
 
 import kinetic
 from kinetic import BatchError, JobStatus
+from conftest import logged_ends
 
 PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -102,11 +103,6 @@ def _children_entries(store_dir, gid):
 
 def _job_dir(store_dir, job_id):
     return os.path.join(store_dir, "jobs", job_id)
-
-
-def _child_result(store_dir, gid, i):
-    """A batch child's result envelope: in its batch's results/, not under jobs/."""
-    return os.path.join(store_dir, "groups", gid, "results", "%d.json" % i)
 
 
 def _wait_until(cond, timeout, what):
@@ -442,11 +438,9 @@ def test_cleanup_semantics(store_dir):
     ids = [h.job_id for h in b.jobs]
     # (The prefix of a successful child can linger briefly after results() returns: see the report.)
     gid = b.group_id
-    _wait_until(lambda: not os.path.exists(_child_result(store_dir, gid, 0)) and
-                not os.path.exists(_child_result(store_dir, gid, 3)), 10, "successful children cleaned up")
+    _wait_until(lambda: not {0, 3} & set(logged_ends(store_dir, gid)), 10, "successful children cleaned up")
     assert not os.path.exists(_job_dir(store_dir, ids[0])) and not os.path.exists(_job_dir(store_dir, ids[3]))
-    assert os.path.exists(_child_result(store_dir, gid, 1))
-    assert os.path.exists(_child_result(store_dir, gid, 2))
+    assert {1, 2} <= set(logged_ends(store_dir, gid))
     assert os.path.exists(os.path.join(_group_dir(store_dir, b.group_id), "manifest.json"))
     # The failure list is the one from the collection pass.
     assert sorted(h.group_index for h in b.failures()) == [1, 2]

@@ -2,6 +2,7 @@
 batch is written as one unit, each worker runs its inputs in one long-lived Python, and
 batch_isolation says what carries from one input to the next."""
 
+import json
 import os
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 import kinetic
 from kinetic import BatchError, JobStatus
 
+from conftest import logged_ends
 from test_batch import _restart_engine
 
 _COUNTER = [0]
@@ -63,7 +65,8 @@ def _store_files(store_dir, gid, ids):
     for k, i in enumerate(ids):
         d = os.path.join(store_dir, "jobs", i)
         files = [os.path.relpath(os.path.join(r, f), d) for r, _, fs in os.walk(d) for f in fs]
-        files += ["results/" + f for f in os.listdir(results) if f.split(".")[0] == str(k)]
+        if os.path.isdir(results):
+            files += ["results/" + f for f in os.listdir(results) if f.split(".")[0] == str(k)]
         out[i] = sorted(files)
     return out
 
@@ -74,11 +77,14 @@ def test_a_batch_is_one_unit_in_the_store(store_dir):
     b = talk.run_async_map(range(6), max_concurrent=2)
     assert b.results(timeout=60, cleanup=False) == list(range(6))
     group = os.path.join(store_dir, "groups", b.group_id)
-    assert sorted(os.listdir(group)) == ["inputs.bin", "manifest.json", "results", "template.json"]
+    # The envelopes are lines of the workers' logs in ends/: no file per input.
+    assert sorted(os.listdir(group)) == ["ends", "inputs.bin", "manifest.json", "template.json"]
+    ends = logged_ends(store_dir, b.group_id)
     files = _store_files(store_dir, b.group_id, [h.job_id for h in b.jobs])
     for i, h in enumerate(b.jobs):
-        # A small value is kept in the input's envelope: one object per input.
-        want = ["results/%d.json" % i] + (["logs/00000000.log"] if i % 2 else [])
+        # A small value is kept in the input's envelope: one line per input.
+        assert json.loads(ends[i])["success"] is True
+        want = ["logs/00000000.log"] if i % 2 else []
         assert files[h.job_id] == sorted(want), (i, files[h.job_id])
         assert h.status() == JobStatus.SUCCEEDED
     # Each input's output is its own, stdout and stderr alike.

@@ -1,0 +1,585 @@
+package store
+
+// A local batch's envelopes in a file store: each group worker appends its inputs'
+// envelopes to one log of its own (groups/GID/ends/OWNER-N.open, renamed .ends when the
+// worker closes it) instead of a file per input. A new file per input was the largest
+// cost left in a local map: a new inode, a page of its own, a link, and for the reader an
+// open per input and for the cleanup an unlink (docs/store.md, "A batch's ends").
+//
+// The layout is the store's own business: every reader of a batch child's envelope asks
+// for EnvelopeKey (groups/GID/results/I.json) as before, and Get, Exists, Remove and
+// ResultChildren find it in the logs when no file holds it.
+//
+// A log is a run of lines "I JSON\n", JSON an envelope on one line (job.Envelope.Encode).
+// A reader takes complete lines only: one being written (or cut short by a worker that
+// died) is not there yet. Removing a logged envelope appends "I\n" to ends/removed; a
+// log whose every line was removed and that its worker closed is deleted, by whichever
+// of the two comes last.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// GroupEndsPrefix holds the envelope logs of batch gid's group workers.
+func GroupEndsPrefix(gid string) string { return "groups/" + gid + "/ends/" }
+
+const (
+	endsRemoved = "removed" // the indices whose envelope was removed, a line each
+	endsOpen    = ".open"   // a log its worker still writes
+	endsSealed  = ".ends"   // a log its worker closed
+)
+
+// EndsLog is one group worker's envelope log. It is not safe for concurrent use.
+type EndsLog struct {
+	dir, stem string
+	fd        int
+	written   []int // the inputs whose envelope this log holds
+	torn      bool  // a write failed part way: the next line starts on a line of its own
+}
+
+// PrepareEnds makes batch gid's ends/ directory (with its removed list) in a file store
+// before its workers start, so that a reader waiting for one of its inputs watches it
+// from the start. Other stores keep each envelope in an object of its own: nothing to do.
+func (s *Store) PrepareEnds(gid string) error {
+	if s.dir == "" {
+		return nil
+	}
+	dir := s.endsDir(gid)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("make %s: %w", GroupEndsPrefix(gid), err)
+	}
+	fd, err := syscall.Open(filepath.Join(dir, endsRemoved), syscall.O_WRONLY|syscall.O_CREAT|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("make %s: %w", GroupEndsPrefix(gid)+endsRemoved, err)
+	}
+	return syscall.Close(fd)
+}
+
+// OpenEndsLog opens a new envelope log for a worker of batch gid (owner: its name among
+// the batch's workers). It is nil, with no error, where envelopes are objects of their
+// own (a store other than file://): the caller Puts them.
+func (s *Store) OpenEndsLog(gid, owner string) (*EndsLog, error) {
+	if s.dir == "" {
+		return nil, nil
+	}
+	if err := s.PrepareEnds(gid); err != nil {
+		return nil, err
+	}
+	dir := s.endsDir(gid)
+	for range 100 {
+		stem := owner + "-" + strconv.FormatUint(uint64(rand.Uint32()), 36)
+		fd, err := syscall.Open(filepath.Join(dir, stem+endsOpen), syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_APPEND|syscall.O_CLOEXEC, 0o600)
+		if err == syscall.EEXIST {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("make an envelope log in %s: %w", GroupEndsPrefix(gid), err)
+		}
+		return &EndsLog{dir: dir, stem: stem, fd: fd}, nil
+	}
+	return nil, fmt.Errorf("make an envelope log in %s: every name tried was taken", GroupEndsPrefix(gid))
+}
+
+// Append records input i's envelope (one line of JSON, as job.Envelope.Encode writes it).
+// An error (a full disk) leaves nothing a reader takes for the envelope.
+func (l *EndsLog) Append(i int, env []byte) error {
+	env = bytes.TrimSuffix(env, []byte("\n"))
+	if bytes.IndexByte(env, '\n') >= 0 {
+		// Indented (one kept by a worker of an older version): made one line.
+		var b bytes.Buffer
+		if err := json.Compact(&b, env); err != nil {
+			return fmt.Errorf("input %d: its envelope is not JSON: %w", i, err)
+		}
+		env = b.Bytes()
+	}
+	if len(env) == 0 {
+		return fmt.Errorf("input %d: an empty envelope", i)
+	}
+	line := make([]byte, 0, len(env)+24)
+	if l.torn {
+		line = append(line, '\n') // ends the torn line: a reader skips it
+	}
+	line = strconv.AppendInt(line, int64(i), 10)
+	line = append(line, ' ')
+	line = append(append(line, env...), '\n')
+	for whole := len(line); len(line) > 0; {
+		n, err := syscall.Write(l.fd, line)
+		if err == syscall.EINTR {
+			continue
+		}
+		if n > 0 {
+			line = line[n:]
+		}
+		if err != nil {
+			// Some of the line may be in the log (a disk that filled in the middle).
+			l.torn = l.torn || len(line) < whole
+			return &fs.PathError{Op: "write", Path: filepath.Join(l.dir, l.stem+endsOpen), Err: err}
+		}
+	}
+	l.torn = false
+	l.written = append(l.written, i)
+	return nil
+}
+
+// Close closes the log: it is renamed .ends (no line will be added), and deleted when
+// every envelope it holds was removed meanwhile (the remover could not: it was open).
+func (l *EndsLog) Close() error {
+	if l == nil || l.fd < 0 {
+		return nil
+	}
+	syscall.Close(l.fd)
+	l.fd = -1
+	open, sealed := filepath.Join(l.dir, l.stem+endsOpen), filepath.Join(l.dir, l.stem+endsSealed)
+	if err := os.Rename(open, sealed); err != nil {
+		return err
+	}
+	removed, err := removedSet(filepath.Join(l.dir, endsRemoved))
+	if err != nil {
+		return nil
+	}
+	for _, i := range l.written {
+		if !removed[i] {
+			return nil
+		}
+	}
+	os.Remove(sealed)
+	return nil
+}
+
+func (s *Store) endsDir(gid string) string {
+	return filepath.Join(s.dir, "groups", gid, "ends")
+}
+
+// envelopeOf returns the batch and input of key when key is a batch child's envelope
+// (EnvelopeKey of a child).
+func envelopeOf(key string) (gid string, i int, ok bool) {
+	rest, ok := strings.CutPrefix(key, "groups/")
+	if !ok {
+		return "", 0, false
+	}
+	gid, name, ok := strings.Cut(rest, "/results/")
+	if !ok || strings.Contains(gid, "/") {
+		return "", 0, false
+	}
+	n, ok := strings.CutSuffix(name, ".json")
+	if !ok {
+		return "", 0, false
+	}
+	i, err := strconv.Atoi(n)
+	if err != nil || i < 0 || strconv.Itoa(i) != n {
+		return "", 0, false
+	}
+	return gid, i, true
+}
+
+// endsCache holds the logs of the batches this Store read lately, each read as far as
+// it was written the last time (a batch's results() reads its thousand envelopes from the
+// logs once, not a thousand times).
+type endsCache struct {
+	mu    sync.Mutex
+	by    map[string]*endsIndex
+	order []string // least recently used first
+}
+
+// maxCachedBatches bounds the batches whose logs a Store keeps open.
+const maxCachedBatches = 8
+
+// endsIndex is what a reader knows of one batch's logs.
+type endsIndex struct {
+	mu      sync.Mutex
+	dir     string
+	logs    map[string]*endsFile // by stem
+	ends    map[int]endRec
+	removed map[int]bool
+	rmOff   int64 // how far ends/removed was read
+}
+
+type endsFile struct {
+	fd              int
+	off             int64 // how far it was read (complete lines)
+	sealed          bool
+	lines, nRemoved int
+	stem            string
+}
+
+type endRec struct {
+	log      *endsFile
+	off, len int64
+}
+
+// index returns batch gid's index (made empty the first time).
+func (s *Store) index(gid string) *endsIndex {
+	c := &s.ends
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.by == nil {
+		c.by = map[string]*endsIndex{}
+	}
+	for k, g := range c.order {
+		if g == gid {
+			c.order = append(append(c.order[:k:k], c.order[k+1:]...), gid)
+			return c.by[gid]
+		}
+	}
+	if len(c.order) >= maxCachedBatches {
+		old := c.by[c.order[0]]
+		delete(c.by, c.order[0])
+		c.order = c.order[1:]
+		old.mu.Lock()
+		old.reset()
+		old.mu.Unlock()
+	}
+	x := &endsIndex{dir: s.endsDir(gid)}
+	c.by[gid] = x
+	c.order = append(c.order, gid)
+	return x
+}
+
+// closeEnds closes the logs the cache holds open.
+func (s *Store) closeEnds() {
+	c := &s.ends
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, x := range c.by {
+		x.mu.Lock()
+		x.reset()
+		x.mu.Unlock()
+	}
+	c.by, c.order = nil, nil
+}
+
+// reset forgets what was read (closing the logs).
+func (x *endsIndex) reset() {
+	for _, f := range x.logs {
+		syscall.Close(f.fd)
+	}
+	x.logs, x.ends, x.removed, x.rmOff = nil, nil, nil, 0
+}
+
+// packed returns input i's logged envelope (ok false: none, or removed).
+func (s *Store) packed(gid string, i int) (raw []byte, ok bool, err error) {
+	x := s.index(gid)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if err := x.syncRemoved(); err != nil {
+		return nil, false, err
+	}
+	r, ok := x.ends[i]
+	if !ok && !x.removed[i] {
+		if err := x.refresh(); err != nil {
+			return nil, false, err
+		}
+		r, ok = x.ends[i]
+	}
+	if !ok || x.removed[i] {
+		return nil, false, nil
+	}
+	b := make([]byte, r.len)
+	if err := preadFull(r.log.fd, b, r.off); err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", filepath.Join(x.dir, r.log.stem), err)
+	}
+	return b, true, nil
+}
+
+// known reports, without a system call, whether i is in the logs as last read.
+func (s *Store) known(gid string, i int) bool {
+	c := &s.ends
+	c.mu.Lock()
+	x := c.by[gid]
+	c.mu.Unlock()
+	if x == nil {
+		return false
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	_, ok := x.ends[i]
+	return ok
+}
+
+// syncRemoved reads the removals made since the last look. A batch whose ends/removed is
+// gone was removed (or never logged): everything read of it is forgotten.
+func (x *endsIndex) syncRemoved() error {
+	if x.removed == nil {
+		x.removed = map[int]bool{}
+	}
+	off, err := readRemoved(filepath.Join(x.dir, endsRemoved), x.rmOff, func(i int) {
+		if !x.removed[i] {
+			x.removed[i] = true
+			if r, ok := x.ends[i]; ok {
+				r.log.nRemoved++
+			}
+		}
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		x.reset()
+		return nil
+	}
+	x.rmOff = off
+	return err
+}
+
+// readRemoved calls each with every index listed in the removed list at path from
+// offset off on, and returns the offset read to (complete lines). Its stat comes first:
+// a list that has not grown costs one system call.
+func readRemoved(path string, off int64, each func(i int)) (int64, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return off, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if st.Size <= off {
+		return off, nil
+	}
+	b, err := readFrom(path, off)
+	if err != nil {
+		return off, err
+	}
+	for {
+		k := bytes.IndexByte(b, '\n')
+		if k < 0 {
+			return off, nil
+		}
+		if i, err := strconv.Atoi(string(b[:k])); err == nil && i >= 0 {
+			each(i)
+		}
+		b, off = b[k+1:], off+int64(k)+1
+	}
+}
+
+// removedSet reads the whole removed list at path.
+func removedSet(path string) (map[int]bool, error) {
+	set := map[int]bool{}
+	_, err := readRemoved(path, 0, func(i int) { set[i] = true })
+	return set, err
+}
+
+// refresh reads what was appended to the logs since the last look, and finds new ones.
+func (x *endsIndex) refresh() error {
+	ents, err := os.ReadDir(x.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		x.reset()
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if x.logs == nil {
+		x.logs, x.ends = map[string]*endsFile{}, map[int]endRec{}
+	}
+	for _, e := range ents {
+		name := e.Name()
+		stem, sealed := strings.CutSuffix(name, endsSealed)
+		if !sealed {
+			var open bool
+			if stem, open = strings.CutSuffix(name, endsOpen); !open {
+				continue
+			}
+		}
+		f := x.logs[stem]
+		if f == nil {
+			fd, err := syscall.Open(filepath.Join(x.dir, name), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+			if err != nil {
+				continue // sealed or deleted meanwhile: the next look finds it
+			}
+			f = &endsFile{fd: fd, stem: stem}
+			x.logs[stem] = f
+		}
+		f.sealed = f.sealed || sealed
+		if err := x.readLog(f); err != nil {
+			return fmt.Errorf("read %s: %w", filepath.Join(x.dir, name), err)
+		}
+	}
+	return nil
+}
+
+// readLog indexes the complete lines appended to f since it was last read.
+func (x *endsIndex) readLog(f *endsFile) error {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(f.fd, &st); err != nil {
+		return err
+	}
+	if st.Size <= f.off {
+		return nil
+	}
+	b := make([]byte, st.Size-f.off)
+	if err := preadFull(f.fd, b, f.off); err != nil {
+		return err
+	}
+	for {
+		k := bytes.IndexByte(b, '\n')
+		if k < 0 {
+			return nil
+		}
+		line := b[:k]
+		// "I JSON"; an empty JSON ("I ") is kept as it is, for readers to call damaged.
+		if sp := bytes.IndexByte(line, ' '); sp > 0 {
+			if i, err := strconv.Atoi(string(line[:sp])); err == nil && i >= 0 {
+				if old, ok := x.ends[i]; !ok || old.log != f {
+					f.lines++
+					if x.removed[i] {
+						f.nRemoved++
+					}
+				}
+				x.ends[i] = endRec{log: f, off: f.off + int64(sp) + 1, len: int64(k - sp - 1)}
+			}
+		}
+		b, f.off = b[k+1:], f.off+int64(k)+1
+	}
+}
+
+// removePacked removes input i's logged envelope (removed false: there was none). The
+// log is deleted when this was the last of its envelopes and its worker closed it.
+func (s *Store) removePacked(gid string, i int) (removed bool, err error) {
+	x := s.index(gid)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if err := x.syncRemoved(); err != nil {
+		return false, err
+	}
+	if _, ok := x.ends[i]; !ok && !x.removed[i] {
+		if err := x.refresh(); err != nil {
+			return false, err
+		}
+	}
+	r, ok := x.ends[i]
+	if !ok || x.removed[i] {
+		return false, nil
+	}
+	path := filepath.Join(x.dir, endsRemoved)
+	fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_APPEND|syscall.O_CLOEXEC, 0)
+	if err == syscall.ENOENT {
+		return false, nil // the batch's ends are gone meanwhile
+	}
+	if err != nil {
+		return false, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	line := strconv.AppendInt(nil, int64(i), 10)
+	_, err = syscall.Write(fd, append(line, '\n'))
+	syscall.Close(fd)
+	if err != nil {
+		return false, &fs.PathError{Op: "write", Path: path, Err: err}
+	}
+	x.removed[i] = true
+	r.log.nRemoved++
+	if r.log.nRemoved >= r.log.lines {
+		x.dropIfDone(r.log)
+	}
+	return true, nil
+}
+
+// dropIfDone deletes log f, all of whose envelopes were removed, if its worker closed it
+// (looked at now: the worker deletes it itself otherwise, when it closes it).
+func (x *endsIndex) dropIfDone(f *endsFile) {
+	sealed := filepath.Join(x.dir, f.stem+endsSealed)
+	if !f.sealed {
+		var st syscall.Stat_t
+		if syscall.Stat(sealed, &st) != nil {
+			return
+		}
+	}
+	os.Remove(sealed)
+}
+
+// packedChildren lists the inputs of batch gid that have an envelope in its logs (none
+// removed), reading them afresh, for listings (ResultChildren).
+func (s *Store) packedChildren(gid string) ([]int, error) {
+	dir := s.endsDir(gid)
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	removed, err := removedSet(filepath.Join(dir, endsRemoved))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	var out []int
+	seen := map[int]bool{}
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), endsOpen) && !strings.HasSuffix(e.Name(), endsSealed) {
+			continue
+		}
+		b, err := readFrom(filepath.Join(dir, e.Name()), 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // sealed meanwhile: its new name is read below, or was
+		}
+		if err != nil {
+			return nil, err
+		}
+		for len(b) > 0 {
+			k := bytes.IndexByte(b, '\n')
+			if k < 0 {
+				break
+			}
+			if sp := bytes.IndexByte(b[:k], ' '); sp > 0 {
+				if i, err := strconv.Atoi(string(b[:sp])); err == nil && i >= 0 && !removed[i] && !seen[i] {
+					seen[i] = true
+					out = append(out, i)
+				}
+			}
+			b = b[k+1:]
+		}
+	}
+	return out, nil
+}
+
+// readFrom reads the file at path from offset off to its end.
+func readFrom(path string, off int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() <= off {
+		return nil, nil
+	}
+	b := make([]byte, st.Size()-off)
+	n, err := f.ReadAt(b, off)
+	if n == len(b) {
+		err = nil
+	}
+	return b[:n], err
+}
+
+// preadFull reads len(b) bytes at off.
+func preadFull(fd int, b []byte, off int64) error {
+	for len(b) > 0 {
+		n, err := syscall.Pread(fd, b, off)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return errors.New("the log is shorter than it was")
+		}
+		b, off = b[n:], off+int64(n)
+	}
+	return nil
+}
+
+// packedKey reports whether Get, Exists and Remove of key look in the logs when no file
+// holds it (a batch child's envelope in a file store).
+func (s *Store) packedKey(key string) (gid string, i int, ok bool) {
+	if s.dir == "" {
+		return "", 0, false
+	}
+	return envelopeOf(key)
+}

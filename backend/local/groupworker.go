@@ -144,8 +144,8 @@ type groupWorker struct {
 	batch       *runner.Batch
 	x           *runner.Executor
 	done        *os.File
-	next        *os.File      // the claim counter, kept open (claim)
-	outs        *outdir.Spare // the inputs' default output directories
+	next        *os.File       // the claim counter, kept open (claim)
+	outs        *outdir.Spare  // the inputs' default output directories
 	ends        *store.EndsLog // where the envelopes go (nil: a Put each)
 	// mayBeKept: envelopes kept by finish may wait in ended/ (this worker kept one, or
 	// one before it may have): flushKept looks there only then, not after every input.

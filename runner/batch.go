@@ -121,7 +121,9 @@ type Input struct {
 	JobID string `json:"job"`
 	// OutDir is KINETIC_OUTPUT_DIR ("" for none).
 	OutDir string `json:"out_dir,omitempty"`
-	N      int    `json:"n"`
+	// Made says OutDir exists (the worker made it): the executor need not look.
+	Made bool `json:"made,omitempty"`
+	N    int  `json:"n"`
 }
 
 // endOfInput is what the executor writes to its output after each input's own.
@@ -314,16 +316,14 @@ func (x *Executor) Run(in Input, args []byte, log io.Writer) (*job.Envelope, []b
 	if err != nil {
 		return nil, nil, x.died()
 	}
-	var n struct {
+	var n struct { // the envelope and the size of the value that follows, in one decode
+		job.Envelope
 		N int `json:"n"`
 	}
-	env, err := job.DecodeEnvelope(line)
-	if err == nil {
-		err = json.Unmarshal(line, &n)
-	}
-	if err != nil || n.N < 0 {
+	if err := json.Unmarshal(line, &n); err != nil || n.N < 0 {
 		return nil, nil, inPhase(job.PhaseResult, fmt.Errorf("batch executor: %q: %v", line, err))
 	}
+	env := &n.Envelope
 	var value []byte
 	if n.N > 0 {
 		value = make([]byte, n.N)

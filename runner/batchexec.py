@@ -14,7 +14,8 @@
 # input's output ends.
 #
 # Protocol (binary, fd 3 -> fd 4):
-#   request: one JSON line {"job": ID, "out_dir": DIR, "n": N}
+#   request: one JSON line {"job": ID, "out_dir": DIR, "made": true, "n": N} ("made":
+#            the worker made DIR already)
 #            then N bytes: the input's pickled (args, kwargs)
 #   reply:   one JSON line, the envelope with "n": the size of the pickled value (or
 #            exception) that follows (0: none)
@@ -65,7 +66,7 @@ def _run_one(bs, func, req, raw):
     kept = []
     phase = "unpickle"
     try:
-        if out_dir:
+        if out_dir and not req.get("made"):
             os.makedirs(out_dir, mode=0o700, exist_ok=True)
         import cloudpickle
         args, kwargs = cloudpickle.loads(raw)

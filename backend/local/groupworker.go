@@ -68,7 +68,7 @@ func workGroup(ctx context.Context, o GroupWorkOptions, sig <-chan os.Signal, st
 	dir := filepath.Join(o.StateDir, "groups", o.Group)
 	w := strconv.Itoa(o.Worker)
 	gw := &groupWorker{o: o, dir: dir, running: filepath.Join(dir, "workers", w+".running"), current: -1, term: make(chan os.Signal, 1), mayBeKept: true,
-		outs: outdir.NewSpare(o.Group + "-" + w)}
+		outs: outdir.NewSpare()}
 	defer gw.close()
 	gw.setRunning(-1)
 	go gw.signals(sig)
@@ -341,6 +341,7 @@ func (gw *groupWorker) run(ctx context.Context, i int) error {
 			gw.notRunning()
 			return gw.finish(ctx, id, runner.FailureEnvelope(fmt.Errorf("KINETIC_OUTPUT_DIR %s: %w", in.OutDir, err)), started, time.Time{})
 		}
+		in.Made = true
 	}
 	var timer *time.Timer
 	timedOut := false
@@ -368,7 +369,9 @@ func (gw *groupWorker) run(ctx context.Context, i int) error {
 	gw.mu.Unlock()
 	gw.setRunning(-1)
 	if ownOut {
-		gw.outs.Reclaim(in.OutDir) // before the end is recorded: no empty directory outlives it
+		// Left empty, it waits there for the next input's Make (renamed to its name) or
+		// the worker's end (removed): no empty directory outlives the worker's turn.
+		gw.outs.Reclaim(in.OutDir)
 	}
 	switch {
 	case late:

@@ -6,10 +6,11 @@
 // Making a directory costs a new inode, and on ext4 a new inode near others deleted in the
 // last half minute costs far more (the allocator reads each recently deleted one): a
 // directory per input was a third of a local 1,000-input map's CPU (docs/benchmarks.md).
-// A Spare instead renames one empty directory into place before each job and, if the job
-// left it empty, back out after: an input that wrote nothing leaves no directory, as a
-// bucket prefix with no objects does not exist; one that wrote something keeps its
-// directory, and the next input gets a new one.
+// A Spare instead moves one empty directory from job to job: a job that left it empty
+// leaves it where it is, and the next job's Make renames it to that job's name (one
+// rename per job); Close removes it after the last. An input that wrote nothing leaves no
+// directory once the worker has moved on, as a bucket prefix with no objects does not
+// exist; one that wrote something keeps its directory, and the next input gets a new one.
 package outdir
 
 import (
@@ -19,24 +20,28 @@ import (
 	"syscall"
 )
 
-// SparePrefix starts the name of a spare directory (beside the output directories, so
-// that renames stay within one directory of one file system). A spare left by a process
-// that died is empty, and `kinetic prune` removes it.
+// SparePrefix starts the name of the spare directory builds before 2026-11-27 renamed
+// an empty one to between jobs (now it stays at the last job's name): one left by a
+// process that died is empty, and `kinetic prune` removes it.
 const SparePrefix = ".spare-"
 
 // Spare is one worker's reusable empty directory. It is not safe for concurrent use.
 type Spare struct {
-	name string // the spare's name, SparePrefix + the owner's unique name
-	path string // where the spare is now ("": none)
+	// path is where the spare is now ("": none): the last job's directory, which that
+	// job left empty, until the next Make.
+	path string
 }
 
-// NewSpare returns the spare of owner (unique among the processes that may share an
-// outputs directory: a batch's worker names itself by batch and slot).
-func NewSpare(owner string) *Spare { return &Spare{name: SparePrefix + owner} }
+// NewSpare returns a worker's Spare, with no directory yet.
+func NewSpare() *Spare { return &Spare{} }
 
 // Make makes dir (mode 0700, with its parents): the spare renamed into place if there is
 // one, else a new directory. A dir that exists already is kept as it is.
 func (s *Spare) Make(dir string) error {
+	if s.path == dir {
+		s.path = "" // the same name again: it is the job's now, not a spare
+		return nil
+	}
 	if s.path != "" && filepath.Dir(s.path) == filepath.Dir(dir) {
 		err := rename(s.path, dir)
 		if err == nil {
@@ -51,16 +56,14 @@ func (s *Spare) Make(dir string) error {
 	return os.MkdirAll(dir, 0o700)
 }
 
-// Reclaim takes dir back as the spare if the job left it empty (or the spare is what is
-// kept); a dir that holds something stays where it is.
+// Reclaim takes dir back as the spare if the job left it empty (unless a spare is kept
+// already): it stays where it is until the next Make renames it, or Close removes it. A
+// dir that holds something is the job's.
 func (s *Spare) Reclaim(dir string) {
 	if s.path != "" || !empty(dir) {
 		return
 	}
-	p := filepath.Join(filepath.Dir(dir), s.name)
-	if rename(dir, p) == nil {
-		s.path = p
-	}
+	s.path = dir
 }
 
 // Close removes the spare.

@@ -20,18 +20,18 @@ func ino(t *testing.T, p string) uint64 {
 // same one (no new inode), and the first job's name is gone.
 func TestEmptyDirectoryIsReused(t *testing.T) {
 	outs := filepath.Join(t.TempDir(), "outputs")
-	s := NewSpare("g-0")
+	s := NewSpare()
 	a, b := filepath.Join(outs, "a"), filepath.Join(outs, "b")
 	if err := s.Make(a); err != nil {
 		t.Fatal(err)
 	}
 	first := ino(t, a)
 	s.Reclaim(a)
-	if _, err := os.Stat(a); !os.IsNotExist(err) {
-		t.Fatalf("a job's empty directory outlived it: %v", err)
-	}
 	if err := s.Make(b); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Stat(a); !os.IsNotExist(err) {
+		t.Fatalf("a job's empty directory outlived the next job's start: %v", err)
 	}
 	if ino(t, b) != first {
 		t.Fatal("the next job got a new directory, not the spare")
@@ -47,7 +47,7 @@ func TestEmptyDirectoryIsReused(t *testing.T) {
 // one; a directory that exists already with an earlier attempt's outputs is kept.
 func TestWrittenDirectoryStays(t *testing.T) {
 	outs := filepath.Join(t.TempDir(), "outputs")
-	s := NewSpare("g-0")
+	s := NewSpare()
 	defer s.Close()
 	a, b, c := filepath.Join(outs, "a"), filepath.Join(outs, "b"), filepath.Join(outs, "c")
 	s.Make(a)
@@ -85,12 +85,12 @@ func TestWrittenDirectoryStays(t *testing.T) {
 // A spare removed by someone else (a prune) is made anew.
 func TestSpareRemovedMeanwhile(t *testing.T) {
 	outs := filepath.Join(t.TempDir(), "outputs")
-	s := NewSpare("g-1")
+	s := NewSpare()
 	defer s.Close()
 	a, b := filepath.Join(outs, "a"), filepath.Join(outs, "b")
 	s.Make(a)
 	s.Reclaim(a)
-	if err := os.Remove(filepath.Join(outs, SparePrefix+"g-1")); err != nil {
+	if err := os.Remove(a); err != nil { // `kinetic prune`: an ended job's empty directory
 		t.Fatal(err)
 	}
 	if err := s.Make(b); err != nil {
@@ -98,6 +98,31 @@ func TestSpareRemovedMeanwhile(t *testing.T) {
 	}
 	if fi, err := os.Stat(b); err != nil || !fi.IsDir() {
 		t.Fatalf("b: %v", err)
+	}
+}
+
+// The same name made again while the spare waits there is the job's: the next job gets
+// a directory of its own, never that one with what the job wrote.
+func TestSameNameAgain(t *testing.T) {
+	outs := filepath.Join(t.TempDir(), "outputs")
+	s := NewSpare()
+	defer s.Close()
+	a, b := filepath.Join(outs, "a"), filepath.Join(outs, "b")
+	s.Make(a)
+	s.Reclaim(a)
+	if err := s.Make(a); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(a, "ckpt"), []byte("x"), 0o600)
+	s.Reclaim(a)
+	if err := s.Make(b); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(a, "ckpt")); err != nil || string(got) != "x" {
+		t.Fatalf("a's output: %q, %v", got, err)
+	}
+	if ents, _ := os.ReadDir(b); len(ents) != 0 {
+		t.Fatalf("b starts with %v", ents)
 	}
 }
 
@@ -109,7 +134,7 @@ func TestAnythingWrittenKeepsTheDirectory(t *testing.T) {
 		"hidden": func(d string) error { return os.WriteFile(filepath.Join(d, ".f"), nil, 0o600) },
 		"subdir": func(d string) error { return os.Mkdir(filepath.Join(d, "ckpt"), 0o700) },
 	} {
-		s := NewSpare("g-" + name)
+		s := NewSpare()
 		dir := filepath.Join(outs, name)
 		if err := s.Make(dir); err != nil {
 			t.Fatal(err)

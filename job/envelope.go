@@ -58,6 +58,9 @@ type Envelope struct {
 
 // DecodeEnvelope parses result.json.
 func DecodeEnvelope(b []byte) (*Envelope, error) {
+	if e, ok := decodeFast(b); ok {
+		return e, nil
+	}
 	var e Envelope
 	if err := json.Unmarshal(b, &e); err != nil {
 		return nil, err

@@ -49,3 +49,48 @@ func FuzzEncode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeEnvelope holds the fast decoder to encoding/json: whatever it accepts,
+// json.Unmarshal reads the same; and every envelope Encode writes it reads back.
+func FuzzDecodeEnvelope(f *testing.F) {
+	code := 2
+	at := time.Date(2026, 11, 27, 8, 0, 0, 5, time.UTC)
+	for _, e := range []*Envelope{
+		{Success: true, Host: "0", HasValue: true, Value: []byte("abc"), ValueRepr: "'abc'", StartedAt: at, FinishedAt: at.In(time.FixedZone("", -7200))},
+		{Phase: "call", Host: "0", ExcType: "builtins.ValueError", ExcMessage: "bad", Traceback: "T\n", ExitCode: &code},
+	} {
+		f.Add(e.Encode())
+	}
+	f.Add([]byte(`{"success":true,"host":"0","has_value":false,"exit_code":-0}`))
+	f.Add([]byte(`{"success":true,"success":false,"x":1}`))
+	f.Add([]byte(`{"host":"\xff","value":"====","finished_at":"2026-11-27T08:00:00Z"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fast, ok := decodeFast(b)
+		if !ok {
+			return
+		}
+		var want Envelope
+		if err := json.Unmarshal(b, &want); err != nil {
+			t.Fatalf("fast decoder accepted %q, encoding/json refuses it: %v", b, err)
+		}
+		if got, exp := json.RawMessage(fast.Encode()), json.RawMessage(want.Encode()); !bytes.Equal(got, exp) {
+			t.Fatalf("%q: fast %s, encoding/json %s", b, got, exp)
+		}
+		if !fast.StartedAt.Equal(want.StartedAt) || !fast.CalledAt.Equal(want.CalledAt) || !fast.FinishedAt.Equal(want.FinishedAt) {
+			t.Fatalf("%q: times differ", b)
+		}
+	})
+}
+
+func TestDecodeFastReadsEncode(t *testing.T) {
+	code := 0
+	e := &Envelope{Success: true, Host: "0", HasValue: true, Value: []byte{1, 2, 3}, ValueRepr: "[1, 2, 3]", ExitCode: &code,
+		StartedAt: time.Now().UTC(), CalledAt: time.Now().UTC(), FinishedAt: time.Now().UTC()}
+	got, ok := decodeFast(e.Encode())
+	if !ok || !bytes.Equal(got.Encode(), e.Encode()) {
+		t.Fatalf("decodeFast(Encode()) = %+v, %v", got, ok)
+	}
+	if _, ok := decodeFast((&Envelope{ExcMessage: "a\nb"}).Encode()); ok {
+		t.Fatal("an escaped string taken by the fast decoder")
+	}
+}

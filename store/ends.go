@@ -292,8 +292,9 @@ func (s *Store) packed(gid string, i int) (raw []byte, ok bool, err error) {
 	return b, true, nil
 }
 
-// known reports, without a system call, whether i is in the logs as last read.
-func (s *Store) known(gid string, i int) bool {
+// logged reports, without a system call, whether batch gid had logs when this Store
+// last read them.
+func (s *Store) logged(gid string) bool {
 	c := &s.ends
 	c.mu.Lock()
 	x := c.by[gid]
@@ -303,8 +304,7 @@ func (s *Store) known(gid string, i int) bool {
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	_, ok := x.ends[i]
-	return ok
+	return len(x.logs) > 0
 }
 
 // syncRemoved reads the removals made since the last look. A batch whose ends/removed is

@@ -513,14 +513,16 @@ func plainKey(key string) bool {
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	if s.dir != "" && plainKey(key) {
 		gid, i, packed := s.packedKey(key)
-		if packed && s.known(gid, i) {
-			// Logged as this Store last read the logs: no file holds it.
+		tried := packed && s.logged(gid)
+		if tried {
+			// A batch whose envelopes this Store found in logs: the logs first (a batch's
+			// results read its thousand envelopes there, with no open of a file each).
 			if b, ok, err := s.packed(gid, i); ok || err != nil {
 				return b, err
 			}
 		}
 		b, err := s.getPlain(ctx, key)
-		if packed && IsNotFound(err) {
+		if packed && !tried && IsNotFound(err) {
 			if b, ok, perr := s.packed(gid, i); ok || perr != nil {
 				return b, perr
 			}

@@ -424,10 +424,9 @@ def attach_batch(group_id: str, project: Optional[str] = None, cluster: Optional
 def _frame(payloads):
     """Length-prefixed concatenation (the engine's inputs file format)."""
     f = tempfile.NamedTemporaryFile(prefix="kinetic-inputs-", suffix=".bin", delete=False)
+    size = struct.Struct(">Q").pack
     with f:
-        for p in payloads:
-            f.write(struct.pack(">Q", len(p)))
-            f.write(p)
+        f.write(b"".join(b for p in payloads for b in (size(len(p)), p)))
     return f.name
 
 

@@ -83,7 +83,7 @@ func recordCollected(ctx context.Context, gid string, js []*engine.Job, by strin
 	key, err := batchlayout.RecordCollected(ctx, st, gid, cs)
 	var claims map[string]bool
 	if err == nil {
-		claims, err = batchlayout.ClaimedBy(ctx, st, gid, key)
+		claims, err = batchlayout.ClaimedBy(ctx, st, gid, key, cs)
 	}
 	for _, j := range js {
 		_, _, derived := job.ParseChildID(j.Handle.JobID)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -13,6 +14,7 @@ import (
 	"github.com/kinetic-run/kinetic/backend/batchdriver"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/internal/calltrace"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/store"
@@ -599,12 +601,33 @@ func Watch(ctx context.Context, e Engine, gid, storeURL string, emit func(ChildS
 	return WatchWith(ctx, e, gid, storeURL, WatchOptions{}, emit)
 }
 
+// minRound is the shortest time between two rounds of a watch woken by its unit.
+const minRound = 10 * time.Millisecond
+
+// sleepCtx sleeps for d (nothing if d <= 0), or until ctx ends (its error).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
 // WatchOptions are Watch's options.
 type WatchOptions struct {
 	// InlineMax > 0 asks for the results of the children whose ends the batch's unit
 	// reports, with values of at most this many bytes (ChildStatus.Result): read while
 	// the batch runs, instead of all at its end.
 	InlineMax int
+	// EndRound, if set, is called after each round's ChildStatus were emitted: a caller
+	// that sends them on in one message per round (the server's batched batch_watch).
+	EndRound func()
 }
 
 // WatchWith is Watch with options.
@@ -617,6 +640,15 @@ func WatchWith(ctx context.Context, e Engine, gid, storeURL string, o WatchOptio
 	jobs := map[int]*engine.Job{}
 	seenChild := map[int]Child{}
 	p := jobview.NewPollerFrom(10 * time.Millisecond)
+	// A unit whose driver says when its members end (batchdriver.Waker) wakes the
+	// watch then: the last input's result is not left waiting for the next poll.
+	var wake batchdriver.GroupWatch
+	watched := false // GroupWatch was asked
+	defer func() {
+		if wake != nil {
+			wake.Close()
+		}
+	}()
 	var (
 		m        Manifest
 		lastRead time.Time
@@ -631,6 +663,7 @@ func WatchWith(ctx context.Context, e Engine, gid, storeURL string, o WatchOptio
 				return err
 			}
 			lastRead = time.Now()
+			calltrace.Mark("batch.watch.manifest", strconv.FormatBool(m.SubmissionComplete))
 		}
 		// Children finish roughly in submission order: look at the oldest unfinished
 		// ones each round, until a few are found still unfinished or one still waiting
@@ -642,17 +675,27 @@ func WatchWith(ctx context.Context, e Engine, gid, storeURL string, o WatchOptio
 		}
 		// A batch run as one unit says which of its members ended in one look: the
 		// others are not looked at one by one (O(1) requests per round, not O(inputs)).
+		calltrace.Mark("batch.watch.round", gid)
+		round := time.Now()
 		done := groupDone(ctx, e, &m, storeURL, jobs)
+		if j := jobs[-1]; j != nil && !watched {
+			watched = true
+			if w, ok := j.Backend.(batchdriver.Waker); ok {
+				wake = w.GroupWatch(gid)
+			}
+		}
 		progressed := false
 		if done != nil {
 			ended, err := lookEnded(ctx, e, st, &m, storeURL, done, final, o)
 			if err != nil {
 				return err
 			}
+			calltrace.Mark("batch.watch.ended", strconv.Itoa(len(ended)))
 			for _, cs := range ended {
 				final[cs.Index], progressed = true, true
 				emit(cs)
 			}
+			calltrace.Mark("batch.watch.emitted", "")
 		}
 		for _, c := range m.Children {
 			if final[c.Index] {
@@ -713,6 +756,9 @@ func WatchWith(ctx context.Context, e Engine, gid, storeURL string, o WatchOptio
 			final[c.Index], progressed = true, true
 			emit(ChildStatus{Index: c.Index, Handle: j.Handle, Status: state, Reason: reason})
 		}
+		if o.EndRound != nil && progressed {
+			o.EndRound()
+		}
 		if m.SubmissionComplete && len(final) >= len(m.Children) {
 			return nil
 		}
@@ -720,6 +766,17 @@ func WatchWith(ctx context.Context, e Engine, gid, storeURL string, o WatchOptio
 			// A round that found children finished is followed by one soon, but not at
 			// once: a look finds more of them per status read.
 			p = jobview.NewPollerFrom(20 * time.Millisecond)
+		}
+		if wake != nil {
+			// Woken as members end, but a round at most every 10 ms: each looks at
+			// every member that ended since the last.
+			if err := sleepCtx(ctx, time.Until(round.Add(minRound))); err != nil {
+				return err
+			}
+			if err := p.WaitWatched(ctx, wake); err != nil {
+				return err
+			}
+			continue
 		}
 		if err := p.Wait(ctx); err != nil {
 			return err

@@ -25,7 +25,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -52,7 +54,7 @@ print(json.dumps({"sdk": sdk, "bare": bare, "bare_cloudpickle": barecp}))
 `
 
 const batchScript = `
-import json, subprocess, sys, time
+import json, os, subprocess, sys, time
 import kinetic
 
 @kinetic.run(accelerator="cpu")
@@ -60,29 +62,36 @@ def noop(x):
     return x
 
 n = int(sys.argv[1])
+rounds = int(os.environ.get("BENCH_MAP_ROUNDS", "1"))
 noop(0)  # starts the engine and the warm workers
 from kinetic._engine import mark
-mark("bench.map")
-t = time.perf_counter()
-b = noop.run_async_map(range(n))
-mark("bench.map.returned")
-res = b.results()
-batch = time.perf_counter() - t
-mark("bench.map.results")
-assert res == list(range(n))
-# The bare runs: n of them, none ("nobare"), or the number given (scaled to n).
+# The bare runs: n of them, none ("nobare"), or the number given (scaled to n); and as
+# many bare interpreters that import cloudpickle (what a job's Python needs), a tenth of
+# n. They are run in turns with the maps, so that all see the same machine.
 k = 0 if sys.argv[2:] == ["nobare"] else int(sys.argv[2]) if sys.argv[2:] else n
-t = time.perf_counter()
-for i in range(k):
-    subprocess.run([sys.executable, "-c", "def noop(x):\n    return x\nnoop(%d)" % i], check=True)
-bare = (time.perf_counter() - t) / k * n if k else 0.0
-# The same calls as bare interpreters that import cloudpickle (what a job's Python needs):
-# a tenth of them, enough for the rate.
 m = max(1, n // 10) if sys.argv[2:] != ["nobare"] else 0
-t = time.perf_counter()
-for i in range(m):
-    subprocess.run([sys.executable, "-c", "import cloudpickle\ndef noop(x):\n    return x\nnoop(%d)" % i], check=True)
-barecp = (time.perf_counter() - t) / m * n if m else 0.0
+maps, bare_t, barecp_t = [], 0.0, 0.0
+for r in range(rounds):
+    time.sleep(0.5)  # the last map's cleanup, done after its results() returned
+    mark("bench.map")
+    t = time.perf_counter()
+    b = noop.run_async_map(range(n))
+    mark("bench.map.returned")
+    res = b.results()
+    maps.append(time.perf_counter() - t)
+    mark("bench.map.results")
+    assert res == list(range(n))
+    t = time.perf_counter()
+    for i in range(k * r // rounds, k * (r + 1) // rounds):
+        subprocess.run([sys.executable, "-c", "def noop(x):\n    return x\nnoop(%d)" % i], check=True)
+    bare_t += time.perf_counter() - t
+    t = time.perf_counter()
+    for i in range(m * r // rounds, m * (r + 1) // rounds):
+        subprocess.run([sys.executable, "-c", "import cloudpickle\ndef noop(x):\n    return x\nnoop(%d)" % i], check=True)
+    barecp_t += time.perf_counter() - t
+batch = sorted(maps)[len(maps) // 2]
+bare = bare_t / k * n if k else 0.0
+barecp = barecp_t / m * n if m else 0.0
 import resource
 from kinetic import _engine
 hwm = 0.0
@@ -90,7 +99,7 @@ for l in open("/proc/%d/status" % _engine.engine()._proc.pid):
     if l.startswith("VmHWM:"):
         hwm = int(l.split()[1]) / 1024.0
 sdk = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-print(json.dumps({"batch": batch, "bare": bare, "bare_cloudpickle": barecp, "sdk_rss": sdk, "engine_rss": hwm}))
+print(json.dumps({"batch": batch, "batches": maps, "bare": bare, "bare_cloudpickle": barecp, "sdk_rss": sdk, "engine_rss": hwm}))
 `
 
 func main() {
@@ -103,6 +112,7 @@ func main() {
 	compare := flag.String("compare", "", "another kinetic binary (say, the build before a change): both are measured, interleaved in rounds")
 	rounds := flag.Int("rounds", 3, "with -compare, how many rounds alternate the two binaries")
 	bareMap := flag.Int("bare-map", 0, "how many bare interpreters time the map's anchor (scaled to -map; 0: -map)")
+	mapRounds := flag.Int("map-rounds", 5, "maps measured (the median is reported), in turns with the bare interpreters")
 	trace := flag.Bool("trace", false, "also print where the sync calls' time goes, phase by phase (KINETIC_TRACE marks of every process)")
 	flag.Parse()
 	abs, err := filepath.Abs(*bin)
@@ -165,6 +175,7 @@ func main() {
 	}
 	var batch struct {
 		Batch, Bare float64
+		Batches     []float64
 		BareCPickle float64 `json:"bare_cloudpickle"`
 		SDKRSS      float64 `json:"sdk_rss"`
 		EngineRSS   float64 `json:"engine_rss"`
@@ -174,6 +185,7 @@ func main() {
 		if *bareMap > 0 {
 			extra = []string{fmt.Sprint(*bareMap)}
 		}
+		os.Setenv("BENCH_MAP_ROUNDS", strconv.Itoa(max(1, *mapRounds)))
 		run("bench_batch.py", *mapN, &batch, extra...)
 		if *trace {
 			defer mapTable(tracePath)
@@ -182,7 +194,7 @@ func main() {
 
 	sdk, bare, barecp := stats(res.SDK), stats(res.Bare), stats(res.BareCPickle)
 	fmt.Printf("Machine: %s, %d cores, %s, %s; load average %s\n\n", cpuModel(), runtime.NumCPU(), runtime.Version(), pythonVersion(*python), loadAvg())
-	fmt.Printf("Command: `go run ./bench -bin %s -n %d -map %d -python %s`\n\n", *bin, *n, *mapN, *python)
+	fmt.Printf("Command: `go run ./bench -bin %s -n %d -map %d -map-rounds %d -python %s`\n\n", *bin, *n, *mapN, *mapRounds, *python)
 	fmt.Println("| measurement | median | p10 | p90 |")
 	fmt.Println("|---|---|---|---|")
 	row := func(name string, s [3]float64) {
@@ -199,7 +211,8 @@ func main() {
 		fmt.Println()
 		fmt.Println("| batch of no-op inputs | inputs | wall time | inputs per second |")
 		fmt.Println("|---|---|---|---|")
-		fmt.Printf("| `run_async_map(...).results()`, local backend | %d | %.2f s | **%.0f/s** |\n", *mapN, batch.Batch, rate)
+		lo, hi := slices.Max(batch.Batches), slices.Min(batch.Batches)
+		fmt.Printf("| `run_async_map(...).results()`, local backend (median of %d maps; %.0f–%.0f/s) | %d | %.2f s | **%.0f/s** |\n", len(batch.Batches), float64(*mapN)/lo, float64(*mapN)/hi, *mapN, batch.Batch, rate)
 		fmt.Printf("| the same calls as bare `python3 -c`, one after another | %d | %.2f s | %.1f/s |\n", *mapN, batch.Bare, rateBare)
 		fmt.Printf("| the same as bare `python3 -c` importing cloudpickle (a tenth of them, scaled) | %d | %.2f s | %.1f/s |\n", *mapN, batch.BareCPickle, rateCP)
 		fmt.Printf("\nRatios: the map runs at **%.0f×** the bare interpreter's rate and **%.0f×** the rate of one that imports cloudpickle.\n", rate/rateBare, rate/rateCP)

@@ -1,6 +1,9 @@
 package job
 
-import "testing"
+import (
+	"regexp"
+	"testing"
+)
 
 func TestChildID(t *testing.T) {
 	gid := NewGroupID()
@@ -34,6 +37,21 @@ func FuzzParseChildID(f *testing.F) {
 		g, i, ok := ParseChildID(id)
 		if ok && ChildID(g, i) != id {
 			t.Errorf("ParseChildID(%q) = %q, %d: ChildID gives %q", id, g, i, ChildID(g, i))
+		}
+	})
+}
+
+// FuzzValidID holds ValidID to the pattern it was written from.
+func FuzzValidID(f *testing.F) {
+	idPattern := regexp.MustCompile(`^(job|grp)-[0-9a-v]{23}$`)
+	f.Add(NewID())
+	f.Add(NewGroupID())
+	f.Add("job-0123456789abcdefghijklmv")
+	f.Add("job-0123456789abcdefghijklmw")
+	f.Add("JOB-0123456789abcdefghijklmv")
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := ValidID(s), idPattern.MatchString(s); got != want {
+			t.Fatalf("ValidID(%q) = %v, the pattern says %v", s, got, want)
 		}
 	})
 }

@@ -25,10 +25,22 @@ func NewPollerFrom(d time.Duration) *Poller { return &Poller{start: time.Now(), 
 // Wait sleeps for the next delay, or until ctx ends (its error).
 func (p *Poller) Wait(ctx context.Context) error { return p.wait(ctx, nil) }
 
-// wait sleeps for the next delay, until w sees a change, or until ctx ends. With a
-// watcher the delays grow faster: the watcher wakes the loop when the job writes
-// something, the polls are only for what writes nothing.
-func (p *Poller) wait(ctx context.Context, w *dirwatch.Watcher) error {
+// Sleeper is what waits between polls: a *dirwatch.Watcher, or a backend's watch of
+// what it runs (batchdriver.GroupWatch).
+type Sleeper interface {
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// WaitWatched is Wait that also ends when w sees a change: the delays grow faster, since
+// w wakes the loop when something is written, and the polls are only for what writes
+// nothing.
+func (p *Poller) WaitWatched(ctx context.Context, w Sleeper) error { return p.wait(ctx, w) }
+
+// wait sleeps for the next delay, until w (if not nil) sees a change, or until ctx ends.
+func (p *Poller) wait(ctx context.Context, w Sleeper) error {
+	if dw, ok := w.(*dirwatch.Watcher); ok && dw == nil {
+		w = nil // no watcher (none could be made): a poll alone
+	}
 	d := p.d
 	limit := 20 * time.Millisecond
 	if time.Since(p.start) > 3*time.Second {
@@ -39,6 +51,9 @@ func (p *Poller) wait(ctx context.Context, w *dirwatch.Watcher) error {
 		p.d = min(p.d*2+time.Millisecond, limit)
 	} else {
 		p.d = min(p.d*5/4+time.Millisecond, limit)
+	}
+	if w == nil {
+		return (*dirwatch.Watcher)(nil).Sleep(ctx, d)
 	}
 	return w.Sleep(ctx, d)
 }

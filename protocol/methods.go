@@ -443,6 +443,14 @@ type GroupRequest struct {
 type BatchWatchRequest struct {
 	GroupRequest
 	InlineMax int `json:"inline_max,omitempty"`
+	// Batched asks for one EventChildren per round of the watch instead of an
+	// EventChild per input: a thousand-input map's reports in a few dozen messages.
+	Batched bool `json:"batched,omitempty"`
+}
+
+// Children is EventChildren's data: the inputs a round of batch_watch found ended.
+type Children struct {
+	Children []ChildStatus `json:"children"`
 }
 
 // BatchCleanupRequest (batch_cleanup) cleans up every child; with GCS the manifest goes

@@ -98,6 +98,9 @@ const (
 	EventStatus = "status"
 	// EventChild carries a ChildStatus, once per input of a batch, for batch_watch.
 	EventChild = "child"
+	// EventChildren carries Children, the ChildStatus of every input one round of a
+	// batch_watch with batched found ended (in completion order, as EventChild's).
+	EventChildren = "children"
 	// EventRecorded carries a MapResponse for map, once the batch's manifest is in the
 	// store, and again with running true once its inputs run without the engine (a
 	// unit started): if the engine dies before its reply, the client still knows the

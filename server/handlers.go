@@ -267,6 +267,21 @@ func collector(client string) string {
 // cleanupAll removes the backend resources and store objects of collected jobs, keeping
 // their tombstones, warning about failures (the caller has had its reply).
 func cleanupAll(ctx context.Context, jobs []*engine.Job) {
+	// A batch's derived children logged their envelopes (store.OpenEndsLog): removed
+	// from the logs in one write per batch first, not one each below.
+	type batchOf struct {
+		st  *store.Store
+		gid string
+	}
+	logged := map[batchOf][]int{}
+	for _, j := range jobs {
+		if gid, i, ok := job.ParseChildID(j.Handle.JobID); ok {
+			logged[batchOf{j.Store, gid}] = append(logged[batchOf{j.Store, gid}], i)
+		}
+	}
+	for b, idx := range logged {
+		b.st.RemoveLogged(b.gid, idx) // what it could not do, each child's cleanup does
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(4)
 	for _, j := range jobs {
@@ -420,11 +435,30 @@ func (s *Server) batch(c *call, r *protocol.BatchRequest) (*protocol.Batch, erro
 
 func (s *Server) batchWatch(c *call, r *protocol.BatchWatchRequest) (*protocol.Empty, error) {
 	o := batch.WatchOptions{InlineMax: r.InlineMax}
-	return nil, batch.WatchWith(c, s.eng, r.GroupID, r.Store, o, func(cs batch.ChildStatus) {
+	var round []protocol.ChildStatus
+	if r.Batched {
+		// One message per round: a client reading a message per input (the SDK, a
+		// thread handing each to another) held the watch up by not reading fast enough.
+		o.EndRound = func() {
+			if len(round) > 0 {
+				c.event(protocol.EventChildren, protocol.Children{Children: round})
+				round = nil
+			}
+		}
+	}
+	err := batch.WatchWith(c, s.eng, r.GroupID, r.Store, o, func(cs batch.ChildStatus) {
 		p := childStatusOf(cs)
 		p.Result = resultOf(cs.Result)
+		if r.Batched {
+			round = append(round, p)
+			return
+		}
 		c.event(protocol.EventChild, p)
 	})
+	if o.EndRound != nil {
+		o.EndRound() // what the last round found, before the reply
+	}
+	return nil, err
 }
 
 func (s *Server) batchCancel(c *call, r *protocol.GroupRequest) (*protocol.Empty, error) {

@@ -25,6 +25,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -195,19 +196,22 @@ type endsCache struct {
 // maxCachedBatches bounds the batches whose logs a Store keeps open.
 const maxCachedBatches = 8
 
-// endsIndex is what a reader knows of one batch's logs.
+// endsIndex is what a reader knows of one batch's logs. Readers of an envelope already
+// indexed share it (RLock) and read it outside the lock: a batch's results are read by
+// many goroutines at once.
 type endsIndex struct {
-	mu      sync.Mutex
+	mu      sync.RWMutex
 	dir     string
 	logs    map[string]*endsFile // by stem
 	ends    map[int]endRec
 	removed map[int]bool
-	rmOff   int64 // how far ends/removed was read
+	rmOff   int64    // how far ends/removed was read
+	rmFile  *os.File // ends/removed, open for appending removals (nil until the first)
 }
 
 type endsFile struct {
-	fd              int
-	off             int64 // how far it was read (complete lines)
+	f               *os.File // closed by reset: a read meanwhile fails, and is tried again
+	off             int64    // how far it was read (complete lines)
 	sealed          bool
 	lines, nRemoved int
 	stem            string
@@ -226,11 +230,12 @@ func (s *Store) index(gid string) *endsIndex {
 	if c.by == nil {
 		c.by = map[string]*endsIndex{}
 	}
-	for k, g := range c.order {
-		if g == gid {
+	if x := c.by[gid]; x != nil {
+		if c.order[len(c.order)-1] != gid {
+			k := slices.Index(c.order, gid)
 			c.order = append(append(c.order[:k:k], c.order[k+1:]...), gid)
-			return c.by[gid]
 		}
+		return x
 	}
 	if len(c.order) >= maxCachedBatches {
 		old := c.by[c.order[0]]
@@ -262,34 +267,62 @@ func (s *Store) closeEnds() {
 // reset forgets what was read (closing the logs).
 func (x *endsIndex) reset() {
 	for _, f := range x.logs {
-		syscall.Close(f.fd)
+		f.f.Close()
 	}
-	x.logs, x.ends, x.removed, x.rmOff = nil, nil, nil, 0
+	if x.rmFile != nil {
+		x.rmFile.Close()
+	}
+	x.logs, x.ends, x.removed, x.rmOff, x.rmFile = nil, nil, nil, 0, nil
 }
 
 // packed returns input i's logged envelope (ok false: none, or removed).
 func (s *Store) packed(gid string, i int) (raw []byte, ok bool, err error) {
-	x := s.index(gid)
+	for try := 0; ; try++ {
+		x := s.index(gid)
+		r, ok, err := x.lookup(i)
+		if !ok || err != nil {
+			return nil, false, err
+		}
+		b := make([]byte, r.len)
+		if _, err = r.log.f.ReadAt(b, r.off); err == nil {
+			return b, true, nil
+		}
+		if !errors.Is(err, os.ErrClosed) || try > 0 {
+			return nil, false, fmt.Errorf("read %s: %w", filepath.Join(x.dir, r.log.stem), err)
+		}
+		// Closed meanwhile (the batch's index was reset): read afresh.
+	}
+}
+
+// lookup finds input i in the logs: from what was read, if nothing was removed since
+// (one stat, under the shared lock), else after reading what was added.
+func (x *endsIndex) lookup(i int) (endRec, bool, error) {
+	var st syscall.Stat_t
+	size := int64(-1)
+	if syscall.Stat(filepath.Join(x.dir, endsRemoved), &st) == nil {
+		size = st.Size
+	}
+	x.mu.RLock()
+	r, ok := x.ends[i]
+	removed := x.removed[i]
+	fresh := x.removed != nil && size == x.rmOff
+	x.mu.RUnlock()
+	if fresh && (ok || removed) {
+		return r, ok && !removed, nil
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if err := x.syncRemoved(); err != nil {
-		return nil, false, err
+		return endRec{}, false, err
 	}
-	r, ok := x.ends[i]
+	r, ok = x.ends[i]
 	if !ok && !x.removed[i] {
 		if err := x.refresh(); err != nil {
-			return nil, false, err
+			return endRec{}, false, err
 		}
 		r, ok = x.ends[i]
 	}
-	if !ok || x.removed[i] {
-		return nil, false, nil
-	}
-	b := make([]byte, r.len)
-	if err := preadFull(r.log.fd, b, r.off); err != nil {
-		return nil, false, fmt.Errorf("read %s: %w", filepath.Join(x.dir, r.log.stem), err)
-	}
-	return b, true, nil
+	return r, ok && !x.removed[i], nil
 }
 
 // logged reports, without a system call, whether batch gid had logs when this Store
@@ -302,8 +335,8 @@ func (s *Store) logged(gid string) bool {
 	if x == nil {
 		return false
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
+	x.mu.RLock()
+	defer x.mu.RUnlock()
 	return len(x.logs) > 0
 }
 
@@ -323,6 +356,7 @@ func (x *endsIndex) syncRemoved() error {
 	})
 	if errors.Is(err, fs.ErrNotExist) {
 		x.reset()
+		x.removed = map[int]bool{}
 		return nil
 	}
 	x.rmOff = off
@@ -368,6 +402,7 @@ func (x *endsIndex) refresh() error {
 	ents, err := os.ReadDir(x.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		x.reset()
+		x.removed = map[int]bool{}
 		return nil
 	}
 	if err != nil {
@@ -387,11 +422,11 @@ func (x *endsIndex) refresh() error {
 		}
 		f := x.logs[stem]
 		if f == nil {
-			fd, err := syscall.Open(filepath.Join(x.dir, name), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+			fh, err := os.Open(filepath.Join(x.dir, name))
 			if err != nil {
 				continue // sealed or deleted meanwhile: the next look finds it
 			}
-			f = &endsFile{fd: fd, stem: stem}
+			f = &endsFile{f: fh, stem: stem}
 			x.logs[stem] = f
 		}
 		f.sealed = f.sealed || sealed
@@ -404,15 +439,16 @@ func (x *endsIndex) refresh() error {
 
 // readLog indexes the complete lines appended to f since it was last read.
 func (x *endsIndex) readLog(f *endsFile) error {
-	var st syscall.Stat_t
-	if err := syscall.Fstat(f.fd, &st); err != nil {
+	st, err := f.f.Stat()
+	if err != nil {
 		return err
 	}
-	if st.Size <= f.off {
+	if st.Size() <= f.off {
 		return nil
 	}
-	b := make([]byte, st.Size-f.off)
-	if err := preadFull(f.fd, b, f.off); err != nil {
+	b := make([]byte, st.Size()-f.off)
+	n, err := f.f.ReadAt(b, f.off)
+	if n < len(b) {
 		return err
 	}
 	for {
@@ -437,42 +473,86 @@ func (x *endsIndex) readLog(f *endsFile) error {
 	}
 }
 
-// removePacked removes input i's logged envelope (removed false: there was none). The
-// log is deleted when this was the last of its envelopes and its worker closed it.
+// removePacked removes input i's logged envelope (removed false: there was none, or this
+// Store removed it before). The log is deleted when this was the last of its envelopes
+// and its worker closed it.
 func (s *Store) removePacked(gid string, i int) (removed bool, err error) {
+	return s.removeLogged(gid, []int{i})
+}
+
+// RemoveLogged removes the logged envelopes of inputs idx of batch gid (those that are
+// in its logs) in one append to its removed list: a batch's cleanup after results()
+// removes a thousand at once. removed is true if any was removed by this call. Nothing to
+// do where envelopes are objects of their own.
+func (s *Store) RemoveLogged(gid string, idx []int) (removed bool, err error) {
+	if s.dir == "" || len(idx) == 0 {
+		return false, nil
+	}
+	return s.removeLogged(gid, idx)
+}
+
+func (s *Store) removeLogged(gid string, idx []int) (bool, error) {
 	x := s.index(gid)
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	var todo []int
+	for _, i := range idx {
+		if x.removed == nil || !x.removed[i] {
+			todo = append(todo, i)
+		}
+	}
+	if len(todo) == 0 {
+		return false, nil // removed here before
+	}
 	if err := x.syncRemoved(); err != nil {
 		return false, err
 	}
-	if _, ok := x.ends[i]; !ok && !x.removed[i] {
-		if err := x.refresh(); err != nil {
-			return false, err
+	var line []byte
+	var recs []endRec
+	var took []int
+	for _, i := range todo {
+		if _, ok := x.ends[i]; !ok && !x.removed[i] {
+			if err := x.refresh(); err != nil {
+				return false, err
+			}
+			break
 		}
 	}
-	r, ok := x.ends[i]
-	if !ok || x.removed[i] {
+	for _, i := range todo {
+		if r, ok := x.ends[i]; ok && !x.removed[i] {
+			line = append(strconv.AppendInt(line, int64(i), 10), '\n')
+			recs, took = append(recs, r), append(took, i)
+			x.removed[i] = true
+		}
+	}
+	if len(recs) == 0 {
 		return false, nil
 	}
 	path := filepath.Join(x.dir, endsRemoved)
-	fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_APPEND|syscall.O_CLOEXEC, 0)
-	if err == syscall.ENOENT {
-		return false, nil // the batch's ends are gone meanwhile
+	if x.rmFile == nil {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil // the batch's ends are gone meanwhile
+		}
+		if err != nil {
+			return false, err
+		}
+		x.rmFile = f
 	}
-	if err != nil {
-		return false, &fs.PathError{Op: "open", Path: path, Err: err}
+	if _, err := x.rmFile.Write(line); err != nil {
+		for _, i := range took {
+			delete(x.removed, i) // not recorded: not removed
+		}
+		return false, err
 	}
-	line := strconv.AppendInt(nil, int64(i), 10)
-	_, err = syscall.Write(fd, append(line, '\n'))
-	syscall.Close(fd)
-	if err != nil {
-		return false, &fs.PathError{Op: "write", Path: path, Err: err}
+	if st, err := x.rmFile.Stat(); err == nil && st.Size() == x.rmOff+int64(len(line)) {
+		x.rmOff = st.Size() // only these lines were added: nothing to read back
 	}
-	x.removed[i] = true
-	r.log.nRemoved++
-	if r.log.nRemoved >= r.log.lines {
-		x.dropIfDone(r.log)
+	for _, r := range recs {
+		r.log.nRemoved++
+		if r.log.nRemoved >= r.log.lines {
+			x.dropIfDone(r.log)
+		}
 	}
 	return true, nil
 }
@@ -555,24 +635,6 @@ func readFrom(path string, off int64) ([]byte, error) {
 		err = nil
 	}
 	return b[:n], err
-}
-
-// preadFull reads len(b) bytes at off.
-func preadFull(fd int, b []byte, off int64) error {
-	for len(b) > 0 {
-		n, err := syscall.Pread(fd, b, off)
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return errors.New("the log is shorter than it was")
-		}
-		b, off = b[n:], off+int64(n)
-	}
-	return nil
 }
 
 // packedKey reports whether Get, Exists and Remove of key look in the logs when no file

@@ -9,6 +9,7 @@ package batchdriver
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/kinetic-run/kinetic/job"
 )
@@ -71,4 +72,21 @@ type Driver interface {
 	// whose pods must not exit) and keeps what inspection needs; a batch releases each
 	// child once it sees it end, so that max_concurrent bounds what the batch holds.
 	Release(ctx context.Context, h *job.Handle) error
+}
+
+// Waker is a Driver that can tell a watch when members of a group may have ended, so
+// that it looks then rather than at its next poll (the local backend: its workers append
+// each input they finish to a file).
+type Waker interface {
+	// GroupWatch watches group gid's members end; nil where it cannot (the watch polls).
+	GroupWatch(gid string) GroupWatch
+}
+
+// GroupWatch is a watch of a group's members ending.
+type GroupWatch interface {
+	// Sleep waits for d, for a member to end since the last Sleep, or for ctx to end
+	// (its error).
+	Sleep(ctx context.Context, d time.Duration) error
+	// Close stops watching.
+	Close()
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kinetic-run/kinetic/backend/batchdriver"
+	"github.com/kinetic-run/kinetic/internal/dirwatch"
 	"github.com/kinetic-run/kinetic/internal/filelock"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
@@ -196,6 +197,15 @@ func (b *Backend) queueGroupWorkers(gid string, n int) []int {
 		}
 	}
 	return left
+}
+
+// GroupWatch implements batchdriver.Waker: a watch of the batch's done/, where each
+// worker appends every input it finishes (inotify, writes included).
+func (b *Backend) GroupWatch(gid string) batchdriver.GroupWatch {
+	if w := dirwatch.NewWrites(filepath.Join(b.groupDir(gid), "done")); w != nil {
+		return w
+	}
+	return nil
 }
 
 // GroupDone implements batchdriver.Driver: the done files of the batch's workers.

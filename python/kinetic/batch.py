@@ -214,14 +214,28 @@ class BatchHandle:
         self._watched_all = False
         # The reply comes after the last event, on the same thread: it ends the queue, so
         # the last report is not followed by a wait for more.
-        params = {"group_id": self.group_id, "store": self._store}
+        # batched: one message per round of the watch, not one per input (a thread
+        # handing each to this one was most of a large map's time here).
+        params = {"group_id": self.group_id, "store": self._store, "batched": True}
         if values:
             params["inline_max"] = INLINE_MAX
-        rid, pending = eng.start("batch_watch", params,
-                                 on_event=lambda name, data: q.put(data) if name == "child" else None,
-                                 on_reply=lambda msg: q.put(None))
+
+        def on_event(name, data):
+            if name == "children" and isinstance(data, dict):
+                q.put(data.get("children") or [])
+            elif name == "child":
+                q.put([data])
+
+        rid, pending = eng.start("batch_watch", params, on_event=on_event, on_reply=lambda msg: q.put(None))
+        ready = []  # reports received and not yet handed on
         try:
             while True:
+                if ready:
+                    c = ready.pop()
+                    seen.add(c["index"])
+                    self._record(c)
+                    yield c
+                    continue
                 left = None if deadline is None else deadline - time.time()
                 if left is not None and left <= 0:
                     raise TimeoutError("batch %s: not finished after %ss" % (self.group_id, timeout))
@@ -231,6 +245,8 @@ class BatchHandle:
                         eng.finish(rid, pending)  # raises the watch's error, if any
                         self._watched_all = len(seen) == self._total
                         return
+                    ready = c[::-1]  # popped from the end: in the order sent
+                    continue
                 except queue.Empty:
                     if pending.event.is_set() and q.empty():
                         eng.finish(rid, pending)  # raises the watch's error, if any
@@ -243,9 +259,6 @@ class BatchHandle:
                             yield c
                         return
                     continue
-                seen.add(c["index"])
-                self._record(c)
-                yield c
         finally:
             if not pending.event.is_set():
                 eng.cancel(rid)

@@ -399,8 +399,9 @@ func ReadCollected(ctx context.Context, st *store.Store, gid string) (map[string
 // ClaimedBy returns, of the children listed in the record at key, those whose first
 // record it is: the ones that collection claimed. Two collections of one child at once
 // both write a record; the lower number wins (RecordCollected), and only its collector
-// cleans the child up.
-func ClaimedBy(ctx context.Context, st *store.Store, gid, key string) (map[string]bool, error) {
+// cleans the child up. mine is what the record at key holds (the caller wrote it): it is
+// not read back.
+func ClaimedBy(ctx context.Context, st *store.Store, gid, key string, mine []Collected) (map[string]bool, error) {
 	objs, err := st.List(ctx, CollectedPrefix(gid))
 	if err != nil {
 		return nil, err
@@ -410,9 +411,11 @@ func ClaimedBy(ctx context.Context, st *store.Store, gid, key string) (map[strin
 		if o.Key > key {
 			break // List is in key order: later records claim nothing of ours
 		}
-		cs, err := ReadCollectedKeys(ctx, st, gid, []string{o.Key})
-		if err != nil {
-			return nil, err
+		cs := mine
+		if o.Key != key {
+			if cs, err = ReadCollectedKeys(ctx, st, gid, []string{o.Key}); err != nil {
+				return nil, err
+			}
 		}
 		for _, c := range cs {
 			if _, seen := first[c.JobID]; !seen {

@@ -17,6 +17,11 @@ import (
 type Watcher struct {
 	c    chan struct{}
 	stop func()
+	// rearm, for a watch of writes, watches again after a wake: it fires once per arming
+	// (IN_ONESHOT), not once per line another process appends (a thousand wake-ups of
+	// this process, and as many of the writer's, for a thousand-input map).
+	rearm func()
+	fired atomic.Bool
 }
 
 // MaxWatchers bounds the watchers a process holds at once: inotify instances are a
@@ -58,10 +63,11 @@ func newWatcher(dir string, writes bool, names []string) *Watcher {
 		live.Add(-1)
 		return nil
 	}
-	c := make(chan struct{}, 1)
-	stop, ok := watch(dir, set, writes, func() {
+	w := &Watcher{c: make(chan struct{}, 1)}
+	stop, rearm, ok := watch(dir, set, writes, func() {
+		w.fired.Store(true)
 		select {
-		case c <- struct{}{}:
+		case w.c <- struct{}{}:
 		default: // a wake-up is pending already
 		}
 	})
@@ -69,7 +75,8 @@ func newWatcher(dir string, writes bool, names []string) *Watcher {
 		live.Add(-1)
 		return nil
 	}
-	return &Watcher{c: c, stop: stop}
+	w.stop, w.rearm = stop, rearm
+	return w
 }
 
 // Close stops watching, without waiting for it: closing an inotify instance waits for
@@ -90,17 +97,30 @@ func (w *Watcher) Close() {
 // Sleep waits for d, for an addition to the directory since the last Sleep, or for ctx
 // to end (its error).
 func (w *Watcher) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
 	var c chan struct{}
 	if w != nil {
 		c = w.c
+		if w.rearm != nil && w.fired.Swap(false) {
+			// It fired since the last Sleep and watched nothing since: what came after
+			// is unseen. Watch again, and look now.
+			w.rearm()
+			select {
+			case <-c:
+			default:
+			}
+			return ctx.Err()
+		}
 	}
+	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-t.C:
 	case <-c:
+		if w.rearm != nil && w.fired.Swap(false) {
+			w.rearm() // before the caller looks: what comes after it wakes the next Sleep
+		}
 	}
 	return nil
 }

@@ -3,4 +3,4 @@
 package dirwatch
 
 // watch: no watching here; callers poll.
-func watch(string, map[string]bool, bool, func()) (func(), bool) { return nil, false }
+func watch(string, map[string]bool, bool, func()) (func(), func(), bool) { return nil, nil, false }

@@ -182,3 +182,45 @@ func TestNewForWakesOnlyForItsNames(t *testing.T) {
 		t.Fatalf("not woken by status.json: slept %s", d)
 	}
 }
+
+// A watch of writes wakes for a line appended to a file kept open, once per look: a write
+// while the caller looks wakes its next Sleep at once, and no write lets it sleep.
+func TestWritesWakeOncePerLook(t *testing.T) {
+	dir := t.TempDir()
+	f, err := os.OpenFile(filepath.Join(dir, "log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := NewWrites(dir)
+	if w == nil {
+		t.Skip("no inotify here")
+	}
+	defer w.Close()
+	ctx := context.Background()
+	quick := func(what string) {
+		t.Helper()
+		start := time.Now()
+		if err := w.Sleep(ctx, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("%s: slept %v", what, d)
+		}
+	}
+	go func() { time.Sleep(50 * time.Millisecond); f.WriteString("a\n") }()
+	quick("a line appended while sleeping")
+	for range 100 { // while the caller looks
+		f.WriteString("b\n")
+	}
+	time.Sleep(50 * time.Millisecond)
+	quick("lines appended while looking")
+	f.WriteString("c\n")
+	time.Sleep(50 * time.Millisecond)
+	quick("a line appended after the last wake")
+	start := time.Now()
+	w.Sleep(ctx, 300*time.Millisecond)
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Fatalf("woke after %v with nothing written", d)
+	}
+}

@@ -9,6 +9,7 @@ const (
 	MethodRoot          = "root"
 	MethodConfig        = "config"
 	MethodSubmit        = "submit"
+	MethodCall          = "call"
 	MethodAttach        = "attach"
 	MethodStatus        = "status"
 	MethodWait          = "wait"
@@ -32,7 +33,7 @@ const (
 
 // Methods lists every method name.
 var Methods = []string{
-	MethodHello, MethodCancelRequest, MethodRoot, MethodConfig, MethodSubmit, MethodAttach,
+	MethodHello, MethodCancelRequest, MethodRoot, MethodConfig, MethodSubmit, MethodCall, MethodAttach,
 	MethodStatus, MethodWait, MethodResult, MethodResultsMany, MethodCollected, MethodLogs, MethodTail,
 	MethodCancel, MethodDebugAttach, MethodDebugDetach, MethodCleanup, MethodMap, MethodBatch,
 	MethodBatchWatch, MethodBatchCancel, MethodBatchCleanup, MethodDataHash, MethodList,
@@ -200,6 +201,16 @@ type ResultRequest struct {
 	// InlineMax: a value of at most this many bytes comes in Result.Value instead of a
 	// file in ValueDir.
 	InlineMax int `json:"inline_max,omitempty"`
+}
+
+// CallRequest (call) is submit, then result of the job it submitted, in one request: a
+// blocking call's two round trips in one, and no read of the job's handle back. An
+// EventSubmitted carries the job's handle as soon as it is submitted (the SDK cancels the
+// job on Ctrl-C with it); then come result's events, and result's reply. The Result's
+// job fields (job_id, store, config) are not read: the job is the one submitted.
+type CallRequest struct {
+	SubmitRequest
+	Result ResultRequest `json:"result"`
 }
 
 // Result is how a job ended, with its envelope (result.json) and the local copy of

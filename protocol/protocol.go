@@ -98,6 +98,8 @@ const (
 	EventStatus = "status"
 	// EventChild carries a ChildStatus, once per input of a batch, for batch_watch.
 	EventChild = "child"
+	// EventSubmitted carries the Handle of the job a call submitted, before its wait.
+	EventSubmitted = "submitted"
 	// EventChildren carries Children, the ChildStatus of every input one round of a
 	// batch_watch with batched found ended (in completion order, as EventChild's).
 	EventChildren = "children"

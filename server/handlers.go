@@ -55,6 +55,7 @@ var handlers = map[string]handler{
 	protocol.MethodRoot:          handle((*Server).root),
 	protocol.MethodConfig:        handle((*Server).config),
 	protocol.MethodSubmit:        handle((*Server).submit),
+	protocol.MethodCall:          handle((*Server).callJob),
 	protocol.MethodAttach:        handle((*Server).attach),
 	protocol.MethodStatus:        handle((*Server).status),
 	protocol.MethodWait:          handle((*Server).wait),
@@ -197,11 +198,26 @@ func (s *Server) wait(c *call, r *protocol.WaitRequest) (*protocol.StatusRespons
 	return &protocol.StatusResponse{Status: string(state), Reason: reason}, nil
 }
 
+// callJob submits the job and waits for its result, as submit and then result would.
+func (s *Server) callJob(c *call, r *protocol.CallRequest) (*protocol.Result, error) {
+	j, err := s.eng.Submit(c, submitRequest(&r.SubmitRequest))
+	if err != nil {
+		return nil, err
+	}
+	c.event(protocol.EventSubmitted, handleOf(j.Handle))
+	return s.resultOf(c, j, &r.Result)
+}
+
 func (s *Server) result(c *call, r *protocol.ResultRequest) (*protocol.Result, error) {
 	j, err := s.job(c, &r.JobRequest)
 	if err != nil {
 		return nil, err
 	}
+	return s.resultOf(c, j, r)
+}
+
+// resultOf waits for job j and reads its result as r asks.
+func (s *Server) resultOf(c *call, j *engine.Job, r *protocol.ResultRequest) (*protocol.Result, error) {
 	wctx, cancel := withTimeout(c, r.Timeout)
 	defer cancel()
 	s.eng.NoticeWhilePending(wctx, j)

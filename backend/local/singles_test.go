@@ -27,6 +27,7 @@ func newLocalIn(t *testing.T, state string, slots int, perJob bool) (*local.Back
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	stopSupervisorsAtEnd(t, state)
 	b, err := local.New(st, local.Options{StateDir: state, Exe: testbin.Path(t), Slots: slots, Grace: 2 * time.Second, PerJobSupervisor: perJob})
 	if err != nil {
 		t.Fatal(err)

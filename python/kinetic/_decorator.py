@@ -158,20 +158,42 @@ class RemoteFunction:
                                "and there is no terminal here: use f.run_async(...) and attach from elsewhere "
                                "(`kinetic jobs debug JOB_ID`), or set KINETIC_NO_TTY_DEBUG=1 to wait anyway")
         mark("sdk.call")
-        handle = self.run_async(*args, **kwargs)
-        mark("sdk.submitted", handle.job_id)
-        if handle.debug:
+        if self._options.get("debug"):
+            handle = self.run_async(*args, **kwargs)
+            mark("sdk.submitted", handle.job_id)
             # The job waits for a debugger: say where, then wait for the value as usual.
             handle.debug_attach()
+            try:
+                return handle.result(stream_logs=False)
+            except KeyboardInterrupt:
+                raise _cancel_on_interrupt(handle) from None
+        # Submitted and waited for in one request (the engine's "call"): one round trip
+        # to the engine fewer than run_async and then result().
+        submitted = []
+
+        def on_submitted(handle):
+            submitted.append(handle)
+            mark("sdk.submitted", handle.job_id)
+
         try:
-            value = handle.result(stream_logs=not handle.debug)
+            with self._submission(args, kwargs) as req:
+                value, handle = JobHandle._call(req, on_submitted)
             mark("sdk.return", handle.job_id)
             return value
         except KeyboardInterrupt:
-            raise _cancel_on_interrupt(handle) from None
+            if not submitted:
+                raise
+            raise _cancel_on_interrupt(submitted[0]) from None
 
     def run_async(self, *args, **kwargs) -> JobHandle:
         """Submit the call and return its JobHandle at once."""
+        with self._submission(args, kwargs) as req:
+            return JobHandle.from_dict(engine().call("submit", req))
+
+    @contextlib.contextmanager
+    def _submission(self, args, kwargs):
+        """The submit request of a call of the function with args and kwargs (its pickle in
+        a temporary file, removed after)."""
         source, root = self._source_root()
         args, kwargs, data = extract_data(args, kwargs, self._options.get("volumes"))
         payload = _pickle_call(self._func, args, kwargs, root)
@@ -181,7 +203,7 @@ class RemoteFunction:
                 f.write(payload)
             req = self._request(path, source)
             req["data"] = data
-            return JobHandle.from_dict(engine().call("submit", req))
+            yield req
         finally:
             os.unlink(path)
 

@@ -160,21 +160,14 @@ class JobHandle:
             stream_logs = False
         if _COLLECTED in self.__dict__:  # collected by this handle already: the same value
             return self.__dict__[_COLLECTED]
-
-        def on_event(name, data):
-            if name == "log":
-                _print_logs(name, data)
-            elif name == "status" and on_status_change is not None:
-                try:
-                    on_status_change(JobStatus(data))
-                except Exception as e:  # never break result collection
-                    sys.stderr.write("kinetic: on_status_change raised %r (ignored)\n" % (e,))
-            elif name == "warning":
-                sys.stderr.write("kinetic: warning: %s\n" % data)
-
         res = engine().call("result", self._params(
             timeout=wire(timeout), stream_logs=bool(stream_logs), status_events=on_status_change is not None,
-            value_dir=tempfile.gettempdir(), inline_max=INLINE_MAX), on_event=on_event)
+            value_dir=tempfile.gettempdir(), inline_max=INLINE_MAX), on_event=_result_events(on_status_change))
+        return self._collect(res, cleanup)
+
+    def _collect(self, res, cleanup):
+        """The value of result's reply res (or its remote exception raised); with cleanup,
+        the engine is told this process holds it (collected)."""
         mark("sdk.result", self.job_id)
         value = _unpack(res, self.job_id)
         if cleanup:
@@ -183,6 +176,27 @@ class JobHandle:
             acknowledge(self.store, [self.job_id], wait=False)
             self.__dict__[_COLLECTED] = value
         return value
+
+    @classmethod
+    def _call(cls, req, on_submitted):
+        """A blocking call: submit request req and wait for its value in one request to
+        the engine (call), streaming the job's logs, as run_async() then result(
+        stream_logs=True) would. on_submitted gets the job's handle as soon as it is
+        submitted. Returns the value and the handle."""
+        req = dict(req, result={"stream_logs": True, "value_dir": tempfile.gettempdir(), "inline_max": INLINE_MAX})
+        events = _result_events(None)
+        submitted = []
+
+        def on_event(name, data):
+            if name == "submitted":
+                submitted.append(cls.from_dict(data))
+                on_submitted(submitted[0])
+            else:
+                events(name, data)
+
+        res = engine().call("call", req, on_event=on_event)
+        # The event came before the reply (one reader, in order).
+        return submitted[0]._collect(res, True), submitted[0]
 
     def debug_attach(self, local_port: Optional[int] = None, working_dir: Optional[str] = None,
                      timeout: Optional[float] = None, quiet: bool = False) -> "DebugSession":
@@ -231,6 +245,22 @@ class JobHandle:
     def __repr__(self):
         return "JobHandle(job_id=%r, func_name=%r, accelerator=%r, backend=%r)" % (
             self.job_id, self.func_name, self.accelerator, self.backend)
+
+
+def _result_events(on_status_change):
+    """The events of a wait for a result: logs printed, status changes to
+    on_status_change, warnings on stderr."""
+    def on_event(name, data):
+        if name == "log":
+            _print_logs(name, data)
+        elif name == "status" and on_status_change is not None:
+            try:
+                on_status_change(JobStatus(data))
+            except Exception as e:  # never break result collection
+                sys.stderr.write("kinetic: on_status_change raised %r (ignored)\n" % (e,))
+        elif name == "warning":
+            sys.stderr.write("kinetic: warning: %s\n" % data)
+    return on_event
 
 
 def _print_logs(name, data):

@@ -317,8 +317,8 @@ func faultBatchObjectsDamaged(t *testing.T, e *env) {
 }
 
 // damageEndsLine damages input i's line in the envelope log of batch gid that holds it
-// (docs/store.md, "A batch's ends") as how says: truncated (the log cut in the middle of
-// the line), garbage, empty (the line's envelope removed, its index left) or deleted (the
+// (docs/store.md, "A batch's ends") as how says: truncated (its envelope cut in the
+// middle), garbage, empty (the line's envelope removed, its index left) or deleted (the
 // line removed).
 func damageEndsLine(t *testing.T, storeDir, gid string, i int, how string) {
 	t.Helper()
@@ -340,8 +340,8 @@ func damageEndsLine(t *testing.T, storeDir, gid string, i int, how string) {
 		env := start + len(prefix)
 		var out []byte
 		switch how {
-		case "truncated":
-			out = raw[:(env+end)/2]
+		case "truncated": // its envelope cut short, as a write torn by a full disk leaves it
+			out = slices.Concat(raw[:(env+end)/2], []byte("\n"), raw[end:])
 		case "garbage":
 			out = slices.Concat(raw[:env], []byte("\x00\x01garbage{\n"), raw[end:])
 		case "empty":

@@ -604,21 +604,6 @@ func Watch(ctx context.Context, e Engine, gid, storeURL string, emit func(ChildS
 // minRound is the shortest time between two rounds of a watch woken by its unit.
 const minRound = 10 * time.Millisecond
 
-// sleepCtx sleeps for d (nothing if d <= 0), or until ctx ends (its error).
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // WatchOptions are Watch's options.
 type WatchOptions struct {
 	// InlineMax > 0 asks for the results of the children whose ends the batch's unit
@@ -770,8 +755,10 @@ func WatchWith(ctx context.Context, e Engine, gid, storeURL string, o WatchOptio
 		if wake != nil {
 			// Woken as members end, but a round at most every 10 ms: each looks at
 			// every member that ended since the last.
-			if err := sleepCtx(ctx, time.Until(round.Add(minRound))); err != nil {
-				return err
+			if d := time.Until(round.Add(minRound)); d > 0 {
+				if err := jobview.NewPollerFrom(d).Wait(ctx); err != nil {
+					return err
+				}
 			}
 			if err := p.WaitWatched(ctx, wake); err != nil {
 				return err

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,6 +19,7 @@ import (
 	"github.com/kinetic-run/kinetic/store"
 	"github.com/kinetic-run/kinetic/testkit/faultfs"
 	"github.com/kinetic-run/kinetic/testkit/testbin"
+	"github.com/kinetic-run/kinetic/testkit/testproc"
 )
 
 // observe is the engine's view of a job, as the conformance suite and these tests use it.
@@ -41,53 +40,15 @@ func newLocal(t *testing.T, slots int) (*local.Backend, *store.Store) {
 	}
 	t.Cleanup(func() { st.Close() })
 	state := t.TempDir()
-	stopSupervisorsAtEnd(t, state)
+	// Its supervisors, long-lived ones idle for a minute, stopped before the directories
+	// go: one that looked at its store meanwhile made it again ("directory not empty",
+	// one run in five of the conformance suite).
+	testproc.StopUnderAtCleanup(t, state)
 	b, err := local.New(st, local.Options{StateDir: state, Exe: testbin.Path(t), Slots: slots, Grace: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b, st
-}
-
-// stopSupervisorsAtEnd kills, when the test ends and before its temporary directories
-// are removed, the supervisors of state directory state that are still running (the
-// long-lived ones wait a minute for work): one that starts again, or takes a look at its
-// store, while the directories are removed makes them again, and the removal fails
-// ("directory not empty", one run in five of the conformance suite).
-func stopSupervisorsAtEnd(t *testing.T, state string) {
-	t.Cleanup(func() {
-		for range 50 {
-			pids := supervisorsOf(state)
-			if len(pids) == 0 {
-				return
-			}
-			for _, pid := range pids {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	})
-}
-
-// supervisorsOf lists the processes running `kinetic supervise --state-dir state`.
-func supervisorsOf(state string) []int {
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		raw, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(raw), "\x00")
-		if slices.Contains(args, "supervise") && slices.Contains(args, state) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }
 
 func TestConformance(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
 	"github.com/kinetic-run/kinetic/testkit/testbin"
+	"github.com/kinetic-run/kinetic/testkit/testproc"
 )
 
 // newLocalIn is newLocal with a state directory the test knows.
@@ -27,7 +28,7 @@ func newLocalIn(t *testing.T, state string, slots int, perJob bool) (*local.Back
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	stopSupervisorsAtEnd(t, state)
+	testproc.StopUnderAtCleanup(t, state)
 	b, err := local.New(st, local.Options{StateDir: state, Exe: testbin.Path(t), Slots: slots, Grace: 2 * time.Second, PerJobSupervisor: perJob})
 	if err != nil {
 		t.Fatal(err)

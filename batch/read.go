@@ -648,7 +648,6 @@ func WatchWith(ctx context.Context, e Engine, gid, storeURL string, o WatchOptio
 				return err
 			}
 			lastRead = time.Now()
-			calltrace.Mark("batch.watch.manifest", strconv.FormatBool(m.SubmissionComplete))
 		}
 		// Children finish roughly in submission order: look at the oldest unfinished
 		// ones each round, until a few are found still unfinished or one still waiting

@@ -573,45 +573,23 @@ func (x *endsIndex) dropIfDone(f *endsFile) {
 // packedChildren lists the inputs of batch gid that have an envelope in its logs (none
 // removed), reading them afresh, for listings (ResultChildren).
 func (s *Store) packedChildren(gid string) ([]int, error) {
-	dir := s.endsDir(gid)
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+	// An index of its own, read whole and closed: a listing of every batch must not
+	// fill the cache of the ones being read.
+	x := &endsIndex{dir: s.endsDir(gid)}
+	defer x.reset()
+	if err := x.syncRemoved(); err != nil {
 		return nil, err
 	}
-	removed, err := removedSet(filepath.Join(dir, endsRemoved))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := x.refresh(); err != nil {
 		return nil, err
 	}
 	var out []int
-	seen := map[int]bool{}
-	for _, e := range ents {
-		if !strings.HasSuffix(e.Name(), endsOpen) && !strings.HasSuffix(e.Name(), endsSealed) {
-			continue
-		}
-		b, err := readFrom(filepath.Join(dir, e.Name()), 0)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // sealed meanwhile: its new name is read below, or was
-		}
-		if err != nil {
-			return nil, err
-		}
-		for len(b) > 0 {
-			k := bytes.IndexByte(b, '\n')
-			if k < 0 {
-				break
-			}
-			if sp := bytes.IndexByte(b[:k], ' '); sp > 0 {
-				if i, err := strconv.Atoi(string(b[:sp])); err == nil && i >= 0 && !removed[i] && !seen[i] {
-					seen[i] = true
-					out = append(out, i)
-				}
-			}
-			b = b[k+1:]
+	for i := range x.ends {
+		if !x.removed[i] {
+			out = append(out, i)
 		}
 	}
+	slices.Sort(out)
 	return out, nil
 }
 

@@ -4,9 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/internal/parallel"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
 	"github.com/kinetic-run/kinetic/store/batchlayout"
@@ -49,15 +48,11 @@ func Jobs(ctx context.Context, e Engine, storeURL string, ids []string) []Found 
 		}
 		out[k] = g.find(id, i, storeURL)
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(8)
-	for _, k := range rest {
-		g.Go(func() error {
-			out[k].Job, out[k].Err = e.Attach(gctx, ids[k], storeURL)
-			return nil
-		})
-	}
-	g.Wait()
+	parallel.ForEach(ctx, len(rest), 8, func(ctx context.Context, r int) error {
+		k := rest[r]
+		out[k].Job, out[k].Err = e.Attach(ctx, ids[k], storeURL)
+		return nil
+	})
 	return out
 }
 

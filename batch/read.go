@@ -15,6 +15,7 @@ import (
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/internal/calltrace"
+	"github.com/kinetic-run/kinetic/internal/parallel"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/store"
@@ -83,49 +84,46 @@ func lookEnded(ctx context.Context, e Engine, st *store.Store, m *Manifest, stor
 	}
 	derived := endedDerived(ctx, e, st, m.GroupID)
 	out := make([]ChildStatus, len(ended))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(16)
-	for k, c := range ended {
-		g.Go(func() error {
-			if !retriesLeft(m, c) {
-				// Its end (and its result, as results() will want the value) in one read
-				// of the store (ResultRecorded); without one, the backend is asked.
-				if cs, ok := endedWithResult(gctx, st, derived, c, o.InlineMax); ok {
-					out[k] = cs
-					return nil
-				}
-			}
-			// Most ended children have written nothing but their result: derived.
-			j, err := derived(gctx, c)
-			if j == nil && err == nil {
-				j, err = e.Attach(gctx, c.JobID, storeURL)
-			}
-			if err != nil {
-				var gone *engine.CleanedUpError
-				if errors.As(err, &gone) { // collected and cleaned up: final
-					t := gone.Tombstone.CleanedAt
-					out[k] = ChildStatus{Index: c.Index, Status: job.NotFound, CollectedAt: &t}
-				} else if cs, ok := removedChild(gctx, st, m, c, err); ok {
-					out[k] = cs
-				}
+	err := parallel.ForEach(ctx, len(ended), 16, func(gctx context.Context, k int) error {
+		c := ended[k]
+		if !retriesLeft(m, c) {
+			// Its end (and its result, as results() will want the value) in one read
+			// of the store (ResultRecorded); without one, the backend is asked.
+			if cs, ok := endedWithResult(gctx, st, derived, c, o.InlineMax); ok {
+				out[k] = cs
 				return nil
 			}
-			state, reason, err := j.Status(gctx)
-			if errors.Is(err, job.ErrDamaged) {
-				// Nothing will mend it: final, with why (its result says so too).
-				out[k] = ChildStatus{Index: c.Index, JobID: c.JobID, Handle: j.Handle, Status: job.NotFound, Reason: err.Error()}
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if state.Terminal() && !(state == job.Failed && retriesLeft(m, c)) {
-				out[k] = ChildStatus{Index: c.Index, Handle: j.Handle, Status: state, Reason: reason}
+		}
+		// Most ended children have written nothing but their result: derived.
+		j, err := derived(gctx, c)
+		if j == nil && err == nil {
+			j, err = e.Attach(gctx, c.JobID, storeURL)
+		}
+		if err != nil {
+			var gone *engine.CleanedUpError
+			if errors.As(err, &gone) { // collected and cleaned up: final
+				t := gone.Tombstone.CleanedAt
+				out[k] = ChildStatus{Index: c.Index, Status: job.NotFound, CollectedAt: &t}
+			} else if cs, ok := removedChild(gctx, st, m, c, err); ok {
+				out[k] = cs
 			}
 			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+		}
+		state, reason, err := j.Status(gctx)
+		if errors.Is(err, job.ErrDamaged) {
+			// Nothing will mend it: final, with why (its result says so too).
+			out[k] = ChildStatus{Index: c.Index, JobID: c.JobID, Handle: j.Handle, Status: job.NotFound, Reason: err.Error()}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if state.Terminal() && !(state == job.Failed && retriesLeft(m, c)) {
+			out[k] = ChildStatus{Index: c.Index, Handle: j.Handle, Status: state, Reason: reason}
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	kept := out[:0]

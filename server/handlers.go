@@ -6,12 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"github.com/kinetic-run/kinetic/internal/calltrace"
+	"github.com/kinetic-run/kinetic/internal/parallel"
 	"os"
 	"reflect"
 	"strings"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/kinetic-run/kinetic/batch"
 	"github.com/kinetic-run/kinetic/config"
@@ -298,17 +297,12 @@ func cleanupAll(ctx context.Context, jobs []*engine.Job) {
 	for b, idx := range logged {
 		b.st.RemoveLogged(b.gid, idx) // what it could not do, each child's cleanup does
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(4)
-	for _, j := range jobs {
-		g.Go(func() error {
-			if err := j.CleanupCollected(gctx); err != nil {
-				fmt.Fprintf(os.Stderr, "kinetic: warning: cleanup of %s failed: %v\n", j.Handle.JobID, err)
-			}
-			return nil
-		})
-	}
-	g.Wait()
+	parallel.ForEach(ctx, len(jobs), 4, func(ctx context.Context, k int) error {
+		if err := jobs[k].CleanupCollected(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "kinetic: warning: cleanup of %s failed: %v\n", jobs[k].Handle.JobID, err)
+		}
+		return nil
+	})
 }
 
 // resultsMany reads the results of many finished jobs (a batch's results()) in
@@ -321,29 +315,24 @@ func (s *Server) resultsMany(c *call, r *protocol.ResultsManyRequest) ([]protoco
 	out := make([]protocol.JobResult, len(r.JobIDs))
 	var collected batch.Collections
 	found := batch.Jobs(wctx, s.eng, r.Store, r.JobIDs)
-	g, gctx := errgroup.WithContext(wctx)
-	g.SetLimit(8)
-	for i, id := range r.JobIDs {
-		g.Go(func() error {
-			out[i].JobID = id
-			j, err := found[i].Job, found[i].Err
-			if err == nil {
-				if t := collected.Of(gctx, j); t != nil {
-					err = &engine.CleanedUpError{Tombstone: t, What: "result"}
-				}
+	parallel.ForEach(wctx, len(r.JobIDs), 8, func(gctx context.Context, i int) error {
+		out[i].JobID = r.JobIDs[i]
+		j, err := found[i].Job, found[i].Err
+		if err == nil {
+			if t := collected.Of(gctx, j); t != nil {
+				err = &engine.CleanedUpError{Tombstone: t, What: "result"}
 			}
-			if err == nil {
-				var res *engine.Result
-				res, err = j.Result(gctx, jobview.ValueTo{Dir: r.ValueDir, InlineMax: r.InlineMax})
-				out[i].Result = resultOf(res)
-			}
-			if err != nil {
-				out[i].Error = toError(err)
-			}
-			return nil
-		})
-	}
-	g.Wait()
+		}
+		if err == nil {
+			var res *engine.Result
+			res, err = j.Result(gctx, jobview.ValueTo{Dir: r.ValueDir, InlineMax: r.InlineMax})
+			out[i].Result = resultOf(res)
+		}
+		if err != nil {
+			out[i].Error = toError(err)
+		}
+		return nil
+	})
 	return out, nil
 }
 

@@ -53,6 +53,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kinetic-run/kinetic/internal/atomicfile"
+	"github.com/kinetic-run/kinetic/internal/remove"
 	"github.com/kinetic-run/kinetic/job"
 )
 
@@ -681,17 +682,17 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 // found the object) and the others false, with no error.
 func (s *Store) Remove(ctx context.Context, key string) (bool, error) {
 	if s.dir != "" && plainKey(key) {
-		err := os.Remove(filepath.Join(s.dir, filepath.FromSlash(key)))
-		if errors.Is(err, fs.ErrNotExist) {
-			if gid, i, packed := s.packedKey(key); packed {
-				return s.removePacked(gid, i)
-			}
-			return false, nil
-		}
+		// An object is a file: one unlink, also for one never written.
+		removed, err := remove.File(filepath.Join(s.dir, filepath.FromSlash(key)))
 		if err != nil {
 			return false, fmt.Errorf("delete %s: %w", key, err)
 		}
-		return true, nil
+		if !removed {
+			if gid, i, packed := s.packedKey(key); packed {
+				return s.removePacked(gid, i)
+			}
+		}
+		return removed, nil
 	}
 	err := s.bucket.Delete(ctx, key)
 	if gcerrors.Code(err) == gcerrors.NotFound {
@@ -877,8 +878,9 @@ func (s *Store) ListDirs(ctx context.Context, prefix string) ([]string, error) {
 // DeletePrefix removes every object under prefix.
 func (s *Store) DeletePrefix(ctx context.Context, prefix string) error {
 	if s.dir != "" && strings.HasSuffix(prefix, "/") && plainKey(strings.TrimSuffix(prefix, "/")) {
-		// A file store's prefix is a directory: remove it in one walk.
-		if err := os.RemoveAll(filepath.Join(s.dir, filepath.FromSlash(prefix))); err != nil {
+		// A file store's prefix is a directory: remove it in one walk (one call when
+		// it does not exist, as for most of a batch's inputs).
+		if err := remove.All(filepath.Join(s.dir, filepath.FromSlash(prefix))); err != nil {
 			return fmt.Errorf("delete %s: %w", prefix, err)
 		}
 		return nil

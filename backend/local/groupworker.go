@@ -225,8 +225,17 @@ func (gw *groupWorker) setRunning(i int) {
 		}
 		gw.runningFile = f
 	}
-	gw.runningFile.WriteAt([]byte(fmt.Sprintf("%-20d %-10d\n", i, selfPID)), 0)
+	var b [32]byte // "%-20d %-10d\n"
+	line := strconv.AppendInt(b[:0], int64(i), 10)
+	for len(line) < 20 {
+		line = append(line, ' ')
+	}
+	line = append(line, runningPID...)
+	gw.runningFile.WriteAt(line, 0)
 }
+
+// runningPID ends a line of workers/K.running: " PID" padded to ten places, "\n".
+var runningPID = fmt.Sprintf(" %-10d\n", selfPID)
 
 // notRunning says that no input runs (before one ran).
 func (gw *groupWorker) notRunning() {
@@ -279,6 +288,9 @@ const stopName = "stop"
 
 // close closes the files the worker keeps open (a long-lived supervisor goes on).
 func (gw *groupWorker) close() {
+	if gw.runningFile != nil {
+		gw.setRunning(-1) // between turns it runs nothing of this batch
+	}
 	gw.outs.Close()
 	gw.ends.Close()
 	for _, f := range []*os.File{gw.runningFile, gw.done, gw.next} {
@@ -367,7 +379,9 @@ func (gw *groupWorker) run(ctx context.Context, i int) error {
 		gw.x = nil // dead: the next input starts another
 	}
 	gw.mu.Unlock()
-	gw.setRunning(-1)
+	// workers/K.running still names i, which ended: readers look for an input's end
+	// before they look there, and the next input's setRunning, or close, overwrites it
+	// (one write an input fewer).
 	if ownOut {
 		// Left empty, it waits there for the next input's Make (renamed to its name) or
 		// the worker's end (removed): no empty directory outlives the worker's turn.

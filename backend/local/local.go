@@ -27,6 +27,7 @@ import (
 	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/internal/backoff"
 	"github.com/kinetic-run/kinetic/internal/filelock"
+	"github.com/kinetic-run/kinetic/internal/remove"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/runner"
@@ -455,6 +456,9 @@ func (b *Backend) CleanupEnded(ctx context.Context, h *job.Handle) error {
 // directory not empty" after a sync call, about one run of forty calls in four), so it
 // tries again, for about a second.
 func removeWorkspace(ctx context.Context, id, dir string) error {
+	if err := remove.All(dir); err == nil {
+		return nil // most often none (a batch's input) or no one wrote meanwhile
+	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
 	err := backoff.Retry(wctx, backoff.New(5*time.Millisecond, 200*time.Millisecond), func() (bool, error) {

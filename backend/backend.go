@@ -78,7 +78,8 @@ type Debugger interface {
 
 // RunnerImager is implemented by backends whose pods start the runner of a runner image
 // (the Kubernetes backends). When such a backend runs a job in an image Kinetic built,
-// planning puts that runner into the image (image.Client.AddRunner) and records it in
+// or in a user's image in the registry of image_registry, planning puts that runner
+// into the image (image.Client.AddRunner) and records it in
 // the handle (RunnerInImage), so the pods start it from their own image instead of
 // copying it in first (docs/kubernetes.md, "The runner in the job's image").
 type RunnerImager interface {

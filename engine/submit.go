@@ -89,10 +89,10 @@ func (v planEnv) EnsureImage(ctx context.Context, cfg *config.Resolved, req *ima
 	return v.e.images.Ensurer(cfg).Ensure(ctx, &r)
 }
 
-func (v planEnv) AddRunner(ctx context.Context, where *job.Handle, st *store.Store, img name.Digest) (image.WithRunner, bool) {
+func (v planEnv) AddRunner(ctx context.Context, where *job.Handle, st *store.Store, img name.Reference, into name.Repository) (image.WithRunner, bool) {
 	be, err := v.e.backendFor(where, st)
 	if ri, ok := be.(backend.RunnerImager); err == nil && ok {
-		return images.AddRunner(ctx, img, ri.RunnerImage, v.e.Notice, v.e.noticeOnce)
+		return images.AddRunner(ctx, img, into, ri.RunnerImage, v.e.Notice, v.e.noticeOnce)
 	}
 	return image.WithRunner{}, false // Submit says why, or the backend copies no runner in
 }

@@ -21,6 +21,10 @@ import (
 // ErrUnreachable is wrapped when a registry cannot be reached at all (errs.Unavailable).
 var ErrUnreachable = errs.New(errs.Unavailable, "registry unreachable")
 
+// ErrDenied is wrapped when a registry refuses this machine's credentials, or asks for
+// some it does not have (errs.PermissionDenied).
+var ErrDenied = errs.New(errs.PermissionDenied, "registry denied access")
+
 // manifestAccept is what Lookup accepts: every manifest and index type.
 var manifestAccept = strings.Join([]string{
 	"application/vnd.oci.image.manifest.v1+json",
@@ -96,7 +100,7 @@ func (c *Client) Lookup(ctx context.Context, ref name.Reference) (v1.Hash, bool,
 			return v1.Hash{}, false, nil
 		}
 		if errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden) {
-			return v1.Hash{}, false, fmt.Errorf("look up %s: %w (log in to %s, e.g. `gcloud auth configure-docker %s` or `podman login %s`)", ref, err, reg.RegistryStr(), reg.RegistryStr(), reg.RegistryStr())
+			return v1.Hash{}, false, fmt.Errorf("look up %s: %w: %w (log in to %s, e.g. `gcloud auth configure-docker %s` or `podman login %s`)", ref, ErrDenied, err, reg.RegistryStr(), reg.RegistryStr(), reg.RegistryStr())
 		}
 		return v1.Hash{}, false, fmt.Errorf("look up %s: %w", ref, err)
 	}

@@ -106,17 +106,41 @@ func (s Settings) BundledRef(envKey string) (name.Tag, error) {
 	if s.Registry == "" {
 		return name.Tag{}, fmt.Errorf("bundled images need a registry to push to: set image_registry (`kinetic up --backend k8s --registry HOST/PATH` writes it into the profile, as does `kinetic profile set image_registry=HOST/PATH`; or KINETIC_IMAGE_REGISTRY), or pass container_image=IMAGE")
 	}
-	if _, err := ParseRepository(s.Registry); err != nil {
-		return name.Tag{}, fmt.Errorf("image_registry: %w", err)
-	}
-	repo, err := ParseRepository(strings.TrimSuffix(strings.TrimSpace(s.Registry), "/") + "/" + BundledRepository)
+	repo, err := s.bundledRepository()
 	if err != nil {
-		return name.Tag{}, fmt.Errorf("image_registry: %w", err)
+		return name.Tag{}, err
 	}
 	if len(envKey) < 12 {
 		return name.Tag{}, fmt.Errorf("environment key %q is too short for an image tag", envKey)
 	}
 	return repo.Tag(envKey), nil
+}
+
+// bundledRepository is REGISTRY/kinetic-env, the repository of bundled images.
+func (s Settings) bundledRepository() (name.Repository, error) {
+	if _, err := ParseRepository(s.Registry); err != nil {
+		return name.Repository{}, fmt.Errorf("image_registry: %w", err)
+	}
+	repo, err := ParseRepository(strings.TrimSuffix(strings.TrimSpace(s.Registry), "/") + "/" + BundledRepository)
+	if err != nil {
+		return name.Repository{}, fmt.Errorf("image_registry: %w", err)
+	}
+	return repo, nil
+}
+
+// RunnerRepository is where the runner is added to img, an image the user gave
+// (Client.AddRunner): the repository of bundled images (REGISTRY/kinetic-env), when img
+// is in the same registry, so that its layers are mounted there and never copied. ok is
+// false for an image in another registry, or when no image_registry is set.
+func (s Settings) RunnerRepository(img name.Reference) (repo name.Repository, ok bool) {
+	if s.Registry == "" {
+		return name.Repository{}, false
+	}
+	repo, err := s.bundledRepository()
+	if err != nil || repo.RegistryStr() != img.Context().RegistryStr() {
+		return name.Repository{}, false
+	}
+	return repo, true
 }
 
 // PrebuiltRef is the published base for category: BASE_IMAGE_REPO/base-CATEGORY:VERSION.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,15 +21,16 @@ import (
 	"github.com/kinetic-run/kinetic/job"
 )
 
-// The runner in the job's image: an image Kinetic built for a job (a bundled
-// environment) with the runner image's one layer appended, so that a pod starts the
-// runner from its own image and needs no init container to copy it in (on the test
-// node that container was most of a cold call's cost above a raw pod). The layer is the
-// runner image's own blob for the environment's platform, not a copy: the registry
+// The runner in the job's image: an image a job runs in with the runner image's one
+// layer appended, so that a pod starts the runner from its own image and needs no init
+// container to copy it in (on the test node that container was most of a cold call's
+// cost above a raw pod). The image is one Kinetic built (a bundled environment), or one
+// the user gave (container_image=) that is in the registry of image_registry. The layer
+// is the runner image's own blob for the image's platform, not a copy: the registry
 // stores it once (mounted from the runner's repository when both are in one registry),
-// a node pulls it once. The image is tagged after the environment's digest and the
-// runner's, so a new runner costs a manifest and a config, never a rebuild of the
-// environment.
+// a node pulls it once; the image's own layers are mounted too, never copied. The
+// result is tagged after the image's digest and the runner's, so a new runner costs a
+// manifest and a config, never a rebuild of the environment.
 
 // LabelRunner is the label of an image with the runner in it: the runner image (by
 // digest) whose binary it holds at job.RunnerPath.
@@ -48,23 +50,28 @@ type WithRunner struct {
 
 var (
 	withRunnerGroup singleflight.Group
-	withRunnerDone  sync.Map // env image + runner as given → WithRunner
+	withRunnerDone  sync.Map // image + repository + runner as given → WithRunner
 )
 
-// AddRunner returns env (an image by digest, in a repository this client may push to)
-// with the runner image's binary added at job.RunnerPath. runner is the runner image as
-// the backend has it (by digest, or a tag, resolved here with one request): an OCI
-// index (the platform of env is taken from it) or one image, of one layer. The result
-// is found in env's repository (one HEAD request) or made there and pushed: the
-// manifest, the config, and the runner's layer mounted from its repository (or copied
-// from another registry). Once per process for each env and runner.
-func (c *Client) AddRunner(ctx context.Context, env name.Digest, runner string, progress io.Writer) (WithRunner, error) {
-	key := env.String() + "|" + runner
+// AddRunner returns img (an image by digest) with the runner image's binary added at
+// job.RunnerPath, in the repository into (one this client may push to): img's own for
+// an image Kinetic built, Kinetic's (Settings.RunnerRepository) for one a user gave,
+// whose repository it may not push to. into is in img's registry: img's layers are
+// found or mounted there, never copied (a registry that would not mount one fails the
+// push, with ErrRunnerNotAdded). runner is the runner image as the backend has it (by
+// digest, or a tag, resolved here with one request): an OCI index (the platform of img
+// is taken from it) or one image, of one layer. The result is found in into (one HEAD
+// request) or made there and pushed: the manifest, the config, and the runner's layer
+// mounted from its repository (or copied from another registry). An img that has the
+// runner already (its label LabelRunner names runner's digest) is img. Once per process
+// for each img, into and runner.
+func (c *Client) AddRunner(ctx context.Context, img name.Digest, into name.Repository, runner string, progress io.Writer) (WithRunner, error) {
+	key := img.String() + "|" + into.String() + "|" + runner
 	if v, ok := withRunnerDone.Load(key); ok {
 		return v.(WithRunner), nil
 	}
 	v, err, _ := withRunnerGroup.Do(key, func() (any, error) {
-		w, err := c.addRunner(ctx, env, runner, progress)
+		w, err := c.addRunner(ctx, img, into, runner, progress)
 		if err != nil {
 			return nil, err
 		}
@@ -77,32 +84,46 @@ func (c *Client) AddRunner(ctx context.Context, env name.Digest, runner string, 
 	return v.(WithRunner), nil
 }
 
-func (c *Client) addRunner(ctx context.Context, env name.Digest, runner string, progress io.Writer) (WithRunner, error) {
+func (c *Client) addRunner(ctx context.Context, img name.Digest, into name.Repository, runner string, progress io.Writer) (WithRunner, error) {
+	if into.RegistryStr() != img.Context().RegistryStr() {
+		return WithRunner{}, fmt.Errorf("%w: %s is in another registry than %s, and its layers are not copied", ErrRunnerNotAdded, img, into)
+	}
 	rd, err := c.runnerDigest(ctx, runner)
 	if err != nil {
 		return WithRunner{}, err
 	}
-	target := env.Context().Tag(WithRunnerTag(env, rd))
+	target := into.Tag(WithRunnerTag(img, rd))
 	if h, ok, err := c.Lookup(ctx, target); err != nil {
 		return WithRunner{}, err
 	} else if ok {
-		return WithRunner{Image: env.Context().Digest(h.String()), Runner: rd}, nil
+		return WithRunner{Image: into.Digest(h.String()), Runner: rd}, nil
 	}
 	start := time.Now()
-	img, err := c.withRunnerImage(ctx, env, rd)
+	base, err := remote.Image(img, c.Options(ctx)...)
+	if err != nil {
+		return WithRunner{}, fmt.Errorf("read the image %s: %w", img, err)
+	}
+	cf, err := base.ConfigFile()
+	if err != nil {
+		return WithRunner{}, fmt.Errorf("read the configuration of %s: %w", img, err)
+	}
+	if _, d, ok := strings.Cut(cf.Config.Labels[LabelRunner], "@"); ok && d == rd.DigestStr() {
+		return WithRunner{Image: img, Runner: rd}, nil // the runner is in it already
+	}
+	out, err := c.withRunnerImage(ctx, mountOnly{base}, cf, rd)
 	if err != nil {
 		return WithRunner{}, err
 	}
-	dg, err := push(ctx, c, target, img, progress)
+	dg, err := push(ctx, c, target, out, progress)
 	if err != nil {
 		return WithRunner{}, err
 	}
-	say(progress, "added the runner to %s as %s in %s", env.DigestStr(), dg.DigestStr(), time.Since(start).Round(10*time.Millisecond))
+	say(progress, "added the runner to %s as %s in %s", img, dg.DigestStr(), time.Since(start).Round(10*time.Millisecond))
 	return WithRunner{Image: dg, Runner: rd}, nil
 }
 
-// WithRunnerTag is the tag of env with runner in it, in env's repository: a hash of
-// both digests ("runner-" and 40 hex digits).
+// WithRunnerTag is the tag of env with runner in it (in the repository AddRunner puts
+// it into): a hash of both digests ("runner-" and 40 hex digits).
 func WithRunnerTag(env, runner name.Digest) string {
 	sum := sha256.Sum256([]byte(env.DigestStr() + " " + runner.DigestStr()))
 	return "runner-" + hex.EncodeToString(sum[:])[:40]
@@ -127,18 +148,11 @@ func (c *Client) runnerDigest(ctx context.Context, runner string) (name.Digest, 
 	return ref.Context().Digest(h.String()), nil
 }
 
-// withRunnerImage is env with runner's layer for env's platform appended (reported with
-// the media type of env's own layers: the same blob, whatever the manifest's schema),
-// the runner's path in its history and the runner in the label LabelRunner.
-func (c *Client) withRunnerImage(ctx context.Context, env, runner name.Digest) (v1.Image, error) {
-	base, err := remote.Image(env, c.Options(ctx)...)
-	if err != nil {
-		return nil, fmt.Errorf("read the image %s: %w", env, err)
-	}
-	cf, err := base.ConfigFile()
-	if err != nil {
-		return nil, fmt.Errorf("read the configuration of %s: %w", env, err)
-	}
+// withRunnerImage is base (whose configuration is cf) with runner's layer for its
+// platform appended (reported with the media type of base's own layers: the same blob,
+// whatever the manifest's schema), the runner's path in its history and the runner in
+// the label LabelRunner.
+func (c *Client) withRunnerImage(ctx context.Context, base v1.Image, cf *v1.ConfigFile, runner name.Digest) (v1.Image, error) {
 	plat := v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}
 	if plat.OS == "" {
 		plat.OS = "linux"
@@ -223,4 +237,43 @@ func (c *Client) platformImage(ctx context.Context, ref name.Digest, plat v1.Pla
 		}
 	}
 	return nil, fmt.Errorf("%w: the runner image %s has no image for %s", ErrRunnerNotAdded, ref, plat.String())
+}
+
+// mountOnly is an image whose layers in a registry (remote.MountableLayer) are found or
+// mounted where it is pushed and never uploaded: a registry that would not mount one
+// fails the push rather than have this machine copy a base of gigabytes through it.
+type mountOnly struct{ v1.Image }
+
+func (m mountOnly) Layers() ([]v1.Layer, error) {
+	ls, err := m.Image.Layers()
+	for i := range ls {
+		ls[i] = notUploaded(ls[i])
+	}
+	return ls, err
+}
+
+func (m mountOnly) LayerByDigest(h v1.Hash) (v1.Layer, error) {
+	l, err := m.Image.LayerByDigest(h)
+	return notUploaded(l), err
+}
+
+func (m mountOnly) LayerByDiffID(h v1.Hash) (v1.Layer, error) {
+	l, err := m.Image.LayerByDiffID(h)
+	return notUploaded(l), err
+}
+
+func notUploaded(l v1.Layer) v1.Layer {
+	if ml, ok := l.(*remote.MountableLayer); ok {
+		return &remote.MountableLayer{Layer: mountedLayer{ml.Layer}, Reference: ml.Reference}
+	}
+	return l
+}
+
+// mountedLayer is a layer whose content is never read: remote.Write reads it only to
+// upload it, when the registry did not mount it.
+type mountedLayer struct{ v1.Layer }
+
+func (l mountedLayer) Compressed() (io.ReadCloser, error) {
+	d, _ := l.Digest()
+	return nil, fmt.Errorf("%w: the registry did not mount the layer %s from the image's repository, and it is not copied", ErrRunnerNotAdded, d)
 }

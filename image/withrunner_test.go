@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -26,59 +25,16 @@ import (
 	"github.com/kinetic-run/kinetic/testkit/imagetest"
 )
 
-// recordingProxy is a reverse proxy in front of a registry that records each request
-// ("METHOD PATH?QUERY STATUS"), so a test sees what a push did against the real
-// registry (docker-registry, which mounts blobs across repositories).
-type recordingProxy struct {
-	Host string
-	mu   sync.Mutex
-	reqs []string
-}
-
-func newRecordingProxy(t *testing.T, registryHost string) *recordingProxy {
-	t.Helper()
-	p := &recordingProxy{}
-	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: registryHost})
-	rp.ModifyResponse = func(r *http.Response) error {
-		p.mu.Lock()
-		q, _ := url.QueryUnescape(r.Request.URL.RawQuery)
-		p.reqs = append(p.reqs, fmt.Sprintf("%s %s?%s %d", r.Request.Method, r.Request.URL.Path, q, r.StatusCode))
-		p.mu.Unlock()
-		return nil
-	}
-	srv := httptest.NewServer(rp)
-	t.Cleanup(srv.Close)
-	p.Host = srv.Listener.Addr().String()
-	return p
-}
-
-// take returns the requests recorded since the last take.
-func (p *recordingProxy) take() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := p.reqs
-	p.reqs = nil
-	return out
-}
-
-// count is how many of reqs are method requests whose line holds every one of parts.
-func count(reqs []string, method string, parts ...string) int {
-	n := 0
-	for _, r := range reqs {
-		ok := strings.HasPrefix(r, method+" ")
-		for _, p := range parts {
-			ok = ok && strings.Contains(r, p)
-		}
-		if ok {
-			n++
-		}
-	}
-	return n
-}
-
 // pushEnv pushes a small environment image for linux/arch to host/team/kinetic-env (a
 // Docker manifest, or OCI) and returns it by digest.
 func pushEnv(t *testing.T, host, arch string, oci bool) (name.Digest, v1.Image) {
+	t.Helper()
+	return pushImage(t, host+"/team/kinetic-env", arch, oci)
+}
+
+// pushImage pushes a small image for linux/arch to repo (a Docker manifest, or OCI),
+// tagged ARCH-KIND, and returns it by digest.
+func pushImage(t *testing.T, repo, arch string, oci bool) (name.Digest, v1.Image) {
 	t.Helper()
 	img := imagetest.TinyBase(t)
 	cf, err := img.ConfigFile()
@@ -96,7 +52,7 @@ func pushEnv(t *testing.T, host, arch string, oci bool) (name.Digest, v1.Image) 
 		img = mutate.ConfigMediaType(mutate.MediaType(img, types.OCIManifestSchema1), types.OCIConfigJSON)
 		kind = "oci"
 	}
-	ref := imagetest.Push(t, img, host+"/team/kinetic-env:"+arch+"-"+kind)
+	ref := imagetest.Push(t, img, repo+":"+arch+"-"+kind)
 	h, err := img.Digest()
 	if err != nil {
 		t.Fatal(err)
@@ -175,19 +131,19 @@ func filesOf(t *testing.T, img v1.Image) map[string]string {
 // that a new runner costs a manifest and a config.
 func TestAddRunner(t *testing.T) {
 	ctx := context.Background()
-	reg := newRecordingProxy(t, imagetest.StartDockerRegistry(t).Host)
+	reg := imagetest.StartProxy(t, imagetest.StartDockerRegistry(t).Host)
 	runner, bins := publishRunner(t, reg.Host, "", "linux/amd64", "linux/arm64")
 	c := &Client{}
 	for _, arch := range []string{"amd64", "arm64"} {
 		for _, oci := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s-oci-%v", arch, oci), func(t *testing.T) {
 				env, envImg := pushEnv(t, reg.Host, arch, oci)
-				reg.take()
-				w, err := c.AddRunner(ctx, env, runner.String(), nil)
+				reg.Take()
+				w, err := c.AddRunner(ctx, env, env.Context(), runner.String(), nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				push := reg.take()
+				push := reg.Take()
 				if w.Runner != runner || w.Image.Context() != env.Context() {
 					t.Errorf("AddRunner = %+v: want the runner %s, the image in %s", w, runner, env.Context())
 				}
@@ -197,10 +153,10 @@ func TestAddRunner(t *testing.T) {
 				// the runner layer mounted from the runner's repository, not uploaded,
 				// and the only blob uploaded (PATCH) the new configuration. The second
 				// (OCI, the same blobs): nothing but the manifest.
-				if !oci && (count(push, "POST", "mount="+rd.String(), "from=team/kinetic-runner", " 201") != 1 || count(push, "PATCH") != 1) {
+				if !oci && (imagetest.Count(push, "POST", "mount="+rd.String(), "from=team/kinetic-runner", " 201") != 1 || imagetest.Count(push, "PATCH") != 1) {
 					t.Errorf("the push:\n%s\nwant the runner layer %s mounted and only the configuration uploaded", strings.Join(push, "\n"), rd)
 				}
-				if oci && (count(push, "POST") != 0 || count(push, "HEAD", "/blobs/"+rd.String(), " 200") != 1 || count(push, "PUT") != 1) {
+				if oci && (imagetest.Count(push, "POST") != 0 || imagetest.Count(push, "HEAD", "/blobs/"+rd.String(), " 200") != 1 || imagetest.Count(push, "PUT") != 1) {
 					t.Errorf("the push:\n%s\nwant the runner layer %s found and only the manifest written", strings.Join(push, "\n"), rd)
 				}
 				if h, ok, err := c.Lookup(ctx, env.Context().Tag(WithRunnerTag(env, runner))); err != nil || !ok || h.String() != w.Image.DigestStr() {
@@ -253,13 +209,13 @@ func TestAddRunner(t *testing.T) {
 				}
 
 				// This process: no request. Another process: one HEAD.
-				reg.take()
-				if again, err := c.AddRunner(ctx, env, runner.String(), nil); err != nil || again != w || len(reg.take()) != 0 {
+				reg.Take()
+				if again, err := c.AddRunner(ctx, env, env.Context(), runner.String(), nil); err != nil || again != w || len(reg.Take()) != 0 {
 					t.Errorf("again in this process: %+v %v", again, err)
 				}
 				withRunnerDone.Clear()
-				again, err := c.AddRunner(ctx, env, runner.String(), nil)
-				if reqs := reg.take(); err != nil || again != w || len(reqs) != 1 || count(reqs, "HEAD", "/manifests/runner-") != 1 {
+				again, err := c.AddRunner(ctx, env, env.Context(), runner.String(), nil)
+				if reqs := reg.Take(); err != nil || again != w || len(reqs) != 1 || imagetest.Count(reqs, "HEAD", "/manifests/runner-") != 1 {
 					t.Errorf("another process: %+v %v, requests %q: want one HEAD", again, err, reqs)
 				}
 			})
@@ -268,22 +224,22 @@ func TestAddRunner(t *testing.T) {
 
 	t.Run("NewRunner", func(t *testing.T) {
 		env, _ := pushEnv(t, reg.Host, "amd64", false)
-		w1, err := c.AddRunner(ctx, env, runner.String(), nil)
+		w1, err := c.AddRunner(ctx, env, env.Context(), runner.String(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		runner2, _ := publishRunner(t, reg.Host, " v2", "linux/amd64", "linux/arm64")
-		reg.take()
-		w2, err := c.AddRunner(ctx, env, runner2.String(), nil)
+		reg.Take()
+		w2, err := c.AddRunner(ctx, env, env.Context(), runner2.String(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		reqs := reg.take()
+		reqs := reg.Take()
 		if w2.Image == w1.Image || w2.Runner != runner2 {
 			t.Errorf("a new runner: %+v, the old %+v", w2, w1)
 		}
 		// The environment's layers are there: nothing of them is uploaded again.
-		if count(reqs, "PATCH") != 1 || count(reqs, "PUT", "/manifests/") != 1 {
+		if imagetest.Count(reqs, "PATCH") != 1 || imagetest.Count(reqs, "PUT", "/manifests/") != 1 {
 			t.Errorf("a new runner pushed:\n%s\nwant one configuration and one manifest", strings.Join(reqs, "\n"))
 		}
 		// A runner given by tag is resolved to its digest: the same image.
@@ -295,7 +251,7 @@ func TestAddRunner(t *testing.T) {
 		if err := remote.WriteIndex(tag, idx); err != nil {
 			t.Fatal(err)
 		}
-		if w3, err := c.AddRunner(ctx, env, tag.String(), nil); err != nil || w3 != w2 {
+		if w3, err := c.AddRunner(ctx, env, env.Context(), tag.String(), nil); err != nil || w3 != w2 {
 			t.Errorf("by tag: %+v %v, want %+v", w3, err, w2)
 		}
 	})
@@ -330,16 +286,170 @@ func TestAddRunner(t *testing.T) {
 			"one image of another":       {armEnv, singleRef.String(), "is for linux/amd64"},
 			"two layers":                 {amdEnv, twoRef.String(), "has 2 layers"},
 		} {
-			_, err := c.AddRunner(ctx, tc.env, tc.runner, nil)
+			_, err := c.AddRunner(ctx, tc.env, tc.env.Context(), tc.runner, nil)
 			if !errors.Is(err, ErrRunnerNotAdded) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("%s: %v, want ErrRunnerNotAdded saying %q", name, err, tc.want)
 			}
 		}
-		if w, err := c.AddRunner(ctx, amdEnv, singleRef.String(), nil); err != nil || w.Runner.Context().String() != singleRef.Context().String() {
+		if w, err := c.AddRunner(ctx, amdEnv, amdEnv.Context(), singleRef.String(), nil); err != nil || w.Runner.Context().String() != singleRef.Context().String() {
 			t.Errorf("one image of the right platform: %+v %v", w, err)
 		}
-		if _, err := c.AddRunner(ctx, amdEnv, reg.Host+"/team/no-such-runner:1", nil); err == nil || !strings.Contains(err.Error(), "runner_image") {
+		if _, err := c.AddRunner(ctx, amdEnv, amdEnv.Context(), reg.Host+"/team/no-such-runner:1", nil); err == nil || !strings.Contains(err.Error(), "runner_image") {
 			t.Errorf("a runner image that does not exist: %v", err)
 		}
 	})
+}
+
+// TestAddRunnerToAUsersImage: an image a user gave, in another repository of the
+// registry, gets the runner added in Kinetic's repository: its layers mounted from the
+// user's repository and the runner's from the runner's, only a configuration and a
+// manifest written, and nothing at all in the user's repository; another process finds
+// it with one HEAD. An image that has the runner already is used as it is; one in
+// another registry is refused without a request; and a registry that would not mount
+// the user's layers gets no copy of them.
+func TestAddRunnerToAUsersImage(t *testing.T) {
+	ctx := context.Background()
+	docker := imagetest.StartDockerRegistry(t)
+	reg := imagetest.StartProxy(t, docker.Host)
+	runner, bins := publishRunner(t, reg.Host, "", "linux/amd64")
+	user, userImg := pushImage(t, reg.Host+"/alice/model", "amd64", false)
+	into, err := ParseRepository(reg.Host + "/team/kinetic-env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Client{}
+	reg.Take()
+	w, err := c.AddRunner(ctx, user, into, runner.String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	push := reg.Take()
+	if w.Image.Context() != into || w.Runner != runner {
+		t.Errorf("AddRunner = %+v: want the image in %s, the runner %s", w, into, runner)
+	}
+	um, _ := userImg.Manifest()
+	rl, _ := runnerLayer(t, runner, "amd64").Digest()
+	for _, l := range um.Layers {
+		if imagetest.Count(push, "POST", "/team/kinetic-env/blobs/uploads/", "mount="+l.Digest.String(), "from=alice/model", " 201") != 1 {
+			t.Errorf("the user's layer %s was not mounted from alice/model", l.Digest)
+		}
+	}
+	if imagetest.Count(push, "POST", "mount="+rl.String(), "from=team/kinetic-runner", " 201") != 1 ||
+		imagetest.Count(push, "PATCH") != 1 || imagetest.Count(push, "PUT", "/team/kinetic-env/manifests/"+WithRunnerTag(user, runner)) != 1 {
+		t.Errorf("want the runner's layer mounted, only the configuration uploaded and the manifest written")
+	}
+	for _, r := range push {
+		if !strings.HasPrefix(r, "GET ") && !strings.HasPrefix(r, "HEAD ") && !strings.Contains(r, "/team/kinetic-env/") {
+			t.Errorf("a write outside Kinetic's repository: %s", r)
+		}
+	}
+	if t.Failed() {
+		t.Logf("the push:\n%s", strings.Join(push, "\n"))
+	}
+	img, err := remote.Image(w.Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := filesOf(t, img)
+	want, _ := os.ReadFile(bins["linux/amd64"])
+	if files[strings.TrimPrefix(job.RunnerPath, "/")] != "755 "+string(want) || !strings.HasPrefix(files["etc/os-release"], "644 ID=kinetic-tiny") {
+		t.Errorf("the image's files: %v", files)
+	}
+
+	reg.Take()
+	withRunnerDone.Clear() // another process
+	again, err := c.AddRunner(ctx, user, into, runner.String(), nil)
+	if reqs := reg.Take(); err != nil || again != w || len(reqs) != 1 || imagetest.Count(reqs, "HEAD", "/team/kinetic-env/manifests/runner-") != 1 {
+		t.Errorf("another process: %+v %v, requests %q: want one HEAD", again, err, reqs)
+	}
+
+	t.Run("HasTheRunner", func(t *testing.T) {
+		// The user pushed the image with the runner to their own repository.
+		mine := imagetest.Push(t, img, reg.Host+"/alice/model:with-runner")
+		d := mine.Context().Digest(w.Image.DigestStr())
+		reg.Take()
+		got, err := c.AddRunner(ctx, d, into, runner.String(), nil)
+		reqs := reg.Take()
+		if err != nil || got.Image != d || got.Runner != runner {
+			t.Errorf("AddRunner = %+v %v: want %s as it is", got, err, d)
+		}
+		if n := imagetest.Count(reqs, "PUT") + imagetest.Count(reqs, "POST") + imagetest.Count(reqs, "PATCH"); n != 0 {
+			t.Errorf("%d writes for an image with the runner:\n%s", n, strings.Join(reqs, "\n"))
+		}
+	})
+
+	t.Run("AnotherRegistry", func(t *testing.T) {
+		other, err := ParseReference("docker.io/library/python@sha256:" + strings.Repeat("a", 64))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg.Take()
+		if _, err := c.AddRunner(ctx, other.(name.Digest), into, runner.String(), nil); !errors.Is(err, ErrRunnerNotAdded) || len(reg.Take()) != 0 {
+			t.Errorf("an image in another registry: %v, want ErrRunnerNotAdded and no request", err)
+		}
+	})
+
+	t.Run("NoMount", func(t *testing.T) {
+		// Fault injection: a registry that ignores mount requests (the upload starts).
+		rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: docker.Host})
+		srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			q := r.URL.Query()
+			q.Del("mount")
+			q.Del("from")
+			r.URL.RawQuery = q.Encode()
+			rp.ServeHTTP(rw, r)
+		}))
+		defer srv.Close()
+		host := srv.Listener.Addr().String()
+		d, err := ParseReference(host + "/alice/model@" + user.DigestStr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		to, _ := ParseRepository(host + "/bob/kinetic-env")
+		r, _ := ParseReference(host + "/team/kinetic-runner@" + runner.DigestStr())
+		_, err = c.AddRunner(ctx, d.(name.Digest), to, r.String(), nil)
+		if !errors.Is(err, ErrRunnerNotAdded) || !strings.Contains(err.Error(), "did not mount") {
+			t.Errorf("a registry that would not mount: %v, want ErrRunnerNotAdded", err)
+		}
+		for _, l := range um.Layers {
+			resp, err := http.Head("http://" + docker.Host + "/v2/bob/kinetic-env/blobs/" + l.Digest.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNotFound {
+				t.Errorf("the user's layer %s in bob/kinetic-env: %s, want it not copied", l.Digest, resp.Status)
+			}
+		}
+	})
+}
+
+// TestRunnerRepository: a user's image gets the runner in image_registry's bundled
+// repository when it is in that registry, and nowhere otherwise.
+func TestRunnerRepository(t *testing.T) {
+	for _, tc := range []struct {
+		name, registry, img, want string
+	}{
+		{"same registry", "registry.example/team", "registry.example/alice/model:1", "registry.example/team/kinetic-env"},
+		{"same repository", "127.0.0.1:5000/team", "127.0.0.1:5000/team/model@sha256:" + strings.Repeat("b", 64), "127.0.0.1:5000/team/kinetic-env"},
+		{"another registry", "registry.example/team", "docker.io/library/python:3.11", ""},
+		{"Docker Hub by short name", "registry.example/team", "python:3.11", ""},
+		{"another port", "127.0.0.1:5000/team", "127.0.0.1:5001/team/model:1", ""},
+		{"no image_registry", "", "registry.example/alice/model:1", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			img, err := ParseReference(tc.img)
+			if err != nil {
+				t.Fatal(err)
+			}
+			repo, ok := Settings{Registry: tc.registry}.RunnerRepository(img)
+			got := ""
+			if ok {
+				got = repo.String()
+			}
+			if got != tc.want {
+				t.Errorf("RunnerRepository(%s) with image_registry=%q: %q, want %q", tc.img, tc.registry, got, tc.want)
+			}
+		})
+	}
 }

@@ -45,10 +45,11 @@ type Handle struct {
 	// the localRoot of a debugger's path mappings.
 	ShippedRoot string `json:"shipped_root,omitempty"`
 	// RunnerInImage is the runner image (by digest) whose binary ImageURI holds at
-	// RunnerPath: Kinetic built the image and added the runner to it, so the job's pods
+	// RunnerPath: Kinetic added the runner to the image it built, or to the user's image
+	// (container_image) when that is in the registry of image_registry, so the job's pods
 	// start the runner from their own image. Empty: the pods copy the runner in from
-	// the backend's runner image first (an init container), as for any image Kinetic
-	// did not build. Recorded here, with the image, so that a pod of the job made later
+	// the backend's runner image first (an init container), as for a user's image in
+	// another registry. Recorded here, with the image, so that a pod of the job made later
 	// (a retry, a batch's Indexed Job, a warm pod's key) is made the same way.
 	RunnerInImage string `json:"runner_in_image,omitempty"`
 	// Store is the full URL of the store holding the job: with it, any machine can attach.

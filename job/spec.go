@@ -62,7 +62,9 @@ type Spec struct {
 	// (Kubernetes; the local backend when Container is set): a digest reference for
 	// bundled images, the published base for prebuilt, the user's reference for custom.
 	// "" means no container (the local backend's virtualenv path). The runner is not
-	// expected inside it: backends inject the kinetic binary (RunnerPath).
+	// expected inside it: backends inject the kinetic binary (RunnerPath), unless
+	// planning put it in (Handle.RunnerInImage: then Image is the image with it, by
+	// digest, a bundled image's or a custom image's in Kinetic's repository).
 	Image string `json:"image,omitempty"`
 	// ImageMode is how Image was chosen: "bundled", "prebuilt" or "custom".
 	ImageMode string `json:"image_mode,omitempty"`

@@ -390,13 +390,18 @@ func TestLifecycle(t *testing.T) {
 	}
 	ctx := context.Background()
 	id := submitCmd(t, st, nil, "sh", "-c", "echo line-one; echo line-two")
-	// An image of a user's: the runner copied in by the init container, as before.
+	// An image of a user's in image_registry's registry: the runner added to a copy of
+	// it in Kinetic's repository. With image_registry elsewhere, the image as given: the
+	// runner copied in by the init container, as before.
 	custom := submitRun(t, st, nil, "--container-image", kubetest.PythonImage, "--", "true")
+	foreign := submitRun(t, st, []string{"KINETIC_IMAGE_REGISTRY=registry.invalid/kinetic-test"}, "--container-image", kubetest.PythonImage, "--", "true")
 	waitStatus(t, st, id, 90*time.Second, "SUCCEEDED")
 	waitStatus(t, st, custom, 90*time.Second, "SUCCEEDED")
+	waitStatus(t, st, foreign, 90*time.Second, "SUCCEEDED")
 	// The bundled image Kinetic built holds the runner: no init container.
 	checkRunner(t, id, true)
-	checkRunner(t, custom, false)
+	checkRunner(t, custom, true)
+	checkRunner(t, foreign, false)
 	// The pod goes: logs come from the store's copy.
 	if err := cs.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + id}); err != nil {
 		t.Fatal(err)
@@ -449,8 +454,8 @@ func TestLifecycle(t *testing.T) {
 }
 
 // checkRunner checks where the pods of the Job called name start the runner: from their
-// own image (inImage: a bundled image with the runner added, recorded in the Job's
-// runner_in_image annotation) or copied in by the init container.
+// own image (inImage: a bundled or user's image with the runner added, recorded in the
+// Job's runner_in_image annotation) or copied in by the init container.
 func checkRunner(t *testing.T, name string, inImage bool) {
 	t.Helper()
 	cs, _ := cluster.Client()

@@ -214,8 +214,7 @@ func (b *Backend) imageFor(h *job.Handle) string {
 }
 
 // runnerInImage reports whether h's pods start the runner from their own image: Kinetic
-// built it and put the runner in it (the handle's runner_in_image), and the pods run
-// that image. Otherwise an init container copies the runner in from the runner image.
+// put the runner in it (the handle's runner_in_image), and the pods run that image. Otherwise an init container copies the runner in from the runner image.
 func (b *Backend) runnerInImage(h *job.Handle) bool {
 	return h.RunnerInImage != "" && b.imageFor(h) == h.ImageURI
 }

@@ -18,8 +18,9 @@ import (
 // imageStep validates container_image and, when the job will run in a container (a
 // backend that runs containers, or the local backend with container isolation),
 // resolves the image: bundled images are looked up and built if missing, and, for a
-// backend whose pods start a runner image, get that runner added (AddRunner); the spec
-// records the reference (Spec.Image) for the backend.
+// backend whose pods start a runner image, get that runner added (AddRunner), as does a
+// custom image in the registry of image_registry; the spec records the reference
+// (Spec.Image) for the backend.
 func imageStep(ctx context.Context, env Env, req *Request, p *Job) error {
 	choice, err := image.ParseChoice(req.ContainerImage)
 	if err != nil {
@@ -48,6 +49,12 @@ func imageStep(ctx context.Context, env Env, req *Request, p *Job) error {
 	switch choice.Mode {
 	case image.Custom:
 		p.Spec.Image = choice.Ref.Name()
+		if into, ok := s.RunnerRepository(choice.Ref); ok && !p.onHere {
+			// The user's image in Kinetic's registry: the runner goes into a copy of its
+			// manifest in Kinetic's repository (its layers mounted, not copied). An image
+			// elsewhere is used as is, and its pods copy the runner in.
+			p.addRunner(ctx, env, choice.Ref, into)
+		}
 		return nil
 	case image.Prebuilt:
 		ref, err := s.PrebuiltRef(category)
@@ -90,11 +97,18 @@ func imageStep(ctx context.Context, env Env, req *Request, p *Job) error {
 	if d, ok := res.Ref.(name.Digest); ok && !p.onHere {
 		// An image Kinetic built: the runner goes into it (a manifest over the same
 		// layers), so the backend's pods start it without copying it in.
-		if w, ok := env.AddRunner(ctx, p.where, p.Store, d); ok {
-			p.Spec.Image, p.RunnerInImage = w.Image.Name(), w.Runner.Name()
-		}
+		p.addRunner(ctx, env, d, d.Context())
 	}
 	return nil
+}
+
+// addRunner has the runner the backend's pods start put into img, pushed into into
+// (Env.AddRunner), and the job run in the result; when it cannot, the job runs in
+// Spec.Image as planned and its pods copy the runner in.
+func (p *Job) addRunner(ctx context.Context, env Env, img name.Reference, into name.Repository) {
+	if w, ok := env.AddRunner(ctx, p.where, p.Store, img, into); ok {
+		p.Spec.Image, p.RunnerInImage = w.Image.Name(), w.Runner.Name()
+	}
 }
 
 // ImageSettings are the image settings of a resolved configuration.

@@ -97,13 +97,15 @@ type Env interface {
 	// EnsureImage looks up the bundled image req describes and builds and pushes it on
 	// a miss (the engine adds the runner binary and the progress writer).
 	EnsureImage(ctx context.Context, cfg *config.Resolved, req *image.BuildRequest) (image.Result, error)
-	// AddRunner puts into img, an image Kinetic built for a job that runs where (the
-	// planned handle: its backend and cluster) over st, the runner that backend's pods
-	// start, when they start one of their own (backend.RunnerImager), and returns the
-	// image with it and the runner image, by digest. ok is false when the backend starts
-	// none or the runner could not be added (the engine says why, once): the pods then
-	// copy the runner in.
-	AddRunner(ctx context.Context, where *job.Handle, st *store.Store, img name.Digest) (w image.WithRunner, ok bool)
+	// AddRunner puts into img, the image of a job that runs where (the planned handle:
+	// its backend and cluster) over st, the runner that backend's pods start, when they
+	// start one of their own (backend.RunnerImager), pushes the result into the
+	// repository into, and returns it and the runner image, by digest. img is one
+	// Kinetic built (by digest, into its own repository) or one the user gave, in
+	// into's registry (looked up first when given by tag). ok is false when the backend
+	// starts none, or img could not be looked up, or the runner could not be added (the
+	// engine says why, once): the pods then copy the runner in.
+	AddRunner(ctx context.Context, where *job.Handle, st *store.Store, img name.Reference, into name.Repository) (w image.WithRunner, ok bool)
 }
 
 // Job is a call planned: validated, its tree scanned, its image resolved; nothing is

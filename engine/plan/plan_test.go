@@ -28,8 +28,8 @@ type testEnv struct {
 	st       *store.Store
 	// ensure and addRunner answer EnsureImage and AddRunner when set (a registry).
 	ensure    func(req *image.BuildRequest) (image.Result, error)
-	addRunner func(where *job.Handle, img name.Digest) (image.WithRunner, bool)
-	added     []name.Digest // the images AddRunner was asked for
+	addRunner func(where *job.Handle, img name.Reference, into name.Repository) (image.WithRunner, bool)
+	added     []string // the images AddRunner was asked for, "IMAGE into REPOSITORY"
 }
 
 func newEnv(t *testing.T, args map[config.Key]string) *testEnv {
@@ -83,12 +83,12 @@ func (e *testEnv) EnsureImage(_ context.Context, _ *config.Resolved, req *image.
 	}
 	return image.Result{}, errors.New("no registry in these tests")
 }
-func (e *testEnv) AddRunner(_ context.Context, where *job.Handle, _ *store.Store, img name.Digest) (image.WithRunner, bool) {
-	e.added = append(e.added, img)
+func (e *testEnv) AddRunner(_ context.Context, where *job.Handle, _ *store.Store, img name.Reference, into name.Repository) (image.WithRunner, bool) {
+	e.added = append(e.added, img.String()+" into "+into.String())
 	if e.addRunner == nil {
 		return image.WithRunner{}, false
 	}
-	return e.addRunner(where, img)
+	return e.addRunner(where, img, into)
 }
 
 // pickleRequest is a call of a pickled function with no working directory.

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -207,9 +208,9 @@ func TestImageRunnerInImage(t *testing.T) {
 			return image.Result{Ref: digest(built), Cached: true}, nil
 		}
 		if add {
-			env.addRunner = func(where *job.Handle, img name.Digest) (image.WithRunner, bool) {
-				if where.Backend != kubernetes.K8sName || img.String() != built {
-					t.Errorf("AddRunner(%s, %s): want the k8s backend and the built image", where.Backend, img)
+			env.addRunner = func(where *job.Handle, img name.Reference, into name.Repository) (image.WithRunner, bool) {
+				if where.Backend != kubernetes.K8sName || img.String() != built || into != digest(built).Context() {
+					t.Errorf("AddRunner(%s, %s, %s): want the k8s backend and the built image, into its repository", where.Backend, img, into)
 				}
 				return image.WithRunner{Image: digest(withIt), Runner: digest(runner)}, true
 			}
@@ -231,14 +232,70 @@ func TestImageRunnerInImage(t *testing.T) {
 	if p.Spec.Image != built || p.Handle.ImageURI != built || p.Handle.RunnerInImage != "" || len(env.added) != 1 {
 		t.Errorf("runner not added: spec image %s, handle image %s, runner_in_image %q, asked %v", p.Spec.Image, p.Handle.ImageURI, p.Handle.RunnerInImage, env.added)
 	}
-	env = newClusterEnv(true)
-	r := pickleRequest()
-	r.ContainerImage = "registry.example/team/mine:1"
-	if p, err = upTo(t, env, r, "handle"); err != nil {
-		t.Fatal(err)
+}
+
+// TestImageRunnerInCustomImage: a custom image in the registry of image_registry, of a
+// job on a cluster backend, gets the runner added into Kinetic's repository there
+// (AddRunner), and the spec and the handle record the image with it and the runner;
+// when it cannot be added the user's image is run as given; an image in another
+// registry is not asked for (its pods copy the runner in), nor is one on the local
+// backend.
+func TestImageRunnerInCustomImage(t *testing.T) {
+	const withIt = "registry.example/team/kinetic-env@sha256:2222222222222222222222222222222222222222222222222222222222222222"
+	const runner = "registry.example/team/kinetic-runner@sha256:3333333333333333333333333333333333333333333333333333333333333333"
+	const mine = "registry.example/alice/model:1"
+	clusterEnv := func(add bool) *testEnv {
+		env := newEnv(t, map[config.Key]string{config.Backend: kubernetes.K8sName, config.ImageRegistry: "registry.example/team", kubernetes.KeyKubeconfig: os.DevNull})
+		if add {
+			env.addRunner = func(*job.Handle, name.Reference, name.Repository) (image.WithRunner, bool) {
+				return image.WithRunner{Image: name.MustParseReference(withIt).(name.Digest), Runner: name.MustParseReference(runner).(name.Digest)}, true
+			}
+		}
+		return env
 	}
-	if p.Handle.ImageURI != r.ContainerImage || p.Handle.RunnerInImage != "" || len(env.added) != 0 {
-		t.Errorf("a custom image: handle image %s, runner_in_image %q, asked %v", p.Handle.ImageURI, p.Handle.RunnerInImage, env.added)
+	for _, tc := range []struct {
+		name, image string
+		env         *testEnv
+		want        string // the image the job runs in
+		runner      string // runner_in_image
+		asked       string // what AddRunner was asked, "" for nothing
+	}{
+		{"in image_registry's registry", mine, clusterEnv(true), withIt, runner, mine + " into registry.example/team/kinetic-env"},
+		{"by digest", "registry.example/alice/model@sha256:" + strings.Repeat("4", 64), clusterEnv(true), withIt, runner,
+			"registry.example/alice/model@sha256:" + strings.Repeat("4", 64) + " into registry.example/team/kinetic-env"},
+		{"cannot be added", mine, clusterEnv(false), mine, "", mine + " into registry.example/team/kinetic-env"},
+		{"another registry", "docker.io/library/python:3.11", clusterEnv(true), "index.docker.io/library/python:3.11", "", ""},
+		{"Docker Hub by short name", "python:3.11", clusterEnv(true), "index.docker.io/library/python:3.11", "", ""},
+		{"no image_registry", mine, func() *testEnv {
+			e := clusterEnv(true)
+			delete(e.args, config.ImageRegistry)
+			return e
+		}(), mine, "", ""},
+		{"the local backend", mine, func() *testEnv {
+			e := clusterEnv(true)
+			e.args[config.Backend], e.args[config.Container] = "local", "podman"
+			return e
+		}(), mine, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env.args[config.Container] == "podman" {
+				if _, err := exec.LookPath("podman"); err != nil {
+					t.Skip("no podman")
+				}
+			}
+			r := pickleRequest()
+			r.ContainerImage = tc.image
+			p, err := upTo(t, tc.env, r, "handle")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Spec.Image != tc.want || p.Handle.ImageURI != tc.want || p.Handle.RunnerInImage != tc.runner || p.Spec.ImageMode != "custom" {
+				t.Errorf("spec image %s (%s), handle image %s, runner_in_image %q: want %s, %q", p.Spec.Image, p.Spec.ImageMode, p.Handle.ImageURI, p.Handle.RunnerInImage, tc.want, tc.runner)
+			}
+			if got := strings.Join(tc.env.added, "; "); got != tc.asked {
+				t.Errorf("AddRunner asked %q, want %q", got, tc.asked)
+			}
+		})
 	}
 }
 

@@ -80,7 +80,11 @@ func (s *Server) jobView(ctx context.Context, id string) (*JobView, error) {
 		add("cluster", h.ClusterName)
 		add("namespace", h.Namespace)
 		add("kube context", h.KubeContext)
-		add("image", h.ImageURI)
+		if h.ContainerImage != "" {
+			add("image", h.ImageURI+" ("+h.ContainerImage+" with the runner added)")
+		} else {
+			add("image", h.ImageURI)
+		}
 	}
 	add("store", h.Store)
 	add("output dir", h.OutputDir)

@@ -52,6 +52,10 @@ type Handle struct {
 	// another registry. Recorded here, with the image, so that a pod of the job made later
 	// (a retry, a batch's Indexed Job, a warm pod's key) is made the same way.
 	RunnerInImage string `json:"runner_in_image,omitempty"`
+	// ContainerImage is the user's container_image as given, when ImageURI is a copy of
+	// it with the runner added (in Kinetic's repository): what the user knows the job's
+	// image by. Empty otherwise (ImageURI is then the image as built or given).
+	ContainerImage string `json:"container_image,omitempty"`
 	// Store is the full URL of the store holding the job: with it, any machine can attach.
 	Store string `json:"store"`
 	// OutputDir is the job's KINETIC_OUTPUT_DIR.

@@ -53,7 +53,9 @@ func imageStep(ctx context.Context, env Env, req *Request, p *Job) error {
 			// The user's image in Kinetic's registry: the runner goes into a copy of its
 			// manifest in Kinetic's repository (its layers mounted, not copied). An image
 			// elsewhere is used as is, and its pods copy the runner in.
-			p.addRunner(ctx, env, choice.Ref, into)
+			if p.addRunner(ctx, env, choice.Ref, into) {
+				p.ContainerImage = req.ContainerImage
+			}
 		}
 		return nil
 	case image.Prebuilt:
@@ -105,10 +107,12 @@ func imageStep(ctx context.Context, env Env, req *Request, p *Job) error {
 // addRunner has the runner the backend's pods start put into img, pushed into into
 // (Env.AddRunner), and the job run in the result; when it cannot, the job runs in
 // Spec.Image as planned and its pods copy the runner in.
-func (p *Job) addRunner(ctx context.Context, env Env, img name.Reference, into name.Repository) {
-	if w, ok := env.AddRunner(ctx, p.where, p.Store, img, into); ok {
+func (p *Job) addRunner(ctx context.Context, env Env, img name.Reference, into name.Repository) bool {
+	w, ok := env.AddRunner(ctx, p.where, p.Store, img, into)
+	if ok {
 		p.Spec.Image, p.RunnerInImage = w.Image.Name(), w.Runner.Name()
 	}
+	return ok
 }
 
 // ImageSettings are the image settings of a resolved configuration.

@@ -129,6 +129,9 @@ type Job struct {
 	// RunnerInImage is the runner image whose binary Spec.Image holds (the handle's
 	// runner_in_image; "" when the pods copy the runner in).
 	RunnerInImage string
+	// ContainerImage is the user's container_image when Spec.Image is a copy of it with
+	// the runner added (the handle's container_image).
+	ContainerImage string
 
 	id     string      // the job's ID
 	acc    accel.Spec  // the accelerator

@@ -295,6 +295,10 @@ func TestImageRunnerInCustomImage(t *testing.T) {
 			if got := strings.Join(tc.env.added, "; "); got != tc.asked {
 				t.Errorf("AddRunner asked %q, want %q", got, tc.asked)
 			}
+			// The user's name for the image stays on the handle when it runs in a copy.
+			if want := map[bool]string{true: tc.image}[tc.runner != ""]; p.Handle.ContainerImage != want {
+				t.Errorf("handle container_image %q, want %q", p.Handle.ContainerImage, want)
+			}
 		})
 	}
 }

@@ -7,6 +7,7 @@ package runner
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -69,6 +70,14 @@ type Options struct {
 	// kept between jobs: a job whose tree is already there, unchanged since it was made
 	// (checked file by file), starts in it without materialising it again.
 	TreeDir string
+	// TreeCache, if set, is a directory private to a long-lived supervisor where the
+	// shipped tree of its last single job is kept for the next one, as TreeDir keeps a
+	// batch's: a job that ships the same tree, which the last job left unchanged
+	// (checked file by file), starts in it without materialising it again. The common
+	// case is a call repeated on an unchanged project: the tree and its directory were
+	// about a tenth of a local call (docs/benchmarks.md, "Tenth round"). Debug jobs and
+	// containers get a tree of their own.
+	TreeCache string
 	// InPlaceData lets local Data with fuse=True be used where it lies (the local backend,
 	// on the machine that submitted it).
 	InPlaceData bool
@@ -265,8 +274,11 @@ func run(ctx context.Context, st *store.Store, o Options, out io.Writer, called 
 	work := filepath.Join(o.Workspace, "root")
 	outDir := filepath.Join(o.Workspace, "out")
 	dirs := []string{work, outDir}
-	if o.TreeDir != "" && spec.Workdir != nil && spec.Workdir.Format == job.FormatManifest {
-		dirs = dirs[1:] // the tree lives in TreeDir
+	if o.TreeCache != "" && (spec.Debug != nil || o.TreeDir != "") {
+		o.TreeCache = "" // a debugger maps the job's own root
+	}
+	if (o.TreeDir != "" || o.TreeCache != "") && spec.Workdir != nil && spec.Workdir.Format == job.FormatManifest {
+		dirs = dirs[1:] // the tree lives in TreeDir or TreeCache
 	}
 	for _, d := range dirs {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -376,9 +388,9 @@ func extractTree(ctx context.Context, st *store.Store, w *job.BlobRef, o Options
 	switch {
 	case w == nil:
 		return work, nil
-	case w.Format == job.FormatManifest && o.TreeDir != "":
+	case w.Format == job.FormatManifest && (o.TreeDir != "" || o.TreeCache != ""):
 		ref := pack.ManifestRef{Key: w.Key, SHA256: w.SHA256, Size: w.Size}
-		dir, err := reuseTree(ctx, st, ref, o.TreeDir)
+		dir, err := reuseTree(ctx, st, ref, cmp.Or(o.TreeDir, o.TreeCache))
 		if err != nil {
 			return "", inPhase(job.PhaseExtract, err)
 		}

@@ -4,12 +4,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/kinetic-run/kinetic/internal/atomicfile"
 	"github.com/kinetic-run/kinetic/job"
@@ -60,7 +63,7 @@ func reuseTree(ctx context.Context, st *store.Store, ref pack.ManifestRef, dir s
 		}
 	}
 	delete(trees, dir)
-	if err := os.RemoveAll(path); err != nil {
+	if err := clearTree(path); err != nil {
 		return "", fmt.Errorf("reset the working tree: %w", err)
 	}
 	if err := os.MkdirAll(path, 0o700); err != nil {
@@ -75,6 +78,46 @@ func reuseTree(ctx context.Context, st *store.Store, ref pack.ManifestRef, dir s
 	}
 	trees[dir] = &treeState{manifest: ref.SHA256, entries: snap}
 	return path, nil
+}
+
+// clearTree empties path for a new tree: the old one is renamed aside and removed in the
+// background (a big tree's removal is not the next job's wait), with any left aside by
+// an earlier process.
+func clearTree(path string) error {
+	old, _ := filepath.Glob(path + oldTreeSuffix + "*")
+	aside := path + oldTreeSuffix + strconv.FormatInt(time.Now().UnixNano(), 36)
+	switch err := os.Rename(path, aside); {
+	case err == nil:
+		old = append(old, aside)
+	case !errors.Is(err, fs.ErrNotExist):
+		if err := os.RemoveAll(path); err != nil {
+			return err
+		}
+	}
+	if len(old) > 0 {
+		go func() {
+			for _, p := range old {
+				os.RemoveAll(p)
+			}
+		}()
+	}
+	return nil
+}
+
+// oldTreeSuffix names a tree set aside by clearTree until it is removed.
+const oldTreeSuffix = ".old-"
+
+// DropTree removes the tree kept in dir (Options.TreeCache or TreeDir) and forgets it:
+// a supervisor leaving does not keep a copy of a project on the disk.
+func DropTree(dir string) {
+	treeMu.Lock()
+	delete(trees, dir)
+	treeMu.Unlock()
+	path := filepath.Join(dir, "tree")
+	old, _ := filepath.Glob(path + oldTreeSuffix + "*")
+	for _, p := range append(old, path) {
+		os.RemoveAll(p)
+	}
 }
 
 func snapshot(root string) (map[string]entryState, error) {

@@ -21,6 +21,7 @@ import (
 	"github.com/kinetic-run/kinetic/internal/dirwatch"
 	"github.com/kinetic-run/kinetic/internal/filelock"
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/runner"
 	"github.com/kinetic-run/kinetic/store"
 )
 
@@ -153,6 +154,14 @@ func Work(ctx context.Context, o WorkOptions) error {
 	idleSince := time.Now()
 	w := &worker{o: o, st: st, sigs: sigs}
 	defer w.releaseSlot()
+	// The tree kept for the next single job goes with the worker (while it still holds
+	// its lock: the next worker K may be using the directory right after).
+	left := false
+	defer func() {
+		if !left {
+			runner.DropTree(w.treeDir())
+		}
+	}()
 	pause := backoff.New(2*time.Millisecond, 50*time.Millisecond)
 	// A new entry wakes the worker at once; the pause is then only a fallback.
 	wake := dirwatch.New(o.Queue)
@@ -181,6 +190,8 @@ func Work(ctx context.Context, o WorkOptions) error {
 		if time.Since(idleSince) > o.Idle {
 			// Leave the pool, then look once more: an entry queued meanwhile either is
 			// seen now or its submitter saw our lock free and started a new worker.
+			runner.DropTree(w.treeDir())
+			left = true
 			filelock.Unlock(pool)
 			wl.Close()
 			if ents, _ := pending(o.Queue); len(ents) == 0 {
@@ -291,6 +302,12 @@ func (w *worker) releaseSlot() {
 	}
 }
 
+// treeDir is this worker's directory for the shipped tree it keeps between jobs
+// (runner.Options TreeDir, TreeCache).
+func (w *worker) treeDir() string {
+	return filepath.Join(w.o.Queue, "workers", strconv.Itoa(w.o.Worker))
+}
+
 // once claims and runs the first unclaimed entry; ran says whether it found one.
 func (w *worker) once(ctx context.Context) (bool, error) {
 	o := w.o
@@ -360,12 +377,13 @@ func (w *worker) once(ctx context.Context) (bool, error) {
 		cancel := make(chan os.Signal, 1)
 		w.sigs.route(relayCancel(ws, cancel))
 		// A batch's children share the worker's tree; a single job gets its own
-		// workspace, as under a per-job supervisor.
-		treeDir := filepath.Join(o.Queue, "workers", strconv.Itoa(o.Worker))
+		// workspace, as under a per-job supervisor, and starts in the tree this worker
+		// kept from its last job when it ships the same one, unchanged (TreeCache).
+		treeDir, treeCache := w.treeDir(), ""
 		if isSingleQueue(o.Queue) {
-			treeDir = ""
+			treeDir, treeCache = "", w.treeDir()
 		}
-		err = runOne(ctx, w.st, o.SuperviseOptions, id, proc, cancel, treeDir)
+		err = runOne(ctx, w.st, o.SuperviseOptions, id, proc, cancel, treeDir, treeCache)
 		w.sigs.route(nil)
 		os.Remove(filepath.Join(o.Queue, id))
 		lock.Close()

@@ -100,14 +100,14 @@ func Supervise(ctx context.Context, o SuperviseOptions) error {
 	}
 	defer slot.Close()
 
-	return runOne(ctx, st, o, o.JobID, proc, term, "")
+	return runOne(ctx, st, o, o.JobID, proc, term, "", "")
 }
 
 // runOne runs a claimed job (its lock held, a slot taken): RUNNING (for a batch child,
 // already recorded as its claim), the runner in this
 // process, the final status. A value on cancel stops it (SIGTERM to its process group,
 // SIGKILL after the grace period).
-func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string, proc *job.LocalProcess, cancel <-chan os.Signal, treeDir string) error {
+func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string, proc *job.LocalProcess, cancel <-chan os.Signal, treeDir, treeCache string) error {
 	// A batch child's RUNNING is the claim its worker wrote into its lock file; a
 	// single job, queued or not, is RUNNING in status.json, with its supervisor.
 	if proc.Queue == "" || isSingleQueue(proc.Queue) {
@@ -166,6 +166,7 @@ func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string,
 			// touched (internal/mountns).
 			PrivateMounts: true,
 			TreeDir:       treeDir,
+			TreeCache:     treeCache,
 			Grace:         o.Grace,
 		})
 	}

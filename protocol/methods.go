@@ -87,9 +87,13 @@ type ConfigEntry struct {
 
 // SubmitRequest (submit) is one call to run somewhere else; the response is its Handle.
 type SubmitRequest struct {
-	// Kind is "python-pickle" (PayloadPath holds the pickled (func, args, kwargs)),
-	// "python-entry" (Entry) or "command" (Command).
-	Kind        string   `json:"kind"`
+	// Kind is "python-pickle" (Payload or the file PayloadPath holds the pickled (func,
+	// args, kwargs)), "python-entry" (Entry) or "command" (Command).
+	Kind string `json:"kind"`
+	// Payload is the pickle itself (base64 in JSON): the SDK sends a small one in the
+	// request rather than through a temporary file (a new file per call, written,
+	// read and removed). PayloadPath wins when both are given.
+	Payload     []byte   `json:"payload,omitempty"`
 	PayloadPath string   `json:"payload_path,omitempty"`
 	Entry       *Entry   `json:"entry,omitempty"`
 	Command     []string `json:"command,omitempty"`

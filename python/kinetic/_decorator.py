@@ -1,5 +1,6 @@
 """The @kinetic.run decorator: pickles the call and hands it to the engine."""
 
+import base64
 import contextlib
 import functools
 import inspect
@@ -20,6 +21,10 @@ from .data import Collector as DataCollector, Data, extract as extract_data
 from .jobs import JobHandle
 
 # The types of a plain value: pickled by the C pickler alone (cloudpickle defers to it).
+# A call's pickle at most this big goes in the request (base64); a bigger one through a
+# temporary file the engine reads.
+_INLINE_PAYLOAD = 256 << 10
+
 _ATOMS = frozenset((int, float, complex, str, bytes, bool, type(None)))
 
 _roots = {}
@@ -197,6 +202,14 @@ class RemoteFunction:
         source, root = self._source_root()
         args, kwargs, data = extract_data(args, kwargs, self._options.get("volumes"))
         payload = _pickle_call(self._func, args, kwargs, root)
+        if len(payload) <= _INLINE_PAYLOAD:
+            # In the request itself: a temporary file is a new file written, read and
+            # removed per call.
+            req = self._request("", source)
+            req["payload"] = base64.b64encode(payload).decode("ascii")
+            req["data"] = data
+            yield req
+            return
         fd, path = tempfile.mkstemp(prefix="kinetic-payload-", suffix=".pkl")
         try:
             with os.fdopen(fd, "wb") as f:
@@ -218,7 +231,7 @@ class RemoteFunction:
         o = self._options
         req = {
             "kind": "python-pickle",
-            "payload_path": path,
+            **({"payload_path": path} if path else {}),
             "func_name": getattr(self._func, "__qualname__", "function"),
             "source_file": source or "",
             "cwd": os.getcwd(),

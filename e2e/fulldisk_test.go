@@ -246,15 +246,15 @@ func faultModes(t *testing.T, e *env) {
 	}
 	e.makeBatch(t, 4)
 	// Every directory Kinetic made 0700, every file it wrote readable by its user only.
-	// Below a shipped tree (jobs/ID/root) and an output directory (outputs/ID) are the
-	// user's files, with the modes the user or the job gave them: those directories
-	// themselves are 0700.
+	// Below a shipped tree (jobs/ID/root, or the tree a worker keeps for its next job,
+	// workers/K/tree) and an output directory (outputs/ID) are the user's files, with the
+	// modes the user or the job gave them: those directories themselves are 0700.
 	for _, root := range []string{e.store, filepath.Join(e.home, "data", "local")} {
 		err := filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
 			if err != nil {
 				return err
 			}
-			if parent := filepath.Base(filepath.Dir(p)); parent == "root" || filepath.Base(filepath.Dir(filepath.Dir(p))) == "outputs" {
+			if parent := filepath.Base(filepath.Dir(p)); parent == "root" || parent == "tree" || filepath.Base(filepath.Dir(filepath.Dir(p))) == "outputs" {
 				if fi.IsDir() {
 					return filepath.SkipDir
 				}

@@ -90,6 +90,12 @@ func (b *Backend) Prune(ctx context.Context, o backend.PruneOptions) ([]backend.
 		}
 	}
 
+	kept, err := pruneKeptTrees(filepath.Join(b.o.StateDir, "queues"), cutoff, o.DryRun)
+	freed = append(freed, kept...)
+	if err != nil {
+		return freed, err
+	}
+
 	envs := filepath.Join(b.o.StateDir, "envs")
 	ents, err = os.ReadDir(envs)
 	if err != nil && !os.IsNotExist(err) {
@@ -164,6 +170,57 @@ func removeDir(dir string, dryRun bool) (size int64, removed bool, err error) {
 		return size, true, err
 	}
 	return size, true, nil
+}
+
+// pruneKeptTrees removes the shipped trees long-lived supervisors kept for their next
+// job (runner.Options.TreeCache: queues/Q/workers/K/tree, and trees set aside) whose
+// supervisor is gone and which are older than cutoff. A supervisor removes its own when
+// it leaves; one that was killed leaves it. The worker's lock is held only while a tree
+// is renamed aside (a supervisor starting meanwhile waits 200 ms for it at most).
+func pruneKeptTrees(queues string, cutoff time.Time, dryRun bool) ([]backend.Freed, error) {
+	var freed []backend.Freed
+	qs, err := os.ReadDir(queues)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	for _, q := range qs {
+		workers := filepath.Join(queues, q.Name(), "workers")
+		ws, _ := os.ReadDir(workers)
+		for _, w := range ws {
+			trees, _ := filepath.Glob(filepath.Join(workers, w.Name(), "tree*"))
+			if !w.IsDir() || len(trees) == 0 {
+				continue
+			}
+			lock, err := lockFile(filepath.Join(workers, w.Name()+".lock"), false)
+			if err != nil {
+				continue // its supervisor lives (it keeps the tree for its next job)
+			}
+			var claimed []string
+			for _, t := range trees {
+				fi, err := os.Stat(t)
+				if err != nil || fi.ModTime().After(cutoff) {
+					continue
+				}
+				if dryRun {
+					freed = append(freed, backend.Freed{Kind: "kept tree", Path: t, Bytes: dirSize(t)})
+					continue
+				}
+				aside := filepath.Join(workers, w.Name(), fmt.Sprintf(".pruning-%d-%s", os.Getpid(), filepath.Base(t)))
+				if os.Rename(t, aside) == nil {
+					claimed = append(claimed, t, aside)
+				}
+			}
+			lock.Close()
+			for i := 0; i < len(claimed); i += 2 {
+				size := dirSize(claimed[i+1])
+				if err := os.RemoveAll(claimed[i+1]); err != nil {
+					return freed, err
+				}
+				freed = append(freed, backend.Freed{Kind: "kept tree", Path: claimed[i], Bytes: size})
+			}
+		}
+	}
+	return freed, nil
 }
 
 // dirSize is the bytes of the regular files under dir.

@@ -165,3 +165,66 @@ func TestCleanupEndedWhileWorkspaceWritten(t *testing.T) {
 		}
 	}
 }
+
+// TestPruneKeptTrees: the tree a long-lived supervisor kept for its next job goes once
+// its supervisor is gone and it is older than the cutoff (a supervisor removes its own
+// when it leaves; a killed one leaves it); a live supervisor's stays, and so does a
+// recent one. A dry run says what would go and removes nothing.
+func TestPruneKeptTrees(t *testing.T) {
+	ctx := context.Background()
+	_, b, state := pruneBackend(t)
+	old := time.Now().Add(-48 * time.Hour)
+	workers := filepath.Join(state, "queues", "single-0123456789abcdef", "workers")
+	mk := func(k string, age time.Time) string {
+		tree := filepath.Join(workers, k, "tree")
+		os.MkdirAll(filepath.Join(tree, "pkg"), 0o700)
+		os.WriteFile(filepath.Join(tree, "pkg", "m.py"), []byte("x = 1\n"), 0o600)
+		os.Chtimes(tree, age, age)
+		return tree
+	}
+	dead, live, recent := mk("0", old), mk("1", old), mk("2", time.Now())
+	aside := filepath.Join(workers, "0", "tree.old-abc")
+	os.MkdirAll(aside, 0o700)
+	os.Chtimes(aside, old, old)
+	lock, err := filelock.Open(filepath.Join(workers, "1.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := filelock.Try(lock, filelock.Exclusive); err != nil {
+		t.Fatal(err)
+	}
+	kept := func(freed []backend.Freed) map[string]int64 {
+		out := map[string]int64{}
+		for _, f := range freed {
+			if f.Kind == "kept tree" {
+				out[f.Path] = f.Bytes
+			}
+		}
+		return out
+	}
+	freed, err := b.Prune(ctx, backend.PruneOptions{OlderThan: 24 * time.Hour, DryRun: true})
+	if got := kept(freed); err != nil || len(got) != 2 || got[dead] != 6 || got[aside] != 0 {
+		t.Fatalf("dry run: %+v, %v; want the dead worker's tree (6 bytes) and the one set aside", freed, err)
+	}
+	if _, err := os.Stat(dead); err != nil {
+		t.Fatalf("a dry run removed %s: %v", dead, err)
+	}
+	freed, err = b.Prune(ctx, backend.PruneOptions{OlderThan: 24 * time.Hour})
+	if got := kept(freed); err != nil || len(got) != 2 || got[dead] != 6 {
+		t.Fatalf("prune: %+v, %v", freed, err)
+	}
+	for _, gone := range []string{dead, aside} {
+		if _, err := os.Stat(gone); !os.IsNotExist(err) {
+			t.Errorf("%s is still there (%v)", gone, err)
+		}
+	}
+	for _, stays := range []string{live, recent} {
+		if _, err := os.Stat(filepath.Join(stays, "pkg", "m.py")); err != nil {
+			t.Errorf("prune removed %s: %v", stays, err)
+		}
+	}
+	if ents, _ := os.ReadDir(filepath.Join(workers, "0")); len(ents) != 0 {
+		t.Errorf("left in the dead worker's directory: %v", ents)
+	}
+}

@@ -274,7 +274,7 @@ func run(ctx context.Context, st *store.Store, o Options, out io.Writer, called 
 	work := filepath.Join(o.Workspace, "root")
 	outDir := filepath.Join(o.Workspace, "out")
 	dirs := []string{work, outDir}
-	if o.TreeCache != "" && (spec.Debug != nil || o.TreeDir != "") {
+	if spec.Debug != nil {
 		o.TreeCache = "" // a debugger maps the job's own root
 	}
 	if (o.TreeDir != "" || o.TreeCache != "") && spec.Workdir != nil && spec.Workdir.Format == job.FormatManifest {

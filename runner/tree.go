@@ -84,7 +84,7 @@ func reuseTree(ctx context.Context, st *store.Store, ref pack.ManifestRef, dir s
 // background (a big tree's removal is not the next job's wait), with any left aside by
 // an earlier process.
 func clearTree(path string) error {
-	old, _ := filepath.Glob(path + oldTreeSuffix + "*")
+	old := setAside(path)
 	aside := path + oldTreeSuffix + strconv.FormatInt(time.Now().UnixNano(), 36)
 	switch err := os.Rename(path, aside); {
 	case err == nil:
@@ -107,6 +107,12 @@ func clearTree(path string) error {
 // oldTreeSuffix names a tree set aside by clearTree until it is removed.
 const oldTreeSuffix = ".old-"
 
+// setAside lists the trees set aside beside path and not removed yet.
+func setAside(path string) []string {
+	old, _ := filepath.Glob(path + oldTreeSuffix + "*")
+	return old
+}
+
 // DropTree removes the tree kept in dir (Options.TreeCache or TreeDir) and forgets it:
 // a supervisor leaving does not keep a copy of a project on the disk.
 func DropTree(dir string) {
@@ -114,8 +120,7 @@ func DropTree(dir string) {
 	delete(trees, dir)
 	treeMu.Unlock()
 	path := filepath.Join(dir, "tree")
-	old, _ := filepath.Glob(path + oldTreeSuffix + "*")
-	for _, p := range append(old, path) {
+	for _, p := range append(setAside(path), path) {
 		os.RemoveAll(p)
 	}
 }

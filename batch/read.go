@@ -505,9 +505,39 @@ func Cleanup(ctx context.Context, e Engine, gid, storeURL string, backendRes, st
 
 // cleanupGroupUnit removes the unit a driver ran the batch's first attempts in.
 func cleanupGroupUnit(ctx context.Context, e Engine, v *View) error {
+	d, err := groupDriver(ctx, e, v)
+	if d == nil || err != nil {
+		return err
+	}
+	return d.CleanupGroup(ctx, v.GroupID)
+}
+
+// Withdraw removes batch gid as Cleanup does, backend and store, unless its unit had
+// started (started true: nothing is removed and the batch runs on). It is for a
+// submitter that died after recording the batch, before it was told the batch started:
+// what it says next depends on which. A batch whose children were submitted one by
+// one has no unit: it is removed, and what was submitted of it is cancelled.
+func Withdraw(ctx context.Context, e Engine, gid, storeURL string) (started bool, err error) {
+	v, err := Read(ctx, e, gid, storeURL, false)
+	if err == nil && v.Derived {
+		d, err := groupDriver(ctx, e, v)
+		if err != nil {
+			return false, err
+		}
+		if w, ok := d.(batchdriver.Withdrawer); ok {
+			if started, err := w.WithdrawGroup(ctx, gid); err != nil || started {
+				return started, err
+			}
+		}
+	}
+	return false, Cleanup(ctx, e, gid, storeURL, true, true)
+}
+
+// groupDriver is the driver of batch v's backend (nil if it has none).
+func groupDriver(ctx context.Context, e Engine, v *View) (batchdriver.Driver, error) {
 	st, err := e.Store(ctx, v.Store)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ns := ""
 	for _, c := range v.Children {
@@ -520,12 +550,10 @@ func cleanupGroupUnit(ctx context.Context, e Engine, v *View) error {
 	}
 	be, err := e.BackendFor(&job.Handle{Backend: v.Backend, Namespace: ns}, st)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if d, ok := be.(batchdriver.Driver); ok {
-		return d.CleanupGroup(ctx, v.GroupID)
-	}
-	return nil
+	d, _ := be.(batchdriver.Driver)
+	return d, nil
 }
 
 // Listed is one batch of List: its manifest (without its children), or, when the

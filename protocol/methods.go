@@ -474,6 +474,16 @@ type BatchCleanupRequest struct {
 	GroupRequest
 	K8s bool `json:"k8s"`
 	GCS bool `json:"gcs"`
+	// UnlessStarted leaves a batch whose unit started (its local workers were let run,
+	// its Indexed Job exists) as it is and says so (BatchCleanupResponse.Started): the
+	// SDK asks this way when its engine died during a map before saying it started.
+	UnlessStarted bool `json:"unless_started,omitempty"`
+}
+
+// BatchCleanupResponse says whether batch_cleanup with unless_started found the batch
+// started (then nothing was removed).
+type BatchCleanupResponse struct {
+	Started bool `json:"started,omitempty"`
 }
 
 // DataHashRequest (data_hash) hashes a local path as Data.content_hash() does.

@@ -477,8 +477,18 @@ func (s *Server) batchCancel(c *call, r *protocol.GroupRequest) (*protocol.Empty
 	return nil, batch.Cancel(c, s.eng, r.GroupID, r.Store)
 }
 
-func (s *Server) batchCleanup(c *call, r *protocol.BatchCleanupRequest) (*protocol.Empty, error) {
-	return nil, batch.Cleanup(c, s.eng, r.GroupID, r.Store, r.K8s, r.GCS)
+func (s *Server) batchCleanup(c *call, r *protocol.BatchCleanupRequest) (*protocol.BatchCleanupResponse, error) {
+	if r.UnlessStarted {
+		started, err := batch.Withdraw(c, s.eng, r.GroupID, r.Store)
+		if err != nil {
+			return nil, err
+		}
+		return &protocol.BatchCleanupResponse{Started: started}, nil
+	}
+	if err := batch.Cleanup(c, s.eng, r.GroupID, r.Store, r.K8s, r.GCS); err != nil {
+		return nil, err
+	}
+	return &protocol.BatchCleanupResponse{}, nil
 }
 
 func (s *Server) dataHash(_ *call, r *protocol.DataHashRequest) (*protocol.DataHashResponse, error) {

@@ -74,6 +74,17 @@ type Driver interface {
 	Release(ctx context.Context, h *job.Handle) error
 }
 
+// Withdrawer is a Driver whose unit can be withdrawn before it runs anything. A batch
+// whose submitter died between recording it and starting its unit (the engine killed
+// during a map) is removed only if nothing of it runs; if its unit had started, the
+// batch runs on and the submitter must say so, or a retry runs every input twice.
+type Withdrawer interface {
+	// WithdrawGroup makes sure that no member of group gid ever runs, unless its unit
+	// was started already: then started is true and nothing is changed. It is called
+	// only once whatever called StartGroup is gone.
+	WithdrawGroup(ctx context.Context, gid string) (started bool, err error)
+}
+
 // Waker is a Driver that can tell a watch when members of a group may have ended, so
 // that it looks then rather than at its next poll (the local backend: its workers append
 // each input they finish to a file).

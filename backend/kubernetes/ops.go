@@ -430,6 +430,20 @@ func (b *Backend) CleanupEnded(ctx context.Context, h *job.Handle) error {
 }
 
 // CleanupGroup deletes a batch's Indexed Job.
+// WithdrawGroup implements batchdriver.Withdrawer: a batch whose Indexed Job was
+// created has started (its pods run the inputs); one without it never will, since
+// only StartGroup creates it.
+func (b *Backend) WithdrawGroup(ctx context.Context, gid string) (bool, error) {
+	_, err := b.getJob(ctx, gid, false)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("look at the Indexed Job %s: %w", gid, err)
+	}
+	return true, nil
+}
+
 func (b *Backend) CleanupGroup(ctx context.Context, gid string) error {
 	cctx, cancel := ctxTimeout(ctx)
 	defer cancel()

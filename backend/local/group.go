@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kinetic-run/kinetic/backend/batchdriver"
+	"github.com/kinetic-run/kinetic/internal/atomicfile"
 	"github.com/kinetic-run/kinetic/internal/dirwatch"
 	"github.com/kinetic-run/kinetic/internal/filelock"
 	"github.com/kinetic-run/kinetic/job"
@@ -34,7 +35,10 @@ import (
 // State, under STATE/groups/GID/:
 //
 //	group.json         the batch's size and its store
-//	next               the next input to claim (a decimal number; taken under flock)
+//	opener             locked by StartGroup until every worker is started
+//	next               the next input to claim (a decimal number; taken under flock),
+//	                   made by StartGroup once every worker is started (the inputs are
+//	                   open); 1<<62 once withdrawn (a dead StartGroup, CleanupGroup)
 //	workers/K.lock     held by worker K while it lives
 //	workers/K.running  "INDEX PID" of the input worker K runs, "-1 PID" between inputs
 //	workers/K.log      worker K's own output (the executor's, not the inputs')
@@ -91,6 +95,18 @@ func (b *Backend) StartGroup(ctx context.Context, g batchdriver.Group, template 
 	if err := b.st.PrepareEnds(g.ID); err != nil {
 		return fmt.Errorf("local backend: %w", err)
 	}
+	// The inputs stay closed (no next) until every worker is started, and opener's lock
+	// is held until then: a worker waits on it, and if this process dies first (the
+	// engine killed while it starts the batch) the workers withdraw the batch instead of
+	// running it (awaitOpen), so that whoever submitted it may say nothing ran.
+	opener, err := filelock.Open(filepath.Join(dir, openerName), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("local backend: %w", err)
+	}
+	defer opener.Close()
+	if err := filelock.Wait(opener, filelock.Exclusive); err != nil {
+		return fmt.Errorf("local backend: %w", err)
+	}
 	info, _ := json.Marshal(groupInfo{Store: b.st.URL(), Size: g.Size, Isolation: iso})
 	if err := os.WriteFile(filepath.Join(dir, "group.json"), info, 0o600); err != nil {
 		return fmt.Errorf("local backend: %w", err)
@@ -119,15 +135,85 @@ func (b *Backend) StartGroup(ctx context.Context, g batchdriver.Group, template 
 		}()
 	}
 	wg.Wait()
-	if len(left) < n {
-		return nil // served by the supervisors that took it
-	}
+	started := len(left) < n // served by the supervisors that took it
 	for _, err := range errs {
-		if err == nil {
-			return nil // the ones that started serve the batch
+		started = started || err == nil // the ones that started serve the batch
+	}
+	if !started {
+		return errs[0]
+	}
+	return openInputs(dir)
+}
+
+// openerName is the file StartGroup holds locked until the batch's inputs are open.
+const openerName = "opener"
+
+// openInputs lets the workers claim the batch's inputs (next made, nothing claimed). A
+// batch withdrawn meanwhile stays withdrawn.
+func openInputs(dir string) error {
+	err := atomicfile.Create(filepath.Join(dir, "next"), []byte(fmt.Sprintf("%-20d\n", 0)), 0o600, 0o700)
+	if errors.Is(err, atomicfile.ErrExists) {
+		if n, rerr := readClaimed(filepath.Join(dir, "next")); rerr == nil && n >= withdrawn {
+			return fmt.Errorf("local backend: batch %s was withdrawn as it started", filepath.Base(dir))
+		}
+		return nil // opened already (StartGroup again)
+	}
+	if err != nil {
+		return fmt.Errorf("local backend: %w", err)
+	}
+	return nil
+}
+
+// withdrawn is what next holds once no input may be claimed any more.
+const withdrawn = 1 << 62
+
+// withdrawInputs closes the batch's inputs for good unless they were opened: started
+// says they were (StartGroup finished), and then nothing changes.
+func withdrawInputs(dir string) (started bool, err error) {
+	next := filepath.Join(dir, "next")
+	err = atomicfile.Create(next, []byte(fmt.Sprintf("%-20d\n", withdrawn)), 0o600, 0o700)
+	if errors.Is(err, atomicfile.ErrExists) {
+		n, err := readClaimed(next)
+		return err == nil && n < withdrawn, err
+	}
+	return false, err
+}
+
+// awaitOpen waits until the batch's inputs are open and returns next, locked by no one.
+// While StartGroup runs they are closed and it holds the opener's lock; if that lock
+// goes (its process died) with the inputs still closed, the batch is withdrawn here, and
+// every claim after finds nothing left.
+func awaitOpen(dir string) (*os.File, error) {
+	path := filepath.Join(dir, "next")
+	for {
+		f, err := filelock.Open(path, os.O_RDWR, 0o600)
+		if !errors.Is(err, os.ErrNotExist) {
+			return f, err
+		}
+		o, err := filelock.Open(filepath.Join(dir, openerName), os.O_RDONLY, 0)
+		if errors.Is(err, os.ErrNotExist) {
+			if _, err := os.Stat(filepath.Join(dir, "group.json")); err != nil {
+				return nil, err // the batch is gone
+			}
+			if err := openInputs(dir); err != nil { // started by a build without the opener
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		err = filelock.Wait(o, filelock.Shared)
+		o.Close()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			if _, err := withdrawInputs(dir); err != nil {
+				return nil, err
+			}
 		}
 	}
-	return errs[0]
 }
 
 // groupHandOff is how long StartGroup waits for long-lived supervisors to take a
@@ -318,6 +404,24 @@ func (b *Backend) CleanupGroup(ctx context.Context, gid string) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return os.RemoveAll(dir)
+}
+
+// WithdrawGroup implements batchdriver.Withdrawer: the batch's inputs are closed for
+// good unless StartGroup opened them; its workers, waiting for them, then leave having
+// run nothing.
+func (b *Backend) WithdrawGroup(ctx context.Context, gid string) (bool, error) {
+	if !job.ValidName(gid) {
+		return false, fmt.Errorf("local backend: invalid group ID %q", gid)
+	}
+	dir := b.groupDir(gid)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return false, nil // never started here
+	}
+	started, err := withdrawInputs(dir)
+	if err != nil {
+		return false, fmt.Errorf("local backend: %w", err)
+	}
+	return started, nil
 }
 
 // groupChild says whether h is an input of a batch this machine runs by executors.
@@ -529,6 +633,9 @@ func claim(f *os.File, n int) (i int, ok bool, err error) {
 
 // claimAll marks every input claimed: no worker takes another.
 func claimAll(path string) error {
+	if _, err := withdrawInputs(filepath.Dir(path)); err != nil {
+		return err
+	}
 	f, err := filelock.Open(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
@@ -537,7 +644,7 @@ func claimAll(path string) error {
 	if err := filelock.Wait(f, filelock.Exclusive); err != nil {
 		return err
 	}
-	_, err = f.WriteAt([]byte(fmt.Sprintf("%-20d\n", 1<<62)), 0)
+	_, err = f.WriteAt([]byte(fmt.Sprintf("%-20d\n", withdrawn)), 0)
 	return err
 }
 
@@ -557,4 +664,7 @@ func readClaimed(path string) (int, error) {
 // Release implements batchdriver.Driver: a local job holds nothing once it has ended.
 func (b *Backend) Release(ctx context.Context, h *job.Handle) error { return nil }
 
-var _ batchdriver.Driver = (*Backend)(nil)
+var (
+	_ batchdriver.Driver     = (*Backend)(nil)
+	_ batchdriver.Withdrawer = (*Backend)(nil)
+)

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/kinetic-run/kinetic/internal/atomicfile"
-	"github.com/kinetic-run/kinetic/internal/filelock"
 	"github.com/kinetic-run/kinetic/internal/outdir"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
@@ -115,6 +114,9 @@ func workGroup(ctx context.Context, o GroupWorkOptions, sig <-chan os.Signal, st
 			gw.x.Close()
 		}
 	}()
+	if gw.next, err = awaitOpen(dir); err != nil {
+		return gw.failAll(ctx, err)
+	}
 	for {
 		i, ok, err := claim(gw.next, gw.size)
 		if err != nil {
@@ -171,9 +173,6 @@ func (gw *groupWorker) load(ctx context.Context) error {
 	}
 	gw.size, gw.isolation = info.Size, info.Isolation
 	if gw.done, err = os.OpenFile(filepath.Join(gw.dir, "done", strconv.Itoa(gw.o.Worker)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
-		return err
-	}
-	if gw.next, err = filelock.Open(filepath.Join(gw.dir, "next"), os.O_RDWR|os.O_CREATE, 0o600); err != nil {
 		return err
 	}
 	if gw.t, err = batchlayout.ReadTemplate(ctx, gw.st, gw.o.Group); err != nil {
@@ -507,8 +506,17 @@ func (gw *groupWorker) markDone(i int) {
 
 // failAll fails every input left to claim with err (the batch cannot run here).
 func (gw *groupWorker) failAll(ctx context.Context, err error) error {
-	if gw.st == nil || gw.size == 0 || gw.done == nil || gw.next == nil {
+	if gw.st == nil || gw.size == 0 || gw.done == nil {
 		return err
+	}
+	if gw.next == nil {
+		// What is not open yet is waited for: a batch withdrawn meanwhile has nothing
+		// left to fail.
+		next, oerr := awaitOpen(gw.dir)
+		if oerr != nil {
+			return err
+		}
+		gw.next = next
 	}
 	env := runner.FailureEnvelope(err)
 	for {

@@ -375,7 +375,19 @@ def _engine_died_error(err, recorded, n):
         e.group_id, e.submitted = None, False
         return e
     where = ", store=%r" % recorded["store"] if recorded.get("store") else ""
-    if recorded.get("running"):
+    running = recorded.get("running")
+    cleanup_err = None
+    if not running:
+        # Recorded, not said to run on its own: removed, unless its unit had started
+        # after all (the engine died after starting it, before saying so), and then it
+        # runs on. The engine that asked is gone, so the answer cannot change after.
+        try:
+            res = engine().call("batch_cleanup", {"group_id": gid, "store": recorded.get("store") or "",
+                                                  "k8s": True, "gcs": True, "unless_started": True})
+            running = bool((res or {}).get("started"))
+        except Exception as ce:  # the message says what to do instead
+            cleanup_err = ce
+    if running:
         e = KineticError(
             "run_async_map: %s after it recorded batch %s (%d inputs) and started it, before it confirmed the "
             "submission. The batch was submitted and its inputs keep running without the engine: do not call "
@@ -383,17 +395,11 @@ def _engine_died_error(err, recorded, n):
             % (err, gid, n, gid, where))
         e.group_id, e.submitted = gid, True
         return e
-    # Recorded, not yet running on its own: what the engine started of it (if anything)
-    # stops with the cleanup, and nothing of it is left to run or to be taken for a
-    # batch that runs.
-    try:
-        engine().call("batch_cleanup", {"group_id": gid, "store": recorded.get("store") or "", "k8s": True,
-                                        "gcs": True})
-    except Exception as ce:  # the message says what to do instead
+    if cleanup_err is not None:
         e = KineticError(
             "run_async_map: %s after it recorded batch %s (%d inputs) and before it started it, and removing it "
             "failed (%s): remove it with kinetic.attach_batch(%r%s).cleanup() or `kinetic batch cleanup %s`, then "
-            "call run_async_map again" % (err, gid, n, ce, gid, where, gid))
+            "call run_async_map again" % (err, gid, n, cleanup_err, gid, where, gid))
         e.group_id, e.submitted = gid, False
         return e
     e = KineticError(

@@ -116,10 +116,15 @@ func (b *Backend) StartGroup(ctx context.Context, g batchdriver.Group, template 
 	for k := range left {
 		left[k] = k
 	}
+	// The inputs open as soon as one worker surely serves the batch: the others join
+	// it as they come, and a batch that started runs on without this process.
+	var once sync.Once
+	var openErr error
+	open := func() { once.Do(func() { openErr = openInputs(dir) }) }
 	if !b.o.PerJobSupervisor {
 		// Long-lived supervisors that are idle serve the batch (no exec, pool.go:
 		// runGroup); the workers none of them took within groupHandOff are started.
-		left = b.queueGroupWorkers(g.ID, n)
+		left = b.queueGroupWorkers(g.ID, n, open)
 	}
 	// The workers start side by side: each start is an exec of this binary, and the
 	// batch waits for the last of them otherwise. They are started before this returns
@@ -131,7 +136,9 @@ func (b *Backend) StartGroup(ctx context.Context, g batchdriver.Group, template 
 		go func() {
 			defer wg.Done()
 			w := strconv.Itoa(k)
-			errs[i] = b.spawn(ctx, filepath.Join(dir, "workers", w+".log"), "--group", g.ID, "--worker", w)
+			if errs[i] = b.spawn(ctx, filepath.Join(dir, "workers", w+".log"), "--group", g.ID, "--worker", w); errs[i] == nil {
+				open()
+			}
 		}()
 	}
 	wg.Wait()
@@ -142,7 +149,8 @@ func (b *Backend) StartGroup(ctx context.Context, g batchdriver.Group, template 
 	if !started {
 		return errs[0]
 	}
-	return openInputs(dir)
+	open()
+	return openErr
 }
 
 // openerName is the file StartGroup holds locked until the batch's inputs are open.
@@ -240,7 +248,7 @@ func parseGroupEntry(name string) (gid string, k int, ok bool) {
 // and returns the ones none took within groupHandOff (their entries removed: StartGroup
 // starts them). A supervisor removes an entry once it holds that worker's lock (or
 // found it held), so a taken entry is a live worker, as a started one is.
-func (b *Backend) queueGroupWorkers(gid string, n int) []int {
+func (b *Backend) queueGroupWorkers(gid string, n int, open func()) []int {
 	all := make([]int, n)
 	for k := range all {
 		all[k] = k
@@ -270,6 +278,9 @@ func (b *Backend) queueGroupWorkers(gid string, n int) []int {
 				waiting = append(waiting, k)
 			}
 		}
+		if len(waiting) < len(queued) {
+			open() // taken: a live worker serves the batch
+		}
 		queued = waiting
 		if time.Now().After(deadline) {
 			break
@@ -280,6 +291,8 @@ func (b *Backend) queueGroupWorkers(gid string, n int) []int {
 		// entry already and takes the lock first makes the started one give way).
 		if os.Remove(filepath.Join(q, groupEntry(gid, k))) == nil {
 			left = append(left, k)
+		} else {
+			open() // taken as the wait ended
 		}
 	}
 	return left

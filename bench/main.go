@@ -17,10 +17,13 @@
 package main
 
 import (
+	"syscall"
+
 	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/kinetic-run/kinetic/testkit/testproc"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,6 +126,13 @@ func main() {
 	home, err := os.MkdirTemp("", "kinetic-bench-")
 	check(err)
 	defer os.RemoveAll(home)
+	// The home's long-lived supervisors and warm servers stay idle for a while after
+	// the last call: stopped here, or they run beside the next bench run.
+	defer func() {
+		for _, pid := range testproc.Under(home) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}()
 	proj := filepath.Join(home, "proj")
 	check(os.MkdirAll(proj, 0o755))
 	check(os.WriteFile(filepath.Join(proj, "bench_sync.py"), []byte(syncScript), 0o644))

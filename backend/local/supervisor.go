@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -121,10 +122,8 @@ func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string,
 	// goes to its worker's log (the store has every job's own logs either way).
 	var runLog io.Writer = os.Stderr
 	if treeDir == "" {
-		f, err := os.OpenFile(filepath.Join(ws, "runner.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
-			return err
-		}
+		// Made at the first byte: a job that prints nothing costs no file.
+		f := &lazyFile{path: filepath.Join(ws, "runner.log")}
 		defer f.Close()
 		runLog = f
 	}
@@ -257,4 +256,34 @@ func lockFile(path string, must bool) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// lazyFile is a file opened for appending at its first write.
+type lazyFile struct {
+	path string
+	mu   sync.Mutex
+	f    *os.File
+	err  error
+}
+
+func (l *lazyFile) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil && l.err == nil {
+		l.f, l.err = os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	}
+	if l.err != nil {
+		return 0, l.err
+	}
+	return l.f.Write(p)
+}
+
+// Close closes the file if it was opened.
+func (l *lazyFile) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	return l.f.Close()
 }

@@ -35,10 +35,11 @@ import (
 // State, under STATE/groups/GID/:
 //
 //	group.json         the batch's size and its store
-//	opener             locked by StartGroup until every worker is started
+//	opener             locked by StartGroup until the inputs are open
 //	next               the next input to claim (a decimal number; taken under flock),
-//	                   made by StartGroup once every worker is started (the inputs are
-//	                   open); 1<<62 once withdrawn (a dead StartGroup, CleanupGroup)
+//	                   made by StartGroup once a worker surely serves the batch (the
+//	                   inputs are open); 1<<62 once withdrawn (a dead StartGroup,
+//	                   CleanupGroup)
 //	workers/K.lock     held by worker K while it lives
 //	workers/K.running  "INDEX PID" of the input worker K runs, "-1 PID" between inputs
 //	workers/K.log      worker K's own output (the executor's, not the inputs')
@@ -95,10 +96,10 @@ func (b *Backend) StartGroup(ctx context.Context, g batchdriver.Group, template 
 	if err := b.st.PrepareEnds(g.ID); err != nil {
 		return fmt.Errorf("local backend: %w", err)
 	}
-	// The inputs stay closed (no next) until every worker is started, and opener's lock
-	// is held until then: a worker waits on it, and if this process dies first (the
-	// engine killed while it starts the batch) the workers withdraw the batch instead of
-	// running it (awaitOpen), so that whoever submitted it may say nothing ran.
+	// The inputs stay closed (no next) until a worker surely serves the batch, and
+	// opener's lock is held until then: a worker waits on it, and if this process dies
+	// first (the engine killed while it starts the batch) the workers withdraw the batch
+	// instead of running it (awaitOpen), so that whoever submitted it may say nothing ran.
 	opener, err := filelock.Open(filepath.Join(dir, openerName), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("local backend: %w", err)
@@ -176,7 +177,7 @@ func openInputs(dir string) error {
 const withdrawn = 1 << 62
 
 // withdrawInputs closes the batch's inputs for good unless they were opened: started
-// says they were (StartGroup finished), and then nothing changes.
+// says they were (by StartGroup), and then nothing changes.
 func withdrawInputs(dir string) (started bool, err error) {
 	next := filepath.Join(dir, "next")
 	err = atomicfile.Create(next, []byte(fmt.Sprintf("%-20d\n", withdrawn)), 0o600, 0o700)

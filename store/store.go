@@ -879,8 +879,10 @@ func (s *Store) ListDirs(ctx context.Context, prefix string) ([]string, error) {
 func (s *Store) DeletePrefix(ctx context.Context, prefix string) error {
 	if s.dir != "" && strings.HasSuffix(prefix, "/") && plainKey(strings.TrimSuffix(prefix, "/")) {
 		// A file store's prefix is a directory: remove it in one walk (one call when
-		// it does not exist, as for most of a batch's inputs).
-		if err := remove.All(filepath.Join(s.dir, filepath.FromSlash(prefix))); err != nil {
+		// it does not exist, as for most of a batch's inputs). A job judged ended may
+		// still get its supervisor's last write for a moment (a file made during the
+		// walk fails it with "directory not empty"): tried again for up to a second.
+		if err := remove.AllWhileWritten(ctx, filepath.Join(s.dir, filepath.FromSlash(prefix)), time.Second); err != nil {
 			return fmt.Errorf("delete %s: %w", prefix, err)
 		}
 		return nil

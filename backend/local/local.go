@@ -456,21 +456,11 @@ func (b *Backend) CleanupEnded(ctx context.Context, h *job.Handle) error {
 // directory not empty" after a sync call, about one run of forty calls in four), so it
 // tries again, for about a second.
 func removeWorkspace(ctx context.Context, id, dir string) error {
-	if err := remove.All(dir); err == nil {
-		return nil // most often none (a batch's input) or no one wrote meanwhile
-	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-	defer cancel()
-	err := backoff.Retry(wctx, backoff.New(5*time.Millisecond, 200*time.Millisecond), func() (bool, error) {
-		if err := os.RemoveAll(dir); !errors.Is(err, syscall.ENOTEMPTY) {
-			return true, err
-		}
-		return false, nil // made meanwhile: again
-	})
+	err := remove.AllWhileWritten(ctx, dir, time.Second)
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, remove.ErrStillWritten):
 		return fmt.Errorf("cleanup %s: its workspace %s was still being written after a second; `kinetic prune` removes it once nothing uses it", id, dir)
 	default:
 		return fmt.Errorf("cleanup %s: %w", id, err)

@@ -108,7 +108,14 @@ func TestCancelPending(t *testing.T) {
 		t.Fatalf("cancelled pending job: %s (%s)", state, reason)
 	}
 	if err := first.Cleanup(ctx, true, true); err != nil {
-		t.Fatal(err)
+		dir := strings.TrimPrefix(st.URL(), "file://") + "/jobs/" + first.Handle.JobID
+		ents, _ := os.ReadDir(dir)
+		var names []string
+		for _, e := range ents {
+			fi, _ := e.Info()
+			names = append(names, e.Name()+"@"+fi.ModTime().Format("15:04:05.000000"))
+		}
+		t.Fatalf("%v; left: %v; now %s", err, names, time.Now().Format("15:04:05.000000"))
 	}
 }
 

@@ -9,9 +9,14 @@
 package remove
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
+	"syscall"
+	"time"
+
+	"github.com/kinetic-run/kinetic/internal/backoff"
 )
 
 // File removes the file at path, one system call whether or not it existed, and says
@@ -42,4 +47,31 @@ func All(path string) error {
 		return nil
 	}
 	return os.RemoveAll(path)
+}
+
+// ErrStillWritten is returned by AllWhileWritten when files kept appearing in the tree
+// for the whole time it was given.
+var ErrStillWritten = errors.New("still being written")
+
+// AllWhileWritten is All for a tree someone may still be writing into for a moment (a
+// supervisor's last writes after its job was judged ended: a file made while RemoveAll
+// runs fails it with ENOTEMPTY): it tries again, backing off, for up to within. It
+// returns an error wrapping ErrStillWritten if files kept appearing all that time.
+func AllWhileWritten(ctx context.Context, path string, within time.Duration) error {
+	err := All(path)
+	if !errors.Is(err, syscall.ENOTEMPTY) {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), within)
+	defer cancel()
+	err = backoff.Retry(wctx, backoff.New(5*time.Millisecond, 200*time.Millisecond), func() (bool, error) {
+		if err := os.RemoveAll(path); !errors.Is(err, syscall.ENOTEMPTY) {
+			return true, err
+		}
+		return false, nil // made meanwhile: again
+	})
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &fs.PathError{Op: "remove", Path: path, Err: ErrStillWritten}
+	}
+	return err
 }

@@ -1,9 +1,12 @@
 package remove
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func TestFile(t *testing.T) {
@@ -53,4 +56,30 @@ func TestAll(t *testing.T) {
 			t.Fatalf("%s: still there (%v)", name, err)
 		}
 	}
+}
+
+// TestAllWhileWritten: a tree that gets new files while it is removed (a supervisor's
+// last writes) is removed once the writing stops (All alone fails with "directory not
+// empty" when a file comes during its walk).
+func TestAllWhileWritten(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "job")
+	writeFor := func(d time.Duration) chan struct{} {
+		if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i, end := 0, time.Now().Add(d); time.Now().Before(end); i++ {
+				os.MkdirAll(filepath.Join(dir, "sub"), 0o700)
+				os.WriteFile(filepath.Join(dir, "sub", fmt.Sprintf("f%d", i)), nil, 0o600)
+			}
+		}()
+		return done
+	}
+	done := writeFor(150 * time.Millisecond)
+	if err := AllWhileWritten(context.Background(), dir, 2*time.Second); err != nil {
+		t.Fatalf("a tree written into for 150 ms: %v", err)
+	}
+	<-done
 }

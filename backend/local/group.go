@@ -647,10 +647,11 @@ func claim(f *os.File, n int) (i int, ok bool, err error) {
 
 // claimAll marks every input claimed: no worker takes another.
 func claimAll(path string) error {
-	if _, err := withdrawInputs(filepath.Dir(path)); err != nil {
-		return err
+	started, err := withdrawInputs(filepath.Dir(path))
+	if err != nil || !started {
+		return err // never opened: withdrawn, every input claimed
 	}
-	f, err := filelock.Open(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := filelock.Open(path, os.O_RDWR, 0o600)
 	if err != nil {
 		return err
 	}

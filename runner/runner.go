@@ -78,6 +78,11 @@ type Options struct {
 	// about a tenth of a local call (docs/benchmarks.md, "Tenth round"). Debug jobs and
 	// containers get a tree of their own.
 	TreeCache string
+	// LeaseSpare, for a long-lived process that runs call after call (the local
+	// backend's supervisors), keeps a spare child of the warm server leased between
+	// calls: the next call hands its request to that child directly, one hop and one
+	// connection fewer (warmserver.py, "A lease").
+	LeaseSpare bool
 	// InPlaceData lets local Data with fuse=True be used where it lies (the local backend,
 	// on the machine that submitted it).
 	InPlaceData bool
@@ -542,7 +547,7 @@ func runPython(ctx context.Context, spec *job.Spec, py string, rest []string, cw
 	// child forked from the warm server (imports done, threads gone) is no place for.
 	// So do jobs with volumes: their mount namespace is made when the process starts.
 	if warmEnabled(o) && spec.Debug == nil && len(mounts) == 0 {
-		runErr = runWarm(ctx, o.WarmDir, o.warmIdle(), py, argv, cwd, environ, out, o.grace())
+		runErr = runWarm(ctx, o.WarmDir, o.warmIdle(), py, argv, cwd, environ, out, o.grace(), o.LeaseSpare)
 		if cold = errors.Is(runErr, errNoWarm); cold {
 			debugf(out, "starting Python cold: %v", runErr)
 		}

@@ -360,12 +360,14 @@ type warmReply struct {
 // runWarm runs argv (the bootstrap and its arguments) in a child of the warm server for
 // py, its output going to out. It returns nil when the call exited 0, a *waitError for
 // another status, an error wrapping errNoWarm if nothing was started (run it cold), or
-// another error if the call started but its outcome is unknown.
+// another error if the call started but its outcome is unknown. With lease (a
+// long-lived runner), the call goes to the spare LeaseAhead leased for it, if that is
+// of the same server (the next LeaseAhead leases from this call's).
 //
 // Cancellation is as for a cold start: ctx cancelled → SIGTERM to the call's process
 // group, SIGKILL after grace; once the call ends, SIGKILL to whatever is left of its
 // group. If this process dies, the server sees the connection close and kills the group.
-func runWarm(ctx context.Context, dir string, idle time.Duration, py string, argv []string, cwd string, environ []string, out io.Writer, grace time.Duration) error {
+func runWarm(ctx context.Context, dir string, idle time.Duration, py string, argv []string, cwd string, environ []string, out io.Writer, grace time.Duration, lease bool) error {
 	w, err := warmFor(dir, py, environ)
 	if err == nil {
 		w.idle = idle
@@ -374,11 +376,17 @@ func runWarm(ctx context.Context, dir string, idle time.Duration, py string, arg
 		return fmt.Errorf("%w: %v", errNoWarm, err)
 	}
 	calltrace.Mark("warm.connect", "")
-	conn, err := w.connect(ctx)
-	if err != nil {
-		return fmt.Errorf("%w: %v", errNoWarm, err)
+	var conn *net.UnixConn
+	if lease {
+		conn = takeLease(w)
 	}
-	defer conn.Close()
+	leased := conn != nil
+	if conn == nil {
+		if conn, err = w.connect(ctx); err != nil {
+			return fmt.Errorf("%w: %v", errNoWarm, err)
+		}
+	}
+	defer func() { conn.Close() }()
 	calltrace.Mark("warm.connected", "")
 
 	pr, pw, err := os.Pipe()
@@ -396,50 +404,22 @@ func runWarm(ctx context.Context, dir string, idle time.Duration, py string, arg
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	err = sendWarmRequest(conn, pw, warmRequest{V: warmProto, Argv: argv, Env: env, Cwd: cwd})
-	calltrace.Mark("warm.sent", "")
+	req := warmRequest{V: warmProto, Argv: argv, Env: env, Cwd: cwd}
+	pid, replies, err := beginWarm(conn, pw, req)
+	if err != nil && leased {
+		// The leased spare is gone (killed, or its server): nothing ran; ask the server.
+		conn.Close()
+		if conn, err = w.connect(ctx); err != nil {
+			pw.Close()
+			return fmt.Errorf("%w: %v", errNoWarm, err)
+		}
+		pid, replies, err = beginWarm(conn, pw, req)
+	}
 	pw.Close()
 	if err != nil {
-		return fmt.Errorf("%w: sending the request: %v", errNoWarm, err)
+		return err
 	}
-
-	replies := make(chan warmReply, 2)
-	go func() {
-		r := bufio.NewReader(conn)
-		for {
-			line, err := r.ReadBytes('\n')
-			if err != nil {
-				replies <- warmReply{err: err}
-				return
-			}
-			var rep warmReply
-			if err := json.Unmarshal(line, &rep); err != nil {
-				rep.err = fmt.Errorf("bad reply %q: %w", line, err)
-			}
-			replies <- rep
-			if rep.err != nil || rep.Status != nil || rep.Error != "" {
-				return
-			}
-		}
-	}()
-
-	// Until the server says which child runs the call, nothing has started.
-	var pid int
-	select {
-	case rep := <-replies:
-		switch {
-		case rep.err != nil:
-			return fmt.Errorf("%w: %v", errNoWarm, rep.err)
-		case rep.Error != "":
-			return fmt.Errorf("%w: server: %s", errNoWarm, rep.Error)
-		case rep.Pid <= 0:
-			return fmt.Errorf("%w: reply without a pid", errNoWarm)
-		}
-		pid = rep.Pid
-		calltrace.Mark("warm.pid", "")
-	case <-time.After(warmStartTimeout):
-		return fmt.Errorf("%w: no reply from the server within %s", errNoWarm, warmStartTimeout)
-	}
+	calltrace.Mark("warm.pid", "")
 
 	var result error
 	done := ctx.Done()
@@ -490,6 +470,171 @@ wait:
 	}
 	calltrace.Mark("warm.output.copied", "")
 	return result
+}
+
+// beginWarm sends req on conn (a connection to the server, or to a leased spare) with
+// the output pw, and waits for the pid of the child that runs it. It returns the pid and
+// the channel of the replies that follow (its status). An error wraps errNoWarm:
+// nothing was started.
+func beginWarm(conn *net.UnixConn, pw *os.File, req warmRequest) (int, <-chan warmReply, error) {
+	err := sendWarmRequest(conn, pw, req)
+	calltrace.Mark("warm.sent", "")
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: sending the request: %v", errNoWarm, err)
+	}
+	replies := make(chan warmReply, 2)
+	go func() {
+		r := bufio.NewReader(conn)
+		for {
+			line, err := r.ReadBytes('\n')
+			if err != nil {
+				replies <- warmReply{err: err}
+				return
+			}
+			var rep warmReply
+			if err := json.Unmarshal(line, &rep); err != nil {
+				rep.err = fmt.Errorf("bad reply %q: %w", line, err)
+			}
+			replies <- rep
+			if rep.err != nil || rep.Status != nil || rep.Error != "" {
+				return
+			}
+		}
+	}()
+	// Until the server (or the leased spare) says which child runs the call, nothing has
+	// started.
+	select {
+	case rep := <-replies:
+		switch {
+		case rep.err != nil:
+			return 0, nil, fmt.Errorf("%w: %v", errNoWarm, rep.err)
+		case rep.Error != "":
+			return 0, nil, fmt.Errorf("%w: server: %s", errNoWarm, rep.Error)
+		case rep.Pid <= 0:
+			return 0, nil, fmt.Errorf("%w: reply without a pid", errNoWarm)
+		}
+		return rep.Pid, replies, nil
+	case <-time.After(warmStartTimeout):
+		return 0, nil, fmt.Errorf("%w: no reply from the server within %s", errNoWarm, warmStartTimeout)
+	}
+}
+
+// warmLease is the spare child a long-lived runner holds for its next call
+// (warmserver.py, "A lease"), leased once its last call has ended (LeaseAhead): that
+// call sends its request to the spare itself, and the server's accept, read and
+// hand-over are off its path. The spare is of the server the last call used: the next
+// call most likely needs the same one (another gives it back).
+var warmLease struct {
+	sync.Mutex
+	last     *warmServer   // the server of this process's last call that could lease
+	sock     string        // the leased spare's server socket
+	conn     *net.UnixConn // the lease: a connection the spare holds
+	pid      int           // the leased spare's
+	renewing chan struct{} // closed when the lease being taken is there, or not
+}
+
+// LeaseAhead leases, in the background, a spare child of the warm server that this
+// process's last call used, for its next call (runner Options.LeaseSpare). A long-lived
+// supervisor calls it once a job has ended and says so. The lease lasts until a call
+// takes it or this process exits (its spare then exits, having run nothing); the
+// returned function gives it back sooner.
+func LeaseAhead() (release func()) {
+	warmLease.Lock()
+	defer warmLease.Unlock()
+	if warmLease.last == nil || warmLease.conn != nil || warmLease.renewing != nil {
+		return releaseLease
+	}
+	w, done := warmLease.last, make(chan struct{})
+	warmLease.renewing = done
+	go func() {
+		w.renewLease()
+		warmLease.Lock()
+		warmLease.renewing = nil
+		warmLease.Unlock()
+		close(done)
+	}()
+	return releaseLease
+}
+
+// releaseLease closes the lease held, if any: its spare exits, having run nothing.
+func releaseLease() {
+	warmLease.Lock()
+	c := warmLease.conn
+	warmLease.conn = nil
+	warmLease.Unlock()
+	if c != nil {
+		c.Close()
+	}
+}
+
+// takeLease returns the lease held on w's server, waiting for one being taken (the
+// caller owns it), or nil. A lease on another server is given back.
+func takeLease(w *warmServer) *net.UnixConn {
+	warmLease.Lock()
+	wait := warmLease.renewing
+	warmLease.Unlock()
+	if wait != nil {
+		select {
+		case <-wait:
+		case <-time.After(warmStartTimeout):
+		}
+	}
+	warmLease.Lock()
+	defer warmLease.Unlock()
+	warmLease.last = w
+	c := warmLease.conn
+	if c == nil {
+		return nil
+	}
+	warmLease.conn = nil
+	if warmLease.sock != w.file(".sock") {
+		c.Close()
+		return nil
+	}
+	return c
+}
+
+// renewLease leases a spare of w's server for this process's next call, in place of any
+// lease held. A server that is not running is not started for it: the call starts it.
+func (w *warmServer) renewLease() {
+	conn, err := w.dialLive()
+	if err != nil {
+		return
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			conn.Close()
+		}
+	}()
+	conn.SetDeadline(time.Now().Add(warmStartTimeout))
+	if _, _, err := conn.WriteMsgUnix([]byte{'L'}, nil, nil); err != nil {
+		return
+	}
+	if _, err := fmt.Fprintf(conn, "{\"v\":%d,\"lease\":true}\n", warmProto); err != nil {
+		return
+	}
+	// Nothing else comes on this connection before the request is sent: the buffer
+	// holds the reply alone.
+	line, err := bufio.NewReader(conn).ReadBytes('\n')
+	if err != nil {
+		return
+	}
+	var rep struct {
+		Leased int `json:"leased"`
+	}
+	if json.Unmarshal(line, &rep) != nil || rep.Leased <= 0 {
+		return
+	}
+	conn.SetDeadline(time.Time{})
+	warmLease.Lock()
+	old := warmLease.conn
+	warmLease.sock, warmLease.conn, warmLease.pid = w.file(".sock"), conn, rep.Leased
+	warmLease.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	ok = true
 }
 
 func debugEnabled() bool {

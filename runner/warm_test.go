@@ -61,10 +61,13 @@ type harness struct {
 	st   *store.Store
 	warm string // WarmDir
 	cold bool   // run without WarmDir (warm=false)
-	idle time.Duration
-	py   string
-	ws   string
-	n    int
+	// lease runs calls as a long-lived supervisor does (Options.LeaseSpare), and leases
+	// the next call's spare after each (LeaseAhead).
+	lease bool
+	idle  time.Duration
+	py    string
+	ws    string
+	n     int
 }
 
 func newHarness(t testing.TB) *harness {
@@ -189,7 +192,10 @@ func (h *harness) run(ctx context.Context, id string, out *syncBuffer) *job.Enve
 	if h.cold {
 		warm = ""
 	}
-	env, err := Run(ctx, Options{StoreURL: h.url, JobID: id, Workspace: filepath.Join(h.ws, id), Stdout: out, WarmDir: warm, WarmIdle: h.idle})
+	env, err := Run(ctx, Options{StoreURL: h.url, JobID: id, Workspace: filepath.Join(h.ws, id), Stdout: out, WarmDir: warm, WarmIdle: h.idle, LeaseSpare: h.lease})
+	if h.lease {
+		LeaseAhead()
+	}
 	if err != nil {
 		h.t.Fatalf("Run %s: %v\noutput:\n%s", id, err, out.String())
 	}

@@ -20,6 +20,16 @@
 #                     or {"error": "..."} if no child was started.
 # If the runner's end closes while the child runs, the child's process group is killed.
 #
+# A lease (a long-lived runner's next call, taken ahead of it):
+#   runner -> server: b"L" (no fds), then {"v": 1, "lease": true}
+#   server -> runner: {"leased": PID}: the spare child PID now holds this connection,
+#                     or {"error": "..."}.
+#   Later the runner sends the job's request on it, exactly as above (b"K" with the fds,
+#   then the line), and the spare itself answers {"pid": PID} as it starts the job, or
+#   {"error": "..."} if it cannot: nothing started. The statuses follow as above. The
+#   server never reads a leased connection; it only sees it close (the runner gone: the
+#   spare's group is killed).
+#
 # A spare child is forked ahead of the next request (Spare, below): it leaves the
 # server's sockets and locks, starts its own session and warms up (the copy-on-write
 # faults of a first call are paid before the call, not during it), then waits on a
@@ -178,13 +188,64 @@ def _stand_in(req, size):
 
 
 class Job(object):
-    __slots__ = ("conn", "pid", "ctl", "ctlbuf")
+    __slots__ = ("conn", "pid", "ctl", "ctlbuf", "leased")
 
-    def __init__(self, conn, pid, ctl=None):
+    def __init__(self, conn, pid, ctl=None, leased=False):
         self.conn = conn
         self.pid = pid
         self.ctl = ctl  # the socketpair of a job run by a spare child (its early exit code)
         self.ctlbuf = b""
+        # A leased spare reads its request from conn itself: the server never reads
+        # conn, it only watches for it to close.
+        self.leased = leased
+
+
+def _check_request(req, fds):
+    """(argv, env, cwd) of a job's request with the fds it came with, or ValueError."""
+    if not isinstance(req, dict) or req.get("v") != PROTO:
+        raise ValueError("protocol version %r, this server speaks %d" % (
+            req.get("v") if isinstance(req, dict) else None, PROTO))
+    extra = req.get("fds", 0)
+    if not isinstance(extra, int) or not 0 <= extra <= MAX_FDS:
+        raise ValueError("bad fds")
+    if len(fds) != 1 + extra:
+        raise ValueError("expected %d fds, got %d" % (1 + extra, len(fds)))
+    argv, env, cwd = req.get("argv"), req.get("env"), req.get("cwd")
+    if not (isinstance(argv, list) and len(argv) >= 1 and all(isinstance(a, str) for a in argv)):
+        raise ValueError("bad argv")
+    if not isinstance(env, dict):
+        raise ValueError("bad env")
+    if not isinstance(cwd, str):
+        raise ValueError("bad cwd")
+    return argv, env, cwd
+
+
+def _read_message(conn, greetings):
+    """One message: a greeting byte (one of greetings) with the fds it carries, then a
+    JSON line. Returns (greeting, request, fds, line); the fds are closed on error."""
+    fds = array.array("i")
+    msg, anc, _, _ = conn.recvmsg(1, socket.CMSG_SPACE((MAX_FDS + 1) * fds.itemsize))
+    for level, typ, data in anc:
+        if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+            fds.frombytes(data[:len(data) - (len(data) % fds.itemsize)])
+    fds = list(fds)
+    try:
+        if msg not in greetings:
+            raise ValueError("bad greeting %r" % (msg,))
+        buf = bytearray()
+        while not buf.endswith(b"\n"):
+            chunk = conn.recv(1 << 16)
+            if not chunk:
+                raise ValueError("connection closed mid-request")
+            buf += chunk
+            if len(buf) > MAX_REQUEST:
+                raise ValueError("request too large")
+        line = bytes(buf)
+        return msg, json.loads(line), fds, line
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
 
 
 class Spare(object):
@@ -320,7 +381,9 @@ class Server(object):
     def serve(self):
         while True:
             self.reap()
-            if self.spare is None and self.sock is not None and not self.children:
+            # A spare is forked while no job runs (a leased spare waiting for its
+            # runner's request runs none: it was the spare before).
+            if self.spare is None and self.sock is not None and not self.busy():
                 self.fork_spare()
             timeout = None
             if not self.children and not self.conns:
@@ -347,7 +410,12 @@ class Server(object):
                     except (BlockingIOError, InterruptedError):
                         pass
                 else:
-                    self.runner_event(fd)
+                    self.runner_event(fd, ev)
+
+    def busy(self):
+        """Whether a child runs a job. A leased spare counts as idle: it waits for its
+        runner's next call, and the server cannot see when that comes."""
+        return any(not job.leased for job in self.children.values())
 
     # --- jobs -----------------------------------------------------------------------
 
@@ -369,19 +437,13 @@ class Server(object):
         try:
             conn.setblocking(True)
             conn.settimeout(10)
-            req, fds = self.read_request(conn)
-            if req.get("v") != PROTO:
-                raise ValueError("protocol version %r, this server speaks %d" % (req.get("v"), PROTO))
-            extra = req.get("fds", 0)
-            if not isinstance(extra, int) or not 0 <= extra <= MAX_FDS:
-                raise ValueError("bad fds")
-            if len(fds) != 1 + extra:
-                raise ValueError("expected %d fds, got %d" % (1 + extra, len(fds)))
-            argv, env, cwd = req["argv"], req["env"], req["cwd"]
-            if not (isinstance(argv, list) and len(argv) >= 1 and all(isinstance(a, str) for a in argv)):
-                raise ValueError("bad argv")
-            if not isinstance(env, dict):
-                raise ValueError("bad env")
+            greeting, req, fds = self.read_request(conn)
+            if greeting == b"L":
+                if fds or not isinstance(req, dict) or req.get("v") != PROTO or req.get("lease") is not True:
+                    raise ValueError("bad lease")
+                self.lease(conn)
+                return
+            argv, env, cwd = _check_request(req, fds)
         except Exception as e:
             for fd in fds:
                 os.close(fd)
@@ -392,31 +454,45 @@ class Server(object):
         self.spawn(conn, fds, argv, env, cwd)
 
     def read_request(self, conn):
-        fds = array.array("i")
-        msg, anc, _, _ = conn.recvmsg(1, socket.CMSG_SPACE((MAX_FDS + 1) * fds.itemsize))
-        for level, typ, data in anc:
-            if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
-                fds.frombytes(data[:len(data) - (len(data) % fds.itemsize)])
-        fds = list(fds)
-        if msg != b"K":
-            for fd in fds:
-                os.close(fd)
-            raise ValueError("bad greeting %r" % (msg,))
-        buf = bytearray()
-        while not buf.endswith(b"\n"):
-            chunk = conn.recv(1 << 16)
-            if not chunk:
-                for fd in fds:
-                    os.close(fd)
-                raise ValueError("connection closed mid-request")
-            buf += chunk
-            if len(buf) > MAX_REQUEST:
-                for fd in fds:
-                    os.close(fd)
-                raise ValueError("request too large")
-        req = json.loads(bytes(buf))
-        self.rehearsal = _stand_in(req, len(buf))
-        return req, fds
+        greeting, req, fds, line = _read_message(conn, (b"K", b"L"))
+        if greeting == b"K":
+            self.rehearsal = _stand_in(req, len(line))
+        return greeting, req, fds
+
+    def lease(self, conn):
+        """Give the spare (a new one if there is none) to the runner on conn for its next
+        call: the spare takes conn and reads the request from it itself, one hop and one
+        wake-up of this server fewer on that call's path. The spare is a fresh fork that
+        ran nothing, as for any request."""
+        if self.spare is None:
+            self.fork_spare()
+        spare, self.spare = self.spare, None
+        if spare is None:
+            self.reply(conn, {"error": "no spare child"})
+            conn.close()
+            return
+        try:
+            spare.sock.settimeout(5)
+            spare.sock.sendmsg([b"L"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [conn.fileno()]))])
+        except OSError as e:
+            _log("spare %d: %s" % (spare.pid, e))
+            self.kill_spare(spare)
+            self.reply(conn, {"error": "handing the spare over: %s" % (e,)})
+            conn.close()
+            return
+        spare.sock.setblocking(False)
+        job = Job(conn, spare.pid, spare.sock, leased=True)
+        # Its "R" (warmed up) may still come before its exit code: ctl_event skips it.
+        job.ctlbuf = b"" if spare.ready else None
+        self.children[spare.pid] = job
+        self.ctls[spare.sock.fileno()] = job
+        self.poll.register(spare.sock.fileno(), select.POLLIN)
+        if not self.reply(conn, {"leased": spare.pid}):
+            self.runner_gone(job)
+            return
+        conn.setblocking(False)
+        self.conns[conn.fileno()] = job
+        self.poll.register(conn.fileno(), select.POLLRDHUP)
 
     def reply(self, conn, msg):
         try:
@@ -556,7 +632,7 @@ class Server(object):
             a.sendall(line)
             b.setblocking(True)
             b.settimeout(1)
-            req, fds = self.read_request(b)
+            _, req, fds = self.read_request(b)
             for fd in fds:
                 os.close(fd)
             json.dumps({"argv": req["argv"], "env": req["env"], "cwd": req["cwd"], "runner": 1}).encode()
@@ -644,6 +720,12 @@ class Server(object):
             return
         except OSError:
             data = b""
+        if job.ctlbuf is None:  # a leased spare's "R" (warmed up) comes first
+            job.ctlbuf = b""
+            if data.startswith(b"R"):
+                data = data[1:]
+                if not data:
+                    return
         if data:
             job.ctlbuf += data
             if not job.ctlbuf.endswith(b"\n") and len(job.ctlbuf) < 64:
@@ -679,9 +761,14 @@ class Server(object):
         self.forget(job.ctl, self.ctls)
         job.ctl = None
 
-    def runner_event(self, fd):
+    def runner_event(self, fd, ev):
         job = self.conns.get(fd)
         if job is None:
+            return
+        if job.leased:
+            # Its spare reads it: only its close is ours to see.
+            if ev & (select.POLLRDHUP | select.POLLHUP | select.POLLERR):
+                self.runner_gone(job)
             return
         try:
             data = job.conn.recv(4096)
@@ -787,6 +874,8 @@ class Server(object):
         for level, typ, data in anc:
             if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
                 fds.frombytes(data[:len(data) - (len(data) % fds.itemsize)])
+        if msg == b"L" and len(fds) == 1:
+            return self.leased_child(sock, fds[0], null)
         if msg != b"J" or not fds:
             return 0  # the server is gone, or retired us
         # The request's line, then "G" (go): without it the server gave up on us and runs
@@ -814,8 +903,46 @@ class Server(object):
             fd = fds.pop(req["runner"])
             runner = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 200)
             os.close(fd)
+        return self.run_job(sock, runner, null, fds, req["argv"], req["env"], req["cwd"])
+
+    def leased_child(self, sock, fd, null):
+        """A spare leased to a runner: fd is the runner's connection. The request comes on
+        it (as it would to the server), and the answer {"pid"} goes back on it as the job
+        starts; until then nothing has run, and a bad request or a closed connection ends
+        this child having run nothing."""
+        runner = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 200)
+        os.close(fd)
+        conn = socket.socket(fileno=os.dup(runner))
+        conn.setblocking(True)
+        try:
+            _, req, fds, _ = _read_message(conn, (b"K",))
+        except (OSError, ValueError):
+            return 0  # the runner went away, or sent nothing we can run
+        try:
+            argv, env, cwd = _check_request(req, fds)
+        except ValueError as e:
+            for fd in fds:
+                os.close(fd)
+            try:
+                conn.sendall(json.dumps({"error": "bad request: %s" % (e,)}).encode() + b"\n")
+            except OSError:
+                pass
+            return 0
+        try:
+            conn.sendall(b'{"pid": %d}\n' % os.getpid())
+        except OSError:
+            for fd in fds:
+                os.close(fd)
+            return 0
+        conn.close()  # the dup only: the runner's fd stays, for the exit code
+        _mark("spare.go")
+        return self.run_job(sock, runner, null, fds, argv, env, cwd)
+
+    def run_job(self, sock, runner, null, fds, argv, env, cwd):
+        """Become the job; once its code has run, tell the runner (on the fd runner, if
+        any) and the server (on sock) its exit code."""
         me = os.getpid()
-        code = self.become(null, fds, req["argv"], req["env"], req["cwd"], _bootstrap_code(req["argv"][0]))
+        code = self.become(null, fds, argv, env, cwd, _bootstrap_code(argv[0]))
         if os.getpid() != me:
             return code  # a process the job forked, returning from it: not the job's end
         # Done: say so before the process is torn down (its output is closed first, so

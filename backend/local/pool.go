@@ -384,6 +384,11 @@ func (w *worker) once(ctx context.Context) (bool, error) {
 			treeDir, treeCache = "", w.treeDir()
 		}
 		err = runOne(ctx, w.st, o.SuperviseOptions, id, proc, cancel, treeDir, treeCache)
+		if treeCache != "" && o.warmDir() != "" {
+			// The job has ended and its status says so: the next call's spare is
+			// leased now, off any call's path (runner.LeaseAhead).
+			runner.LeaseAhead()
+		}
 		w.sigs.route(nil)
 		os.Remove(filepath.Join(o.Queue, id))
 		lock.Close()

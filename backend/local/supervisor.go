@@ -166,7 +166,9 @@ func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string,
 			PrivateMounts: true,
 			TreeDir:       treeDir,
 			TreeCache:     treeCache,
-			Grace:         o.Grace,
+			// A long-lived supervisor's single jobs: the next call's spare is leased.
+			LeaseSpare: treeCache != "",
+			Grace:      o.Grace,
 		})
 	}
 	final := outcome(env, runErr, cancelled.Load())

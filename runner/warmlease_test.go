@@ -1,0 +1,198 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// leased waits for the lease LeaseAhead is taking and returns its spare's pid.
+func leased(t *testing.T) int {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		warmLease.Lock()
+		pid, held, busy := warmLease.pid, warmLease.conn != nil, warmLease.renewing != nil
+		warmLease.Unlock()
+		if held {
+			return pid
+		}
+		if !busy {
+			t.Fatal("no lease was taken")
+		}
+	}
+	t.Fatal("the lease was not taken within 10s")
+	return 0
+}
+
+func TestWarmLease(t *testing.T) {
+	h := newHarness(t)
+	h.lease = true
+	t.Cleanup(releaseLease)
+	h.value(h.entry(pidsSrc, "pids", nil)) // the server this process leases from
+	server := h.serverPID()
+
+	t.Run("the call runs in the leased spare", func(t *testing.T) {
+		spare := leased(t)
+		pid, ppid := pids(t, h.value(h.entry(pidsSrc, "pids", nil)))
+		if pid != spare || ppid != server {
+			t.Errorf("call ran in %d (parent %d), want the leased spare %d of server %d", pid, ppid, spare, server)
+		}
+	})
+
+	t.Run("nothing of one leased call reaches the next", func(t *testing.T) {
+		src := `
+import os, sys, json, threading, time
+def leak():
+    json.KINETIC_LEAK = 1
+    sys.modules["kinetic_leaky"] = json
+    os.environ["KINETIC_LEAK"] = "1"
+    sys.path.append("/kinetic-leak")
+    open("left-behind", "w").close()
+    threading.Thread(target=time.sleep, args=(30,), daemon=True, name="kinetic-leak").start()
+    return os.getpid()
+def check():
+    return [hasattr(json, "KINETIC_LEAK"), "kinetic_leaky" in sys.modules, os.environ.get("KINETIC_LEAK"),
+            "/kinetic-leak" in sys.path, os.path.exists("left-behind"),
+            any(t.name == "kinetic-leak" for t in threading.enumerate()), os.getpid()]
+`
+		spare := leased(t)
+		if got := h.value(h.entry(src, "leak", nil)); got != fmt.Sprint(spare) {
+			t.Fatalf("leak ran in %s, want the leased spare %d", got, spare)
+		}
+		spare = leased(t)
+		got := h.value(h.entry(src, "check", nil))
+		if want := fmt.Sprintf("[False, False, None, False, False, False, %d]", spare); got != want {
+			t.Errorf("after a leased call leaked state, the next leased call saw %s, want %s", got, want)
+		}
+	})
+
+	t.Run("a leased spare that died is replaced, and the call runs once", func(t *testing.T) {
+		spare := leased(t)
+		syscall.Kill(spare, syscall.SIGKILL)
+		if !gone(spare, 3*time.Second) {
+			t.Fatalf("spare %d survived SIGKILL", spare)
+		}
+		count := filepath.Join(t.TempDir(), "count")
+		src := fmt.Sprintf(`
+import os
+def once():
+    with open(%q, "a") as f:
+        f.write("x")
+    return os.getpid()
+`, count)
+		got := h.value(h.entry(src, "once", nil))
+		if got == fmt.Sprint(spare) {
+			t.Errorf("the call ran in the dead spare %d", spare)
+		}
+		if b, _ := os.ReadFile(count); string(b) != "x" {
+			t.Errorf("the call ran %d times, want once", len(b))
+		}
+	})
+
+	t.Run("a lease given back ends its spare", func(t *testing.T) {
+		spare := leased(t)
+		releaseLease()
+		if !gone(spare, 3*time.Second) {
+			t.Errorf("spare %d still alive after its lease was given back", spare)
+		}
+		if pid := childOf(server, 0); pid == spare {
+			t.Errorf("spare %d is still the server's child", spare)
+		}
+	})
+}
+
+// A runner that dies while its leased spare runs the call: the server, which never
+// reads the leased connection, sees it close and kills the call's process group.
+func TestWarmLeasedRunnerDeathKillsJob(t *testing.T) {
+	h := newHarness(t)
+	t.Cleanup(releaseLease)
+	w, err := warmFor(h.warm, h.py, os.Environ())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := w.connect(context.Background()) // starts the server
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	warmLease.Lock()
+	warmLease.last = w
+	warmLease.Unlock()
+	LeaseAhead()
+	spare := leased(t)
+	conn = takeLease(w)
+	if conn == nil {
+		t.Fatal("takeLease returned no lease")
+	}
+	script := filepath.Join(t.TempDir(), "sleeper.py")
+	os.WriteFile(script, []byte("import subprocess, time\nsubprocess.Popen(['sleep', '60'])\nprint('started', flush=True)\ntime.sleep(60)\n"), 0o644)
+	pr, pw, _ := os.Pipe()
+	defer pr.Close()
+	env := map[string]string{"PATH": os.Getenv("PATH")}
+	if err := sendWarmRequest(conn, pw, warmRequest{V: warmProto, Argv: []string{script}, Env: env, Cwd: filepath.Dir(script)}); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	var rep warmReply
+	line := make([]byte, 100)
+	n, err := conn.Read(line)
+	if err != nil || json.Unmarshal(line[:n], &rep) != nil || rep.Pid != spare {
+		t.Fatalf("reply %q, %v; want the pid of the leased spare %d", line[:n], err, spare)
+	}
+	buf := make([]byte, 7)
+	if _, err := io.ReadFull(pr, buf); err != nil || string(buf) != "started" {
+		t.Fatalf("job output %q, %v", buf, err)
+	}
+	conn.Close()
+	if !gone(rep.Pid, 3*time.Second) {
+		t.Fatalf("leased job %d still alive after its runner went away", rep.Pid)
+	}
+	pr.SetReadDeadline(time.Now().Add(3 * time.Second))
+	if _, err := io.ReadAll(pr); err != nil {
+		t.Errorf("the job's group kept its output open: %v", err)
+	}
+}
+
+// A leased spare given a request it cannot run says so and runs nothing (the runner
+// then asks the server, as without a lease), and exits.
+func TestWarmLeasedSpareRefusesABadRequest(t *testing.T) {
+	h := newHarness(t)
+	t.Cleanup(releaseLease)
+	w, err := warmFor(h.warm, h.py, os.Environ())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := w.connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	w.renewLease()
+	spare := leased(t)
+	if conn = takeLease(w); conn == nil {
+		t.Fatal("takeLease returned no lease")
+	}
+	defer conn.Close()
+	pr, pw, _ := os.Pipe()
+	defer pr.Close()
+	if _, _, err := conn.WriteMsgUnix([]byte{'K'}, syscall.UnixRights(int(pw.Fd())), nil); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	fmt.Fprintf(conn, "{\"v\":%d,\"argv\":\"not a list\",\"env\":{},\"cwd\":\"/\"}\n", warmProto)
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	line, err := io.ReadAll(conn)
+	if !strings.Contains(string(line), `"error": "bad request: bad argv"`) || strings.Contains(string(line), `"pid"`) {
+		t.Errorf("reply %q (%v), want a bad request error and no pid", line, err)
+	}
+	if !gone(spare, 3*time.Second) {
+		t.Errorf("spare %d still alive after refusing its request", spare)
+	}
+}

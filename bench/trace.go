@@ -95,7 +95,11 @@ func phaseTable(path string) {
 	fmt.Println("|---|---|---|")
 	prev := 0.0
 	for _, r := range rows {
-		fmt.Printf("| %s | %.2f | %.2f |\n", r.phase, r.med, r.med-prev)
+		name := r.phase
+		if r.n < len(calls) {
+			name += fmt.Sprintf(" (in %d calls)", r.n) // a path only some calls take
+		}
+		fmt.Printf("| %s | %.2f | %.2f |\n", name, r.med, r.med-prev)
 		prev = r.med
 	}
 }

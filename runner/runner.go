@@ -258,10 +258,19 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 	}
 	var full *errNoSpace
 	if sinkErr != nil && !errors.As(runErr, &full) { // a full disk is already the job's failure
-		return env, fmt.Errorf("logs: %w", sinkErr)
+		return env, &LogsError{sinkErr}
 	}
 	return env, nil
 }
+
+// LogsError is Run's error when only the job's logs could not all be stored: the
+// envelope (and the value) were. A job whose envelope says it succeeded has succeeded:
+// readers take that envelope as its end as soon as it is there (docs/local-backend.md,
+// "A job's end").
+type LogsError struct{ Err error }
+
+func (e *LogsError) Error() string { return "logs: " + e.Err.Error() }
+func (e *LogsError) Unwrap() error { return e.Err }
 
 // run does the work; it returns the envelope and the result file to upload, or an error
 // in a phase before the call could produce an envelope.

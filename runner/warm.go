@@ -381,6 +381,9 @@ func runWarm(ctx context.Context, dir string, idle time.Duration, py string, arg
 		conn = takeLease(w)
 	}
 	leased := conn != nil
+	if leased {
+		calltrace.Mark("warm.leased", "")
+	}
 	if conn == nil {
 		if conn, err = w.connect(ctx); err != nil {
 			return fmt.Errorf("%w: %v", errNoWarm, err)

@@ -297,6 +297,18 @@ func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string,
 	if st.State == job.Pending && st.Local != nil && st.Local.Queue != "" {
 		return b.queuedStatus(ctx, h, st)
 	}
+	if st.State == job.Running {
+		// The runner's envelope is its last write, and one that says success is the
+		// job's end: its supervisor's final status says the same a moment later (see
+		// outcome). A waiter is woken by the envelope (jobview.Wait), so a call's value
+		// is on its way back while that status is being written; the cleanup that may
+		// follow waits for the supervisor (CleanupEnded).
+		if raw, err := b.st.Get(ctx, store.EnvelopeKey(h.JobID)); err == nil {
+			if env, err := job.DecodeEnvelope(raw); err == nil && env.Success {
+				return job.Succeeded, "", nil
+			}
+		}
+	}
 	// A final status kept in the workspace is the job's end, whatever the supervisor
 	// does now: a long-lived one runs on to serve its queue.
 	if st.Local != nil {
@@ -446,7 +458,31 @@ func (b *Backend) Cleanup(ctx context.Context, h *job.Handle) error {
 // CleanupEnded implements backend.EndedCleaner: Cleanup for a job known to have ended
 // (its result was collected): nothing is read to find what runs; its workspace goes.
 func (b *Backend) CleanupEnded(ctx context.Context, h *job.Handle) error {
-	return removeWorkspace(ctx, h.JobID, b.workspace(h.JobID))
+	ws := b.workspace(h.JobID)
+	// Ended is known from its envelope, which comes before its supervisor's final
+	// status (Status): the store's objects go only once that supervisor is done with
+	// the job (its lock let go), or a status written after them would be left behind.
+	awaitSupervisor(ctx, filepath.Join(ws, "supervisor.lock"), supervisorFinishGrace)
+	return removeWorkspace(ctx, h.JobID, ws)
+}
+
+// supervisorFinishGrace bounds how long a cleanup waits for a supervisor to finish with
+// a job that has ended: its last writes take milliseconds.
+const supervisorFinishGrace = 5 * time.Second
+
+// awaitSupervisor waits, at most within, until no process holds the lock at path (a
+// missing file is no one's).
+func awaitSupervisor(ctx context.Context, path string, within time.Duration) {
+	f, err := filelock.Open(path, os.O_RDONLY, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	wctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	if filelock.WaitContext(wctx, f, filelock.Shared, nil) == nil {
+		filelock.Unlock(f)
+	}
 }
 
 // removeWorkspace removes job id's workspace dir. Its supervisor may still be finishing

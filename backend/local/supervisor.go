@@ -198,8 +198,11 @@ func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string,
 
 // outcome turns the runner's envelope into the job's final status.
 func outcome(env *job.Envelope, runErr error, cancelled bool) *job.Status {
+	var logs *runner.LogsError
 	switch {
-	case env != nil && env.Success && runErr == nil:
+	case env != nil && env.Success && (runErr == nil || errors.As(runErr, &logs)):
+		// A stored envelope that says success is the job's end, whatever comes after
+		// it (Status reads it so before this status is written).
 		return &job.Status{State: job.Succeeded, ExitCode: env.ExitCode}
 	case cancelled:
 		return &job.Status{State: job.Failed, Reason: "cancelled"}

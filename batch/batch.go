@@ -13,6 +13,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"github.com/kinetic-run/kinetic/internal/calltrace"
 	"io"
 	"os"
 	"sync"
@@ -134,6 +135,7 @@ func newScheduler(ctx context.Context, e Engine, req *MapRequest) (*scheduler, e
 	if err != nil {
 		return nil, err
 	}
+	calltrace.Mark("batch.planned", "")
 	maxConc := req.MaxConcurrent
 	if maxConc <= 0 {
 		maxConc = 64
@@ -165,6 +167,7 @@ func newScheduler(ctx context.Context, e Engine, req *MapRequest) (*scheduler, e
 			return nil, err
 		}
 		b.manifest.Derived, b.manifest.SubmissionComplete = true, true
+		calltrace.Mark("batch.inputs.written", gid)
 		// An empty input is one the SDK could not pickle: a submission failure at its
 		// index, and no job (its derived job is marked removed before anything runs).
 		for i, in := range inputs {
@@ -185,6 +188,7 @@ func newScheduler(ctx context.Context, e Engine, req *MapRequest) (*scheduler, e
 		t.Store.DeletePrefix(context.WithoutCancel(ctx), batchlayout.Prefix(gid))
 		return nil, err
 	}
+	calltrace.Mark("batch.manifest.written", gid)
 	if req.OnRecorded != nil {
 		req.OnRecorded(gid, t.Store.URL(), false)
 	}
@@ -197,6 +201,7 @@ func newScheduler(ctx context.Context, e Engine, req *MapRequest) (*scheduler, e
 			return nil, err
 		}
 		s.grouped = true
+		calltrace.Mark("batch.started", gid)
 		if req.OnRecorded != nil {
 			req.OnRecorded(gid, t.Store.URL(), true)
 		}

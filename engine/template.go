@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kinetic-run/kinetic/internal/calltrace"
 	"os"
 	"sync/atomic"
 	"time"
@@ -47,13 +48,16 @@ func (e *Engine) PrepareTemplate(ctx context.Context, req *SubmitRequest) (*Temp
 		}
 		r.Payload, r.PayloadPath = b, ""
 	}
+	calltrace.Mark("tmpl.start", "")
 	p, err := e.plan(ctx, &r)
 	if err != nil {
 		return nil, err
 	}
+	calltrace.Mark("tmpl.planned", "")
 	if err := e.writeTree(ctx, p); err != nil {
 		return nil, err
 	}
+	calltrace.Mark("tmpl.tree", "")
 	// Every submission's Data (and the volumes), uploaded once.
 	if err := e.uploadData(ctx, p); err != nil {
 		return nil, err

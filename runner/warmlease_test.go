@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kinetic-run/kinetic/job"
 )
 
 // leased waits for the lease LeaseAhead is taking and returns its spare's pid.
@@ -194,5 +196,50 @@ func TestWarmLeasedSpareRefusesABadRequest(t *testing.T) {
 	}
 	if !gone(spare, 3*time.Second) {
 		t.Errorf("spare %d still alive after refusing its request", spare)
+	}
+}
+
+// A leased call is cancelled as any call is: SIGTERM to its group, and it is gone.
+func TestWarmLeasedCallCancel(t *testing.T) {
+	h := newHarness(t)
+	h.lease = true
+	t.Cleanup(releaseLease)
+	h.value(h.entry(pidsSrc, "pids", nil))
+	spare := leased(t)
+	src := `
+import os, time
+def sleep():
+    print("started %d ." % os.getpid(), flush=True)
+    time.sleep(60)
+`
+	id := h.entry(src, "sleep", nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &syncBuffer{mark: " .", seen: make(chan struct{})}
+	done := make(chan *job.Envelope, 1)
+	go func() {
+		env, _ := Run(ctx, Options{StoreURL: h.url, JobID: id, Workspace: filepath.Join(h.ws, id), Stdout: out, WarmDir: h.warm, Grace: time.Second, LeaseSpare: true})
+		done <- env
+	}()
+	select {
+	case <-out.seen:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the leased call did not start\n%s", out)
+	}
+	var pid int
+	if _, err := fmt.Sscanf(out.String()[strings.Index(out.String(), "started"):], "started %d", &pid); err != nil || pid != spare {
+		t.Fatalf("call ran in %d (%v), want the leased spare %d", pid, err, spare)
+	}
+	cancel()
+	select {
+	case env := <-done:
+		if env == nil || env.Success || !strings.Contains(env.ExcMessage, "cancelled") {
+			t.Errorf("envelope %+v, want a cancelled failure", env)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancelled leased call still runs after 10s")
+	}
+	if !gone(pid, 3*time.Second) {
+		t.Errorf("leased call %d still alive after its cancel", pid)
 	}
 }

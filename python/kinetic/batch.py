@@ -388,7 +388,10 @@ class BatchHandle:
                 errors[i] = e
         if cleanup:
             _fault_point("results:before-ack")
-            acknowledge(self._store, received)
+            # Not waited for, as a sync call's: the engine claims them before it reads
+            # this process's next request (and before it exits), and what another
+            # collector took first is theirs either way.
+            acknowledge(self._store, received, wait=False)
             self._collected = (values, errors)
         return values, errors
 

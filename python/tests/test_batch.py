@@ -574,9 +574,16 @@ def test_results_after_a_complete_watch_asks_for_no_handles(monkeypatch):
         asked.append(method)
         return call(method, params, on_event)
 
+    send = eng.send
+
+    def counting_send(method, params, on_reply):
+        asked.append(method + " (not waited for)")
+        return send(method, params, on_reply)
+
     monkeypatch.setattr(eng, "call", counting)
+    monkeypatch.setattr(eng, "send", counting_send)
     assert b.results() == [1, 2, 3]
-    assert asked == ["collected"], asked
+    assert asked == ["collected (not waited for)"], asked
 
 
 def test_large_values_are_read_at_the_end_the_small_ones_with_the_watch(monkeypatch):

@@ -913,7 +913,9 @@ class Server(object):
         runner = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 200)
         os.close(fd)
         conn = socket.socket(fileno=os.dup(runner))
-        conn.setblocking(True)
+        # In timeout mode, which polls before each read: the connection's blocking flag
+        # is shared with the server's copy of it, which the server sets as it pleases.
+        conn.settimeout(1e6)
         try:
             _, req, fds, _ = _read_message(conn, (b"K",))
         except (OSError, ValueError):

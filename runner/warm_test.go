@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -474,6 +475,14 @@ func TestWarmRunnerDeathKillsJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	runnerDies(t, conn, 0)
+}
+
+// runnerDies runs a job on conn (to the server, or to a leased spare) that starts a
+// grandchild and sleeps, then closes conn as a dying runner would, and checks that the
+// job's whole group is gone. want, if not 0, is the pid the job must run in.
+func runnerDies(t *testing.T, conn *net.UnixConn, want int) {
+	t.Helper()
 	script := filepath.Join(t.TempDir(), "sleeper.py")
 	os.WriteFile(script, []byte("import subprocess, time\nsubprocess.Popen(['sleep', '60'])\nprint('started', flush=True)\ntime.sleep(60)\n"), 0o644)
 	pr, pw, _ := os.Pipe()
@@ -486,11 +495,11 @@ func TestWarmRunnerDeathKillsJob(t *testing.T) {
 	var rep warmReply
 	line := make([]byte, 100)
 	n, err := conn.Read(line)
-	if err != nil || json.Unmarshal(line[:n], &rep) != nil || rep.Pid <= 0 {
-		t.Fatalf("reply %q, %v", line[:n], err)
+	if err != nil || json.Unmarshal(line[:n], &rep) != nil || rep.Pid <= 0 || want != 0 && rep.Pid != want {
+		t.Fatalf("reply %q, %v; want a pid (%d if not 0)", line[:n], err, want)
 	}
-	buf := make([]byte, 8)
-	if _, err := io.ReadFull(pr, buf[:7]); err != nil || string(buf[:7]) != "started" {
+	buf := make([]byte, 7)
+	if _, err := io.ReadFull(pr, buf); err != nil || string(buf) != "started" {
 		t.Fatalf("job output %q, %v", buf, err)
 	}
 	conn.Close()

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -31,6 +30,21 @@ func leased(t *testing.T) int {
 	}
 	t.Fatal("the lease was not taken within 10s")
 	return 0
+}
+
+// startedServer is h's warm server for this process's environment, started.
+func startedServer(t *testing.T, h *harness) *warmServer {
+	t.Helper()
+	w, err := warmFor(h.warm, h.py, os.Environ())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := w.connect(context.Background()) // starts it
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	return w
 }
 
 func TestWarmLease(t *testing.T) {
@@ -115,51 +129,17 @@ def once():
 func TestWarmLeasedRunnerDeathKillsJob(t *testing.T) {
 	h := newHarness(t)
 	t.Cleanup(releaseLease)
-	w, err := warmFor(h.warm, h.py, os.Environ())
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := w.connect(context.Background()) // starts the server
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn.Close()
+	w := startedServer(t, h)
 	warmLease.Lock()
 	warmLease.last = w
 	warmLease.Unlock()
 	LeaseAhead()
 	spare := leased(t)
-	conn = takeLease(w)
+	conn := takeLease(w)
 	if conn == nil {
 		t.Fatal("takeLease returned no lease")
 	}
-	script := filepath.Join(t.TempDir(), "sleeper.py")
-	os.WriteFile(script, []byte("import subprocess, time\nsubprocess.Popen(['sleep', '60'])\nprint('started', flush=True)\ntime.sleep(60)\n"), 0o644)
-	pr, pw, _ := os.Pipe()
-	defer pr.Close()
-	env := map[string]string{"PATH": os.Getenv("PATH")}
-	if err := sendWarmRequest(conn, pw, warmRequest{V: warmProto, Argv: []string{script}, Env: env, Cwd: filepath.Dir(script)}); err != nil {
-		t.Fatal(err)
-	}
-	pw.Close()
-	var rep warmReply
-	line := make([]byte, 100)
-	n, err := conn.Read(line)
-	if err != nil || json.Unmarshal(line[:n], &rep) != nil || rep.Pid != spare {
-		t.Fatalf("reply %q, %v; want the pid of the leased spare %d", line[:n], err, spare)
-	}
-	buf := make([]byte, 7)
-	if _, err := io.ReadFull(pr, buf); err != nil || string(buf) != "started" {
-		t.Fatalf("job output %q, %v", buf, err)
-	}
-	conn.Close()
-	if !gone(rep.Pid, 3*time.Second) {
-		t.Fatalf("leased job %d still alive after its runner went away", rep.Pid)
-	}
-	pr.SetReadDeadline(time.Now().Add(3 * time.Second))
-	if _, err := io.ReadAll(pr); err != nil {
-		t.Errorf("the job's group kept its output open: %v", err)
-	}
+	runnerDies(t, conn, spare)
 }
 
 // A leased spare given a request it cannot run says so and runs nothing (the runner
@@ -167,18 +147,11 @@ func TestWarmLeasedRunnerDeathKillsJob(t *testing.T) {
 func TestWarmLeasedSpareRefusesABadRequest(t *testing.T) {
 	h := newHarness(t)
 	t.Cleanup(releaseLease)
-	w, err := warmFor(h.warm, h.py, os.Environ())
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := w.connect(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn.Close()
+	w := startedServer(t, h)
 	w.renewLease()
 	spare := leased(t)
-	if conn = takeLease(w); conn == nil {
+	conn := takeLease(w)
+	if conn == nil {
 		t.Fatal("takeLease returned no lease")
 	}
 	defer conn.Close()

@@ -221,10 +221,7 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 	case leader:
 		if value != nil {
 			if err := guard.writeFinal(func() error {
-				if _, err := value.Seek(0, io.SeekStart); err != nil {
-					return err
-				}
-				return st.PutFile(context.WithoutCancel(ctx), store.ResultKey(o.JobID), value)
+				return value.store(context.WithoutCancel(ctx), st, store.ResultKey(o.JobID))
 			}); err != nil {
 				return env, err
 			}
@@ -242,10 +239,7 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 		// kept: the job's value is the leader's.
 		if value != nil && !env.Success {
 			if err := guard.writeFinal(func() error {
-				if _, err := value.Seek(0, io.SeekStart); err != nil {
-					return err
-				}
-				return st.PutFile(context.WithoutCancel(ctx), store.HostResultKey(o.JobID, o.Host), value)
+				return value.store(context.WithoutCancel(ctx), st, store.HostResultKey(o.JobID, o.Host))
 			}); err != nil {
 				return env, err
 			}
@@ -275,7 +269,7 @@ func (e *LogsError) Unwrap() error { return e.Err }
 // run does the work; it returns the envelope and the result file to upload, or an error
 // in a phase before the call could produce an envelope.
 // called is set when the function or command starts.
-func run(ctx context.Context, st *store.Store, o Options, out io.Writer, called *time.Time) (*job.Envelope, *os.File, error) {
+func run(ctx context.Context, st *store.Store, o Options, out io.Writer, called *time.Time) (*job.Envelope, *callValue, error) {
 	// download
 	raw, err := st.Get(ctx, store.SpecKey(o.JobID))
 	if err != nil {
@@ -445,8 +439,8 @@ func callLimit(ctx context.Context, spec *job.Spec) (context.Context, context.Ca
 
 // overLimit makes a call stopped at its time limit fail with errTimedOut, whatever it
 // reported while being stopped (a handler of SIGTERM may still return a value).
-func overLimit(ctx context.Context) func(*job.Envelope, *os.File, error) (*job.Envelope, *os.File, error) {
-	return func(env *job.Envelope, value *os.File, err error) (*job.Envelope, *os.File, error) {
+func overLimit(ctx context.Context) func(*job.Envelope, *callValue, error) (*job.Envelope, *callValue, error) {
+	return func(env *job.Envelope, value *callValue, err error) (*job.Envelope, *callValue, error) {
 		var to *errTimedOut
 		if ctx.Err() == nil || !errors.As(context.Cause(ctx), &to) {
 			return env, value, err
@@ -544,19 +538,20 @@ func (o Options) python(spec *job.Spec) string {
 }
 
 // runPython runs the bootstrap with py; rest is PAYLOAD OUT_DIR ROOT CWD ARGS DATA_MAP.
-func runPython(ctx context.Context, spec *job.Spec, py string, rest []string, cwd, outDir string, o Options, environ []string, out io.Writer, mounts []mountns.Mount) (*job.Envelope, *os.File, error) {
+func runPython(ctx context.Context, spec *job.Spec, py string, rest []string, cwd, outDir string, o Options, environ []string, out io.Writer, mounts []mountns.Mount) (*job.Envelope, *callValue, error) {
 	bs, err := writeBootstrap(o)
 	if err != nil {
 		return nil, nil, inPhase(job.PhasePlan, err)
 	}
 	argv := append([]string{bs, spec.Kind}, rest...)
 	var runErr error
+	var got *handed
 	cold := true
 	// Debug jobs start cold: debugpy starts threads and an adapter process, which a
 	// child forked from the warm server (imports done, threads gone) is no place for.
 	// So do jobs with volumes: their mount namespace is made when the process starts.
 	if warmEnabled(o) && spec.Debug == nil && len(mounts) == 0 {
-		runErr = runWarm(ctx, o.WarmDir, o.warmIdle(), py, argv, cwd, environ, out, o.grace(), o.LeaseSpare)
+		got, runErr = runWarm(ctx, o.WarmDir, o.warmIdle(), py, argv, cwd, environ, out, o.grace(), o.LeaseSpare)
 		if cold = errors.Is(runErr, errNoWarm); cold {
 			debugf(out, "starting Python cold: %v", runErr)
 		}
@@ -584,7 +579,12 @@ func runPython(ctx context.Context, spec *job.Spec, py string, rest []string, cw
 			runErr = runGroup(cmd, o.grace(), wrap)
 		}
 	}
-	raw, err := os.ReadFile(filepath.Join(outDir, "envelope.json"))
+	var raw []byte
+	if got != nil {
+		raw = got.envelope // handed back with the exit status: no file
+	} else {
+		raw, err = os.ReadFile(filepath.Join(outDir, "envelope.json"))
+	}
 	if err != nil {
 		// The interpreter died before it could report: a crash, a signal, or no python.
 		var ee *exec.ExitError
@@ -617,16 +617,48 @@ func runPython(ctx context.Context, spec *job.Spec, py string, rest []string, cw
 		return nil, nil, inPhase(job.PhaseResult, noSpaceForValue(o, outDir, full.Size))
 	}
 	env.Host = o.Host
-	var value *os.File
-	if env.HasValue {
-		if value, err = os.Open(filepath.Join(outDir, "result.pkl")); err != nil {
+	var value *callValue
+	switch {
+	case !env.HasValue:
+	case got != nil && got.value != nil:
+		value = &callValue{data: got.value}
+	default:
+		f, err := os.Open(filepath.Join(outDir, "result.pkl"))
+		if err != nil {
 			return nil, nil, inPhase(job.PhaseResult, err)
 		}
+		value = &callValue{f: f}
 	}
 	return &env, value, nil
 }
 
-func runCommand(ctx context.Context, spec *job.Spec, cwd string, environ []string, out io.Writer, host string, grace time.Duration, session bool) (*job.Envelope, *os.File, error) {
+// callValue is a call's pickled value (or exception): the file the call wrote in its
+// output directory, or the bytes a warm child handed back with its exit status.
+type callValue struct {
+	f    *os.File
+	data []byte
+}
+
+// Close releases the file, if any.
+func (v *callValue) Close() error {
+	if v.f != nil {
+		return v.f.Close()
+	}
+	return nil
+}
+
+// store writes the value to the store as key (a file is moved there on a file store).
+func (v *callValue) store(ctx context.Context, st *store.Store, key string) error {
+	if v.f == nil {
+		return st.Put(ctx, key, v.data)
+	}
+	if _, err := v.f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	return st.PutFile(ctx, key, v.f)
+}
+
+func runCommand(ctx context.Context, spec *job.Spec, cwd string, environ []string, out io.Writer, host string, grace time.Duration, session bool) (*job.Envelope, *callValue, error) {
 	cmd := exec.CommandContext(ctx, spec.Command[0], spec.Command[1:]...)
 	cmd.Dir = cwd
 	cmd.Env = environ

@@ -354,7 +354,18 @@ type warmReply struct {
 	Pid    int     `json:"pid,omitempty"`
 	Status *uint32 `json:"status,omitempty"`
 	Error  string  `json:"error,omitempty"`
-	err    error
+	// What the bootstrap of a spare's call handed back with its status (warmserver.py,
+	// "The result in the status"): its envelope, and its value if small.
+	Envelope json.RawMessage `json:"envelope,omitempty"`
+	Value    []byte          `json:"value,omitempty"`
+	err      error
+}
+
+// handed is a call's envelope and small value, handed back with its exit status instead
+// of written as files in its output directory.
+type handed struct {
+	envelope []byte
+	value    []byte // nil: none handed back (a larger one is a file)
 }
 
 // runWarm runs argv (the bootstrap and its arguments) in a child of the warm server for
@@ -367,13 +378,13 @@ type warmReply struct {
 // Cancellation is as for a cold start: ctx cancelled → SIGTERM to the call's process
 // group, SIGKILL after grace; once the call ends, SIGKILL to whatever is left of its
 // group. If this process dies, the server sees the connection close and kills the group.
-func runWarm(ctx context.Context, dir string, idle time.Duration, py string, argv []string, cwd string, environ []string, out io.Writer, grace time.Duration, lease bool) error {
+func runWarm(ctx context.Context, dir string, idle time.Duration, py string, argv []string, cwd string, environ []string, out io.Writer, grace time.Duration, lease bool) (*handed, error) {
 	w, err := warmFor(dir, py, environ)
 	if err == nil {
 		w.idle = idle
 	}
 	if err != nil {
-		return fmt.Errorf("%w: %v", errNoWarm, err)
+		return nil, fmt.Errorf("%w: %v", errNoWarm, err)
 	}
 	calltrace.Mark("warm.connect", "")
 	var conn *net.UnixConn
@@ -386,7 +397,7 @@ func runWarm(ctx context.Context, dir string, idle time.Duration, py string, arg
 	}
 	if conn == nil {
 		if conn, err = w.connect(ctx); err != nil {
-			return fmt.Errorf("%w: %v", errNoWarm, err)
+			return nil, fmt.Errorf("%w: %v", errNoWarm, err)
 		}
 	}
 	defer func() { conn.Close() }()
@@ -394,7 +405,7 @@ func runWarm(ctx context.Context, dir string, idle time.Duration, py string, arg
 
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return fmt.Errorf("%w: %v", errNoWarm, err)
+		return nil, fmt.Errorf("%w: %v", errNoWarm, err)
 	}
 	copied := make(chan struct{})
 	go func() {
@@ -414,17 +425,18 @@ func runWarm(ctx context.Context, dir string, idle time.Duration, py string, arg
 		conn.Close()
 		if conn, err = w.connect(ctx); err != nil {
 			pw.Close()
-			return fmt.Errorf("%w: %v", errNoWarm, err)
+			return nil, fmt.Errorf("%w: %v", errNoWarm, err)
 		}
 		pid, replies, err = beginWarm(conn, pw, req)
 	}
 	pw.Close()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	calltrace.Mark("warm.pid", "")
 
 	var result error
+	var got *handed
 	done := ctx.Done()
 	var kill <-chan time.Time
 	lost := false
@@ -440,6 +452,9 @@ wait:
 			case rep.Status != nil:
 				if ws := syscall.WaitStatus(*rep.Status); ws != 0 {
 					result = &waitError{ws}
+				}
+				if len(rep.Envelope) > 0 {
+					got = &handed{envelope: rep.Envelope, value: rep.Value}
 				}
 				calltrace.Mark("warm.status", "")
 				break wait
@@ -472,7 +487,7 @@ wait:
 		<-copied
 	}
 	calltrace.Mark("warm.output.copied", "")
-	return result
+	return got, result
 }
 
 // beginWarm sends req on conn (a connection to the server, or to a leased spare) with

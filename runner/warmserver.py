@@ -39,6 +39,7 @@
 # reports its exit code on the socketpair before the process is torn down, and the
 # server passes it on as the wait status (the reaping follows).
 import array
+import base64
 import fcntl
 import gc
 import json
@@ -198,6 +199,21 @@ class Job(object):
         # A leased spare reads its request from conn itself: the server never reads
         # conn, it only watches for it to close.
         self.leased = leased
+
+
+def _write_all(fd, data):
+    """Write all of data to fd, which may be non-blocking (its flag is shared with the
+    server's copy of the connection); a closed peer ends it."""
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.write(fd, view)
+        except (BlockingIOError, InterruptedError):
+            select.select([], [fd], [], 5)
+            continue
+        except OSError:
+            return
+        view = view[n:]
 
 
 def _check_request(req, fds):
@@ -942,9 +958,17 @@ class Server(object):
 
     def run_job(self, sock, runner, null, fds, argv, env, cwd):
         """Become the job; once its code has run, tell the runner (on the fd runner, if
-        any) and the server (on sock) its exit code."""
+        any) and the server (on sock) its exit code, and the runner what the bootstrap
+        handed over (its envelope and small value) with it."""
         me = os.getpid()
-        code = self.become(null, fds, argv, env, cwd, _bootstrap_code(argv[0]))
+        handed = []
+
+        def report(envelope, value):
+            if os.getpid() == me:  # the job's own process, not one it forked
+                handed[:] = [(envelope, value)]
+
+        code = self.become(null, fds, argv, env, cwd, _bootstrap_code(argv[0]),
+                           report if runner is not None else None)
         if os.getpid() != me:
             return code  # a process the job forked, returning from it: not the job's end
         # Done: say so before the process is torn down (its output is closed first, so
@@ -962,10 +986,13 @@ class Server(object):
             pass
         if runner is not None:
             # The runner heard the pid before we were let go (the server replied first).
-            try:
-                os.write(runner, b'{"status": %d}\n' % ((code & 0xFF) << 8))
-            except OSError:
-                pass
+            line = b'{"status": %d' % ((code & 0xFF) << 8)
+            if handed:
+                envelope, value = handed[0]
+                line += b', "envelope": ' + envelope.encode()
+                if value is not None:
+                    line += b', "value": "' + base64.b64encode(value) + b'"'
+            _write_all(runner, line + b"}\n")
         try:
             sock.sendall(b"X%d\n" % code)
         except OSError:
@@ -978,10 +1005,10 @@ class Server(object):
         conn.close()
         return self.become(null, fds, argv, env, cwd, code)
 
-    def become(self, null, fds, argv, env, cwd, code):
+    def become(self, null, fds, argv, env, cwd, code, report=None):
         """In a child that left the server: take the job's output (fds[0]) as fds 1 and
         2, the extra fds as 3, 4, ..., the job's environment and working directory, and
-        run it."""
+        run it. report, if given, is what the bootstrap hands its result to."""
         # Out of the way first: a target number may hold one of them (or /dev/null).
         high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100) for fd in fds]
         for fd in fds:
@@ -1011,7 +1038,7 @@ class Server(object):
         # The batch executor imports the bootstrap as a module: it asks here for the
         # code the server compiled (_load_bootstrap in batchexec.py).
         import types
-        sys.modules["_kinetic_warm"] = types.SimpleNamespace(script_code=_bootstrap_code)
+        sys.modules["_kinetic_warm"] = types.SimpleNamespace(script_code=_bootstrap_code, report=report)
         return run_main(argv, code)
 
 

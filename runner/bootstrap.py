@@ -408,8 +408,8 @@ def main():
     env = {"success": False, "host": os.environ.get("KINETIC_HOST_INDEX", "0"), "has_value": False}
     result = os.path.join(out_dir, "result.pkl")
     # A warm spare with a connection to its runner takes the envelope and a small value
-    # with the exit status (warmserver.py, "The result in the status"): no files made,
-    # written and read back on the call's path.
+    # with the exit status (docs/warm-workers.md, "The result in the status"): no files
+    # made, written and read back on the call's path.
     hand = getattr(sys.modules.get("_kinetic_warm"), "report", None)
     kept = []
 

@@ -354,8 +354,9 @@ type warmReply struct {
 	Pid    int     `json:"pid,omitempty"`
 	Status *uint32 `json:"status,omitempty"`
 	Error  string  `json:"error,omitempty"`
-	// What the bootstrap of a spare's call handed back with its status (warmserver.py,
-	// "The result in the status"): its envelope, and its value if small.
+	// What the bootstrap of a spare's call handed back with its status
+	// (docs/warm-workers.md, "The result in the status"): its envelope, and its value if
+	// small.
 	Envelope json.RawMessage `json:"envelope,omitempty"`
 	Value    []byte          `json:"value,omitempty"`
 	err      error

@@ -19,6 +19,9 @@
 #                     then {"status": RAW_WAIT_STATUS} when it has been reaped;
 #                     or {"error": "..."} if no child was started.
 # If the runner's end closes while the child runs, the child's process group is killed.
+# A spare's call says its status itself, with what the bootstrap handed over (the result
+# in the status): {"status": S, "envelope": {...}, "value": BASE64}; then the bootstrap
+# wrote no envelope.json (and, with "value", no result.pkl).
 #
 # A lease (a long-lived runner's next call, taken ahead of it):
 #   runner -> server: b"L" (no fds), then {"v": 1, "lease": true}

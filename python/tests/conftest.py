@@ -68,10 +68,18 @@ def logged_ends(store_dir, gid):
             removed = {int(line) for line in f.read().split("\n")[:-1] if line}
         for name in sorted(os.listdir(ends)):
             if name.endswith((".open", ".ends")):
-                with open(os.path.join(ends, name)) as f:
-                    for line in f.read().split("\n")[:-1]:
-                        i, _, env = line.partition(" ")
-                        out[int(i)] = env
+                # A worker seals its log as it leaves (.open renamed .ends), and one that
+                # ran no input removes it then: a log listed may be gone, or renamed.
+                for path in (os.path.join(ends, name), os.path.join(ends, name[:-5] + ".ends")):
+                    try:
+                        with open(path) as f:
+                            text = f.read()
+                        break
+                    except FileNotFoundError:
+                        text = ""
+                for line in text.split("\n")[:-1]:
+                    i, _, env = line.partition(" ")
+                    out[int(i)] = env
     for i in removed:
         out.pop(i, None)
     results = os.path.join(store_dir, "groups", gid, "results")

@@ -500,18 +500,28 @@ class Server(object):
             conn.close()
             return
         spare.sock.setblocking(False)
-        job = Job(conn, spare.pid, spare.sock, leased=True)
+        job = self.adopt(conn, spare, leased=True)
         # Its "R" (warmed up) may still come before its exit code: ctl_event skips it.
         job.ctlbuf = b"" if spare.ready else None
-        self.children[spare.pid] = job
-        self.ctls[spare.sock.fileno()] = job
-        self.poll.register(spare.sock.fileno(), select.POLLIN)
         if not self.reply(conn, {"leased": spare.pid}):
             self.runner_gone(job)
             return
-        conn.setblocking(False)
-        self.conns[conn.fileno()] = job
-        self.poll.register(conn.fileno(), select.POLLRDHUP)
+        self.watch_runner(job, select.POLLRDHUP)
+
+    def adopt(self, conn, spare, leased=False):
+        """The Job of spare, now running (or leased to) the runner on conn: reaped as a
+        child, its exit code read from its socketpair."""
+        job = Job(conn, spare.pid, spare.sock, leased=leased)
+        self.children[spare.pid] = job
+        self.ctls[spare.sock.fileno()] = job
+        self.poll.register(spare.sock.fileno(), select.POLLIN)
+        return job
+
+    def watch_runner(self, job, events=select.POLLIN):
+        """Watch job's runner connection: its close kills the job (runner_event)."""
+        job.conn.setblocking(False)
+        self.conns[job.conn.fileno()] = job
+        self.poll.register(job.conn.fileno(), events)
 
     def reply(self, conn, msg):
         try:
@@ -533,10 +543,7 @@ class Server(object):
             if self.hand(spare, fds, argv, env, cwd, conn):
                 for fd in fds:
                     os.close(fd)
-                job = Job(conn, spare.pid, spare.sock)
-                self.children[spare.pid] = job
-                self.ctls[spare.sock.fileno()] = job
-                self.poll.register(spare.sock.fileno(), select.POLLIN)
+                job = self.adopt(conn, spare)
                 # The runner hears the pid before the spare may start (go()), so a job
                 # that ends at once cannot report before it.
                 if not self.reply(conn, {"pid": spare.pid}):
@@ -546,9 +553,7 @@ class Server(object):
                 if not self.go(spare):
                     self.runner_gone(job)  # it never runs: reap() reports it to no one
                     return
-                conn.setblocking(False)
-                self.conns[conn.fileno()] = job
-                self.poll.register(conn.fileno(), select.POLLIN)
+                self.watch_runner(job)
                 return
             self.kill_spare(spare)
         sys.stdout.flush()
@@ -590,9 +595,7 @@ class Server(object):
         if not self.reply(conn, {"pid": pid}):
             self.runner_gone(job)
             return
-        conn.setblocking(False)
-        self.conns[conn.fileno()] = job
-        self.poll.register(conn.fileno(), select.POLLIN)
+        self.watch_runner(job)
 
     # --- spare children -------------------------------------------------------------
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/kinetic-run/kinetic/backend/kubernetes"
@@ -125,6 +126,20 @@ func TestEnvironmentCapture(t *testing.T) {
 	}
 	if len(env.warnings) != 1 || !strings.Contains(env.warnings[0], "HF_TOKEN") {
 		t.Errorf("warnings %q: want one naming the secret", env.warnings)
+	}
+	// The reference's blocklist: a wildcard never takes TEMP, TMP or KERAS_BACKEND, says
+	// which it skipped, and an exact name still takes one.
+	env = newEnv(t, nil)
+	r.CaptureEnv = []string{"*", "TMP"}
+	r.Environ = map[string]string{"TEMP": "/t", "TMP": "/t", "KERAS_BACKEND": "torch", "LD_PRELOAD": "x.so", "APP": "1"}
+	if p, err = upTo(t, env, r, "environment capture"); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"APP": "1", "TMP": "/t"}, p.Env); diff != "" {
+		t.Errorf("captured (-want +got):\n%s", diff)
+	}
+	if len(env.warnings) != 1 || !strings.Contains(env.warnings[0], "KERAS_BACKEND, LD_PRELOAD, TEMP") || strings.Contains(env.warnings[0], "TMP,") {
+		t.Errorf("warnings %q: want one naming the skipped KERAS_BACKEND, LD_PRELOAD, TEMP", env.warnings)
 	}
 	r.CaptureEnv = []string{"BAD-NAME"}
 	if _, err := upTo(t, newEnv(t, nil), r, "environment capture"); err == nil || !strings.Contains(err.Error(), "BAD-NAME") {

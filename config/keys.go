@@ -105,7 +105,7 @@ var keyTable = []keyInfo{
 	{key: ForceDestroy, help: "whether kinetic down also deletes the store bucket with every job record and output (the reference's default is true; ours is false: outputs are never expired)", fallback: fixed("false"), check: checkBool},
 	{key: Python, help: "the Python interpreter local jobs run with (default: the one the SDK runs, else python3)", check: checkExecutable},
 	{key: BuildPython, help: "the Python whose pip installs requirements into bundled images (default: python3)", check: checkExecutable},
-	{key: PackageRoot, help: "the directory shipped as the job's working directory, instead of the detected project root", check: checkAbsPath},
+	{key: PackageRoot, help: "the directory shipped as the job's working directory, instead of the detected project root (absolute, relative to the call's working directory, or ~/...)", check: checkLocalPath},
 	{key: NoDefaultExcludes, help: "ship files the default excludes leave out (.git, __pycache__, virtualenvs …)", fallback: fixed("false"), check: checkBool},
 	{key: ContextSizeWarnMB, help: "warn when the shipped working directory is larger than this many MiB (0: never)", fallback: fixed("100"), check: checkSizeMB},
 }

@@ -343,7 +343,8 @@ func TestMachineSettings(t *testing.T) {
 		{env: env{"STORAGE_EMULATOR_HOST": "127.0.0.1:4443"}, key: GCSEndpoint, want: "http://127.0.0.1:4443", src: "env STORAGE_EMULATOR_HOST"},
 		{env: env{"STORAGE_EMULATOR_HOST": "127.0.0.1:1", "KINETIC_GCS_ENDPOINT": "https://g.example"}, key: GCSEndpoint, want: "https://g.example", src: "env KINETIC_GCS_ENDPOINT"},
 		{env: env{"KINETIC_PYTHON": "/no/such/python3"}, key: Python, bad: "not an executable file"},
-		{env: env{"KINETIC_PACKAGE_ROOT": "relative/dir"}, key: PackageRoot, bad: "absolute path"},
+		{env: env{"KINETIC_PACKAGE_ROOT": "relative/./dir/"}, key: PackageRoot, want: "relative/dir", src: "env KINETIC_PACKAGE_ROOT"},
+		{env: env{"KINETIC_PACKAGE_ROOT": "~/proj/../work"}, key: PackageRoot, want: "~/work", src: "env KINETIC_PACKAGE_ROOT"},
 		{env: env{"KINETIC_CONTEXT_SIZE_WARN_MB": "lots"}, key: ContextSizeWarnMB, bad: "size in MiB"},
 		{env: env{"KINETIC_CONTEXT_SIZE_WARN_MB": "0"}, key: ContextSizeWarnMB, want: "0", src: "env KINETIC_CONTEXT_SIZE_WARN_MB"},
 	} {

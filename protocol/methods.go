@@ -341,6 +341,9 @@ type DebugMarker struct {
 	// AttachedAt: when a debugger attached (the other hosts of a multi-host job then
 	// start); nil while the leader waits.
 	AttachedAt *time.Time `json:"attached_at,omitempty"`
+	// WentOnAt: when the leader, with no debugger attached within its wait, called the
+	// function without one (debugpy still listens).
+	WentOnAt *time.Time `json:"went_on_at,omitempty"`
 }
 
 // DebugDetachRequest (debug_detach) ends a debug session's forward.

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/kinetic-run/kinetic/errs"
 )
 
 // envBlocklist are variables a wildcard capture never takes: they describe this
@@ -48,7 +50,7 @@ func captureEnv(patterns []string, environ map[string]string, warn func(string))
 	out := map[string]string{}
 	for _, p := range patterns {
 		if !envName.MatchString(p) {
-			return nil, fmt.Errorf("capture_env_vars: %q is not a variable name or a PREFIX* pattern", p)
+			return nil, errs.Errorf(errs.InvalidArgument, "capture_env_vars: %q is not a variable name or a PREFIX* pattern", p)
 		}
 		prefix, wild := strings.CutSuffix(p, "*")
 		for k, v := range environ {

@@ -301,7 +301,7 @@ def _index_field(v):
     s = str(v).strip()
     if s == "":
         return None
-    if not s.isdigit():
+    if not (s.isascii() and s.isdigit()):  # "²" and "٣" are digits to isdigit(), not to int()
         raise ValueError("JobHandle.from_dict: the field 'group_index' is %r, not a whole number (an input's "
                          "index in its batch, 0 or more)" % (v if len(str(v)) <= 40 else str(v)[:40] + "...",))
     return int(s)

@@ -292,3 +292,27 @@ def test_handle_fields_checked_in_user_words():
         assert "job_id" in str(exc.value), exc.value
     with pytest.raises(kinetic.JobNotFoundError):
         kinetic.attach("")
+
+
+def test_from_dict_fuzz():
+    """JobHandle.from_dict reads handles from the store and from users (untrusted): any
+    dict gives a handle whose fields have their types, or a ValueError/TypeError naming
+    the field; never another exception (Python's raw int() text, an AttributeError)."""
+    import dataclasses
+    import random
+    rnd = random.Random(45)
+    names = [f.name for f in dataclasses.fields(kinetic.JobHandle)] + ["unknown", ""]
+    values = ["", "0", "7", "-1", "abc", "true", "False", "yes", " 3 ", "1e3", "\x00", "٣", "²", 0, 5, -2, 10**30, 1.5,
+              float("nan"), True, False, None, [], {}, {"a": 1}, b"x", ("t",)]
+    for _ in range(3000):
+        d = {rnd.choice(names): rnd.choice(values) for _ in range(rnd.randint(0, 6))}
+        if rnd.random() < 0.8:
+            d["job_id"] = rnd.choice(["job-x", "", 5, "job-0123456789abcdefghijklm"])
+        try:
+            h = kinetic.JobHandle.from_dict(d)
+        except (ValueError, TypeError) as e:
+            assert "JobHandle" in str(e), (d, e)
+            continue
+        assert isinstance(h.job_id, str) and isinstance(h.debug, bool) and isinstance(h.spot, bool), d
+        assert h.group_index is None or (isinstance(h.group_index, int) and h.group_index >= 0), d
+        assert kinetic.JobHandle.from_dict(h.to_dict()) == h, d

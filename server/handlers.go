@@ -459,11 +459,15 @@ func (s *Server) debugAttach(c *call, r *protocol.DebugAttachRequest) (*protocol
 	if err != nil {
 		return nil, err
 	}
-	timeout := r.Timeout
-	if r.NoWait {
-		timeout = noWaitDebug // a look, not a wait: debugpy answers at once when it listens
+	if !r.NoWait {
+		return s.openDebug(c, j, r.LocalPort, r.Timeout)
 	}
-	return s.openDebug(c, j, r.LocalPort, timeout)
+	// A look, not a wait: debugpy answers at once when it listens.
+	sess, err := s.openDebug(c, j, r.LocalPort, noWaitDebug)
+	if errs.CodeOf(err) == errs.DeadlineExceeded && c.Err() == nil {
+		return nil, notYet("job "+j.Handle.JobID+"'s debugger is not listening yet", "attach again, with a timeout to wait for it")
+	}
+	return sess, err
 }
 
 func (s *Server) debugDetach(_ *call, r *protocol.DebugDetachRequest) (*protocol.DebugDetachResponse, error) {

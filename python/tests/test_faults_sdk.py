@@ -316,3 +316,25 @@ def test_from_dict_fuzz():
         assert isinstance(h.job_id, str) and isinstance(h.debug, bool) and isinstance(h.spot, bool), d
         assert h.group_index is None or (isinstance(h.group_index, int) and h.group_index >= 0), d
         assert kinetic.JobHandle.from_dict(h.to_dict()) == h, d
+
+
+def test_debug_attach_with_timeout_zero_looks_once():
+    """debug_attach(timeout=0): a look (its session if debugpy listens, else TimeoutError
+    within seconds), not a wait without limit (0 was no limit on the wire)."""
+    @kinetic.run(accelerator="cpu", debug=True, debug_wait=6)
+    def f():
+        return 1
+
+    h = f.run_async()
+    start = time.time()
+    try:
+        h.debug_attach(timeout=0, quiet=True).close()
+    except TimeoutError as e:
+        assert "not listening yet" in str(e) and h.job_id in str(e), e
+    assert time.time() - start < 5, time.time() - start
+    h.debug_attach(timeout=60, quiet=True).close()
+    start = time.time()
+    h.debug_attach(timeout=0, quiet=True).close()  # listening now: found at once
+    assert time.time() - start < 5, time.time() - start
+    with pytest.raises(Exception, match="no debugger attached"):
+        h.result(timeout=120)

@@ -257,6 +257,12 @@ func (s *Server) resultOf(c *call, j *engine.Job, r *protocol.ResultRequest) (*p
 			return nil, notYet("job "+j.Handle.JobID+" is "+strings.ToLower(string(state))+", not finished",
 				"it keeps running: result() again waits for it, cancel() stops it")
 		}
+		if r.StatusEvents {
+			c.event(protocol.EventStatus, string(state))
+		}
+		if r.StreamLogs && state != job.NotFound {
+			j.Logs(c, logWriter{c}, false) // what a wait would have streamed; the result is what matters
+		}
 	} else {
 		wctx, cancel := withTimeout(c, r.Timeout)
 		defer cancel()

@@ -338,3 +338,19 @@ def test_debug_attach_with_timeout_zero_looks_once():
     assert time.time() - start < 5, time.time() - start
     with pytest.raises(Exception, match="no debugger attached"):
         h.result(timeout=120)
+
+
+@kinetic.run(accelerator="cpu")
+def chatty(word):
+    print("said", word)
+    return word
+
+
+def test_result_now_of_an_ended_job_streams_its_logs_and_status(capsys):
+    h = chatty.run_async("hello")
+    assert h.result(timeout=None, cleanup=False) == "hello"
+    capsys.readouterr()
+    seen = []
+    assert h.result(timeout=0, stream_logs=True, on_status_change=seen.append) == "hello"
+    assert "said hello" in capsys.readouterr().out
+    assert seen == [kinetic.JobStatus.SUCCEEDED], seen

@@ -354,3 +354,28 @@ def test_result_now_of_an_ended_job_streams_its_logs_and_status(capsys):
     assert h.result(timeout=0, stream_logs=True, on_status_change=seen.append) == "hello"
     assert "said hello" in capsys.readouterr().out
     assert seen == [kinetic.JobStatus.SUCCEEDED], seen
+
+
+def test_results_after_a_partial_timeout_keeps_the_values_it_received(monkeypatch):
+    """One input's read times out, the others' values arrive (and their jobs are cleaned
+    up once acknowledged): results() again returns the values it had and reads the one
+    it had not, instead of its cached TimeoutError (or, for the others, a job that is
+    gone)."""
+    b = bulky.run_async_map(range(3))
+    b.wait(timeout=240)
+    slow_job = b.jobs[1].job_id
+    real = _batch._unpack
+
+    def flaky(res, job_id=""):
+        if job_id == slow_job:
+            raise TimeoutError("injected: the read of %s ran out" % job_id)
+        return real(res, job_id)
+    monkeypatch.setattr(_batch, "_unpack", flaky)
+    out = b.results(timeout=240, return_exceptions=True)
+    assert isinstance(out[1], TimeoutError) and out[0] == bytes([0]) * 100000, out
+    monkeypatch.setattr(_batch, "_unpack", real)
+    for _ in range(50):  # the acknowledged inputs are cleaned up after the reply
+        if b.jobs[0] is None or kinetic.attach_batch(b.group_id).statuses()[0][1] == kinetic.JobStatus.NOT_FOUND:
+            break
+        time.sleep(0.1)
+    assert b.results(timeout=240) == [bytes([x]) * 100000 for x in range(3)]

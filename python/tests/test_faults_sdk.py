@@ -379,3 +379,19 @@ def test_results_after_a_partial_timeout_keeps_the_values_it_received(monkeypatc
             break
         time.sleep(0.1)
     assert b.results(timeout=240) == [bytes([x]) * 100000 for x in range(3)]
+
+
+def test_seconds_saturate():
+    """The SDK's one conversion (_seconds.seconds): no limit above a century, whatever
+    the type (an int too big for a float included), 0 kept as "now"."""
+    from kinetic._seconds import CENTURY, limit, seconds
+    for v in (None, float("inf"), CENTURY + 1, 1e10, 1e300, sys.maxsize, 10**400):
+        assert seconds(v, "f", "t") is None, v
+        assert limit(seconds(v, "f", "t")) == {}, v
+    assert seconds(CENTURY, "f", "t") == float(CENTURY)
+    assert seconds(0, "f", "t") == 0 and limit(0) == {"no_wait": True}
+    assert limit(seconds(2.5, "f", "t")) == {"timeout": 2.5}
+    for bad in (-1, -10**400, float("-inf"), float("nan")):
+        with pytest.raises(ValueError) as exc:
+            seconds(bad, "f", "t")
+        assert "f(t=" in str(exc.value) and len(str(exc.value)) < 200, exc.value

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/kinetic-run/kinetic/errs"
 )
 
 // envBlocklist are variables a wildcard capture never takes: they describe this
@@ -53,7 +55,7 @@ func captureEnv(patterns []string, environ map[string]string, warn func(string))
 	var skipped []string
 	for _, p := range patterns {
 		if !envName.MatchString(p) {
-			return nil, fmt.Errorf("capture_env_vars: %q is not a variable name or a PREFIX* pattern", p)
+			return nil, errs.Errorf(errs.InvalidArgument, "capture_env_vars: %q is not a variable name or a PREFIX* pattern", p)
 		}
 		prefix, wild := strings.CutSuffix(p, "*")
 		for k, v := range environ {

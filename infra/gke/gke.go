@@ -40,11 +40,8 @@ const (
 	DefaultCluster = gkename.DefaultCluster
 	// SystemPool is the node pool of the cluster's own pods and of CPU jobs.
 	SystemPool = "system"
-	// Repository is the Artifact Registry repository (Docker format) in the zone's region.
-	Repository = gkename.Repository
-	// AccountID is the Google service account job pods act as through Workload Identity.
-	AccountID = "kinetic-jobs"
-	// KubeServiceAccount is the Kubernetes service account bound to AccountID; the same
+	// KubeServiceAccount is the Kubernetes service account bound to the cluster's Google
+	// service account (Config.AccountEmail); the same
 	// name `kinetic up --backend k8s` creates (infra.Name).
 	KubeServiceAccount = "kinetic"
 	// ManagedLabel marks what kinetic made (labels of the cluster, the pools, the repo).
@@ -199,11 +196,11 @@ type Config struct {
 	Project, Zone string
 	Cluster       string // "" = DefaultCluster
 	Namespace     string // Kubernetes namespace of jobs (the Workload Identity member)
-	// Store is the gs:// store URL ("" = gs://PROJECT-kinetic); ?endpoint= points at an
+	// Store is the gs:// store URL ("" = gs://PROJECT-kn-CLUSTER-jobs); ?endpoint= points at an
 	// emulator.
 	Store string
 	// Registry is where the runner image goes ("" = the repository up creates,
-	// REGION-docker.pkg.dev/PROJECT/kinetic).
+	// REGION-docker.pkg.dev/PROJECT/kn-CLUSTER).
 	Registry string
 	// Runner publishes the runner image; nil leaves that step out.
 	Runner Runner
@@ -234,10 +231,13 @@ func (c *Config) fill() error {
 		c.Namespace = "default"
 	}
 	if c.Store == "" {
-		c.Store = gkename.Store(c.Project)
+		c.Store = gkename.Store(c.Project, c.Cluster)
 	}
 	if !strings.HasPrefix(c.Store, "gs://") {
-		return fmt.Errorf("store %q: GKE jobs use a gs:// store (e.g. --store %s)", c.Store, gkename.Store(c.Project))
+		return fmt.Errorf("store %q: GKE jobs use a gs:// store (e.g. --store %s)", c.Store, gkename.Store(c.Project, c.Cluster))
+	}
+	if b, _ := c.Bucket(); len(b) > 63 {
+		return fmt.Errorf("store bucket %s is %d characters, over Cloud Storage's 63: give a shorter --cluster, or --store gs://BUCKET", b, len(b))
 	}
 	if c.Registry == "" {
 		c.Registry = c.RepoHost()
@@ -257,14 +257,20 @@ func (c *Config) poolName(p string) string {
 	return c.clusterName() + "/nodePools/" + p
 }
 func (c *Config) repoParent() string { return "projects/" + c.Project + "/locations/" + Region(c.Zone) }
-func (c *Config) repoName() string   { return c.repoParent() + "/repositories/" + Repository }
+func (c *Config) repoName() string   { return c.repoParent() + "/repositories/" + c.Repository() }
 
-// RepoHost is the Docker path of the repository: REGION-docker.pkg.dev/PROJECT/kinetic.
-func (c *Config) RepoHost() string { return gkename.Registry(c.Project, c.Zone) }
+// Repository is the cluster's Artifact Registry repository: kn-CLUSTER.
+func (c *Config) Repository() string { return gkename.Repository(c.Cluster) }
+
+// RepoHost is the Docker path of the repository: REGION-docker.pkg.dev/PROJECT/kn-CLUSTER.
+func (c *Config) RepoHost() string { return gkename.Registry(c.Project, c.Zone, c.Cluster) }
+
+// AccountID is the cluster's Google service account's id: kn-CLUSTER-jobs.
+func (c *Config) AccountID() string { return gkename.AccountID(c.Cluster) }
 
 // AccountEmail is the Google service account of job pods.
 func (c *Config) AccountEmail() string {
-	return AccountID + "@" + c.Project + ".iam.gserviceaccount.com"
+	return c.AccountID() + "@" + c.Project + ".iam.gserviceaccount.com"
 }
 func (c *Config) accountName() string {
 	return "projects/" + c.Project + "/serviceAccounts/" + c.AccountEmail()

@@ -12,6 +12,10 @@ import (
 	"github.com/kinetic-run/kinetic/accel"
 )
 
+// GPUScaleUp is how many nodes a GPU pool may grow over its minimum when --max-nodes
+// is not given: the reference's GPU_NODE_POOL_MAX_SCALE_UP (kinetic/cli/constants.py).
+const GPUScaleUp = 10
+
 // LabelAccelerator is the node label of a pool made by `pool add`: the catalog name.
 const LabelAccelerator = "kinetic.dev/accelerator"
 
@@ -19,8 +23,9 @@ const LabelAccelerator = "kinetic.dev/accelerator"
 type PoolOptions struct {
 	Accelerator string // a catalog name (accel.Parse), e.g. gpu-l4x2, tpu-v5p-16
 	Name        string // "" = from the accelerator: gpu-l4x2, tpu-v5p-16-spot
-	// MinNodes and MaxNodes bound the autoscaler. Defaults: 0 and 1 (a single-host
-	// accelerator), or 0 and the slice's hosts (a multi-host TPU slice, all or nothing).
+	// MinNodes and MaxNodes bound the autoscaler. Defaults: 0 and MinNodes+GPUScaleUp
+	// (a GPU: the reference's GPU_NODE_POOL_MAX_SCALE_UP), 0 and 1 (a single-host TPU),
+	// or 0 and the slice's hosts (a multi-host TPU slice, all or nothing).
 	MinNodes, MaxNodes int
 	MaxSet             bool // MaxNodes was given
 	Spot               bool
@@ -63,6 +68,11 @@ func NodePoolFor(o PoolOptions) (*containerpb.NodePool, accel.Spec, error) {
 	minN, maxN := o.MinNodes, o.MaxNodes
 	if !o.MaxSet {
 		maxN = sp.Hosts
+		if sp.Kind == accel.GPU {
+			// A GPU pool grows by up to GPUScaleUp nodes over its minimum, as the
+			// reference's GPU pools do: several GPU jobs at once each get a node.
+			maxN = minN + GPUScaleUp
+		}
 		if maxN < minN {
 			maxN = minN
 		}

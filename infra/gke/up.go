@@ -109,7 +109,7 @@ func PlanUp(ctx context.Context, c *Clients, cfg Config) (*Plan, error) {
 
 	// The Artifact Registry repository.
 	repoMissing := false
-	what := fmt.Sprintf("Artifact Registry repository %s (%s)", Repository, cfg.RepoHost())
+	what := fmt.Sprintf("Artifact Registry repository %s (%s)", cfg.Repository(), cfg.RepoHost())
 	if _, err := c.Registry.GetRepository(ctx, &artifactregistrypb.GetRepositoryRequest{Name: cfg.repoName()}); notFound(err) {
 		repoMissing = true
 		p.Steps = append(p.Steps, Step{What: what, Action: ActCreate, apply: func(ctx context.Context, pr *progress) error {
@@ -145,7 +145,7 @@ func PlanUp(ctx context.Context, c *Clients, cfg Config) (*Plan, error) {
 	if _, err := c.IAM.GetServiceAccount(ctx, &adminpb.GetServiceAccountRequest{Name: cfg.accountName()}); notFound(err) {
 		saMissing = true
 		p.Steps = append(p.Steps, Step{What: what, Action: ActCreate, apply: func(ctx context.Context, pr *progress) error {
-			_, err := c.IAM.CreateServiceAccount(ctx, &adminpb.CreateServiceAccountRequest{Name: "projects/" + cfg.Project, AccountId: AccountID,
+			_, err := c.IAM.CreateServiceAccount(ctx, &adminpb.CreateServiceAccountRequest{Name: "projects/" + cfg.Project, AccountId: cfg.AccountID(),
 				ServiceAccount: &adminpb.ServiceAccount{DisplayName: "Kinetic job pods", Description: "Kinetic job pods (Workload Identity); made by kinetic up"}})
 			if exists(err) {
 				return nil
@@ -276,7 +276,7 @@ func PlanUp(ctx context.Context, c *Clients, cfg Config) (*Plan, error) {
 		}
 		need = !hasBinding(pol, RoleRegistryRead, nodeMember)
 	}
-	p.Steps = append(p.Steps, Step{What: fmt.Sprintf("%s on repository %s for the nodes (%s)", RoleRegistryRead, Repository, proj.DefaultServiceAccount), Action: act(need),
+	p.Steps = append(p.Steps, Step{What: fmt.Sprintf("%s on repository %s for the nodes (%s)", RoleRegistryRead, cfg.Repository(), proj.DefaultServiceAccount), Action: act(need),
 		apply: func(ctx context.Context, pr *progress) error {
 			pol, err := c.Registry.GetIamPolicy(ctx, &iampb.GetIamPolicyRequest{Resource: cfg.repoName()})
 			if err != nil {
@@ -361,7 +361,7 @@ func act(need bool) string {
 }
 
 func (c *Clients) createRepo(ctx context.Context, cfg *Config, pr *progress) error {
-	op, err := c.Registry.CreateRepository(ctx, &artifactregistrypb.CreateRepositoryRequest{Parent: cfg.repoParent(), RepositoryId: Repository,
+	op, err := c.Registry.CreateRepository(ctx, &artifactregistrypb.CreateRepositoryRequest{Parent: cfg.repoParent(), RepositoryId: cfg.Repository(),
 		Repository: &artifactregistrypb.Repository{Format: artifactregistrypb.Repository_DOCKER, Description: "Kinetic images (kinetic up)", Labels: managedLabels()}})
 	if exists(err) {
 		return nil

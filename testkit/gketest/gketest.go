@@ -476,6 +476,15 @@ func (f *Fake) storage(w http.ResponseWriter, r *http.Request, proxy http.Handle
 		fmt.Fprintf(w, `{"error":{"code":500,"message":%q}}`, err.Error())
 		return
 	}
+	if r.Method == http.MethodPost && strings.TrimSuffix(r.URL.Path, "/") == "/storage/v1/b" && !ubla(body) {
+		// The project's organisation enforces uniform bucket-level access (the org policy
+		// constraint storage.uniformBucketLevelAccess), as many do: Cloud Storage refuses a
+		// bucket without it with 412, as documented.
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusPreconditionFailed)
+		fmt.Fprint(w, `{"error":{"code":412,"message":"Request violates constraint 'constraints/storage.uniformBucketLevelAccess'","errors":[{"message":"Request violates constraint 'constraints/storage.uniformBucketLevelAccess'","domain":"global","reason":"conditionNotMet","locationType":"header","location":"If-Match"}]}}`)
+		return
+	}
 	if strings.HasSuffix(r.URL.Path, "/iam") {
 		bucket := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/storage/v1/b/"), "/iam")
 		f.mu.Lock()
@@ -495,4 +504,16 @@ func (f *Fake) storage(w http.ResponseWriter, r *http.Request, proxy http.Handle
 		return
 	}
 	proxy.ServeHTTP(w, r)
+}
+
+// ubla reports whether a bucket insert's body asks for uniform bucket-level access.
+func ubla(body []byte) bool {
+	var b struct {
+		IAMConfiguration struct {
+			UniformBucketLevelAccess struct {
+				Enabled bool `json:"enabled"`
+			} `json:"uniformBucketLevelAccess"`
+		} `json:"iamConfiguration"`
+	}
+	return json.Unmarshal(body, &b) == nil && b.IAMConfiguration.UniformBucketLevelAccess.Enabled
 }

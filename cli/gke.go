@@ -62,7 +62,7 @@ func gkeSetup(ctx context.Context, g *Globals, f *gkeFlags, extra map[config.Key
 	if !strings.HasPrefix(res.Source(config.Store), config.SourceDefault) {
 		cfg.Store = res.Get(config.Store)
 	}
-	c, err := gke.Dial(ctx, ep)
+	c, err := gke.DialFor(ctx, ep, cfg.Project) // user ADC: the project is the quota project
 	if err != nil {
 		return nil, cfg, nil, err
 	}

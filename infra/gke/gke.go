@@ -12,6 +12,7 @@ package gke
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -25,11 +26,13 @@ import (
 	container "cloud.google.com/go/container/apiv1"
 	admin "cloud.google.com/go/iam/admin/apiv1"
 	serviceusage "cloud.google.com/go/serviceusage/apiv1"
+	googleoauth "golang.org/x/oauth2/google"
 	compute "google.golang.org/api/compute/v1"
 	"google.golang.org/api/option"
 	storagev1 "google.golang.org/api/storage/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/infra/gke/gkename"
@@ -135,9 +138,26 @@ func grpcOpts(ep string) []option.ClientOption {
 }
 
 // Dial makes the clients, with Application Default Credentials unless ep overrides.
-func Dial(ctx context.Context, ep Endpoints) (*Clients, error) {
+func Dial(ctx context.Context, ep Endpoints) (*Clients, error) { return DialFor(ctx, ep, "") }
+
+// DialFor is Dial for work on project: when the credentials are a user's (an
+// authorized_user ADC file from `gcloud auth application-default login`) that name no
+// quota project, Service Usage calls name project as theirs (x-goog-user-project), as
+// Google requires of user credentials for that API (it refuses them otherwise, billing
+// gcloud's own project).
+func DialFor(ctx context.Context, ep Endpoints, project string) (*Clients, error) {
 	c := &Clients{}
 	var err error
+	var quota []option.ClientOption
+	if project != "" && userADCWithoutQuotaProject(ctx) {
+		// The header itself (option.WithQuotaProject sets it only with credentials, and
+		// the test endpoints have none); the credentials name no quota project, so it
+		// is not sent twice.
+		quota = []option.ClientOption{option.WithGRPCDialOption(grpc.WithChainUnaryInterceptor(
+			func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+				return invoker(metadata.AppendToOutgoingContext(ctx, "x-goog-user-project", project), method, req, reply, cc, opts...)
+			}))}
+	}
 	if c.Cluster, err = container.NewClusterManagerClient(ctx, grpcOpts(ep.Container)...); err != nil {
 		return nil, credErr("GKE", err)
 	}
@@ -149,7 +169,7 @@ func Dial(ctx context.Context, ep Endpoints) (*Clients, error) {
 		c.Close()
 		return nil, credErr("IAM", err)
 	}
-	if c.Services, err = serviceusage.NewClient(ctx, grpcOpts(ep.ServiceUsage)...); err != nil {
+	if c.Services, err = serviceusage.NewClient(ctx, append(grpcOpts(ep.ServiceUsage), quota...)...); err != nil {
 		c.Close()
 		return nil, credErr("Service Usage", err)
 	}
@@ -163,6 +183,20 @@ func Dial(ctx context.Context, ep Endpoints) (*Clients, error) {
 		return nil, credErr("Compute Engine", err)
 	}
 	return c, nil
+}
+
+// userADCWithoutQuotaProject reports whether Application Default Credentials are a
+// user's (type authorized_user) with no quota_project_id.
+func userADCWithoutQuotaProject(ctx context.Context) bool {
+	creds, err := googleoauth.FindDefaultCredentials(ctx, "https://www.googleapis.com/auth/cloud-platform")
+	if err != nil || len(creds.JSON) == 0 {
+		return false
+	}
+	var f struct {
+		Type         string `json:"type"`
+		QuotaProject string `json:"quota_project_id"`
+	}
+	return json.Unmarshal(creds.JSON, &f) == nil && f.Type == "authorized_user" && f.QuotaProject == ""
 }
 
 // credErr words a client that could not be made: nearly always missing or unusable
@@ -215,6 +249,8 @@ type Config struct {
 	// Poll is the first interval between polls of a long-running operation (0 = 500ms);
 	// it grows to ten times that, at most 5 s.
 	Poll time.Duration
+	// APIWait bounds the wait for APIs just enabled to answer (0 = DefaultAPIWait).
+	APIWait time.Duration
 }
 
 func (c *Config) fill() error {
@@ -244,6 +280,9 @@ func (c *Config) fill() error {
 	}
 	if c.Poll == 0 {
 		c.Poll = 500 * time.Millisecond
+	}
+	if c.APIWait == 0 {
+		c.APIWait = DefaultAPIWait
 	}
 	return nil
 }

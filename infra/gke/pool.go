@@ -172,21 +172,46 @@ func (c *Clients) poolStep(cfg *Config, np *containerpb.NodePool, sp accel.Spec,
 		if h.GetName() != np.Name {
 			continue
 		}
+		if h.GetStatus() == containerpb.NodePool_ERROR {
+			// An operation failed at Google (quota, stockout): never "ok".
+			return Step{What: what, Action: ActRecreate, Detail: detail + "; it is in ERROR at Google (" + firstLine(h.GetStatusMessage()) + "): deleted and created again",
+				apply: func(ctx context.Context, pr *progress) error {
+					op, err := c.whenIdle(ctx, cfg, pr, func() (*containerpb.Operation, error) {
+						return c.Cluster.DeleteNodePool(ctx, &containerpb.DeleteNodePoolRequest{Name: cfg.poolName(np.Name)})
+					})
+					if err != nil && !notFound(err) {
+						return err
+					}
+					if err == nil {
+						if err := c.waitOp(ctx, cfg, op, pr); err != nil {
+							return err
+						}
+					}
+					return c.createPool(ctx, cfg, np, pr)
+				}}, nil
+		}
 		if same(h, np) {
 			return Step{What: what, Action: ActOK, Detail: detail}, nil
 		}
 		return Step{}, fmt.Errorf("node pool %s exists with other settings (%s): `kinetic pool remove %s` first, or give --name", np.Name, poolDetail(h, sp), np.Name)
 	}
 	return Step{What: what, Action: ActCreate, Detail: detail, apply: func(ctx context.Context, pr *progress) error {
-		op, err := c.Cluster.CreateNodePool(ctx, &containerpb.CreateNodePoolRequest{Parent: cfg.clusterName(), NodePool: np})
-		if exists(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		return c.waitOp(ctx, cfg, op, pr)
+		return c.createPool(ctx, cfg, np, pr)
 	}}, nil
+}
+
+// createPool creates np and waits for it, after any other operation on the cluster.
+func (c *Clients) createPool(ctx context.Context, cfg *Config, np *containerpb.NodePool, pr *progress) error {
+	op, err := c.whenIdle(ctx, cfg, pr, func() (*containerpb.Operation, error) {
+		return c.Cluster.CreateNodePool(ctx, &containerpb.CreateNodePoolRequest{Parent: cfg.clusterName(), NodePool: np})
+	})
+	if exists(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return c.waitOp(ctx, cfg, op, pr)
 }
 
 // same compares what pool add sets.
@@ -290,7 +315,9 @@ func PlanPoolRemove(ctx context.Context, c *Clients, cfg Config, name string) (*
 		return nil, apiErr("read the node pool "+name, err)
 	}
 	p.Steps = append(p.Steps, Step{What: "node pool " + name, Action: ActDelete, apply: func(ctx context.Context, pr *progress) error {
-		op, err := c.Cluster.DeleteNodePool(ctx, &containerpb.DeleteNodePoolRequest{Name: cfg.poolName(name)})
+		op, err := c.whenIdle(ctx, &cfg, pr, func() (*containerpb.Operation, error) {
+			return c.Cluster.DeleteNodePool(ctx, &containerpb.DeleteNodePoolRequest{Name: cfg.poolName(name)})
+		})
 		if notFound(err) {
 			return nil
 		}

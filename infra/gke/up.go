@@ -84,10 +84,23 @@ func (r ImageRunner) Publish(ctx context.Context, registry string, progress io.W
 // dependency order: repository, bucket, service account, cluster, the three role
 // bindings, the runner image. When a required API is off, the plan is only the step
 // that enables it (Replan): apply it, then plan again.
-func PlanUp(ctx context.Context, c *Clients, cfg Config) (*Plan, error) {
+func PlanUp(ctx context.Context, c *Clients, cfg Config) (_ *Plan, err error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
+	defer func() {
+		// Inside up, "an API is disabled: run kinetic up" would send the user round in a
+		// circle: the APIs step said they are enabled, so Google has not caught up yet.
+		if err != nil && serviceDisabled(err) && !strings.Contains(err.Error(), "quota project") {
+			inner := err
+			var ae *apiError
+			if errors.As(err, &ae) {
+				inner = ae.err
+			}
+			_, msg := describe(inner)
+			err = &apiError{text: fmt.Sprintf("Google still refuses calls to an API of project %s that is enabled (%s): an API enabled minutes ago takes a while to answer; run the same command again in a few minutes", cfg.Project, msg), code: errs.Unavailable, err: err}
+		}
+	}()
 	p := &Plan{Title: fmt.Sprintf("GKE: project %s, zone %s, cluster %s", cfg.Project, cfg.Zone, cfg.Cluster), poll: cfg.Poll}
 
 	// The APIs first: nothing else can be read while they are off.
@@ -191,6 +204,40 @@ func PlanUp(ctx context.Context, c *Clients, cfg Config) (*Plan, error) {
 		return nil, apiErr("read the cluster "+cfg.clusterName(), err)
 	case cl.GetStatus() == containerpb.Cluster_STOPPING:
 		return nil, fmt.Errorf("cluster %s is being deleted: wait until `kinetic status` no longer shows it, then run up again", cfg.Cluster)
+	case cl.GetStatus() == containerpb.Cluster_ERROR:
+		// An operation failed at Google (a quota, a stockout) and left the cluster in
+		// ERROR: never "ok"; it is deleted and created again.
+		offered, err := c.zoneMachineTypes(ctx, &cfg)
+		if err != nil {
+			return nil, err
+		}
+		mt, note, err := pickSystemMachineType(cfg.Zone, offered)
+		if err != nil {
+			return nil, err
+		}
+		p.SystemMachineType = mt
+		if note != "" {
+			p.Notes = append(p.Notes, note)
+		}
+		spec := clusterSpec(&cfg, mt)
+		p.Steps = append(p.Steps, Step{What: "cluster " + cfg.Cluster, Action: ActRecreate,
+			Detail: "it is in ERROR at Google (" + firstLine(cl.GetStatusMessage()) + "): deleted and created again; takes minutes",
+			apply: func(ctx context.Context, pr *progress) error {
+				op, err := c.Cluster.DeleteCluster(ctx, &containerpb.DeleteClusterRequest{Name: cfg.clusterName()})
+				if err != nil && !notFound(err) {
+					return err
+				}
+				if err == nil {
+					if err := c.waitOp(ctx, &cfg, op, pr); err != nil {
+						return err
+					}
+				}
+				if op, err = c.Cluster.CreateCluster(ctx, &containerpb.CreateClusterRequest{Parent: cfg.location(), Cluster: spec}); err != nil {
+					return err
+				}
+				return c.waitOp(ctx, &cfg, op, pr)
+			}})
+		cl = nil // nothing of it stays: its pools are planned as new
 	case cl.GetStatus() == containerpb.Cluster_PROVISIONING || cl.GetStatus() == containerpb.Cluster_RECONCILING:
 		p.Steps = append(p.Steps, Step{What: "cluster " + cfg.Cluster, Action: ActWait, Detail: "an operation started earlier is " + strings.ToLower(cl.GetStatus().String()) + " it",
 			apply: func(ctx context.Context, pr *progress) error { return c.waitCluster(ctx, &cfg, pr) }})
@@ -223,7 +270,9 @@ func PlanUp(ctx context.Context, c *Clients, cfg Config) (*Plan, error) {
 			p.SystemMachineType = mt
 			p.Steps = append(p.Steps, Step{What: "node pool " + SystemPool, Action: ActCreate, Detail: mt,
 				apply: func(ctx context.Context, pr *progress) error {
-					op, err := c.Cluster.CreateNodePool(ctx, &containerpb.CreateNodePoolRequest{Parent: cfg.clusterName(), NodePool: systemPool(mt)})
+					op, err := c.whenIdle(ctx, &cfg, pr, func() (*containerpb.Operation, error) {
+						return c.Cluster.CreateNodePool(ctx, &containerpb.CreateNodePoolRequest{Parent: cfg.clusterName(), NodePool: systemPool(mt)})
+					})
 					if exists(err) {
 						return nil
 					}
@@ -383,7 +432,9 @@ func (c *Clients) createRepo(ctx context.Context, cfg *Config, pr *progress) err
 }
 
 func (c *Clients) updateCluster(ctx context.Context, cfg *Config, pr *progress, u *containerpb.ClusterUpdate) error {
-	op, err := c.Cluster.UpdateCluster(ctx, &containerpb.UpdateClusterRequest{Name: cfg.clusterName(), Update: u})
+	op, err := c.whenIdle(ctx, cfg, pr, func() (*containerpb.Operation, error) {
+		return c.Cluster.UpdateCluster(ctx, &containerpb.UpdateClusterRequest{Name: cfg.clusterName(), Update: u})
+	})
 	if err != nil {
 		return err
 	}
@@ -494,6 +545,8 @@ func apiErr(what string, err error) error {
 	switch {
 	case code == errs.Cancelled:
 		text = what + ": interrupted"
+	case strings.Contains(msg, "requires a quota project"):
+		text = fmt.Sprintf("%s: Google refuses user credentials without a quota project (%s): run `gcloud auth application-default set-quota-project PROJECT` with your project, then the command again", what, msg)
 	case strings.Contains(msg, "has not been used") || strings.Contains(msg, "SERVICE_DISABLED") || strings.Contains(msg, "it is disabled"):
 		text = fmt.Sprintf("%s: an API is disabled on the project (%s): run `kinetic up` (it enables the APIs it needs), or `gcloud services enable %s`", what, msg, strings.Join(RequiredAPIs, " "))
 	case code == errs.PermissionDenied:
@@ -561,4 +614,18 @@ func describe(err error) (errs.Code, string) {
 		return errs.Internal, st.Message()
 	}
 	return errs.CodeOf(err), err.Error()
+}
+
+// firstLine is the first line of Google's message, at most 200 characters.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	if s == "" {
+		return "no message"
+	}
+	return s
 }

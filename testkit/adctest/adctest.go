@@ -37,6 +37,7 @@ type Server struct {
 	access   map[string]bool
 	registry map[string]bool
 	minted   int
+	exchange int
 }
 
 // Start starts the token endpoint; it stops when t ends.
@@ -82,6 +83,13 @@ func (s *Server) Minted() int {
 	return s.minted
 }
 
+// Exchanged is how many registry tokens Registry handed out for access tokens.
+func (s *Server) Exchanged() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.exchange
+}
+
 // AuthorizedUser writes an authorized_user ADC file (what `gcloud auth
 // application-default login` writes, with token_uri here) into dir and returns its
 // path; quotaProject "" leaves quota_project_id out, as gcloud does before `gcloud auth
@@ -119,6 +127,7 @@ func (s *Server) Registry(next http.Handler, pass func(*http.Request) bool) http
 			if good {
 				rt = "registry-" + random()
 				s.registry[rt] = true
+				s.exchange++
 			}
 			s.mu.Unlock()
 			if !good {

@@ -31,6 +31,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"cloud.google.com/go/artifactregistry/apiv1/artifactregistrypb"
 	"cloud.google.com/go/container/apiv1/containerpb"
@@ -106,6 +107,16 @@ type Options struct {
 	// ClusterOpPolls is OpPolls for creating a cluster (default OpPolls): a large one
 	// keeps the cluster PROVISIONING, for an interruption.
 	ClusterOpPolls int
+	// Propagation is how long an API just enabled goes on refusing calls (403
+	// SERVICE_DISABLED, "wait a few minutes for the action to propagate"), as Google's
+	// do for a while after the enable operation finished. 0: ready at once.
+	Propagation time.Duration
+	// UserADC says the callers sign in with user credentials (an authorized_user ADC
+	// file from `gcloud auth application-default login`): then Service Usage refuses a
+	// call that names no quota project (the x-goog-user-project header) with 403
+	// SERVICE_DISABLED and Google's documented message, as it does for gcloud's own
+	// OAuth client's project.
+	UserADC bool
 }
 
 // DefaultZones is Options.Zones' default.
@@ -138,7 +149,11 @@ type Fake struct {
 	accounts    map[string]*adminpb.ServiceAccount
 	saPol       map[string]*iampb.Policy
 	bucketPol   map[string]json.RawMessage
-	apis        map[string]bool // "PROJECT/SERVICE" → enabled (else !newProject)
+	apis        map[string]bool      // "PROJECT/SERVICE" → enabled (else !newProject)
+	readyAt     map[string]time.Time // "PROJECT/SERVICE" → when an enabled API answers
+	propagation time.Duration
+	userADC     bool
+	opFail      map[containerpb.Operation_Type]*opFailure
 	newProject  bool
 	apiEndpoint string
 	apiCA       []byte
@@ -171,6 +186,7 @@ func Start(t testing.TB, o Options) *Fake {
 		clusters: map[string]*containerpb.Cluster{}, ops: map[string]*op{}, repos: map[string]*artifactregistrypb.Repository{},
 		repoPol: map[string]*iampb.Policy{}, accounts: map[string]*adminpb.ServiceAccount{}, saPol: map[string]*iampb.Policy{},
 		bucketPol: map[string]json.RawMessage{}, apis: map[string]bool{}, newProject: o.NewProject,
+		readyAt: map[string]time.Time{}, propagation: o.Propagation, userADC: o.UserADC, opFail: map[containerpb.Operation_Type]*opFailure{},
 		apiEndpoint: o.APIEndpoint, apiCA: o.APICA, onPool: o.OnPool}
 
 	serve := func(register func(*grpc.Server)) string {
@@ -322,6 +338,9 @@ func (f *Fake) intercept(ctx context.Context, req any, info *grpc.UnaryServerInf
 	if err := f.record(method, body); err != nil {
 		return nil, err
 	}
+	if err := f.refuse(ctx, method, body); err != nil {
+		return nil, err
+	}
 	resp, err := h(ctx, req)
 	f.runHooks()
 	return resp, err
@@ -375,7 +394,7 @@ func (f *Fake) newGKEOp(kind containerpb.Operation_Type, target string, done fun
 	if kind == containerpb.Operation_CREATE_CLUSTER {
 		left = f.clusterOpPolls
 	}
-	f.ops[o.Name] = &op{gkeOp: o, target: target, left: left, done: done}
+	f.ops[o.Name] = &op{gkeOp: o, target: target, left: left, done: f.failing(kind, target, o, done)}
 	return proto.Clone(o).(*containerpb.Operation)
 }
 
@@ -437,6 +456,14 @@ func (f *Fake) compute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	if len(parts) >= 4 && parts[2] == "projects" {
+		if msg := f.disabled(parts[3], "compute.googleapis.com"); msg != "" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprintf(w, `{"error":{"code":403,"message":%q,"errors":[{"message":%q,"domain":"usageLimits","reason":"accessNotConfigured"}],"status":"PERMISSION_DENIED"}}`, msg, msg)
+			return
+		}
+	}
 	w.Header().Set("Content-Type", "application/json")
 	// compute/v1/projects/P[/zones/Z/machineTypes]
 	switch {

@@ -74,6 +74,9 @@ func (s *clusterServer) UpdateCluster(ctx context.Context, r *containerpb.Update
 	if c == nil {
 		return nil, notFound("cluster " + r.Name)
 	}
+	if op := f.busy(r.Name); op != "" {
+		return nil, busyErr(op)
+	}
 	c.Status = containerpb.Cluster_RECONCILING
 	u := r.GetUpdate()
 	return f.newGKEOp(containerpb.Operation_UPDATE_CLUSTER, r.Name, func() {
@@ -173,6 +176,9 @@ func (s *clusterServer) CreateNodePool(ctx context.Context, r *containerpb.Creat
 	if _, i := s.pool(r.Parent + "/nodePools/" + r.GetNodePool().GetName()); i >= 0 {
 		return nil, status.Errorf(codes.AlreadyExists, "node pool %s exists", r.NodePool.Name)
 	}
+	if op := f.busy(r.Parent); op != "" {
+		return nil, busyErr(op)
+	}
 	if pp := r.NodePool.GetPlacementPolicy(); pp.GetTpuTopology() != "" && pp.GetType() != containerpb.NodePool_PlacementPolicy_COMPACT {
 		return nil, status.Error(codes.InvalidArgument, "tpu_topology requires COMPACT placement")
 	}
@@ -197,6 +203,9 @@ func (s *clusterServer) DeleteNodePool(ctx context.Context, r *containerpb.Delet
 	c, i := s.pool(r.Name)
 	if c == nil || i < 0 {
 		return nil, notFound("node pool " + r.Name)
+	}
+	if op := f.busy(c.SelfLink); op != "" {
+		return nil, busyErr(op)
 	}
 	np := c.NodePools[i]
 	np.Status = containerpb.NodePool_STOPPING

@@ -62,6 +62,15 @@ func PlanDown(ctx context.Context, c *Clients, cfg Config, o DownOptions) (*Plan
 			}})
 	}
 
+	// The network up made when the project had none, after the cluster on it.
+	nstep, err := c.planNetworkDown(ctx, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	if nstep != nil {
+		p.Steps = append(p.Steps, *nstep)
+	}
+
 	member := "serviceAccount:" + cfg.AccountEmail()
 	_, bErr := st.Buckets.Get(bucket).Context(ctx).Do()
 	bucketThere := bErr == nil

@@ -173,7 +173,7 @@ func DialFor(ctx context.Context, ep Endpoints, project string) (*Clients, error
 		c.Close()
 		return nil, credErr("Service Usage", err)
 	}
-	copts := []option.ClientOption{option.WithScopes(compute.ComputeReadonlyScope)}
+	copts := []option.ClientOption{option.WithScopes(compute.ComputeScope)} // reads, and the network of a project without a default one
 	if ep.Compute != "" {
 		copts = []option.ClientOption{option.WithEndpoint(strings.TrimSuffix(ep.Compute, "/") + "/compute/v1/"),
 			option.WithoutAuthentication(), option.WithHTTPClient(&http.Client{Transport: http.DefaultTransport})}

@@ -174,3 +174,41 @@ func TestOperationFailures(t *testing.T) {
 		t.Errorf("after the repair:\n%s", printed(p))
 	}
 }
+
+// TestNoDefaultNetwork: a project without a `default` VPC network, where GKE refuses a
+// cluster that names none: up makes Kinetic's own (kn-CLUSTER, auto-mode subnetworks,
+// as the reference does) before the cluster and puts the cluster on it; down deletes
+// it after the cluster.
+func TestNoDefaultNetwork(t *testing.T) {
+	e := setup(t, "us-central1-a", gketest.Options{NoDefaultNetwork: true})
+	ctx := context.Background()
+	p, err := gke.PlanUp(ctx, e.c, e.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := printed(p); !strings.Contains(got, "+ create   network kn-kinetic-cluster (the project has no default network") {
+		t.Fatalf("plan on a project without a default network:\n%s", got)
+	}
+	if err := p.Apply(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if cl := e.fake.Cluster("projects/p/locations/us-central1-a/clusters/kinetic-cluster"); !e.fake.Network("p", "kn-kinetic-cluster") || cl.GetNetwork() != "kn-kinetic-cluster" {
+		t.Errorf("network made %v, cluster on %q", e.fake.Network("p", "kn-kinetic-cluster"), cl.GetNetwork())
+	}
+	if p, err := gke.PlanUp(ctx, e.c, e.cfg); err != nil || p.Changes() != 0 {
+		t.Errorf("second up: %v\n%s", err, printed(p))
+	}
+	p, err = gke.PlanDown(ctx, e.c, e.cfg, gke.DownOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := printed(p); !strings.Contains(got, "- delete   network kn-kinetic-cluster") {
+		t.Fatalf("down plan:\n%s", got)
+	}
+	if err := p.Apply(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if e.fake.Network("p", "kn-kinetic-cluster") {
+		t.Error("down left the network")
+	}
+}

@@ -188,6 +188,14 @@ func PlanUp(ctx context.Context, c *Clients, cfg Config) (_ *Plan, err error) {
 			p.Notes = append(p.Notes, note)
 		}
 		spec := clusterSpec(&cfg, mt)
+		network, nstep, err := c.planNetwork(ctx, &cfg)
+		if err != nil {
+			return nil, err
+		}
+		if nstep != nil {
+			p.Steps = append(p.Steps, *nstep)
+		}
+		spec.Network = network
 		p.Steps = append(p.Steps, Step{What: "cluster " + cfg.Cluster, Action: ActCreate,
 			Detail: fmt.Sprintf("Workload Identity, GCS FUSE CSI driver, system pool of %s, 1–3 nodes; takes minutes", mt),
 			apply: func(ctx context.Context, pr *progress) error {
@@ -220,6 +228,10 @@ func PlanUp(ctx context.Context, c *Clients, cfg Config) (_ *Plan, err error) {
 			p.Notes = append(p.Notes, note)
 		}
 		spec := clusterSpec(&cfg, mt)
+		spec.Network = cl.GetNetwork()
+		if spec.Network == "default" {
+			spec.Network = ""
+		}
 		p.Steps = append(p.Steps, Step{What: "cluster " + cfg.Cluster, Action: ActRecreate,
 			Detail: "it is in ERROR at Google (" + firstLine(cl.GetStatusMessage()) + "): deleted and created again; takes minutes",
 			apply: func(ctx context.Context, pr *progress) error {

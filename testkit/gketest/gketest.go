@@ -104,6 +104,10 @@ type Options struct {
 	// NewProject starts every project with no API enabled (as a new project is); by
 	// default gke.RequiredAPIs and every other are enabled.
 	NewProject bool
+	// NoDefaultNetwork: projects have no `default` VPC network (an organisation that
+	// skips it, or a user who deleted it): a cluster created without a network is
+	// refused, as GKE does.
+	NoDefaultNetwork bool
 	// ClusterOpPolls is OpPolls for creating a cluster (default OpPolls): a large one
 	// keeps the cluster PROVISIONING, for an interruption.
 	ClusterOpPolls int
@@ -142,24 +146,27 @@ type Fake struct {
 	clusterOpPolls int
 	zones          map[string][]MachineType
 
-	clusters    map[string]*containerpb.Cluster
-	ops         map[string]*op // by name (GKE ops: short name; LRO: full name)
-	repos       map[string]*artifactregistrypb.Repository
-	repoPol     map[string]*iampb.Policy
-	accounts    map[string]*adminpb.ServiceAccount
-	saPol       map[string]*iampb.Policy
-	bucketPol   map[string]json.RawMessage
-	apis        map[string]bool      // "PROJECT/SERVICE" → enabled (else !newProject)
-	readyAt     map[string]time.Time // "PROJECT/SERVICE" → when an enabled API answers
-	propagation time.Duration
-	userADC     bool
-	opFail      map[containerpb.Operation_Type]*opFailure
-	newProject  bool
-	apiEndpoint string
-	apiCA       []byte
-	onPool      func(string, string, *containerpb.NodePool)
-	hooks       []func() // OnPool calls due, run after the lock is released
-	nextOp      int
+	clusters     map[string]*containerpb.Cluster
+	ops          map[string]*op // by name (GKE ops: short name; LRO: full name)
+	repos        map[string]*artifactregistrypb.Repository
+	repoPol      map[string]*iampb.Policy
+	accounts     map[string]*adminpb.ServiceAccount
+	saPol        map[string]*iampb.Policy
+	bucketPol    map[string]json.RawMessage
+	apis         map[string]bool      // "PROJECT/SERVICE" → enabled (else !newProject)
+	readyAt      map[string]time.Time // "PROJECT/SERVICE" → when an enabled API answers
+	propagation  time.Duration
+	userADC      bool
+	opFail       map[containerpb.Operation_Type]*opFailure
+	networks     map[string]bool // "PROJECT/NAME" → exists (else "default" unless noDefaultNet)
+	noDefaultNet bool
+	computeOps   map[string]func() // a compute operation's effect, run at its first poll
+	newProject   bool
+	apiEndpoint  string
+	apiCA        []byte
+	onPool       func(string, string, *containerpb.NodePool)
+	hooks        []func() // OnPool calls due, run after the lock is released
+	nextOp       int
 }
 
 type op struct {
@@ -187,6 +194,7 @@ func Start(t testing.TB, o Options) *Fake {
 		repoPol: map[string]*iampb.Policy{}, accounts: map[string]*adminpb.ServiceAccount{}, saPol: map[string]*iampb.Policy{},
 		bucketPol: map[string]json.RawMessage{}, apis: map[string]bool{}, newProject: o.NewProject,
 		readyAt: map[string]time.Time{}, propagation: o.Propagation, userADC: o.UserADC, opFail: map[containerpb.Operation_Type]*opFailure{},
+		networks: map[string]bool{}, noDefaultNet: o.NoDefaultNetwork, computeOps: map[string]func(){},
 		apiEndpoint: o.APIEndpoint, apiCA: o.APICA, onPool: o.OnPool}
 
 	serve := func(register func(*grpc.Server)) string {
@@ -467,6 +475,8 @@ func (f *Fake) compute(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	// compute/v1/projects/P[/zones/Z/machineTypes]
 	switch {
+	case len(parts) >= 6 && parts[4] == "global" && (parts[5] == "networks" || parts[5] == "operations"):
+		f.computeGlobal(w, r, parts)
 	case len(parts) == 4 && parts[2] == "projects":
 		json.NewEncoder(w).Encode(map[string]any{"kind": "compute#project", "name": parts[3], "defaultServiceAccount": "123456789-compute@developer.gserviceaccount.com"})
 	case len(parts) == 7 && parts[4] == "zones" && parts[6] == "machineTypes":

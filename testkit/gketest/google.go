@@ -2,7 +2,9 @@ package gketest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"regexp"
 	"strings"
 	"time"
@@ -150,5 +152,86 @@ func (f *Fake) failing(kind containerpb.Operation_Type, target string, o *contai
 				}
 			}
 		}
+	}
+}
+
+// networkExists says whether project has the VPC network name; mu is held.
+func (f *Fake) networkExists(project, name string) bool {
+	if on, ok := f.networks[project+"/"+name]; ok {
+		return on
+	}
+	return name == "default" && !f.noDefaultNet
+}
+
+// Network says whether project has the VPC network name.
+func (f *Fake) Network(project, name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.networkExists(project, name)
+}
+
+// computeGlobal serves compute/v1/projects/P/global/networks[/N] (get, insert, delete:
+// operations that take effect at their first poll) and global/operations/OP.
+func (f *Fake) computeGlobal(w http.ResponseWriter, r *http.Request, parts []string) {
+	project := parts[3]
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fail := func(code int, msg string) {
+		w.WriteHeader(code)
+		fmt.Fprintf(w, `{"error":{"code":%d,"message":%q}}`, code, msg)
+	}
+	newOp := func(kind, target string, effect func()) {
+		f.nextOp++
+		name := fmt.Sprintf("operation-%d-compute", f.nextOp)
+		f.computeOps[name] = effect
+		json.NewEncoder(w).Encode(map[string]any{"kind": "compute#operation", "name": name, "operationType": kind, "status": "RUNNING",
+			"targetLink": "https://www.googleapis.com/compute/v1/projects/" + project + "/global/networks/" + target})
+	}
+	switch {
+	case parts[5] == "operations" && len(parts) == 7 && r.Method == http.MethodGet:
+		effect, ok := f.computeOps[parts[6]]
+		if !ok {
+			fail(404, "The resource 'projects/"+project+"/global/operations/"+parts[6]+"' was not found")
+			return
+		}
+		if effect != nil {
+			effect()
+			f.computeOps[parts[6]] = nil
+		}
+		json.NewEncoder(w).Encode(map[string]any{"kind": "compute#operation", "name": parts[6], "status": "DONE"})
+	case len(parts) == 7 && r.Method == http.MethodGet:
+		if !f.networkExists(project, parts[6]) {
+			fail(404, "The resource 'projects/"+project+"/global/networks/"+parts[6]+"' was not found")
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"kind": "compute#network", "name": parts[6], "autoCreateSubnetworks": true})
+	case len(parts) == 6 && r.Method == http.MethodPost:
+		var n struct {
+			Name string `json:"name"`
+			Auto bool   `json:"autoCreateSubnetworks"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&n); err != nil || n.Name == "" {
+			fail(400, "Invalid value for field 'resource.name'")
+			return
+		}
+		if f.networkExists(project, n.Name) {
+			fail(409, "The resource 'projects/"+project+"/global/networks/"+n.Name+"' already exists")
+			return
+		}
+		newOp("insert", n.Name, func() { f.networks[project+"/"+n.Name] = true })
+	case len(parts) == 7 && r.Method == http.MethodDelete:
+		if !f.networkExists(project, parts[6]) {
+			fail(404, "The resource 'projects/"+project+"/global/networks/"+parts[6]+"' was not found")
+			return
+		}
+		for _, c := range f.clusters {
+			if strings.HasPrefix(c.SelfLink, "projects/"+project+"/") && c.Network == parts[6] {
+				fail(400, "The network resource 'projects/"+project+"/global/networks/"+parts[6]+"' is already being used by 'projects/"+project+"/global/firewalls/gke-"+c.Name+"-all'")
+				return
+			}
+		}
+		newOp("delete", parts[6], func() { f.networks[project+"/"+parts[6]] = false })
+	default:
+		fail(404, "no such path "+r.URL.Path)
 	}
 }

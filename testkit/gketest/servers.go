@@ -45,6 +45,13 @@ func (s *clusterServer) CreateCluster(ctx context.Context, r *containerpb.Create
 	if f.clusters[name] != nil {
 		return nil, status.Errorf(codes.AlreadyExists, "Already exists: %s", name)
 	}
+	network := r.Cluster.GetNetwork()
+	if network == "" {
+		network = "default"
+	}
+	if project := strings.Split(r.Parent, "/")[1]; !f.networkExists(project, network) {
+		return nil, status.Errorf(codes.InvalidArgument, "Network %q does not exist.", network)
+	}
 	c := proto.Clone(r.Cluster).(*containerpb.Cluster)
 	c.Status = containerpb.Cluster_PROVISIONING
 	c.Location = r.Parent[strings.LastIndex(r.Parent, "/")+1:]

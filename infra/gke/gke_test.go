@@ -173,8 +173,8 @@ func TestUpPartialFailureResumes(t *testing.T) {
 	ctx := context.Background()
 	e.fake.FailNext("google.container.v1.ClusterManager/CreateCluster", status.Error(codes.ResourceExhausted, "Insufficient regional quota to satisfy request: resource \"CPUS\""))
 	_, err := e.up(t)
-	if err == nil || !strings.Contains(err.Error(), "create cluster kinetic-cluster") || !strings.Contains(err.Error(), "quota") {
-		t.Fatalf("err = %v, want the cluster step's quota failure", err)
+	if err == nil || !strings.Contains(err.Error(), "create cluster kinetic-cluster") || !strings.Contains(err.Error(), "quota of CPUS is used up") || strings.Contains(err.Error(), "rpc error") {
+		t.Fatalf("err = %v, want the cluster step's quota failure, worded", err)
 	}
 	// What was done before the failure stays; the next plan starts at the cluster.
 	p, err := gke.PlanUp(ctx, e.c, e.cfg)

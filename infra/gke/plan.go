@@ -125,6 +125,14 @@ func (p *Plan) Apply(ctx context.Context, out io.Writer) error {
 			if ctx.Err() != nil {
 				return &InterruptedError{What: s.What, Operation: pr.op}
 			}
+			// Google's refusal as it came (gRPC's or HTTP's text): worded, its fix named.
+			var ae *apiError
+			var oe *OpError
+			if !errors.As(err, &ae) && !errors.As(err, &oe) {
+				if _, ok := status.FromError(err); ok || httpCode(err) != 0 {
+					return apiErr(s.Action+" "+s.What, err)
+				}
+			}
 			return fmt.Errorf("%s %s: %w", s.Action, s.What, err)
 		}
 		fmt.Fprintf(out, "  ✓ %s %s (%.1fs)\n", s.Action, s.What, time.Since(start).Seconds())

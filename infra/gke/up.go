@@ -557,6 +557,12 @@ func apiErr(what string, err error) error {
 	switch {
 	case code == errs.Cancelled:
 		text = what + ": interrupted"
+	case quotaRE.MatchString(msg):
+		m := quotaRE.FindStringSubmatch(msg)
+		text = fmt.Sprintf("%s: quota %s in %s %s is used up (limit %s): ask for more in the console (IAM & Admin → Quotas, filter by %s), or choose a zone in another region", what, m[1], m[3], m[4], m[2], m[1])
+	case gkeQuotaRE.MatchString(msg):
+		m := gkeQuotaRE.FindStringSubmatch(msg)
+		text = fmt.Sprintf("%s: the project's %s quota of %s is used up (%s): ask for more in the console (IAM & Admin → Quotas, filter by %s), or choose a zone in another region", what, m[1], m[2], msg, m[2])
 	case strings.Contains(msg, "requires a quota project"):
 		text = fmt.Sprintf("%s: Google refuses user credentials without a quota project (%s): run `gcloud auth application-default set-quota-project PROJECT` with your project, then the command again", what, msg)
 	case strings.Contains(msg, "has not been used") || strings.Contains(msg, "SERVICE_DISABLED") || strings.Contains(msg, "it is disabled"):

@@ -72,3 +72,19 @@ func TestJudgeScaleUp(t *testing.T) {
 		})
 	}
 }
+
+// FuzzJudgeScaleUp: the autoscaler's event messages (text from the cluster) never
+// panic the verdict, and a FAILED verdict always stops the pod.
+func FuzzJudgeScaleUp(f *testing.F) {
+	f.Add("FailedScaleUp", quotaMsg, "gpu-l4")
+	f.Add("FailedScaleUp", stockMsg, "tpu-v6e-8")
+	f.Add("NotTriggerScaleUp", notMsg, "")
+	f.Add("FailedScaleUp", "in zones ,,", "nonsense")
+	f.Fuzz(func(t *testing.T, reason, msg, acc string) {
+		v := verdict{state: job.Pending, pod: "p", reason: "Unschedulable: x"}
+		got := judgeScaleUp(v, acc, false, []corev1.Event{event(reason, msg, time.Now())})
+		if got.reason == "" || (got.state == job.Failed && !got.stuck) || got.pod != "p" {
+			t.Errorf("judgeScaleUp(%q, %q, %q) = %+v", reason, msg, acc, got)
+		}
+	})
+}

@@ -140,8 +140,8 @@ func gkeStore(prev map[Key]Entry) (string, string) {
 	if !onGKE(prev) {
 		return "", ""
 	}
-	p := prev[Project].Value
-	return gkename.Store(p), "default: the bucket `kinetic up` makes for project " + p
+	p, c := prev[Project].Value, prev[Cluster].Value
+	return gkename.Store(p, c), "default: the bucket `kinetic up` makes for cluster " + c + " of project " + p
 }
 
 // gkeRegistry: on GKE with a project and zone and no registry set, the repository
@@ -150,11 +150,11 @@ func gkeRegistry(prev map[Key]Entry) (string, string) {
 	if !onGKE(prev) {
 		return "", ""
 	}
-	r := gkename.Registry(prev[Project].Value, prev[Zone].Value)
+	r := gkename.Registry(prev[Project].Value, prev[Zone].Value, prev[Cluster].Value)
 	if r == "" {
 		return "", ""
 	}
-	return r, "default: the repository `kinetic up` makes for project " + prev[Project].Value + " in " + gkename.Region(prev[Zone].Value)
+	return r, "default: the repository `kinetic up` makes for cluster " + prev[Cluster].Value + " of project " + prev[Project].Value + " in " + gkename.Region(prev[Zone].Value)
 }
 
 // emulatorHost falls back to STORAGE_EMULATOR_HOST, the Google client's variable, which

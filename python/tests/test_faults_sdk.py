@@ -336,8 +336,8 @@ def test_debug_attach_with_timeout_zero_looks_once():
     start = time.time()
     h.debug_attach(timeout=0, quiet=True).close()  # listening now: found at once
     assert time.time() - start < 5, time.time() - start
-    with pytest.raises(Exception, match="no debugger attached"):
-        h.result(timeout=120)
+    # Nobody attached within debug_wait: the job went on without a debugger (docs/debug.md).
+    assert h.result(timeout=120) == 1
 
 
 @kinetic.run(accelerator="cpu")

@@ -87,7 +87,7 @@ func runJobsList(cmd *cobra.Command, g *Globals, f *listFlags) error {
 	if f.since != "" {
 		d, err := parseAge(f.since)
 		if err != nil {
-			return fmt.Errorf("--since %q: %w", f.since, err)
+			return usageErrorf("--since %q: %w", f.since, err)
 		}
 		since = d
 	}
@@ -100,7 +100,7 @@ func runJobsList(cmd *cobra.Command, g *Globals, f *listFlags) error {
 		want[st] = true
 	}
 	if f.watch && f.interval < 100*time.Millisecond {
-		return fmt.Errorf("--interval %s: give at least 100ms", f.interval)
+		return usageErrorf("--interval %s: give at least 100ms", f.interval)
 	}
 	if err := f.existingStore(); err != nil {
 		return err
@@ -418,6 +418,9 @@ func humanDuration(d time.Duration) string {
 // (7d, 1d12h).
 func parseAge(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "-") {
+		return 0, fmt.Errorf("a negative duration: give how long, like 30m, 2h or 7d (without the minus)")
+	}
 	var days time.Duration
 	if i := strings.IndexByte(s, 'd'); i > 0 {
 		n, err := strconv.Atoi(s[:i])

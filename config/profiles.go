@@ -298,8 +298,26 @@ func (f *File) Use(name string) error {
 // Update loads the profiles file, applies fn and saves the result, holding an advisory
 // lock on the file's directory so two concurrent "kinetic profile" commands cannot lose
 // each other's changes. fn returning an error leaves the file untouched.
+//
+// When the file's directory does not exist yet, fn is first tried on an empty File: an
+// error, or nothing to write, leaves the disk as it was (no ~/.kinetic made by a
+// command that failed or changed nothing); fn then runs again under the lock, so it
+// must only change the File it is given and set the caller's variables.
 func Update(path string, fn func(*File) error) error {
 	dir := filepath.Dir(path)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		f := &File{path: path}
+		before, err := f.Marshal()
+		if err != nil {
+			return err
+		}
+		if err := fn(f); err != nil {
+			return err
+		}
+		if after, err := f.Marshal(); err == nil && bytes.Equal(before, after) {
+			return nil
+		}
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create profiles directory: %w", err)
 	}

@@ -162,7 +162,7 @@ func TestRunTimeout(t *testing.T) {
 		t.Errorf("run did not say the job timed out:\n%s", r.stderr)
 	}
 	t.Logf("stopped after %s:\n%s", took, r.stderr)
-	if r := e.run("run", "--timeout", "-5s", "--", "true"); r.code == 0 || !strings.Contains(r.stderr, "timeout -5s is negative") {
+	if r := e.run("run", "--timeout", "-5s", "--", "true"); r.code != 2 || !strings.Contains(r.stderr, `--timeout "-5s": a negative duration`) {
 		t.Errorf("a negative timeout: exit %d\n%s", r.code, r.stderr)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/kinetic-run/kinetic/accel"
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/job"
 )
 
@@ -17,6 +18,13 @@ import (
 // Pathways; the local backend refuses it), and on this machine whether in a container
 // and with which interpreter.
 func placement(ctx context.Context, env Env, req *Request, p *Job) error {
+	// A malformed container_image is refused here, before the store is opened (and
+	// created) by the steps after this one; the image step uses it.
+	if req.ContainerImage != "" {
+		if _, err := image.ParseChoice(req.ContainerImage); err != nil {
+			return err
+		}
+	}
 	where, err := Backend(p.Cfg, p.acc)
 	if err != nil {
 		return err

@@ -1,0 +1,85 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestUsageErrors: a command called the wrong way says what is missing or wrong in the
+// user's words (never cobra's "accepts 1 arg(s), received 0"), names the command as it
+// is typed and where the value comes from, exits 2 (1 stays for failed jobs), and
+// creates neither the store nor the profiles directory on its way out (issues 45, 46).
+func TestUsageErrors(t *testing.T) {
+	e := newEnv(t)
+	huge := strings.Repeat("x", 10<<10)
+	profilesDir := filepath.Join(e.home, "kinetic-profiles")
+	for name, tc := range map[string]struct {
+		args    []string
+		code    int
+		want    []string
+		notWant []string
+	}{
+		"jobs status without JOB_ID":   {[]string{"jobs", "status"}, 2, []string{"missing JOB_ID: kinetic jobs status JOB_ID", "kinetic jobs list"}, []string{"arg(s)"}},
+		"jobs logs without JOB_ID":     {[]string{"jobs", "logs"}, 2, []string{"missing JOB_ID: kinetic jobs logs JOB_ID"}, nil},
+		"jobs result without JOB_ID":   {[]string{"jobs", "result"}, 2, []string{"missing JOB_ID"}, nil},
+		"jobs debug without JOB_ID":    {[]string{"jobs", "debug"}, 2, []string{"missing JOB_ID"}, nil},
+		"batch status without GROUP":   {[]string{"batch", "status"}, 2, []string{"missing GROUP_ID: kinetic batch status GROUP_ID", "kinetic batch list"}, nil},
+		"batch cancel without GROUP":   {[]string{"batch", "cancel"}, 2, []string{"missing GROUP_ID"}, nil},
+		"profile use without NAME":     {[]string{"profile", "use"}, 2, []string{"missing NAME: kinetic profile use NAME", "kinetic profile ls"}, nil},
+		"pool remove without NAME":     {[]string{"pool", "remove"}, 2, []string{"missing NAME: kinetic pool remove NAME", "kinetic pool list"}, nil},
+		"too many arguments":           {[]string{"jobs", "status", "job-a", "job-b"}, 2, []string{"too many arguments", `"job-b"`}, nil},
+		"arguments to list":            {[]string{"jobs", "list", "foo"}, 2, []string{"kinetic jobs list takes no arguments", `"foo"`}, nil},
+		"unknown command":              {[]string{"jobs", "lst"}, 2, []string{`unknown command "lst"`, "did you mean list?"}, nil},
+		"unknown top command":          {[]string{"stauts"}, 2, []string{`unknown command "stauts"`, "did you mean status?"}, nil},
+		"unknown flag":                 {[]string{"jobs", "list", "--jsn"}, 2, []string{"kinetic jobs list has no flag --jsn; did you mean --json?"}, nil},
+		"bad flag value":               {[]string{"jobs", "logs", "--tail", "x", "job-a"}, 2, []string{"--tail"}, nil},
+		"negative since":               {[]string{"jobs", "list", "--since", "-5m"}, 2, []string{`--since "-5m": a negative duration`}, []string{"36500"}},
+		"negative interval":            {[]string{"jobs", "list", "-w", "--interval", "-5s"}, 2, []string{`--interval "-5s": a negative duration`}, []string{"timeout"}},
+		"completion of no shell":       {[]string{"completion", "bogus-shell"}, 2, []string{`unknown command "bogus-shell"`, "bash"}, nil},
+		"debug port out of range":      {[]string{"jobs", "debug", "--port", "99999", "job-a"}, 2, []string{"--port 99999", "65535"}, nil},
+		"huge batch ID":                {[]string{"batch", "cleanup", huge}, 2, []string{"is not a batch ID", "(10240 bytes)"}, nil},
+		"json before the command":      {[]string{"--json", "jobs", "list"}, 0, nil, []string{"unknown command"}},
+		"json where there is none":     {[]string{"--json", "profile", "use", "x"}, 2, []string{"kinetic profile use has no JSON output"}, nil},
+		"ls for list":                  {[]string{"jobs", "ls"}, 0, nil, nil},
+		"prune of a bad store":         {[]string{"prune", "--store", "ftp://x"}, 1, []string{`"ftp://x"`}, []string{"nothing to prune"}},
+		"jobs debug of an unknown job": {[]string{"jobs", "debug", "unknown-id"}, 1, []string{"no job unknown-id"}, nil},
+		"batch cancel of unknown":      {[]string{"batch", "cancel", "unknown"}, 1, []string{"no batch unknown"}, nil},
+		"jobs cancel of unknown":       {[]string{"jobs", "cancel", "unknown"}, 1, []string{"no job unknown"}, nil},
+		"bad container image":          {[]string{"run", "--container-image", "BAD IMAGE!", "examples/hello.py::main"}, 1, []string{`"BAD IMAGE!"`}, nil},
+		"profile use of nothing":       {[]string{"profile", "use", "nope"}, 1, []string{`profile "nope" does not exist`}, nil},
+		"profile unset of nothing":     {[]string{"profile", "unset"}, 0, nil, nil},
+		"pool add, bad accelerator":    {[]string{"pool", "add", "--accelerator", "bogus"}, 2, []string{`"bogus"`}, []string{"credentials"}},
+		"pool add, negative min":       {[]string{"pool", "add", "--accelerator", "l4", "--min-nodes", "-1"}, 2, []string{"--min-nodes -1"}, []string{"credentials"}},
+		"pool add, max below min":      {[]string{"pool", "add", "--accelerator", "l4", "--min-nodes", "3", "--max-nodes", "1"}, 2, []string{"--min-nodes 3 --max-nodes 1"}, []string{"credentials"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := e.runEnv([]string{"KINETIC_PROFILES_FILE=" + filepath.Join(profilesDir, "profiles.json"), "GOOGLE_CLOUD_PROJECT=", "GOOGLE_APPLICATION_CREDENTIALS=/nonexistent"}, tc.args...)
+			if r.code != tc.code {
+				t.Errorf("exit %d, want %d; stderr %q", r.code, tc.code, r.stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("stderr %q lacks %q", r.stderr, w)
+				}
+			}
+			for _, w := range append(tc.notWant, "arg(s)", "received 0") {
+				if strings.Contains(r.stdout+r.stderr, w) {
+					t.Errorf("stdout %q or stderr %q has %q", r.stdout, r.stderr, w)
+				}
+			}
+			if len(r.stderr) > 2<<10 {
+				t.Errorf("stderr is %d bytes", len(r.stderr))
+			}
+			if _, err := os.Stat(e.store); err == nil {
+				t.Errorf("the store %s was created", e.store)
+				os.RemoveAll(e.store)
+			}
+			if _, err := os.Stat(profilesDir); err == nil {
+				t.Errorf("the profiles directory %s was created", profilesDir)
+				os.RemoveAll(profilesDir)
+			}
+		})
+	}
+}

@@ -180,7 +180,7 @@ func TestSettingFlagErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"--warm-pods string               Kubernetes backend: how many idle pods", "default 2", "--warm-pod-idle string           Kubernetes backend: how long a warm pod waits", "default 60s", "(env KINETIC_WARM_POD_IDLE)"} {
+	for _, want := range []string{"--warm-pods string", "Kubernetes backend: how many idle pods", "default 2", "--warm-pod-idle string", "Kubernetes backend: how long a warm pod waits", "default 60s", "(env KINETIC_WARM_POD_IDLE)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("run --help lacks %q", want)
 		}

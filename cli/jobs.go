@@ -59,7 +59,7 @@ type cleanupFlags struct {
 
 func (c *cleanupFlags) add(cmd *cobra.Command) {
 	durationFlag(cmd.Flags(), &c.timeout, "cleanup-timeout", 180*time.Second, "longest wait for the job's resources to be removed, in seconds or as a duration")
-	durationFlag(cmd.Flags(), &c.poll, "cleanup-poll-interval", 2*time.Second, "accepted as the reference's CLI does; kinetic waits on the backend's own confirmation instead of polling")
+	durationFlag(cmd.Flags(), &c.poll, "cleanup-poll-interval", 2*time.Second, "accepted for compatibility; kinetic waits for the backend's own confirmation instead of polling")
 }
 
 // ctx bounds a cleanup by --cleanup-timeout.

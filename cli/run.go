@@ -53,6 +53,7 @@ and return at once; follow it with "kinetic jobs".`,
 	f.BoolVar(&async, "async", false, "submit, print the handle, and return")
 	f.BoolVar(&asJSON, "json", false, "print the result (or the handle with --async) as JSON")
 	vals := keyFlags(cmd)
+	hideKeys(cmd, infraKeys...)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		req := &engine.SubmitRequest{Accelerator: acc, ContainerImage: image, Python: python, CaptureEnv: capture, Spot: spot,
 			Debug: debug, DebugWait: debugWait.Seconds(), Timeout: timeout}

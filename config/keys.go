@@ -102,7 +102,7 @@ var keyTable = []keyInfo{
 	{key: GCSEndpoint, help: "GCS endpoint URL for gs:// stores (emulators, private endpoints)", fallback: emulatorHost, check: checkHTTPURL},
 	{key: LWSImage, help: "the LeaderWorkerSet controller image kinetic up installs on GKE (default: the pinned release's, registry.k8s.io/lws/lws; a copy in your registry for nodes without internet)"},
 	{key: Reservation, help: "a Compute Engine reservation that kinetic pool add (and up --accelerator) consumes; --reservation wins"},
-	{key: ForceDestroy, help: "whether kinetic down also deletes the store bucket with every job record and output (the reference's default is true; ours is false: outputs are never expired)", fallback: fixed("false"), check: checkBool},
+	{key: ForceDestroy, help: "whether kinetic down also deletes the store bucket with every job record and output (default false: job records and outputs are kept)", fallback: fixed("false"), check: checkBool},
 	{key: Python, help: "the Python interpreter local jobs run with (default: the one the SDK runs, else python3)", check: checkExecutable},
 	{key: BuildPython, help: "the Python whose pip installs requirements into bundled images (default: python3)", check: checkExecutable},
 	{key: PackageRoot, help: "the directory shipped as the job's working directory, instead of the detected project root", check: checkAbsPath},

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/job"
 )
@@ -270,4 +271,102 @@ func checkRootJSON(c *cobra.Command) error {
 		return usageErrorf("%s has no JSON output: leave out --json", c.CommandPath())
 	}
 	return nil
+}
+
+// backendCommands are the commands whose errors may come from the backend in use (they
+// submit to it, or read the store it implies): such an error says why that backend was
+// chosen, when the user did not name it on the command line.
+var backendCommands = []string{"kinetic run", "kinetic jobs ", "kinetic batch ", "kinetic status", "kinetic doctor", "kinetic dashboard", "kinetic prune"}
+
+func isBackendCommand(path string) bool {
+	for _, p := range backendCommands {
+		if path == p || strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// withBackendReason wraps the RunE of the backend commands: an error (not a usage error
+// or a job's own failure) gets one more sentence saying which backend was in use and
+// what chose it, with the way back to this machine (issue 46: "backend gke because
+// KINETIC_PROJECT is set").
+func withBackendReason(root *cobra.Command, g *Globals) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if run := c.RunE; run != nil && isBackendCommand(c.CommandPath()) {
+			c.RunE = func(cmd *cobra.Command, args []string) error {
+				err := run(cmd, args)
+				if err == nil || IsUsage(err) || Interrupted(cmd.Context(), err) {
+					return err
+				}
+				var ee *ExitError
+				if errors.As(err, &ee) {
+					return err // a job's failure, said already
+				}
+				if why := backendReason(cmd, g); why != "" {
+					return &reasonError{err: err, why: why}
+				}
+				return err
+			}
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(root)
+}
+
+// reasonError is an error with the reason for the backend after it.
+type reasonError struct {
+	err error
+	why string
+}
+
+func (e *reasonError) Error() string { return e.err.Error() + "\n  (" + e.why + ")" }
+func (e *reasonError) Unwrap() error { return e.err }
+
+// backendReason says which backend the command used and what chose it, or "" when it is
+// the local backend or the user named it on this command line.
+func backendReason(cmd *cobra.Command, g *Globals) string {
+	args := map[config.Key]string{}
+	for _, k := range config.Keys() {
+		if f := cmd.Flags().Lookup(keyFlagName(k)); f != nil && f.Changed {
+			args[k] = f.Value.String()
+		}
+	}
+	if _, ok := args[config.Backend]; ok {
+		return ""
+	}
+	res, err := config.Resolve(config.Options{Args: args, Profile: g.Profile})
+	if err != nil {
+		return ""
+	}
+	return BackendReason(res)
+}
+
+// BackendReason says why res's backend is not the local one, and how to stay on this
+// machine: "" for the local backend.
+func BackendReason(res *config.Resolved) string {
+	b, src := res.Get(config.Backend), res.Source(config.Backend)
+	if b == "" || b == config.DefaultBackend {
+		return ""
+	}
+	stay := "; pass --backend local to run on this machine instead"
+	switch {
+	case strings.HasPrefix(src, "default: project set (env "):
+		v := strings.TrimSuffix(strings.TrimPrefix(src, "default: project set (env "), ")")
+		return fmt.Sprintf("backend %s because %s is set (%s=%s)%s, or unset %s", b, v, v, res.Get(config.Project), stay, v)
+	case strings.HasPrefix(src, "default: project set (profile "):
+		p := strings.TrimSuffix(strings.TrimPrefix(src, "default: project set (profile "), ")")
+		return fmt.Sprintf("backend %s because the profile %s sets project %s%s, or `kinetic profile unset`", b, p, res.Get(config.Project), stay)
+	case src == "default: project set (argument)":
+		return fmt.Sprintf("backend %s because --project %s is given%s", b, res.Get(config.Project), stay)
+	case strings.HasPrefix(src, "env "):
+		v := strings.TrimPrefix(src, "env ")
+		return fmt.Sprintf("backend %s from %s%s, or unset %s", b, v, stay, v)
+	case strings.HasPrefix(src, "profile "):
+		return fmt.Sprintf("backend %s from the %s%s, or `kinetic profile unset`", b, src, stay)
+	}
+	return ""
 }

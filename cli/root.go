@@ -61,6 +61,7 @@ func NewRoot() *cobra.Command {
 		newVersionCmd(g),
 	)
 	withManners(root)
+	withBackendReason(root, g)
 	withExamples(root)
 	return root
 }

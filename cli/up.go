@@ -119,7 +119,7 @@ func newUpCmd(g *Globals) *cobra.Command {
 }
 
 // upBackend is up's target when --backend is not given: the configured backend (gke
-// when a project is set by --project, KINETIC_PROJECT or a profile, config's default),
+// when a project is set by --project, KINETIC_PROJECT, a profile or GOOGLE_CLOUD_PROJECT),
 // else an error naming --project and --backend k8s.
 func upBackend(g *Globals, gf *gkeFlags) (string, error) {
 	res, err := config.Resolve(config.Options{Args: keyFlagArgs(gf.vals), Profile: g.Profile})
@@ -132,10 +132,8 @@ func upBackend(g *Globals, gf *gkeFlags) (string, error) {
 	case kubernetes.K8sName:
 		return "k8s", nil
 	}
-	msg := "kinetic up: no project to create a GKE cluster in: pass --project P (or set KINETIC_PROJECT, or a profile's project); for another cluster from your kubeconfig, pass --backend k8s"
-	if p := res.Get(config.Project); p != "" && res.Source(config.Project) == "env GOOGLE_CLOUD_PROJECT" {
-		msg += fmt.Sprintf(" (GOOGLE_CLOUD_PROJECT=%s is not taken as a choice of GKE: pass --project %s to use it)", p, p)
-	} else if src := res.Source(config.Backend); src != config.SourceDefault {
+	msg := "kinetic up: no project to create a GKE cluster in: pass --project P (or set KINETIC_PROJECT or GOOGLE_CLOUD_PROJECT, or a profile's project); for another cluster from your kubeconfig, pass --backend k8s"
+	if src := res.Source(config.Backend); src != config.SourceDefault {
 		msg += fmt.Sprintf(" (backend %s from %s)", res.Get(config.Backend), src)
 	}
 	return "", errors.New(msg)

@@ -110,12 +110,13 @@ var keyTable = []keyInfo{
 	{key: ContextSizeWarnMB, help: "warn when the shipped working directory is larger than this many MiB (0: never)", fallback: fixed("100"), check: checkSizeMB},
 }
 
-// projectChosen reports whether the project was configured for Kinetic: by argument,
-// KINETIC_PROJECT or a profile. GOOGLE_CLOUD_PROJECT alone is not a choice of GKE: many
-// shells set it for other tools.
+// projectChosen reports whether a project was set: by argument, KINETIC_PROJECT, a
+// profile or GOOGLE_CLOUD_PROJECT (the reference reads it after KINETIC_PROJECT and the
+// profile, and any project it finds means GKE: issue 44). The backend's source then
+// names which, so every error the choice causes can say why (docs/configuration.md).
 func projectChosen(e Entry) bool {
 	return e.Value != "" && (e.Source == SourceArgument || e.Source == "env "+Project.EnvVar() ||
-		strings.HasPrefix(e.Source, "profile "))
+		e.Source == "env GOOGLE_CLOUD_PROJECT" || strings.HasPrefix(e.Source, "profile "))
 }
 
 // gkeBackend: with a project configured for Kinetic and no backend set anywhere, jobs

@@ -83,3 +83,52 @@ func TestUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestBackendChoiceSaid: an error caused by the backend in use says which backend and
+// what chose it, with the way back to this machine; GOOGLE_CLOUD_PROJECT chooses GKE as
+// KINETIC_PROJECT does; a GPU job with nothing configured is refused with the fixes
+// named (never run on the CPU here), and runs here when the local backend is chosen;
+// gke without a project says so before any registry (issues 44 and 46).
+func TestBackendChoiceSaid(t *testing.T) {
+	e := newEnv(t)
+	noCreds := "GOOGLE_APPLICATION_CREDENTIALS=" + filepath.Join(e.home, "no-such-key.json")
+	for name, tc := range map[string]struct {
+		env     []string
+		args    []string
+		want    []string
+		notWant []string
+	}{
+		"KINETIC_PROJECT": {[]string{"KINETIC_PROJECT=myproj", noCreds}, []string{"jobs", "list"},
+			[]string{"backend gke because KINETIC_PROJECT is set (KINETIC_PROJECT=myproj)", "--backend local", "unset KINETIC_PROJECT"}, nil},
+		"GOOGLE_CLOUD_PROJECT": {[]string{"GOOGLE_CLOUD_PROJECT=gp", noCreds}, []string{"run", "examples/hello.py::main"},
+			[]string{"gs://gp-kinetic", "backend gke because GOOGLE_CLOUD_PROJECT is set"}, nil},
+		"KINETIC_BACKEND": {[]string{"KINETIC_BACKEND=gke"}, []string{"run", "examples/hello.py::main"},
+			[]string{"needs a Google Cloud project", "env KINETIC_BACKEND"}, []string{"registry"}},
+		"a GPU with nothing configured": {nil, []string{"run", "-a", "gpu-l4", "examples/hello.py::main"},
+			[]string{"accelerator gpu-l4 needs a GPU", "kinetic up --accelerator gpu-l4", "KINETIC_PROJECT", "--backend local"}, []string{"submitted"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := e.runEnv(tc.env, tc.args...)
+			if r.code != 1 {
+				t.Errorf("exit %d, want 1; stderr %q", r.code, r.stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("stderr %q lacks %q", r.stderr, w)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(r.stderr, w) {
+					t.Errorf("stderr %q has %q", r.stderr, w)
+				}
+			}
+		})
+	}
+	if _, err := os.Stat(e.store); err == nil {
+		t.Errorf("a refused job created the store %s", e.store)
+	}
+	r := e.run("run", "--backend", "local", "-a", "gpu-l4", "examples/hello.py::add", "1", "2")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "3" || !strings.Contains(r.stderr, "on this machine's CPU") {
+		t.Errorf("a GPU job on the local backend chosen explicitly: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}

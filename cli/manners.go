@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/job"
 )
@@ -294,10 +295,18 @@ func isBackendCommand(path string) bool {
 func withBackendReason(root *cobra.Command, g *Globals) {
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
-		if run := c.RunE; run != nil && isBackendCommand(c.CommandPath()) {
+		if run := c.RunE; run != nil {
+			backendCmd := isBackendCommand(c.CommandPath())
 			c.RunE = func(cmd *cobra.Command, args []string) error {
 				err := run(cmd, args)
 				if err == nil || IsUsage(err) || Interrupted(cmd.Context(), err) {
+					return err
+				}
+				var cu *engine.CleanedUpError
+				if errors.As(err, &cu) {
+					err = &cliCleanedUp{cu}
+				}
+				if !backendCmd {
 					return err
 				}
 				var ee *ExitError
@@ -316,6 +325,19 @@ func withBackendReason(root *cobra.Command, g *Globals) {
 	}
 	walk(root)
 }
+
+// cliCleanedUp is engine.CleanedUpError in the CLI's words: the flag that keeps a job
+// is the CLI's (a read keeps it unless --cleanup), not the SDK's result(cleanup=False).
+type cliCleanedUp struct{ e *engine.CleanedUpError }
+
+func (c *cliCleanedUp) Error() string {
+	t := c.e.Tombstone
+	if c.e.What != "" {
+		return fmt.Sprintf("the %s of job %s were removed by cleanup: it succeeded and its result was %s, then cleaned up (`kinetic jobs result` keeps a job unless given --cleanup)", c.e.What, t.JobID, t.CollectedBySummary())
+	}
+	return fmt.Sprintf("job %s %s: its logs and result were removed by cleanup (`kinetic jobs result` keeps a job unless given --cleanup)", t.JobID, t.Summary())
+}
+func (c *cliCleanedUp) Unwrap() error { return c.e }
 
 // reasonError is an error with the reason for the backend after it.
 type reasonError struct {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -130,5 +131,43 @@ func TestBackendChoiceSaid(t *testing.T) {
 	r := e.run("run", "--backend", "local", "-a", "gpu-l4", "examples/hello.py::add", "1", "2")
 	if r.code != 0 || strings.TrimSpace(r.stdout) != "3" || !strings.Contains(r.stderr, "on this machine's CPU") {
 		t.Errorf("a GPU job on the local backend chosen explicitly: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestDoctorAndStatusOnTheLocalBackend: with nothing configured, `doctor` and `status`
+// check and describe this machine (python, state directory, store, slots) and say
+// ready, exit 0, without a word of kubeconfig or Google credentials; a container runtime
+// that is chosen but missing is a ✗ with the fix (issue 46).
+func TestDoctorAndStatusOnTheLocalBackend(t *testing.T) {
+	e := newEnv(t)
+	for _, cmd := range [][]string{{"doctor"}, {"status"}} {
+		r := e.run(cmd...)
+		if r.code != 0 {
+			t.Errorf("%v: exit %d\n%s%s", cmd, r.code, r.stdout, r.stderr)
+		}
+		for _, w := range []string{"local", "python", "store", "slots", "ready: jobs can run"} {
+			if !strings.Contains(r.stdout, w) {
+				t.Errorf("%v: stdout lacks %q:\n%s", cmd, w, r.stdout)
+			}
+		}
+		for _, w := range []string{"kubeconfig", "Google credentials", "not ready", "✗"} {
+			if strings.Contains(r.stdout+r.stderr, w) {
+				t.Errorf("%v: output has %q:\n%s%s", cmd, w, r.stdout, r.stderr)
+			}
+		}
+	}
+	if _, err := os.Stat(e.store); err == nil {
+		t.Errorf("doctor or status created the store")
+	}
+	// A container runtime chosen but not installed: PATH without podman or docker.
+	bin := t.TempDir()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	os.Symlink(py, filepath.Join(bin, "python3"))
+	r := e.runEnv([]string{"KINETIC_CONTAINER=podman", "PATH=" + bin}, "doctor")
+	if r.code != 1 || !strings.Contains(r.stdout, "✗ container runtime") || !strings.Contains(r.stdout, "container=none") {
+		t.Errorf("doctor with container=podman and no podman: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

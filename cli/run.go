@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/job"
@@ -32,11 +33,17 @@ func newRunCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [flags] FILE.py::FUNC [ARGS...] | run [flags] -- CMD [ARGS...]",
 		Short: "Run a Python function or a command on an accelerator and print its result",
-		Long: `Run a Python function (FILE.py::FUNC, with ARGS parsed as Python literals, else
-strings) or a command (after --) as a job, stream its logs to stderr, and print the
-function's return value (its repr) to stdout. With --async, print the job's handle
-and return at once; follow it with "kinetic jobs".`,
+		Long: `Run a Python function (FILE.py::FUNC) or a command (after --) as a job, stream its
+logs to stderr, and print the function's return value (its repr) to stdout. With
+--async, print the job's handle and return at once; follow it with "kinetic jobs".
+
+ARGS are the function's arguments: each is read as a Python literal (3 is an int, 0.5
+a float, True a bool, None, [1, 2] a list, {'a': 1} a dict, 'x' a str), else kept as
+a string (adam, data/train.csv). NAME=VALUE is a keyword argument, its VALUE read the
+same way; positional ARGS come first. A string holding = is written as a literal:
+"'a=b'". FUNC is looked for in FILE before anything is submitted.`,
 		Example: `  kinetic run examples/hello.py::add 1 2
+  kinetic run examples/hello.py::main n=5
   kinetic run --accelerator tpu-v6e-8 train.py::train 3e-4
   kinetic run --async -- python3 -c 'print("hi")'`,
 	}
@@ -70,24 +77,37 @@ and return at once; follow it with "kinetic jobs".`,
 			req.Kind, req.Command = job.KindCommand, args
 		} else {
 			if len(args) == 0 {
-				return errors.New("nothing to run: give FILE.py::FUNC [ARGS...] or -- CMD [ARGS...]")
+				return usageErrorf("nothing to run: give FILE.py::FUNC [ARGS...] or -- CMD [ARGS...]")
 			}
 			file, fn, ok := strings.Cut(args[0], "::")
 			if !ok || file == "" || fn == "" || !strings.HasSuffix(file, ".py") {
-				return fmt.Errorf("%s is not FILE.py::FUNC (e.g. train.py::main); to run a command, put it after --", errs.Quote(args[0]))
+				return usageErrorf("%s is not FILE.py::FUNC (e.g. train.py::main); to run a command, put it after --", errs.Quote(args[0]))
 			}
 			if !pyName(fn) {
-				return fmt.Errorf("%s after :: is not a Python function name (letters, digits and _, e.g. train.py::main or train.py::Trainer.fit)", errs.Quote(fn))
+				return usageErrorf("%s after :: is not a Python function name (letters, digits and _, e.g. train.py::main or train.py::Trainer.fit)", errs.Quote(fn))
 			}
 			if err := utf8Args(args); err != nil {
 				return err
 			}
 			if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("%s: no such file (FILE.py::FUNC names a Python file from here, %s)", errs.Quote(file), "the working directory")
+				return usageErrorf("%s: no such file (FILE.py::FUNC names a Python file from here, %s)", errs.Quote(file), "the working directory")
 			} else if err != nil {
 				return fmt.Errorf("%s: %w", errs.Quote(file), err)
 			}
-			req.Kind, req.Entry = job.KindEntry, &job.Entry{File: file, Func: fn, Args: args[1:]}
+			pos, kw, err := splitArgs(args[1:])
+			if err != nil {
+				return err
+			}
+			// FUNC is looked for in FILE before anything is submitted (Python's ast,
+			// without importing the user's module).
+			py := python
+			if py == "" {
+				py = os.Getenv(config.Python.EnvVar())
+			}
+			if err := checkEntry(cmd.Context(), py, file, fn); err != nil {
+				return err
+			}
+			req.Kind, req.Entry = job.KindEntry, &job.Entry{File: file, Func: fn, Args: pos, Kwargs: kw}
 		}
 		e, err := newEngine(cmd, g, keyFlagArgs(vals))
 		if err != nil {

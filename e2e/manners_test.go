@@ -171,3 +171,37 @@ func TestDoctorAndStatusOnTheLocalBackend(t *testing.T) {
 		t.Errorf("doctor with container=podman and no podman: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestRunChecksBeforeSubmit: `kinetic run FILE.py::FUNC` finds a mistyped FUNC before
+// anything is submitted (did-you-mean, exit 2, no store made), NAME=VALUE arguments are
+// keyword arguments, and values are read as documented: Python literals, else strings
+// (issue 46).
+func TestRunChecksBeforeSubmit(t *testing.T) {
+	e := newEnv(t)
+	r := e.run("run", "examples/hello.py::mian")
+	if r.code != 2 || !strings.Contains(r.stderr, "has no function 'mian'; did you mean main?") || strings.Contains(r.stderr, "submitted") {
+		t.Errorf("a typo: exit %d, %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(e.store); err == nil {
+		t.Errorf("a refused FILE.py::FUNC created the store")
+	}
+	os.WriteFile(filepath.Join(e.dir, "types.py"), []byte("def f(a, b='x', **kw):\n    return [type(v).__name__ for v in (a, b)] + sorted((k, type(v).__name__) for k, v in kw.items())\n"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"examples/hello.py::main", "n=2"}, "{'sum': 3, 'steps': 2}"},
+		{[]string{"examples/hello.py::add", "b=2", "a=40"}, "42"},
+		{[]string{"types.py::f", "3", "steps=3", "lr=0.5", "ok=True", "none=None", "xs=[1,2]", "opt=adam", "path=data/train.csv"},
+			"['int', 'str', ('lr', 'float'), ('none', 'NoneType'), ('ok', 'bool'), ('opt', 'str'), ('path', 'str'), ('steps', 'int'), ('xs', 'list')]"},
+		{[]string{"types.py::f", "'a=b'", "b='3'"}, "['str', 'str']"},
+	} {
+		r := e.run(append([]string{"run", "-q"}, tc.args...)...)
+		if r.code != 0 || strings.TrimSpace(r.stdout) != tc.want {
+			t.Errorf("run %v: exit %d, stdout %q, want %q; stderr %q", tc.args, r.code, r.stdout, tc.want, r.stderr)
+		}
+	}
+	if r := e.run("run", "examples/hello.py::main", "n=2", "3"); r.code != 2 || !strings.Contains(r.stderr, "comes after a keyword argument") {
+		t.Errorf("positional after keyword: exit %d, %q", r.code, r.stderr)
+	}
+}

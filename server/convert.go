@@ -23,8 +23,7 @@ func submitRequest(p *protocol.SubmitRequest) *engine.SubmitRequest {
 		Timeout: time.Duration(p.Timeout * float64(time.Second)),
 	}
 	if p.Entry != nil {
-		e := job.Entry(*p.Entry)
-		r.Entry = &e
+		r.Entry = &job.Entry{File: p.Entry.File, Func: p.Entry.Func, Args: p.Entry.Args}
 	}
 	for _, d := range p.Data {
 		r.Data = append(r.Data, engine.DataArg(d))

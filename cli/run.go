@@ -127,6 +127,12 @@ same way; positional ARGS come first. A string holding = is written as a literal
 				return writeJSON(cmd.OutOrStdout(), j.Handle)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), j.Handle.JobID)
+			if !quiet {
+				// The ID is the data (stdout); what to do with it is for the person.
+				id := j.Handle.JobID
+				fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: job %s submitted (%s on %s); next: `kinetic jobs logs -f %s` to follow it, `kinetic jobs result %s` for its value, `kinetic jobs cancel %s` to stop it\n",
+					id, j.Handle.Accelerator, j.Handle.Backend, id, id, id)
+			}
 			return nil
 		}
 		if !quiet {

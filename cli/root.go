@@ -62,6 +62,7 @@ func NewRoot() *cobra.Command {
 	)
 	withManners(root)
 	withBackendReason(root, g)
+	withCompletion(root, g)
 	withExamples(root)
 	return root
 }

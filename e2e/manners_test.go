@@ -205,3 +205,56 @@ func TestRunChecksBeforeSubmit(t *testing.T) {
 		t.Errorf("positional after keyword: exit %d, %q", r.code, r.stderr)
 	}
 }
+
+// TestCompletion: the shells complete job and batch IDs from the store (never creating
+// it), accelerator names from the catalog and profile names from the profiles file.
+func TestCompletion(t *testing.T) {
+	e := newEnv(t)
+	complete := func(args ...string) []string {
+		t.Helper()
+		r := e.run(append([]string{"__complete"}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("__complete %v: exit %d %s", args, r.code, r.stderr)
+		}
+		var out []string
+		for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+			if l != "" && !strings.HasPrefix(l, ":") {
+				out = append(out, strings.SplitN(l, "\t", 2)[0])
+			}
+		}
+		return out
+	}
+	if got := complete("jobs", "status", ""); len(got) != 0 {
+		t.Errorf("job IDs of an empty store: %q", got)
+	}
+	if _, err := os.Stat(e.store); err == nil {
+		t.Errorf("completion created the store")
+	}
+	if got := complete("run", "--accelerator", "gpu-l"); !contains(got, "gpu-l4") {
+		t.Errorf("accelerators for gpu-l: %q", got)
+	}
+	id := e.submitAsync(t, "true")
+	for _, cmd := range [][]string{{"jobs", "status", ""}, {"jobs", "result", "job-"}, {"jobs", "cancel", ""}} {
+		if got := complete(cmd...); !contains(got, id) {
+			t.Errorf("%v: %q lacks %s", cmd, got, id)
+		}
+	}
+	if r := e.run("profile", "create", "laptop", "--backend", "local"); r.code != 0 {
+		t.Fatalf("profile create: %s", r.stderr)
+	}
+	if got := complete("profile", "use", "la"); !contains(got, "laptop") {
+		t.Errorf("profiles: %q", got)
+	}
+	if got := complete("--profile", ""); !contains(got, "laptop") {
+		t.Errorf("--profile: %q", got)
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, s := range xs {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}

@@ -270,7 +270,7 @@ says it succeeded) and says so.`,
 				id := j.Handle.JobID
 				return &ExitError{Code: 1, Err: fmt.Errorf("job %s succeeded, but its %s, which holds the printable form of its value, is missing; the value itself is whole in its %s: kinetic.attach(%q).result() in Python returns it (the job is kept)", id, store.ObjectName(id, store.EnvelopeKey(id)), store.ObjectName(id, store.ResultKey(id)), id)}
 			}
-			perr := printResult(cmd, res, err, f.asJSON)
+			perr := printResult(cmd, j.Handle.JobID, res, err, f.asJSON)
 			// Only once the value is printed (perr is nil for a success whose value
 			// reached stdout): a value that could not be written is kept in the store.
 			if clean && perr == nil && res.Envelope != nil && res.Envelope.Success {

@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"strings"
 	"time"
 	"unicode"
@@ -169,16 +171,20 @@ same way; positional ARGS come first. A string holding = is written as a literal
 		if err != nil && res == nil {
 			return err
 		}
-		return printResult(cmd, res, err, asJSON)
+		return printResult(cmd, j.Handle.JobID, res, err, asJSON)
 	}
 	return cmd
 }
 
 // printResult prints a finished job's value (stdout) or failure (stderr) and turns a
 // failure into a non-zero exit: the command's own exit code for command jobs.
-func printResult(cmd *cobra.Command, res *engine.Result, resErr error, asJSON bool) error {
+func printResult(cmd *cobra.Command, id string, res *engine.Result, resErr error, asJSON bool) error {
 	if asJSON {
-		if err := writeJSON(cmd.OutOrStdout(), res); err != nil {
+		out := resultJSON{JobID: id, Result: res}
+		if env := res.Envelope; env != nil && env.Success && env.ValueRepr != "" {
+			out.Value = reprAsJSON(cmd.Context(), env.ValueRepr)
+		}
+		if err := writeJSON(cmd.OutOrStdout(), out); err != nil {
 			return err
 		}
 	}
@@ -204,6 +210,36 @@ func printResult(cmd *cobra.Command, res *engine.Result, resErr error, asJSON bo
 		fmt.Fprint(cmd.ErrOrStderr(), "remote traceback:\n"+env.Traceback)
 	}
 	return &ExitError{Code: code, Err: fmt.Errorf("job failed in phase %s: %s: %s", env.Phase, env.ExcType, env.ExcMessage)}
+}
+
+// resultJSON is a finished job as --json prints it: its ID, its state and envelope, and
+// its value as JSON when the value is JSON-able (a dict of numbers, a list of strings,
+// ...): value_repr in the envelope stays the Python form.
+type resultJSON struct {
+	JobID string `json:"job_id"`
+	*engine.Result
+	// Value shadows Result.Value (the pickle, never inlined here).
+	Value json.RawMessage `json:"value,omitempty"`
+}
+
+// reprAsJSON turns a value's Python repr into JSON with Python's own reader
+// (ast.literal_eval, then json.dumps with no NaN): nil when the repr is not a literal (an
+// object, a truncated repr) or not JSON-able (a set, bytes, a tuple key), or when no
+// python3 is at hand.
+func reprAsJSON(ctx context.Context, repr string) json.RawMessage {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c := exec.CommandContext(ctx, py, "-I", "-c", "import ast, json, sys\nv = ast.literal_eval(sys.stdin.read())\nif isinstance(v, (set, frozenset, bytes, complex)): sys.exit(1)\nprint(json.dumps(v, allow_nan=False))")
+	c.Stdin = strings.NewReader(repr)
+	out, err := c.Output()
+	if err != nil || !json.Valid(out) {
+		return nil
+	}
+	return json.RawMessage(out)
 }
 
 // cancelInterrupted cancels the job a blocking command started, after the first Ctrl-C.

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -257,4 +258,44 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// TestRunJSONShape: `run --json` and `jobs result --json` print one shape: the job's ID,
+// its state and envelope, and the value as JSON when it is JSON-able (the Python repr
+// stays in value_repr) (issue 46).
+func TestRunJSONShape(t *testing.T) {
+	e := newEnv(t)
+	os.WriteFile(filepath.Join(e.dir, "vals.py"), []byte("def d():\n    return {'loss': 0.12, 'ok': True, 'tags': ['a', None]}\ndef s():\n    return {1, 2}\n"), 0o644)
+	type out struct {
+		JobID    string          `json:"job_id"`
+		State    string          `json:"state"`
+		Value    json.RawMessage `json:"value"`
+		Envelope struct {
+			ValueRepr string `json:"value_repr"`
+		} `json:"envelope"`
+	}
+	parse := func(r result) out {
+		t.Helper()
+		var o out
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &o) != nil {
+			t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+		}
+		return o
+	}
+	o := parse(e.run("run", "-q", "--json", "vals.py::d"))
+	if !strings.HasPrefix(o.JobID, "job-") || o.State != "SUCCEEDED" || string(o.Value) == "" {
+		t.Fatalf("run --json: %+v", o)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(o.Value, &v); err != nil || v["loss"] != 0.12 || v["ok"] != true || len(v["tags"].([]any)) != 2 {
+		t.Errorf("value %s: %v", o.Value, err)
+	}
+	again := parse(e.run("jobs", "result", "--json", o.JobID))
+	if again.JobID != o.JobID || string(again.Value) != string(o.Value) {
+		t.Errorf("jobs result --json: %+v, want the same shape as run --json %+v", again, o)
+	}
+	set := parse(e.run("run", "-q", "--json", "vals.py::s"))
+	if set.Value != nil || set.Envelope.ValueRepr != "{1, 2}" {
+		t.Errorf("a set is not JSON: value %s, value_repr %q", set.Value, set.Envelope.ValueRepr)
+	}
 }

@@ -299,3 +299,28 @@ func TestRunJSONShape(t *testing.T) {
 		t.Errorf("a set is not JSON: value %s, value_repr %q", set.Value, set.Envelope.ValueRepr)
 	}
 }
+
+// TestCancelledReadsAsCancelled: a cancelled job keeps the seeds' FAILED status (the
+// API's JobStatus) and its reason, and `jobs list` marks it (cancelled) (issue 46).
+func TestCancelledReadsAsCancelled(t *testing.T) {
+	e := newEnv(t)
+	id := e.submitAsync(t, "sh", "-c", "sleep 300")
+	e.waitStatus(t, id, "RUNNING")
+	if r := e.run("jobs", "cancel", id); r.code != 0 {
+		t.Fatalf("cancel: %d %s", r.code, r.stderr)
+	}
+	e.waitStatus(t, id, "FAILED")
+	r := e.run("jobs", "list")
+	var row string
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if strings.HasPrefix(l, id) {
+			row = l
+		}
+	}
+	if !strings.Contains(row, "FAILED (cancelled)") {
+		t.Errorf("jobs list row of a cancelled job: %q\n%s", row, r.stdout)
+	}
+	if st := e.statusJSON(t, id); st["status"] != "FAILED" || st["reason"] != "cancelled" {
+		t.Errorf("jobs status --json: %v, want FAILED, reason cancelled", st)
+	}
+}

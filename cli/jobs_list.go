@@ -403,8 +403,8 @@ func foldBatch(kids []*listRow, total int, now time.Time) tableRow {
 }
 
 // cancelled reports whether a job ended because it was cancelled: FAILED with the
-// reason the backends record for a cancel ("cancelled"). The status stays the seeds'
-// FAILED (JobStatus has no CANCELLED); tables mark it (docs/parity.md).
+// reason the backends record for a cancel ("cancelled"). The status stays FAILED (the
+// API's JobStatus has no CANCELLED); tables mark it (docs/parity.md).
 func cancelled(l engine.Listed) bool {
 	return l.State == job.Failed && strings.HasPrefix(l.Reason, "cancelled")
 }

@@ -135,11 +135,11 @@ func checkIDs(c *cobra.Command, args []string) error {
 		if i >= len(args) || (p != "JOB_ID" && p != "GROUP_ID") || job.ValidName(args[i]) {
 			continue
 		}
-		what, like := "job", "job-01k8612xmwtfd0n4dk0vb3m"
+		what, like := "job", "job IDs look like job-01k8612xmwtfd0n4dk0vb3m"
 		if p == "GROUP_ID" {
-			what, like = "batch", "grp-01k8612xmwtfd0n4dk0vb3m"
+			what, like = "group", "batch IDs look like grp-01k8612xmwtfd0n4dk0vb3m"
 		}
-		return usageErrorf("%s %s is not a %s ID (IDs look like %s: lowercase letters, digits and dashes, at most 63; %s)", p, errs.Quote(args[i]), what, like, argHint(c, p))
+		return usageErrorf("%s %s is not a %s ID (%s: lowercase letters, digits and dashes, at most 63; %s)", p, errs.Quote(args[i]), what, like, argHint(c, p))
 	}
 	return nil
 }

@@ -41,7 +41,7 @@ func TestUsageErrors(t *testing.T) {
 		"negative interval":            {[]string{"jobs", "list", "-w", "--interval", "-5s"}, 2, []string{`--interval "-5s": a negative duration`}, []string{"timeout"}},
 		"completion of no shell":       {[]string{"completion", "bogus-shell"}, 2, []string{`unknown command "bogus-shell"`, "bash"}, nil},
 		"debug port out of range":      {[]string{"jobs", "debug", "--port", "99999", "job-a"}, 2, []string{"--port 99999", "65535"}, nil},
-		"huge batch ID":                {[]string{"batch", "cleanup", huge}, 2, []string{"is not a batch ID", "(10240 bytes)"}, nil},
+		"huge batch ID":                {[]string{"batch", "cleanup", huge}, 2, []string{"is not a group ID", "(10240 bytes)"}, nil},
 		"json before the command":      {[]string{"--json", "jobs", "list"}, 0, nil, []string{"unknown command"}},
 		"json where there is none":     {[]string{"--json", "profile", "use", "x"}, 2, []string{"kinetic profile use has no JSON output"}, nil},
 		"ls for list":                  {[]string{"jobs", "ls"}, 0, nil, nil},
@@ -300,8 +300,8 @@ func TestRunJSONShape(t *testing.T) {
 	}
 }
 
-// TestCancelledReadsAsCancelled: a cancelled job keeps the seeds' FAILED status (the
-// API's JobStatus) and its reason, and `jobs list` marks it (cancelled) (issue 46).
+// TestCancelledReadsAsCancelled: a cancelled job keeps its FAILED status (the API's
+// JobStatus) and its reason, and `jobs list` marks it (cancelled) (issue 46).
 func TestCancelledReadsAsCancelled(t *testing.T) {
 	e := newEnv(t)
 	id := e.submitAsync(t, "sh", "-c", "sleep 300")

@@ -118,7 +118,8 @@ func checkEntry(ctx context.Context, python, file, fn string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, python, "-I", "-c", entryScan, file).Output()
+	// -I -S: no user site, no site module: the standard library alone, started fast.
+	out, err := exec.CommandContext(ctx, python, "-I", "-S", "-c", entryScan, file).Output()
 	if err != nil {
 		return nil
 	}

@@ -100,15 +100,6 @@ same way; positional ARGS come first. A string holding = is written as a literal
 			if err != nil {
 				return err
 			}
-			// FUNC is looked for in FILE before anything is submitted (Python's ast,
-			// without importing the user's module).
-			py := python
-			if py == "" {
-				py = os.Getenv(config.Python.EnvVar())
-			}
-			if err := checkEntry(cmd.Context(), py, file, fn); err != nil {
-				return err
-			}
 			req.Kind, req.Entry = job.KindEntry, &job.Entry{File: file, Func: fn, Args: pos, Kwargs: kw}
 		}
 		e, err := newEngine(cmd, g, keyFlagArgs(vals))
@@ -116,6 +107,21 @@ same way; positional ARGS come first. A string holding = is written as a literal
 			return err
 		}
 		defer e.Close()
+		if req.Kind == job.KindEntry {
+			// FUNC is looked for in FILE before anything is submitted (Python's ast,
+			// without importing the user's module), with the interpreter the job would
+			// run here (a pyenv shim resolved once, shared with the submission).
+			py := python
+			if py == "" {
+				py = e.Config().Get(config.Python)
+			}
+			if py == "" {
+				py = e.PathPython()
+			}
+			if err := checkEntry(cmd.Context(), py, req.Entry.File, req.Entry.Func); err != nil {
+				return err
+			}
+		}
 		if quiet {
 			e.Quiet, e.Bars, e.Notice = true, false, io.Discard
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kinetic-run/kinetic/backend/kubernetes"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/errs"
@@ -107,6 +108,9 @@ same way; positional ARGS come first. A string holding = is written as a literal
 			return err
 		}
 		defer e.Close()
+		if err := clusterFirst(e.Config()); err != nil {
+			return err
+		}
 		if req.Kind == job.KindEntry {
 			// FUNC is looked for in FILE before anything is submitted (Python's ast,
 			// without importing the user's module), with the interpreter the job would
@@ -216,6 +220,23 @@ func printResult(cmd *cobra.Command, id string, res *engine.Result, resErr error
 		fmt.Fprint(cmd.ErrOrStderr(), "remote traceback:\n"+env.Traceback)
 	}
 	return &ExitError{Code: code, Err: fmt.Errorf("job failed in phase %s: %s: %s", env.Phase, env.ExcType, env.ExcMessage)}
+}
+
+// clusterFirst checks the fundamental thing of a Kubernetes backend reached through a
+// kubeconfig (k8s, or gke/pathways with a kube_context) before anything else is asked
+// for (an image registry, a store): a kubeconfig that names a cluster.
+func clusterFirst(res *config.Resolved) error {
+	b := res.Get(config.Backend)
+	if b != kubernetes.K8sName && !((b == kubernetes.GKEName || b == kubernetes.PathwaysName) && res.Get(config.KubeContext) != "") {
+		return nil
+	}
+	if _, err := kubernetes.RESTConfig(res.Get(kubernetes.KeyKubeconfig), res.Get(config.KubeContext)); err != nil {
+		if strings.Contains(err.Error(), "no configuration has been provided") {
+			return fmt.Errorf("backend %s (%s) runs jobs on a Kubernetes cluster, and no kubeconfig names one here (KUBECONFIG, ~/.kube/config, or kubeconfig in the profile): `gcloud container clusters get-credentials CLUSTER` or your cluster's own tool writes one; `kinetic up --backend k8s` then joins it", b, res.Source(config.Backend))
+		}
+		return fmt.Errorf("backend %s (%s) runs jobs on a Kubernetes cluster, and %w; `kinetic up --backend k8s` joins the current kubectl context", b, res.Source(config.Backend), err)
+	}
+	return nil
 }
 
 // resultJSON is a finished job as --json prints it: its ID, its state and envelope, and

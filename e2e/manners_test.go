@@ -324,3 +324,16 @@ func TestCancelledReadsAsCancelled(t *testing.T) {
 		t.Errorf("jobs status --json: %v, want FAILED, reason cancelled", st)
 	}
 }
+
+// TestKubeconfigFirst: a Kubernetes backend with no kubeconfig says so first, not that
+// an image registry is missing (issue 46: the fundamental thing first).
+func TestKubeconfigFirst(t *testing.T) {
+	e := newEnv(t)
+	r := e.runEnv([]string{"KUBECONFIG=" + filepath.Join(e.home, "no-kubeconfig"), "KINETIC_KUBECONFIG="}, "run", "--backend", "k8s", "examples/hello.py::main")
+	if r.code != 1 || !strings.Contains(r.stderr, "backend k8s (argument) runs jobs on a Kubernetes cluster") || strings.Contains(r.stderr, "registry") {
+		t.Errorf("k8s without a kubeconfig: exit %d, %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(e.store); err == nil {
+		t.Errorf("the store was created")
+	}
+}

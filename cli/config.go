@@ -76,9 +76,16 @@ func keyFlags(cmd *cobra.Command) map[config.Key]*string {
 			continue
 		}
 		v := new(string)
-		cmd.Flags().Var(settingFlag{k, v}, keyFlagName(k), k.Help()+" (env "+k.EnvVar()+")")
+		f := settingFlag{k, v, boolKey(k)}
+		fl := cmd.Flags().VarPF(f, keyFlagName(k), "", k.Help()+" (env "+k.EnvVar()+")")
+		fl.Annotations = map[string][]string{settingAnnotation: {string(k)}}
+		if f.isBool {
+			fl.NoOptDefVal = "true"
+		}
+		fl.Hidden = testOnlyKeys[k]
 		vals[k] = v
 	}
+	cmd.SetUsageFunc(groupedUsage)
 	return vals
 }
 
@@ -86,12 +93,18 @@ func keyFlags(cmd *cobra.Command) map[config.Key]*string {
 // parsed, so a bad one is an error that names the flag (cobra says `invalid argument
 // "-1" for "--warm-pods" flag: …`), not the key it sets.
 type settingFlag struct {
-	k config.Key
-	v *string
+	k      config.Key
+	v      *string
+	isBool bool
 }
 
 func (f settingFlag) String() string { return *f.v }
-func (f settingFlag) Type() string   { return "string" }
+func (f settingFlag) Type() string {
+	if f.isBool {
+		return "bool"
+	}
+	return "string"
+}
 
 func (f settingFlag) Set(s string) error {
 	if _, err := config.Validate(f.k, s); err != nil {

@@ -37,7 +37,7 @@ func TestConfigShow(t *testing.T) {
 		"zone":      {"europe-west4-a", "profile dev"},
 		"cluster":   {"env-cluster", "env KINETIC_CLUSTER"},
 		"namespace": {"team-a", "argument"},
-		// The profile's project means GKE (GOOGLE_CLOUD_PROJECT would not).
+		// The profile's project means GKE (and wins over GOOGLE_CLOUD_PROJECT's).
 		"backend":        {"gke", "default: project set (profile dev)"},
 		"store":          {"gs://p-dev-kn-env-cluster-jobs", "default: the bucket `kinetic up` makes for cluster env-cluster of project p-dev"},
 		"image_registry": {"europe-west4-docker.pkg.dev/p-dev/kn-env-cluster", "default: the repository `kinetic up` makes for cluster env-cluster of project p-dev in europe-west4"},
@@ -53,8 +53,8 @@ func TestConfigShow(t *testing.T) {
 }
 
 // TestConfigShowGKEDefaults: KINETIC_PROJECT and KINETIC_CLUSTER alone mean GKE, with
-// the bucket and repository `kinetic up` makes; GOOGLE_CLOUD_PROJECT alone stays local
-// with the file store.
+// the bucket and repository `kinetic up` makes; so does GOOGLE_CLOUD_PROJECT alone, as in
+// the reference (issue 44).
 func TestConfigShowGKEDefaults(t *testing.T) {
 	show := func() map[string][2]string {
 		t.Helper()
@@ -92,9 +92,9 @@ func TestConfigShowGKEDefaults(t *testing.T) {
 	m = show()
 	for k, w := range map[string][2]string{
 		"project":        {"gp", "env GOOGLE_CLOUD_PROJECT"},
-		"backend":        {"local", "default"},
-		"store":          {"file:///kh/store", "default"},
-		"image_registry": {"", "unset"},
+		"backend":        {"gke", "default: project set (env GOOGLE_CLOUD_PROJECT)"},
+		"store":          {"gs://gp-kinetic", "default: the bucket `kinetic up` makes for project gp"},
+		"image_registry": {"us-central1-docker.pkg.dev/gp/kinetic", "default: the repository `kinetic up` makes for project gp in us-central1"},
 	} {
 		if m[k] != w {
 			t.Errorf("GOOGLE_CLOUD_PROJECT only: %s = %q, want %q", k, m[k], w)
@@ -180,7 +180,7 @@ func TestSettingFlagErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"--warm-pods string               Kubernetes backend: how many idle pods", "default 2", "--warm-pod-idle string           Kubernetes backend: how long a warm pod waits", "default 60s", "(env KINETIC_WARM_POD_IDLE)"} {
+	for _, want := range []string{"--warm-pods string", "Kubernetes backend: how many idle pods", "default 2", "--warm-pod-idle string", "Kubernetes backend: how long a warm pod waits", "default 60s", "(env KINETIC_WARM_POD_IDLE)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("run --help lacks %q", want)
 		}

@@ -23,6 +23,9 @@ default), or the job fails.`,
   kinetic jobs debug --port 5679 --json job-01kaq2m0s5f8e3yb0t2c6rk9v`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if port < 0 || port > 65535 {
+				return usageErrorf("--port %d: give a TCP port from 1 to 65535 (or 0 for any free port)", port)
+			}
 			e, j, err := f.attach(cmd, g, args[0])
 			if err != nil {
 				return err

@@ -28,6 +28,10 @@ var lookOnly = map[string]bool{
 	"kinetic jobs list": true, "kinetic jobs status": true, "kinetic jobs logs": true, "kinetic jobs result": true,
 	"kinetic batch list": true, "kinetic batch status": true, "kinetic batch results": true,
 	"kinetic dashboard": true,
+	// A job or batch that is not in a store that does not exist cannot be cancelled,
+	// cleaned up or debugged either: these never create the store to say so.
+	"kinetic jobs debug": true, "kinetic jobs cancel": true, "kinetic jobs cleanup": true,
+	"kinetic batch cancel": true, "kinetic batch cleanup": true,
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -1,11 +1,6 @@
 package cli
 
-import (
-	"fmt"
-	"strings"
-
-	"github.com/spf13/cobra"
-)
+import "github.com/spf13/cobra"
 
 // examples are the Examples of every command without its own, by command path: every
 // command's help shows how it is used (a test holds that each has one and that each
@@ -14,14 +9,19 @@ var examples = map[string]string{
 	"kinetic": `  kinetic run examples/hello.py::main        # a function on this machine
   kinetic jobs list                          # what ran, newest first
   kinetic up --backend k8s -y                # set up the current kubectl cluster`,
-	"kinetic batch":         `  kinetic batch list`,
-	"kinetic batch cancel":  `  kinetic batch cancel grp-01k8612xmwtfd0n4dk0vb3m`,
-	"kinetic batch cleanup": `  kinetic batch cleanup grp-01k8612xmwtfd0n4dk0vb3m`,
-	"kinetic batch list":    `  kinetic batch list --json`,
-	"kinetic batch results": `  kinetic batch results grp-01k8612xmwtfd0n4dk0vb3m --json`,
-	"kinetic batch status":  `  kinetic batch status -f grp-01k8612xmwtfd0n4dk0vb3m`,
-	"kinetic config":        `  kinetic config show`,
-	"kinetic config show":   `  kinetic config show --json`,
+	"kinetic batch":                 `  kinetic batch list`,
+	"kinetic batch cancel":          `  kinetic batch cancel grp-01k8612xmwtfd0n4dk0vb3m`,
+	"kinetic batch cleanup":         `  kinetic batch cleanup grp-01k8612xmwtfd0n4dk0vb3m`,
+	"kinetic batch list":            `  kinetic batch list --json`,
+	"kinetic batch results":         `  kinetic batch results grp-01k8612xmwtfd0n4dk0vb3m --json`,
+	"kinetic batch status":          `  kinetic batch status -f grp-01k8612xmwtfd0n4dk0vb3m`,
+	"kinetic completion":            `  kinetic completion bash > /etc/bash_completion.d/kinetic`,
+	"kinetic completion bash":       `  source <(kinetic completion bash)`,
+	"kinetic completion fish":       `  kinetic completion fish > ~/.config/fish/completions/kinetic.fish`,
+	"kinetic completion powershell": `  kinetic completion powershell | Out-String | Invoke-Expression`,
+	"kinetic completion zsh":        `  kinetic completion zsh > "${fpath[1]}/_kinetic"`,
+	"kinetic config":                `  kinetic config show`,
+	"kinetic config show":           `  kinetic config show --json`,
 	"kinetic dashboard": `  kinetic dashboard --open
   kinetic dashboard --port 8080`,
 	"kinetic doctor": `  kinetic doctor
@@ -54,29 +54,12 @@ var examples = map[string]string{
   kinetic up --backend gke --project my-project --zone us-central2-b -y`,
 }
 
-// withExamples sets the Example of every command under root that has none, and makes a
-// command that only groups others refuse an unknown subcommand (cobra prints the help
-// and exits 0 otherwise).
+// withExamples sets the Example of every command under root that has none.
 func withExamples(root *cobra.Command) {
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		if c.Example == "" {
 			c.Example = examples[c.CommandPath()]
-		}
-		if c.HasSubCommands() && !c.Runnable() && c != root {
-			c.Args = cobra.ArbitraryArgs
-			c.RunE = func(c *cobra.Command, args []string) error {
-				if len(args) > 0 {
-					var names []string
-					for _, s := range c.Commands() {
-						if s.IsAvailableCommand() {
-							names = append(names, s.Name())
-						}
-					}
-					return fmt.Errorf("unknown command %q for %q (commands: %s; see %s --help)", args[0], c.CommandPath(), strings.Join(names, ", "), c.CommandPath())
-				}
-				return c.Help()
-			}
 		}
 		for _, s := range c.Commands() {
 			walk(s)

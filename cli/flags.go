@@ -57,7 +57,7 @@ func parseSeconds(s string) (time.Duration, error) {
 		return 0, nil
 	}
 	if strings.HasPrefix(s, "-") {
-		return 0, fmt.Errorf("timeout %s is negative: give 0 (no limit) or more", s)
+		return 0, errors.New("a negative duration: give 0 or more, like 30s, 10m or 2h (without the minus)")
 	}
 	return parseAge(s)
 }
@@ -74,7 +74,7 @@ func durationFlag(f *pflag.FlagSet, p *time.Duration, name string, value time.Du
 func flagError(cmd *cobra.Command, err error) error {
 	var iv *pflag.InvalidValueError
 	if !errors.As(err, &iv) {
-		return err
+		return usageError(unknownFlagError(cmd, err))
 	}
 	fl := iv.GetFlag()
 	name := "--" + fl.Name
@@ -102,5 +102,5 @@ func flagError(cmd *cobra.Command, err error) error {
 			want = "see --help for the values it takes"
 		}
 	}
-	return fmt.Errorf("%s %s: %s", name, errs.Quote(iv.GetValue()), want)
+	return usageErrorf("%s %s: %s", name, errs.Quote(iv.GetValue()), want)
 }

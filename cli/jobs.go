@@ -59,7 +59,7 @@ type cleanupFlags struct {
 
 func (c *cleanupFlags) add(cmd *cobra.Command) {
 	durationFlag(cmd.Flags(), &c.timeout, "cleanup-timeout", 180*time.Second, "longest wait for the job's resources to be removed, in seconds or as a duration")
-	durationFlag(cmd.Flags(), &c.poll, "cleanup-poll-interval", 2*time.Second, "accepted as the reference's CLI does; kinetic waits on the backend's own confirmation instead of polling")
+	durationFlag(cmd.Flags(), &c.poll, "cleanup-poll-interval", 2*time.Second, "accepted for compatibility; kinetic waits for the backend's own confirmation instead of polling")
 }
 
 // ctx bounds a cleanup by --cleanup-timeout.
@@ -238,9 +238,10 @@ func newJobsResultCmd(g *Globals) *cobra.Command {
 		Use:   "result JOB_ID",
 		Short: "Wait for a job and print its return value (repr) or its failure",
 		Long: `Waits for the job and prints its return value (repr) on stdout, or its failure and
-remote traceback on stderr (exit 1, or a command's own exit code). As JobHandle.result()
-does, a success is then cleaned up (its backend resources and store artifacts; a
-tombstone says it succeeded), except for debug jobs: --no-cleanup keeps it.`,
+remote traceback on stderr (exit 1, or a command's own exit code). A read removes
+nothing: the job stays, so it can be read again. --cleanup then cleans up a success (its
+backend resources and store artifacts, as JobHandle.result() does by default; a tombstone
+says it succeeded) and says so.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			e, j, err := f.attach(cmd, g, args[0])
@@ -261,10 +262,7 @@ tombstone says it succeeded), except for debug jobs: --no-cleanup keeps it.`,
 				}
 				return err
 			}
-			clean := cleanup && !noCleanup && j.Handle.Debug != "true"
-			if cmd.Flags().Changed("cleanup") {
-				clean = cleanup && !noCleanup
-			}
+			clean := cleanup && !noCleanup
 			if env := res.Envelope; env != nil && env.Success && env.HasValue && env.ValueRepr == "" && !f.asJSON {
 				// Its result.json, which holds the value's repr, is gone (jobview.ResultOf
 				// read the value's presence from result.pkl alone): nothing to print, and
@@ -272,7 +270,7 @@ tombstone says it succeeded), except for debug jobs: --no-cleanup keeps it.`,
 				id := j.Handle.JobID
 				return &ExitError{Code: 1, Err: fmt.Errorf("job %s succeeded, but its %s, which holds the printable form of its value, is missing; the value itself is whole in its %s: kinetic.attach(%q).result() in Python returns it (the job is kept)", id, store.ObjectName(id, store.EnvelopeKey(id)), store.ObjectName(id, store.ResultKey(id)), id)}
 			}
-			perr := printResult(cmd, res, err, f.asJSON)
+			perr := printResult(cmd, j.Handle.JobID, res, err, f.asJSON)
 			// Only once the value is printed (perr is nil for a success whose value
 			// reached stdout): a value that could not be written is kept in the store.
 			if clean && perr == nil && res.Envelope != nil && res.Envelope.Success {
@@ -281,6 +279,8 @@ tombstone says it succeeded), except for debug jobs: --no-cleanup keeps it.`,
 				cancel()
 				if err != nil {
 					fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: warning: %v; the job is kept (`kinetic jobs cleanup %s` removes it)\n", err, j.Handle.JobID)
+				} else {
+					fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: cleaned up job %s (its logs, result and backend resources; without --cleanup, `kinetic jobs result` keeps them)\n", j.Handle.JobID)
 				}
 			}
 			return perr
@@ -288,8 +288,8 @@ tombstone says it succeeded), except for debug jobs: --no-cleanup keeps it.`,
 	}
 	f.add(cmd)
 	durationFlag(cmd.Flags(), &timeout, "timeout", 0, "stop waiting after this long, in seconds or as a duration (60, 10m); the job keeps running")
-	cmd.Flags().BoolVar(&cleanup, "cleanup", true, "clean up a success after printing its value (as JobHandle.result(); not for debug jobs unless given)")
-	cmd.Flags().BoolVar(&noCleanup, "no-cleanup", false, "keep the job after printing its value")
+	cmd.Flags().BoolVar(&cleanup, "cleanup", false, "clean up a success after printing its value (as JobHandle.result() does by default)")
+	cmd.Flags().BoolVar(&noCleanup, "no-cleanup", false, "keep the job after printing its value (the default; kept for scripts that say it)")
 	cf.add(cmd)
 	return cmd
 }

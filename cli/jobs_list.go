@@ -17,6 +17,7 @@ import (
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/internal/seconds"
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/store/batchlayout"
 )
 
 // defaultListLimit is a screenful of rows.
@@ -88,7 +89,7 @@ func runJobsList(cmd *cobra.Command, g *Globals, f *listFlags) error {
 	if f.since != "" {
 		d, err := parseAge(f.since)
 		if err != nil {
-			return fmt.Errorf("--since %q: %w", f.since, err)
+			return usageErrorf("--since %q: %w", f.since, err)
 		}
 		since = d
 	}
@@ -101,7 +102,7 @@ func runJobsList(cmd *cobra.Command, g *Globals, f *listFlags) error {
 		want[st] = true
 	}
 	if f.watch && f.interval < 100*time.Millisecond {
-		return fmt.Errorf("--interval %s: give at least 100ms", f.interval)
+		return usageErrorf("--interval %s: give at least 100ms", f.interval)
 	}
 	if err := f.existingStore(); err != nil {
 		return err
@@ -312,6 +313,9 @@ func printListTable(ctx context.Context, e *engine.Engine, w, warn io.Writer, ro
 			if r.Collected {
 				tr.status += " (collected)"
 			}
+			if cancelled(r.Listed) {
+				tr.status += " (cancelled)"
+			}
 			if !r.created.IsZero() {
 				tr.age = humanDuration(now.Sub(r.created))
 			}
@@ -326,7 +330,7 @@ func printListTable(ctx context.Context, e *engine.Engine, w, warn io.Writer, ro
 			for i, k := range en.group {
 				kids[i] = byID[k.Handle.JobID]
 			}
-			tr = foldBatch(kids, now)
+			tr = foldBatch(kids, expectedInputs(ctx, e, kids[0].Handle.GroupID), now)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", tr.id, tr.status, tr.function, tr.accel, tr.backend, tr.age, tr.duration)
 	}
@@ -345,7 +349,10 @@ func printListTable(ctx context.Context, e *engine.Engine, w, warn io.Writer, ro
 // foldBatch is the row of a batch: its state (RUNNING while any child runs, PENDING
 // while any waits, else FAILED if any failed, else SUCCEEDED), how many children are
 // done, the age of its first child and its span so far.
-func foldBatch(kids []*listRow, now time.Time) tableRow {
+//
+// total is how many inputs the batch has (its manifest's; 0 when unknown): the counts
+// are of every input, those not submitted (yet, or ever: fail_fast) included.
+func foldBatch(kids []*listRow, total int, now time.Time) tableRow {
 	first := kids[0]
 	h := first.Handle
 	n := map[job.State]int{}
@@ -367,18 +374,24 @@ func foldBatch(kids []*listRow, now time.Time) tableRow {
 		}
 	}
 	done := n[job.Succeeded] + n[job.Failed]
+	if total < len(kids) {
+		total = len(kids)
+	}
 	var status string
 	switch {
 	case n[job.Running] > 0:
-		status = fmt.Sprintf("RUNNING %d/%d done", done, len(kids))
+		status = fmt.Sprintf("RUNNING %d/%d done", done, total)
 	case n[job.Pending] > 0:
-		status = fmt.Sprintf("PENDING %d/%d done", done, len(kids))
+		status = fmt.Sprintf("PENDING %d/%d done", done, total)
 	case n[job.Failed] > 0:
-		status = fmt.Sprintf("FAILED %d of %d", n[job.Failed], len(kids))
+		status = fmt.Sprintf("FAILED %d of %d", n[job.Failed], total)
+		if ok := n[job.Succeeded]; ok > 0 {
+			status += fmt.Sprintf(", %d ok", ok)
+		}
 	default:
-		status = fmt.Sprintf("SUCCEEDED %d/%d", done, len(kids))
+		status = fmt.Sprintf("SUCCEEDED %d/%d", done, total)
 	}
-	tr := tableRow{id: h.GroupID, status: status, function: h.DisplayName + " ×" + strconv.Itoa(len(kids)), accel: h.Accelerator, backend: h.Backend, age: "-", duration: "-"}
+	tr := tableRow{id: h.GroupID, status: status, function: h.DisplayName + " ×" + strconv.Itoa(total), accel: h.Accelerator, backend: h.Backend, age: "-", duration: "-"}
 	if !start.IsZero() {
 		tr.age = humanDuration(now.Sub(start))
 		if !allFinal {
@@ -388,6 +401,27 @@ func foldBatch(kids []*listRow, now time.Time) tableRow {
 		}
 	}
 	return tr
+}
+
+// cancelled reports whether a job ended because it was cancelled: FAILED with the
+// reason the backends record for a cancel ("cancelled"). The status stays FAILED (the
+// API's JobStatus has no CANCELLED); tables mark it (docs/parity.md).
+func cancelled(l engine.Listed) bool {
+	return l.State == job.Failed && strings.HasPrefix(l.Reason, "cancelled")
+}
+
+// expectedInputs is how many inputs batch gid has, from its manifest (0 when it cannot
+// be read: the row then counts the children it sees).
+func expectedInputs(ctx context.Context, e *engine.Engine, gid string) int {
+	st, err := e.DefaultStore(ctx)
+	if err != nil || gid == "" {
+		return 0
+	}
+	m, err := batchlayout.ReadManifest(ctx, st, gid)
+	if err != nil || m == nil {
+		return 0
+	}
+	return m.TotalExpected
 }
 
 // humanDuration is d the way kubectl shows ages: 45s, 3m, 2h, 2h5m below 10h, 5d.
@@ -419,6 +453,9 @@ func humanDuration(d time.Duration) string {
 // (7d, 1d12h).
 func parseAge(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "-") {
+		return 0, fmt.Errorf("a negative duration: give how long, like 30m, 2h or 7d (without the minus)")
+	}
 	var days time.Duration
 	if i := strings.IndexByte(s, 'd'); i > 0 {
 		n, err := strconv.Atoi(s[:i])

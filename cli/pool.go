@@ -42,6 +42,11 @@ func newPoolAddCmd(g *Globals) *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		start := time.Now()
 		o.MaxSet = cmd.Flags().Changed("max-nodes")
+		// The pool's own flags first: a bad accelerator or node count is refused before
+		// any credential or API is needed.
+		if _, _, err := gke.NodePoolFor(o); err != nil {
+			return usageError(err)
+		}
 		c, cfg, res, err := gkeSetup(cmd.Context(), g, f, nil)
 		if err != nil {
 			return err

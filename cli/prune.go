@@ -33,7 +33,7 @@ Never a job that has not ended, and never an output directory with anything in i
 		RunE: func(cmd *cobra.Command, args []string) error {
 			age, err := parseAge(olderThan)
 			if err != nil {
-				return fmt.Errorf("--older-than %q: %w", olderThan, err)
+				return usageErrorf("--older-than %q: %w", olderThan, err)
 			}
 			e, err := newEngine(cmd, g, nil)
 			if err != nil {
@@ -41,6 +41,9 @@ Never a job that has not ended, and never an output directory with anything in i
 			}
 			defer e.Close()
 			freed, err := e.Prune(cmd.Context(), store, backend.PruneOptions{OlderThan: age, DryRun: dryRun})
+			if err != nil && len(freed) == 0 {
+				return err // nothing was pruned: the error alone, not "nothing to prune" before it
+			}
 			if asJSON {
 				if jerr := writeJSON(cmd.OutOrStdout(), map[string]any{"dry_run": dryRun, "freed": nonNil(freed), "bytes": total(freed)}); jerr != nil {
 					return jerr

@@ -28,6 +28,11 @@ func NewRoot() *cobra.Command {
 	root.SetVersionTemplate("kinetic {{.Version}}\n")
 	root.SetFlagErrorFunc(flagError)
 	root.PersistentFlags().StringVar(&g.Profile, "profile", "", "configuration profile to use (default: the active one)")
+	// --json before the subcommand (`kinetic --json jobs list`): the command's own --json
+	// takes it; a command without one says so (checkRootJSON).
+	root.PersistentFlags().Bool("json", false, "print JSON")
+	root.PersistentFlags().MarkHidden("json")
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return checkRootJSON(c) }
 	root.AddCommand(
 		// Jobs and batches.
 		newRunCmd(g),
@@ -55,6 +60,9 @@ func NewRoot() *cobra.Command {
 		newInstallRunnerCmd(g),
 		newVersionCmd(g),
 	)
+	withManners(root)
+	withBackendReason(root, g)
+	withCompletion(root, g)
 	withExamples(root)
 	return root
 }

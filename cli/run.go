@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"strings"
 	"time"
 	"unicode"
@@ -14,6 +16,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kinetic-run/kinetic/backend/kubernetes"
+	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/job"
@@ -32,11 +36,17 @@ func newRunCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [flags] FILE.py::FUNC [ARGS...] | run [flags] -- CMD [ARGS...]",
 		Short: "Run a Python function or a command on an accelerator and print its result",
-		Long: `Run a Python function (FILE.py::FUNC, with ARGS parsed as Python literals, else
-strings) or a command (after --) as a job, stream its logs to stderr, and print the
-function's return value (its repr) to stdout. With --async, print the job's handle
-and return at once; follow it with "kinetic jobs".`,
+		Long: `Run a Python function (FILE.py::FUNC) or a command (after --) as a job, stream its
+logs to stderr, and print the function's return value (its repr) to stdout. With
+--async, print the job's handle and return at once; follow it with "kinetic jobs".
+
+ARGS are the function's arguments: each is read as a Python literal (3 is an int, 0.5
+a float, True a bool, None, [1, 2] a list, {'a': 1} a dict, 'x' a str), else kept as
+a string (adam, data/train.csv). NAME=VALUE is a keyword argument, its VALUE read the
+same way; positional ARGS come first. A string holding = is written as a literal:
+"'a=b'". FUNC is looked for in FILE before anything is submitted.`,
 		Example: `  kinetic run examples/hello.py::add 1 2
+  kinetic run examples/hello.py::main n=5
   kinetic run --accelerator tpu-v6e-8 train.py::train 3e-4
   kinetic run --async -- python3 -c 'print("hi")'`,
 	}
@@ -53,6 +63,7 @@ and return at once; follow it with "kinetic jobs".`,
 	f.BoolVar(&async, "async", false, "submit, print the handle, and return")
 	f.BoolVar(&asJSON, "json", false, "print the result (or the handle with --async) as JSON")
 	vals := keyFlags(cmd)
+	hideKeys(cmd, infraKeys...)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		req := &engine.SubmitRequest{Accelerator: acc, ContainerImage: image, Python: python, CaptureEnv: capture, Spot: spot,
 			Debug: debug, DebugWait: debugWait.Seconds(), Timeout: timeout}
@@ -69,30 +80,52 @@ and return at once; follow it with "kinetic jobs".`,
 			req.Kind, req.Command = job.KindCommand, args
 		} else {
 			if len(args) == 0 {
-				return errors.New("nothing to run: give FILE.py::FUNC [ARGS...] or -- CMD [ARGS...]")
+				return usageErrorf("nothing to run: give FILE.py::FUNC [ARGS...] or -- CMD [ARGS...]")
 			}
 			file, fn, ok := strings.Cut(args[0], "::")
 			if !ok || file == "" || fn == "" || !strings.HasSuffix(file, ".py") {
-				return fmt.Errorf("%s is not FILE.py::FUNC (e.g. train.py::main); to run a command, put it after --", errs.Quote(args[0]))
+				return usageErrorf("%s is not FILE.py::FUNC (e.g. train.py::main); to run a command, put it after --", errs.Quote(args[0]))
 			}
 			if !pyName(fn) {
-				return fmt.Errorf("%s after :: is not a Python function name (letters, digits and _, e.g. train.py::main or train.py::Trainer.fit)", errs.Quote(fn))
+				return usageErrorf("%s after :: is not a Python function name (letters, digits and _, e.g. train.py::main or train.py::Trainer.fit)", errs.Quote(fn))
 			}
 			if err := utf8Args(args); err != nil {
 				return err
 			}
 			if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("%s: no such file (FILE.py::FUNC names a Python file from here, %s)", errs.Quote(file), "the working directory")
+				return usageErrorf("%s: no such file (FILE.py::FUNC names a Python file from here, %s)", errs.Quote(file), "the working directory")
 			} else if err != nil {
 				return fmt.Errorf("%s: %w", errs.Quote(file), err)
 			}
-			req.Kind, req.Entry = job.KindEntry, &job.Entry{File: file, Func: fn, Args: args[1:]}
+			pos, kw, err := splitArgs(args[1:])
+			if err != nil {
+				return err
+			}
+			req.Kind, req.Entry = job.KindEntry, &job.Entry{File: file, Func: fn, Args: pos, Kwargs: kw}
 		}
 		e, err := newEngine(cmd, g, keyFlagArgs(vals))
 		if err != nil {
 			return err
 		}
 		defer e.Close()
+		if err := clusterFirst(e.Config()); err != nil {
+			return err
+		}
+		if req.Kind == job.KindEntry {
+			// FUNC is looked for in FILE before anything is submitted (Python's ast,
+			// without importing the user's module), with the interpreter the job would
+			// run here (a pyenv shim resolved once, shared with the submission).
+			py := python
+			if py == "" {
+				py = e.Config().Get(config.Python)
+			}
+			if py == "" {
+				py = e.PathPython()
+			}
+			if err := checkEntry(cmd.Context(), py, req.Entry.File, req.Entry.Func); err != nil {
+				return err
+			}
+		}
 		if quiet {
 			e.Quiet, e.Bars, e.Notice = true, false, io.Discard
 		}
@@ -106,6 +139,12 @@ and return at once; follow it with "kinetic jobs".`,
 				return writeJSON(cmd.OutOrStdout(), j.Handle)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), j.Handle.JobID)
+			if !quiet {
+				// The ID is the data (stdout); what to do with it is for the person.
+				id := j.Handle.JobID
+				fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: job %s submitted (%s on %s); next: `kinetic jobs logs -f %s` to follow it, `kinetic jobs result %s` for its value, `kinetic jobs cancel %s` to stop it\n",
+					id, j.Handle.Accelerator, j.Handle.Backend, id, id, id)
+			}
 			return nil
 		}
 		if !quiet {
@@ -142,16 +181,20 @@ and return at once; follow it with "kinetic jobs".`,
 		if err != nil && res == nil {
 			return err
 		}
-		return printResult(cmd, res, err, asJSON)
+		return printResult(cmd, j.Handle.JobID, res, err, asJSON)
 	}
 	return cmd
 }
 
 // printResult prints a finished job's value (stdout) or failure (stderr) and turns a
 // failure into a non-zero exit: the command's own exit code for command jobs.
-func printResult(cmd *cobra.Command, res *engine.Result, resErr error, asJSON bool) error {
+func printResult(cmd *cobra.Command, id string, res *engine.Result, resErr error, asJSON bool) error {
 	if asJSON {
-		if err := writeJSON(cmd.OutOrStdout(), res); err != nil {
+		out := resultJSON{JobID: id, Result: res}
+		if env := res.Envelope; env != nil && env.Success && env.ValueRepr != "" {
+			out.Value = reprAsJSON(cmd.Context(), env.ValueRepr)
+		}
+		if err := writeJSON(cmd.OutOrStdout(), out); err != nil {
 			return err
 		}
 	}
@@ -177,6 +220,53 @@ func printResult(cmd *cobra.Command, res *engine.Result, resErr error, asJSON bo
 		fmt.Fprint(cmd.ErrOrStderr(), "remote traceback:\n"+env.Traceback)
 	}
 	return &ExitError{Code: code, Err: fmt.Errorf("job failed in phase %s: %s: %s", env.Phase, env.ExcType, env.ExcMessage)}
+}
+
+// clusterFirst checks the fundamental thing of a Kubernetes backend reached through a
+// kubeconfig (k8s, or gke/pathways with a kube_context) before anything else is asked
+// for (an image registry, a store): a kubeconfig that names a cluster.
+func clusterFirst(res *config.Resolved) error {
+	b := res.Get(config.Backend)
+	if b != kubernetes.K8sName && !((b == kubernetes.GKEName || b == kubernetes.PathwaysName) && res.Get(config.KubeContext) != "") {
+		return nil
+	}
+	if _, err := kubernetes.RESTConfig(res.Get(kubernetes.KeyKubeconfig), res.Get(config.KubeContext)); err != nil {
+		if strings.Contains(err.Error(), "no configuration has been provided") {
+			return fmt.Errorf("backend %s (%s) runs jobs on a Kubernetes cluster, and no kubeconfig names one here (KUBECONFIG, ~/.kube/config, or kubeconfig in the profile): `gcloud container clusters get-credentials CLUSTER` or your cluster's own tool writes one; `kinetic up --backend k8s` then joins it", b, res.Source(config.Backend))
+		}
+		return fmt.Errorf("backend %s (%s) runs jobs on a Kubernetes cluster, and %w; `kinetic up --backend k8s` joins the current kubectl context", b, res.Source(config.Backend), err)
+	}
+	return nil
+}
+
+// resultJSON is a finished job as --json prints it: its ID, its state and envelope, and
+// its value as JSON when the value is JSON-able (a dict of numbers, a list of strings,
+// ...): value_repr in the envelope stays the Python form.
+type resultJSON struct {
+	JobID string `json:"job_id"`
+	*engine.Result
+	// Value shadows Result.Value (the pickle, never inlined here).
+	Value json.RawMessage `json:"value,omitempty"`
+}
+
+// reprAsJSON turns a value's Python repr into JSON with Python's own reader
+// (ast.literal_eval, then json.dumps with no NaN): nil when the repr is not a literal (an
+// object, a truncated repr) or not JSON-able (a set, bytes, a tuple key), or when no
+// python3 is at hand.
+func reprAsJSON(ctx context.Context, repr string) json.RawMessage {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c := exec.CommandContext(ctx, py, "-I", "-c", "import ast, json, sys\nv = ast.literal_eval(sys.stdin.read())\nif isinstance(v, (set, frozenset, bytes, complex)): sys.exit(1)\nprint(json.dumps(v, allow_nan=False))")
+	c.Stdin = strings.NewReader(repr)
+	out, err := c.Output()
+	if err != nil || !json.Valid(out) {
+		return nil
+	}
+	return json.RawMessage(out)
 }
 
 // cancelInterrupted cancels the job a blocking command started, after the first Ctrl-C.

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -17,7 +18,7 @@ func newStatusCmd(g *Globals) *cobra.Command {
 	var asJSON, noDoctor bool
 	cmd := &cobra.Command{
 		Use:   "status [--json]",
-		Short: "Show the GKE cluster, its node pools, the repository, bucket and service account, and doctor's checks",
+		Short: "Show where jobs run: this machine (interpreter, store, slots) or the GKE cluster, its node pools, repository, bucket and service account; with doctor's checks",
 		Args:  cobra.NoArgs,
 	}
 	f := addGKEFlags(cmd)
@@ -25,6 +26,9 @@ func newStatusCmd(g *Globals) *cobra.Command {
 	cmd.Flags().BoolVar(&noDoctor, "no-doctor", false, "skip doctor's checks (cluster access, store from a pod)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
+		if res, err := config.Resolve(config.Options{Args: keyFlagArgs(f.vals), Profile: g.Profile}); err == nil && onThisMachine(res) && !cmd.Flags().Changed("project") {
+			return localStatus(cmd, res, asJSON, noDoctor)
+		}
 		c, cfg, res, err := gkeSetup(ctx, g, f, nil)
 		if err != nil {
 			return err
@@ -86,3 +90,24 @@ func gkeTarget(ctx context.Context, g *Globals, res *config.Resolved, project, z
 type resolvedSettings struct{ r *config.Resolved }
 
 func (s resolvedSettings) Get(k string) string { return s.r.Get(config.Key(k)) }
+
+// localStatus is `kinetic status` on the local backend: where jobs run and doctor's
+// checks of this machine; never "not ready" when a job can run.
+func localStatus(cmd *cobra.Command, res *config.Resolved, asJSON, noDoctor bool) error {
+	rep := localDoctor(cmd.Context(), res)
+	if noDoctor {
+		rep = &infra.Report{OK: true, Checks: rep.Checks[:1]}
+	}
+	if asJSON {
+		if err := writeJSON(cmd.OutOrStdout(), map[string]any{"backend": res.Get(config.Backend), "backend_source": res.Source(config.Backend), "store": res.Get(config.Store), "local": rep, "ok": rep.OK}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(cmd.OutOrStdout(), "Jobs run on this machine (the local backend); `kinetic up` sets up a cluster for GPUs and TPUs.\n")
+		rep.Print(cmd.OutOrStdout())
+	}
+	if !rep.OK {
+		return &ExitError{Code: 1, Err: errors.New("a job could not run here (see the ✗ lines)")}
+	}
+	return nil
+}

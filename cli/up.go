@@ -119,7 +119,7 @@ func newUpCmd(g *Globals) *cobra.Command {
 }
 
 // upBackend is up's target when --backend is not given: the configured backend (gke
-// when a project is set by --project, KINETIC_PROJECT or a profile, config's default),
+// when a project is set by --project, KINETIC_PROJECT, a profile or GOOGLE_CLOUD_PROJECT),
 // else an error naming --project and --backend k8s.
 func upBackend(g *Globals, gf *gkeFlags) (string, error) {
 	res, err := config.Resolve(config.Options{Args: keyFlagArgs(gf.vals), Profile: g.Profile})
@@ -132,10 +132,8 @@ func upBackend(g *Globals, gf *gkeFlags) (string, error) {
 	case kubernetes.K8sName:
 		return "k8s", nil
 	}
-	msg := "kinetic up: no project to create a GKE cluster in: pass --project P (or set KINETIC_PROJECT, or a profile's project); for another cluster from your kubeconfig, pass --backend k8s"
-	if p := res.Get(config.Project); p != "" && res.Source(config.Project) == "env GOOGLE_CLOUD_PROJECT" {
-		msg += fmt.Sprintf(" (GOOGLE_CLOUD_PROJECT=%s is not taken as a choice of GKE: pass --project %s to use it)", p, p)
-	} else if src := res.Source(config.Backend); src != config.SourceDefault {
+	msg := "kinetic up: no project to create a GKE cluster in: pass --project P (or set KINETIC_PROJECT or GOOGLE_CLOUD_PROJECT, or a profile's project); for another cluster from your kubeconfig, pass --backend k8s"
+	if src := res.Source(config.Backend); src != config.SourceDefault {
 		msg += fmt.Sprintf(" (backend %s from %s)", res.Get(config.Backend), src)
 	}
 	return "", errors.New(msg)
@@ -305,14 +303,13 @@ func newDoctorCmd(g *Globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "doctor [--json]",
-		Short: "Check that a job can run: cluster, permissions, store, registry, runner image, accelerators",
+		Short: "Check that a job can run where jobs go: this machine (python, store, slots) or the cluster (credentials, permissions, store, registry, runner image)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			t, _, kerr, err := k8sTarget(g, nil)
+			r, err := doctorReport(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
-			r := infra.Doctor(cmd.Context(), t, kerr)
 			if asJSON {
 				if err := writeJSON(cmd.OutOrStdout(), r); err != nil {
 					return err
@@ -328,4 +325,37 @@ func newDoctorCmd(g *Globals) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// doctorReport checks the backend in use: the local one on this machine (localDoctor);
+// GKE's project and Google credentials first, then the cluster; any other cluster through
+// its kubeconfig.
+func doctorReport(ctx context.Context, g *Globals) (*infra.Report, error) {
+	res, err := config.Resolve(config.Options{Profile: g.Profile})
+	if err != nil {
+		return nil, err
+	}
+	if onThisMachine(res) {
+		return localDoctor(ctx, res), nil
+	}
+	if b := res.Get(config.Backend); (b == kubernetes.GKEName || b == kubernetes.PathwaysName) && res.Get(config.KubeContext) == "" {
+		why := "backend " + b + " (" + res.Source(config.Backend) + ")"
+		if res.Get(config.Project) == "" {
+			return &infra.Report{Checks: []infra.Check{{Name: "project", Detail: why + " needs a Google Cloud project", Fix: "pass --project P or set KINETIC_PROJECT (or a profile's project); `kinetic up --project P` creates the cluster"}}}, nil
+		}
+		t, kerr, err := gkeTarget(ctx, g, res, res.Get(config.Project), res.Get(config.Zone), res.Get(config.Cluster))
+		if err != nil {
+			return nil, err
+		}
+		if kerr != nil {
+			return &infra.Report{Checks: []infra.Check{{Name: "GKE cluster " + res.Get(config.Cluster), Detail: why + ": " + kerr.Error(),
+				Fix: "`gcloud auth application-default login` for credentials; `kinetic up` creates the cluster; `kinetic status` shows what exists"}}}, nil
+		}
+		return infra.Doctor(ctx, t, nil), nil
+	}
+	t, _, kerr, err := k8sTarget(g, nil)
+	if err != nil {
+		return nil, err
+	}
+	return infra.Doctor(ctx, t, kerr), nil
 }

@@ -102,7 +102,7 @@ var keyTable = []keyInfo{
 	{key: GCSEndpoint, help: "GCS endpoint URL for gs:// stores (emulators, private endpoints)", fallback: emulatorHost, check: checkHTTPURL},
 	{key: LWSImage, help: "the LeaderWorkerSet controller image kinetic up installs on GKE (default: the pinned release's, registry.k8s.io/lws/lws; a copy in your registry for nodes without internet)"},
 	{key: Reservation, help: "a Compute Engine reservation that kinetic pool add (and up --accelerator) consumes; --reservation wins"},
-	{key: ForceDestroy, help: "whether kinetic down also deletes the store bucket with every job record and output (the reference's default is true; ours is false: outputs are never expired)", fallback: fixed("false"), check: checkBool},
+	{key: ForceDestroy, help: "whether kinetic down also deletes the store bucket with every job record and output (default false: job records and outputs are kept)", fallback: fixed("false"), check: checkBool},
 	{key: Python, help: "the Python interpreter local jobs run with (default: the one the SDK runs, else python3)", check: checkExecutable},
 	{key: BuildPython, help: "the Python whose pip installs requirements into bundled images (default: python3)", check: checkExecutable},
 	{key: PackageRoot, help: "the directory shipped as the job's working directory, instead of the detected project root (absolute, relative to the call's working directory, or ~/...)", check: checkLocalPath},
@@ -110,12 +110,13 @@ var keyTable = []keyInfo{
 	{key: ContextSizeWarnMB, help: "warn when the shipped working directory is larger than this many MiB (0: never)", fallback: fixed("100"), check: checkSizeMB},
 }
 
-// projectChosen reports whether the project was configured for Kinetic: by argument,
-// KINETIC_PROJECT or a profile. GOOGLE_CLOUD_PROJECT alone is not a choice of GKE: many
-// shells set it for other tools.
+// projectChosen reports whether a project was set: by argument, KINETIC_PROJECT, a
+// profile or GOOGLE_CLOUD_PROJECT (the reference reads it after KINETIC_PROJECT and the
+// profile, and any project it finds means GKE: issue 44). The backend's source then
+// names which, so every error the choice causes can say why (docs/configuration.md).
 func projectChosen(e Entry) bool {
 	return e.Value != "" && (e.Source == SourceArgument || e.Source == "env "+Project.EnvVar() ||
-		strings.HasPrefix(e.Source, "profile "))
+		e.Source == "env GOOGLE_CLOUD_PROJECT" || strings.HasPrefix(e.Source, "profile "))
 }
 
 // gkeBackend: with a project configured for Kinetic and no backend set anywhere, jobs

@@ -97,7 +97,7 @@ func ParseProfiles(data []byte) (*File, error) {
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
-		return nil, fmt.Errorf("not a JSON object: %w", err)
+		return nil, jsonWords(err, data, "a JSON object")
 	}
 	for field, raw := range top {
 		switch field {
@@ -128,7 +128,7 @@ func ParseProfiles(data []byte) (*File, error) {
 func parseProfileMap(raw json.RawMessage) (map[string]Profile, error) {
 	var byName map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &byName); err != nil {
-		return nil, fmt.Errorf(`"profiles" must be an object mapping names to profiles: %w`, err)
+		return nil, fmt.Errorf(`"profiles" must be an object mapping names to profiles: %w`, jsonWords(err, raw, "an object"))
 	}
 	if len(byName) == 0 {
 		return nil, nil
@@ -137,7 +137,7 @@ func parseProfileMap(raw json.RawMessage) (map[string]Profile, error) {
 	for name, praw := range byName {
 		var fields map[string]json.RawMessage
 		if err := json.Unmarshal(praw, &fields); err != nil {
-			return nil, fmt.Errorf("profile %q must be an object: %w", name, err)
+			return nil, fmt.Errorf("profile %q must be an object: %w", name, jsonWords(err, praw, "an object"))
 		}
 		if fields == nil { // "name": null — treat as absent
 			continue
@@ -147,7 +147,7 @@ func parseProfileMap(raw json.RawMessage) (map[string]Profile, error) {
 			var v string
 			if err := unmarshalOptional(vraw, &v); err != nil {
 				if Known(Key(k)) {
-					return nil, fmt.Errorf("profile %q: %q must be a string: %w", name, k, err)
+					return nil, fmt.Errorf("profile %q: %q must be a string: %w", name, k, jsonWords(err, vraw, "a string"))
 				}
 				continue // unknown and not a string: not ours to interpret
 			}
@@ -298,8 +298,26 @@ func (f *File) Use(name string) error {
 // Update loads the profiles file, applies fn and saves the result, holding an advisory
 // lock on the file's directory so two concurrent "kinetic profile" commands cannot lose
 // each other's changes. fn returning an error leaves the file untouched.
+//
+// When the file's directory does not exist yet, fn is first tried on an empty File: an
+// error, or nothing to write, leaves the disk as it was (no ~/.kinetic made by a
+// command that failed or changed nothing); fn then runs again under the lock, so it
+// must only change the File it is given and set the caller's variables.
 func Update(path string, fn func(*File) error) error {
 	dir := filepath.Dir(path)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		f := &File{path: path}
+		before, err := f.Marshal()
+		if err != nil {
+			return err
+		}
+		if err := fn(f); err != nil {
+			return err
+		}
+		if after, err := f.Marshal(); err == nil && bytes.Equal(before, after) {
+			return nil
+		}
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create profiles directory: %w", err)
 	}
@@ -350,4 +368,41 @@ func (p Profile) Settings() []Entry {
 		}
 	}
 	return out
+}
+
+// jsonError is a JSON decoding error told in a person's words (where the file stops
+// being JSON, or what was found instead of what belongs there); Unwrap gives the
+// decoder's own error.
+type jsonError struct {
+	msg string
+	err error
+}
+
+func (e *jsonError) Error() string { return e.msg }
+func (e *jsonError) Unwrap() error { return e.err }
+
+// jsonWords describes err, from decoding data where want belongs, without the
+// decoder's Go wording ("invalid character 'b' looking for beginning of object key
+// string", "cannot unmarshal string into Go value of type map[string]json.RawMessage").
+func jsonWords(err error, data []byte, want string) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		line, col := 1, 1
+		for _, b := range data[:min(int(se.Offset), len(data))] {
+			if b == '\n' {
+				line, col = line+1, 1
+			} else {
+				col++
+			}
+		}
+		if se.Offset >= int64(len(data)) {
+			return &jsonError{fmt.Sprintf("not valid JSON: it ends too early (line %d); is it cut short?", line), err}
+		}
+		return &jsonError{fmt.Sprintf("not valid JSON at line %d, column %d (a missing quote, comma or brace?)", line, max(1, col-1)), err}
+	case errors.As(err, &te):
+		return &jsonError{fmt.Sprintf("found a JSON %s where %s belongs", te.Value, want), err}
+	}
+	return &jsonError{"not valid JSON", err}
 }

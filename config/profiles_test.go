@@ -149,4 +149,18 @@ func TestLoadMissingAndCorrupt(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Path != path || !strings.Contains(err.Error(), path) {
 		t.Errorf("corrupt file: %v", err)
 	}
+	// In a person's words: where the file stops being JSON, never the decoder's Go text.
+	for content, want := range map[string]string{
+		"{not json":                         "not valid JSON at line 1, column 2",
+		"{\n  \"current\": \"a\",\n  oops}": "not valid JSON at line 3, column 3",
+		`{"current": "a"`:                   "it ends too early",
+		`[1, 2]`:                            "found a JSON array where a JSON object belongs",
+		`{"profiles": "x"}`:                 `"profiles" must be an object mapping names to profiles: found a JSON string where an object belongs`,
+		`{"profiles": {"a": {"zone": 1}}}`:  `profile "a": "zone" must be a string: found a JSON number where a string belongs`,
+	} {
+		_, err := LoadProfiles(writeFile(t, content))
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "invalid character") || strings.Contains(err.Error(), "Go value") || strings.Contains(err.Error(), "unmarshal") {
+			t.Errorf("%q: %v, want %q", content, err, want)
+		}
+	}
 }

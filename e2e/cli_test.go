@@ -72,9 +72,9 @@ func (e *env) runWith(dir string, extra []string, args ...string) result {
 	e.t.Helper()
 	cmd := exec.Command(e.bin, args...)
 	cmd.Dir = dir
-	// KINETIC_PROJECT from the caller's shell would choose GKE for every job (config's
-	// backend default): tests that want a project give it in extra.
-	cmd.Env = append(append(os.Environ(), "KINETIC_HOME="+filepath.Join(e.home, "data"), "KINETIC_PROFILES_FILE="+filepath.Join(e.home, "profiles.json"), "HOME="+e.home, "KINETIC_PROJECT="), extra...)
+	// KINETIC_PROJECT or GOOGLE_CLOUD_PROJECT from the caller's shell would choose GKE for
+	// every job (config's backend default): tests that want a project give it in extra.
+	cmd.Env = append(append(os.Environ(), "KINETIC_HOME="+filepath.Join(e.home, "data"), "KINETIC_PROFILES_FILE="+filepath.Join(e.home, "profiles.json"), "HOME="+e.home, "KINETIC_PROJECT=", "GOOGLE_CLOUD_PROJECT="), extra...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -243,11 +243,19 @@ func TestExamplesAreLinkedAndSaySo(t *testing.T) {
 	for _, f := range files {
 		name := filepath.Base(f)
 		b, _ := os.ReadFile(f)
-		if !strings.HasPrefix(string(b), `"""`) || (name != "hello.py" && (!strings.Contains(string(b), "\nShows:") || !strings.Contains(string(b), "\nRun:"))) {
-			t.Errorf("examples/%s does not open with a docstring saying what it shows (Shows:) and how to run it (Run:)", name)
+		if !strings.HasPrefix(string(b), `"""`) || (name != "hello.py" && (!strings.Contains(string(b), "\nShows:") || !strings.Contains(string(b), "\nNeeds:") || !strings.Contains(string(b), "\nRun:"))) {
+			t.Errorf("examples/%s does not open with a docstring saying what it shows (Shows:), what it needs (Needs:) and how to run it (Run:)", name)
 		}
 		if name != "hello.py" && !strings.Contains(string(readme), "(examples/"+name+")") {
 			t.Errorf("README.md does not link examples/%s", name)
+		}
+		// The README's line for the example says what it needs, in brackets.
+		if i := strings.Index(string(readme), "(examples/"+name+")"); name != "hello.py" && i >= 0 {
+			line := string(readme)[i:]
+			line = line[:strings.IndexByte(line, '\n')]
+			if !strings.Contains(line, " [") {
+				t.Errorf("README.md's line for examples/%s does not say what it needs ([nothing], [interactive], ...): %s", name, line)
+			}
 		}
 	}
 }

@@ -162,7 +162,7 @@ func TestRunTimeout(t *testing.T) {
 		t.Errorf("run did not say the job timed out:\n%s", r.stderr)
 	}
 	t.Logf("stopped after %s:\n%s", took, r.stderr)
-	if r := e.run("run", "--timeout", "-5s", "--", "true"); r.code == 0 || !strings.Contains(r.stderr, "timeout -5s is negative") {
+	if r := e.run("run", "--timeout", "-5s", "--", "true"); r.code != 2 || !strings.Contains(r.stderr, `--timeout "-5s": a negative duration`) {
 		t.Errorf("a negative timeout: exit %d\n%s", r.code, r.stderr)
 	}
 }
@@ -186,11 +186,24 @@ func TestJobsResultAndCleanupFlags(t *testing.T) {
 	if st := e.statusJSON(t, kept); st["status"] != "SUCCEEDED" || st["collected"] == true {
 		t.Errorf("after --no-cleanup: %v", st)
 	}
-	if r := e.run("jobs", "result", kept); r.code != 0 {
-		t.Fatalf("result: %d %s", r.code, r.stderr)
+	// A read removes nothing (issue 46): twice the value, and the job still whole.
+	for i := 0; i < 2; i++ {
+		if r := e.run("jobs", "result", kept); r.code != 0 || strings.Contains(r.stderr, "cleaned up") {
+			t.Fatalf("result %d: %d %q %s", i, r.code, r.stdout, r.stderr)
+		}
+	}
+	if st := e.statusJSON(t, kept); st["status"] != "SUCCEEDED" || st["collected"] == true {
+		t.Errorf("after a plain jobs result: %v, want the job kept", st)
+	}
+	if r := e.run("jobs", "result", "--cleanup", kept); r.code != 0 || !strings.Contains(r.stderr, "cleaned up job "+kept) || !strings.Contains(r.stderr, "without --cleanup") {
+		t.Fatalf("result --cleanup: %d %s", r.code, r.stderr)
 	}
 	if _, err := os.Stat(filepath.Join(e.store, "jobs", kept)); !os.IsNotExist(err) {
-		t.Errorf("jobs result did not clean up the success: %v", err)
+		t.Errorf("jobs result --cleanup did not clean up the success: %v", err)
+	}
+	// What is left says what removed it in the CLI's words, not Python's.
+	if r := e.run("jobs", "logs", kept); r.code == 0 || !strings.Contains(r.stderr, "removed by cleanup") || !strings.Contains(r.stderr, "--cleanup") || strings.Contains(r.stderr, "cleanup=False") {
+		t.Errorf("logs of a cleaned-up job: %d %s", r.code, r.stderr)
 	}
 	if st := e.statusJSON(t, kept); st["collected"] != true {
 		t.Errorf("after jobs result: %v, want collected (a tombstone)", st)

@@ -260,6 +260,11 @@ func (p *planned) sharedPayload() *job.BlobRef {
 // pathPython is the interpreter the python3 on PATH runs, found once per engine: itself
 // when it is a binary, else (a script: pyenv's shims, asdf's, a wrapper) what it reports
 // as sys.executable. "" when there is none, or it cannot tell.
+// PathPython is the interpreter the python3 on PATH runs (a shim such as pyenv's
+// resolved to the real one, once per engine), "" when there is none: what a local job of
+// FILE.py::FUNC runs with when no python is configured.
+func (e *Engine) PathPython() string { return e.pathPython() }
+
 func (e *Engine) pathPython() string {
 	e.pyOnce.Do(func() {
 		p, err := exec.LookPath("python3")

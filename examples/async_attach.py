@@ -3,6 +3,7 @@
 Shows: run_async() returning a JobHandle, handle.job_id, kinetic.attach(job_id) in a second
 process (here a child process of this script; any machine with the same store will do),
 status(), tail() and result() on the attached handle.
+Needs: nothing beyond this machine (the local backend).
 Run:   PYTHONPATH=python python3 examples/async_attach.py            # submits, then attaches
        PYTHONPATH=python python3 examples/async_attach.py JOB_ID     # attaches to JOB_ID only
 """

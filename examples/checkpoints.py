@@ -4,6 +4,7 @@ and a second job resumes from the last one.
 Shows: KINETIC_OUTPUT_DIR inside the job (a per-job directory of the store, kept after the
 job and its cleanup), handle.output_dir on the caller's side, and resuming by passing the
 first job's outputs to the next as kinetic.Data.
+Needs: nothing beyond this machine (the local backend).
 Run:   PYTHONPATH=python python3 examples/checkpoints.py
        (on a gs:// store the outputs are gs://BUCKET/.../outputs/JOB_ID: read them with
        `gcloud storage cat`, or pass them on as Data(handle.output_dir + "/") as below.)

@@ -8,6 +8,8 @@ e.g. a Dockerfile of two lines:
 On a cluster the image must be pullable by the nodes. On the local backend the job runs
 in the image only with container isolation on (KINETIC_CONTAINER=podman, docker or auto);
 without it Kinetic says so and runs the job in a local Python environment.
+Needs: a container runtime (podman or docker) and the network to pull IMAGE; without a
+       runtime the job runs in a local Python environment instead, and says so.
 Run:   KINETIC_CONTAINER=podman PYTHONPATH=python python3 examples/custom_image.py IMAGE
 """
 

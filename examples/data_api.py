@@ -3,6 +3,8 @@
 Shows: kinetic.Data for a local directory and a local file as arguments, Data in
 volumes= mounted at a fixed path, and, when a gs:// URI is given, Data("gs://bucket/prefix/")
 downloaded for the job (a trailing slash means a directory). The function only sees paths.
+Needs: nothing beyond this machine; a gs:// URI needs the network and Google
+       credentials (or the emulator).
 Run:   PYTHONPATH=python python3 examples/data_api.py [gs://BUCKET/PREFIX/]
        (gs:// reads Google Cloud Storage with your credentials, or the emulator named by
        STORAGE_EMULATOR_HOST.)

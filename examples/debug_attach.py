@@ -4,6 +4,8 @@ Shows: debug=True and debug_wait= (seconds the job waits for a debugger before i
 JobHandle.debug_attach() returning a session (host, port, and the launch.json
 configuration with the path mappings), and result() once the debugger lets the job go.
 The job's Python needs debugpy (Debian: apt-get install python3-debugpy).
+Needs: interactive: it waits (debug_wait) for VS Code or another DAP client to attach,
+       and debugpy in the job's Python.
 Run:   PYTHONPATH=python python3 examples/debug_attach.py
        then in VS Code: add the printed configuration to .vscode/launch.json, set a
        breakpoint in train() below, and start "Kinetic: train (job-...)".

@@ -4,6 +4,7 @@ Shows: names and prefix patterns ("EXAMPLE_*") captured on this machine when the
 submitted and set in the job (overriding the job's own). In a pod nothing else is forwarded
 (EXAMPLE_NOT_CAPTURED is None there); on the local backend the job also inherits the
 environment of this machine's kinetic processes, so a variable not captured may show too.
+Needs: nothing beyond this machine (the local backend).
 Run:   EXAMPLE_TOKEN=abc PYTHONPATH=python python3 examples/env_vars.py
 """
 

@@ -8,6 +8,7 @@ Python: on one host over every shard; on several hosts each host fits only the s
 are its own (shard s belongs to host s % hosts) and prints its fit, without exchanging
 gradients with the others (exchanging them is what jax.distributed and pmean add). The job
 ends when every host has; its value is host 0's.
+Needs: nothing for one host; two hosts need a cluster (kinetic up) or the test cluster.
 Run:   PYTHONPATH=python python3 examples/multihost.py                # this machine, 1 host
        EXAMPLE_ACCELERATOR=tpu-v5litepod-2x4 EXAMPLE_BACKEND=pathways \
          PYTHONPATH=python python3 examples/multihost.py              # 2 hosts

@@ -3,6 +3,7 @@
 Shows: run_async_map(inputs, max_concurrent=...) returning a BatchHandle, dict inputs spread
 as keyword arguments, as_completed() to watch jobs finish, results() raising BatchError when
 an input failed (its partial_results and failures), and results(return_exceptions=True).
+Needs: nothing beyond this machine (the local backend).
 Run:   PYTHONPATH=python python3 examples/sweep.py
 """
 

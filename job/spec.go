@@ -104,6 +104,9 @@ type Entry struct {
 	File string   `json:"file"`
 	Func string   `json:"func"`
 	Args []string `json:"args,omitempty"`
+	// Kwargs are the keyword arguments (`kinetic run F.py::f name=value`): each value is
+	// read as Args' are (a Python literal, else a string).
+	Kwargs map[string]string `json:"kwargs,omitempty"`
 }
 
 // SpecVersion is the spec format this runner writes and reads.

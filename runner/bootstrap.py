@@ -469,7 +469,8 @@ def main():
             with open(payload) as f:
                 entry = json.load(f)
             func = _load_entry(entry["file"], entry["func"])
-            args, kwargs = [_literal(a) for a in entry.get("args") or []], {}
+            args = [_literal(a) for a in entry.get("args") or []]
+            kwargs = {k: _literal(v) for k, v in (entry.get("kwargs") or {}).items()}
         if debug is not None:
             phase = "debugger"
             refile_shipped(func, root)

@@ -354,7 +354,7 @@ func run(ctx context.Context, st *store.Store, o Options, out io.Writer, called 
 		if err != nil {
 			return nil, nil, inPhase(job.PhasePlan, err)
 		}
-		b, _ := json.Marshal(job.Entry{File: file, Func: spec.Entry.Func, Args: spec.Entry.Args})
+		b, _ := json.Marshal(job.Entry{File: file, Func: spec.Entry.Func, Args: spec.Entry.Args, Kwargs: spec.Entry.Kwargs})
 		if err := os.WriteFile(payloadPath, b, 0o600); err != nil {
 			return nil, nil, inPhase(job.PhaseDownload, err)
 		}

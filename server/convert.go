@@ -24,8 +24,7 @@ func submitRequest(p *protocol.SubmitRequest) *engine.SubmitRequest {
 		r.Timeout = d // above a century: no limit (0), never a wrapped-around negative
 	}
 	if p.Entry != nil {
-		e := job.Entry(*p.Entry)
-		r.Entry = &e
+		r.Entry = &job.Entry{File: p.Entry.File, Func: p.Entry.Func, Args: p.Entry.Args}
 	}
 	for _, d := range p.Data {
 		r.Data = append(r.Data, engine.DataArg(d))

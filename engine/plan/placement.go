@@ -10,6 +10,7 @@ import (
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/errs"
+	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/job"
 )
 
@@ -18,6 +19,19 @@ import (
 // Pathways; the local backend refuses it), and on this machine whether in a container
 // and with which interpreter.
 func placement(ctx context.Context, env Env, req *Request, p *Job) error {
+	// A malformed container_image is refused here, before the store is opened (and
+	// created) by the steps after this one; the image step uses it.
+	if req.ContainerImage != "" {
+		if _, err := image.ParseChoice(req.ContainerImage); err != nil {
+			return err
+		}
+	}
+	if err := unconfiguredAccelerator(p.Cfg, p.acc); err != nil {
+		return err
+	}
+	if err := gkeProject(p.Cfg); err != nil {
+		return err
+	}
 	where, err := Backend(p.Cfg, p.acc)
 	if err != nil {
 		return err
@@ -44,6 +58,36 @@ func placement(ctx context.Context, env Env, req *Request, p *Job) error {
 			where.Backend, p.acc.Name, strings.ToUpper(string(p.acc.Kind))))
 	}
 	return nil
+}
+
+// unconfiguredAccelerator refuses a GPU or TPU job when nothing chose where jobs run:
+// the default backend runs on this machine, which would run it on its CPU without the
+// user having asked for that. A backend chosen on purpose (an argument, KINETIC_BACKEND,
+// a profile, a project) is obeyed: an explicit local backend runs GPU and TPU jobs on the
+// CPU here, and says so once (placement's notice) — the way to try a TPU script on a
+// laptop (docs/configuration.md, "Where a job runs").
+func unconfiguredAccelerator(cfg *config.Resolved, acc accel.Spec) error {
+	name := cfg.Get(config.Backend)
+	if name == "" {
+		name = config.DefaultBackend
+	}
+	if acc.Kind == accel.CPU || cfg.Source(config.Backend) != config.SourceDefault || !backend.RunsOnThisMachine(name) {
+		return nil
+	}
+	kind := strings.ToUpper(string(acc.Kind))
+	return errs.Errorf(errs.InvalidArgument, "accelerator %s needs a %s, and nothing says where one is: with no backend, project or profile set, jobs run on this machine's CPU. "+
+		"Run `kinetic up --accelerator %s` to make a GKE cluster with one, or set KINETIC_PROJECT (or `kinetic profile use NAME`) for a cluster you have; "+
+		"to run it here on the CPU anyway, choose the local backend explicitly (kinetic run --backend local, kinetic.run(backend=\"local\") or KINETIC_BACKEND=local)",
+		acc.Name, kind, acc.Name)
+}
+
+// gkeProject refuses the gke backend without a project before anything else needs one
+// (the store's bucket, the image registry): the project is what the rest follows from.
+func gkeProject(cfg *config.Resolved) error {
+	if cfg.Get(config.Backend) != "gke" || cfg.Get(config.Project) != "" {
+		return nil
+	}
+	return errs.Errorf(errs.InvalidArgument, "backend gke (from %s) needs a Google Cloud project: pass --project P, or set KINETIC_PROJECT, GOOGLE_CLOUD_PROJECT or a profile's project; `kinetic up --project P` creates the cluster there", cfg.Source(config.Backend))
 }
 
 // Backend returns where a job with accelerator acc runs: a handle with the backend's

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +35,56 @@ func TestSettings(t *testing.T) {
 	}
 }
 
+// TestUnconfiguredAccelerator: a GPU or TPU job with nothing configured is refused with
+// the fixes named (kinetic up, KINETIC_PROJECT, the local backend chosen explicitly),
+// never run on the CPU here; CPU jobs and an explicit local backend run (issue 44).
+func TestUnconfiguredAccelerator(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args map[config.Key]string
+		acc  string
+		err  bool
+	}{
+		{"gpu, nothing configured", nil, "l4", true},
+		{"tpu, nothing configured", nil, "tpu-v5litepod-1", true},
+		{"multi-host tpu, nothing configured", nil, "tpu-v6e-16", true},
+		{"cpu, nothing configured", nil, "cpu", false},
+		{"gpu, local chosen", map[config.Key]string{config.Backend: "local"}, "l4", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req := pickleRequest()
+			req.Accelerator = c.acc
+			_, err := upTo(t, newEnv(t, c.args), req, "placement")
+			if !c.err {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("accepted: the job would run on this machine's CPU")
+			}
+			for _, w := range []string{"kinetic up --accelerator", "KINETIC_PROJECT", "--backend local", `backend="local"`} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%v lacks %q", err, w)
+				}
+			}
+			if errs.CodeOf(err) != errs.InvalidArgument {
+				t.Errorf("code %v, want InvalidArgument", errs.CodeOf(err))
+			}
+		})
+	}
+}
+
+// TestGKEProjectFirst: the gke backend without a project is refused for that, before
+// the image step would ask for a registry (issue 46: the fundamental thing first).
+func TestGKEProjectFirst(t *testing.T) {
+	_, err := Make(context.Background(), newEnv(t, map[config.Key]string{config.Backend: "gke"}), pickleRequest())
+	if err == nil || !strings.Contains(err.Error(), "needs a Google Cloud project") || strings.Contains(err.Error(), "registry") {
+		t.Fatalf("gke without a project: %v", err)
+	}
+}
+
 func TestAccelerator(t *testing.T) {
 	for _, c := range []struct{ name, want, err string }{
 		{"", "cpu", ""},
@@ -56,7 +107,7 @@ func TestAccelerator(t *testing.T) {
 }
 
 func TestPlacement(t *testing.T) {
-	env := newEnv(t, nil)
+	env := newEnv(t, map[config.Key]string{config.Backend: "local"})
 	req := pickleRequest()
 	req.Accelerator = "l4"
 	p, err := upTo(t, env, req, "placement")
@@ -335,6 +386,16 @@ func TestImage(t *testing.T) {
 	r.ContainerImage = "::not an image::"
 	if _, err := upTo(t, newEnv(t, nil), r, "call"); errs.CodeOf(err) != errs.InvalidArgument {
 		t.Errorf("a bad container_image: %v, want an InvalidArgument from the call step", err)
+	}
+	// A bad container_image is refused before the store is opened (placement checks it),
+	// so a failed `run --container-image 'BAD IMAGE!'` creates no store.
+	r.ContainerImage = "::not an image::"
+	bad := newEnv(t, nil)
+	if _, err := Make(context.Background(), bad, r); err == nil || !strings.Contains(err.Error(), "::not an image::") {
+		t.Errorf("a bad container_image: %v", err)
+	}
+	if bad.st != nil {
+		t.Error("the store was opened before the bad container_image was refused")
 	}
 }
 

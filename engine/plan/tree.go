@@ -76,7 +76,7 @@ func tree(ctx context.Context, env Env, req *Request, p *Job) error {
 		if err != nil || strings.HasPrefix(rel, "..") {
 			return fmt.Errorf("entry file %s is outside the shipped root %s", req.Entry.File, root)
 		}
-		p.Spec.Entry = &job.Entry{File: filepath.ToSlash(rel), Func: req.Entry.Func, Args: req.Entry.Args}
+		p.Spec.Entry = &job.Entry{File: filepath.ToSlash(rel), Func: req.Entry.Func, Args: req.Entry.Args, Kwargs: req.Entry.Kwargs}
 	}
 	return nil
 }

@@ -149,8 +149,9 @@ func TestCLI(t *testing.T) {
 
 // TestCLIUpWithoutBackend: `kinetic up` as the seeds write it. With a project
 // (KINETIC_PROJECT, --project) and no --backend it plans and makes GKE, with the first
-// accelerator pool and the profile named by --profile-name; with only
-// GOOGLE_CLOUD_PROJECT it refuses, naming --project and --backend k8s, and calls nothing.
+// accelerator pool and the profile named by --profile-name; GOOGLE_CLOUD_PROJECT alone is
+// a project too (issue 44, as the reference reads it); with no project at all it refuses,
+// naming --project and --backend k8s, and calls nothing.
 func TestCLIUpWithoutBackend(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the kinetic binary")
@@ -164,10 +165,14 @@ func TestCLIUpWithoutBackend(t *testing.T) {
 		return string(out), err
 	}
 
-	out, err := run([]string{"KINETIC_PROJECT=", "GOOGLE_CLOUD_PROJECT=gp"}, "up", "--preview")
+	out, err := run([]string{"KINETIC_PROJECT=", "GOOGLE_CLOUD_PROJECT="}, "up", "--preview")
 	if err == nil || !strings.Contains(out, "pass --project P") || !strings.Contains(out, "--backend k8s") ||
-		!strings.Contains(out, "GOOGLE_CLOUD_PROJECT=gp is not taken as a choice of GKE") || len(f.Requests()) != 0 {
-		t.Errorf("up with GOOGLE_CLOUD_PROJECT only: %v, %d requests\n%s", err, len(f.Requests()), out)
+		!strings.Contains(out, "GOOGLE_CLOUD_PROJECT") || len(f.Requests()) != 0 {
+		t.Errorf("up with no project: %v, %d requests\n%s", err, len(f.Requests()), out)
+	}
+	out, err = run([]string{"KINETIC_PROJECT=", "GOOGLE_CLOUD_PROJECT=gp"}, "up", "--preview")
+	if err != nil || !strings.Contains(out, "gp") || strings.Contains(out, "pass --project P") {
+		t.Errorf("up with GOOGLE_CLOUD_PROJECT only plans GKE in it: %v\n%s", err, out)
 	}
 	out, err = run(nil, "up", "--backend", "k8s", "--accelerator", "gpu-l4")
 	if err == nil || !strings.Contains(out, "--accelerator is for GKE") {

@@ -28,8 +28,9 @@ def kinetic_home(tmp_path_factory):
         os.environ["KINETIC_BIN"] = _build_binary()
     os.environ["KINETIC_HOME"] = str(home)
     os.environ["KINETIC_PROFILES_FILE"] = str(home / "profiles.json")
-    # KINETIC_PROJECT would choose GKE for every job (a configured project means GKE).
-    for k in ("KINETIC_STORE", "KINETIC_BACKEND", "KINETIC_PROFILE", "KINETIC_PROJECT"):
+    # KINETIC_PROJECT (or GOOGLE_CLOUD_PROJECT) would choose GKE for every job (a project
+    # means GKE).
+    for k in ("KINETIC_STORE", "KINETIC_BACKEND", "KINETIC_PROFILE", "KINETIC_PROJECT", "GOOGLE_CLOUD_PROJECT"):
         os.environ.pop(k, None)
     return home
 

@@ -24,7 +24,8 @@ def test_notices_once_and_in_local_words(tmp_path):
     proj.mkdir()
     (proj / "requirements.txt").write_text("jax==0.4.25\n")
     (proj / "job.py").write_text(SCRIPT)
-    env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
+    # The local backend chosen explicitly: with nothing configured a GPU job is refused.
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR, KINETIC_BACKEND="local")
     r = subprocess.run([sys.executable, "job.py"], cwd=str(proj), capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1] == "2 3 4"

@@ -390,12 +390,15 @@ def plus_one(x):
 
 
 def test_bare_decorator_and_remote_callable():
-    """`@kinetic.run` without parentheses decorates with the defaults (and runs), and what
-    it returns is a kinetic.RemoteCallable (the API reference's name); classmethod and
-    staticmethod objects are refused when decorating."""
+    """`@kinetic.run` without parentheses decorates with the defaults, and what it returns
+    is a kinetic.RemoteCallable (the API reference's name); its default accelerator is a
+    TPU, which with nothing configured is refused with the fixes named rather than run on
+    this machine's CPU (issue 44); classmethod and staticmethod objects are refused when
+    decorating."""
     assert isinstance(plus_one, kinetic.RemoteCallable)
     assert plus_one._options["accelerator"] == "tpu-v5e-1"
-    assert plus_one(1) == 2
+    with pytest.raises(kinetic.KineticError, match=r"kinetic up --accelerator tpu-v5litepod-1.*backend=\"local\""):
+        plus_one(1)
     with pytest.raises(TypeError, match="classmethod"):
         kinetic.run(accelerator="cpu")(classmethod(lambda cls: 1))
     with pytest.raises(TypeError, match="staticmethod"):

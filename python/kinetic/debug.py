@@ -73,13 +73,17 @@ class DebugSession:
         return "DebugSession(job_id=%r, host=%r, port=%d)" % (self.job_id, self.host, self.port)
 
 
-def _handle(job, fn):
+def _check_job(job, fn, param):
+    from .jobs import JobHandle
+    if not isinstance(job, (JobHandle, str)):
+        _check.fail_type(fn, param, "a JobHandle or a job ID (str)", job)
+    if isinstance(job, str) and not job:
+        raise ValueError("%s(%s=''): give a job ID" % (fn, param))
+
+
+def _handle(job):
     from .jobs import JobHandle, attach
-    if isinstance(job, JobHandle):
-        return job
-    if isinstance(job, str) and job:
-        return attach(job)
-    _check.fail_type(fn, "job", "a JobHandle or a job ID", job)
+    return job if isinstance(job, JobHandle) else attach(job)
 
 
 def start_port_forward(pod_name, namespace=None, local_port=DEBUGPY_PORT, remote_port=DEBUGPY_PORT) -> DebugSession:
@@ -90,6 +94,7 @@ def start_port_forward(pod_name, namespace=None, local_port=DEBUGPY_PORT, remote
     signature: the job's own namespace and debugpy port come from its record. Returns a
     DebugSession, which has the Popen-like ``terminate()`` the reference's callers use.
     Raises RuntimeError if the port cannot be forwarded (for example, it is taken)."""
+    _check_job(pod_name, "start_port_forward", "pod_name")
     _check.string(namespace, "start_port_forward", "namespace")
     _check.integer(local_port, "start_port_forward", "local_port", minimum=0)
     _check.integer(remote_port, "start_port_forward", "remote_port", minimum=1)
@@ -100,7 +105,7 @@ def start_port_forward(pod_name, namespace=None, local_port=DEBUGPY_PORT, remote
         parts = pod_name.split("-")
         for n in range(len(parts), 0, -1):
             try:
-                h = _handle("-".join(parts[:n]), "start_port_forward")
+                h = _handle("-".join(parts[:n]))
                 h.status()
                 break
             except (JobNotFoundError, ValueError):
@@ -108,7 +113,7 @@ def start_port_forward(pod_name, namespace=None, local_port=DEBUGPY_PORT, remote
         if h is None:
             raise RuntimeError("start_port_forward: no debug job found for %r: give the job's ID (kinetic jobs list)" % pod_name)
     else:
-        h = _handle(pod_name, "start_port_forward")
+        h = pod_name
     try:
         return h.debug_attach(local_port=local_port, quiet=True)
     except KineticError as e:
@@ -139,9 +144,10 @@ def wait_for_debug_server(handle, timeout=DEBUG_WAIT_TIMEOUT, poll_interval=5) -
     """Wait until the debug job's debugpy listens (the reference's helper). Raises
     TimeoutError after ``timeout`` seconds, RuntimeError if the job ends first."""
     from .exceptions import KineticError
-    h = _handle(handle, "wait_for_debug_server")
+    _check_job(handle, "wait_for_debug_server", "handle")
     timeout = seconds(timeout, "wait_for_debug_server", "timeout")
     seconds(poll_interval, "wait_for_debug_server", "poll_interval")  # the engine waits on events
+    h = _handle(handle)
     deadline = None if timeout is None else time.monotonic() + timeout
     try:
         # The engine waits on the job's debug record itself; the session is closed at once

@@ -45,7 +45,8 @@ REPLY = {"host": "127.0.0.1", "port": 5678, "launch": {"name": "x", "pathMapping
 
 # Valid values for the parameters a call needs, so each parameter is tried alone.
 REQUIRED = {"job_id": "job-x", "group_id": "grp-x", "inputs": [1, 2], "path": ".", "reply": REPLY,
-            "submit_fn": ident, "session": None, "d": {"job_id": "job-x"}}
+            "submit_fn": ident, "session": None, "d": {"job_id": "job-x"}, "pod_name": "job-x",
+            "handle": "job-x", "local_port": 5678}
 
 
 def _wrong_values(param):

@@ -78,7 +78,7 @@ func (b *Backend) singleIdle() time.Duration {
 func (b *Backend) submitSingle(ctx context.Context, h *job.Handle, ws string) error {
 	q := b.singleQueue()
 	if err := os.MkdirAll(filepath.Join(q, "workers"), 0o700); err != nil {
-		return fmt.Errorf("local backend: %w", err)
+		return StateDirError(b.o.StateDir, q, "the queue of its supervisors", err)
 	}
 	entry := filepath.Join(q, h.JobID)
 	proc := &job.LocalProcess{BootID: bootID(), LockPath: filepath.Join(q, "pool.lock"), Workspace: ws, Queue: q, QueuedAt: time.Now().UTC()}
@@ -88,7 +88,7 @@ func (b *Backend) submitSingle(ctx context.Context, h *job.Handle, ws string) er
 	}
 	calltrace.Mark("local.pending.written", h.JobID)
 	if err := os.WriteFile(entry, nil, 0o644); err != nil {
-		return fmt.Errorf("local backend: queue %s: %w", h.JobID, err)
+		return StateDirError(b.o.StateDir, entry, "the job's queue entry", err)
 	}
 	calltrace.Mark("local.queued", h.JobID)
 	if err := b.ensureFresh(q, b.o.Slots); err != nil {

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/kinetic-run/kinetic/job"
@@ -59,6 +60,12 @@ func (b *Backend) singleQueue() string {
 		env := os.Environ()
 		sort.Strings(env)
 		fmt.Fprintln(h, strings.Join(env, "\x00"))
+		// And its open-files limit (ulimit -n), which it inherits too: a job that failed
+		// for a low one runs under the raised one when submitted again.
+		var nofile syscall.Rlimit
+		if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &nofile) == nil {
+			fmt.Fprintln(h, "nofile", nofile.Cur, nofile.Max)
+		}
 		if fi, err := os.Stat(b.o.Exe); err == nil {
 			fmt.Fprintln(h, fi.Size(), fi.ModTime().UnixNano())
 		}

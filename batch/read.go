@@ -385,6 +385,12 @@ func readRows(ctx context.Context, e Engine, st *store.Store, storeURL string, i
 			g.Go(func() error {
 				state, reason, err := j.Backend.(batchdriver.Driver).UnwrittenStatus(gctx, j.Handle)
 				out[i].Listed = engine.Listed{Handle: j.Handle, State: state, Reason: reason}
+				if errors.Is(err, job.ErrDamaged) {
+					// Nothing will mend it: final, with why, as in a watch; the other
+					// children are listed.
+					out[i].Listed = engine.Listed{Handle: j.Handle, State: job.NotFound, Reason: err.Error()}
+					return nil
+				}
 				return err
 			})
 		}

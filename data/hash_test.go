@@ -112,12 +112,12 @@ func TestContentHashMatchesPythonReference(t *testing.T) {
 			"a/b/c/3": "three", "a-b/x": "dash sorts before slash", "a.b/y": "dot", "B/upper": "U",
 			"é/unicode": "ü", "big": randBytes(3<<20 + 17),
 		},
-		"empty":            {},
-		"emptysubdirs":     {"e/": "", "f/g/": "", "k.txt": "k"},
+		"empty":        {},
+		"emptysubdirs": {"e/": "", "f/g/": "", "k.txt": "k"},
 		// A link to a file is hashed by that file's content (a link that leaves the
 		// dataset is left out instead, which the reference does not do:
 		// TestLinksOutOfTheDatasetLeftOut).
-		"symlinked-file": {"data.bin": "->" + filepath.Join(base, "cases", "symlinked-file", "inner", "target.bin"), "inner/target.bin": "symlinked file contents", "plain": "p"},
+		"symlinked-file":   {"data.bin": "->" + filepath.Join(base, "cases", "symlinked-file", "inner", "target.bin"), "inner/target.bin": "symlinked file contents", "plain": "p"},
 		"symlinked-dir":    {"linked": "->" + filepath.Join(base, "outside", "tdir"), "plain": "p"},
 		"relative-link":    {"real/f": "f", "alias": "->real/f", "dirlink": "->real"},
 		"only-one-file":    {"weights.h5": "W"},

@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -36,6 +37,26 @@ func TestStateDirFull(t *testing.T) {
 	}
 	if took > 20*time.Second {
 		t.Errorf("the job took %v to fail", took)
+	}
+	// A batch (its workers' state is there too).
+	os.WriteFile(filepath.Join(e.dir, "m.py"), []byte(`import kinetic
+@kinetic.run(accelerator="cpu")
+def f(x):
+    return x
+try:
+    f.run_async_map(range(3)).results(timeout=30)
+except Exception as e:
+    print(type(e).__name__, e)
+`), 0o644)
+	cmd := exec.Command("python3", "m.py")
+	cmd.Dir = e.dir
+	cmd.Env = append(os.Environ(), "KINETIC_BIN="+e.bin, "PYTHONPATH="+filepath.Join(repoRoot(), "python"), "HOME="+e.home, "KINETIC_PROJECT=",
+		"KINETIC_PROFILES_FILE="+filepath.Join(e.home, "profiles.json"), "KINETIC_HOME="+home, "KINETIC_STORE=file://"+e.store)
+	out, _ := cmd.CombinedOutput()
+	for _, want := range []string{home, "no space left on device", "KINETIC_HOME"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("a batch's error does not say %q: %q", want, out)
+		}
 	}
 }
 

@@ -385,6 +385,12 @@ func readRows(ctx context.Context, e Engine, st *store.Store, storeURL string, i
 			g.Go(func() error {
 				state, reason, err := j.Backend.(batchdriver.Driver).UnwrittenStatus(gctx, j.Handle)
 				out[i].Listed = engine.Listed{Handle: j.Handle, State: state, Reason: reason}
+				if errors.Is(err, job.ErrDamaged) {
+					// Nothing will mend it: final, with why, as in a watch; the other
+					// children are listed.
+					out[i].Listed = engine.Listed{Handle: j.Handle, State: job.NotFound, Reason: err.Error()}
+					return nil
+				}
 				return err
 			})
 		}
@@ -400,6 +406,24 @@ func readRows(ctx context.Context, e Engine, st *store.Store, storeURL string, i
 		out[at[k]] = r
 	}
 	return out, nil
+}
+
+// missingTemplate is the error for derived batch gid, whose manifest was read, found
+// without its template.json: the template is written before the manifest, so the batch
+// is damaged, not absent, unless a cleanup (which removes both in no order) took the
+// manifest too a moment later.
+func missingTemplate(ctx context.Context, st *store.Store, gid string) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(200 * time.Millisecond):
+	}
+	if ok, err := st.Exists(ctx, batchlayout.ManifestKey(gid)); err != nil {
+		return err
+	} else if !ok {
+		return fmt.Errorf("no batch %s in the store %s: %w", gid, st.URL(), engine.ErrNotFound)
+	}
+	return batchlayout.Missing(gid, "template.json", "its manifest says every input's job is made from it, and the manifest is written after it")
 }
 
 // readManifest reads a batch's manifest into m and, while submission is still going
@@ -419,8 +443,12 @@ func readManifest(ctx context.Context, st *store.Store, gid string, m *Manifest,
 	if got.Derived {
 		// Every child is made from the template: one that cannot be read leaves the
 		// batch with no job to wait for, so say so now rather than wait.
-		if _, err := template(ctx, st, gid); err != nil {
+		t, err := template(ctx, st, gid)
+		if err != nil {
 			return err
+		}
+		if t == nil {
+			return missingTemplate(ctx, st, gid)
 		}
 	}
 	*m = *got

@@ -17,6 +17,7 @@ import (
 	"github.com/kinetic-run/kinetic/internal/backoff"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
+	"github.com/kinetic-run/kinetic/store"
 )
 
 func newBatchCmd(g *Globals) *cobra.Command {
@@ -234,7 +235,7 @@ func newBatchResultsCmd(g *Globals) *cobra.Command {
 				CollectedAt *time.Time `json:"collected_at,omitempty"`
 			}
 			rows := make([]row, len(v.Statuses))
-			failures := 0
+			failures, missing := 0, 0
 			for i, s := range v.Statuses {
 				rows[i] = row{Index: s.Index, Status: s.Status, Error: s.Error}
 				if s.CollectedAt != nil {
@@ -263,6 +264,14 @@ func newBatchResultsCmd(g *Globals) *cobra.Command {
 				if !res.Envelope.Success {
 					failures++
 				}
+				if env := res.Envelope; env.Success && env.HasValue && env.ValueRepr == "" {
+					// Its result.json, which holds the value's printable form, is gone
+					// (the value's presence was read from result.pkl alone): say so,
+					// never print a success with an empty value.
+					id := s.Handle.JobID
+					rows[i].Error = fmt.Sprintf("succeeded, but its %s, which holds the printable form of its value, is missing; the value itself is whole in its %s: kinetic.attach(%q).result() in Python returns it", store.ObjectName(id, store.EnvelopeKey(id)), store.ObjectName(id, store.ResultKey(id)), id)
+					missing++
+				}
 			}
 			if f.asJSON {
 				if err := writeJSON(cmd.OutOrStdout(), rows); err != nil {
@@ -275,6 +284,8 @@ func newBatchResultsCmd(g *Globals) *cobra.Command {
 					out := r.Error
 					if r.CollectedAt != nil {
 						out = "(result collected and cleaned up at " + r.CollectedAt.Local().Format(time.DateTime) + ")"
+					} else if r.Result != nil && r.Result.Success && r.Error != "" {
+						out = "(" + r.Error + ")"
 					} else if r.Result != nil && r.Result.Success {
 						out = r.Result.ValueRepr
 					} else if r.Result != nil {
@@ -286,6 +297,9 @@ func newBatchResultsCmd(g *Globals) *cobra.Command {
 			}
 			if failures > 0 {
 				return &ExitError{Code: 1, Err: fmt.Errorf("%d of %d inputs failed", failures, len(rows))}
+			}
+			if missing > 0 {
+				return &ExitError{Code: 1, Err: fmt.Errorf("%d of %d inputs succeeded but their result.json is missing (their values are in result.pkl)", missing, len(rows))}
 			}
 			return nil
 		},

@@ -78,7 +78,13 @@ func newDashboardCmd(g *Globals) *cobra.Command {
 				fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: warning: listening on %s, not only this machine: the token is all that keeps others out, and the connection is not encrypted\n", host)
 			}
 			if openIt {
-				openBrowser(url)
+				// The opener's command line is readable by every local user (ps): it
+				// gets a one-time URL, never the token.
+				once, err := srv.OneTimeURL("http://" + ln.Addr().String())
+				if err != nil {
+					return err
+				}
+				openBrowser(once)
 			}
 			return srv.Serve(cmd.Context(), ln)
 		},

@@ -73,6 +73,8 @@ type Server struct {
 	mux  *http.ServeMux
 
 	group  singleflight.Group
+	onceMu sync.Mutex
+	codes  map[string]time.Time // one-time codes (OneTimeURL) not yet used, and when each expires
 	mu     sync.Mutex
 	listed *listing
 	known  map[string]jobTimes // final jobs' times (and failures), read once
@@ -133,6 +135,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Frame-Options", "DENY")
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:")
+	if c := r.URL.Query().Get("once"); c != "" {
+		// A one-time code (OneTimeURL) trades for the token's cookie once, within its
+		// time: what a browser opener had on its command line is useless after that.
+		if !s.useCode(c) {
+			s.refuse(w, r, http.StatusForbidden, "This one-time link was already used or has expired: open the URL `kinetic dashboard` printed.")
+			return
+		}
+		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.o.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		u := *r.URL
+		v := u.Query()
+		v.Del("once")
+		u.RawQuery = v.Encode()
+		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+		return
+	}
 	if q := r.URL.Query().Get("token"); q != "" {
 		if !s.tokenOK(q) {
 			s.refuse(w, r, http.StatusForbidden, "This access token is not the dashboard's: open the URL `kinetic dashboard` printed.")
@@ -159,6 +176,48 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// OneTimeTTL is how long a one-time code (OneTimeURL) can be used.
+const OneTimeTTL = 30 * time.Second
+
+// OneTimeURL returns base (the server's "http://host:port") with a one-time code that
+// a browser trades, once and within OneTimeTTL, for the access token's cookie. It is what
+// `kinetic dashboard --open` hands the desktop's opener, whose command line every local
+// user can read (ps): the token itself never goes there.
+func (s *Server) OneTimeURL(base string) (string, error) {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("make the dashboard's one-time code: %w", err)
+	}
+	c := base64.RawURLEncoding.EncodeToString(b)
+	s.onceMu.Lock()
+	defer s.onceMu.Unlock()
+	if s.codes == nil {
+		s.codes = map[string]time.Time{}
+	}
+	now := time.Now()
+	for k, exp := range s.codes {
+		if now.After(exp) {
+			delete(s.codes, k)
+		}
+	}
+	s.codes[c] = now.Add(OneTimeTTL)
+	return strings.TrimSuffix(base, "/") + "/?once=" + c, nil
+}
+
+// useCode reports whether c is a one-time code not used yet and not expired, and uses
+// it up.
+func (s *Server) useCode(c string) bool {
+	s.onceMu.Lock()
+	defer s.onceMu.Unlock()
+	for k, exp := range s.codes {
+		if subtle.ConstantTimeCompare([]byte(k), []byte(c)) == 1 {
+			delete(s.codes, k)
+			return time.Now().Before(exp)
+		}
+	}
+	return false
 }
 
 func bearer(r *http.Request) string {

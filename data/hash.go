@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -36,18 +37,22 @@ const (
 
 // fileEntry is one file of a tree, in hash order.
 type fileEntry struct {
-	rel  string // slash-separated path relative to the root; the base name for a file
-	abs  string
-	size int64    // bytes hashed
-	sum  [32]byte // fileDigest
+	linkTo string // a symlink's target as written (the walk only)
+	rel    string // slash-separated path relative to the root; the base name for a file
+	abs    string
+	size   int64    // bytes hashed
+	sum    [32]byte // fileDigest
 }
 
 // tree is a hashed local path.
 type tree struct {
-	dir   bool
-	files []*fileEntry
-	sum   [32]byte
-	bytes int64
+	// skipped are the symlinks left out because they lead out of the dataset (a note
+	// each, for the user).
+	skipped []string
+	dir     bool
+	files   []*fileEntry
+	sum     [32]byte
+	bytes   int64
 }
 
 func (t *tree) hex() string { return hex.EncodeToString(t.sum[:]) }
@@ -88,6 +93,13 @@ func hashTree(ctx context.Context, root string) (*tree, error) {
 		return nil, fmt.Errorf("hash %s: not a regular file or directory (%s)", root, fi.Mode().Type())
 	}
 
+	// A symlink whose target is outside the dataset is left out, as the working
+	// directory leaves it out (pack.Scan): the dataset would otherwise carry, into a
+	// store others may read, any file the link names (/etc/shadow, ../secrets).
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return nil, fmt.Errorf("hash %s: %w", root, err)
+	}
 	workers := runtime.GOMAXPROCS(0)
 	g, gctx := errgroup.WithContext(ctx)
 	// The walk runs far ahead of the hashing: a worker that finds the queue empty parks,
@@ -96,6 +108,13 @@ func hashTree(ctx context.Context, root string) (*tree, error) {
 	g.Go(func() error {
 		defer close(work)
 		return walk(gctx, root, "", func(e *fileEntry) error {
+			if e.linkTo != "" {
+				real, err := filepath.EvalSymlinks(e.abs)
+				if err != nil || !within(realRoot, real) {
+					t.skipped = append(t.skipped, fmt.Sprintf("left out symlink %s -> %s of Data(%q): it points outside the dataset", e.rel, e.linkTo, root))
+					return nil
+				}
+			}
 			t.files = append(t.files, e) // only this goroutine touches the slice
 			select {
 			case work <- e:
@@ -234,7 +253,13 @@ func walk(ctx context.Context, dir, rel string, fn func(*fileEntry) error) error
 		default:
 			return fmt.Errorf("hash: %s is a %s, not a regular file; move it out of the data directory", abs, typ)
 		}
-		if err := fn(&fileEntry{rel: r, abs: abs}); err != nil {
+		e := &fileEntry{rel: r, abs: abs}
+		if typ&os.ModeSymlink != 0 {
+			if e.linkTo, _ = os.Readlink(abs); e.linkTo == "" {
+				e.linkTo = "?"
+			}
+		}
+		if err := fn(e); err != nil {
 			return err
 		}
 	}
@@ -248,4 +273,10 @@ func walk(ctx context.Context, dir, rel string, fn func(*fileEntry) error) error
 		}
 	}
 	return nil
+}
+
+// within reports whether p is root or below it (both real paths).
+func within(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }

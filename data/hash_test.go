@@ -112,9 +112,12 @@ func TestContentHashMatchesPythonReference(t *testing.T) {
 			"a/b/c/3": "three", "a-b/x": "dash sorts before slash", "a.b/y": "dot", "B/upper": "U",
 			"é/unicode": "ü", "big": randBytes(3<<20 + 17),
 		},
-		"empty":            {},
-		"emptysubdirs":     {"e/": "", "f/g/": "", "k.txt": "k"},
-		"symlinked-file":   {"data.bin": "->" + filepath.Join(base, "outside", "target.bin"), "plain": "p"},
+		"empty":        {},
+		"emptysubdirs": {"e/": "", "f/g/": "", "k.txt": "k"},
+		// A link to a file is hashed by that file's content (a link that leaves the
+		// dataset is left out instead, which the reference does not do:
+		// TestLinksOutOfTheDatasetLeftOut).
+		"symlinked-file":   {"data.bin": "->" + filepath.Join(base, "cases", "symlinked-file", "inner", "target.bin"), "inner/target.bin": "symlinked file contents", "plain": "p"},
 		"symlinked-dir":    {"linked": "->" + filepath.Join(base, "outside", "tdir"), "plain": "p"},
 		"relative-link":    {"real/f": "f", "alias": "->real/f", "dirlink": "->real"},
 		"only-one-file":    {"weights.h5": "W"},
@@ -395,5 +398,39 @@ func TestLaneFaultNamesTheFile(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A symlink that leaves the dataset (issue 45, item 9) is left out, with a note, as the
+// working directory leaves it out: its target is never read, hashed or uploaded. One to a
+// file inside the dataset is still hashed by content.
+func TestLinksOutOfTheDatasetLeftOut(t *testing.T) {
+	base := t.TempDir()
+	secret := filepath.Join(base, "secret.txt")
+	os.WriteFile(secret, []byte("do not upload"), 0o600)
+	with, without := filepath.Join(base, "with"), filepath.Join(base, "without")
+	for _, d := range []string{with, without} {
+		buildTree(t, d, map[string]string{"a.txt": "a", "sub/b.txt": "b", "alias": "->sub/b.txt"})
+	}
+	os.Symlink(secret, filepath.Join(with, "leak"))
+	os.Symlink("../../secret.txt", filepath.Join(with, "sub", "leak2"))
+	tw, err := hashTree(context.Background(), with)
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := hashTree(context.Background(), without)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tw.hex() != two.hex() {
+		t.Errorf("the links out of the dataset changed its hash: they were read")
+	}
+	for _, f := range tw.files {
+		if f.rel == "leak" || f.rel == "sub/leak2" {
+			t.Errorf("%s (a link out of the dataset) is among its files", f.rel)
+		}
+	}
+	if len(tw.skipped) != 2 || !strings.Contains(strings.Join(tw.skipped, "\n"), "leak -> "+secret) {
+		t.Errorf("notes: %q", tw.skipped)
 	}
 }

@@ -62,6 +62,12 @@ type manifestFile struct {
 // not nil, is called with bytes done and total (never concurrently). Non-local refs need
 // no upload: Upload returns nil for them.
 func Upload(ctx context.Context, st *store.Store, ref *Ref, progress func(done, total int64)) error {
+	return UploadWarn(ctx, st, ref, progress, nil)
+}
+
+// UploadWarn is Upload; warn, if not nil, hears of each symlink left out because it
+// leads out of the dataset (docs/data.md).
+func UploadWarn(ctx context.Context, st *store.Store, ref *Ref, progress func(done, total int64), warn func(string)) error {
 	if !ref.Kind.IsLocal() {
 		return nil
 	}
@@ -71,6 +77,15 @@ func Upload(ctx context.Context, st *store.Store, ref *Ref, progress func(done, 
 	t, err := hashTree(ctx, ref.Path)
 	if err != nil {
 		return fmt.Errorf("upload data %q: %w", ref.Source, err)
+	}
+	if warn != nil {
+		for i, n := range t.skipped {
+			if i == 5 {
+				warn(fmt.Sprintf("... and %d more symlinks left out of Data(%q)", len(t.skipped)-i, ref.Source))
+				break
+			}
+			warn(n)
+		}
 	}
 	if t.dir != (ref.Kind == LocalDir) {
 		return fmt.Errorf("upload data %q: %s changed between a file and a directory since it was parsed", ref.Source, ref.Path)

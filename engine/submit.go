@@ -173,7 +173,7 @@ func (e *Engine) uploadData(ctx context.Context, p *planned) error {
 			continue // used in place on this machine
 		}
 		update, finish := e.progress(fmt.Sprintf("uploading Data(%q)", r.Source))
-		err := data.Upload(ctx, p.Store, r, update)
+		err := data.UploadWarn(ctx, p.Store, r, update, e.Warn)
 		finish(-1)
 		if err != nil {
 			return fmt.Errorf("upload Data(%q): %w", r.Source, err)

@@ -78,12 +78,26 @@ func RemoveUnreadable(ctx context.Context, st *store.Store, id string) (bool, er
 // but no result.json, which is written after it (nil otherwise): for a job whose backend
 // knows nothing more of it (a batch child whose batch's state is gone), which would
 // otherwise read as cleaned up.
+//
+// For a batch child whose envelope would be a line of its batch's envelope logs (a local
+// batch in a file store), a damaged log is named instead: the envelope was likely in it.
 func MissingEnvelope(ctx context.Context, st *store.Store, id string) error {
 	if ok, err := st.Exists(ctx, store.EnvelopeKey(id)); err != nil || ok {
 		return err
 	}
-	if ok, err := st.Exists(ctx, store.ResultKey(id)); err != nil || !ok {
+	if ok, err := st.Exists(ctx, store.ResultKey(id)); err != nil {
 		return err
+	} else if ok {
+		return job.Missing(id, store.ObjectName(id, store.EnvelopeKey(id)), "its "+store.ObjectName(id, store.ResultKey(id))+" is there, and that is written just before it")
 	}
-	return job.Missing(id, store.ObjectName(id, store.EnvelopeKey(id)), "its "+store.ObjectName(id, store.ResultKey(id))+" is there, and that is written just before it")
+	if gid, i, ok := job.ParseChildID(id); ok {
+		damage, err := st.EndsDamage(gid, i)
+		if err != nil {
+			return err
+		}
+		if damage != "" {
+			return job.DamagedError(fmt.Sprintf("job %s (input %d of batch %s) is damaged: its result envelope is in none of its batch's envelope logs, and %s: it was likely there, and is lost (the inputs whose envelopes can still be read keep them); `kinetic batch cleanup %s` removes the batch", id, i, gid, damage, gid))
+		}
+	}
+	return nil
 }

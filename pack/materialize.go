@@ -55,7 +55,29 @@ type content struct {
 	entries []*Entry
 }
 
+// damagedContent is a blob or pack of the store found not to hold what its name says
+// while a file was materialised from it.
+type damagedContent struct{ path, key, what string }
+
+func (e *damagedContent) Error() string {
+	return fmt.Sprintf("materialise %s: %s is damaged: %s", e.path, e.key, e.what)
+}
+
+func damaged(path, key, what string) error { return &damagedContent{path, key, what} }
+
+// materialize rebuilds m under dest. A blob or pack found damaged is removed from the
+// store (store.RemoveDamagedBlob), so that the next submission uploads it again, and
+// the error says so.
 func materialize(ctx context.Context, st *store.Store, m *Manifest, dest string) error {
+	err := materializeTree(ctx, st, m, dest)
+	var dc *damagedContent
+	if errors.As(err, &dc) {
+		return fmt.Errorf("materialise %s: %w", dc.path, st.RemoveDamagedBlob(context.WithoutCancel(ctx), dc.key, dc.what))
+	}
+	return err
+}
+
+func materializeTree(ctx context.Context, st *store.Store, m *Manifest, dest string) error {
 	dest, err := filepath.Abs(dest)
 	if err != nil {
 		return err
@@ -154,6 +176,9 @@ func materialize(ctx context.Context, st *store.Store, m *Manifest, dest string)
 					return fmt.Errorf("%w: file %q overlaps another in pack %s", ErrBadManifest, e.Path, m.Packs[pi].SHA256)
 				}
 				if _, err := io.CopyN(io.Discard, r, e.Offset-pos); err != nil {
+					if errors.Is(err, io.EOF) {
+						return damaged(e.Path, key, fmt.Sprintf("it ends before byte %d, where the manifest puts %s", e.Offset, e.Path))
+					}
 					return fmt.Errorf("materialise %s: pack %s: %w", e.Path, key, err)
 				}
 				pos = e.Offset + e.Size
@@ -165,6 +190,9 @@ func materialize(ctx context.Context, st *store.Store, m *Manifest, dest string)
 				}
 				buf := make([]byte, e.Size)
 				if n, err := io.ReadFull(r, buf); err != nil {
+					if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+						return damaged(e.Path, key, fmt.Sprintf("it ends after %d bytes, and the manifest puts %s up to byte %d", e.Offset+int64(n), e.Path, pos))
+					}
 					return fmt.Errorf("materialise %s: %s ended after %d of %d bytes: %w", e.Path, key, e.Offset+int64(n), pos, err)
 				}
 				if err := wctx.Err(); err != nil {
@@ -277,10 +305,10 @@ func writeEntry(dest, key string, e *Entry, r io.Reader) error {
 		return fmt.Errorf("materialise %s: read %s: %w", e.Path, key, err)
 	}
 	if n != e.Size {
-		return fmt.Errorf("materialise %s: %s ended after %d of %d bytes: the store object is truncated or corrupted", e.Path, key, n, e.Size)
+		return damaged(e.Path, key, fmt.Sprintf("it gave %d of the %d bytes of %s", n, e.Size, e.Path))
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != e.SHA256 {
-		return fmt.Errorf("materialise %s: content SHA-256 is %s, the manifest says %s: %s was corrupted or changed in the store", e.Path, got, e.SHA256, key)
+		return damaged(e.Path, key, fmt.Sprintf("the SHA-256 of %s read from it is %s, not the manifest's %s", e.Path, got, e.SHA256))
 	}
 	if err := f.Chmod(e.Mode); err != nil {
 		return fmt.Errorf("materialise %s: %w", e.Path, err)

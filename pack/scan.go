@@ -12,9 +12,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sync/errgroup"
 
@@ -35,11 +37,11 @@ func Scan(ctx context.Context, root string, o Options) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	walked, err := walk(root, o)
+	walked, notes, err := walkNoted(root, o)
 	if err != nil {
 		return nil, err
 	}
-	m := &Manifest{Version: ManifestVersion, Root: root}
+	m := &Manifest{Version: ManifestVersion, Root: root, Notes: notes}
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		return nil, fmt.Errorf("read working directory: %w", err)
@@ -47,6 +49,7 @@ func Scan(ctx context.Context, root string, o Options) (*Manifest, error) {
 
 	// Symlinks: keep those that stay inside; the others become files or are dropped.
 	links := map[string]string{}
+	skipped := map[string]bool{}
 	for _, w := range walked {
 		if w.info.Mode()&fs.ModeSymlink == 0 {
 			continue
@@ -59,6 +62,12 @@ func Scan(ctx context.Context, root string, o Options) (*Manifest, error) {
 			if rel, err := filepath.Rel(filepath.Dir(w.abs), t); err == nil && within(root, t) {
 				t = rel
 			}
+		}
+		if !utf8.ValidString(t) {
+			// A JSON manifest would carry it changed (U+FFFD for each bad byte).
+			m.Notes = append(m.Notes, fmt.Sprintf("left out symlink %s: its target %s is not valid UTF-8, which a job's tree cannot carry unchanged", w.rel, strconv.Quote(t)))
+			skipped[w.rel] = true
+			continue
 		}
 		links[w.rel] = filepath.ToSlash(t)
 	}
@@ -82,6 +91,9 @@ func Scan(ctx context.Context, root string, o Options) (*Manifest, error) {
 	var jobs []job
 	for _, w := range walked {
 		info := w.info
+		if skipped[w.rel] {
+			continue
+		}
 		switch {
 		case info.IsDir():
 			m.Entries = append(m.Entries, Entry{Path: w.rel, Type: TypeDir, Mode: info.Mode().Perm()})

@@ -124,15 +124,18 @@ func Upload(ctx context.Context, st *store.Store, m *Manifest, o UploadOptions) 
 
 	// What the store already holds: large blobs, and packs the index points to.
 	idx := loadPackIndex(o.CacheDir, st.URL())
-	check := map[string]bool{} // key → exists
+	check := map[string]bool{}  // key → exists, whole as far as its size tells
+	sizes := map[string]int64{} // key → the size it must have
 	for _, u := range order {
 		if u.large {
 			check[store.BlobKey(u.sum)] = false
+			sizes[store.BlobKey(u.sum)] = u.size
 		} else if loc, ok := idx.Files[u.sum]; ok {
 			check[store.BlobKey(loc.Pack)] = false
+			sizes[store.BlobKey(loc.Pack)] = idx.Packs[loc.Pack]
 		}
 	}
-	if err := existAll(ctx, st, check, o.Parallelism); err != nil {
+	if err := existAll(ctx, st, check, sizes, o.Parallelism); err != nil {
 		return ManifestRef{}, stats, err
 	}
 	packSizes := map[string]int64{}
@@ -285,7 +288,7 @@ func Upload(ctx context.Context, st *store.Store, m *Manifest, o UploadOptions) 
 	h := sha256.Sum256(b)
 	ref := ManifestRef{SHA256: hex.EncodeToString(h[:]), Size: int64(len(b))}
 	ref.Key = store.BlobKey(ref.SHA256)
-	ok, err := st.Exists(ctx, ref.Key)
+	ok, err := st.HasBlob(ctx, ref.Key, ref.Size)
 	if err != nil {
 		return ManifestRef{}, stats, err
 	}
@@ -316,7 +319,9 @@ func Upload(ctx context.Context, st *store.Store, m *Manifest, o UploadOptions) 
 	return ref, stats, nil
 }
 
-func existAll(ctx context.Context, st *store.Store, keys map[string]bool, par int) error {
+// existAll sets keys[k] to whether the store holds blob k with the size sizes[k] (a
+// blob of another size is damaged: it is uploaded again).
+func existAll(ctx context.Context, st *store.Store, keys map[string]bool, sizes map[string]int64, par int) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(par)
 	var mu sync.Mutex
@@ -326,7 +331,7 @@ func existAll(ctx context.Context, st *store.Store, keys map[string]bool, par in
 	}
 	for _, k := range list {
 		g.Go(func() error {
-			ok, err := st.Exists(gctx, k)
+			ok, err := st.HasBlob(gctx, k, sizes[k])
 			if err != nil {
 				return err
 			}
@@ -359,7 +364,7 @@ func putPack(ctx context.Context, st *store.Store, root string, c []*unit, prog 
 	h := sha256.Sum256(buf.Bytes())
 	sum = hex.EncodeToString(h[:])
 	key := store.BlobKey(sum)
-	ok, err := st.Exists(ctx, key)
+	ok, err := st.HasBlob(ctx, key, n)
 	if err != nil {
 		return "", 0, false, err
 	}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	ignore "github.com/sabhiram/go-gitignore"
 
@@ -105,10 +106,20 @@ func (f *filter) excluded(rel string, name string, isDir bool) bool {
 // walk lists what is shipped from root, sorted by path. Directories, regular files and
 // symlinks are kept; other types (sockets, devices, fifos) are dropped.
 func walk(root string, o Options) ([]walkEntry, error) {
+	out, _, err := walkNoted(root, o)
+	return out, err
+}
+
+// walkNoted is walk, with a note for each path left out that a user may want to know
+// about: a name that is not valid UTF-8 (a manifest's paths are JSON strings, which
+// would carry it renamed, each bad byte made U+FFFD; it is left out instead, named with
+// its bytes escaped).
+func walkNoted(root string, o Options) ([]walkEntry, []string, error) {
 	f, err := newFilter(root, o)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	var notes []string
 	var out []walkEntry
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -119,6 +130,17 @@ func walk(root string, o Options) ([]walkEntry, error) {
 		}
 		rel, _ := filepath.Rel(root, p)
 		rel = filepath.ToSlash(rel)
+		if !utf8.ValidString(d.Name()) {
+			what := "file"
+			if d.IsDir() {
+				what = "directory"
+			}
+			notes = append(notes, fmt.Sprintf("left out %s %s: its name is not valid UTF-8, which a job's tree cannot carry unchanged; rename it", what, strconv.Quote(rel)))
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
 		if f.excluded(rel, d.Name(), d.IsDir()) {
 			if d.IsDir() {
 				return filepath.SkipDir
@@ -137,10 +159,10 @@ func walk(root string, o Options) ([]walkEntry, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
-	return out, nil
+	return out, notes, nil
 }
 
 // ignoreRules is a .kineticignore: gitignore syntax, last matching pattern wins, a

@@ -220,7 +220,7 @@ func (b *Batch) Start(log io.Writer) (*Executor, error) {
 	line, err := x.replies.ReadBytes('\n')
 	if err != nil {
 		x.Kill()
-		return nil, inPhase(job.PhaseCall, errors.New("python exited before it loaded the function (its output is in the worker's log)"))
+		return nil, inPhase(job.PhaseCall, errors.New("python exited before it loaded the function (its output is in the worker's log)"+fdLimitHint()))
 	}
 	var ready struct {
 		Ready bool `json:"ready"`
@@ -350,7 +350,7 @@ func (x *Executor) died() error {
 	} else if x.warm != nil && x.warm.ws != nil {
 		how = waitText(*x.warm.ws)
 	}
-	return inPhase(job.PhaseCall, fmt.Errorf("python exited without a result (%s)", how))
+	return inPhase(job.PhaseCall, fmt.Errorf("python exited without a result (%s)%s", how, fdLimitHint()))
 }
 
 // Kill stops the executor and whatever it started, at once.

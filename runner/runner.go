@@ -133,6 +133,9 @@ func inPhase(phase string, err error) error {
 	if err == nil {
 		return nil
 	}
+	if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+		err = fmt.Errorf("%w%s", err, fdLimitSaid())
+	}
 	return &phaseError{phase, err}
 }
 
@@ -599,15 +602,15 @@ func runPython(ctx context.Context, spec *job.Spec, py string, rest []string, cw
 		case errors.As(runErr, &ee) && len(mounts) > 0 && ee.ExitCode() == 126:
 			return nil, nil, inPhase(job.PhaseData, errors.New("the job's volumes could not be mounted (the output says why)"))
 		case errors.As(runErr, &ee):
-			return nil, nil, inPhase(job.PhaseCall, fmt.Errorf("python exited without a result (%s)", exitText(ee)))
+			return nil, nil, inPhase(job.PhaseCall, fmt.Errorf("python exited without a result (%s)%s", exitText(ee), fdLimitHint()))
 		case errors.As(runErr, &we):
-			return nil, nil, inPhase(job.PhaseCall, fmt.Errorf("python exited without a result (%s)", waitText(we.ws)))
+			return nil, nil, inPhase(job.PhaseCall, fmt.Errorf("python exited without a result (%s)%s", waitText(we.ws), fdLimitHint()))
 		case !cold && runErr != nil:
-			return nil, nil, inPhase(job.PhaseCall, fmt.Errorf("python exited without a result (%w)", runErr))
+			return nil, nil, inPhase(job.PhaseCall, fmt.Errorf("python exited without a result (%w)%s", runErr, fdLimitHint()))
 		case runErr != nil:
 			return nil, nil, inPhase(job.PhasePlan, fmt.Errorf("cannot start %s: %w (install Python 3, or set the interpreter with KINETIC_PYTHON or `kinetic profile` key python)", py, runErr))
 		default:
-			return nil, nil, inPhase(job.PhaseCall, errors.New("python exited without a result"))
+			return nil, nil, inPhase(job.PhaseCall, errors.New("python exited without a result"+fdLimitHint()))
 		}
 	}
 	var env job.Envelope

@@ -43,6 +43,7 @@
 # server passes it on as the wait status (the reaping follows).
 import array
 import base64
+import errno
 import fcntl
 import gc
 import json
@@ -66,6 +67,20 @@ _precompiled = (None, None)
 # copy's (inode, size, mtime) when the server read it: the server checks a request's
 # script with one stat, so its children neither read nor re-file it.
 _bootstraps = {}
+
+
+def _dup_high(fd, low):
+    """fd duplicated, close-on-exec, at low or above: out of the way of the fds a job is
+    given (3, 4, ...). Under an open-files limit (ulimit -n) at or below low, as high as
+    the limit leaves room for."""
+    try:
+        return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, low)
+    except OSError as e:
+        if e.errno != errno.EINVAL:
+            raise
+    import resource
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, max(16, soft - 16) if soft > 32 else 3)
 
 
 def _bootstrap_code(path):
@@ -875,7 +890,7 @@ class Server(object):
         stand_in = self.rehearsal  # leave_server forgets it
         null = self.leave_server()
         # Its socket well above the fds a job is given (3, 4, ...: become).
-        high = fcntl.fcntl(sock.fileno(), fcntl.F_DUPFD_CLOEXEC, 200)
+        high = _dup_high(sock.fileno(), 200)
         sock.close()
         sock = socket.socket(fileno=high)
         try:
@@ -923,7 +938,7 @@ class Server(object):
         if isinstance(req.get("runner"), int) and 0 <= req["runner"] < len(fds):
             # The runner's connection, out of the job's way (as our socket is).
             fd = fds.pop(req["runner"])
-            runner = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 200)
+            runner = _dup_high(fd, 200)
             os.close(fd)
         return self.run_job(sock, runner, null, fds, req["argv"], req["env"], req["cwd"])
 
@@ -932,7 +947,7 @@ class Server(object):
         it (as it would to the server), and the answer {"pid"} goes back on it as the job
         starts; until then nothing has run, and a bad request or a closed connection ends
         this child having run nothing."""
-        runner = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 200)
+        runner = _dup_high(fd, 200)
         os.close(fd)
         conn = socket.socket(fileno=os.dup(runner))
         # In timeout mode, which polls before each read: the connection's blocking flag
@@ -1016,7 +1031,7 @@ class Server(object):
         2, the extra fds as 3, 4, ..., the job's environment and working directory, and
         run it. report, if given, is what the bootstrap hands its result to."""
         # Out of the way first: a target number may hold one of them (or /dev/null).
-        high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100) for fd in fds]
+        high = [_dup_high(fd, 100) for fd in fds]
         for fd in fds:
             os.close(fd)
         if null is None:

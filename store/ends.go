@@ -623,3 +623,79 @@ func (s *Store) packedKey(key string) (gid string, i int, ok bool) {
 	}
 	return envelopeOf(key)
 }
+
+// EndsDamage describes the damaged envelope logs of batch gid, "" when none is (or the
+// store keeps no logs): a log its worker closed that ends in the middle of a line (cut
+// short), or any log with a line that is not "I JSON" (garbage written over it). A
+// reader that cannot find an ended input's envelope names these logs (the envelope was
+// likely in one), not a cleanup; every whole line of a damaged log is still read.
+// An open log's last line may be one being written, which is not damage. Input i's
+// envelope removed (ends/removed lists it: collected, cleaned up) is not lost: "" then.
+func (s *Store) EndsDamage(gid string, i int) (string, error) {
+	if s.dir == "" {
+		return "", nil
+	}
+	dir := s.endsDir(gid)
+	if removed, err := removedSet(filepath.Join(dir, endsRemoved)); err == nil && removed[i] {
+		return "", nil
+	}
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	var out []string
+	for _, e := range ents {
+		name := e.Name()
+		sealed := strings.HasSuffix(name, endsSealed)
+		if !sealed && !strings.HasSuffix(name, endsOpen) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			continue // removed meanwhile
+		}
+		if what := logDamage(b, sealed); what != "" {
+			out = append(out, GroupEndsPrefix(gid)+name+" "+what)
+		}
+	}
+	return strings.Join(out, "; "), nil
+}
+
+// logDamage says what is wrong with log b ("" if nothing): its first line that is not an
+// input's envelope line ("I JSON", or a line torn by a failed write, which starts the
+// same way), or, sealed, an end in the middle of a line.
+func logDamage(b []byte, sealed bool) string {
+	whole := 0
+	for n := 1; len(b) > 0; n++ {
+		line, rest, ok := bytes.Cut(b, []byte{'\n'})
+		if !ok {
+			if sealed {
+				return fmt.Sprintf("is cut short: it ends in the middle of its line %d, after %d whole envelope lines", n, whole)
+			}
+			return ""
+		}
+		if !envelopeLine(line) {
+			return fmt.Sprintf("is damaged: its line %d is not an input's envelope (%d whole envelope lines before it; those after it are still read)", n, whole)
+		}
+		whole++
+		b = rest
+	}
+	return ""
+}
+
+// envelopeLine says whether line starts as an envelope log's lines do: a decimal input
+// index, a space, and a JSON object (or nothing, an emptied envelope).
+func envelopeLine(line []byte) bool {
+	sp := bytes.IndexByte(line, ' ')
+	if sp <= 0 {
+		return false
+	}
+	if _, err := strconv.Atoi(string(line[:sp])); err != nil {
+		return false
+	}
+	rest := line[sp+1:]
+	return len(rest) == 0 || rest[0] == '{'
+}

@@ -1095,12 +1095,12 @@ func (s *Store) wrap(key string, err error) error {
 }
 
 // PutBlob stores data content-addressed and returns its key and hex SHA-256. Content the
-// store already holds is not written again.
+// store already holds (of the same size: HasBlob) is not written again.
 func (s *Store) PutBlob(ctx context.Context, data []byte) (key, sum string, err error) {
 	h := sha256.Sum256(data)
 	sum = hex.EncodeToString(h[:])
 	key = BlobKey(sum)
-	ok, err := s.Exists(ctx, key)
+	ok, err := s.HasBlob(ctx, key, int64(len(data)))
 	if err != nil {
 		return "", "", err
 	}
@@ -1118,9 +1118,8 @@ func (s *Store) GetVerified(ctx context.Context, key, sum string) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	h := sha256.Sum256(b)
-	if got := hex.EncodeToString(h[:]); got != sum {
-		return nil, fmt.Errorf("%s: SHA-256 is %s, expected %s: the object was changed or corrupted after upload", key, got, sum)
+	if got := sha256Hex(b); got != sum {
+		return nil, s.RemoveDamagedBlob(ctx, key, fmt.Sprintf("its SHA-256 is %s, not the %s expected (%d bytes)", got, sum, len(b)))
 	}
 	return b, nil
 }

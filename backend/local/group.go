@@ -84,7 +84,7 @@ func (b *Backend) StartGroup(ctx context.Context, g batchdriver.Group, template 
 	dir := b.groupDir(g.ID)
 	for _, d := range []string{filepath.Join(dir, "workers"), filepath.Join(dir, "done")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			return fmt.Errorf("local backend: %w", err)
+			return StateDirError(b.o.StateDir, d, "the batch's local state", err)
 		}
 	}
 	iso := b.o.Isolation
@@ -102,7 +102,7 @@ func (b *Backend) StartGroup(ctx context.Context, g batchdriver.Group, template 
 	// instead of running it (awaitOpen), so that whoever submitted it may say nothing ran.
 	opener, err := filelock.Open(filepath.Join(dir, openerName), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return fmt.Errorf("local backend: %w", err)
+		return StateDirError(b.o.StateDir, filepath.Join(dir, openerName), "the batch's local state", err)
 	}
 	defer opener.Close()
 	if err := filelock.Wait(opener, filelock.Exclusive); err != nil {
@@ -110,7 +110,7 @@ func (b *Backend) StartGroup(ctx context.Context, g batchdriver.Group, template 
 	}
 	info, _ := json.Marshal(groupInfo{Store: b.st.URL(), Size: g.Size, Isolation: iso})
 	if err := os.WriteFile(filepath.Join(dir, "group.json"), info, 0o600); err != nil {
-		return fmt.Errorf("local backend: %w", err)
+		return StateDirError(b.o.StateDir, filepath.Join(dir, "group.json"), "the batch's local state", err)
 	}
 	n := max(1, min(g.Parallelism, b.o.Slots, g.Size))
 	left := make([]int, n)

@@ -151,7 +151,7 @@ func (b *Backend) workspace(id string) string { return filepath.Join(b.o.StateDi
 func (b *Backend) Submit(ctx context.Context, h *job.Handle) error {
 	ws := b.workspace(h.JobID)
 	if err := os.MkdirAll(ws, 0o700); err != nil {
-		return fmt.Errorf("local backend: %w", err)
+		return StateDirError(b.o.StateDir, ws, "the job's workspace", err)
 	}
 	if !b.o.PerJobSupervisor {
 		if err := b.submitSingle(ctx, h, ws); err != nil {

@@ -66,3 +66,61 @@ func NoSpaceReason(storeURL, what string) string {
 func (b *Backend) record(ctx context.Context, id string, s *job.Status) {
 	WriteStatus(ctx, b.st, id, s)
 }
+
+// The state directory ($KINETIC_HOME/local: workspaces, queues, locks, slots) is a
+// resource like the store, often on another disk: a full, read-only or foreign one fails
+// the job at once, naming the directory, instead of leaving it queued for a worker that
+// can never claim it (each try failed to write its claim, and the job waited "for a free
+// slot" for ever).
+
+// StateDirError is err, met writing path (what, in the user's words) in the state
+// directory stateDir, said so that the user can act on it. It wraps err.
+func StateDirError(stateDir, path, what string, err error) error {
+	return &stateDirError{msg: stateDirMessage(stateDir, path, what, err), err: err}
+}
+
+type stateDirError struct {
+	msg string
+	err error
+}
+
+func (e *stateDirError) Error() string { return e.msg }
+func (e *stateDirError) Unwrap() error { return e.err }
+
+// stateDirMessage words StateDirError.
+func stateDirMessage(stateDir, path, what string, err error) string {
+	var cause string
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		cause = "no space left on device"
+	case errors.Is(err, syscall.EROFS):
+		cause = "the file system is read-only"
+	case errors.Is(err, os.ErrPermission):
+		cause = "permission denied"
+	default:
+		cause = errText(err)
+	}
+	return fmt.Sprintf("the local backend's state directory %s (KINETIC_HOME) cannot be written: %s (%s, at %s); free space there or make it writable, or set KINETIC_HOME to a directory on another disk, and run it again",
+		stateDir, cause, what, path)
+}
+
+// errText is err's text without Go's operation and path prefix (a *PathError's "open
+// /x/y: " is said by the caller in its own words).
+func errText(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err.Error()
+	}
+	return err.Error()
+}
+
+// stateDirFault says whether err is the state directory refusing a write (full,
+// read-only, not ours), as opposed to a lock another process holds.
+func stateDirFault(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EROFS) ||
+		errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EIO)
+}

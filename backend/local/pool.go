@@ -335,6 +335,10 @@ func (w *worker) once(ctx context.Context) (bool, error) {
 		lockPath := filepath.Join(ws, "supervisor.lock")
 		lock, err := lockFile(lockPath, false)
 		if err != nil {
+			if stateDirFault(err) {
+				// Never claimable here: fail it now rather than leave it queued.
+				w.failUnclaimed(ctx, id, StateDirError(o.StateDir, lockPath, "the job's lock file", err))
+			}
 			continue // another worker has it, or it is being cancelled
 		}
 		s, err := ReadStatus(ctx, w.st, id)
@@ -371,6 +375,13 @@ func (w *worker) once(ctx context.Context) (bool, error) {
 		// store object: see claimedStatus.
 		if err := writeClaim(lock, proc); err != nil {
 			lock.Close()
+			if stateDirFault(err) {
+				// A full or read-only state directory: every try would fail the same way
+				// and the job would wait "for a free slot" for ever. It fails now, saying
+				// why, in the store (which is elsewhere, or this write fails too).
+				w.failUnclaimed(ctx, id, StateDirError(o.StateDir, lockPath, "the job's claim", err))
+				return true, nil
+			}
 			return false, err
 		}
 		calltrace.Mark("sup.claimed", id)
@@ -395,6 +406,18 @@ func (w *worker) once(ctx context.Context) (bool, error) {
 		return true, err
 	}
 	return false, nil
+}
+
+// failUnclaimed records queued job id FAILED for why, which no worker could claim, and
+// takes it out of the queue.
+func (w *worker) failUnclaimed(ctx context.Context, id string, why error) {
+	fmt.Fprintln(os.Stderr, "kinetic worker:", why)
+	s := &job.Status{State: job.Failed, Reason: why.Error()}
+	if err := WriteStatus(ctx, w.st, id, s); err != nil {
+		fmt.Fprintln(os.Stderr, "kinetic worker: record", id, "failed:", err)
+		return // stays queued: a reader judges it
+	}
+	os.Remove(filepath.Join(w.o.Queue, id))
 }
 
 // runGroup serves worker k of batch gid in this process, as `kinetic supervise --group`

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/kinetic-run/kinetic/job"
@@ -59,6 +60,12 @@ func (b *Backend) singleQueue() string {
 		env := os.Environ()
 		sort.Strings(env)
 		fmt.Fprintln(h, strings.Join(env, "\x00"))
+		// And its open-files limit (ulimit -n), which it inherits too: a job that failed
+		// for a low one runs under the raised one when submitted again.
+		var nofile syscall.Rlimit
+		if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &nofile) == nil {
+			fmt.Fprintln(h, "nofile", nofile.Cur, nofile.Max)
+		}
 		if fi, err := os.Stat(b.o.Exe); err == nil {
 			fmt.Fprintln(h, fi.Size(), fi.ModTime().UnixNano())
 		}
@@ -78,7 +85,7 @@ func (b *Backend) singleIdle() time.Duration {
 func (b *Backend) submitSingle(ctx context.Context, h *job.Handle, ws string) error {
 	q := b.singleQueue()
 	if err := os.MkdirAll(filepath.Join(q, "workers"), 0o700); err != nil {
-		return fmt.Errorf("local backend: %w", err)
+		return StateDirError(b.o.StateDir, q, "the queue of its supervisors", err)
 	}
 	entry := filepath.Join(q, h.JobID)
 	proc := &job.LocalProcess{BootID: bootID(), LockPath: filepath.Join(q, "pool.lock"), Workspace: ws, Queue: q, QueuedAt: time.Now().UTC()}
@@ -88,7 +95,7 @@ func (b *Backend) submitSingle(ctx context.Context, h *job.Handle, ws string) er
 	}
 	calltrace.Mark("local.pending.written", h.JobID)
 	if err := os.WriteFile(entry, nil, 0o644); err != nil {
-		return fmt.Errorf("local backend: queue %s: %w", h.JobID, err)
+		return StateDirError(b.o.StateDir, entry, "the job's queue entry", err)
 	}
 	calltrace.Mark("local.queued", h.JobID)
 	if err := b.ensureFresh(q, b.o.Slots); err != nil {

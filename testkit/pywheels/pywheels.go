@@ -51,8 +51,9 @@ func RuntimePins() []string {
 	return append([]string(nil), runtimePins...)
 }
 
-// runtimePins: the product's pins for the cpu category (image.RuntimeRequirements).
-var runtimePins = []string{"jax==0.6.2", "jaxlib==0.6.2", "keras==3.10.0", "cloudpickle==3.1.1"}
+// runtimePins: the product's pins for the cpu category, read from the one place they
+// are written (a var only so that a test can change it).
+var runtimePins = image.MustRuntimeRequirements("cpu")
 
 // Pin returns the version RuntimePins pins name to ("" if none).
 func Pin(name string) string {

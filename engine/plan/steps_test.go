@@ -422,3 +422,23 @@ func TestImageRuntimeLayer(t *testing.T) {
 		t.Errorf("same Python: notices %q, %v", env.notices, err)
 	}
 }
+
+// TestCaptureLeavesTheRuntimeDefaults: a wildcard does not sweep this machine's
+// KERAS_BACKEND or JAX_PLATFORMS over the pod's; an exact name sends it.
+func TestCaptureLeavesTheRuntimeDefaults(t *testing.T) {
+	environ := map[string]string{"KERAS_BACKEND": "torch", "JAX_PLATFORMS": "cpu", "MY_FLAG": "1"}
+	got, err := captureEnv([]string{"*"}, environ, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(map[string]string{"MY_FLAG": "1"}, got); d != "" {
+		t.Errorf("wildcard (-want +got):\n%s", d)
+	}
+	got, err = captureEnv([]string{"KERAS_BACKEND", "JAX_PLATFORMS"}, environ, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(map[string]string{"KERAS_BACKEND": "torch", "JAX_PLATFORMS": "cpu"}, got); d != "" {
+		t.Errorf("exact names (-want +got):\n%s", d)
+	}
+}

@@ -615,6 +615,9 @@ func runPython(ctx context.Context, spec *job.Spec, py string, rest []string, cw
 	if err := json.Unmarshal(raw, &env); err != nil {
 		return nil, nil, inPhase(job.PhaseResult, fmt.Errorf("bootstrap envelope: %w", err))
 	}
+	if env.ExcType == noCloudpickleType {
+		return nil, nil, inPhase(job.PhaseUnpickle, noCloudpickle(spec, py))
+	}
 	var full struct {
 		Size int64 `json:"no_space_for_value"`
 	}

@@ -50,7 +50,7 @@ func imageStep(ctx context.Context, env Env, req *Request, p *Job) error {
 	py := clientPython(env, req)
 	switch choice.Mode {
 	case image.Custom:
-		p.Spec.Image = choice.Ref.Name()
+		p.Spec.Image, p.Spec.ContainerImage = choice.Ref.Name(), req.ContainerImage
 		if req.Kind != job.KindCommand {
 			customPythonWarning(ctx, env, choice.Ref, py)
 		}

@@ -147,6 +147,9 @@ func (b *Builders) BuildBase(ctx context.Context, cfg *config.Resolved, exe stri
 		return nil, err
 	}
 	req.Progress, req.BaseSetting = notice, setting
+	if cfg.Get(config.RuntimeLayer) == "none" {
+		req.Requirements = nil // the base as it is (runtime_layer=none)
+	}
 	en := b.Ensurer(cfg)
 	if err := image.PrecheckPython(ctx, en.Client, en.Builder, req); err != nil {
 		return nil, fmt.Errorf("build-image %s: %w", req.Target, err)

@@ -11,7 +11,10 @@ import (
 
 // envBlocklist are variables a wildcard capture never takes: they describe this
 // machine, not the job, and would break the worker's environment.
-var envBlocklist = []string{"PATH", "HOME", "PWD", "OLDPWD", "SHELL", "USER", "LOGNAME", "HOSTNAME", "TERM", "TMPDIR", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "SHLVL", "_", "DISPLAY", "SSH_AUTH_SOCK", "SSH_CONNECTION", "SSH_CLIENT", "SSH_TTY", "LANG", "KINETIC_OUTPUT_DIR", "KINETIC_JOB_ID", "KINETIC_HOST_INDEX"}
+var envBlocklist = []string{"PATH", "HOME", "PWD", "OLDPWD", "SHELL", "USER", "LOGNAME", "HOSTNAME", "TERM", "TMPDIR", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "SHLVL", "_", "DISPLAY", "SSH_AUTH_SOCK", "SSH_CONNECTION", "SSH_CLIENT", "SSH_TTY", "LANG", "KINETIC_OUTPUT_DIR", "KINETIC_JOB_ID", "KINETIC_HOST_INDEX",
+	// The pod's runtime defaults (KERAS_BACKEND=jax, JAX_PLATFORMS for its hardware):
+	// this machine's values describe this machine; name one exactly to send it.
+	"KERAS_BACKEND", "JAX_PLATFORMS"}
 var envBlockPrefixes = []string{"LD_", "CONDA_", "PYENV_", "XDG_", "DBUS_", "KUBERNETES_"}
 
 var secretName = regexp.MustCompile(`(?i)TOKEN|SECRET|KEY|PASSWORD|PASSWD|CREDENTIAL`)

@@ -50,7 +50,7 @@ func imageStep(ctx context.Context, env Env, req *Request, p *Job) error {
 	py := clientPython(env, req)
 	switch choice.Mode {
 	case image.Custom:
-		p.Spec.Image = choice.Ref.Name()
+		p.Spec.Image, p.Spec.ContainerImage = choice.Ref.Name(), req.ContainerImage
 		if req.Kind != job.KindCommand {
 			customPythonWarning(ctx, env, choice.Ref, py)
 		}
@@ -90,7 +90,7 @@ func imageStep(ctx context.Context, env Env, req *Request, p *Job) error {
 	}
 	// The runtime layer (jax for the hardware, keras, cloudpickle) joins the user's
 	// filtered requirements: one resolution, and part of the key.
-	reqs, err := p.Reqs.WithRuntime(image.MustRuntimeRequirements(category))
+	reqs, err := withRuntime(p, p.Reqs, category)
 	if err != nil {
 		return err
 	}

@@ -176,8 +176,17 @@ func TestDependencies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(p.Spec.Requirements, ",") != "numpy" || p.Spec.EnvKey == "" {
-		t.Errorf("requirements %v, env key %q: want jax dropped and a key", p.Spec.Requirements, p.Spec.EnvKey)
+	// The local virtualenv gets the CPU runtime layer after the user's lines.
+	want := append([]string{"numpy"}, image.MustRuntimeRequirements("cpu")...)
+	if d := cmp.Diff(want, p.Spec.Requirements); d != "" || p.Spec.EnvKey == "" {
+		t.Errorf("requirements (-want +got):\n%s\nenv key %q: want jax dropped, the runtime added and a key", d, p.Spec.EnvKey)
+	}
+	none, err := upTo(t, newEnv(t, map[config.Key]string{config.PackageRoot: root, config.RuntimeLayer: "none"}), r, "dependencies")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(none.Spec.Requirements, ",") != "numpy" || none.Spec.EnvKey == p.Spec.EnvKey {
+		t.Errorf("runtime_layer=none: requirements %v, key %s (with the runtime: %s)", none.Spec.Requirements, none.Spec.EnvKey, p.Spec.EnvKey)
 	}
 	if len(env.notices) == 0 || !strings.Contains(strings.Join(env.notices, ""), "jax") {
 		t.Errorf("notices %q: want one naming the dropped jax", env.notices)
@@ -388,6 +397,14 @@ func TestImageRuntimeLayer(t *testing.T) {
 	if d := cmp.Diff([]string{"keras==3.5.0", "numpy", "jax[tpu]==" + image.JaxVersion, "cloudpickle==" + image.CloudpickleVersion}, tpu.Requirements); d != "" {
 		t.Errorf("tpu build requirements (-want +got):\n%s", d)
 	}
+	// runtime_layer=none: the user's lines alone.
+	_, none, err := plan(t, "3.12", "", map[config.Key]string{config.RuntimeLayer: "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"keras==3.5.0", "numpy"}, none.Requirements); d != "" || none.Target == req.Target {
+		t.Errorf("runtime_layer=none (-want +got):\n%s\ntarget %s", d, none.Target)
+	}
 	// A configured base: named in the request (for the mismatch error), and the client's
 	// Python is in the key all the same.
 	cfgd := map[config.Key]string{config.BaseImageCPU: "registry.example/team/py:custom"}
@@ -420,5 +437,25 @@ func TestImageRuntimeLayer(t *testing.T) {
 	env.notices, env.imagePython = nil, "3.12"
 	if _, err := upTo(t, env, r, "handle"); err != nil || strings.Contains(strings.Join(env.notices, ""), "Python") {
 		t.Errorf("same Python: notices %q, %v", env.notices, err)
+	}
+}
+
+// TestCaptureLeavesTheRuntimeDefaults: a wildcard does not sweep this machine's
+// KERAS_BACKEND or JAX_PLATFORMS over the pod's; an exact name sends it.
+func TestCaptureLeavesTheRuntimeDefaults(t *testing.T) {
+	environ := map[string]string{"KERAS_BACKEND": "torch", "JAX_PLATFORMS": "cpu", "MY_FLAG": "1"}
+	got, err := captureEnv([]string{"*"}, environ, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(map[string]string{"MY_FLAG": "1"}, got); d != "" {
+		t.Errorf("wildcard (-want +got):\n%s", d)
+	}
+	got, err = captureEnv([]string{"KERAS_BACKEND", "JAX_PLATFORMS"}, environ, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(map[string]string{"KERAS_BACKEND": "torch", "JAX_PLATFORMS": "cpu"}, got); d != "" {
+		t.Errorf("exact names (-want +got):\n%s", d)
 	}
 }

@@ -279,6 +279,7 @@ func noneOf(t *testing.T, ref string) {
 // and jax==0.4.25 (dropped by the JAX filter). The job trains with the runtime's jax,
 // keras on the JAX backend because Kinetic set KERAS_BACKEND=jax.
 func TestKerasBundled(t *testing.T) {
+	t.Parallel()
 	needCluster(t)
 	noneOf(t, Bare311)
 	r := runKeras(t, "/usr/bin/python3", Bare311, kerasProject(t, "jax==0.4.25"))
@@ -288,6 +289,7 @@ func TestKerasBundled(t *testing.T) {
 // TestKerasKeepPin (issue 44, 3c): a `# kn:keep` pin of another jax version wins over the
 // runtime's.
 func TestKerasKeepPin(t *testing.T) {
+	t.Parallel()
 	needCluster(t)
 	r := runKeras(t, "/usr/bin/python3", Bare311, kerasProject(t, "jax=="+pywheels.KeepJax+"  # kn:keep"))
 	checkTrained(t, r, pywheels.KeepJax, "3.11")
@@ -297,6 +299,7 @@ func TestKerasKeepPin(t *testing.T) {
 // cloudpickle: make test-tools made it); with a 3.12 base the job runs on 3.12, with
 // the runtime's wheels for cp312.
 func TestKerasPython312(t *testing.T) {
+	t.Parallel()
 	needCluster(t)
 	if has312 != nil {
 		t.Skipf("no Python 3.12 client: %v", has312)

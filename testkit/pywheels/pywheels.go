@@ -126,8 +126,9 @@ func Ensure(ctx context.Context, log func(string, ...any)) (string, error) {
 			start := time.Now()
 			args := append([]string{"-m", "pip", "download", "--disable-pip-version-check", "--no-cache-dir", "--progress-bar", "off", "-d", tmp}, target(f.python).PipArgs()...)
 			args = append(args, f.reqs...)
+			// The machine's pip configuration applies (an index mirror or a proxy it needs).
 			cmd := exec.CommandContext(ctx, Pip(), args...)
-			cmd.Env = append(os.Environ(), "PIP_CONFIG_FILE="+os.DevNull, "PIP_NO_INPUT=1")
+			cmd.Env = append(os.Environ(), "PIP_NO_INPUT=1")
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				return fmt.Errorf("pywheels: pip download for Python %s of %s (from PyPI: this step needs the network): %w\n%s", f.python, strings.Join(f.reqs, " "), err, tail(out))

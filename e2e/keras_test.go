@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -22,6 +25,39 @@ func TestExampleKeras(t *testing.T) {
 	if testing.Short() {
 		t.Skip("installs jax and keras into a virtual environment")
 	}
+	py := os.Getenv("PYTHON") // exampleCmd's interpreter
+	if py == "" {
+		py = "python3"
+	}
+	v, err := exec.Command(py, "-c", "import sys; print('%d.%d' % sys.version_info[:2])").Output()
+	if err != nil {
+		t.Fatalf("%s: %v", py, err)
+	}
+	runKerasLocal(t, strings.TrimSpace(string(v)))
+}
+
+// TestExampleKerasPython312 is TestExampleKeras from a client on CPython 3.12 (the
+// Python 3.12 client `make test-tools` made, testkit/pywheels): the job's environment is
+// made from that interpreter, with the runtime's wheels for cp312, and runs on 3.12.
+func TestExampleKerasPython312(t *testing.T) {
+	if testing.Short() {
+		t.Skip("installs jax and keras into a virtual environment")
+	}
+	py, err := pywheels.Client312Ready(context.Background())
+	if errors.Is(err, pywheels.ErrNoPython312) {
+		t.Skipf("no Python 3.12 client: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PYTHON", py) // exampleCmd's interpreter
+	runKerasLocal(t, "3.12")
+}
+
+// runKerasLocal runs keras_train.py on the local backend with $PYTHON (python3 by
+// default) and checks that it trained on the runtime's jax on Python python.
+func runKerasLocal(t *testing.T, python string) {
+	t.Helper()
 	wheels, err := pywheels.Ready()
 	if err != nil {
 		t.Fatal(err)
@@ -46,9 +82,9 @@ func TestExampleKeras(t *testing.T) {
 	t.Logf("keras_train.py:\n%s", out)
 	jax := regexp.QuoteMeta(pywheels.Pin("jax"))
 	wantLines(t, "keras_train.py", out,
-		`KERAS_BACKEND=jax keras \S+ backend jax jax `+jax+` on cpu python 3\.\d+`, // the job's own log line
+		`KERAS_BACKEND=jax keras \S+ backend jax jax `+jax+` on cpu python `+regexp.QuoteMeta(python), // the job's own log line
 		`Epoch 2/2`,
-		`(?m)^trained 2 epochs with keras \S+ on jax \(KERAS_BACKEND=jax\), jax `+jax+`, python 3\.\d+$`)
+		`(?m)^trained 2 epochs with keras \S+ on jax \(KERAS_BACKEND=jax\), jax `+jax+`, python `+regexp.QuoteMeta(python)+`$`)
 	m := regexp.MustCompile(`(?m)^final loss (\S+) \(first epoch \S+\), weights checksum (\S+)$`).FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("no final loss printed:\n%s", out)

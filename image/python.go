@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -49,6 +50,10 @@ func (p *CustomPython) Python(ctx context.Context, ref name.Reference) string {
 	if c == nil {
 		c = &Client{}
 	}
+	// A warning is not worth a slow submission: a registry that does not answer soon
+	// leaves the image's Python unknown.
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	py, ok, err := c.ConfigPython(ctx, ref)
 	if err != nil || !ok {
 		py = ""

@@ -51,7 +51,7 @@ func imageStep(ctx context.Context, env Env, req *Request, p *Job) error {
 	switch choice.Mode {
 	case image.Custom:
 		p.Spec.Image, p.Spec.ContainerImage = choice.Ref.Name(), req.ContainerImage
-		if req.Kind != job.KindCommand {
+		if req.Kind == job.KindPickle {
 			customPythonWarning(ctx, env, choice.Ref, py)
 		}
 		if into, ok := s.RunnerRepository(choice.Ref); ok && !p.onHere {

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/kinetic-run/kinetic/internal/filelock"
-	"github.com/kinetic-run/kinetic/testkit/pywheels"
 	"github.com/kinetic-run/kinetic/testkit/toolcache"
 )
 
@@ -26,12 +25,30 @@ import (
 //     (ldd of its binary and of lib-dynload/*.so, tkinter's X and Tk libraries left out).
 //     With Env311 it is a 3.11 base.
 //   - The 3.12 layer (MakePython312Layer): the tree of this machine's CPython 3.12
-//     (pywheels.Python312, pyenv's) at the same path, without its tests, tkinter, IDLE
+//     (Python312: pyenv's) at the same path, without its tests, tkinter, IDLE
 //     and site-packages, and python3 and python3.12 links in /usr/local/bin, which PATH
 //     puts first. The bare base plus this layer, with Env312, is a 3.12 base, made
 //     without the network.
 //
 // Both are cached in the tools cache by recipe and made by `make test-tools`.
+
+// EnvPython312 names the CPython 3.12 of the 3.12 layer and of the second client
+// (testkit/pywheels) when set.
+const EnvPython312 = "KINETIC_TEST_PYTHON312"
+
+// DefaultPython312 is pyenv's CPython 3.12 on this kind of machine.
+const DefaultPython312 = "/root/.pyenv/versions/3.12.1/bin/python3"
+
+// Python312 is $KINETIC_TEST_PYTHON312, else DefaultPython312.
+func Python312() string {
+	if p := os.Getenv(EnvPython312); p != "" {
+		return p
+	}
+	return DefaultPython312
+}
+
+// ErrNoPython312 is wrapped when the machine has no CPython 3.12 at Python312().
+var ErrNoPython312 = fmt.Errorf("no CPython 3.12 (set %s to one, e.g. a pyenv or uv python)", EnvPython312)
 
 // BarePackages is the bare base's debootstrap --include.
 const BarePackages = "python3-minimal,libpython3.11-stdlib," +
@@ -83,14 +100,14 @@ var py312Excludes = []string{
 
 // python312Prefix returns sys.prefix and the full version of the 3.12 interpreter.
 func python312Prefix(ctx context.Context) (prefix, version string, err error) {
-	py := pywheels.Python312()
+	py := Python312()
 	out, err := exec.CommandContext(ctx, py, "-I", "-c", "import sys; print(sys.base_prefix); print('%d.%d.%d' % sys.version_info[:3])").Output()
 	if err != nil {
-		return "", "", fmt.Errorf("%s: %w: %w", py, pywheels.ErrNoPython312, err)
+		return "", "", fmt.Errorf("%s: %w: %w", py, ErrNoPython312, err)
 	}
 	f := strings.Fields(string(out))
 	if len(f) != 2 || !strings.HasPrefix(f[1], "3.12.") {
-		return "", "", fmt.Errorf("%s is %q, not CPython 3.12: %w", py, out, pywheels.ErrNoPython312)
+		return "", "", fmt.Errorf("%s is %q, not CPython 3.12: %w", py, out, ErrNoPython312)
 	}
 	return f[0], f[1], nil
 }

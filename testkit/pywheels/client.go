@@ -10,26 +10,18 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kinetic-run/kinetic/testkit/imagetest"
 	"github.com/kinetic-run/kinetic/testkit/toolcache"
 )
 
-// EnvPython312 names the second client's interpreter when set.
-const EnvPython312 = "KINETIC_TEST_PYTHON312"
-
-// DefaultPython312 is pyenv's CPython 3.12 on this kind of machine.
-const DefaultPython312 = "/root/.pyenv/versions/3.12.1/bin/python3"
-
-// Python312 is the interpreter of the second client: $KINETIC_TEST_PYTHON312, else
-// DefaultPython312.
-func Python312() string {
-	if p := os.Getenv(EnvPython312); p != "" {
-		return p
-	}
-	return DefaultPython312
-}
-
-// ErrNoPython312 is wrapped when the machine has no CPython 3.12 at Python312().
-var ErrNoPython312 = fmt.Errorf("no CPython 3.12 (set %s to one, e.g. a pyenv or uv python)", EnvPython312)
+// The second client's interpreter is imagetest's (the 3.12 base copies the same tree):
+// $KINETIC_TEST_PYTHON312, else pyenv's 3.12.1.
+var (
+	// Python312 is the interpreter of the second client.
+	Python312 = imagetest.Python312
+	// ErrNoPython312 is wrapped when the machine has no CPython 3.12 there.
+	ErrNoPython312 = imagetest.ErrNoPython312
+)
 
 // pythonVersion runs py and returns its "3.X" and full version.
 func pythonVersion(ctx context.Context, py string) (minor, full string, err error) {

@@ -5,9 +5,11 @@ Shows: a requirements.txt next to the script that lists `keras` (and, as many pr
 do, a `jax==...` pin, which Kinetic drops: the job gets the jax of Kinetic's runtime, or
 the version a `# kn:keep` line keeps); nothing in the function chooses the backend:
 Kinetic sets KERAS_BACKEND=jax for the job unless you set it yourself.
-Run:   printf 'keras\\njax==0.4.25\\n' > requirements.txt   # pip needs the network,
-       PYTHONPATH=python python3 examples/keras_train.py     # or --no-index --find-links DIR
-       EXAMPLE_ACCELERATOR=cpu ... (any accelerator name; cpu by default)
+Run:   it ships its working directory with the requirements.txt there, so from a directory
+       of its own (pip needs the network, or `--no-index` and `--find-links DIR` lines):
+       mkdir /tmp/keras-demo && cp examples/keras_train.py /tmp/keras-demo && cd /tmp/keras-demo
+       printf 'keras\\njax==0.4.25\\n' > requirements.txt
+       PYTHONPATH=REPO/python python3 keras_train.py     # EXAMPLE_ACCELERATOR=... (cpu by default)
 """
 
 import math

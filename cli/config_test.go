@@ -39,8 +39,8 @@ func TestConfigShow(t *testing.T) {
 		"namespace": {"team-a", "argument"},
 		// The profile's project means GKE (GOOGLE_CLOUD_PROJECT would not).
 		"backend":        {"gke", "default: project set (profile dev)"},
-		"store":          {"gs://p-dev-kinetic", "default: the bucket `kinetic up` makes for project p-dev"},
-		"image_registry": {"europe-west4-docker.pkg.dev/p-dev/kinetic", "default: the repository `kinetic up` makes for project p-dev in europe-west4"},
+		"store":          {"gs://p-dev-kn-env-cluster-jobs", "default: the bucket `kinetic up` makes for cluster env-cluster of project p-dev"},
+		"image_registry": {"europe-west4-docker.pkg.dev/p-dev/kn-env-cluster", "default: the repository `kinetic up` makes for cluster env-cluster of project p-dev in europe-west4"},
 	}
 	for k, w := range want {
 		if diff := cmp.Diff(w, m[k]); diff != "" {
@@ -77,8 +77,8 @@ func TestConfigShowGKEDefaults(t *testing.T) {
 	m := show()
 	for k, w := range map[string][2]string{
 		"backend":        {"gke", "default: project set (env KINETIC_PROJECT)"},
-		"store":          {"gs://kp-kinetic", "default: the bucket `kinetic up` makes for project kp"},
-		"image_registry": {"us-central1-docker.pkg.dev/kp/kinetic", "default: the repository `kinetic up` makes for project kp in us-central1"},
+		"store":          {"gs://kp-kn-kc-jobs", "default: the bucket `kinetic up` makes for cluster kc of project kp"},
+		"image_registry": {"us-central1-docker.pkg.dev/kp/kn-kc", "default: the repository `kinetic up` makes for cluster kc of project kp in us-central1"},
 		"cluster":        {"kc", "env KINETIC_CLUSTER"},
 	} {
 		if m[k] != w {

@@ -43,7 +43,7 @@ func newDownCmd(g *Globals) *cobra.Command {
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "apply without asking")
 	cmd.Flags().BoolVar(&preview, "preview", false, "print the plan and stop")
 	cmd.Flags().BoolVar(&force, "force-destroy", false, "also delete the store bucket and everything in it (env KINETIC_FORCE_DESTROY)")
-	cmd.Flags().StringVar(&st, "store", "", "the store's gs:// URL (default: the profile's, else gs://PROJECT-kinetic)")
+	cmd.Flags().StringVar(&st, "store", "", "the store's gs:// URL (default: the profile's, else gs://PROJECT-kn-CLUSTER-jobs)")
 	cmd.Flags().StringVar(&be, "backend", "", "gke: the GKE cluster and what up made (the default when a project is set); k8s: the warm pods of an existing cluster (the kubeconfig's current context)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		start := time.Now()

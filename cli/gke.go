@@ -58,11 +58,11 @@ func gkeSetup(ctx context.Context, g *Globals, f *gkeFlags, extra map[config.Key
 		Namespace: res.Get(config.Namespace), Registry: res.Get(config.ImageRegistry),
 	}
 	// The default store (a local directory) is no store for GKE pods: then the bucket
-	// up makes, gs://PROJECT-kinetic (config's default on GKE is the same name).
+	// up makes, gs://PROJECT-kn-CLUSTER-jobs (config's default on GKE is the same name).
 	if !strings.HasPrefix(res.Source(config.Store), config.SourceDefault) {
 		cfg.Store = res.Get(config.Store)
 	}
-	c, err := gke.Dial(ctx, ep)
+	c, err := gke.DialFor(ctx, ep, cfg.Project) // user ADC: the project is the quota project
 	if err != nil {
 		return nil, cfg, nil, err
 	}
@@ -167,7 +167,7 @@ func upGKE(cmd *cobra.Command, g *Globals, f *gkeFlags, extra map[config.Key]str
 	}
 	registry := cfg.Registry
 	if registry == "" {
-		registry = (&gke.Config{Project: cfg.Project, Zone: cfg.Zone}).RepoHost()
+		registry = (&gke.Config{Project: cfg.Project, Zone: cfg.Zone, Cluster: cfg.Cluster}).RepoHost()
 	}
 	cluster := cfg.Cluster
 	if cluster == "" {

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/internal/seconds"
 	"github.com/kinetic-run/kinetic/job"
 )
 
@@ -315,7 +316,7 @@ func printListTable(ctx context.Context, e *engine.Engine, w, warn io.Writer, ro
 				tr.age = humanDuration(now.Sub(r.created))
 			}
 			if r.DurationSeconds != nil {
-				tr.duration = humanDuration(time.Duration(*r.DurationSeconds * float64(time.Second)))
+				tr.duration = humanDuration(seconds.Duration(*r.DurationSeconds))
 			}
 			if r.State == engine.ListError {
 				damaged = append(damaged, r)

@@ -107,7 +107,7 @@ var keyTable = []keyInfo{
 	{key: ForceDestroy, help: "whether kinetic down also deletes the store bucket with every job record and output (the reference's default is true; ours is false: outputs are never expired)", fallback: fixed("false"), check: checkBool},
 	{key: Python, help: "the Python interpreter local jobs run with (default: the one the SDK runs, else python3)", check: checkExecutable},
 	{key: BuildPython, help: "the Python whose pip installs requirements into bundled images (default: python3)", check: checkExecutable},
-	{key: PackageRoot, help: "the directory shipped as the job's working directory, instead of the detected project root", check: checkAbsPath},
+	{key: PackageRoot, help: "the directory shipped as the job's working directory, instead of the detected project root (absolute, relative to the call's working directory, or ~/...)", check: checkLocalPath},
 	{key: NoDefaultExcludes, help: "ship files the default excludes leave out (.git, __pycache__, virtualenvs …)", fallback: fixed("false"), check: checkBool},
 	{key: ContextSizeWarnMB, help: "warn when the shipped working directory is larger than this many MiB (0: never)", fallback: fixed("100"), check: checkSizeMB},
 }
@@ -142,8 +142,8 @@ func gkeStore(prev map[Key]Entry) (string, string) {
 	if !onGKE(prev) {
 		return "", ""
 	}
-	p := prev[Project].Value
-	return gkename.Store(p), "default: the bucket `kinetic up` makes for project " + p
+	p, c := prev[Project].Value, prev[Cluster].Value
+	return gkename.Store(p, c), "default: the bucket `kinetic up` makes for cluster " + c + " of project " + p
 }
 
 // gkeRegistry: on GKE with a project and zone and no registry set, the repository
@@ -152,11 +152,11 @@ func gkeRegistry(prev map[Key]Entry) (string, string) {
 	if !onGKE(prev) {
 		return "", ""
 	}
-	r := gkename.Registry(prev[Project].Value, prev[Zone].Value)
+	r := gkename.Registry(prev[Project].Value, prev[Zone].Value, prev[Cluster].Value)
 	if r == "" {
 		return "", ""
 	}
-	return r, "default: the repository `kinetic up` makes for project " + prev[Project].Value + " in " + gkename.Region(prev[Zone].Value)
+	return r, "default: the repository `kinetic up` makes for cluster " + prev[Cluster].Value + " of project " + prev[Project].Value + " in " + gkename.Region(prev[Zone].Value)
 }
 
 // emulatorHost falls back to STORAGE_EMULATOR_HOST, the Google client's variable, which

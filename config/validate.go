@@ -197,11 +197,30 @@ func checkSizeMB(v string) (string, error) {
 	return strconv.FormatFloat(mb, 'f', -1, 64), nil
 }
 
-func checkAbsPath(v string) (string, error) {
-	if !filepath.IsAbs(v) {
-		return "", fmt.Errorf("%q is not an absolute path", v)
+// checkLocalPath accepts a directory path as a person writes it: absolute, relative (to
+// the working directory of the call that uses it) or starting with "~"; the user of the
+// setting expands it (ExpandPath), as the reference's os.path.abspath(expanduser()) does.
+func checkLocalPath(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return "", fmt.Errorf("is empty: give a directory")
+	}
+	if v == "~" || strings.HasPrefix(v, "~/") {
+		return "~" + filepath.Clean("/"+v[1:]), nil
 	}
 	return filepath.Clean(v), nil
+}
+
+// ExpandPath makes a value checkLocalPath accepted absolute: "~" is home, a relative path
+// is taken from cwd.
+func ExpandPath(v, cwd, home string) string {
+	if v == "~" || strings.HasPrefix(v, "~/") {
+		return filepath.Join(home, v[1:])
+	}
+	if !filepath.IsAbs(v) {
+		return filepath.Join(cwd, v)
+	}
+	return v
 }
 
 // checkExecutable accepts an absolute path to an executable file, or a command name

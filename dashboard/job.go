@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/internal/seconds"
 	"github.com/kinetic-run/kinetic/job"
 )
 
@@ -197,7 +198,7 @@ func ticks(span float64, x func(time.Time) float64, start time.Time) []Mark {
 	}
 	var out []Mark
 	for v := 0.0; v <= span+1e-9; v += step {
-		out = append(out, Mark{Label: fmtDur(v), X: x(start.Add(time.Duration(v * float64(time.Second))))})
+		out = append(out, Mark{Label: fmtDur(v), X: x(start.Add(seconds.Duration(v)))})
 	}
 	return out
 }

@@ -358,7 +358,7 @@ func checkNoCredentials(t *testing.T, e *env, r result, says string) {
 	if r.stdout != "" {
 		t.Errorf("stdout is for data, got %q", r.stdout)
 	}
-	for _, want := range []string{`"gs://p-kinetic"`, says, "gcloud auth application-default login", "GOOGLE_APPLICATION_CREDENTIALS"} {
+	for _, want := range []string{`"gs://p-kn-c-jobs"`, says, "gcloud auth application-default login", "GOOGLE_APPLICATION_CREDENTIALS"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}

@@ -125,9 +125,9 @@ func TestDebugJobWithARealDebugger(t *testing.T) {
 	}
 }
 
-// TestDebugJobFailsWhenNobodyAttaches: after its debug wait, a job nobody attached to is
-// FAILED with a reason that says so and how to do better.
-func TestDebugJobFailsWhenNobodyAttaches(t *testing.T) {
+// TestDebugJobGoesOnWhenNobodyAttaches: after its debug wait, a job nobody attached to
+// goes on without a debugger (as the reference's does) and its log says so.
+func TestDebugJobGoesOnWhenNobodyAttaches(t *testing.T) {
 	e := newEnv(t)
 	py := debugPython(t)
 	os.WriteFile(filepath.Join(e.dir, "m.py"), []byte(debugModule), 0o644)
@@ -136,15 +136,15 @@ func TestDebugJobFailsWhenNobodyAttaches(t *testing.T) {
 		t.Fatalf("submit: %d %s", r.code, r.stderr)
 	}
 	id := strings.TrimSpace(r.stdout)
-	r = e.run("jobs", "result", id)
-	if r.code == 0 || !strings.Contains(r.stderr, "phase debugger") && !strings.Contains(r.stderr, "no debugger attached within 2s") {
+	r = e.run("jobs", "result", "--cleanup=false", id)
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "42" {
 		t.Fatalf("result: %d %q %s", r.code, r.stdout, r.stderr)
 	}
-	r = e.run("jobs", "status", id)
-	if !strings.HasPrefix(r.stdout, "FAILED") || !strings.Contains(r.stdout, "no debugger attached within 2s (debug_wait)") || !strings.Contains(r.stdout, "kinetic jobs debug "+id) {
-		t.Fatalf("status: %q", r.stdout)
+	r = e.run("jobs", "logs", id)
+	if !strings.Contains(r.stdout+r.stderr, "no debugger attached within 2s (debug_wait); the job goes on without one") {
+		t.Fatalf("logs: %q %q", r.stdout, r.stderr)
 	}
-	// The marker was written while it waited; now the job is over, attaching says so.
+	// The job is over: attaching says so.
 	r = e.run("jobs", "debug", id)
 	if r.code == 0 || !strings.Contains(r.stderr, "no longer waits for a debugger") {
 		t.Fatalf("jobs debug of a finished job: %d %s", r.code, r.stderr)
@@ -170,13 +170,13 @@ func TestDebugRefusals(t *testing.T) {
 }
 
 // TestRunDebugSync: `kinetic run --debug` (not --async) prints where to attach on stderr,
-// then waits for the job as usual; nobody attaching within the wait fails it.
+// then waits for the job as usual; nobody attaching within the wait, it goes on without.
 func TestRunDebugSync(t *testing.T) {
 	e := newEnv(t)
 	py := debugPython(t)
 	os.WriteFile(filepath.Join(e.dir, "m.py"), []byte(debugModule), 0o644)
 	r := e.run("run", "--python", py, "--debug", "--debug-wait", "2s", "m.py::f", "21")
-	if r.code == 0 || !strings.Contains(r.stderr, `"request": "attach"`) || !strings.Contains(r.stderr, "no debugger attached within 2s") || r.stdout != "" {
+	if r.code != 0 || !strings.Contains(r.stderr, `"request": "attach"`) || !strings.Contains(r.stderr, "goes on without one") || strings.TrimSpace(r.stdout) != "42" {
 		t.Fatalf("run --debug: %d %q\n%s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 
 	"github.com/kinetic-run/kinetic/backend"
@@ -62,6 +64,11 @@ func (j *Job) DebugAttach(ctx context.Context, localPort int) (*DebugSession, er
 	if err != nil {
 		return nil, err
 	}
+	if localPort == 0 && portFree(DebugPort) {
+		// VS Code's generated "attach" configuration names 5678: a forward there lets it
+		// work unchanged. A taken 5678 means any free port, which the session reports.
+		localPort = DebugPort
+	}
 	host, port, stop, err := d.DebugEndpoint(ctx, h, m, localPort)
 	if err != nil {
 		return nil, fmt.Errorf("job %s: connect to its debugger at %s:%d on host %s: %w", h.JobID, m.Host, m.Port, m.HostIndex, err)
@@ -70,6 +77,20 @@ func (j *Job) DebugAttach(ctx context.Context, localPort int) (*DebugSession, er
 		Marker: m, Forwarded: stop != nil, stop: stop}
 	s.Launch = LaunchConfig(h, host, port, m.RemoteRoot)
 	return s, nil
+}
+
+// DebugPort is debugpy's default port, the one VS Code's generated attach configuration
+// uses: a cluster job's port-forward takes it on this machine when it is free.
+const DebugPort = 5678
+
+// portFree says whether 127.0.0.1:port can be listened on now.
+func portFree(port int) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
 }
 
 // waitDebugMarker polls for debug.json until it appears, the job ends or ctx ends.

@@ -33,8 +33,9 @@ var manifestAccept = strings.Join([]string{
 	"application/vnd.docker.distribution.manifest.list.v2+json",
 }, ", ")
 
-// Client talks to registries. The zero value uses http.DefaultTransport and the default
-// keychain (docker/podman config files, then anonymous).
+// Client talks to registries. The zero value uses http.DefaultTransport and Keychain
+// (Application Default Credentials for Google's registries, then docker/podman config
+// files, then anonymous).
 type Client struct {
 	Transport http.RoundTripper
 	Keychain  authn.Keychain
@@ -51,7 +52,7 @@ func (c *Client) keychain() authn.Keychain {
 	if c != nil && c.Keychain != nil {
 		return c.Keychain
 	}
-	return authn.DefaultKeychain
+	return Keychain
 }
 
 // Options are the remote options for ctx.
@@ -100,7 +101,7 @@ func (c *Client) Lookup(ctx context.Context, ref name.Reference) (v1.Hash, bool,
 			return v1.Hash{}, false, nil
 		}
 		if errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden) {
-			return v1.Hash{}, false, fmt.Errorf("look up %s: %w: %w (log in to %s, e.g. `gcloud auth configure-docker %s` or `podman login %s`)", ref, ErrDenied, err, reg.RegistryStr(), reg.RegistryStr(), reg.RegistryStr())
+			return v1.Hash{}, false, fmt.Errorf("look up %s: %w: %w (%s)", ref, ErrDenied, err, DeniedFix(reg.RegistryStr()))
 		}
 		return v1.Hash{}, false, fmt.Errorf("look up %s: %w", ref, err)
 	}
@@ -116,3 +117,11 @@ func (c *Client) RoundTripper() http.RoundTripper { return c.transport() }
 
 // Credentials is the client's keychain.
 func (c *Client) Credentials() authn.Keychain { return c.keychain() }
+
+// DeniedFix is what to do when registry host refuses this machine's credentials.
+func DeniedFix(host string) string {
+	if googleCredentialHost(host) {
+		return fmt.Sprintf("sign in with `gcloud auth application-default login` (or set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file), and make sure that account has roles/artifactregistry.writer on the repository; or log in with `gcloud auth configure-docker %s`", host)
+	}
+	return fmt.Sprintf("log in to %s, e.g. `podman login %s` or `docker login %s`", host, host, host)
+}

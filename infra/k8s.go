@@ -81,6 +81,9 @@ func EngineRules(lws bool) []Rule {
 		// Warm pods: a job is handed to an idle pod's runner through the pod proxy.
 		{Resource: "pods", Subresource: "proxy", Verbs: []string{"create", "get"}},
 		{Resource: "pods", Subresource: "portforward", Verbs: []string{"create", "get"}},
+		// What GKE's cluster autoscaler says about a pending pod (FailedScaleUp: quota,
+		// stockout): a job's reason. Without it the reason is the scheduler's alone.
+		{Resource: "events", Verbs: []string{"list"}},
 	}
 	if lws {
 		r = append(r, Rule{Group: LWSGroup, Resource: "leaderworkersets", Verbs: []string{"create", "delete", "get", "list", "patch"}})
@@ -193,7 +196,7 @@ func PlanUp(ctx context.Context, t *Target) (*Plan, error) {
 	}
 
 	want := policyRules(EngineRules(p.LWS))
-	what = fmt.Sprintf("role %s/%s (what the engine needs: jobs, pods, pods/log, pods/proxy, pods/portforward%s)", ns, Name, map[bool]string{true: ", leaderworkersets"}[p.LWS])
+	what = fmt.Sprintf("role %s/%s (what the engine needs: jobs, pods, pods/log, pods/proxy, pods/portforward, events%s)", ns, Name, map[bool]string{true: ", leaderworkersets"}[p.LWS])
 	switch role, err := rb.Roles(ns).Get(ctx, Name, metav1.GetOptions{}); {
 	case apierrors.IsNotFound(err):
 		p.Steps = append(p.Steps, Step{What: what, Action: "create", apply: func(ctx context.Context) error {

@@ -34,6 +34,10 @@ type DebugMarker struct {
 	// function (nil while it waits). The other hosts of a multi-host job wait for it
 	// before they call theirs (docs/debug.md, "Multi-host jobs").
 	AttachedAt *time.Time `json:"attached_at,omitempty"`
+	// WentOnAt is when the leader, with no debugger attached within WaitSeconds, went on
+	// to call the function without one (as the reference's runner does); debugpy still
+	// listens, so a debugger may attach later. The other hosts go on with it.
+	WentOnAt *time.Time `json:"went_on_at,omitempty"`
 }
 
 // DecodeDebugMarker parses and checks debug.json.

@@ -292,14 +292,11 @@ func TestExcludes(t *testing.T) {
 			want: []string{".mypy_cache/x", ".pytest_cache/x", ".ruff_cache/x", ".tox/x", ".venv/bin/python", "README.md", "a1.tmp", "ab.tmp", "build/keep.txt", "build/out.o", "data/keep.csv", "data/train.csv", "deep/a/b/c.ckpt", "logs/a.log", "main.py",
 				"nb/.DS_Store", "nb/.ipynb_checkpoints/x", "node_modules/a/i.js", "pkg/m.py", "src/build", "src/logs/b.log", "venv/x", "x(1).py"},
 		},
-		"gitignore honoured": {
-			gitignore: "build/\n*.tmp\n",
-			want:      []string{".gitignore", "README.md", "data/keep.csv", "data/train.csv", "deep/a/b/c.ckpt", "logs/a.log", "main.py", "pkg/m.py", "src/build", "src/logs/b.log", "x(1).py"},
-		},
-		"kineticignore wins over gitignore": {
-			gitignore: "data/\nlogs/\n",
-			ignore:    "!data/\n",
-			want:      []string{".gitignore", ".kineticignore", "README.md", "a1.tmp", "ab.tmp", "build/keep.txt", "build/out.o", "data/keep.csv", "data/train.csv", "deep/a/b/c.ckpt", "main.py", "pkg/m.py", "src/build", "x(1).py"},
+		// The tree travels whole (seed 001): what git ignores still ships; only
+		// .kineticignore keeps things out.
+		"gitignore not read": {
+			gitignore: "build/\n*.tmp\ndata/\n",
+			want:      []string{".gitignore", "README.md", "a1.tmp", "ab.tmp", "build/keep.txt", "build/out.o", "data/keep.csv", "data/train.csv", "deep/a/b/c.ckpt", "logs/a.log", "main.py", "pkg/m.py", "src/build", "src/logs/b.log", "x(1).py"},
 		},
 		"kineticignore": {
 			ignore: strings.Join([]string{
@@ -341,7 +338,7 @@ func TestExcludes(t *testing.T) {
 				os.WriteFile(filepath.Join(src, IgnoreFile), []byte(tc.ignore), 0o644)
 			}
 			if tc.gitignore != "" {
-				os.WriteFile(filepath.Join(src, GitIgnoreFile), []byte(tc.gitignore), 0o644)
+				os.WriteFile(filepath.Join(src, ".gitignore"), []byte(tc.gitignore), 0o644)
 			}
 			m, err := Scan(context.Background(), src, tc.opts)
 			if err != nil {
@@ -622,6 +619,31 @@ func TestProgress(t *testing.T) {
 	}
 	if !sort.SliceIsSorted(calls, func(i, j int) bool { return calls[i][0] < calls[j][0] }) {
 		t.Error("progress went backwards")
+	}
+}
+
+func TestSecretWarning(t *testing.T) {
+	src := t.TempDir()
+	tree{files: map[string]string{"main.py": "", ".env": "K=v", ".env.local": "", "certs/server.pem": "", "keys/id_rsa.pub": "", "environment.py": "", "pem.txt": ""}}.build(t, src)
+	m, err := Scan(context.Background(), src, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := SecretWarning(m)
+	for _, want := range []string{".env, .env.local, certs/server.pem, keys/id_rsa.pub", IgnoreFile} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warning %q: want it to name %q", w, want)
+		}
+	}
+	if strings.Contains(w, "environment.py") || strings.Contains(w, "pem.txt") {
+		t.Errorf("warning %q names a file that is not credential-shaped", w)
+	}
+	os.WriteFile(filepath.Join(src, IgnoreFile), []byte(".env*\n*.pem\nid_rsa*\n"), 0o644)
+	if m, err = Scan(context.Background(), src, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if w := SecretWarning(m); w != "" {
+		t.Errorf("with them ignored: %q, want no warning", w)
 	}
 }
 

@@ -354,6 +354,44 @@ func SizeWarning(m *Manifest, threshold int64) string {
 	return b.String()
 }
 
+// secretPatterns are file names that look like credentials (the reference's list): they
+// are shipped, as the rest of the tree is, but SecretWarning names them.
+var secretPatterns = []string{".env*", "*.pem", "id_rsa*"}
+
+// SecretWarning returns a warning naming the shipped files whose names look like
+// credentials (.env*, *.pem, id_rsa*), and "" when there are none. They travel to the
+// store with the code; the warning says how to keep them out.
+func SecretWarning(m *Manifest) string {
+	var names []string
+	for _, e := range m.Entries {
+		if e.Type != TypeFile {
+			continue
+		}
+		base := path.Base(e.Path)
+		for _, pat := range secretPatterns {
+			if ok, _ := path.Match(pat, base); ok {
+				names = append(names, e.Path)
+				break
+			}
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	const most = 10
+	more := ""
+	if len(names) > most {
+		more = fmt.Sprintf(" and %d more", len(names)-most)
+		names = names[:most]
+	}
+	where := "the working directory"
+	if m.Root != "" {
+		where = m.Root
+	}
+	return fmt.Sprintf("files that look like credentials are shipped with the code to the job's store: %s%s; list them in %s at %s to keep them out",
+		strings.Join(names, ", "), more, IgnoreFile, where)
+}
+
 // HumanBytes is n in B, KiB, MiB, ... with one decimal: how Kinetic writes sizes for a
 // person (the size warning, upload lines, prune).
 func HumanBytes(n int64) string {

@@ -24,11 +24,6 @@ var AlwaysExcludes = []string{".git", "__pycache__"}
 // that are not shipped.
 const IgnoreFile = ".kineticignore"
 
-// GitIgnoreFile at the shipped root is honoured too, before IgnoreFile (whose rules win),
-// as git and SkyPilot do: what the project does not commit (build output, virtualenvs,
-// binaries) is not shipped. Only the root's file is read, not those of subdirectories.
-const GitIgnoreFile = ".gitignore"
-
 // EnvSizeWarnMB is the variable SizeWarning names to raise the threshold (the setting
 // context_size_warn_mb, which config resolves).
 const EnvSizeWarnMB = "KINETIC_CONTEXT_SIZE_WARN_MB"
@@ -85,24 +80,17 @@ func newFilter(root string, o Options) (*filter, error) {
 			f.skip[s] = true
 		}
 	}
-	// The root's .gitignore first, then .kineticignore: its rules come later, so they win
-	// (a "!path" there ships what git ignores).
-	for _, name := range []string{GitIgnoreFile, IgnoreFile} {
-		b, err := os.ReadFile(filepath.Join(root, name))
-		switch {
-		case err == nil:
-			rules, err := parseIgnore(string(b))
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", filepath.Join(root, name), err)
-			}
-			if f.ign == nil {
-				f.ign = rules
-			} else {
-				f.ign.rules = append(f.ign.rules, rules.rules...)
-			}
-		case !errors.Is(err, fs.ErrNotExist):
-			return nil, fmt.Errorf("read %s: %w", name, err)
+	// Only .kineticignore: the working directory travels whole (seed 001), so a file git
+	// ignores (a local data folder, a generated config) that the job reads by relative
+	// path reaches it, as in the reference; .gitignore is not read.
+	b, err := os.ReadFile(filepath.Join(root, IgnoreFile))
+	switch {
+	case err == nil:
+		if f.ign, err = parseIgnore(string(b)); err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(root, IgnoreFile), err)
 		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("read %s: %w", IgnoreFile, err)
 	}
 	return f, nil
 }

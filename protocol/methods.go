@@ -175,11 +175,16 @@ type Handle struct {
 
 // JobRequest names a job (attach, status, cancel, and the base of the other job
 // methods). Store overrides the configured store (a handle always sends its own);
-// Timeout is in seconds, 0 = none.
+// Timeout is in seconds, 0 = none (as is one above a century: internal/seconds).
+// NoWait is Python's timeout=0, "now" (docs/protocol.md): wait, result and debug_attach
+// answer with what is the case at once (a job not finished is a Timeout error), cancel
+// tells the job to stop and replies without waiting for it to stop, cleanup refuses a
+// job still running. An engine older than NoWait ignores it and waits without limit.
 type JobRequest struct {
 	JobID   string  `json:"job_id"`
 	Store   string  `json:"store,omitempty"`
 	Timeout float64 `json:"timeout,omitempty"`
+	NoWait  bool    `json:"no_wait,omitempty"`
 	// Config are the configuration values that say where the job is when Store is not
 	// given (attach(job_id, project=, cluster=)): the store of the profile of the cluster
 	// they name, else the configured one.
@@ -346,6 +351,9 @@ type DebugMarker struct {
 	// AttachedAt: when a debugger attached (the other hosts of a multi-host job then
 	// start); nil while the leader waits.
 	AttachedAt *time.Time `json:"attached_at,omitempty"`
+	// WentOnAt: when the leader, with no debugger attached within its wait, called the
+	// function without one (debugpy still listens).
+	WentOnAt *time.Time `json:"went_on_at,omitempty"`
 }
 
 // DebugDetachRequest (debug_detach) ends a debug session's forward.

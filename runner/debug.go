@@ -71,31 +71,35 @@ func (d *debugSession) watch(ctx context.Context, st *store.Store, spec *job.Spe
 			Port     int    `json:"port"`
 			PID      int    `json:"pid"`
 			Attached bool   `json:"attached"`
+			WentOn   bool   `json:"went_on"`
 		}
 		if err := json.Unmarshal(b, &r); err != nil {
 			fmt.Fprintf(out, "kinetic: debugpy's ready file %s: %v\n", d.ready, err)
 			return
 		}
-		if m != nil && !r.Attached {
+		if m != nil && !r.Attached && !r.WentOn {
 			continue // announced; still waiting for a debugger
 		}
 		if m == nil {
 			m = &job.DebugMarker{Host: r.Host, Port: r.Port, PID: r.PID, RemoteRoot: root, Cwd: cwd, HostIndex: o.Host,
 				Time: time.Now().UTC(), WaitSeconds: spec.Debug.WaitSeconds}
 		}
-		if r.Attached {
-			now := time.Now().UTC()
+		now := time.Now().UTC()
+		switch {
+		case r.Attached:
 			m.AttachedAt = &now
+		case r.WentOn:
+			m.WentOnAt = &now
 		}
 		if err := st.Put(ctx, store.DebugKey(o.JobID), m.Encode()); err != nil {
-			if r.Attached {
-				fmt.Fprintf(out, "kinetic: cannot say in the store that the debugger attached (%v): the other hosts keep waiting for it\n", err)
+			if r.Attached || r.WentOn {
+				fmt.Fprintf(out, "kinetic: cannot say in the store that the leader called the function (%v): the other hosts keep waiting for it\n", err)
 			} else {
 				fmt.Fprintf(out, "kinetic: cannot announce the debugger (%v): the job waits for a debugger nobody can find\n", err)
 			}
 			return
 		}
-		if r.Attached {
+		if r.Attached || r.WentOn {
 			return
 		}
 	}
@@ -125,6 +129,9 @@ func waitLeaderDebugger(ctx context.Context, st *store.Store, spec *job.Spec, o 
 		if err == nil {
 			if m, err := job.DecodeDebugMarker(raw); err == nil && m.AttachedAt != nil {
 				fmt.Fprintf(out, "kinetic: the leader's debugger attached after %s; host %s calls the function\n", time.Since(waited).Round(time.Second), o.Host)
+				return nil
+			} else if err == nil && m.WentOnAt != nil {
+				fmt.Fprintf(out, "kinetic: no debugger attached to the leader within %ds; host %s calls the function without one, as the leader does\n", m.WaitSeconds, o.Host)
 				return nil
 			}
 		}

@@ -203,6 +203,30 @@ func TestWorkerWaitsForTheLeadersDebugger(t *testing.T) {
 		}
 	})
 
+	t.Run("the leader went on without a debugger", func(t *testing.T) {
+		id, ws := newJob("wenton")
+		done, out := run(id, ws, "wenton")
+		now := time.Now().UTC()
+		m := &job.DebugMarker{Host: "127.0.0.1", Port: 5678, RemoteRoot: "/w/root", HostIndex: "0", Time: now, WaitSeconds: 60, WentOnAt: &now}
+		if err := st.Put(ctx, store.DebugKey(id), m.Encode()); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case env := <-done:
+			if env == nil || !env.Success {
+				t.Fatalf("envelope %+v\n%s", env, out.String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("host 1 still waits after the leader went on:\n%s", out.String())
+		}
+		if _, err := os.Stat(called + "-wenton"); err != nil {
+			t.Errorf("host 1 did not call the function after the leader went on:\n%s", out.String())
+		}
+		if !strings.Contains(out.String(), "calls the function without one") {
+			t.Errorf("host 1's output does not say why it goes on:\n%s", out.String())
+		}
+	})
+
 	t.Run("the leader gave up", func(t *testing.T) {
 		id, ws := newJob("ended")
 		done, out := run(id, ws, "ended")

@@ -25,6 +25,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/internal/calltrace"
 	"github.com/kinetic-run/kinetic/internal/mountns"
+	"github.com/kinetic-run/kinetic/internal/seconds"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/pack"
@@ -433,7 +434,10 @@ func callLimit(ctx context.Context, spec *job.Spec) (context.Context, context.Ca
 	if spec.TimeoutSeconds <= 0 {
 		return context.WithCancel(ctx)
 	}
-	d := time.Duration(spec.TimeoutSeconds) * time.Second
+	d, ok := seconds.Limit(float64(spec.TimeoutSeconds))
+	if !ok { // above a century: no limit, never a wrapped-around negative
+		return context.WithCancel(ctx)
+	}
 	return context.WithTimeoutCause(ctx, d, &errTimedOut{limit: d})
 }
 

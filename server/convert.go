@@ -1,11 +1,10 @@
 package server
 
 import (
-	"time"
-
 	"github.com/kinetic-run/kinetic/batch"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/internal/seconds"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/protocol"
 )
@@ -20,7 +19,9 @@ func submitRequest(p *protocol.SubmitRequest) *engine.SubmitRequest {
 		FuncName: p.FuncName, DisplayName: p.DisplayName, SourceFile: p.SourceFile, Cwd: p.Cwd, Python: p.Python, PythonVersion: p.PythonVersion,
 		Accelerator: p.Accelerator, ContainerImage: p.ContainerImage, CaptureEnv: p.CaptureEnv, Environ: p.Environ,
 		OutputDir: p.OutputDir, Spot: p.Spot, Debug: p.Debug, DebugWait: p.DebugWait, NoWorkdir: p.NoWorkdir,
-		Timeout: time.Duration(p.Timeout * float64(time.Second)),
+	}
+	if d, ok := seconds.Limit(p.Timeout); ok {
+		r.Timeout = d // above a century: no limit (0), never a wrapped-around negative
 	}
 	if p.Entry != nil {
 		e := job.Entry(*p.Entry)

@@ -9,6 +9,10 @@ import (
 	"github.com/kinetic-run/kinetic/protocol"
 )
 
+// noWaitDebug is how long debug_attach with no_wait (Python's timeout=0) looks for the
+// job's debugger: one look at its marker and one connection.
+const noWaitDebug = 1.0
+
 // openDebug waits (up to timeout seconds, or until the request is cancelled) for the
 // job's debugger and connects to it. A forward, if the backend makes one, lives on the
 // server's own context after the reply, until debug_detach or the server exits.

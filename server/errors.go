@@ -7,6 +7,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/errs"
+	"github.com/kinetic-run/kinetic/internal/seconds"
 	"github.com/kinetic-run/kinetic/protocol"
 )
 
@@ -71,7 +72,7 @@ func plain(msg, phrase, word string) string {
 // timedOut is err, when a wait of secs seconds ran out, as a Timeout that says what did
 // not happen in time and what is left (the job keeps running).
 func timedOut(err error, secs float64, what, then string) error {
-	if err == nil || !errors.Is(err, context.DeadlineExceeded) || secs <= 0 {
+	if _, limited := seconds.Limit(secs); err == nil || !errors.Is(err, context.DeadlineExceeded) || !limited {
 		return err
 	}
 	return errs.Errorf(errs.DeadlineExceeded, "%s within %gs; %s", what, secs, then)

@@ -16,6 +16,8 @@ import (
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/data"
 	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/errs"
+	"github.com/kinetic-run/kinetic/internal/seconds"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/protocol"
@@ -82,6 +84,12 @@ func (s *Server) job(c *call, r *protocol.JobRequest) (*engine.Job, error) {
 	if err != nil {
 		return nil, err
 	}
+	if dir, missing := store.MissingDir(st); missing && job.ValidName(r.JobID) {
+		// Looking for a job must not make a store's directory (a typo would leave one
+		// behind): this engine opens stores to submit to, which makes them.
+		return nil, fmt.Errorf("no job %s in the store %s (its directory %s does not exist, so it holds no jobs: "+
+			"check the store, or use the profile the job was submitted with): %w", r.JobID, st, dir, engine.ErrNotFound)
+	}
 	return s.eng.Attach(c, r.JobID, st)
 }
 
@@ -99,11 +107,20 @@ func (s *Server) storeIn(storeURL string, cfg map[string]string) (string, error)
 	return s.eng.StoreIn(args)
 }
 
-func withTimeout(ctx context.Context, seconds float64) (context.Context, context.CancelFunc) {
-	if seconds <= 0 {
+// withTimeout is ctx limited to secs seconds: none for 0 or less, or above a century
+// (seconds.Limit: a huge number is no limit, never an overflow into a past deadline).
+func withTimeout(ctx context.Context, secs float64) (context.Context, context.CancelFunc) {
+	d, ok := seconds.Limit(secs)
+	if !ok {
 		return context.WithCancel(ctx)
 	}
-	return context.WithTimeout(ctx, time.Duration(seconds*float64(time.Second)))
+	return context.WithTimeout(ctx, d)
+}
+
+// notYet is the Timeout of a request with no_wait (Python's timeout=0) whose job is not
+// in the state it waits for: what is not the case, and what is left.
+func notYet(what, then string) error {
+	return errs.Errorf(errs.DeadlineExceeded, "%s (timeout=0: not waited for); %s", what, then)
 }
 
 func (s *Server) hello(*call, *protocol.Empty) (*protocol.HelloResponse, error) {
@@ -188,6 +205,16 @@ func (s *Server) wait(c *call, r *protocol.WaitRequest) (*protocol.StatusRespons
 	if err != nil {
 		return nil, err
 	}
+	if r.NoWait {
+		state, reason, err := j.Status(c)
+		if err != nil {
+			return nil, err
+		}
+		if !state.Terminal() {
+			return nil, notYet("job "+j.Handle.JobID+" is "+strings.ToLower(string(state)), "it keeps running: wait again, or cancel it")
+		}
+		return &protocol.StatusResponse{Status: string(state), Reason: reason}, nil
+	}
 	wctx, cancel := withTimeout(c, r.Timeout)
 	defer cancel()
 	state, reason, err := s.waitFor(wctx, c, j, r)
@@ -217,12 +244,33 @@ func (s *Server) result(c *call, r *protocol.ResultRequest) (*protocol.Result, e
 
 // resultOf waits for job j and reads its result as r asks.
 func (s *Server) resultOf(c *call, j *engine.Job, r *protocol.ResultRequest) (*protocol.Result, error) {
-	wctx, cancel := withTimeout(c, r.Timeout)
-	defer cancel()
-	s.eng.NoticeWhilePending(wctx, j)
-	state, reason, err := s.waitFor(wctx, c, j, &r.WaitRequest)
-	if err != nil {
-		return nil, timedOut(err, r.Timeout, "job "+j.Handle.JobID+" did not finish", "it keeps running: result() again waits for it, cancel() stops it")
+	var state job.State
+	var reason string
+	var err error
+	if r.NoWait {
+		// Python's timeout=0: the value if the job has ended, else a Timeout at once
+		// (concurrent.futures' result(timeout=0)).
+		if state, reason, err = j.Status(c); err != nil {
+			return nil, err
+		}
+		if !state.Terminal() {
+			return nil, notYet("job "+j.Handle.JobID+" is "+strings.ToLower(string(state))+", not finished",
+				"it keeps running: result() again waits for it, cancel() stops it")
+		}
+		if r.StatusEvents {
+			c.event(protocol.EventStatus, string(state))
+		}
+		if r.StreamLogs && state != job.NotFound {
+			j.Logs(c, logWriter{c}, false) // what a wait would have streamed; the result is what matters
+		}
+	} else {
+		wctx, cancel := withTimeout(c, r.Timeout)
+		defer cancel()
+		s.eng.NoticeWhilePending(wctx, j)
+		state, reason, err = s.waitFor(wctx, c, j, &r.WaitRequest)
+		if err != nil {
+			return nil, timedOut(err, r.Timeout, "job "+j.Handle.JobID+" did not finish", "it keeps running: result() again waits for it, cancel() stops it")
+		}
 	}
 	calltrace.Mark("engine.final.seen", j.Handle.JobID)
 	if state == job.Succeeded {
@@ -232,9 +280,11 @@ func (s *Server) resultOf(c *call, j *engine.Job, r *protocol.ResultRequest) (*p
 			return nil, &engine.CleanedUpError{Tombstone: t, What: "result"}
 		}
 	}
-	res, err := j.ResultOf(wctx, state, reason, jobview.ValueTo{Dir: r.ValueDir, InlineMax: r.InlineMax})
+	// The job has ended: its result is read whatever the wait's limit (a read cut short
+	// by the wait's deadline was an error for a value that is there).
+	res, err := j.ResultOf(c, state, reason, jobview.ValueTo{Dir: r.ValueDir, InlineMax: r.InlineMax})
 	if err != nil {
-		return nil, timedOut(err, r.Timeout, "the result of job "+j.Handle.JobID+" could not be read", "try again")
+		return nil, err
 	}
 	return resultOf(res), nil
 }
@@ -333,6 +383,18 @@ func (s *Server) resultsMany(c *call, r *protocol.ResultsManyRequest) ([]protoco
 		}
 		return nil
 	})
+	for i := range out {
+		if out[i].Result == nil && out[i].Error == nil {
+			// Not read: the wait's limit passed (or the request was cancelled) before its
+			// turn. Said as such, never an empty result the client would take for a failure.
+			out[i].JobID = r.JobIDs[i]
+			err := wctx.Err()
+			if err == nil {
+				err = errs.New(errs.Internal, "not read")
+			}
+			out[i].Error = toError(timedOut(err, r.Timeout, "the result of job "+r.JobIDs[i]+" was not read", "ask again"))
+		}
+	}
 	return out, nil
 }
 
@@ -368,6 +430,24 @@ func (s *Server) cancel(c *call, r *protocol.JobRequest) (*protocol.StatusRespon
 	if err != nil {
 		return nil, err
 	}
+	if r.NoWait {
+		// Python's cleanup_timeout=0: the job is told to stop and the reply does not wait
+		// for it to stop (the stop goes on here; the server waits for it before it exits).
+		state, reason, err := j.Status(c)
+		if err != nil {
+			return nil, err
+		}
+		if !state.Terminal() {
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				if err := j.Cancel(context.WithoutCancel(c)); err != nil {
+					fmt.Fprintf(os.Stderr, "kinetic: warning: cancel of %s: %v\n", j.Handle.JobID, errs.Message(err))
+				}
+			}()
+		}
+		return &protocol.StatusResponse{Status: string(state), Reason: reason}, nil
+	}
 	cctx, cancel := withTimeout(c, r.Timeout)
 	defer cancel()
 	if err := j.Cancel(cctx); err != nil {
@@ -385,7 +465,15 @@ func (s *Server) debugAttach(c *call, r *protocol.DebugAttachRequest) (*protocol
 	if err != nil {
 		return nil, err
 	}
-	return s.openDebug(c, j, r.LocalPort, r.Timeout)
+	if !r.NoWait {
+		return s.openDebug(c, j, r.LocalPort, r.Timeout)
+	}
+	// A look, not a wait: debugpy answers at once when it listens.
+	sess, err := s.openDebug(c, j, r.LocalPort, noWaitDebug)
+	if errs.CodeOf(err) == errs.DeadlineExceeded && c.Err() == nil {
+		return nil, notYet("job "+j.Handle.JobID+"'s debugger is not listening yet", "attach again, with a timeout to wait for it")
+	}
+	return sess, err
 }
 
 func (s *Server) debugDetach(_ *call, r *protocol.DebugDetachRequest) (*protocol.DebugDetachResponse, error) {
@@ -403,6 +491,19 @@ func (s *Server) cleanup(c *call, r *protocol.CleanupRequest) (*protocol.Empty, 
 	}
 	if err != nil {
 		return nil, err
+	}
+	if r.NoWait && (r.K8s || r.GCS) {
+		// Python's cleanup_timeout=0: a job that has ended is removed; one still running
+		// is not stopped and waited for.
+		state, _, err := j.Status(c)
+		if err != nil {
+			return nil, err
+		}
+		if !state.Terminal() {
+			return nil, notYet("job "+j.Handle.JobID+" is "+strings.ToLower(string(state))+", and a cleanup stops it first",
+				"nothing was removed: cancel() it, or give cleanup a cleanup_timeout to wait for it to stop")
+		}
+		return nil, j.Cleanup(c, r.K8s, r.GCS)
 	}
 	cctx, cancel := withTimeout(c, r.Timeout)
 	defer cancel()
@@ -430,6 +531,10 @@ func (s *Server) batch(c *call, r *protocol.BatchRequest) (*protocol.Batch, erro
 	st, err := s.storeIn(r.Store, r.Config)
 	if err != nil {
 		return nil, err
+	}
+	if dir, missing := store.MissingDir(st); missing && job.ValidName(r.GroupID) {
+		return nil, fmt.Errorf("no batch %s in the store %s (its directory %s does not exist, so it holds no "+
+			"batches: check the store, or use the profile the batch was submitted with): %w", r.GroupID, st, dir, engine.ErrNotFound)
 	}
 	v, err := batch.Read(c, s.eng, r.GroupID, st, r.Status)
 	if err != nil {

@@ -192,7 +192,7 @@ func TestStoreOutage(t *testing.T) {
 	}
 	for _, req := range []protocol.Request{
 		{ID: 1, Method: protocol.MethodList, Params: json.RawMessage(`{"store": "file://` + notDir + `"}`)},
-		{ID: 2, Method: protocol.MethodStatus, Params: json.RawMessage(`{"job_id": "job-0123456789abcdefghijklm", "store": "` + bad + `"}`)},
+		{ID: 2, Method: protocol.MethodStatus, Params: json.RawMessage(`{"job_id": "job-0123456789abcdefghijklm", "store": "file://` + notDir + `"}`)},
 	} {
 		_, err := s.dispatch(&call{Context: context.Background(), s: s, id: req.ID}, &req)
 		if err == nil {

@@ -285,6 +285,8 @@ func (b *Backend) clusterStatus(ctx context.Context, h *job.Handle, read time.Ti
 	}
 	// A pod on a node that stopped reporting shows Running for ever: judge the node.
 	v = b.nodeLost(ctx, v, pods, b.o.NodeLostGrace)
+	// A pod waiting for a node GKE's autoscaler cannot add (quota, stockout).
+	v = b.scaleUp(ctx, h, v)
 	// The runner writes the envelope before it exits: read it for the last word, unless
 	// the store was read after the cluster was seen (then that read had it).
 	reread := inStore && !seen.Before(read)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/internal/atomicfile"
 	"github.com/kinetic-run/kinetic/internal/outdir"
+	"github.com/kinetic-run/kinetic/internal/seconds"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/runner"
@@ -388,7 +389,7 @@ func (gw *groupWorker) run(ctx context.Context, i int) error {
 	}
 	switch {
 	case late:
-		env = runner.TimeoutEnvelope(time.Duration(gw.t.Spec.TimeoutSeconds) * time.Second)
+		env = runner.TimeoutEnvelope(seconds.Whole(int64(gw.t.Spec.TimeoutSeconds)))
 	case killed && jobview.FinalStatus(ctx, gw.st, id) != nil:
 		return nil // cancelled: status.json says so
 	case killed:

@@ -2,8 +2,9 @@
 // Google's APIs are the testkit/gketest fakes (with Service Usage), and the cluster
 // GKE reports is the real single-node test cluster (testkit/kubetest), reached the way
 // a laptop without gcloud or a kubeconfig reaches GKE: endpoint and CA from GetCluster,
-// a token from a service-account key file (its token endpoint a local fake handing out
-// a token the test API server accepts). Needs root; KINETIC_SKIP_CLUSTER=1 skips it.
+// a token from user ADC (an authorized_user file, its token endpoint a local fake
+// handing out a token the test API server accepts), and a registry that takes only
+// Artifact Registry's token exchange. Needs root; KINETIC_SKIP_CLUSTER=1 skips it.
 package gke_test
 
 import (
@@ -12,7 +13,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"math/big"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,9 +41,11 @@ import (
 
 	"github.com/kinetic-run/kinetic/accel"
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/infra/gke"
 	"github.com/kinetic-run/kinetic/infra/gke/gkeconn"
 	"github.com/kinetic-run/kinetic/infra/lws"
+	"github.com/kinetic-run/kinetic/testkit/adctest"
 	"github.com/kinetic-run/kinetic/testkit/gketest"
 	"github.com/kinetic-run/kinetic/testkit/kubetest"
 	"github.com/kinetic-run/kinetic/testkit/srcroot"
@@ -111,9 +112,25 @@ func TestGKEFromZero(t *testing.T) {
 			poolNodes.Add(1)
 		}
 	}
+	// Google as a user with only `gcloud auth application-default login` meets it:
+	// user credentials without a quota project (Service Usage refuses a call naming
+	// none), APIs that answer only a while after they are enabled.
 	fake := gketest.Start(t, gketest.Options{NewProject: true, APIEndpoint: kubetest.HostIP + ":" + kubetest.APIPort, APICA: ca,
-		StorageUpstream: c.GCS.URL(), StorageAddr: kubetest.HostIP + ":0", OnPool: onPool})
-	key := serviceAccountKey(t, c.Token)
+		StorageUpstream: c.GCS.URL(), StorageAddr: kubetest.HostIP + ":0", OnPool: onPool,
+		UserADC: true, Propagation: 2 * time.Second})
+	// The ADC file: authorized_user, its token endpoint a local one whose access token
+	// is one the test API server accepts (a cluster that takes Google's tokens).
+	tokens := adctest.Start(t)
+	tokens.Token = c.Token
+	key := tokens.AuthorizedUser(t, t.TempDir(), "")
+	// The registry from here on answers as Artifact Registry does: only to a token
+	// exchanged for an access token from the ADC above. The node's containerd pulls
+	// without one: it stands in for the nodes' own service account (reader on the
+	// repository, which up grants), which the test node does not have.
+	c.GuardRegistry(func(next http.Handler) http.Handler {
+		return tokens.Registry(next, func(r *http.Request) bool { return strings.HasPrefix(r.UserAgent(), "containerd/") })
+	})
+	defer c.GuardRegistry(nil)
 
 	home := t.TempDir()
 	work := t.TempDir()
@@ -127,6 +144,8 @@ func TestGKEFromZero(t *testing.T) {
 		// What GKE would give for free: a store and a registry the node reaches.
 		"KINETIC_STORE=" + fake.StoreURL("p-kinetic"),
 		"KINETIC_IMAGE_REGISTRY=" + kubetest.RegistryURL + "/p/kinetic",
+		// Test only: the harness registry's credentials are taken as Artifact Registry's.
+		image.TestGoogleRegistryHostsEnv + "=" + kubetest.RegistryURL,
 		"KINETIC_LWS_IMAGE=" + LWSImage,
 		"KINETIC_BASE_IMAGE_CPU=" + kubetest.PythonImage, "KINETIC_BASE_IMAGE_GPU=" + kubetest.PythonImage, "KINETIC_BASE_IMAGE_TPU=" + kubetest.PythonImage,
 		"KINETIC_POD_CPU=10m", "KINETIC_UNSCHEDULABLE_GRACE=60s",
@@ -158,6 +177,7 @@ func TestGKEFromZero(t *testing.T) {
 	// 1. up on a new project.
 	_, stderr := must(nil, "up", "--project", "p", "-y")
 	for _, w := range []string{"+ enable   APIs container, artifactregistry, iam, iamcredentials, compute, storage",
+		"waiting for container.googleapis.com to be ready in project p",
 		"✓ create cluster kinetic-cluster", "✓ create LeaderWorkerSet " + lws.Version, "✓ profile kinetic-cluster", "ready in"} {
 		if !strings.Contains(stderr, w) {
 			t.Errorf("up does not say %q:\n%s", w, stderr)
@@ -181,6 +201,9 @@ func TestGKEFromZero(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(home, ".kube", "config")); err == nil {
 		t.Error("up wrote a kubeconfig")
+	}
+	if tokens.Exchanged() == 0 {
+		t.Error("up published the runner image without Artifact Registry's token exchange")
 	}
 
 	// up read the cluster, so it cached its endpoint and CA: the cluster's one entry.
@@ -449,37 +472,6 @@ func lwsPods(ctx context.Context, c *kubetest.Cluster) string {
 		b.WriteString("; ")
 	}
 	return b.String()
-}
-
-// serviceAccountKey writes a service-account key file whose token_uri is a local token
-// endpoint that hands out token (the test API server's): what Google's token endpoint
-// is to a key file, for a cluster that accepts Google's tokens.
-func serviceAccountKey(t *testing.T, token string) string {
-	t.Helper()
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.ParseForm()
-		if r.Form.Get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer" || r.Form.Get("assertion") == "" {
-			http.Error(w, "bad grant", http.StatusBadRequest)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{"access_token": token, "token_type": "Bearer", "expires_in": 3600})
-	}))
-	t.Cleanup(ts.Close)
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, _ := x509.MarshalPKCS8PrivateKey(k)
-	key := map[string]string{"type": "service_account", "project_id": "p", "private_key_id": "k1",
-		"private_key":  string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
-		"client_email": "me@p.iam.gserviceaccount.com", "client_id": "1", "token_uri": ts.URL + "/token"}
-	b, _ := json.Marshal(key)
-	p := filepath.Join(t.TempDir(), "key.json")
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 func pythonDir() string { return srcroot.Join("python") }

@@ -5,9 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/errs"
+	"github.com/kinetic-run/kinetic/image"
+	"github.com/kinetic-run/kinetic/internal/seconds"
 	"github.com/kinetic-run/kinetic/job"
 )
 
@@ -23,6 +29,14 @@ func call(ctx context.Context, env Env, req *Request, p *Job) error {
 		return err
 	}
 	p.Spec.Debug, p.Spec.TimeoutSeconds = debug, timeout
+	if err := outputDirScheme(req.OutputDir, p.Cfg.Get(config.OutputDir)); err != nil {
+		return err
+	}
+	// Read again by the image step; checked here, before the tree and the data are
+	// uploaded (which make the store): a bad value fails with nothing made.
+	if _, err := image.ParseChoice(req.ContainerImage); err != nil {
+		return err
+	}
 	cwd := req.Cwd
 	if cwd == "" {
 		if cwd, err = os.Getwd(); err != nil {
@@ -70,19 +84,19 @@ func call(ctx context.Context, env Env, req *Request, p *Job) error {
 func DebugSpec(req *Request) (*job.DebugSpec, error) {
 	if !req.Debug {
 		if req.DebugWait != 0 {
-			return nil, errors.New("debug_wait is set but debug is not: set debug=True (--debug) too, or drop debug_wait")
+			return nil, errs.New(errs.InvalidArgument, "debug_wait is set but debug is not: set debug=True (--debug) too, or drop debug_wait")
 		}
 		return nil, nil
 	}
 	if req.Kind == job.KindCommand {
-		return nil, errors.New("debug=True needs a Python function: a command job has no Python process to attach a debugger to (run FILE.py::FUNC instead, or drop --debug)")
+		return nil, errs.New(errs.InvalidArgument, "debug=True needs a Python function: a command job has no Python process to attach a debugger to (run FILE.py::FUNC instead, or drop --debug)")
 	}
-	wait := time.Duration(req.DebugWait * float64(time.Second))
-	switch {
-	case req.DebugWait == 0:
-		wait = DefaultDebugWait
-	case req.DebugWait < 1 || req.DebugWait > 7*24*3600:
-		return nil, fmt.Errorf("debug_wait %v: want a number of seconds from 1 to 604800 (a week)", req.DebugWait)
+	wait := DefaultDebugWait
+	if req.DebugWait != 0 {
+		if req.DebugWait < 1 || req.DebugWait > 7*24*3600 {
+			return nil, errs.Errorf(errs.InvalidArgument, "debug_wait %v: want a number of seconds from 1 to 604800 (a week)", req.DebugWait)
+		}
+		wait = seconds.Duration(req.DebugWait)
 	}
 	return &job.DebugSpec{WaitSeconds: int(wait.Round(time.Second) / time.Second)}, nil
 }
@@ -90,7 +104,26 @@ func DebugSpec(req *Request) (*job.DebugSpec, error) {
 // timeoutSeconds is a call's time limit in whole seconds (rounded up; 0 = none).
 func timeoutSeconds(d time.Duration) (int, error) {
 	if d < 0 {
-		return 0, fmt.Errorf("timeout %s is negative: give a positive time limit for the call (e.g. 3600 seconds), or none", d)
+		return 0, errs.Errorf(errs.InvalidArgument, "timeout %s is negative: give a positive time limit for the call (e.g. 3600 seconds), or none", d)
 	}
 	return int((d + time.Second - 1) / time.Second), nil
+}
+
+// outputSchemes are the schemes an output directory's URL may have (a path needs none):
+// the stores' a job can write to.
+var outputSchemes = []string{"file", "gs", "s3"}
+
+// outputDirScheme refuses an output directory (the request's, else the configured one)
+// whose URL scheme no job can write to (ftp://...), before anything is made: it would
+// reach the job as KINETIC_OUTPUT_DIR and fail there, or be written nowhere.
+func outputDirScheme(req, configured string) error {
+	dir, what := req, "output_dir"
+	if dir == "" {
+		dir, what = configured, "output_dir (KINETIC_OUTPUT_DIR or the profile)"
+	}
+	i := strings.Index(dir, "://")
+	if i <= 0 || slices.Contains(outputSchemes, strings.ToLower(dir[:i])) {
+		return nil
+	}
+	return errs.Errorf(errs.InvalidArgument, "%s %q: the scheme %s:// is not one an output directory can have; give a path, or a URL with one of file://, gs://, s3://", what, dir, dir[:i])
 }

@@ -5,16 +5,20 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/kinetic-run/kinetic/errs"
 )
 
 // envBlocklist are variables a wildcard capture never takes: they describe this
-// machine, not the job, and would break the worker's environment.
-var envBlocklist = []string{"PATH", "HOME", "PWD", "OLDPWD", "SHELL", "USER", "LOGNAME", "HOSTNAME", "TERM", "TMPDIR", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "SHLVL", "_", "DISPLAY", "SSH_AUTH_SOCK", "SSH_CONNECTION", "SSH_CLIENT", "SSH_TTY", "LANG", "KINETIC_OUTPUT_DIR", "KINETIC_JOB_ID", "KINETIC_HOST_INDEX",
-	// The pod's runtime defaults (KERAS_BACKEND=jax, JAX_PLATFORMS for its hardware):
-	// this machine's values describe this machine; name one exactly to send it.
-	"KERAS_BACKEND", "JAX_PLATFORMS"}
+// machine, not the job, and would break the worker's environment. It holds every name
+// the reference blocks (TEMP, TMP and KERAS_BACKEND among them: a client's
+// KERAS_BACKEND=torch swept in by KERAS_* would override the image's jax); naming one
+// exactly still captures it. JAX_PLATFORMS too: the pod's value is set for its hardware
+// (docs/images.md, "The runtime layer").
+var envBlocklist = []string{"PATH", "HOME", "PWD", "OLDPWD", "SHELL", "USER", "LOGNAME", "HOSTNAME", "TERM", "TMPDIR", "TEMP", "TMP", "KERAS_BACKEND", "JAX_PLATFORMS", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "SHLVL", "_", "DISPLAY", "SSH_AUTH_SOCK", "SSH_CONNECTION", "SSH_CLIENT", "SSH_TTY", "LANG", "KINETIC_OUTPUT_DIR", "KINETIC_JOB_ID", "KINETIC_HOST_INDEX"}
 var envBlockPrefixes = []string{"LD_", "CONDA_", "PYENV_", "XDG_", "DBUS_", "KUBERNETES_"}
 
 var secretName = regexp.MustCompile(`(?i)TOKEN|SECRET|KEY|PASSWORD|PASSWD|CREDENTIAL`)
@@ -49,16 +53,32 @@ func captureEnv(patterns []string, environ map[string]string, warn func(string))
 		}
 	}
 	out := map[string]string{}
+	var skipped []string
 	for _, p := range patterns {
 		if !envName.MatchString(p) {
-			return nil, fmt.Errorf("capture_env_vars: %q is not a variable name or a PREFIX* pattern", p)
+			return nil, errs.Errorf(errs.InvalidArgument, "capture_env_vars: %q is not a variable name or a PREFIX* pattern", p)
 		}
 		prefix, wild := strings.CutSuffix(p, "*")
 		for k, v := range environ {
-			if (wild && strings.HasPrefix(k, prefix) && !blocked(k)) || (!wild && k == p) {
+			switch {
+			case !wild && k == p:
 				out[k] = v
+			case wild && strings.HasPrefix(k, prefix) && !blocked(k):
+				out[k] = v
+			case wild && strings.HasPrefix(k, prefix):
+				skipped = append(skipped, k)
 			}
 		}
+	}
+	var left []string // blocked names a wildcard matched and no exact name took
+	for _, k := range skipped {
+		if _, ok := out[k]; !ok && !slices.Contains(left, k) {
+			left = append(left, k)
+		}
+	}
+	if len(left) > 0 && warn != nil {
+		sort.Strings(left)
+		warn(fmt.Sprintf("capture_env_vars: not capturing %s, matched by a wildcard: they describe this machine and would override the job's own values; name one exactly in capture_env_vars to send it anyway", strings.Join(left, ", ")))
 	}
 	var secrets []string
 	for k := range out {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/data"
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/internal/mountns"
 )
 
@@ -35,7 +37,11 @@ func dataRefs(req *Request) ([]data.Ref, error) {
 		}
 		if d.Mount != "" {
 			if !filepath.IsAbs(d.Mount) || filepath.Clean(d.Mount) == "/" {
-				return nil, fmt.Errorf("volumes: mount path %q must be an absolute path other than /, e.g. /data", d.Mount)
+				return nil, errs.Errorf(errs.InvalidArgument, "volumes: mount path %q must be an absolute path other than /, e.g. /data", d.Mount)
+			}
+			if slices.Contains(strings.Split(d.Mount, "/"), "..") {
+				// Cleaned, /data/../../etc would be /etc: not the directory the caller named.
+				return nil, errs.Errorf(errs.InvalidArgument, "volumes: mount path %q has a '..' in it, which leaves the directory it names; give the directory itself, e.g. /data", d.Mount)
 			}
 			r.Mount = filepath.Clean(d.Mount)
 		}

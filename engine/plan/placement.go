@@ -9,6 +9,7 @@ import (
 	"github.com/kinetic-run/kinetic/accel"
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/job"
 )
 
@@ -57,7 +58,7 @@ func Backend(cfg *config.Resolved, acc accel.Spec) (*job.Handle, error) {
 		Zone: cfg.Get(config.Zone), Namespace: cfg.Get(config.Namespace), KubeContext: cfg.Get(config.KubeContext)}
 	f, ok := backend.Lookup(name)
 	if !ok {
-		return nil, fmt.Errorf("unknown backend %q: this kinetic runs %s", name, strings.Join(backend.Names(), ", "))
+		return nil, errs.Errorf(errs.InvalidArgument, "unknown backend %q: this kinetic runs %s", name, strings.Join(backend.Names(), ", "))
 	}
 	if err := f.Plan(h, acc, Settings{cfg}); err != nil {
 		return nil, err

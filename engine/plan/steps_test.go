@@ -14,6 +14,7 @@ import (
 	"github.com/kinetic-run/kinetic/backend/kubernetes"
 	_ "github.com/kinetic-run/kinetic/backend/local" // registers "local"
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/job"
 )
@@ -126,6 +127,20 @@ func TestEnvironmentCapture(t *testing.T) {
 	}
 	if len(env.warnings) != 1 || !strings.Contains(env.warnings[0], "HF_TOKEN") {
 		t.Errorf("warnings %q: want one naming the secret", env.warnings)
+	}
+	// The reference's blocklist: a wildcard never takes TEMP, TMP or KERAS_BACKEND, says
+	// which it skipped, and an exact name still takes one.
+	env = newEnv(t, nil)
+	r.CaptureEnv = []string{"*", "TMP"}
+	r.Environ = map[string]string{"TEMP": "/t", "TMP": "/t", "KERAS_BACKEND": "torch", "LD_PRELOAD": "x.so", "APP": "1"}
+	if p, err = upTo(t, env, r, "environment capture"); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"APP": "1", "TMP": "/t"}, p.Env); diff != "" {
+		t.Errorf("captured (-want +got):\n%s", diff)
+	}
+	if len(env.warnings) != 1 || !strings.Contains(env.warnings[0], "KERAS_BACKEND, LD_PRELOAD, TEMP") || strings.Contains(env.warnings[0], "TMP,") {
+		t.Errorf("warnings %q: want one naming the skipped KERAS_BACKEND, LD_PRELOAD, TEMP", env.warnings)
 	}
 	r.CaptureEnv = []string{"BAD-NAME"}
 	if _, err := upTo(t, newEnv(t, nil), r, "environment capture"); err == nil || !strings.Contains(err.Error(), "BAD-NAME") {
@@ -324,9 +339,46 @@ func TestImage(t *testing.T) {
 	if len(env.notices) != 1 || !strings.Contains(env.notices[0], "container_image") {
 		t.Errorf("notices %q: want one saying the image is not used here", env.notices)
 	}
+	// A bad container_image fails at the call step, before the tree and the data are
+	// uploaded (which make the store).
 	r.ContainerImage = "::not an image::"
-	if _, err := upTo(t, newEnv(t, nil), r, "image"); err == nil {
-		t.Error("a bad container_image was accepted")
+	if _, err := upTo(t, newEnv(t, nil), r, "call"); errs.CodeOf(err) != errs.InvalidArgument {
+		t.Errorf("a bad container_image: %v, want an InvalidArgument from the call step", err)
+	}
+}
+
+// TestCallRefusesBadValues: values no job can use are the caller's InvalidArgument,
+// found before anything is uploaded (issue 45: output_dir='ftp://...' and a volume at
+// /data/../../etc were accepted, a bad capture_env_vars or debug_wait was Internal).
+func TestCallRefusesBadValues(t *testing.T) {
+	for _, c := range []struct {
+		name, step, says string
+		change           func(r *Request)
+	}{
+		{"output_dir ftp", "call", "file://, gs://, s3://", func(r *Request) { r.OutputDir = "ftp://host/out" }},
+		{"debug_wait without debug", "call", "debug_wait", func(r *Request) { r.DebugWait = 30 }},
+		{"debug_wait too short", "call", "debug_wait", func(r *Request) { r.Debug, r.DebugWait = true, 0.5 }},
+		{"negative timeout", "call", "negative", func(r *Request) { r.Timeout = -time.Second }},
+		{"capture name", "environment capture", "capture_env_vars", func(r *Request) { r.CaptureEnv = []string{"BAD NAME!"} }},
+		{"volume with ..", "data", "'..'", func(r *Request) {
+			r.Data = []DataArg{{Path: t.TempDir(), Mount: "/data/../../etc"}}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := pickleRequest()
+			c.change(r)
+			_, err := upTo(t, newEnv(t, nil), r, c.step)
+			if errs.CodeOf(err) != errs.InvalidArgument || !strings.Contains(errs.Message(err), c.says) {
+				t.Errorf("%v (code %v), want an InvalidArgument saying %q", err, errs.CodeOf(err), c.says)
+			}
+		})
+	}
+	for _, ok := range []string{"", "/tmp/out", "gs://b/out", "s3://b/out", "file:///tmp/out"} {
+		r := pickleRequest()
+		r.OutputDir = ok
+		if _, err := upTo(t, newEnv(t, nil), r, "call"); err != nil {
+			t.Errorf("output_dir %q: %v", ok, err)
+		}
 	}
 }
 

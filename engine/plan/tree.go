@@ -50,6 +50,9 @@ func tree(ctx context.Context, env Env, req *Request, p *Job) error {
 	if msg := pack.SizeWarning(m, int64(mb*(1<<20))); msg != "" {
 		env.Warning(msg)
 	}
+	if msg := pack.SecretWarning(m); msg != "" {
+		env.NoticeOnce("kinetic: warning: " + msg + "\n") // once per session, as the reference's
+	}
 	for i, n := range m.Notes {
 		if i == 5 {
 			env.Warning(fmt.Sprintf("... and %d more left out of the working directory", len(m.Notes)-i))
@@ -78,13 +81,13 @@ func tree(ctx context.Context, env Env, req *Request, p *Job) error {
 	return nil
 }
 
-// ShippedRoot is the setting package_root, else the root detected from the code's
+// ShippedRoot is the setting package_root (relative to cwd, or under ~), else the root detected from the code's
 // directory (pack.FindRoot).
 func ShippedRoot(cfg *config.Resolved, req *Request, cwd string) (string, error) {
-	if r := cfg.Get(config.PackageRoot); r != "" {
-		return r, nil
-	}
 	home, _ := os.UserHomeDir()
+	if r := cfg.Get(config.PackageRoot); r != "" {
+		return config.ExpandPath(r, cwd, home), nil
+	}
 	return pack.FindRoot(codeDir(req, cwd), home), nil
 }
 

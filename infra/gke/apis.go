@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"cloud.google.com/go/serviceusage/apiv1/serviceusagepb"
+
+	"github.com/kinetic-run/kinetic/errs"
 )
 
 // RequiredAPIs are the Google APIs up calls or the cluster needs: GKE, Artifact
@@ -31,6 +33,9 @@ func (c *Clients) planAPIs(ctx context.Context, cfg *Config) (Step, bool, error)
 	}
 	got, err := c.Services.BatchGetServices(ctx, &serviceusagepb.BatchGetServicesRequest{Parent: "projects/" + cfg.Project, Names: names})
 	if err != nil {
+		if strings.Contains(err.Error(), "requires a quota project") {
+			return Step{}, false, &apiError{text: fmt.Sprintf("read which APIs are enabled on project %s: Google refuses user credentials without a quota project for the Service Usage API: run `gcloud auth application-default set-quota-project %s`, then run the same command again", cfg.Project, cfg.Project), code: errs.FailedPrecondition, err: err}
+		}
 		return Step{}, false, apiErr("read which APIs are enabled on project "+cfg.Project+" (Service Usage API)", err)
 	}
 	enabled := map[string]bool{}
@@ -84,7 +89,8 @@ func (c *Clients) enableAPIs(ctx context.Context, cfg *Config, services []string
 		slices.Sort(still)
 		return fmt.Errorf("still not enabled after the operation: %s (enable them in the console, or `gcloud services enable %s --project %s`)", strings.Join(still, ", "), strings.Join(still, " "), cfg.Project)
 	}
-	return nil
+	// Enabled is not ready: Google's APIs refuse calls for a while after.
+	return c.waitAPIsReady(ctx, cfg, services, pr)
 }
 
 func prefixed(p string, s []string) []string {

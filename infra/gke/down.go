@@ -62,6 +62,15 @@ func PlanDown(ctx context.Context, c *Clients, cfg Config, o DownOptions) (*Plan
 			}})
 	}
 
+	// The network up made when the project had none, after the cluster on it.
+	nstep, err := c.planNetworkDown(ctx, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	if nstep != nil {
+		p.Steps = append(p.Steps, *nstep)
+	}
+
 	member := "serviceAccount:" + cfg.AccountEmail()
 	_, bErr := st.Buckets.Get(bucket).Context(ctx).Do()
 	bucketThere := bErr == nil
@@ -108,11 +117,11 @@ func PlanDown(ctx context.Context, c *Clients, cfg Config, o DownOptions) (*Plan
 	}
 	// The repository last: up made it first.
 	if _, err := c.Registry.GetRepository(ctx, &artifactregistrypb.GetRepositoryRequest{Name: cfg.repoName()}); notFound(err) {
-		gone("Artifact Registry repository " + Repository)
+		gone("Artifact Registry repository " + cfg.Repository())
 	} else if err != nil {
 		return nil, apiErr("read the repository "+cfg.repoName(), err)
 	} else {
-		p.Steps = append(p.Steps, Step{What: "Artifact Registry repository " + Repository, Action: ActDelete, Detail: "and every image in it",
+		p.Steps = append(p.Steps, Step{What: "Artifact Registry repository " + cfg.Repository(), Action: ActDelete, Detail: "and every image in it",
 			apply: func(ctx context.Context, pr *progress) error {
 				op, err := c.Registry.DeleteRepository(ctx, &artifactregistrypb.DeleteRepositoryRequest{Name: cfg.repoName()})
 				if notFound(err) {

@@ -12,6 +12,7 @@ package gke
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -25,11 +26,13 @@ import (
 	container "cloud.google.com/go/container/apiv1"
 	admin "cloud.google.com/go/iam/admin/apiv1"
 	serviceusage "cloud.google.com/go/serviceusage/apiv1"
+	googleoauth "golang.org/x/oauth2/google"
 	compute "google.golang.org/api/compute/v1"
 	"google.golang.org/api/option"
 	storagev1 "google.golang.org/api/storage/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/infra/gke/gkename"
@@ -40,11 +43,8 @@ const (
 	DefaultCluster = gkename.DefaultCluster
 	// SystemPool is the node pool of the cluster's own pods and of CPU jobs.
 	SystemPool = "system"
-	// Repository is the Artifact Registry repository (Docker format) in the zone's region.
-	Repository = gkename.Repository
-	// AccountID is the Google service account job pods act as through Workload Identity.
-	AccountID = "kinetic-jobs"
-	// KubeServiceAccount is the Kubernetes service account bound to AccountID; the same
+	// KubeServiceAccount is the Kubernetes service account bound to the cluster's Google
+	// service account (Config.AccountEmail); the same
 	// name `kinetic up --backend k8s` creates (infra.Name).
 	KubeServiceAccount = "kinetic"
 	// ManagedLabel marks what kinetic made (labels of the cluster, the pools, the repo).
@@ -138,9 +138,26 @@ func grpcOpts(ep string) []option.ClientOption {
 }
 
 // Dial makes the clients, with Application Default Credentials unless ep overrides.
-func Dial(ctx context.Context, ep Endpoints) (*Clients, error) {
+func Dial(ctx context.Context, ep Endpoints) (*Clients, error) { return DialFor(ctx, ep, "") }
+
+// DialFor is Dial for work on project: when the credentials are a user's (an
+// authorized_user ADC file from `gcloud auth application-default login`) that name no
+// quota project, Service Usage calls name project as theirs (x-goog-user-project), as
+// Google requires of user credentials for that API (it refuses them otherwise, billing
+// gcloud's own project).
+func DialFor(ctx context.Context, ep Endpoints, project string) (*Clients, error) {
 	c := &Clients{}
 	var err error
+	var quota []option.ClientOption
+	if project != "" && userADCWithoutQuotaProject(ctx) {
+		// The header itself (option.WithQuotaProject sets it only with credentials, and
+		// the test endpoints have none); the credentials name no quota project, so it
+		// is not sent twice.
+		quota = []option.ClientOption{option.WithGRPCDialOption(grpc.WithChainUnaryInterceptor(
+			func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+				return invoker(metadata.AppendToOutgoingContext(ctx, "x-goog-user-project", project), method, req, reply, cc, opts...)
+			}))}
+	}
 	if c.Cluster, err = container.NewClusterManagerClient(ctx, grpcOpts(ep.Container)...); err != nil {
 		return nil, credErr("GKE", err)
 	}
@@ -152,11 +169,11 @@ func Dial(ctx context.Context, ep Endpoints) (*Clients, error) {
 		c.Close()
 		return nil, credErr("IAM", err)
 	}
-	if c.Services, err = serviceusage.NewClient(ctx, grpcOpts(ep.ServiceUsage)...); err != nil {
+	if c.Services, err = serviceusage.NewClient(ctx, append(grpcOpts(ep.ServiceUsage), quota...)...); err != nil {
 		c.Close()
 		return nil, credErr("Service Usage", err)
 	}
-	copts := []option.ClientOption{option.WithScopes(compute.ComputeReadonlyScope)}
+	copts := []option.ClientOption{option.WithScopes(compute.ComputeScope)} // reads, and the network of a project without a default one
 	if ep.Compute != "" {
 		copts = []option.ClientOption{option.WithEndpoint(strings.TrimSuffix(ep.Compute, "/") + "/compute/v1/"),
 			option.WithoutAuthentication(), option.WithHTTPClient(&http.Client{Transport: http.DefaultTransport})}
@@ -166,6 +183,20 @@ func Dial(ctx context.Context, ep Endpoints) (*Clients, error) {
 		return nil, credErr("Compute Engine", err)
 	}
 	return c, nil
+}
+
+// userADCWithoutQuotaProject reports whether Application Default Credentials are a
+// user's (type authorized_user) with no quota_project_id.
+func userADCWithoutQuotaProject(ctx context.Context) bool {
+	creds, err := googleoauth.FindDefaultCredentials(ctx, "https://www.googleapis.com/auth/cloud-platform")
+	if err != nil || len(creds.JSON) == 0 {
+		return false
+	}
+	var f struct {
+		Type         string `json:"type"`
+		QuotaProject string `json:"quota_project_id"`
+	}
+	return json.Unmarshal(creds.JSON, &f) == nil && f.Type == "authorized_user" && f.QuotaProject == ""
 }
 
 // credErr words a client that could not be made: nearly always missing or unusable
@@ -199,11 +230,11 @@ type Config struct {
 	Project, Zone string
 	Cluster       string // "" = DefaultCluster
 	Namespace     string // Kubernetes namespace of jobs (the Workload Identity member)
-	// Store is the gs:// store URL ("" = gs://PROJECT-kinetic); ?endpoint= points at an
+	// Store is the gs:// store URL ("" = gs://PROJECT-kn-CLUSTER-jobs); ?endpoint= points at an
 	// emulator.
 	Store string
 	// Registry is where the runner image goes ("" = the repository up creates,
-	// REGION-docker.pkg.dev/PROJECT/kinetic).
+	// REGION-docker.pkg.dev/PROJECT/kn-CLUSTER).
 	Registry string
 	// Runner publishes the runner image; nil leaves that step out.
 	Runner Runner
@@ -218,6 +249,8 @@ type Config struct {
 	// Poll is the first interval between polls of a long-running operation (0 = 500ms);
 	// it grows to ten times that, at most 5 s.
 	Poll time.Duration
+	// APIWait bounds the wait for APIs just enabled to answer (0 = DefaultAPIWait).
+	APIWait time.Duration
 }
 
 func (c *Config) fill() error {
@@ -234,16 +267,22 @@ func (c *Config) fill() error {
 		c.Namespace = "default"
 	}
 	if c.Store == "" {
-		c.Store = gkename.Store(c.Project)
+		c.Store = gkename.Store(c.Project, c.Cluster)
 	}
 	if !strings.HasPrefix(c.Store, "gs://") {
-		return fmt.Errorf("store %q: GKE jobs use a gs:// store (e.g. --store %s)", c.Store, gkename.Store(c.Project))
+		return fmt.Errorf("store %q: GKE jobs use a gs:// store (e.g. --store %s)", c.Store, gkename.Store(c.Project, c.Cluster))
+	}
+	if b, _ := c.Bucket(); len(b) > 63 {
+		return fmt.Errorf("store bucket %s is %d characters, over Cloud Storage's 63: give a shorter --cluster, or --store gs://BUCKET", b, len(b))
 	}
 	if c.Registry == "" {
 		c.Registry = c.RepoHost()
 	}
 	if c.Poll == 0 {
 		c.Poll = 500 * time.Millisecond
+	}
+	if c.APIWait == 0 {
+		c.APIWait = DefaultAPIWait
 	}
 	return nil
 }
@@ -257,14 +296,20 @@ func (c *Config) poolName(p string) string {
 	return c.clusterName() + "/nodePools/" + p
 }
 func (c *Config) repoParent() string { return "projects/" + c.Project + "/locations/" + Region(c.Zone) }
-func (c *Config) repoName() string   { return c.repoParent() + "/repositories/" + Repository }
+func (c *Config) repoName() string   { return c.repoParent() + "/repositories/" + c.Repository() }
 
-// RepoHost is the Docker path of the repository: REGION-docker.pkg.dev/PROJECT/kinetic.
-func (c *Config) RepoHost() string { return gkename.Registry(c.Project, c.Zone) }
+// Repository is the cluster's Artifact Registry repository: kn-CLUSTER.
+func (c *Config) Repository() string { return gkename.Repository(c.Cluster) }
+
+// RepoHost is the Docker path of the repository: REGION-docker.pkg.dev/PROJECT/kn-CLUSTER.
+func (c *Config) RepoHost() string { return gkename.Registry(c.Project, c.Zone, c.Cluster) }
+
+// AccountID is the cluster's Google service account's id: kn-CLUSTER-jobs.
+func (c *Config) AccountID() string { return gkename.AccountID(c.Cluster) }
 
 // AccountEmail is the Google service account of job pods.
 func (c *Config) AccountEmail() string {
-	return AccountID + "@" + c.Project + ".iam.gserviceaccount.com"
+	return c.AccountID() + "@" + c.Project + ".iam.gserviceaccount.com"
 }
 func (c *Config) accountName() string {
 	return "projects/" + c.Project + "/serviceAccounts/" + c.AccountEmail()

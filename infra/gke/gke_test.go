@@ -19,6 +19,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/infra/gke"
+	"github.com/kinetic-run/kinetic/infra/gke/gkename"
 	"github.com/kinetic-run/kinetic/store"
 	"github.com/kinetic-run/kinetic/testkit/gketest"
 	"github.com/kinetic-run/kinetic/testkit/imagetest"
@@ -99,8 +100,8 @@ func setupTB(t testing.TB, zone string, o gketest.Options) *env {
 	t.Cleanup(c.Close)
 	reg := imagetest.StartRegistry(t)
 	return &env{fake: f, c: c, reg: reg, cfg: gke.Config{
-		Project: "p", Zone: zone, Store: f.StoreURL("p-kinetic"), Poll: time.Millisecond,
-		Registry: reg.Host + "/p/kinetic",
+		Project: "p", Zone: zone, Store: f.StoreURL(gkename.Bucket("p", "")), Poll: time.Millisecond,
+		Registry: reg.Host + "/p/kn-kinetic-cluster",
 		Runner:   gke.ImageRunner{Images: &image.Client{}, Source: runnerBinaries(t)},
 	}}
 }
@@ -138,7 +139,7 @@ func TestUpFromNothingThenNoChange(t *testing.T) {
 		!cl.GetAddonsConfig().GetGcsFuseCsiDriverConfig().GetEnabled() || cl.GetNodePools()[0].GetConfig().GetMachineType() != "e2-standard-4" {
 		t.Errorf("cluster = %v", cl)
 	}
-	if !strings.HasPrefix(p.RunnerImage, e.reg.Host+"/p/kinetic/kinetic-runner@sha256:") {
+	if !strings.HasPrefix(p.RunnerImage, e.reg.Host+"/p/kn-kinetic-cluster/kinetic-runner@sha256:") {
 		t.Errorf("runner image = %q, want it by digest in %s", p.RunnerImage, e.reg.Host)
 	}
 	if got := e.fake.Counts(); got["clusters"] != 1 || got["node_pools"] != 1 || got["repositories"] != 1 || got["service_accounts"] != 1 {
@@ -172,8 +173,8 @@ func TestUpPartialFailureResumes(t *testing.T) {
 	ctx := context.Background()
 	e.fake.FailNext("google.container.v1.ClusterManager/CreateCluster", status.Error(codes.ResourceExhausted, "Insufficient regional quota to satisfy request: resource \"CPUS\""))
 	_, err := e.up(t)
-	if err == nil || !strings.Contains(err.Error(), "create cluster kinetic-cluster") || !strings.Contains(err.Error(), "quota") {
-		t.Fatalf("err = %v, want the cluster step's quota failure", err)
+	if err == nil || !strings.Contains(err.Error(), "create cluster kinetic-cluster") || !strings.Contains(err.Error(), "quota of CPUS is used up") || strings.Contains(err.Error(), "rpc error") {
+		t.Fatalf("err = %v, want the cluster step's quota failure, worded", err)
 	}
 	// What was done before the failure stays; the next plan starts at the cluster.
 	p, err := gke.PlanUp(ctx, e.c, e.cfg)
@@ -543,7 +544,8 @@ func TestUpWithFirstPool(t *testing.T) {
 	var names []string
 	for _, np := range cl.GetNodePools() {
 		names = append(names, np.GetName())
-		if np.GetName() == "gpu-l4" && (np.GetAutoscaling().GetMinNodeCount() != 1 || np.GetConfig().GetMachineType() != "g2-standard-4") {
+		// A GPU pool grows to min+10 nodes, as the reference's (GPU_NODE_POOL_MAX_SCALE_UP).
+		if np.GetName() == "gpu-l4" && (np.GetAutoscaling().GetMinNodeCount() != 1 || np.GetAutoscaling().GetMaxNodeCount() != 11 || np.GetConfig().GetMachineType() != "g2-standard-4") {
 			t.Errorf("pool gpu-l4 = %v", np)
 		}
 	}
@@ -559,5 +561,62 @@ func TestUpWithFirstPool(t *testing.T) {
 	e.cfg.Pool.MaxNodes, e.cfg.Pool.MaxSet = 3, true
 	if _, err := gke.PlanUp(ctx, e.c, e.cfg); err == nil || !strings.Contains(err.Error(), "kinetic pool remove gpu-l4") {
 		t.Fatalf("conflicting pool: %v", err)
+	}
+}
+
+// TestTwoClustersDownOne: two clusters in one project each have their own bucket,
+// repository and service account (the reference's per-cluster names); down of one
+// leaves everything of the other, whose next up has nothing to do.
+func TestTwoClustersDownOne(t *testing.T) {
+	e := setup(t, "us-central1-a", gketest.Options{})
+	ctx := context.Background()
+	cfgOf := func(cluster string) gke.Config {
+		c := e.cfg
+		c.Cluster, c.Store, c.Registry = cluster, e.fake.StoreURL(gkename.Bucket("p", cluster)), e.reg.Host+"/p/"+gkename.Repository(cluster)
+		return c
+	}
+	for _, name := range []string{"alpha", "beta"} {
+		p, err := gke.PlanUp(ctx, e.c, cfgOf(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Apply(ctx, nil); err != nil {
+			t.Fatalf("up %s: %v", name, err)
+		}
+	}
+	if got := e.fake.Counts(); got["clusters"] != 2 || got["repositories"] != 2 || got["service_accounts"] != 2 {
+		t.Fatalf("two clusters made %v, want two of each", got)
+	}
+	p, err := gke.PlanDown(ctx, e.c, cfgOf("alpha"), gke.DownOptions{ForceDestroy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := printed(p)
+	for _, want := range []string{"cluster alpha", "service account kn-alpha-jobs@p.iam.gserviceaccount.com", "store bucket gs://p-kn-alpha-jobs", "Artifact Registry repository kn-alpha"} {
+		if !strings.Contains(plan, want) {
+			t.Errorf("down plan lacks %q:\n%s", want, plan)
+		}
+	}
+	if strings.Contains(plan, "beta") {
+		t.Errorf("down of alpha touches beta:\n%s", plan)
+	}
+	if err := p.Apply(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.fake.Counts(); got["clusters"] != 1 || got["repositories"] != 1 || got["service_accounts"] != 1 {
+		t.Errorf("after down of alpha: %v, want beta's cluster, repository and account", got)
+	}
+	e.fake.Reset()
+	p, err = gke.PlanUp(ctx, e.c, cfgOf("beta"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Changes() != 0 {
+		t.Errorf("beta after down of alpha:\n%s", printed(p))
+	}
+	if st, err := store.Open(ctx, cfgOf("beta").Store); err != nil {
+		t.Errorf("beta's store: %v", err)
+	} else {
+		st.Close()
 	}
 }

@@ -14,14 +14,15 @@ import (
 
 // Actions of a step.
 const (
-	ActOK      = "ok"      // already as wanted: nothing to do
-	ActCreate  = "create"  // missing: create it
-	ActUpdate  = "update"  // there, but different: change it
-	ActWait    = "wait"    // an operation started earlier is still running: wait for it
-	ActPublish = "publish" // push the runner image
-	ActDelete  = "delete"  // down, pool remove
-	ActKeep    = "keep"    // down leaves it (the bucket without --force-destroy)
-	ActEnable  = "enable"  // turn on Google APIs (Service Usage)
+	ActOK       = "ok"       // already as wanted: nothing to do
+	ActCreate   = "create"   // missing: create it
+	ActUpdate   = "update"   // there, but different: change it
+	ActWait     = "wait"     // an operation started earlier is still running: wait for it
+	ActPublish  = "publish"  // push the runner image
+	ActDelete   = "delete"   // down, pool remove
+	ActKeep     = "keep"     // down leaves it (the bucket without --force-destroy)
+	ActEnable   = "enable"   // turn on Google APIs (Service Usage)
+	ActRecreate = "recreate" // in ERROR at Google: delete it and create it again
 )
 
 // Step is one thing a plan makes sure of.
@@ -74,7 +75,7 @@ func (p *Plan) Kept() bool {
 func (p *Plan) Print(w io.Writer) {
 	fmt.Fprintln(w, p.Title)
 	for _, s := range p.Steps {
-		mark := map[string]string{ActOK: "=", ActCreate: "+", ActPublish: "+", ActUpdate: "~", ActWait: "~", ActDelete: "-", ActKeep: "=", ActEnable: "+"}[s.Action]
+		mark := map[string]string{ActOK: "=", ActCreate: "+", ActPublish: "+", ActUpdate: "~", ActWait: "~", ActDelete: "-", ActKeep: "=", ActEnable: "+", ActRecreate: "~"}[s.Action]
 		line := fmt.Sprintf("  %s %-8s %s", mark, s.Action, s.What)
 		if s.Detail != "" {
 			line += " (" + s.Detail + ")"
@@ -123,6 +124,14 @@ func (p *Plan) Apply(ctx context.Context, out io.Writer) error {
 			}
 			if ctx.Err() != nil {
 				return &InterruptedError{What: s.What, Operation: pr.op}
+			}
+			// Google's refusal as it came (gRPC's or HTTP's text): worded, its fix named.
+			var ae *apiError
+			var oe *OpError
+			if !errors.As(err, &ae) && !errors.As(err, &oe) {
+				if _, ok := status.FromError(err); ok || httpCode(err) != 0 {
+					return apiErr(s.Action+" "+s.What, err)
+				}
 			}
 			return fmt.Errorf("%s %s: %w", s.Action, s.What, err)
 		}
@@ -188,12 +197,12 @@ func (c *Clients) waitOp(ctx context.Context, cfg *Config, op *containerpb.Opera
 		}
 	}
 	if e := op.GetError(); e != nil && e.GetCode() != 0 {
-		return fmt.Errorf("operation %s failed: %s", pr.op, e.GetMessage())
+		return opError(cfg, pr.op, pr.what, e.GetMessage())
 	}
 	if m := op.GetStatusMessage(); m != "" && op.GetError() == nil {
 		// A DONE operation with a status message and no error carries a failure in
 		// older API versions.
-		return fmt.Errorf("operation %s: %s", pr.op, m)
+		return opError(cfg, pr.op, pr.what, m)
 	}
 	return nil
 }
@@ -209,7 +218,9 @@ func (c *Clients) waitCluster(ctx context.Context, cfg *Config, pr *progress) er
 		switch cl.GetStatus() {
 		case containerpb.Cluster_RUNNING:
 			return nil
-		case containerpb.Cluster_ERROR, containerpb.Cluster_DEGRADED:
+		case containerpb.Cluster_ERROR:
+			return opError(cfg, "", pr.what, cl.GetStatusMessage())
+		case containerpb.Cluster_DEGRADED:
 			return fmt.Errorf("cluster %s is %s: %s", cfg.Cluster, cl.GetStatus(), cl.GetStatusMessage())
 		case containerpb.Cluster_STOPPING:
 			return fmt.Errorf("cluster %s is being deleted", cfg.Cluster)

@@ -12,6 +12,10 @@ import (
 	"github.com/kinetic-run/kinetic/accel"
 )
 
+// GPUScaleUp is how many nodes a GPU pool may grow over its minimum when --max-nodes
+// is not given: the reference's GPU_NODE_POOL_MAX_SCALE_UP (kinetic/cli/constants.py).
+const GPUScaleUp = 10
+
 // LabelAccelerator is the node label of a pool made by `pool add`: the catalog name.
 const LabelAccelerator = "kinetic.dev/accelerator"
 
@@ -19,8 +23,9 @@ const LabelAccelerator = "kinetic.dev/accelerator"
 type PoolOptions struct {
 	Accelerator string // a catalog name (accel.Parse), e.g. gpu-l4x2, tpu-v5p-16
 	Name        string // "" = from the accelerator: gpu-l4x2, tpu-v5p-16-spot
-	// MinNodes and MaxNodes bound the autoscaler. Defaults: 0 and 1 (a single-host
-	// accelerator), or 0 and the slice's hosts (a multi-host TPU slice, all or nothing).
+	// MinNodes and MaxNodes bound the autoscaler. Defaults: 0 and MinNodes+GPUScaleUp
+	// (a GPU: the reference's GPU_NODE_POOL_MAX_SCALE_UP), 0 and 1 (a single-host TPU),
+	// or 0 and the slice's hosts (a multi-host TPU slice, all or nothing).
 	MinNodes, MaxNodes int
 	MaxSet             bool // MaxNodes was given
 	Spot               bool
@@ -63,6 +68,11 @@ func NodePoolFor(o PoolOptions) (*containerpb.NodePool, accel.Spec, error) {
 	minN, maxN := o.MinNodes, o.MaxNodes
 	if !o.MaxSet {
 		maxN = sp.Hosts
+		if sp.Kind == accel.GPU {
+			// A GPU pool grows by up to GPUScaleUp nodes over its minimum, as the
+			// reference's GPU pools do: several GPU jobs at once each get a node.
+			maxN = minN + GPUScaleUp
+		}
 		if maxN < minN {
 			maxN = minN
 		}
@@ -162,21 +172,46 @@ func (c *Clients) poolStep(cfg *Config, np *containerpb.NodePool, sp accel.Spec,
 		if h.GetName() != np.Name {
 			continue
 		}
+		if h.GetStatus() == containerpb.NodePool_ERROR {
+			// An operation failed at Google (quota, stockout): never "ok".
+			return Step{What: what, Action: ActRecreate, Detail: detail + "; it is in ERROR at Google (" + firstLine(h.GetStatusMessage()) + "): deleted and created again",
+				apply: func(ctx context.Context, pr *progress) error {
+					op, err := c.whenIdle(ctx, cfg, pr, func() (*containerpb.Operation, error) {
+						return c.Cluster.DeleteNodePool(ctx, &containerpb.DeleteNodePoolRequest{Name: cfg.poolName(np.Name)})
+					})
+					if err != nil && !notFound(err) {
+						return err
+					}
+					if err == nil {
+						if err := c.waitOp(ctx, cfg, op, pr); err != nil {
+							return err
+						}
+					}
+					return c.createPool(ctx, cfg, np, pr)
+				}}, nil
+		}
 		if same(h, np) {
 			return Step{What: what, Action: ActOK, Detail: detail}, nil
 		}
 		return Step{}, fmt.Errorf("node pool %s exists with other settings (%s): `kinetic pool remove %s` first, or give --name", np.Name, poolDetail(h, sp), np.Name)
 	}
 	return Step{What: what, Action: ActCreate, Detail: detail, apply: func(ctx context.Context, pr *progress) error {
-		op, err := c.Cluster.CreateNodePool(ctx, &containerpb.CreateNodePoolRequest{Parent: cfg.clusterName(), NodePool: np})
-		if exists(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		return c.waitOp(ctx, cfg, op, pr)
+		return c.createPool(ctx, cfg, np, pr)
 	}}, nil
+}
+
+// createPool creates np and waits for it, after any other operation on the cluster.
+func (c *Clients) createPool(ctx context.Context, cfg *Config, np *containerpb.NodePool, pr *progress) error {
+	op, err := c.whenIdle(ctx, cfg, pr, func() (*containerpb.Operation, error) {
+		return c.Cluster.CreateNodePool(ctx, &containerpb.CreateNodePoolRequest{Parent: cfg.clusterName(), NodePool: np})
+	})
+	if exists(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return c.waitOp(ctx, cfg, op, pr)
 }
 
 // same compares what pool add sets.
@@ -280,7 +315,9 @@ func PlanPoolRemove(ctx context.Context, c *Clients, cfg Config, name string) (*
 		return nil, apiErr("read the node pool "+name, err)
 	}
 	p.Steps = append(p.Steps, Step{What: "node pool " + name, Action: ActDelete, apply: func(ctx context.Context, pr *progress) error {
-		op, err := c.Cluster.DeleteNodePool(ctx, &containerpb.DeleteNodePoolRequest{Name: cfg.poolName(name)})
+		op, err := c.whenIdle(ctx, &cfg, pr, func() (*containerpb.Operation, error) {
+			return c.Cluster.DeleteNodePool(ctx, &containerpb.DeleteNodePoolRequest{Name: cfg.poolName(name)})
+		})
 		if notFound(err) {
 			return nil
 		}

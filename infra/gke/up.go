@@ -84,10 +84,23 @@ func (r ImageRunner) Publish(ctx context.Context, registry string, progress io.W
 // dependency order: repository, bucket, service account, cluster, the three role
 // bindings, the runner image. When a required API is off, the plan is only the step
 // that enables it (Replan): apply it, then plan again.
-func PlanUp(ctx context.Context, c *Clients, cfg Config) (*Plan, error) {
+func PlanUp(ctx context.Context, c *Clients, cfg Config) (_ *Plan, err error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
+	defer func() {
+		// Inside up, "an API is disabled: run kinetic up" would send the user round in a
+		// circle: the APIs step said they are enabled, so Google has not caught up yet.
+		if err != nil && serviceDisabled(err) && !strings.Contains(err.Error(), "quota project") {
+			inner := err
+			var ae *apiError
+			if errors.As(err, &ae) {
+				inner = ae.err
+			}
+			_, msg := describe(inner)
+			err = &apiError{text: fmt.Sprintf("Google still refuses calls to an API of project %s that is enabled (%s): an API enabled minutes ago takes a while to answer; run the same command again in a few minutes", cfg.Project, msg), code: errs.Unavailable, err: err}
+		}
+	}()
 	p := &Plan{Title: fmt.Sprintf("GKE: project %s, zone %s, cluster %s", cfg.Project, cfg.Zone, cfg.Cluster), poll: cfg.Poll}
 
 	// The APIs first: nothing else can be read while they are off.
@@ -109,7 +122,7 @@ func PlanUp(ctx context.Context, c *Clients, cfg Config) (*Plan, error) {
 
 	// The Artifact Registry repository.
 	repoMissing := false
-	what := fmt.Sprintf("Artifact Registry repository %s (%s)", Repository, cfg.RepoHost())
+	what := fmt.Sprintf("Artifact Registry repository %s (%s)", cfg.Repository(), cfg.RepoHost())
 	if _, err := c.Registry.GetRepository(ctx, &artifactregistrypb.GetRepositoryRequest{Name: cfg.repoName()}); notFound(err) {
 		repoMissing = true
 		p.Steps = append(p.Steps, Step{What: what, Action: ActCreate, apply: func(ctx context.Context, pr *progress) error {
@@ -145,7 +158,7 @@ func PlanUp(ctx context.Context, c *Clients, cfg Config) (*Plan, error) {
 	if _, err := c.IAM.GetServiceAccount(ctx, &adminpb.GetServiceAccountRequest{Name: cfg.accountName()}); notFound(err) {
 		saMissing = true
 		p.Steps = append(p.Steps, Step{What: what, Action: ActCreate, apply: func(ctx context.Context, pr *progress) error {
-			_, err := c.IAM.CreateServiceAccount(ctx, &adminpb.CreateServiceAccountRequest{Name: "projects/" + cfg.Project, AccountId: AccountID,
+			_, err := c.IAM.CreateServiceAccount(ctx, &adminpb.CreateServiceAccountRequest{Name: "projects/" + cfg.Project, AccountId: cfg.AccountID(),
 				ServiceAccount: &adminpb.ServiceAccount{DisplayName: "Kinetic job pods", Description: "Kinetic job pods (Workload Identity); made by kinetic up"}})
 			if exists(err) {
 				return nil
@@ -175,6 +188,14 @@ func PlanUp(ctx context.Context, c *Clients, cfg Config) (*Plan, error) {
 			p.Notes = append(p.Notes, note)
 		}
 		spec := clusterSpec(&cfg, mt)
+		network, nstep, err := c.planNetwork(ctx, &cfg)
+		if err != nil {
+			return nil, err
+		}
+		if nstep != nil {
+			p.Steps = append(p.Steps, *nstep)
+		}
+		spec.Network = network
 		p.Steps = append(p.Steps, Step{What: "cluster " + cfg.Cluster, Action: ActCreate,
 			Detail: fmt.Sprintf("Workload Identity, GCS FUSE CSI driver, system pool of %s, 1–3 nodes; takes minutes", mt),
 			apply: func(ctx context.Context, pr *progress) error {
@@ -191,6 +212,44 @@ func PlanUp(ctx context.Context, c *Clients, cfg Config) (*Plan, error) {
 		return nil, apiErr("read the cluster "+cfg.clusterName(), err)
 	case cl.GetStatus() == containerpb.Cluster_STOPPING:
 		return nil, fmt.Errorf("cluster %s is being deleted: wait until `kinetic status` no longer shows it, then run up again", cfg.Cluster)
+	case cl.GetStatus() == containerpb.Cluster_ERROR:
+		// An operation failed at Google (a quota, a stockout) and left the cluster in
+		// ERROR: never "ok"; it is deleted and created again.
+		offered, err := c.zoneMachineTypes(ctx, &cfg)
+		if err != nil {
+			return nil, err
+		}
+		mt, note, err := pickSystemMachineType(cfg.Zone, offered)
+		if err != nil {
+			return nil, err
+		}
+		p.SystemMachineType = mt
+		if note != "" {
+			p.Notes = append(p.Notes, note)
+		}
+		spec := clusterSpec(&cfg, mt)
+		spec.Network = cl.GetNetwork()
+		if spec.Network == "default" {
+			spec.Network = ""
+		}
+		p.Steps = append(p.Steps, Step{What: "cluster " + cfg.Cluster, Action: ActRecreate,
+			Detail: "it is in ERROR at Google (" + firstLine(cl.GetStatusMessage()) + "): deleted and created again; takes minutes",
+			apply: func(ctx context.Context, pr *progress) error {
+				op, err := c.Cluster.DeleteCluster(ctx, &containerpb.DeleteClusterRequest{Name: cfg.clusterName()})
+				if err != nil && !notFound(err) {
+					return err
+				}
+				if err == nil {
+					if err := c.waitOp(ctx, &cfg, op, pr); err != nil {
+						return err
+					}
+				}
+				if op, err = c.Cluster.CreateCluster(ctx, &containerpb.CreateClusterRequest{Parent: cfg.location(), Cluster: spec}); err != nil {
+					return err
+				}
+				return c.waitOp(ctx, &cfg, op, pr)
+			}})
+		cl = nil // nothing of it stays: its pools are planned as new
 	case cl.GetStatus() == containerpb.Cluster_PROVISIONING || cl.GetStatus() == containerpb.Cluster_RECONCILING:
 		p.Steps = append(p.Steps, Step{What: "cluster " + cfg.Cluster, Action: ActWait, Detail: "an operation started earlier is " + strings.ToLower(cl.GetStatus().String()) + " it",
 			apply: func(ctx context.Context, pr *progress) error { return c.waitCluster(ctx, &cfg, pr) }})
@@ -223,7 +282,9 @@ func PlanUp(ctx context.Context, c *Clients, cfg Config) (*Plan, error) {
 			p.SystemMachineType = mt
 			p.Steps = append(p.Steps, Step{What: "node pool " + SystemPool, Action: ActCreate, Detail: mt,
 				apply: func(ctx context.Context, pr *progress) error {
-					op, err := c.Cluster.CreateNodePool(ctx, &containerpb.CreateNodePoolRequest{Parent: cfg.clusterName(), NodePool: systemPool(mt)})
+					op, err := c.whenIdle(ctx, &cfg, pr, func() (*containerpb.Operation, error) {
+						return c.Cluster.CreateNodePool(ctx, &containerpb.CreateNodePoolRequest{Parent: cfg.clusterName(), NodePool: systemPool(mt)})
+					})
 					if exists(err) {
 						return nil
 					}
@@ -276,7 +337,7 @@ func PlanUp(ctx context.Context, c *Clients, cfg Config) (*Plan, error) {
 		}
 		need = !hasBinding(pol, RoleRegistryRead, nodeMember)
 	}
-	p.Steps = append(p.Steps, Step{What: fmt.Sprintf("%s on repository %s for the nodes (%s)", RoleRegistryRead, Repository, proj.DefaultServiceAccount), Action: act(need),
+	p.Steps = append(p.Steps, Step{What: fmt.Sprintf("%s on repository %s for the nodes (%s)", RoleRegistryRead, cfg.Repository(), proj.DefaultServiceAccount), Action: act(need),
 		apply: func(ctx context.Context, pr *progress) error {
 			pol, err := c.Registry.GetIamPolicy(ctx, &iampb.GetIamPolicyRequest{Resource: cfg.repoName()})
 			if err != nil {
@@ -361,7 +422,7 @@ func act(need bool) string {
 }
 
 func (c *Clients) createRepo(ctx context.Context, cfg *Config, pr *progress) error {
-	op, err := c.Registry.CreateRepository(ctx, &artifactregistrypb.CreateRepositoryRequest{Parent: cfg.repoParent(), RepositoryId: Repository,
+	op, err := c.Registry.CreateRepository(ctx, &artifactregistrypb.CreateRepositoryRequest{Parent: cfg.repoParent(), RepositoryId: cfg.Repository(),
 		Repository: &artifactregistrypb.Repository{Format: artifactregistrypb.Repository_DOCKER, Description: "Kinetic images (kinetic up)", Labels: managedLabels()}})
 	if exists(err) {
 		return nil
@@ -383,7 +444,9 @@ func (c *Clients) createRepo(ctx context.Context, cfg *Config, pr *progress) err
 }
 
 func (c *Clients) updateCluster(ctx context.Context, cfg *Config, pr *progress, u *containerpb.ClusterUpdate) error {
-	op, err := c.Cluster.UpdateCluster(ctx, &containerpb.UpdateClusterRequest{Name: cfg.clusterName(), Update: u})
+	op, err := c.whenIdle(ctx, cfg, pr, func() (*containerpb.Operation, error) {
+		return c.Cluster.UpdateCluster(ctx, &containerpb.UpdateClusterRequest{Name: cfg.clusterName(), Update: u})
+	})
 	if err != nil {
 		return err
 	}
@@ -494,6 +557,14 @@ func apiErr(what string, err error) error {
 	switch {
 	case code == errs.Cancelled:
 		text = what + ": interrupted"
+	case quotaRE.MatchString(msg):
+		m := quotaRE.FindStringSubmatch(msg)
+		text = fmt.Sprintf("%s: quota %s in %s %s is used up (limit %s): ask for more in the console (IAM & Admin → Quotas, filter by %s), or choose a zone in another region", what, m[1], m[3], m[4], m[2], m[1])
+	case gkeQuotaRE.MatchString(msg):
+		m := gkeQuotaRE.FindStringSubmatch(msg)
+		text = fmt.Sprintf("%s: the project's %s quota of %s is used up (%s): ask for more in the console (IAM & Admin → Quotas, filter by %s), or choose a zone in another region", what, m[1], m[2], msg, m[2])
+	case strings.Contains(msg, "requires a quota project"):
+		text = fmt.Sprintf("%s: Google refuses user credentials without a quota project (%s): run `gcloud auth application-default set-quota-project PROJECT` with your project, then the command again", what, msg)
 	case strings.Contains(msg, "has not been used") || strings.Contains(msg, "SERVICE_DISABLED") || strings.Contains(msg, "it is disabled"):
 		text = fmt.Sprintf("%s: an API is disabled on the project (%s): run `kinetic up` (it enables the APIs it needs), or `gcloud services enable %s`", what, msg, strings.Join(RequiredAPIs, " "))
 	case code == errs.PermissionDenied:
@@ -561,4 +632,18 @@ func describe(err error) (errs.Code, string) {
 		return errs.Internal, st.Message()
 	}
 	return errs.CodeOf(err), err.Error()
+}
+
+// firstLine is the first line of Google's message, at most 200 characters.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	if s == "" {
+		return "no message"
+	}
+	return s
 }

@@ -17,7 +17,8 @@ from ._decorator import RemoteFunction, run
 
 # The documented name of what @kinetic.run returns; RemoteFunction is the same class.
 RemoteCallable = RemoteFunction
-from .exceptions import JobNotFoundError, KineticError, RemoteError, ResultCollectedError
+from .exceptions import (EngineDiedError, InvalidArgumentError, JobNotFoundError, KineticError, RemoteError,
+                         ResultCollectedError)
 from .job_status import JobStatus
 from .batch import BatchError, BatchHandle, attach_batch
 from .data import Data
@@ -26,4 +27,5 @@ from .jobs import JobHandle, attach, list_jobs
 __version__ = "0.1.0"
 
 __all__ = ["run", "attach", "attach_batch", "list_jobs", "JobHandle", "BatchHandle", "BatchError", "Data",
-           "JobStatus", "RemoteCallable", "RemoteFunction", "KineticError", "JobNotFoundError", "ResultCollectedError", "RemoteError", "job_status", "debug", "collections"]
+           "JobStatus", "RemoteCallable", "RemoteFunction", "KineticError", "InvalidArgumentError", "EngineDiedError",
+           "JobNotFoundError", "ResultCollectedError", "RemoteError", "job_status", "debug", "collections"]

@@ -30,15 +30,28 @@ def boolean(value, func, param, optional=False):
     return value
 
 
-def integer(value, func, param, minimum=None, optional=False):
-    """An int (not a bool) of at least minimum."""
+# The largest int a parameter takes unless it says otherwise: the engine reads 64-bit
+# ints, and a count past this is a mistake (10**30 was "is a JSON number 1e30, not a
+# whole number", the engine's words).
+MAX_INT = 2**31 - 1
+
+
+def integer(value, func, param, minimum=None, optional=False, maximum=MAX_INT):
+    """An int (not a bool) of at least minimum and at most maximum."""
     if value is None and optional:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         fail_type(func, param, "an int" + (" or None" if optional else ""), value)
     if minimum is not None and value < minimum:
-        raise ValueError("%s(%s=%r): must be %d or more" % (func, param, value, minimum))
+        raise ValueError("%s(%s=%s): must be %d or more" % (func, param, _clip(value), minimum))
+    if maximum is not None and value > maximum:
+        raise ValueError("%s(%s=%s): must be at most %d" % (func, param, _clip(value), maximum))
     return value
+
+
+def _clip(value):
+    r = repr(value)
+    return r if len(r) <= 40 else r[:20] + "..." + r[-8:]
 
 
 def str_list(value, func, param):

@@ -4,18 +4,19 @@ import base64
 import contextlib
 import functools
 import inspect
-import math
 import operator
 import os
 import pickle as _pickle
+import re
 import sys
 import tempfile
 import warnings
 from typing import Any, Dict, List, Optional
 
 from . import _check
+from ._seconds import seconds as _seconds
 from ._engine import engine, mark
-from .exceptions import KineticError
+from .exceptions import EngineDiedError, KineticError
 from .batch import BatchHandle
 from .data import Collector as DataCollector, Data, extract as extract_data
 from .jobs import JobHandle
@@ -189,6 +190,8 @@ class RemoteFunction:
             if not submitted:
                 raise
             raise _cancel_on_interrupt(submitted[0]) from None
+        except EngineDiedError as e:
+            raise _call_engine_died(e, submitted, getattr(self._func, "__qualname__", "the function")) from None
 
     def run_async(self, *args, **kwargs) -> JobHandle:
         """Submit the call and return its JobHandle at once."""
@@ -297,7 +300,7 @@ class RemoteFunction:
         inputs = list(inputs)
         if not inputs:
             raise ValueError("run_async_map(inputs=...): no inputs; give at least one")
-        if max_concurrent is None:
+        if max_concurrent is None or max_concurrent > len(inputs):
             max_concurrent = len(inputs)  # every input at once, as the reference's None
         source, root = self._source_root()
         # Data anywhere in the inputs: one spec per distinct Data for the batch (uploaded
@@ -412,6 +415,23 @@ def _engine_died_error(err, recorded, n):
     return e
 
 
+def _call_engine_died(err, submitted, name):
+    """The error of a blocking call whose engine died: it names the job when the engine
+    had said it was submitted (the job runs on without the engine, as run_async_map's
+    batch does), so that the value is collected, not the call run a second time."""
+    if submitted:
+        h = submitted[0]
+        where = ", store=%r" % h.store if h.store else ""
+        return EngineDiedError(
+            "%s: %s while job %s ran. The job was submitted and keeps running without the engine: do not call "
+            "%s again (it would run twice); collect its value with kinetic.attach(%r%s).result()"
+            % (name, err, h.job_id, name, h.job_id, where), h.job_id, h)
+    return EngineDiedError(
+        "%s: %s before it reported the job submitted. If it had submitted it, kinetic.list_jobs() shows it (the "
+        "newest job of %s) and kinetic.attach(JOB_ID).result() collects it; otherwise calling %s again runs it once"
+        % (name, err, name, name))
+
+
 class _BoundRemote:
     """A decorated method bound to its instance: calls and run_async pass the instance
     as the first argument."""
@@ -464,25 +484,39 @@ def run(accelerator: str = "tpu-v5e-1", container_image: Optional[str] = None,
         return run()(accelerator)
     f = "kinetic.run"
     _check.string(accelerator, f, "accelerator", optional=False)
+    if not accelerator.strip():
+        raise ValueError("kinetic.run(accelerator=%r): give an accelerator, e.g. 'cpu', 'gpu-l4' or 'tpu-v5e-8' "
+                         "(`kinetic accelerators` lists them), or leave it out" % (accelerator,))
     for param, value in (("container_image", container_image), ("base_image_repo", base_image_repo),
                          ("zone", zone), ("project", project), ("cluster", cluster), ("backend", backend),
                          ("namespace", namespace), ("output_dir", output_dir), ("store", store)):
         _check.string(value, f, param)
     capture_env_vars = _check.str_list(capture_env_vars, f, "capture_env_vars")
+    for name in capture_env_vars:
+        if not _ENV_NAME.match(name):
+            raise ValueError("kinetic.run(capture_env_vars=...): %r is not a variable name (letters, digits and '_', "
+                             "not starting with a digit) or a PREFIX* pattern" % (name,))
     _check.boolean(spot, f, "spot")
     _check.boolean(debug, f, "debug")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))):
         _check.fail_type(f, "timeout", "a number of seconds or None", timeout)
-    if timeout is not None and (math.isnan(timeout) or timeout <= 0):
+    if timeout is not None and (timeout != timeout or timeout <= 0):
         raise ValueError("kinetic.run(timeout=%r): give the call's time limit in seconds, a positive number "
                          "(e.g. timeout=3600), or leave it out" % (timeout,))
-    if timeout is not None and math.isinf(timeout):
-        timeout = None  # no limit, as when it is left out
+    # inf, or more than a century (1e12, sys.maxsize): no limit, as when it is left out.
+    timeout = None if timeout is None else _seconds(timeout, f, "timeout")
     if debug_wait is not None and (isinstance(debug_wait, bool) or not isinstance(debug_wait, (int, float))):
         _check.fail_type(f, "debug_wait", "a number of seconds or None", debug_wait)
-    if debug_wait is not None and not math.isfinite(debug_wait):
-        raise ValueError("kinetic.run(debug_wait=%r): give how long a debug job waits for a debugger, in seconds "
-                         "from 1 to 604800 (a week), or leave it out (600)" % (debug_wait,))
+    if debug_wait is not None and (debug_wait != debug_wait or not 1 <= debug_wait <= 7 * 24 * 3600):
+        raise ValueError("kinetic.run(debug_wait=%s): give how long a debug job waits for a debugger, in seconds "
+                         "from 1 to 604800 (a week), or leave it out (600)" % (_clip(debug_wait),))
+    if debug_wait is not None and not debug:
+        raise ValueError("kinetic.run(debug_wait=%s): a debug_wait needs debug=True; set it, or drop debug_wait"
+                         % (_clip(debug_wait),))
+    if output_dir and "://" in output_dir and output_dir.split("://", 1)[0].lower() not in _OUTPUT_SCHEMES:
+        raise ValueError("kinetic.run(output_dir=%r): the scheme %r is not one an output directory can have; give a "
+                         "path, or a URL with one of %s" % (output_dir, output_dir.split("://", 1)[0] + "://",
+                                                            ", ".join(s + "://" for s in _OUTPUT_SCHEMES)))
     if volumes is not None and not isinstance(volumes, dict):
         raise TypeError("kinetic.run(volumes=...) must be a dict of mount path to kinetic.Data, got %s; e.g. "
                         "volumes={\"/data\": Data(\"./dataset/\")}" % type(volumes).__name__)
@@ -490,6 +524,11 @@ def run(accelerator: str = "tpu-v5e-1", container_image: Optional[str] = None,
         if not isinstance(mount, str) or not mount.startswith("/"):
             raise ValueError("kinetic.run(volumes=...): the key %r is not an absolute path; give where the data "
                              "appears in the job, e.g. {\"/data\": Data(\"./dataset/\")}" % (mount,))
+        if ".." in mount.split("/") or mount.rstrip("/") == "":
+            raise ValueError("kinetic.run(volumes=...): the mount path %r %s; give the directory where the data "
+                             "appears in the job itself, e.g. \"/data\"" % (
+                                 mount, "has a '..' in it, which leaves the directory it names" if ".." in
+                                 mount.split("/") else "is the root directory"))
         if not isinstance(d, Data):
             raise TypeError("kinetic.run(volumes=...): the value for %r is a %s, not a kinetic.Data; wrap it: "
                             "Data(%r)" % (mount, type(d).__name__, d))
@@ -514,6 +553,19 @@ def run(accelerator: str = "tpu-v5e-1", container_image: Optional[str] = None,
         return RemoteFunction(func, options)
 
     return decorate
+
+
+# What capture_env_vars takes: a variable's name, NAME* (every variable starting so), or *
+# (the engine's own check, engine/plan/capture.go).
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\*?$|^\*$")
+
+# The schemes an output_dir URL may have (a path needs none): the stores' (docs/store.md).
+_OUTPUT_SCHEMES = ("file", "gs", "s3")
+
+
+def _clip(value):
+    r = repr(value)
+    return r if len(r) <= 40 else r[:20] + "..." + r[-8:]
 
 
 def _left_running(job_id):

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 
-from .exceptions import JobNotFoundError, KineticError, ResultCollectedError
+from .exceptions import EngineDiedError, InvalidArgumentError, JobNotFoundError, KineticError, ResultCollectedError
 
 PROTOCOL = 2
 
@@ -195,7 +195,7 @@ class Engine:
     def start(self, method, params=None, on_event=None, on_reply=None):
         """Send a request without waiting: returns (id, pending); see finish and cancel."""
         if self._dead:
-            raise KineticError(self._dead)
+            raise EngineDiedError(self._dead)
         rid = next(self._ids)
         line = _encode({"id": rid, "method": method, "params": params or {}})
         p = _Pending(on_event)
@@ -219,7 +219,7 @@ class Engine:
         with self._plock:
             self._pending.pop(rid, None)
         if p.reply is None:
-            raise KineticError(self._dead or "no reply from the kinetic engine")
+            raise EngineDiedError(self._dead or "no reply from the kinetic engine")
         err = p.reply.get("error")
         if err:
             raise _exception(err)
@@ -264,6 +264,8 @@ def _exception(err):
         return RuntimeError(msg)
     if typ == "Cancelled":
         return KeyboardInterrupt(msg)
+    if typ == "InvalidArgument":
+        return InvalidArgumentError(msg)
     return KineticError(msg)
 
 

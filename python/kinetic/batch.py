@@ -14,7 +14,7 @@ from typing import Any, Dict, Iterator, List, Optional
 from . import _check
 from ._engine import _exception, engine
 from ._seconds import seconds, wire
-from .exceptions import KineticError, ResultCollectedError
+from .exceptions import EngineDiedError, KineticError, ResultCollectedError
 from .job_status import JobStatus
 from .jobs import INLINE_MAX, JobHandle, _fault_point, _unpack, acknowledge
 
@@ -75,7 +75,9 @@ class BatchHandle:
         self._submission_errors: Dict[int, Exception] = {}
         self._local_failures = dict(local_failures or {})
         self._cached_failures: Optional[List[JobHandle]] = None
-        # What results(cleanup=True) received: (values, index -> exception).
+        # What results(cleanup=True) received: (values, index -> exception, indices whose
+        # value was received). A transient error (a timeout, the engine gone) is not kept
+        # there as the input's answer: the next results() asks for that input again.
         self._collected = None
         self._unavailable_ids: Dict[int, str] = {}
         # The last watch reported every input (with its handle or why it has none).
@@ -165,13 +167,30 @@ class BatchHandle:
         return counts
 
     def wait(self, *, timeout: Optional[float] = None) -> None:
-        """Block until every job is terminal (and submission is over)."""
-        timeout = seconds(timeout, "wait", "timeout")
+        """Block until every job is terminal (and submission is over). ``timeout=0`` does
+        not wait: it returns if the batch has ended, else raises TimeoutError at once."""
+        timeout = self._now(seconds(timeout, "wait", "timeout"))
         try:
             for _ in self._watch(timeout):
                 pass
         except KeyboardInterrupt:
             raise self._left_running() from None
+
+    def _now(self, timeout):
+        """timeout=0, "now" (as concurrent.futures): the batch is looked at once; if every
+        input has ended, the wait goes on without a limit (there is nothing left to wait
+        for, only values to read), else TimeoutError at once. Any other timeout is kept."""
+        if timeout != 0:
+            return timeout
+        self._refresh(status=True)
+        pending = [i for i, (h, s) in enumerate(zip(self._jobs, self._statuses))
+                   if h is not None and (s is None or not s.terminal)]
+        unsubmitted = [i for i, h in enumerate(self._jobs) if h is None and i not in self._submission_errors]
+        if pending or unsubmitted or not self._complete:
+            raise TimeoutError("batch %s: %d of %d inputs have not finished (timeout=0: not waited for); it keeps "
+                               "running: wait again with a timeout, or cancel it"
+                               % (self.group_id, len(pending) + len(unsubmitted), len(self._jobs)))
+        return None
 
     def _left_running(self):
         """Ctrl-C while waiting on the batch: the batch was not started by this wait, so
@@ -191,7 +210,7 @@ class BatchHandle:
         inputs are still being submitted. (The engine watches the batch and reports each
         child once; poll_interval bounds how long a quiet wait lasts between checks.)"""
         seconds(poll_interval, "as_completed", "poll_interval")
-        return self._as_completed(seconds(timeout, "as_completed", "timeout"))
+        return self._as_completed(self._now(seconds(timeout, "as_completed", "timeout")))
 
     def _as_completed(self, timeout):
         # A generator of its own: as_completed() checks its arguments when called.
@@ -315,6 +334,10 @@ class BatchHandle:
         timeout = seconds(timeout, "results", "timeout")
         for param, value in (("ordered", ordered), ("cleanup", cleanup), ("return_exceptions", return_exceptions)):
             _check.boolean(value, "results", param)
+        if self._collected is not None and not self._retry_indices():
+            timeout = None  # collected by this handle already: nothing to wait for
+        else:
+            timeout = self._now(timeout)
         start = time.time()
         bar = _Bar("batch %s" % self.group_id, lambda: max(self._total or 0, len(self._jobs)))
         order: List[int] = []
@@ -333,8 +356,8 @@ class BatchHandle:
         """results() once every child is final: read their values in one request, then
         (cleanup=True) acknowledge them, which cleans the successful children up. A
         handle that collected once answers again from what it received."""
-        if self._collected is not None:
-            values, errors = self._collected
+        if self._collected is not None and not self._retry_indices():
+            values, errors, _ = self._collected
         else:
             values, errors = self._read_all(start, timeout, cleanup)
         failed_handles = [self._jobs[i] if i < len(self._jobs) else None for i in sorted(errors)]
@@ -367,6 +390,20 @@ class BatchHandle:
         # A child whose handle cannot be read is asked for all the same: the engine says
         # why (collected by another caller, removed, damaged), never a silent None.
         ids.update({i: jid for i, jid in self._unavailable_ids.items() if i not in errors})
+        received_before = set()
+        if self._collected is not None:
+            # A results() before received some values (and acknowledged them: their jobs
+            # are gone now) and kept its lasting errors: only the inputs it could not read
+            # then (a timeout, the engine gone) are asked for again.
+            prev_values, prev_errors, prev_received = self._collected
+            for i in list(ids):
+                if i in prev_received:
+                    values[i] = prev_values[i]
+                    received_before.add(i)
+                    del ids[i]
+                elif i in prev_errors and not _transient(prev_errors[i]):
+                    errors[i] = prev_errors[i]
+                    del ids[i]
         # The results the watch brought need no second read; the others are read in one
         # request.
         watched = {i: r for i, (jid, r) in self._watched_results.items() if ids.get(i) == jid}
@@ -392,8 +429,14 @@ class BatchHandle:
             # this process's next request (and before it exits), and what another
             # collector took first is theirs either way.
             acknowledge(self._store, received, wait=False)
-            self._collected = (values, errors)
+            self._collected = (values, errors, received_before | {i for i, jid in ids.items() if jid in set(received)})
         return values, errors
+
+    def _retry_indices(self):
+        """The inputs a results(cleanup=True) before could not read for a passing reason."""
+        if self._collected is None:
+            return []
+        return [i for i, e in self._collected[1].items() if _transient(e)]
 
     def failures(self) -> List[JobHandle]:
         """Handles of the jobs that FAILED (cached by results(), which may clean up)."""
@@ -418,6 +461,12 @@ class BatchHandle:
 
     def __repr__(self):
         return "BatchHandle(group_id=%r, name=%r, jobs=%d)" % (self.group_id, self.name, len(self._jobs))
+
+
+def _transient(e):
+    """An error that says nothing lasting about an input (a wait that ran out, the engine
+    gone): not kept as its answer."""
+    return isinstance(e, (TimeoutError, EngineDiedError, KeyboardInterrupt))
 
 
 def attach_batch(group_id: str, project: Optional[str] = None, cluster: Optional[str] = None,

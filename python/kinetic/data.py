@@ -28,6 +28,12 @@ class Data:
         if path.startswith("hf://") and fuse:
             raise ValueError("Data(%r, fuse=True): a Hugging Face dataset is downloaded, it cannot be mounted "
                              "with GCS FUSE; leave fuse out" % (path,))
+        if path.startswith("gs://") and not path[len("gs://"):].split("/", 1)[0]:
+            raise ValueError("Data(%r): a gs:// URI needs a bucket: gs://BUCKET/prefix/ (a directory) or "
+                             "gs://BUCKET/object" % (path,))
+        if path.startswith("hf://") and not path[len("hf://"):].split("?", 1)[0].strip("/"):
+            raise ValueError("Data(%r): an hf:// URI needs a dataset: hf://OWNER/NAME (with ?split=..., "
+                             "&config_name=..., &revision=... if needed)" % (path,))
         if not (path.startswith("gs://") or path.startswith("hf://")):
             if "://" in path:
                 raise ValueError("Data(%r): a local path, gs://bucket/prefix or hf://repo is expected" % (path,))

@@ -1,6 +1,10 @@
 """Exceptions raised by the SDK: one hierarchy, rooted at KineticError.
 
     KineticError                      anything Kinetic reports (bad input, unreachable store, ...)
+      InvalidArgumentError (ValueError) a value the engine refused (an unknown accelerator or
+                                      backend, a bad store URL, namespace, image, ...)
+      EngineDiedError                 the engine exited during a call; a job it had submitted
+                                      runs on (job_id names it: collect it with attach)
       JobNotFoundError (LookupError)  the job ID names no job in the store
         ResultCollectedError          its result was collected by another caller, then cleaned up
       SubmissionError                 a job or batch could not be submitted
@@ -16,6 +20,26 @@ the built-in TimeoutError; the job keeps running.
 
 class KineticError(Exception):
     """An error reported by Kinetic (bad input, unreachable store, ...)."""
+
+
+class InvalidArgumentError(KineticError, ValueError):
+    """A value the engine refused before anything was created or submitted (the
+    protocol's InvalidArgument): an unknown accelerator or backend, a bad store URL,
+    namespace, container image, ... It is a ValueError, as the SDK's own checks of a
+    parameter raise."""
+
+
+class EngineDiedError(KineticError):
+    """The kinetic engine (the ``kinetic serve`` subprocess) exited during a call. When
+    the call had submitted a job, ``job_id`` names it and ``handle`` is its JobHandle:
+    the job runs on without the engine, and ``kinetic.attach(job_id).result()``
+    collects its value (calling the function again would run it twice). A retry of a
+    read (``result()``, ``results()``) starts a new engine."""
+
+    def __init__(self, message, job_id=None, handle=None):
+        super().__init__(message)
+        self.job_id = job_id
+        self.handle = handle
 
 
 class JobNotFoundError(KineticError, LookupError):

@@ -16,8 +16,8 @@ from typing import Any, Callable, Optional
 
 from . import _check
 from ._engine import engine, mark
-from ._seconds import seconds, wire
-from .exceptions import KineticError, RemoteError
+from ._seconds import limit, seconds
+from .exceptions import EngineDiedError, KineticError, RemoteError
 from .job_status import JobStatus
 
 _STRING_FIELDS = ("job_id", "backend", "project", "cluster_name", "zone", "namespace", "bucket_name",
@@ -77,10 +77,14 @@ class JobHandle:
             kind = _FIELD_KINDS.get(name)
             if kind is None or v is None:
                 continue
+            if isinstance(v, (dict, list, tuple, set, bytes)):
+                raise ValueError("JobHandle.from_dict: the field %r is a %s, not a %s"
+                                 % (name, type(v).__name__, "whole number" if kind == "index" else
+                                    "true/false" if kind == "bool" else "string"))
             if kind == "index":
-                v = int(v) if str(v) != "" else None
+                v = _index_field(v)
             elif kind == "bool":
-                v = v if isinstance(v, bool) else str(v).lower() == "true"
+                v = _bool_field(name, v)
             elif kind == "optional":
                 v = str(v) or None
             else:
@@ -112,6 +116,10 @@ class JobHandle:
         return out
 
     def _params(self, **kw):
+        if not self.job_id:
+            # As attach('') says, rather than an answer (NOT_FOUND) about no job at all.
+            raise ValueError("JobHandle(job_id=''): a handle needs its job's ID (IDs look like "
+                             "job-0123456789abcdefghijklm; kinetic.list_jobs() lists them)")
         p = {"job_id": self.job_id, "store": self.store}
         p.update(kw)
         return p
@@ -135,8 +143,9 @@ class JobHandle:
 
     def tail(self, n: int = 100) -> str:
         """The last n log lines (n at least 1, as `kinetic jobs logs -n`)."""
-        _check.integer(n, "tail", "n", minimum=1)
-        return engine().call("tail", self._params(n=n))["logs"]
+        _check.integer(n, "tail", "n", minimum=1, maximum=None)
+        # More lines than any log holds is every line (the engine reads 64-bit ints).
+        return engine().call("tail", self._params(n=min(n, _check.MAX_INT)))["logs"]
 
     def result(self, timeout: Optional[float] = None, cleanup: Optional[bool] = None,
                cleanup_timeout: float = 180, cleanup_poll_interval: float = 2,
@@ -145,8 +154,10 @@ class JobHandle:
         """Wait for the job and return its value, or re-raise the remote exception.
 
         Raises TimeoutError after ``timeout`` seconds (the job keeps running and the handle
-        stays valid), RuntimeError if the job failed without a result. ``timeout`` None or
-        ``float('inf')`` waits without limit; NaN or a negative number is a ValueError.
+        stays valid), RuntimeError if the job failed without a result. ``timeout`` None,
+        ``float('inf')`` or more than a century waits without limit; ``timeout=0`` does not
+        wait (the value if the job has ended, else TimeoutError at once, as
+        concurrent.futures); NaN or a negative number is a ValueError.
         """
         timeout = seconds(timeout, "result", "timeout")
         seconds(cleanup_timeout, "result", "cleanup_timeout")
@@ -160,9 +171,15 @@ class JobHandle:
             stream_logs = False
         if _COLLECTED in self.__dict__:  # collected by this handle already: the same value
             return self.__dict__[_COLLECTED]
-        res = engine().call("result", self._params(
-            timeout=wire(timeout), stream_logs=bool(stream_logs), status_events=on_status_change is not None,
-            value_dir=tempfile.gettempdir(), inline_max=INLINE_MAX), on_event=_result_events(on_status_change))
+        params = self._params(stream_logs=bool(stream_logs), status_events=on_status_change is not None,
+                              value_dir=tempfile.gettempdir(), inline_max=INLINE_MAX, **limit(timeout))
+        try:
+            res = engine().call("result", params, on_event=_result_events(on_status_change))
+        except EngineDiedError as e:
+            raise EngineDiedError(
+                "job %s: %s while this process waited for its result. The job is not affected: result() "
+                "again (or kinetic.attach(%r).result()) starts a new engine and collects it"
+                % (self.job_id, e, self.job_id), self.job_id, self) from None
         return self._collect(res, cleanup)
 
     def _collect(self, res, cleanup):
@@ -218,7 +235,7 @@ class JobHandle:
             raise ValueError("debug_attach(local_port=%d): must be a port number, 0 to 65535" % local_port)
         _check.string(working_dir, "debug_attach", "working_dir")
         _check.boolean(quiet, "debug_attach", "quiet")
-        res = engine().call("debug_attach", self._params(local_port=int(local_port or 0), timeout=wire(timeout)))
+        res = engine().call("debug_attach", self._params(local_port=int(local_port or 0), **limit(timeout)))
         session = DebugSession(self.job_id, res, working_dir)
         if not quiet:
             sys.stderr.write("kinetic: debugpy of %s is reachable at %s:%d; add this configuration to "
@@ -228,19 +245,24 @@ class JobHandle:
         return session
 
     def cancel(self, cleanup_timeout: float = 180, cleanup_poll_interval: float = 2) -> None:
-        """Stop the job: SIGTERM (or pod deletion), then a forced stop after a grace period."""
+        """Stop the job: SIGTERM (or pod deletion), then a forced stop after a grace period,
+        waiting up to ``cleanup_timeout`` seconds for it to stop (None, ``inf`` or more
+        than a century: no limit; 0: the job is told to stop and this returns at once)."""
         cleanup_timeout = seconds(cleanup_timeout, "cancel", "cleanup_timeout")
         seconds(cleanup_poll_interval, "cancel", "cleanup_poll_interval")
-        engine().call("cancel", self._params(timeout=wire(cleanup_timeout)))
+        engine().call("cancel", self._params(**limit(cleanup_timeout)))
 
     def cleanup(self, k8s: bool = True, gcs: bool = True, cleanup_timeout: float = 180,
                 cleanup_poll_interval: float = 2) -> None:
-        """Remove the backend's resources (k8s) and the store artifacts (gcs); outputs stay."""
+        """Remove the backend's resources (k8s) and the store artifacts (gcs); outputs stay.
+        A job still running is stopped first, waiting up to ``cleanup_timeout`` seconds
+        (None, ``inf`` or more than a century: no limit; 0: a job still running is left
+        as it is and TimeoutError raised at once)."""
         cleanup_timeout = seconds(cleanup_timeout, "cleanup", "cleanup_timeout")
         seconds(cleanup_poll_interval, "cleanup", "cleanup_poll_interval")
         _check.boolean(k8s, "cleanup", "k8s")
         _check.boolean(gcs, "cleanup", "gcs")
-        engine().call("cleanup", self._params(k8s=k8s, gcs=gcs, timeout=wire(cleanup_timeout)))
+        engine().call("cleanup", self._params(k8s=k8s, gcs=gcs, **limit(cleanup_timeout)))
 
     def __repr__(self):
         return "JobHandle(job_id=%r, func_name=%r, accelerator=%r, backend=%r)" % (
@@ -267,6 +289,33 @@ def _print_logs(name, data):
     if name == "log":
         sys.stdout.write(data)
         sys.stdout.flush()
+
+
+def _index_field(v):
+    """A handle's group_index as from_dict reads it: a whole number written as an int or
+    a string of digits ("" or None: none)."""
+    if isinstance(v, bool):
+        raise ValueError("JobHandle.from_dict: the field 'group_index' is %r, not a whole number" % (v,))
+    if isinstance(v, int):
+        return v
+    s = str(v).strip()
+    if s == "":
+        return None
+    if not (s.isascii() and s.isdigit()):  # "²" and "٣" are digits to isdigit(), not to int()
+        raise ValueError("JobHandle.from_dict: the field 'group_index' is %r, not a whole number (an input's "
+                         "index in its batch, 0 or more)" % (v if len(str(v)) <= 40 else str(v)[:40] + "...",))
+    return int(s)
+
+
+def _bool_field(name, v):
+    """A handle's debug or spot as from_dict reads it: a bool, or "true"/"false"
+    (any case; "" is false)."""
+    if isinstance(v, bool):
+        return v
+    s = str(v).strip().lower()
+    if s in ("true", "false", ""):
+        return s == "true"
+    raise ValueError("JobHandle.from_dict: the field %r is %r, not true or false" % (name, v))
 
 
 # JobHandle.from_dict's view of the fields: how each value is read, and the defaults.
@@ -373,6 +422,10 @@ def _fault_point(name: str) -> None:
 
 
 def _unpack(res, job_id=""):
+    if not res or not (res.get("envelope") or res.get("state")):
+        # Not a job's end (an engine older than this SDK answered a read it did not
+        # make with an empty entry): never taken for a failure of the job's own.
+        raise KineticError("job %s: the engine sent no result for it (it was not read); ask again" % (job_id or "?"))
     env = res.get("envelope") or {}
     path = res.get("value_path")
     data = base64.b64decode(res["value"]) if res.get("value") else None

@@ -94,10 +94,11 @@ def test_working_dir_overrides_the_local_root():
     h = f.run_async()
     with h.debug_attach(working_dir="/src/mine", quiet=True) as s:
         assert s.config["pathMappings"][0]["localRoot"] == "/src/mine"
-    with pytest.raises(Exception, match="no debugger attached within 2s"):
-        h.result(timeout=60)
-    assert h.status() == kinetic.JobStatus.FAILED
-    assert "no debugger attached within 2s (debug_wait)" in h.status_reason()
+    # Nobody attached within debug_wait: the job goes on without a debugger, as the
+    # reference's does, and its log says so.
+    assert h.result(timeout=60, cleanup=False) == 1
+    assert h.status() == kinetic.JobStatus.SUCCEEDED
+    assert "no debugger attached within 2s (debug_wait); the job goes on without one" in h.logs()
 
 
 def test_debug_attach_of_a_plain_job_is_refused():
@@ -167,3 +168,47 @@ def test_sync_debug_call_prints_the_configuration_and_returns(capfd, monkeypatch
     assert out.get("value") == 81
     err = capfd.readouterr().err
     assert '"request": "attach"' in err and h.job_id in err
+
+
+def _port_free(port):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def test_the_reference_debug_names_and_port_5678():
+    # kinetic.debug has the reference's public names and defaults, over the engine.
+    from kinetic import debug
+    assert debug.DEBUGPY_PORT == 5678 and debug.DEBUG_WAIT_TIMEOUT == 600
+    for name in ("start_port_forward", "print_attach_instructions", "wait_for_debug_server", "cleanup_port_forward"):
+        assert callable(getattr(debug, name)), name
+
+    @kinetic.run(accelerator="cpu", debug=True, debug_wait=120)
+    def f():
+        return 7
+
+    free = _port_free(5678)
+    h = f.run_async()
+    debug.wait_for_debug_server(h, timeout=60)
+    session = debug.start_port_forward(h.job_id)
+    try:
+        # debugpy takes 5678 when it is free, so VS Code's generated attach configuration
+        # works unchanged.
+        if free:
+            assert session.port == 5678, session
+        dap = Dap(session.host, session.port)
+        dap.response(dap.send("initialize", {"adapterID": "kinetic-test"}))
+        attach = dap.send("attach", {"justMyCode": False, "pathMappings": session.config["pathMappings"]})
+        dap.event("initialized")
+        dap.response(dap.send("configurationDone"))
+        dap.response(attach)
+        assert h.result(timeout=60) == 7
+    finally:
+        debug.cleanup_port_forward(session)
+    with pytest.raises(TypeError, match="cleanup_port_forward"):
+        debug.cleanup_port_forward("nothing")

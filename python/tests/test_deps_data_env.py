@@ -689,3 +689,51 @@ def test_incremental_shipping_and_kineticignore(tmp_path, monkeypatch, store_dir
     third = _blobs(store_dir)
     added = {k: v for k, v in third.items() if k not in first}
     assert added and sum(added.values()) < 1024 * 1024, added
+
+
+WHOLE_JOB = '''
+import kinetic
+
+@kinetic.run(accelerator="cpu")
+def look():
+    import os
+    return {n: os.path.exists(n) for n in ["data/train.csv", "gen.cfg", ".env", "certs/k.pem", "dist/big.bin"]}
+'''
+
+
+def test_git_ignored_files_travel_and_credentials_are_named_once(tmp_path, monkeypatch, capfd, store_dir):
+    # Seed 001: the working directory travels whole. What git ignores (a local data folder,
+    # a generated config) still reaches the job; only .kineticignore keeps files out. Files
+    # that look like credentials are shipped too, with one warning naming them.
+    proj = make_project(tmp_path, monkeypatch, {
+        "job.py": WHOLE_JOB,
+        ".gitignore": "data/\ngen.cfg\n.env\ndist/\n",
+        ".kineticignore": "dist/\n",
+        "data/train.csv": "1,2\n",
+        "gen.cfg": "x=1\n",
+        ".env": "TOKEN=t\n",
+        "certs/k.pem": "-----BEGIN-----\n",
+        "dist/big.bin": "x",
+    })
+    _restart_engine()
+    mod = load(proj / "job.py")
+    want = {"data/train.csv": True, "gen.cfg": True, ".env": True, "certs/k.pem": True, "dist/big.bin": False}
+    assert mod.look() == want
+    assert mod.look() == want
+    err = capfd.readouterr().err
+    assert err.count("look like credentials") == 1, err
+    assert ".env, certs/k.pem" in err and ".kineticignore" in err, err
+
+
+def test_package_root_relative_and_home(tmp_path, monkeypatch, store_dir):
+    # KINETIC_PACKAGE_ROOT as a person writes it: relative to the working directory, or
+    # under ~, as the reference's abspath(expanduser()) takes it.
+    job = WHOLE_JOB.replace('"gen.cfg"', '"../gen.cfg"')  # the job runs in code/, as the caller
+    proj = make_project(tmp_path, monkeypatch, {"code/job.py": job, "gen.cfg": "x=1\n"})
+    monkeypatch.chdir(proj / "code")
+    for root in ("..", "~/proj"):
+        monkeypatch.setenv("HOME", str(tmp_path))
+        monkeypatch.setenv("KINETIC_PACKAGE_ROOT", root)
+        _restart_engine()
+        mod = load(proj / "code" / "job.py")
+        assert mod.look.run_async().result(timeout=TIMEOUT)["../gen.cfg"] is True, root

@@ -17,7 +17,7 @@ import time
 import pytest
 
 from kinetic import _engine
-from kinetic.exceptions import JobNotFoundError, KineticError
+from kinetic.exceptions import InvalidArgumentError, JobNotFoundError, KineticError
 
 from conftest import REPO
 
@@ -27,7 +27,7 @@ PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 # The exception each error class must raise in the SDK.
 EXCEPTIONS = {
-    "InvalidArgument": KineticError, "NotFound": JobNotFoundError, "Timeout": TimeoutError,
+    "InvalidArgument": InvalidArgumentError, "NotFound": JobNotFoundError, "Timeout": TimeoutError,
     "NoResult": RuntimeError, "Cancelled": KeyboardInterrupt, "Internal": KineticError,
 }
 

@@ -162,7 +162,11 @@ func CreateBucket(ctx context.Context, rawURL string, o BucketOptions) error {
 	if err != nil {
 		return fmt.Errorf("create bucket %q: %w", bucket, err)
 	}
-	b := &storagev1.Bucket{Name: bucket, Location: o.Location, Lifecycle: Lifecycle(prefix)}
+	// Uniform bucket-level access, always: access is the bucket's IAM policy alone (no
+	// object ACLs), and organisations that enforce it (the constraint
+	// storage.uniformBucketLevelAccess) refuse a bucket without it with 412.
+	b := &storagev1.Bucket{Name: bucket, Location: o.Location, Lifecycle: Lifecycle(prefix),
+		IamConfiguration: &storagev1.BucketIamConfiguration{UniformBucketLevelAccess: &storagev1.BucketIamConfigurationUniformBucketLevelAccess{Enabled: true}}}
 	if _, err := svc.Buckets.Insert(o.Project, b).Context(ctx).Do(); err != nil {
 		var ge *googleapi.Error
 		if errors.As(err, &ge) && ge.Code == http.StatusConflict {

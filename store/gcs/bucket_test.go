@@ -58,6 +58,11 @@ type sentBucket struct {
 			} `json:"condition"`
 		} `json:"rule"`
 	} `json:"lifecycle"`
+	IAMConfiguration struct {
+		UniformBucketLevelAccess struct {
+			Enabled bool `json:"enabled"`
+		} `json:"uniformBucketLevelAccess"`
+	} `json:"iamConfiguration"`
 }
 
 func TestCreateBucketWithRetention(t *testing.T) {
@@ -93,6 +98,9 @@ func TestCreateBucketWithRetention(t *testing.T) {
 			}
 			if got.Name != bucket || got.Location != "us-central1" || len(got.Lifecycle.Rule) != 1 {
 				t.Fatalf("insert body = %s", raw)
+			}
+			if !got.IAMConfiguration.UniformBucketLevelAccess.Enabled {
+				t.Errorf("insert body %s: uniform bucket-level access not set (organisations that enforce it refuse the bucket with 412)", raw)
 			}
 			r := got.Lifecycle.Rule[0]
 			if r.Action.Type != "Delete" || r.Condition.Age != store.RetentionDays {

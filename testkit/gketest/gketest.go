@@ -31,6 +31,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"cloud.google.com/go/artifactregistry/apiv1/artifactregistrypb"
 	"cloud.google.com/go/container/apiv1/containerpb"
@@ -103,9 +104,23 @@ type Options struct {
 	// NewProject starts every project with no API enabled (as a new project is); by
 	// default gke.RequiredAPIs and every other are enabled.
 	NewProject bool
+	// NoDefaultNetwork: projects have no `default` VPC network (an organisation that
+	// skips it, or a user who deleted it): a cluster created without a network is
+	// refused, as GKE does.
+	NoDefaultNetwork bool
 	// ClusterOpPolls is OpPolls for creating a cluster (default OpPolls): a large one
 	// keeps the cluster PROVISIONING, for an interruption.
 	ClusterOpPolls int
+	// Propagation is how long an API just enabled goes on refusing calls (403
+	// SERVICE_DISABLED, "wait a few minutes for the action to propagate"), as Google's
+	// do for a while after the enable operation finished. 0: ready at once.
+	Propagation time.Duration
+	// UserADC says the callers sign in with user credentials (an authorized_user ADC
+	// file from `gcloud auth application-default login`): then Service Usage refuses a
+	// call that names no quota project (the x-goog-user-project header) with 403
+	// SERVICE_DISABLED and Google's documented message, as it does for gcloud's own
+	// OAuth client's project.
+	UserADC bool
 }
 
 // DefaultZones is Options.Zones' default.
@@ -131,20 +146,27 @@ type Fake struct {
 	clusterOpPolls int
 	zones          map[string][]MachineType
 
-	clusters    map[string]*containerpb.Cluster
-	ops         map[string]*op // by name (GKE ops: short name; LRO: full name)
-	repos       map[string]*artifactregistrypb.Repository
-	repoPol     map[string]*iampb.Policy
-	accounts    map[string]*adminpb.ServiceAccount
-	saPol       map[string]*iampb.Policy
-	bucketPol   map[string]json.RawMessage
-	apis        map[string]bool // "PROJECT/SERVICE" → enabled (else !newProject)
-	newProject  bool
-	apiEndpoint string
-	apiCA       []byte
-	onPool      func(string, string, *containerpb.NodePool)
-	hooks       []func() // OnPool calls due, run after the lock is released
-	nextOp      int
+	clusters     map[string]*containerpb.Cluster
+	ops          map[string]*op // by name (GKE ops: short name; LRO: full name)
+	repos        map[string]*artifactregistrypb.Repository
+	repoPol      map[string]*iampb.Policy
+	accounts     map[string]*adminpb.ServiceAccount
+	saPol        map[string]*iampb.Policy
+	bucketPol    map[string]json.RawMessage
+	apis         map[string]bool      // "PROJECT/SERVICE" → enabled (else !newProject)
+	readyAt      map[string]time.Time // "PROJECT/SERVICE" → when an enabled API answers
+	propagation  time.Duration
+	userADC      bool
+	opFail       map[containerpb.Operation_Type]*opFailure
+	networks     map[string]bool // "PROJECT/NAME" → exists (else "default" unless noDefaultNet)
+	noDefaultNet bool
+	computeOps   map[string]func() // a compute operation's effect, run at its first poll
+	newProject   bool
+	apiEndpoint  string
+	apiCA        []byte
+	onPool       func(string, string, *containerpb.NodePool)
+	hooks        []func() // OnPool calls due, run after the lock is released
+	nextOp       int
 }
 
 type op struct {
@@ -171,6 +193,8 @@ func Start(t testing.TB, o Options) *Fake {
 		clusters: map[string]*containerpb.Cluster{}, ops: map[string]*op{}, repos: map[string]*artifactregistrypb.Repository{},
 		repoPol: map[string]*iampb.Policy{}, accounts: map[string]*adminpb.ServiceAccount{}, saPol: map[string]*iampb.Policy{},
 		bucketPol: map[string]json.RawMessage{}, apis: map[string]bool{}, newProject: o.NewProject,
+		readyAt: map[string]time.Time{}, propagation: o.Propagation, userADC: o.UserADC, opFail: map[containerpb.Operation_Type]*opFailure{},
+		networks: map[string]bool{}, noDefaultNet: o.NoDefaultNetwork, computeOps: map[string]func(){},
 		apiEndpoint: o.APIEndpoint, apiCA: o.APICA, onPool: o.OnPool}
 
 	serve := func(register func(*grpc.Server)) string {
@@ -322,6 +346,9 @@ func (f *Fake) intercept(ctx context.Context, req any, info *grpc.UnaryServerInf
 	if err := f.record(method, body); err != nil {
 		return nil, err
 	}
+	if err := f.refuse(ctx, method, body); err != nil {
+		return nil, err
+	}
 	resp, err := h(ctx, req)
 	f.runHooks()
 	return resp, err
@@ -375,7 +402,7 @@ func (f *Fake) newGKEOp(kind containerpb.Operation_Type, target string, done fun
 	if kind == containerpb.Operation_CREATE_CLUSTER {
 		left = f.clusterOpPolls
 	}
-	f.ops[o.Name] = &op{gkeOp: o, target: target, left: left, done: done}
+	f.ops[o.Name] = &op{gkeOp: o, target: target, left: left, done: f.failing(kind, target, o, done)}
 	return proto.Clone(o).(*containerpb.Operation)
 }
 
@@ -437,9 +464,19 @@ func (f *Fake) compute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	if len(parts) >= 4 && parts[2] == "projects" {
+		if msg := f.disabled(parts[3], "compute.googleapis.com"); msg != "" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprintf(w, `{"error":{"code":403,"message":%q,"errors":[{"message":%q,"domain":"usageLimits","reason":"accessNotConfigured"}],"status":"PERMISSION_DENIED"}}`, msg, msg)
+			return
+		}
+	}
 	w.Header().Set("Content-Type", "application/json")
 	// compute/v1/projects/P[/zones/Z/machineTypes]
 	switch {
+	case len(parts) >= 6 && parts[4] == "global" && (parts[5] == "networks" || parts[5] == "operations"):
+		f.computeGlobal(w, r, parts)
 	case len(parts) == 4 && parts[2] == "projects":
 		json.NewEncoder(w).Encode(map[string]any{"kind": "compute#project", "name": parts[3], "defaultServiceAccount": "123456789-compute@developer.gserviceaccount.com"})
 	case len(parts) == 7 && parts[4] == "zones" && parts[6] == "machineTypes":
@@ -476,6 +513,15 @@ func (f *Fake) storage(w http.ResponseWriter, r *http.Request, proxy http.Handle
 		fmt.Fprintf(w, `{"error":{"code":500,"message":%q}}`, err.Error())
 		return
 	}
+	if r.Method == http.MethodPost && strings.TrimSuffix(r.URL.Path, "/") == "/storage/v1/b" && !ubla(body) {
+		// The project's organisation enforces uniform bucket-level access (the org policy
+		// constraint storage.uniformBucketLevelAccess), as many do: Cloud Storage refuses a
+		// bucket without it with 412, as documented.
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusPreconditionFailed)
+		fmt.Fprint(w, `{"error":{"code":412,"message":"Request violates constraint 'constraints/storage.uniformBucketLevelAccess'","errors":[{"message":"Request violates constraint 'constraints/storage.uniformBucketLevelAccess'","domain":"global","reason":"conditionNotMet","locationType":"header","location":"If-Match"}]}}`)
+		return
+	}
 	if strings.HasSuffix(r.URL.Path, "/iam") {
 		bucket := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/storage/v1/b/"), "/iam")
 		f.mu.Lock()
@@ -495,4 +541,16 @@ func (f *Fake) storage(w http.ResponseWriter, r *http.Request, proxy http.Handle
 		return
 	}
 	proxy.ServeHTTP(w, r)
+}
+
+// ubla reports whether a bucket insert's body asks for uniform bucket-level access.
+func ubla(body []byte) bool {
+	var b struct {
+		IAMConfiguration struct {
+			UniformBucketLevelAccess struct {
+				Enabled bool `json:"enabled"`
+			} `json:"uniformBucketLevelAccess"`
+		} `json:"iamConfiguration"`
+	}
+	return json.Unmarshal(body, &b) == nil && b.IAMConfiguration.UniformBucketLevelAccess.Enabled
 }

@@ -45,6 +45,13 @@ func (s *clusterServer) CreateCluster(ctx context.Context, r *containerpb.Create
 	if f.clusters[name] != nil {
 		return nil, status.Errorf(codes.AlreadyExists, "Already exists: %s", name)
 	}
+	network := r.Cluster.GetNetwork()
+	if network == "" {
+		network = "default"
+	}
+	if project := strings.Split(r.Parent, "/")[1]; !f.networkExists(project, network) {
+		return nil, status.Errorf(codes.InvalidArgument, "Network %q does not exist.", network)
+	}
 	c := proto.Clone(r.Cluster).(*containerpb.Cluster)
 	c.Status = containerpb.Cluster_PROVISIONING
 	c.Location = r.Parent[strings.LastIndex(r.Parent, "/")+1:]
@@ -73,6 +80,9 @@ func (s *clusterServer) UpdateCluster(ctx context.Context, r *containerpb.Update
 	c := f.clusters[r.Name]
 	if c == nil {
 		return nil, notFound("cluster " + r.Name)
+	}
+	if op := f.busy(r.Name); op != "" {
+		return nil, busyErr(op)
 	}
 	c.Status = containerpb.Cluster_RECONCILING
 	u := r.GetUpdate()
@@ -173,6 +183,9 @@ func (s *clusterServer) CreateNodePool(ctx context.Context, r *containerpb.Creat
 	if _, i := s.pool(r.Parent + "/nodePools/" + r.GetNodePool().GetName()); i >= 0 {
 		return nil, status.Errorf(codes.AlreadyExists, "node pool %s exists", r.NodePool.Name)
 	}
+	if op := f.busy(r.Parent); op != "" {
+		return nil, busyErr(op)
+	}
 	if pp := r.NodePool.GetPlacementPolicy(); pp.GetTpuTopology() != "" && pp.GetType() != containerpb.NodePool_PlacementPolicy_COMPACT {
 		return nil, status.Error(codes.InvalidArgument, "tpu_topology requires COMPACT placement")
 	}
@@ -197,6 +210,9 @@ func (s *clusterServer) DeleteNodePool(ctx context.Context, r *containerpb.Delet
 	c, i := s.pool(r.Name)
 	if c == nil || i < 0 {
 		return nil, notFound("node pool " + r.Name)
+	}
+	if op := f.busy(c.SelfLink); op != "" {
+		return nil, busyErr(op)
 	}
 	np := c.NodePools[i]
 	np.Status = containerpb.NodePool_STOPPING

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"cloud.google.com/go/longrunning/autogen/longrunningpb"
 	"cloud.google.com/go/serviceusage/apiv1/serviceusagepb"
@@ -133,6 +134,7 @@ func (s *usageServer) enable(project string, services []string, resp func() prot
 	f.ops[name] = &op{lro: o, target: "projects/" + project, left: f.opPolls, done: func() {
 		for _, svc := range services {
 			f.apis[project+"/"+svc] = true
+			f.readyAt[project+"/"+svc] = time.Now().Add(f.propagation)
 		}
 		f.finishLRO(o, resp())
 	}}

@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -88,6 +89,8 @@ type Cluster struct {
 	mu       sync.Mutex
 	procs    []*proc
 	registry *http.Server
+	// registryGuard wraps the registry's handler (GuardRegistry).
+	registryGuard atomic.Pointer[func(http.Handler) http.Handler]
 
 	inClusterAPI bool
 	dnat         []string // the iptables rule added for InClusterAPI, removed by Stop

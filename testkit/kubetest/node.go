@@ -32,7 +32,14 @@ func (c *Cluster) startRegistry(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", RegistryURL, err)
 	}
-	c.registry = &http.Server{Handler: registry.New(registry.Logger(log.New(io.Discard, "", 0))), ReadHeaderTimeout: 10 * time.Second}
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	c.registry = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if g := c.registryGuard.Load(); g != nil {
+			(*g)(reg).ServeHTTP(w, r)
+			return
+		}
+		reg.ServeHTTP(w, r)
+	}), ReadHeaderTimeout: 10 * time.Second}
 	go c.registry.Serve(l)
 	pause, err := PauseBinary(ctx, c.Bins)
 	if err != nil {
@@ -264,4 +271,14 @@ func (c *Cluster) AddFakeNode(ctx context.Context, n FakeNode) error {
 	}
 	_, err = cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	return err
+}
+
+// GuardRegistry puts guard in front of the harness registry from now on (nil removes
+// it): e.g. a test's stand-in for Artifact Registry, which asks for Google's tokens.
+func (c *Cluster) GuardRegistry(guard func(http.Handler) http.Handler) {
+	if guard == nil {
+		c.registryGuard.Store(nil)
+		return
+	}
+	c.registryGuard.Store(&guard)
 }

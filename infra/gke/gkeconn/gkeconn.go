@@ -160,7 +160,10 @@ func (c *Connector) credentials(ctx context.Context) (*google.Credentials, error
 	if find == nil {
 		find = google.FindDefaultCredentials
 	}
-	creds, err := find(ctx, Scope)
+	// The token source keeps this context for every refresh (an authorized_user's
+	// refresh-token exchange happens at the first request, after the caller's context
+	// may be gone): not the caller's cancellation.
+	creds, err := find(context.WithoutCancel(ctx), Scope)
 	if err != nil {
 		if p := os.Getenv("GOOGLE_APPLICATION_CREDENTIALS"); p != "" {
 			return nil, fmt.Errorf("%w: GOOGLE_APPLICATION_CREDENTIALS=%s is not a usable key file (%v): set it to a service-account key file, or unset it and run `gcloud auth application-default login`", ErrNoCredentials, p, err)

@@ -32,6 +32,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/infra/gke/gkeconn"
+	"github.com/kinetic-run/kinetic/testkit/adctest"
 	"github.com/kinetic-run/kinetic/testkit/gketest"
 )
 
@@ -272,4 +273,35 @@ func TestConnectErrors(t *testing.T) {
 	f.PutCluster(cl.Path(), &containerpb.Cluster{Name: cl.Name, Status: containerpb.Cluster_PROVISIONING})
 	_, err = c.RESTConfig(context.Background(), cl)
 	check("provisioning", err, "cluster kc in proj/us-central1-a is PROVISIONING and has no endpoint yet: wait until `kinetic status` shows it RUNNING")
+}
+
+// TestConnectUserADC: user credentials (an authorized_user file, as `gcloud auth
+// application-default login` writes) exchange their refresh token at the first request,
+// which comes after the context the configuration was made with has ended (a command's
+// setup): the token is still fetched, and the cluster reached.
+func TestConnectUserADC(t *testing.T) {
+	f := gketest.Start(t, gketest.Options{})
+	tokens := adctest.Start(t)
+	tokens.Token = "ya29.user-token"
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", tokens.AuthorizedUser(t, t.TempDir(), ""))
+	var auth atomic.Value
+	s, ca := apiServer(t, "", &auth)
+	putCluster(f, s, ca)
+	c := &gkeconn.Connector{ContainerEndpoint: f.Endpoints.Container, CacheDir: t.TempDir()}
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg, err := c.RESTConfig(ctx, cl)
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.Discovery().ServerVersion(); err != nil {
+		t.Fatalf("with user ADC, after the setup's context ended: %v", err)
+	}
+	if auth.Load() != "Bearer ya29.user-token" || tokens.Minted() != 1 {
+		t.Errorf("Authorization %q, %d tokens minted; want the user's token, one", auth.Load(), tokens.Minted())
+	}
 }

@@ -52,7 +52,9 @@ vet:
 	$(GO) vet ./...
 
 # The test tools (the GCS emulator; Kubernetes, etcd and kwok; the pause binary; the
-# LeaderWorkerSet controller; the test Python image's Debian layer), built once per
+# LeaderWorkerSet controller; the test Python image's Debian layer; for the tests with
+# real frameworks, jax and keras wheels from PyPI, a bare Python base, a Python 3.12
+# layer and client: docs/images.md), built once per
 # version into the tools cache, ~/.cache/kinetic-tools or $$KINETIC_TOOLS_CACHE (about
 # 15 minutes cold on 2 cores, a second warm).
 kube-tools:

@@ -12,6 +12,7 @@ import (
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/image"
+	"github.com/kinetic-run/kinetic/pyenv"
 	"github.com/kinetic-run/kinetic/version"
 )
 
@@ -77,9 +78,19 @@ gcloud the Docker credential helper of an Artifact Registry or Container Registr
 			if tag == "" {
 				tag = version.Version
 			}
+			if r.Python == "" {
+				// The Python jobs from this machine's python3 will ask for.
+				r.Python = image.DefaultPython
+				if v, err := pyenv.MinorVersion(cmd.Context(), "python3"); err == nil && v != "" {
+					r.Python = v
+				}
+			}
+			if err := image.CheckPython(r.Python); err != nil {
+				return fmt.Errorf("--python: %w", err)
+			}
 			fmt.Fprintln(stderr, "kinetic build-image will build and push:")
 			for _, c := range cats {
-				t, err := image.BaseTag(repo, c, tag)
+				t, err := image.BaseTag(repo, c, tag, r.Python)
 				if err != nil {
 					return fmt.Errorf("--tag %s: %w", tag, err)
 				}
@@ -153,7 +164,8 @@ gcloud the Docker credential helper of an Artifact Registry or Container Registr
 	f.StringVar(&r.Repo, "repo", "", "repository to publish to (REGISTRY/PATH; default: base_image_repo)")
 	f.StringSliceVar(&categories, "category", nil, "accelerator category: cpu, gpu or tpu (repeatable; default: all three)")
 	f.StringVar(&r.Tag, "tag", "", "tag (default: this kinetic's version)")
-	f.StringVar(&r.Base, "base", "", "image to start from (default: base_image_CATEGORY)")
+	f.StringVar(&r.Base, "base", "", "image to start from (default: base_image_CATEGORY, else python:PYTHON-slim)")
+	f.StringVar(&r.Python, "python", "", "the Python minor version of the base, e.g. 3.12: jobs from clients on that Python use it (default: that of python3 on PATH)")
 	f.StringVar(&dockerfile, "dockerfile", "", "build the image to start from with this Dockerfile (podman or docker; its directory is the context)")
 	f.BoolVar(&creds, "update-credentials", false, "make gcloud the Docker credential helper of the repository's host (Artifact Registry, Container Registry)")
 	f.BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")

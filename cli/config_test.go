@@ -124,6 +124,7 @@ func TestConfigShowTable(t *testing.T) {
 		"base_image_gpu         -                 unset\n" +
 		"base_image_tpu         -                 unset\n" +
 		"image_builder          -                 unset\n" +
+		"runtime_layer          jax               default\n" +
 		"container              -                 unset\n" +
 		"kube_context           -                 unset\n" +
 		"gcs_endpoint           -                 unset\n" +

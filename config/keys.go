@@ -30,6 +30,7 @@ const (
 	BaseImageGPU  Key = "base_image_gpu"  // base image of bundled builds for GPU jobs
 	BaseImageTPU  Key = "base_image_tpu"  // base image of bundled builds for TPU jobs
 	ImageBuilder  Key = "image_builder"   // how bundled images are built
+	RuntimeLayer  Key = "runtime_layer"   // what bundled and prebuilt images get on their base
 	Container     Key = "container"       // local backend: run jobs in a container engine
 	KubeContext   Key = "kube_context"    // context within the kubeconfig
 	GCSEndpoint   Key = "gcs_endpoint"    // GCS endpoint override (emulators, private endpoints)
@@ -97,6 +98,7 @@ var keyTable = []keyInfo{
 	{key: BaseImageGPU, help: "base image of bundled builds for GPU jobs"},
 	{key: BaseImageTPU, help: "base image of bundled builds for TPU jobs"},
 	{key: ImageBuilder, help: "bundled image builder: " + strings.Join(ImageBuilders, ", "), check: checkImageBuilder},
+	{key: RuntimeLayer, help: "what bundled images, prebuilt bases and local environments with requirements get besides the job's requirements: jax (jax for the accelerator, keras, cloudpickle; docs/images.md) or none (the base's packages only)", fallback: fixed("jax"), check: checkRuntimeLayer},
 	{key: Container, help: "local backend: run jobs inside the bundled image with " + strings.Join(Containers, ", "), check: checkContainer},
 	{key: KubeContext, help: "context within the kubeconfig"},
 	{key: GCSEndpoint, help: "GCS endpoint URL for gs:// stores (emulators, private endpoints)", fallback: emulatorHost, check: checkHTTPURL},

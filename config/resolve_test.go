@@ -141,6 +141,8 @@ func TestResolveEveryKeyEveryLayer(t *testing.T) {
 			return map[string]string{"arg": "podman", "env": "daemonless", "profile": "docker"}[layer]
 		case Container:
 			return map[string]string{"arg": "podman", "env": "auto", "profile": "docker"}[layer]
+		case RuntimeLayer:
+			return map[string]string{"arg": "none", "env": "jax", "profile": "none"}[layer]
 		case NoDefaultExcludes, ForceDestroy:
 			return map[string]string{"arg": "false", "env": "true", "profile": "false"}[layer]
 		case widgetSlots:
@@ -209,6 +211,7 @@ func TestResolveEntries(t *testing.T) {
 		{BaseImageGPU, "", "unset"},
 		{BaseImageTPU, "", "unset"},
 		{ImageBuilder, "", "unset"},
+		{RuntimeLayer, "jax", "default"},
 		{Container, "", "unset"},
 		{KubeContext, "", "unset"},
 		{GCSEndpoint, "", "unset"},

@@ -23,6 +23,9 @@ func Backends() []string { return backendnames.List() }
 // DefaultBackend is the backend key's default: the local backend (backend/local.Name).
 const DefaultBackend = "local"
 
+// RuntimeLayers are the accepted values of runtime_layer: jax (the default) or none.
+var RuntimeLayers = []string{"jax", "none"}
+
 // ImageBuilders are the accepted values of image_builder: auto is daemonless, falling
 // back to a local engine (podman, then docker) for requirements without wheels.
 var ImageBuilders = []string{"auto", "daemonless", "podman", "docker", "cloudbuild"}
@@ -95,6 +98,7 @@ func oneOf(choices []string) func(string) (string, error) {
 var (
 	checkBackend      = func(v string) (string, error) { return oneOf(Backends())(v) }
 	checkImageBuilder = oneOf(ImageBuilders)
+	checkRuntimeLayer = oneOf(RuntimeLayers)
 	checkContainer    = oneOf(Containers)
 )
 

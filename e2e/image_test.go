@@ -39,6 +39,10 @@ func imageEnv(t *testing.T) (*imagetest.Podman, *imagetest.Registry, name.Refere
 	t.Helper()
 	pm := imagetest.NewPodman(t)
 	pm.Setenv(t)
+	// The test base has cloudpickle, and the wheel directory of these projects holds no
+	// jax or keras: these tests are about building and running images, not the runtime
+	// layer (e2e/frameworks builds that from real wheels).
+	t.Setenv("KINETIC_RUNTIME_LAYER", "none")
 	reg := imagetest.StartDockerRegistry(t)
 	base := imagetest.PushPythonBase(t, reg.Host)
 	return pm, reg, base, newEnv(t)
@@ -261,6 +265,7 @@ func TestImageErrors(t *testing.T) {
 	e := newEnv(t)
 	imageProject(t, e, "1.0")
 	t.Setenv("KINETIC_CONTAINER", "podman")
+	t.Setenv("KINETIC_RUNTIME_LAYER", "none") // as in imageEnv
 	for _, tc := range []struct {
 		name     string
 		registry string

@@ -19,6 +19,7 @@ import (
 	"github.com/kinetic-run/kinetic/engine/images"
 	"github.com/kinetic-run/kinetic/engine/plan"
 	"github.com/kinetic-run/kinetic/errs"
+	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/store"
@@ -52,6 +53,8 @@ type Engine struct {
 	noticed   map[string]bool // notices already given (noticeOnce)
 	pyOnce    sync.Once       // pathPython
 	pyPath    string
+	pyVers    map[string]string // pythonVersion, per interpreter
+	custom    image.CustomPython
 }
 
 // noticeOnce writes msg to Notice the first time this engine is asked to: a notice that

@@ -25,6 +25,7 @@ import (
 	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/pack"
+	"github.com/kinetic-run/kinetic/pyenv"
 	"github.com/kinetic-run/kinetic/store"
 )
 
@@ -76,7 +77,13 @@ func (v planEnv) Resolve(args map[config.Key]string) (*config.Resolved, error) {
 func (v planEnv) Store(ctx context.Context, url string) (*store.Store, error) {
 	return v.e.Store(ctx, url)
 }
-func (v planEnv) PathPython() string    { return v.e.pathPython() }
+func (v planEnv) PathPython() string { return v.e.pathPython() }
+func (v planEnv) PythonVersion(python string) string {
+	return v.e.pythonVersion(python)
+}
+func (v planEnv) ImagePython(ctx context.Context, ref name.Reference) string {
+	return v.e.custom.Python(ctx, ref)
+}
 func (v planEnv) NoticeOnce(msg string) { v.e.noticeOnce(msg) }
 func (v planEnv) Warning(msg string) {
 	if v.e.Warn != nil {
@@ -286,6 +293,33 @@ func (e *Engine) pathPython() string {
 		}
 	})
 	return e.pyPath
+}
+
+// pythonVersion is the minor version ("3.12") of the interpreter python ("" = the
+// python3 on PATH), asked once per interpreter; "" when there is none or it cannot say.
+func (e *Engine) pythonVersion(python string) string {
+	if python == "" {
+		python = e.pathPython()
+	}
+	if python == "" {
+		return ""
+	}
+	e.mu.Lock()
+	v, ok := e.pyVers[python]
+	e.mu.Unlock()
+	if ok {
+		return v
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	v, _ = pyenv.MinorVersion(ctx, python)
+	e.mu.Lock()
+	if e.pyVers == nil {
+		e.pyVers = map[string]string{}
+	}
+	e.pyVers[python] = v
+	e.mu.Unlock()
+	return v
 }
 
 // isScript reports whether the file at p starts with "#!".

@@ -35,6 +35,11 @@ type BuildRequest struct {
 	Dir string
 	// Labels are added to the image's configuration.
 	Labels map[string]string
+	// Python, when set, is the Python minor version ("3.12") the base must have: the
+	// client's. A base with another one is refused (PythonMismatchError) before anything
+	// is built. BaseSetting names the setting the base came from, for that error.
+	Python      string
+	BaseSetting string
 	// Platform is the image's platform (default linux/GOARCH).
 	Platform *v1.Platform
 	// Progress receives progress lines and bars (stderr in the CLI); nil is silent.
@@ -142,14 +147,20 @@ func (d *Daemonless) Build(ctx context.Context, req *BuildRequest) (name.Digest,
 
 	var adds []mutate.Addendum
 	env := cf.Config.Env
-	if len(req.Requirements) > 0 {
-		t, ok := targetFromConfig(cf)
-		if !ok {
+	var t Target
+	if len(req.Requirements) > 0 || req.Python != "" {
+		var ok bool
+		if t, ok = targetFromConfig(cf); !ok {
 			say(req.Progress, "reading the layers of %s to find its Python (set the label %s to skip this)", req.Base, LabelPython)
 			if t, err = targetFromLayers(base, t); err != nil {
 				return name.Digest{}, fmt.Errorf("base image %s: %w: bundled images need a base with python3 on PATH (use a python image, or set its PYTHON_VERSION env or %s label)", req.Base, err, LabelPython)
 			}
 		}
+		if err := req.checkPython(t.Python); err != nil {
+			return name.Digest{}, err
+		}
+	}
+	if len(req.Requirements) > 0 {
 		l, err := d.requirementsLayer(ctx, req, t, work, mt)
 		if err != nil {
 			return name.Digest{}, err
@@ -263,23 +274,37 @@ func setPathEnv(env []string, key, dir string) []string {
 	return append(out, key+"="+dir)
 }
 
-// BaseRequest returns the request that publishes the prebuilt base for category:
-// the base as it is, labelled, tagged REPO/base-CATEGORY:TAG (TAG defaults to version). The
-// base must have python3 and pip or uv: the runner installs requirements with them.
-func BaseRequest(repo name.Repository, category, version, tag string, base name.Reference) (*BuildRequest, error) {
-	if err := checkCategory(category); err != nil {
+// checkPython refuses a base whose Python (image, "3.11") is not req.Python.
+func (req *BuildRequest) checkPython(image string) error {
+	if req.Python == "" || image == req.Python {
+		return nil
+	}
+	return &PythonMismatchError{Base: req.Base.Name(), Setting: req.BaseSetting, Image: image, Client: req.Python}
+}
+
+// BaseRequest returns the request that publishes the prebuilt base for category and
+// Python python ("3.12"): the base plus the runtime layer (RuntimeRequirements),
+// labelled, tagged REPO/base-CATEGORY:TAG-pyPYTHON (TAG defaults to version). The base
+// must have that Python, and pip or uv: the runner installs the job's own requirements
+// with them when it starts.
+func BaseRequest(repo name.Repository, category, version, tag, python string, base name.Reference) (*BuildRequest, error) {
+	rt, err := RuntimeRequirements(category)
+	if err != nil {
 		return nil, err
+	}
+	if err := CheckPython(python); err != nil {
+		return nil, fmt.Errorf("--python: %w", err)
 	}
 	if tag == "" {
 		tag = version
 	}
-	target, err := BaseTag(repo, category, tag)
+	target, err := BaseTag(repo, category, tag, python)
 	if err != nil {
 		return nil, fmt.Errorf("tag %q: %w", tag, err)
 	}
 	return &BuildRequest{
-		Base: base, Target: target,
-		Labels: map[string]string{LabelCategory: category, LabelVersion: version},
+		Base: base, Target: target, Requirements: rt, Python: python,
+		Labels: map[string]string{LabelCategory: category, LabelVersion: version, LabelPython: python},
 	}, nil
 }
 

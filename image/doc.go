@@ -8,9 +8,15 @@
 //     the tag up with one registry request (Lookup) and builds only on a miss; concurrent
 //     submissions of one key build once (singleflight in a process, a file lock and a
 //     second lookup across processes on one machine, the registry lookup across machines).
-//   - Prebuilt ("prebuilt"): {base_image_repo}/base-{cpu|gpu|tpu}:{version}; the runner
-//     installs the job's filtered requirements when it starts (uv when the image has it,
-//     else pip). Publish those bases with BuildBase (`kinetic build-image`).
+//   - Prebuilt ("prebuilt"): {base_image_repo}/base-{cpu|gpu|tpu}:{version}-py{3.X}, for
+//     the client's Python; the runner installs the job's filtered requirements when it
+//     starts (uv when the image has it, else pip). Publish those bases with BuildBase
+//     (`kinetic build-image`).
+//
+// Bundled images and prebuilt bases get the runtime layer (runtime.go: jax for the
+// accelerator, keras, cloudpickle, pinned), resolved with the user's requirements in one
+// pass, over a base whose Python is the client's (DefaultBase, or a configured base
+// whose Python is checked: PythonMismatchError).
 //   - Custom (any other value): an image reference used as is. The runner is injected by
 //     the backend, so nothing of Kinetic's has to be inside it.
 //

@@ -74,6 +74,9 @@ func (e *Ensurer) ensure(ctx context.Context, req *BuildRequest) (Result, error)
 	if b == nil {
 		b = &Daemonless{Client: e.Client}
 	}
+	if err := PrecheckPython(ctx, e.Client, b, req); err != nil {
+		return Result{}, err
+	}
 	say(req.Progress, "building %s on %s over %s", req.Target, b.Name(), req.Base)
 	dg, err := b.Build(ctx, req)
 	if err != nil && errors.Is(err, ErrMissingWheel) && e.Fallback != nil {
@@ -107,4 +110,22 @@ func lockName(t name.Tag) string {
 		s = s[len(s)-200:]
 	}
 	return string(s) + ".lock"
+}
+
+// PrecheckPython refuses, before b builds req, a base whose configuration names another
+// Python than req.Python (PythonMismatchError). The daemonless builder checks by itself
+// (from the layers too when the configuration does not say), so for it this does
+// nothing; for the engine and Cloud Build builders it reads the base's manifest and
+// configuration, and lets the build go on when they cannot be read or do not say.
+func PrecheckPython(ctx context.Context, c *Client, b Builder, req *BuildRequest) error {
+	if _, ok := b.(*Daemonless); ok || req.Python == "" {
+		return nil
+	}
+	if c == nil {
+		c = &Client{}
+	}
+	if py, ok, err := c.ConfigPython(ctx, req.Base); err == nil && ok {
+		return req.checkPython(py)
+	}
+	return nil
 }

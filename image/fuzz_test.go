@@ -1,6 +1,7 @@
 package image
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -50,6 +51,27 @@ func FuzzWheelMetadata(f *testing.F) {
 		}
 		if m := requiresRE.FindStringSubmatch(spec); m != nil {
 			extraOnlyRE.MatchString(m[4])
+		}
+	})
+}
+
+// FuzzCheckPython: the python_version a client sends (untrusted protocol input) never
+// panics, is accepted exactly when it is "3.10" to "3.13", and an error quotes it.
+func FuzzCheckPython(f *testing.F) {
+	for _, s := range []string{"3.12", "3.9", "3.14", "2.7", "3", "3.12.1", "3.012", " 3.12", "3.12\n", "", "x.y", "3.-1", "99999999999999999999.1"} {
+		f.Add(s)
+	}
+	ok := map[string]bool{}
+	for m := MinPythonMinor; m <= MaxPythonMinor; m++ {
+		ok[fmt.Sprintf("3.%d", m)] = true
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		err := CheckPython(s)
+		if (err == nil) != ok[s] {
+			t.Fatalf("CheckPython(%q) = %v", s, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), fmt.Sprintf("%q", s)) && !strings.Contains(err.Error(), "Python "+s) {
+			t.Fatalf("error %q does not name %q", err, s)
 		}
 	})
 }

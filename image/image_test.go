@@ -82,14 +82,26 @@ func TestSettingsRefs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff("us-docker.pkg.dev/p/bases/base-gpu:0.3.0-dev", p.String()); diff != "" {
+	// Prebuilt bases are per Python: the client's, DefaultPython when it did not say.
+	if diff := cmp.Diff("us-docker.pkg.dev/p/bases/base-gpu:0.3.0-dev-py"+DefaultPython, p.String()); diff != "" {
 		t.Fatal(diff)
 	}
-	if base, _ := s.Base("cpu"); base.String() != "127.0.0.1:5000/py:3.11" {
-		t.Fatalf("base cpu = %s", base)
+	if base, _ := s.Base("cpu"); base.String() != "127.0.0.1:5000/py:3.11" || s.BaseSetting("cpu") != "base_image_cpu" {
+		t.Fatalf("base cpu = %s (%s)", base, s.BaseSetting("cpu"))
 	}
-	if base, _ := s.Base("tpu"); base.String() != DefaultBases["tpu"] {
-		t.Fatalf("base tpu = %s", base)
+	if base, _ := s.Base("tpu"); base.String() != "docker.io/library/python:"+DefaultPython+"-slim" || s.BaseSetting("tpu") != "" {
+		t.Fatalf("base tpu = %s (%s)", base, s.BaseSetting("tpu"))
+	}
+	s12 := s
+	s12.Python = "3.12"
+	if base, _ := s12.Base("gpu"); base.String() != "docker.io/library/python:3.12-slim" {
+		t.Fatalf("base gpu for Python 3.12 = %s", base)
+	}
+	if base, _ := s12.Base("cpu"); base.String() != "127.0.0.1:5000/py:3.11" {
+		t.Fatalf("a configured base changed with the client's Python: %s", base)
+	}
+	if p, _ := s12.PrebuiltRef("tpu"); p.String() != "us-docker.pkg.dev/p/bases/base-tpu:0.3.0-dev-py3.12" {
+		t.Fatalf("prebuilt tpu for Python 3.12 = %s", p)
 	}
 	for name, err := range map[string]error{
 		"no registry":  func() error { _, err := (Settings{}).BundledRef(key); return err }(),
@@ -111,7 +123,7 @@ func TestResolve(t *testing.T) {
 		want string
 	}{
 		{Choice{Mode: Bundled}, "reg.example/team/kinetic-env:" + key},
-		{Choice{Mode: Prebuilt}, "reg.example/bases/base-tpu:1.2.3"},
+		{Choice{Mode: Prebuilt}, "reg.example/bases/base-tpu:1.2.3-py" + DefaultPython},
 		{custom, "reg.example/mine:v1"},
 	} {
 		r, err := Resolve(tc.c, key, "tpu", s)

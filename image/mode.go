@@ -58,16 +58,6 @@ func checkCategory(c string) error {
 	return errs.Errorf(errs.InvalidArgument, "accelerator category %q: use one of cpu, gpu, tpu", c)
 }
 
-// DefaultBases are the base images of bundled builds when the profile sets none
-// (base_image_cpu, base_image_gpu, base_image_tpu). They are public images with python3
-// on PATH; none of them was pulled on the machine this was written on (it has no
-// access to outside registries).
-var DefaultBases = map[string]string{
-	"cpu": "docker.io/library/python:3.11-slim",
-	"gpu": "docker.io/library/python:3.11-slim", // CUDA comes with the wheels (jax[cuda12], torch)
-	"tpu": "docker.io/library/python:3.11-slim", // libtpu comes with jax[tpu]
-}
-
 // Settings are the configuration image resolution needs.
 type Settings struct {
 	// Registry is where bundled images are pushed ("HOST/PATH"); image_registry.
@@ -76,10 +66,30 @@ type Settings struct {
 	// KINETIC_BASE_IMAGE_REPO.
 	BaseImageRepo string
 	// Bases maps a category to the base image of bundled builds; missing ones fall back
-	// to DefaultBases.
+	// to DefaultBase(Python).
 	Bases map[string]string
 	// Version is the runner version: the tag of prebuilt bases.
 	Version string
+	// Python is the client's Python minor version ("3.12"): the default bases are that
+	// Python's official image and prebuilt tags name it; "" means DefaultPython.
+	Python string
+}
+
+// python is s.Python or DefaultPython.
+func (s Settings) python() string {
+	if s.Python == "" {
+		return DefaultPython
+	}
+	return s.Python
+}
+
+// BaseSetting names the setting that configured category's base ("base_image_cpu"), or
+// "" when the category uses DefaultBase.
+func (s Settings) BaseSetting(category string) string {
+	if s.Bases[category] == "" {
+		return ""
+	}
+	return "base_image_" + category
 }
 
 // BundledRepository is the repository name bundled images get under Registry.
@@ -92,7 +102,7 @@ func (s Settings) Base(category string) (name.Reference, error) {
 	}
 	b := s.Bases[category]
 	if b == "" {
-		b = DefaultBases[category]
+		b = DefaultBase(s.python())
 	}
 	r, err := ParseReference(b)
 	if err != nil {
@@ -143,26 +153,33 @@ func (s Settings) RunnerRepository(img name.Reference) (repo name.Repository, ok
 	return repo, true
 }
 
-// PrebuiltRef is the published base for category: BASE_IMAGE_REPO/base-CATEGORY:VERSION.
+// PrebuiltRef is the published base for category and the client's Python:
+// BASE_IMAGE_REPO/base-CATEGORY:VERSION-pyPYTHON.
 func (s Settings) PrebuiltRef(category string) (name.Tag, error) {
 	if err := checkCategory(category); err != nil {
 		return name.Tag{}, err
 	}
 	if s.BaseImageRepo == "" {
-		return name.Tag{}, fmt.Errorf("prebuilt mode needs base_image_repo: publish bases with `kinetic build-image --repo R --category %s`, then set KINETIC_BASE_IMAGE_REPO=R (or base_image_repo in the profile)", category)
+		return name.Tag{}, fmt.Errorf("prebuilt mode needs base_image_repo: publish bases with `kinetic build-image --repo R --category %s --python %s`, then set KINETIC_BASE_IMAGE_REPO=R (or base_image_repo in the profile)", category, s.python())
 	}
 	repo, err := ParseRepository(s.BaseImageRepo)
 	if err != nil {
 		return name.Tag{}, fmt.Errorf("base_image_repo: %w", err)
 	}
-	return BaseTag(repo, category, s.Version)
+	return BaseTag(repo, category, s.Version, s.python())
 }
 
-// BaseTag is REPO/base-CATEGORY:VERSION (a version that is not a valid tag, such as
-// "dev+abc", has its invalid characters replaced by '-').
-func BaseTag(repo name.Repository, category, version string) (name.Tag, error) {
+// BaseTag is REPO/base-CATEGORY:VERSION-pyPYTHON, e.g. base-cpu:0.3.0-py3.12: a
+// prebuilt base holds one Python, and a job must run on its client's (a version that is
+// not a valid tag, such as "dev+abc", has its invalid characters replaced by '-').
+// python "" leaves the suffix out (the Dockerfile base of build-image, which holds no
+// runtime layer).
+func BaseTag(repo name.Repository, category, version, python string) (name.Tag, error) {
 	if version == "" {
 		version = "latest"
+	}
+	if python != "" {
+		version += "-py" + python
 	}
 	t := []byte(version)
 	for i, c := range t {

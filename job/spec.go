@@ -68,6 +68,9 @@ type Spec struct {
 	Image string `json:"image,omitempty"`
 	// ImageMode is how Image was chosen: "bundled", "prebuilt" or "custom".
 	ImageMode string `json:"image_mode,omitempty"`
+	// ContainerImage is the user's container_image of a custom image, as given (Image
+	// may be Kinetic's copy of it with the runner added): messages name this.
+	ContainerImage string `json:"container_image,omitempty"`
 	// InstallAtStart tells the runner to install Requirements before the call (prebuilt
 	// images: uv when the image has it, else pip), into a directory on PYTHONPATH.
 	InstallAtStart bool `json:"install_at_start,omitempty"`

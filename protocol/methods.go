@@ -106,6 +106,11 @@ type SubmitRequest struct {
 	Cwd        string `json:"cwd,omitempty"`
 	// Python is the interpreter the local backend runs (the SDK sends sys.executable).
 	Python string `json:"python,omitempty"`
+	// PythonVersion is the client's Python minor version ("3.12", from
+	// sys.version_info[:2]): bundled and prebuilt images get that Python. A client that
+	// omits it (older SDKs) gets the version of Python, else of the python3 on the
+	// server's PATH, else 3.11 (the images' Python before this field).
+	PythonVersion string `json:"python_version,omitempty"`
 
 	Accelerator    string            `json:"accelerator,omitempty"`
 	ContainerImage string            `json:"container_image,omitempty"`

@@ -287,6 +287,15 @@ func linkBaseVenv(ctx context.Context, base, envDir string) error {
 	return nil
 }
 
+// MinorVersion returns the MAJOR.MINOR version of the interpreter python ("3.12").
+func MinorVersion(ctx context.Context, python string) (string, error) {
+	out, err := output(ctx, python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])")
+	if err != nil {
+		return "", fmt.Errorf("ask %s its version: %w", python, err)
+	}
+	return strings.TrimSpace(out), nil
+}
+
 // output runs a short command and returns its standard output.
 func output(ctx context.Context, name string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, name, args...)

@@ -47,6 +47,7 @@ type Batch struct {
 	// of the warm server when it is set (no interpreter start per executor).
 	warmDir  string
 	warmIdle time.Duration
+	spec     *job.Spec
 }
 
 // PrepareBatch fetches and prepares what the inputs of a batch share: the function,
@@ -70,7 +71,7 @@ func PrepareBatch(ctx context.Context, st *store.Store, spec *job.Spec, env map[
 	if o.Workspace == "" {
 		o.Workspace = o.TreeDir
 	}
-	b := &Batch{isolation: isolation, warmDir: o.WarmDir, warmIdle: o.WarmIdle}
+	b := &Batch{isolation: isolation, warmDir: o.WarmDir, warmIdle: o.WarmIdle, spec: spec}
 	var err error
 	if b.payload, err = fetchPayload(ctx, st, spec.Payload, o); err != nil {
 		return nil, err
@@ -230,6 +231,9 @@ func (b *Batch) Start(log io.Writer) (*Executor, error) {
 		if err != nil {
 			x.Kill()
 			return nil, inPhase(job.PhaseResult, fmt.Errorf("batch executor: %w", err))
+		}
+		if env.ExcType == noCloudpickleType && b.spec != nil {
+			env = FailureEnvelope(inPhase(job.PhaseUnpickle, noCloudpickle(b.spec, b.py)))
 		}
 		x.Failed = env
 	}

@@ -123,6 +123,8 @@ def main():
         import traceback
         env.update(phase=phase, exc_type=bs._qualname(type(e)), exc_message=str(e)[:bs.REPR_LIMIT],
                    traceback=traceback.format_exc())
+        if isinstance(e, bs.NoCloudpickle):
+            env.update(exc_type=e.kinetic_type, traceback="")
         replies.write(json.dumps(env).encode() + b"\n")
         replies.flush()
         return

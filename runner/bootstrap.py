@@ -353,12 +353,19 @@ def enter(root, cwd):
         os.chdir(cwd)
 
 
+class NoCloudpickle(ImportError):
+    """The job's Python has no cloudpickle, so no pickled function can be loaded: a
+    set-up failure, reported without a traceback (the runner words it, naming the
+    image)."""
+    kinetic_type = "kinetic.NoCloudpickle"
+
+
 def import_cloudpickle():
     try:
         import cloudpickle
         return cloudpickle
     except ImportError:
-        raise ImportError(
+        raise NoCloudpickle(
             "cloudpickle is not installed in the job's Python (%s): install it there "
             "(pip install cloudpickle) or add it to your requirements" % sys.executable) from None
 
@@ -479,6 +486,9 @@ def main():
         _mark("py.loaded")
         call(func, args, kwargs, keep, env)
         _mark("py.called")
+    except NoCloudpickle as e:
+        # Before the user's code: no traceback of ours to show.
+        env.update(success=False, phase=phase, exc_type=e.kinetic_type, exc_message=str(e))
     except BaseException as e:
         failed(env, phase, e, keep)
     sys.stdout.flush()

@@ -507,7 +507,9 @@ func buildEnv(ctx context.Context, st *store.Store, spec *job.Spec, o Options) (
 }
 
 // callEnv is the environment of a call: this process's, the captured variables over it
-// (they override the image's), then set, with PYTHONUNBUFFERED; sorted.
+// (they override the image's), then set, with PYTHONUNBUFFERED, and KERAS_BACKEND=jax
+// when none of those names a Keras backend (the runtime layer's Keras runs on its JAX;
+// a pod has it from its spec, a local job from here); sorted.
 func callEnv(captured, set map[string]string) []string {
 	env := map[string]string{}
 	for _, kv := range os.Environ() {
@@ -517,6 +519,9 @@ func callEnv(captured, set map[string]string) []string {
 	}
 	for k, v := range captured {
 		env[k] = v
+	}
+	if _, ok := env["KERAS_BACKEND"]; !ok {
+		env["KERAS_BACKEND"] = "jax"
 	}
 	for k, v := range set {
 		env[k] = v
@@ -616,6 +621,9 @@ func runPython(ctx context.Context, spec *job.Spec, py string, rest []string, cw
 	var env job.Envelope
 	if err := json.Unmarshal(raw, &env); err != nil {
 		return nil, nil, inPhase(job.PhaseResult, fmt.Errorf("bootstrap envelope: %w", err))
+	}
+	if env.ExcType == noCloudpickleType {
+		return nil, nil, inPhase(job.PhaseUnpickle, noCloudpickle(spec, py))
 	}
 	var full struct {
 		Size int64 `json:"no_space_for_value"`

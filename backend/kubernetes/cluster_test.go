@@ -264,6 +264,9 @@ func clusterEnv(t *testing.T, st *store.Store) []string {
 		// the harness registry, which the node pulls from.
 		"KINETIC_RUNNER_IMAGE="+RunnerImage, "KINETIC_IMAGE_REGISTRY="+kubetest.RegistryURL+"/kinetic-test",
 		"KINETIC_BASE_IMAGE_CPU="+kubetest.PythonImage, "KINETIC_BASE_IMAGE_GPU="+kubetest.PythonImage,
+		// The test image has cloudpickle; these tests are not about jax or keras, so
+		// their images get no runtime layer (e2e/frameworks has one, from real wheels).
+		"KINETIC_RUNTIME_LAYER=none",
 		"KINETIC_POD_CPU=10m", "KINETIC_UNSCHEDULABLE_GRACE=5s", "KINETIC_IMAGE_PULL_GRACE=20s",
 		// Warm pods are on by default; the tests that are not about them run every job
 		// in a pod of its own, as before (warm_cluster_test.go turns them on).

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/accel"
 	"github.com/kinetic-run/kinetic/backend/batchdriver"
+	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/job"
 )
 
@@ -157,6 +158,11 @@ func (b *Backend) podTemplate(h *job.Handle, sp accel.Spec, labels map[string]st
 	env := []corev1.EnvVar{
 		{Name: "KINETIC_HOST_INDEX", Value: "0"},
 		{Name: "PYTHONUNBUFFERED", Value: "1"},
+		// The runtime's defaults (docs/images.md): Keras on JAX, and JAX on the pod's
+		// hardware only. The runner applies the captured variables over these, so a
+		// user's own KERAS_BACKEND or JAX_PLATFORMS wins.
+		{Name: "KERAS_BACKEND", Value: "jax"},
+		{Name: "JAX_PLATFORMS", Value: image.JAXPlatforms(sp.Category())},
 	}
 	if b.o.StoreSecret != "" {
 		volumes = append(volumes, corev1.Volume{Name: credsVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: b.o.StoreSecret}}})

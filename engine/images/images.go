@@ -66,6 +66,9 @@ type BaseRequest struct {
 	Category string // cpu, gpu or tpu
 	Tag      string // default: this version
 	Base     string // the image it starts from (default: the category's bundled base)
+	// Python is the Python minor version ("3.12") the base holds and its tag names
+	// (REPO/base-CATEGORY:TAG-pyPYTHON): jobs from a client on that Python use it.
+	Python string
 }
 
 // BaseResult is what was published.
@@ -103,7 +106,7 @@ func BaseFromDockerfile(ctx context.Context, cfg *config.Resolved, notice io.Wri
 	if tag == "" {
 		tag = version.Version
 	}
-	target, err := image.BaseTag(repo, "dockerfile", tag)
+	target, err := image.BaseTag(repo, "dockerfile", tag, "")
 	if err != nil {
 		return "", err
 	}
@@ -124,21 +127,33 @@ func (b *Builders) BuildBase(ctx context.Context, cfg *config.Resolved, exe stri
 	if err != nil {
 		return nil, fmt.Errorf("--repo: %w", err)
 	}
+	if r.Python == "" {
+		r.Python = image.DefaultPython
+	}
 	s := plan.ImageSettings(cfg)
+	s.Python = r.Python
 	var base name.Reference
+	setting := s.BaseSetting(r.Category)
 	if r.Base != "" {
 		if base, err = image.ParseReference(r.Base); err != nil {
 			return nil, fmt.Errorf("--base: %w", err)
 		}
+		setting = "--base"
 	} else if base, err = s.Base(r.Category); err != nil {
 		return nil, err
 	}
-	req, err := image.BaseRequest(repo, r.Category, version.Version, r.Tag, base)
+	req, err := image.BaseRequest(repo, r.Category, version.Version, r.Tag, r.Python, base)
 	if err != nil {
 		return nil, err
 	}
-	req.Progress = notice
+	req.Progress, req.BaseSetting = notice, setting
+	if cfg.Get(config.RuntimeLayer) == "none" {
+		req.Requirements = nil // the base as it is (runtime_layer=none)
+	}
 	en := b.Ensurer(cfg)
+	if err := image.PrecheckPython(ctx, en.Client, en.Builder, req); err != nil {
+		return nil, fmt.Errorf("build-image %s: %w", req.Target, err)
+	}
 	dg, err := en.Builder.Build(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("build-image %s: %w", req.Target, err)

@@ -16,8 +16,9 @@ import (
 // machine, not the job, and would break the worker's environment. It holds every name
 // the reference blocks (TEMP, TMP and KERAS_BACKEND among them: a client's
 // KERAS_BACKEND=torch swept in by KERAS_* would override the image's jax); naming one
-// exactly still captures it.
-var envBlocklist = []string{"PATH", "HOME", "PWD", "OLDPWD", "SHELL", "USER", "LOGNAME", "HOSTNAME", "TERM", "TMPDIR", "TEMP", "TMP", "KERAS_BACKEND", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "SHLVL", "_", "DISPLAY", "SSH_AUTH_SOCK", "SSH_CONNECTION", "SSH_CLIENT", "SSH_TTY", "LANG", "KINETIC_OUTPUT_DIR", "KINETIC_JOB_ID", "KINETIC_HOST_INDEX"}
+// exactly still captures it. JAX_PLATFORMS too: the pod's value is set for its hardware
+// (docs/images.md, "The runtime layer").
+var envBlocklist = []string{"PATH", "HOME", "PWD", "OLDPWD", "SHELL", "USER", "LOGNAME", "HOSTNAME", "TERM", "TMPDIR", "TEMP", "TMP", "KERAS_BACKEND", "JAX_PLATFORMS", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "SHLVL", "_", "DISPLAY", "SSH_AUTH_SOCK", "SSH_CONNECTION", "SSH_CLIENT", "SSH_TTY", "LANG", "KINETIC_OUTPUT_DIR", "KINETIC_JOB_ID", "KINETIC_HOST_INDEX"}
 var envBlockPrefixes = []string{"LD_", "CONDA_", "PYENV_", "XDG_", "DBUS_", "KUBERNETES_"}
 
 var secretName = regexp.MustCompile(`(?i)TOKEN|SECRET|KEY|PASSWORD|PASSWD|CREDENTIAL`)

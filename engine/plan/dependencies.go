@@ -4,7 +4,9 @@ import (
 	"context"
 	"path/filepath"
 
+	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/deps"
+	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/version"
 )
@@ -23,8 +25,16 @@ func dependencies(ctx context.Context, env Env, req *Request, p *Job) error {
 	}
 	kept, dropped := reqs.Filtered()
 	env.NoticeOnce(deps.DroppedMessage(dropped, p.InContainer))
-	s.Requirements, s.Constraints, s.RequirementsSource = kept.Lines(), kept.ConstraintLines(), reqs.Source
 	p.Reqs = kept
+	if !p.InContainer && len(kept.Requirements()) > 0 {
+		// The local virtualenv of a job with requirements gets the CPU runtime too, so
+		// that import jax and keras work as in an image (the user's jax line was
+		// dropped above); a job without requirements runs in the caller's interpreter.
+		if kept, err = withRuntime(p, kept, "cpu"); err != nil {
+			return err
+		}
+	}
+	s.Requirements, s.Constraints, s.RequirementsSource = kept.Lines(), kept.ConstraintLines(), reqs.Source
 	// Locally the "base image" is the interpreter the environment is made from.
 	base := "python:" + req.Python
 	if req.Python == "" {
@@ -35,4 +45,13 @@ func dependencies(ctx context.Context, env Env, req *Request, p *Job) error {
 	}
 	s.EnvKey = deps.EnvKey(kept, base, p.acc.Category(), version.Version)
 	return nil
+}
+
+// withRuntime is reqs with the runtime layer of category merged in
+// (deps.Requirements.WithRuntime), or reqs as they are with runtime_layer=none.
+func withRuntime(p *Job, reqs *deps.Requirements, category string) (*deps.Requirements, error) {
+	if p.Cfg.Get(config.RuntimeLayer) == "none" {
+		return reqs, nil
+	}
+	return reqs.WithRuntime(image.MustRuntimeRequirements(category))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/deps"
 	"github.com/kinetic-run/kinetic/image"
+	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/version"
 )
 
@@ -46,9 +47,13 @@ func imageStep(ctx context.Context, env Env, req *Request, p *Job) error {
 	category := p.acc.Category()
 	s := ImageSettings(p.Cfg)
 	p.Spec.ImageMode = string(choice.Mode)
+	py := clientPython(env, req)
 	switch choice.Mode {
 	case image.Custom:
-		p.Spec.Image = choice.Ref.Name()
+		p.Spec.Image, p.Spec.ContainerImage = choice.Ref.Name(), req.ContainerImage
+		if req.Kind == job.KindPickle {
+			customPythonWarning(ctx, env, choice.Ref, py)
+		}
 		if into, ok := s.RunnerRepository(choice.Ref); ok && !p.onHere {
 			// The user's image in Kinetic's registry: the runner goes into a copy of its
 			// manifest in Kinetic's repository (its layers mounted, not copied). An image
@@ -58,7 +63,12 @@ func imageStep(ctx context.Context, env Env, req *Request, p *Job) error {
 			}
 		}
 		return nil
-	case image.Prebuilt:
+	}
+	if err := image.CheckPython(py); err != nil {
+		return err
+	}
+	s.Python = py
+	if choice.Mode == image.Prebuilt {
 		ref, err := s.PrebuiltRef(category)
 		if err != nil {
 			return err
@@ -68,7 +78,7 @@ func imageStep(ctx context.Context, env Env, req *Request, p *Job) error {
 			return fmt.Errorf("prebuilt image: %w", err)
 		}
 		if !ok {
-			return fmt.Errorf("prebuilt image %s does not exist: publish it with `kinetic build-image --repo %s --category %s`", ref, s.BaseImageRepo, category)
+			return fmt.Errorf("prebuilt image %s does not exist: publish it with `kinetic build-image --repo %s --category %s --python %s` (prebuilt bases are per Python version; this client runs Python %s)", ref, s.BaseImageRepo, category, py, py)
 		}
 		p.Spec.Image = ref.Name()
 		p.Spec.InstallAtStart = len(p.Spec.Requirements) > 0
@@ -78,7 +88,13 @@ func imageStep(ctx context.Context, env Env, req *Request, p *Job) error {
 	if err != nil {
 		return err
 	}
-	key := deps.EnvKey(p.Reqs, base.Name(), category, version.Version)
+	// The runtime layer (jax for the hardware, keras, cloudpickle) joins the user's
+	// filtered requirements: one resolution, and part of the key.
+	reqs, err := withRuntime(p, p.Reqs, category)
+	if err != nil {
+		return err
+	}
+	key := deps.EnvKey(reqs, image.KeyBase(base.Name(), py), category, version.Version)
 	target, err := s.BundledRef(key)
 	if err != nil {
 		return err
@@ -88,8 +104,9 @@ func imageStep(ctx context.Context, env Env, req *Request, p *Job) error {
 		dir = filepath.Dir(p.Spec.RequirementsSource)
 	}
 	res, err := env.EnsureImage(ctx, p.Cfg, &image.BuildRequest{
-		Base: base, Target: target, Requirements: p.Spec.Requirements, Constraints: p.Spec.Constraints, Dir: dir,
-		Labels: map[string]string{image.LabelEnvKey: key, image.LabelVersion: version.Version, image.LabelCategory: category},
+		Base: base, Target: target, Requirements: reqs.Lines(), Constraints: reqs.ConstraintLines(), Dir: dir,
+		Python: py, BaseSetting: s.BaseSetting(category),
+		Labels: map[string]string{image.LabelEnvKey: key, image.LabelVersion: version.Version, image.LabelCategory: category, image.LabelPython: py},
 	})
 	if err != nil {
 		return err
@@ -102,6 +119,30 @@ func imageStep(ctx context.Context, env Env, req *Request, p *Job) error {
 		p.addRunner(ctx, env, d, d.Context())
 	}
 	return nil
+}
+
+// clientPython is the Python minor version of the client that made the call: the one it
+// sent, else that of its interpreter or of the python3 on PATH (an older client, or
+// `kinetic run` without the SDK), else image.DefaultPython.
+func clientPython(env Env, req *Request) string {
+	if req.PythonVersion != "" {
+		return req.PythonVersion
+	}
+	if v := env.PythonVersion(req.Python); v != "" {
+		return v
+	}
+	return image.DefaultPython
+}
+
+// customPythonWarning warns, once per image and session, when a custom image's
+// configuration names another Python than the client's (a pickled function may not load
+// there). Nothing is said when the configuration does not say: its layers are not read.
+func customPythonWarning(ctx context.Context, env Env, ref name.Reference, client string) {
+	got := env.ImagePython(ctx, ref)
+	if got == "" || got == client {
+		return
+	}
+	env.NoticeOnce(fmt.Sprintf("kinetic: warning: container_image %s has Python %s, but this client runs Python %s: a function pickled here may fail to load there; use an image with Python %s (or run the client on Python %s)\n", ref, got, client, client, got))
 }
 
 // addRunner has the runner the backend's pods start put into img, pushed into into

@@ -47,6 +47,10 @@ type Request struct {
 	// Python is the interpreter the local backend runs (the SDK sends sys.executable, so
 	// pickles load in the same Python that made them).
 	Python string
+	// PythonVersion is the client's Python minor version ("3.12"): the Python of the
+	// image a job runs in. "" (an older client) means the version of Python (asked), else
+	// of the python3 on PATH, else image.DefaultPython.
+	PythonVersion string
 
 	Accelerator    string
 	ContainerImage string
@@ -90,6 +94,13 @@ type Env interface {
 	Store(ctx context.Context, url string) (*store.Store, error)
 	// PathPython is the interpreter the python3 on PATH runs ("" when none).
 	PathPython() string
+	// PythonVersion is the minor version ("3.12") of the interpreter python ("" = the
+	// python3 on PATH); "" when there is none or it cannot say.
+	PythonVersion(python string) string
+	// ImagePython is the Python minor version a custom image's configuration names, ""
+	// when it does not say or cannot be read (asked once per image per session; never
+	// reads a layer).
+	ImagePython(ctx context.Context, ref name.Reference) string
 	// NoticeOnce tells a person msg, once per session (a notice ends with a newline).
 	NoticeOnce(msg string)
 	// Warning tells a person msg (a warning: secrets captured, a large tree).

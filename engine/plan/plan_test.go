@@ -30,6 +30,8 @@ type testEnv struct {
 	ensure    func(req *image.BuildRequest) (image.Result, error)
 	addRunner func(where *job.Handle, img name.Reference, into name.Repository) (image.WithRunner, bool)
 	added     []string // the images AddRunner was asked for, "IMAGE into REPOSITORY"
+	// pythonVersion and imagePython answer PythonVersion and ImagePython.
+	pythonVersion, imagePython string
 }
 
 func newEnv(t *testing.T, args map[config.Key]string) *testEnv {
@@ -66,7 +68,9 @@ func (e *testEnv) Store(ctx context.Context, url string) (*store.Store, error) {
 	return e.st, nil
 }
 
-func (e *testEnv) PathPython() string { return "" }
+func (e *testEnv) PathPython() string                                 { return "" }
+func (e *testEnv) PythonVersion(string) string                        { return e.pythonVersion }
+func (e *testEnv) ImagePython(context.Context, name.Reference) string { return e.imagePython }
 func (e *testEnv) NoticeOnce(msg string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -242,8 +242,17 @@ func TestDependencies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(p.Spec.Requirements, ",") != "numpy" || p.Spec.EnvKey == "" {
-		t.Errorf("requirements %v, env key %q: want jax dropped and a key", p.Spec.Requirements, p.Spec.EnvKey)
+	// The local virtualenv gets the CPU runtime layer after the user's lines.
+	want := append([]string{"numpy"}, image.MustRuntimeRequirements("cpu")...)
+	if d := cmp.Diff(want, p.Spec.Requirements); d != "" || p.Spec.EnvKey == "" {
+		t.Errorf("requirements (-want +got):\n%s\nenv key %q: want jax dropped, the runtime added and a key", d, p.Spec.EnvKey)
+	}
+	none, err := upTo(t, newEnv(t, map[config.Key]string{config.PackageRoot: root, config.RuntimeLayer: "none"}), r, "dependencies")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(none.Spec.Requirements, ",") != "numpy" || none.Spec.EnvKey == p.Spec.EnvKey {
+		t.Errorf("runtime_layer=none: requirements %v, key %s (with the runtime: %s)", none.Spec.Requirements, none.Spec.EnvKey, p.Spec.EnvKey)
 	}
 	if len(env.notices) == 0 || !strings.Contains(strings.Join(env.notices, ""), "jax") {
 		t.Errorf("notices %q: want one naming the dropped jax", env.notices)
@@ -448,5 +457,118 @@ func TestHandle(t *testing.T) {
 	}
 	if h.OutputDir != DefaultOutputDir(p.Store, h.JobID) || p.Spec.OutputDir != h.OutputDir {
 		t.Errorf("output dir %q (spec %q), want the default", h.OutputDir, p.Spec.OutputDir)
+	}
+}
+
+// TestImageRuntimeLayer: a bundled image is built from the user's filtered requirements
+// plus the runtime layer (the user's keras wins, the filtered jax is replaced by ours),
+// over the official image of the client's Python, with that Python in the key; a client
+// Python outside the supported range is refused; a custom image whose configuration
+// names another Python gets one warning.
+func TestImageRuntimeLayer(t *testing.T) {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "requirements.txt"), []byte("keras==3.5.0\njax==0.4.25\nnumpy\n"), 0o644)
+	const built = "registry.example/team/kinetic-env@sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	plan := func(t *testing.T, python, accelerator string, args map[config.Key]string, last ...string) (*Job, *image.BuildRequest, error) {
+		t.Helper()
+		a := map[config.Key]string{config.Backend: kubernetes.K8sName, config.ImageRegistry: "registry.example/team", kubernetes.KeyKubeconfig: os.DevNull, config.PackageRoot: root}
+		for k, v := range args {
+			a[k] = v
+		}
+		env := newEnv(t, a)
+		var got *image.BuildRequest
+		env.ensure = func(req *image.BuildRequest) (image.Result, error) {
+			got = req
+			return image.Result{Ref: name.MustParseReference(built), Cached: true}, nil
+		}
+		r := pickleRequest()
+		r.NoWorkdir, r.Cwd, r.PythonVersion, r.Accelerator = false, root, python, accelerator
+		p, err := upTo(t, env, r, append(last, "handle")[0])
+		return p, got, err
+	}
+	p, req, err := plan(t, "3.12", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"keras==3.5.0", "numpy", "jax==" + image.JaxVersion, "jaxlib==" + image.JaxVersion, "cloudpickle==" + image.CloudpickleVersion}
+	if d := cmp.Diff(want, req.Requirements); d != "" {
+		t.Errorf("build requirements (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"keras==3.5.0", "numpy"}, p.Spec.Requirements); d != "" {
+		t.Errorf("the spec's requirements (installed at start in prebuilt mode) are the user's alone (-want +got):\n%s", d)
+	}
+	if req.Base.String() != "docker.io/library/python:3.12-slim" || req.Python != "3.12" || req.BaseSetting != "" || req.Labels[image.LabelPython] != "3.12" {
+		t.Errorf("base %s, python %q, setting %q, labels %v", req.Base, req.Python, req.BaseSetting, req.Labels)
+	}
+	if !strings.HasSuffix(req.Target.String(), ":"+p.Spec.EnvKey) {
+		t.Errorf("target %s is not tagged with the key %s", req.Target, p.Spec.EnvKey)
+	}
+	_, tpu, err := plan(t, "3.12", "tpu-v5litepod-4", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"keras==3.5.0", "numpy", "jax[tpu]==" + image.JaxVersion, "cloudpickle==" + image.CloudpickleVersion}, tpu.Requirements); d != "" {
+		t.Errorf("tpu build requirements (-want +got):\n%s", d)
+	}
+	// runtime_layer=none: the user's lines alone.
+	_, none, err := plan(t, "3.12", "", map[config.Key]string{config.RuntimeLayer: "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"keras==3.5.0", "numpy"}, none.Requirements); d != "" || none.Target == req.Target {
+		t.Errorf("runtime_layer=none (-want +got):\n%s\ntarget %s", d, none.Target)
+	}
+	// A configured base: named in the request (for the mismatch error), and the client's
+	// Python is in the key all the same.
+	cfgd := map[config.Key]string{config.BaseImageCPU: "registry.example/team/py:custom"}
+	_, a, err := plan(t, "3.12", "", cfgd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, b, err := plan(t, "3.13", "", cfgd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.BaseSetting != "base_image_cpu" || a.Base.String() != "registry.example/team/py:custom" || a.Target == b.Target {
+		t.Errorf("configured base: setting %q, base %s, targets %s and %s (want them to differ by Python)", a.BaseSetting, a.Base, a.Target, b.Target)
+	}
+	if _, _, err := plan(t, "3.9", "", nil, "image"); err == nil || !strings.Contains(err.Error(), "Python 3.9") || !strings.Contains(err.Error(), "3.10 to 3.13") {
+		t.Errorf("Python 3.9: %v", err)
+	}
+
+	// A custom image with another Python: one warning naming both.
+	env := newEnv(t, map[config.Key]string{config.Backend: kubernetes.K8sName, kubernetes.KeyKubeconfig: os.DevNull})
+	env.imagePython = "3.11"
+	r := pickleRequest()
+	r.ContainerImage, r.PythonVersion = "registry.example/alice/model:1", "3.12"
+	if _, err := upTo(t, env, r, "handle"); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Join(env.notices, ""); !strings.Contains(n, "has Python 3.11, but this client runs Python 3.12") {
+		t.Errorf("notices %q: want the Python mismatch named", env.notices)
+	}
+	env.notices, env.imagePython = nil, "3.12"
+	if _, err := upTo(t, env, r, "handle"); err != nil || strings.Contains(strings.Join(env.notices, ""), "Python") {
+		t.Errorf("same Python: notices %q, %v", env.notices, err)
+	}
+}
+
+// TestCaptureLeavesTheRuntimeDefaults: a wildcard does not sweep this machine's
+// KERAS_BACKEND or JAX_PLATFORMS over the pod's; an exact name sends it.
+func TestCaptureLeavesTheRuntimeDefaults(t *testing.T) {
+	environ := map[string]string{"KERAS_BACKEND": "torch", "JAX_PLATFORMS": "cpu", "MY_FLAG": "1"}
+	got, err := captureEnv([]string{"*"}, environ, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(map[string]string{"MY_FLAG": "1"}, got); d != "" {
+		t.Errorf("wildcard (-want +got):\n%s", d)
+	}
+	got, err = captureEnv([]string{"KERAS_BACKEND", "JAX_PLATFORMS"}, environ, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(map[string]string{"KERAS_BACKEND": "torch", "JAX_PLATFORMS": "cpu"}, got); d != "" {
+		t.Errorf("exact names (-want +got):\n%s", d)
 	}
 }

@@ -239,6 +239,8 @@ class RemoteFunction:
             "source_file": source or "",
             "cwd": os.getcwd(),
             "python": sys.executable,
+            # The image's Python is the client's: a pickle loads in the minor version that made it.
+            "python_version": "%d.%d" % sys.version_info[:2],
             "accelerator": o["accelerator"],
             "container_image": o.get("container_image") or "",
             "capture_env_vars": o.get("capture_env_vars") or [],

@@ -162,6 +162,10 @@ def _run_probe(mod, store_dir):
 
 def test_requirements_jax_pin_is_dropped_and_the_rest_installed(tmp_path, monkeypatch, capfd, store_dir, wheels):
     # The find-links directory is given relative to requirements.txt (inside the project).
+    # These tests are about discovery and the filter: the runtime layer (jax, keras,
+    # cloudpickle, whose wheels the --no-index directory does not hold) is left out; the
+    # Keras tests (examples/keras_train.py) run with it.
+    monkeypatch.setenv("KINETIC_RUNTIME_LAYER", "none")
     proj = make_project(tmp_path, monkeypatch, {
         "requirements.txt": "--no-index\n--find-links wheels\njax==0.4.1\nkntoy==1.0\n",
         "job.py": PROBE,
@@ -188,6 +192,7 @@ def test_requirements_jax_pin_is_dropped_and_the_rest_installed(tmp_path, monkey
 
 
 def test_requirements_kn_keep_installs_jax(tmp_path, monkeypatch, capfd, store_dir, wheels):
+    monkeypatch.setenv("KINETIC_RUNTIME_LAYER", "none")  # as above
     proj = make_project(tmp_path, monkeypatch, {
         "requirements.txt": "--no-index\n--find-links %s\njax==0.4.1  # kn:keep\nkntoy==1.0\n" % wheels,
         "job.py": PROBE,
@@ -209,6 +214,7 @@ def test_pyproject_dependencies_are_installed(tmp_path, monkeypatch, store_dir, 
     # which the local backend's pip inherits from the engine.
     monkeypatch.setenv("PIP_FIND_LINKS", str(wheels))
     monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("KINETIC_RUNTIME_LAYER", "none")  # as above
     proj = make_project(tmp_path, monkeypatch, {
         "pyproject.toml": '[project]\nname = "proj"\nversion = "0.1"\ndependencies = ["kntoy==1.0"]\n',
         "job.py": PROBE,

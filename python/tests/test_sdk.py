@@ -446,3 +446,15 @@ def test_attach_with_project_and_cluster_finds_the_other_clusters_job(run_script
     out = json.loads(p.stdout.strip().splitlines()[-1])
     assert out["value"] == 42 and out["batch"] == [2, 4]
     assert "store-b" in out["store"]
+
+
+def test_the_call_names_the_clients_python():
+    """Each call sends the client's Python minor version: the image's Python is the
+    client's, so the pickle loads (issue 44)."""
+    @kinetic.run(accelerator="cpu")
+    def f():
+        return 1
+
+    req = f._request("", None)
+    assert req["python_version"] == "%d.%d" % sys.version_info[:2]
+    assert req["python"] == sys.executable

@@ -167,6 +167,12 @@ func MakePythonBaseLayer() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return makeRootfsLayer(dir, Packages)
+}
+
+// makeRootfsLayer makes dir/layer.tar.gz, once, under a lock on dir/lock: a gzipped tar
+// of debootstrap --variant=minbase --include=packages Suite.
+func makeRootfsLayer(dir, packages string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
@@ -188,7 +194,7 @@ func MakePythonBaseLayer() (string, error) {
 		os.RemoveAll(root)
 	}()
 	start := time.Now()
-	cmd := exec.Command("debootstrap", "--variant=minbase", "--include="+Packages, Suite, root, Mirror())
+	cmd := exec.Command("debootstrap", "--variant=minbase", "--include="+packages, Suite, root, Mirror())
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("debootstrap %s from %s: %v\n%s", Suite, Mirror(), err, tail(out, 4000))
 	}

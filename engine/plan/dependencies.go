@@ -49,6 +49,15 @@ func dependencies(ctx context.Context, env Env, req *Request, p *Job) error {
 	return nil
 }
 
+// runtimeProjects are the runtime layer's projects for category, none with
+// runtime_layer=none.
+func runtimeProjects(p *Job, category string) []string {
+	if p.Cfg.Get(config.RuntimeLayer) == "none" {
+		return nil
+	}
+	return image.RuntimeProjects(category)
+}
+
 // withRuntime is reqs with the runtime layer of category merged in
 // (deps.Requirements.WithRuntime), or reqs as they are with runtime_layer=none.
 func withRuntime(p *Job, reqs *deps.Requirements, category string) (*deps.Requirements, error) {

@@ -49,6 +49,22 @@ func (r *Requirements) Filtered() (kept *Requirements, dropped []Requirement) {
 	return kept, dropped
 }
 
+// DroppedForRuntime is DroppedMessage for a job whose environment (where, e.g. "the
+// job's environment") gets the runtime layer's jax in place of the dropped lines.
+func DroppedForRuntime(dropped []Requirement, where string) string {
+	msg := DroppedMessage(dropped, false)
+	if msg == "" {
+		return ""
+	}
+	_, rest, _ := strings.Cut(msg, "\n")
+	noun := "requirement"
+	if len(dropped) > 1 {
+		noun = "requirements"
+	}
+	head := fmt.Sprintf("kinetic: ignoring %d accelerator runtime %s", len(dropped), noun)
+	return fmt.Sprintf("%s; %s gets Kinetic's pinned jax and jaxlib instead (docs/images.md, \"The runtime layer\"):\n%s", head, where, rest)
+}
+
 // DroppedMessage formats the notice for stderr about requirements Filtered dropped, one
 // line per requirement with its location; "" when nothing was dropped. inContainer says
 // whether the job runs in a container (whose jax matches its hardware) or in a Python

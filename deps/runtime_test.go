@@ -137,3 +137,22 @@ func TestEnvKeyRuntimePins(t *testing.T) {
 		t.Error("the same pins gave another key")
 	}
 }
+
+// TestDroppedForRuntime: a local job whose environment gets the runtime's jax is told
+// so, with every dropped line and the way to keep one.
+func TestDroppedForRuntime(t *testing.T) {
+	r, err := parseText("jax==0.4.25\njaxlib\nnumpy\n", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, dropped := r.Filtered()
+	want := "kinetic: ignoring 2 accelerator runtime requirements; the job's environment gets Kinetic's pinned jax and jaxlib instead (docs/images.md, \"The runtime layer\"):\n" +
+		"  /proj/requirements.txt:1: jax==0.4.25\n  /proj/requirements.txt:2: jaxlib\n" +
+		"kinetic: to install one anyway, end its line with \"# kn:keep\"\n"
+	if d := cmp.Diff(want, DroppedForRuntime(dropped, "the job's environment")); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+	if DroppedForRuntime(nil, "x") != "" {
+		t.Error("nothing dropped, something said")
+	}
+}

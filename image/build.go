@@ -40,6 +40,10 @@ type BuildRequest struct {
 	// is built. BaseSetting names the setting the base came from, for that error.
 	Python      string
 	BaseSetting string
+	// Runtime names the projects of the runtime layer's lines (RuntimeProjects): the
+	// wheels they need go into a layer of their own under the user's (layersOfWheels), so
+	// that images with the same runtime share it. Empty: one layer.
+	Runtime []string
 	// Platform is the image's platform (default linux/GOARCH).
 	Platform *v1.Platform
 	// Progress receives progress lines and bars (stderr in the CLI); nil is silent.
@@ -85,13 +89,13 @@ type Daemonless struct {
 // pip when they are a closed set of pinned local wheels (pinnedLocalWheels), else the
 // wheels pip download chose for t; pip install --target only when the wheels overlap
 // (pip decides what wins) or PipInstall is set.
-func (d *Daemonless) requirementsLayer(ctx context.Context, req *BuildRequest, t Target, work string, mt types.MediaType) (*fileLayer, error) {
+func (d *Daemonless) requirementsLayer(ctx context.Context, req *BuildRequest, t Target, work string, mt types.MediaType) ([]*fileLayer, error) {
 	out := filepath.Join(work, "site.tar.gz")
 	if ws, err := pinnedLocalWheels(req.Requirements, req.Constraints, t); err == nil {
 		say(req.Progress, "layering %d pinned local wheels for Python %s linux/%s", len(ws), t.Python, t.Arch)
-		l, err := layerOfWheels(ws, t, out, mt)
+		ls, err := layersOfWheels(ws, req.Runtime, t, work, mt)
 		if !errors.Is(err, errNotSimple) {
-			return l, err
+			return ls, err
 		}
 	}
 	if !d.PipInstall {
@@ -104,9 +108,9 @@ func (d *Daemonless) requirementsLayer(ctx context.Context, req *BuildRequest, t
 		if err != nil {
 			return nil, err
 		}
-		l, err := layerOfWheels(ws, t, out, mt)
+		ls, err := layersOfWheels(ws, req.Runtime, t, work, mt)
 		if !errors.Is(err, errNotSimple) {
-			return l, err
+			return ls, err
 		}
 	}
 	say(req.Progress, "installing %d requirement lines for Python %s linux/%s with pip", len(req.Requirements), t.Python, t.Arch)
@@ -118,7 +122,7 @@ func (d *Daemonless) requirementsLayer(ctx context.Context, req *BuildRequest, t
 	if err != nil {
 		return nil, fmt.Errorf("requirements layer: %w", err)
 	}
-	return l, nil
+	return []*fileLayer{l}, nil
 }
 
 // Name implements Builder.
@@ -161,11 +165,17 @@ func (d *Daemonless) Build(ctx context.Context, req *BuildRequest) (name.Digest,
 		}
 	}
 	if len(req.Requirements) > 0 {
-		l, err := d.requirementsLayer(ctx, req, t, work, mt)
+		ls, err := d.requirementsLayer(ctx, req, t, work, mt)
 		if err != nil {
 			return name.Digest{}, err
 		}
-		adds = append(adds, mutate.Addendum{Layer: l, History: v1.History{CreatedBy: "kinetic: pip install --target " + SitePackages, Created: v1.Time{Time: time.Unix(0, 0)}}})
+		for i, l := range ls {
+			by := "kinetic: pip install --target " + SitePackages
+			if len(ls) > 1 && i == 0 {
+				by = "kinetic: the runtime layer (" + strings.Join(req.Runtime, ", ") + ") at " + SitePackages
+			}
+			adds = append(adds, mutate.Addendum{Layer: l, History: v1.History{CreatedBy: by, Created: v1.Time{Time: time.Unix(0, 0)}}})
+		}
 		env = setPathEnv(env, "PYTHONPATH", SitePackages)
 	}
 	img, err := mutate.Append(base, adds...)

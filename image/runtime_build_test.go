@@ -75,3 +75,66 @@ func TestBaseRuntimeLayer(t *testing.T) {
 		t.Errorf("Python 3.9: %v", err)
 	}
 }
+
+// TestRuntimeLayerShared: the runtime's wheels (the roots and what they require among the
+// chosen wheels) go into a layer of their own under the user's, so two images with
+// different user requirements share that layer's blob, and an image of the runtime alone
+// is that same layer.
+func TestRuntimeLayerShared(t *testing.T) {
+	reg := imagetest.StartRegistry(t)
+	base := imagetest.Push(t, imagetest.TinyBase(t), reg.Host+"/tiny:base")
+	links := t.TempDir()
+	wheel := func(n, v, meta string) {
+		if _, err := imagetest.WheelWithMetadata(links, n, v, meta, map[string][]byte{strings.ReplaceAll(n, "-", "_") + "/__init__.py": []byte("V = '" + v + "'\n")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wheel("jax", JaxVersion, "Requires-Dist: numpy>=1.0\nRequires-Dist: pytest ; extra == \"test\"\n")
+	wheel("jaxlib", JaxVersion, "")
+	wheel("keras", KerasVersion, "")
+	wheel("cloudpickle", CloudpickleVersion, "")
+	wheel("numpy", "1.0", "")
+	wheel("kn-a", "1.0", "")
+	wheel("kn-b", "1.0", "")
+	rt := MustRuntimeRequirements("cpu")
+	ctx := context.Background()
+	d := &Daemonless{Client: &Client{}}
+	build := func(tag string, user ...string) []string {
+		t.Helper()
+		target, err := name.NewTag(reg.Host+"/kinetic-env:"+tag, name.Insecure)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := append(append([]string{"--no-index", "--find-links " + links}, user...), append(rt, "numpy==1.0")...)
+		dg, err := d.Build(ctx, &BuildRequest{Base: base, Target: target, Requirements: lines, Runtime: RuntimeProjects("cpu")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := remote.Image(dg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls, _ := img.Layers()
+		var out []string
+		for _, l := range ls {
+			h, _ := l.Digest()
+			out = append(out, h.String())
+		}
+		return out
+	}
+	a := build("a", "kn-a==1.0")
+	b := build("b", "kn-b==1.0")
+	alone := build("alone")
+	if len(a) != 3 || len(b) != 3 || len(alone) != 2 {
+		t.Fatalf("layers: a %d, b %d, runtime alone %d; want base+runtime+user, base+runtime+user, base+runtime", len(a), len(b), len(alone))
+	}
+	if a[1] != b[1] || a[1] != alone[1] {
+		t.Errorf("the runtime layer differs: %s, %s, %s", a[1], b[1], alone[1])
+	}
+	if a[2] == b[2] {
+		t.Error("the user layers of different requirements are the same")
+	}
+	if got := RuntimeProjects("tpu"); strings.Join(got, ",") != "jax,keras,cloudpickle" {
+		t.Errorf("RuntimeProjects(tpu) = %v", got)
+	}
+}

@@ -176,6 +176,7 @@ func run(bin, before string, n int, withExec, warm bool) error {
 			"KINETIC_BIN="+v.bin, "KINETIC_BACKEND=k8s", "KINETIC_STORE="+storeURL, "KUBECONFIG="+c.Kubeconfig,
 			"KINETIC_RUNNER_IMAGE="+v.runner, "KINETIC_IMAGE_REGISTRY="+kubetest.RegistryURL+"/kinetic-bench",
 			"KINETIC_BASE_IMAGE_CPU="+kubetest.PythonImage, "KINETIC_BASE_IMAGE_GPU="+kubetest.PythonImage,
+			"KINETIC_RUNTIME_LAYER=none", // the call's own cost, as before the runtime layer
 			"KINETIC_POD_CPU="+podCPU, "KINETIC_UNSCHEDULABLE_GRACE=5s", "KINETIC_IMAGE_PULL_GRACE=20s")
 		return append(e, v.env...)
 	}

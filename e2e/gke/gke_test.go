@@ -148,6 +148,9 @@ func TestGKEFromZero(t *testing.T) {
 		image.TestGoogleRegistryHostsEnv + "=" + kubetest.RegistryURL,
 		"KINETIC_LWS_IMAGE=" + LWSImage,
 		"KINETIC_BASE_IMAGE_CPU=" + kubetest.PythonImage, "KINETIC_BASE_IMAGE_GPU=" + kubetest.PythonImage, "KINETIC_BASE_IMAGE_TPU=" + kubetest.PythonImage,
+		// The test image has cloudpickle; jax and keras are not this test's subject
+		// (e2e/frameworks builds the runtime layer from real wheels).
+		"KINETIC_RUNTIME_LAYER=none",
 		"KINETIC_POD_CPU=10m", "KINETIC_UNSCHEDULABLE_GRACE=60s",
 		"KINETIC_WARM_PODS=0", // a pod per job, as this test was written for (warm pods: backend/kubernetes)
 		"PYTHONPATH=" + pythonDir(),

@@ -24,16 +24,18 @@ func dependencies(ctx context.Context, env Env, req *Request, p *Job) error {
 		return err
 	}
 	kept, dropped := reqs.Filtered()
-	env.NoticeOnce(deps.DroppedMessage(dropped, p.InContainer))
 	p.Reqs = kept
-	if !p.InContainer && len(kept.Requirements()) > 0 {
+	msg := deps.DroppedMessage(dropped, p.InContainer)
+	if !p.InContainer && len(kept.Requirements()) > 0 && p.Cfg.Get(config.RuntimeLayer) != "none" {
 		// The local virtualenv of a job with requirements gets the CPU runtime too, so
 		// that import jax and keras work as in an image (the user's jax line was
 		// dropped above); a job without requirements runs in the caller's interpreter.
 		if kept, err = withRuntime(p, kept, "cpu"); err != nil {
 			return err
 		}
+		msg = deps.DroppedForRuntime(dropped, "the job's environment")
 	}
+	env.NoticeOnce(msg)
 	s.Requirements, s.Constraints, s.RequirementsSource = kept.Lines(), kept.ConstraintLines(), reqs.Source
 	// Locally the "base image" is the interpreter the environment is made from.
 	base := "python:" + req.Python
@@ -45,6 +47,15 @@ func dependencies(ctx context.Context, env Env, req *Request, p *Job) error {
 	}
 	s.EnvKey = deps.EnvKey(kept, base, p.acc.Category(), version.Version)
 	return nil
+}
+
+// runtimeProjects are the runtime layer's projects for category, none with
+// runtime_layer=none.
+func runtimeProjects(p *Job, category string) []string {
+	if p.Cfg.Get(config.RuntimeLayer) == "none" {
+		return nil
+	}
+	return image.RuntimeProjects(category)
 }
 
 // withRuntime is reqs with the runtime layer of category merged in

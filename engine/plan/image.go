@@ -105,7 +105,7 @@ func imageStep(ctx context.Context, env Env, req *Request, p *Job) error {
 	}
 	res, err := env.EnsureImage(ctx, p.Cfg, &image.BuildRequest{
 		Base: base, Target: target, Requirements: reqs.Lines(), Constraints: reqs.ConstraintLines(), Dir: dir,
-		Python: py, BaseSetting: s.BaseSetting(category),
+		Python: py, BaseSetting: s.BaseSetting(category), Runtime: runtimeProjects(p, category),
 		Labels: map[string]string{image.LabelEnvKey: key, image.LabelVersion: version.Version, image.LabelCategory: category, image.LabelPython: py},
 	})
 	if err != nil {

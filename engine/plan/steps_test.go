@@ -254,8 +254,8 @@ func TestDependencies(t *testing.T) {
 	if strings.Join(none.Spec.Requirements, ",") != "numpy" || none.Spec.EnvKey == p.Spec.EnvKey {
 		t.Errorf("runtime_layer=none: requirements %v, key %s (with the runtime: %s)", none.Spec.Requirements, none.Spec.EnvKey, p.Spec.EnvKey)
 	}
-	if len(env.notices) == 0 || !strings.Contains(strings.Join(env.notices, ""), "jax") {
-		t.Errorf("notices %q: want one naming the dropped jax", env.notices)
+	if n := strings.Join(env.notices, ""); !strings.Contains(n, "requirements.txt:2: jax") || !strings.Contains(n, "the job's environment gets Kinetic's pinned jax") {
+		t.Errorf("notices %q: want one naming the dropped jax and what replaces it", env.notices)
 	}
 	r = pickleRequest() // no tree: nothing to discover
 	if p, err := upTo(t, newEnv(t, nil), r, "dependencies"); err != nil || p.Spec.EnvKey != "" {

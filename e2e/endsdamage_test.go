@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -99,7 +100,7 @@ func TestBatchEndsLogDamaged(t *testing.T) {
 					// on a damaged job does: docs/store.md) lists every value still
 					// readable.
 					for i := 0; i < 8; i++ {
-						if i == 2 || contains(lost, i) {
+						if i == 2 || slices.Contains(lost, i) {
 							continue
 						}
 						if !strings.Contains(r.stdout, strconv.Itoa(i)+"      SUCCEEDED  "+strconv.Itoa(10*i)) {
@@ -109,7 +110,7 @@ func TestBatchEndsLogDamaged(t *testing.T) {
 				}
 				// Every value still readable is there for the SDK.
 				for i := 0; i < 8; i++ {
-					if i == 2 || contains(lost, i) {
+					if i == 2 || slices.Contains(lost, i) {
 						continue
 					}
 					id := strings.Replace(gid, "grp-", "job-", 1) + "-" + strconv.Itoa(i)
@@ -173,13 +174,4 @@ func TestBatchResultJSONDeleted(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stdout, "result.json") || !strings.Contains(r.stdout, "missing") {
 		t.Errorf("batch results does not say that input's result.json is missing: exit %d %q %q", r.code, r.stdout, r.stderr)
 	}
-}
-
-func contains(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }

@@ -22,14 +22,20 @@ from .jobs import INLINE_MAX, JobHandle, _fault_point, _unpack, acknowledge
 class BatchError(KineticError):
     """Raised by BatchHandle.results() when children failed.
 
-    ``failures`` holds the failed children's handles (None for inputs that failed at
-    submission); ``partial_results`` holds the results, with None at failed positions.
-    ``errors`` (index -> exception), when given, adds the first few causes to the message:
-    a damaged or missing object is named there, not only in the failed position."""
+    ``failures`` holds the handles of the children that were submitted and then failed
+    (never None, as the reference's: ``job.job_id`` and ``job.status()`` are always safe
+    on its items); ``submission_failures`` maps the index of each input whose submission
+    failed to its exception (those inputs never became jobs); ``partial_results`` holds
+    the results, with None at failed positions. ``errors`` (index -> exception), when
+    given, adds the first few causes to the message: a damaged or missing object is named
+    there, not only in the failed position."""
 
-    def __init__(self, group_id: str, failures: List[Optional[JobHandle]], partial_results: List[Any],
+    def __init__(self, group_id: str, failures: List[JobHandle], partial_results: List[Any],
+                 submission_failures: Optional[Dict[int, Exception]] = None, *,
                  errors: Optional[Dict[int, BaseException]] = None):
-        msg = "batch %s: %d of %d inputs failed" % (group_id, len(failures), len(partial_results))
+        submission_failures = dict(submission_failures or {})
+        failed = len(errors) if errors else len(failures) + len(submission_failures)
+        msg = "batch %s: %d of %d inputs failed" % (group_id, failed, len(partial_results))
         shown = sorted(errors or {})[:3]
         for i in shown:
             e = errors[i]
@@ -39,8 +45,9 @@ class BatchError(KineticError):
             msg += "\n  (and %d more; return_exceptions=True gives each)" % (len(errors) - len(shown))
         super().__init__(msg)
         self.group_id = group_id
-        self.failures = failures
+        self.failures = [h for h in failures if h is not None]
         self.partial_results = partial_results
+        self.submission_failures = submission_failures
 
 
 class SubmissionError(KineticError):
@@ -66,7 +73,6 @@ class BatchHandle:
         self.tags = tags
         # One slot per input, None until the input is submitted (or if it failed to be).
         self._jobs: List[Optional[JobHandle]] = [None] * (total or 0)
-        self._unavailable: Dict[int, str] = {}
         self._refreshed = 0.0
         self._store = store
         self._total = total
@@ -104,7 +110,6 @@ class BatchHandle:
         n = max(self._total, len(v.get("statuses") or []))
         jobs: List[Optional[JobHandle]] = [None] * n
         statuses: List[Optional[JobStatus]] = [None] * n
-        unavailable: Dict[int, str] = {}
         unavailable_ids: Dict[int, str] = {}
         for c in v.get("statuses") or []:
             i = c["index"]
@@ -114,7 +119,6 @@ class BatchHandle:
                 # Submitted, but its handle cannot be read now: keep the handle this
                 # process had (attach() of it says why), and say so.
                 jobs[i] = self._jobs[i] if i < len(self._jobs) else None
-                unavailable[i] = "%s: %s" % (c["job_id"], c.get("reason") or "its job is no longer in the store")
                 unavailable_ids[i] = c["job_id"]
             if c.get("status") and (c.get("handle") or c.get("job_id")):
                 # A child cleaned up after its result was collected may have lost its
@@ -125,7 +129,7 @@ class BatchHandle:
         for i, e in self._local_failures.items():
             if i < n:
                 self._submission_errors[i] = e
-        self._jobs, self._statuses, self._unavailable = jobs, statuses, unavailable
+        self._jobs, self._statuses = jobs, statuses
         self._unavailable_ids = unavailable_ids
         self._refreshed = time.time()
         return v
@@ -141,11 +145,12 @@ class BatchHandle:
 
     @property
     def unavailable_children(self) -> Dict[int, str]:
-        """Inputs that were submitted but whose job cannot be read now (index -> why):
-        cleaned up after their result was collected, removed, or damaged. Their
-        ``jobs`` slot keeps the handle this process had, if any."""
+        """Inputs that were submitted but whose job cannot be read now (index -> job ID, as
+        the reference's): cleaned up after their result was collected, removed, or
+        damaged (results() says which, per input). Their ``jobs`` slot keeps the handle
+        this process had, if any."""
         self._refresh(status=False)
-        return dict(self._unavailable)
+        return dict(self._unavailable_ids)
 
     @property
     def submission_failures(self) -> Dict[int, Exception]:
@@ -360,13 +365,14 @@ class BatchHandle:
             values, errors, _ = self._collected
         else:
             values, errors = self._read_all(start, timeout, cleanup)
-        failed_handles = [self._jobs[i] if i < len(self._jobs) else None for i in sorted(errors)]
-        self._cached_failures = [h for h in failed_handles if h is not None]
+        failed_handles = [self._jobs[i] for i in sorted(errors) if i < len(self._jobs) and self._jobs[i] is not None]
+        never = {i: e for i, e in errors.items() if i >= len(self._jobs) or self._jobs[i] is None}
+        self._cached_failures = list(failed_handles)
         taken = {i: e for i, e in errors.items() if isinstance(e, ResultCollectedError)}
         if taken:
             raise ResultCollectedError.for_batch(self.group_id, taken, len(values), values)
         if errors and not return_exceptions:
-            raise BatchError(self.group_id, failed_handles, list(values), errors)
+            raise BatchError(self.group_id, failed_handles, list(values), never, errors=errors)
         out = list(values)
         for i, e in errors.items():
             out[i] = e

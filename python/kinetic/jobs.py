@@ -104,16 +104,10 @@ class JobHandle:
         return h
 
     def to_dict(self):
-        """The handle as a JSON-safe dict of strings."""
-        out = {}
-        for f in dataclasses.fields(self):
-            v = getattr(self, f.name)
-            if v is None:
-                continue
-            if isinstance(v, bool):
-                v = "true" if v else "false"
-            out[f.name] = str(v)
-        return out
+        """The handle as a JSON-safe dict of its fields' own types, as the reference's:
+        str, bool (debug, spot) and int (group_index); a field that is None is left out.
+        (The store's handle.json keeps every field a string; from_dict reads both.)"""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if getattr(self, f.name) is not None}
 
     def _params(self, **kw):
         if not self.job_id:

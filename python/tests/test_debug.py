@@ -120,7 +120,7 @@ def test_spot_reaches_the_handle():
     h = f.run_async()
     assert h.spot and h.accelerator == "cpu:spot"
     assert kinetic.attach(h.job_id).spot
-    assert h.to_dict()["spot"] == "true"
+    assert h.to_dict()["spot"] is True
     assert h.result(timeout=60) == 2
 
 

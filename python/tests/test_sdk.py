@@ -283,7 +283,10 @@ def test_attach_unknown_job():
 def test_handle_dict_round_trip():
     h = add.run_async(2, 3)
     d = h.to_dict()
-    assert all(isinstance(v, str) for v in d.values())
+    # The fields' own types, as the reference's to_dict: bools and ints are not strings.
+    assert isinstance(d["debug"], bool) and isinstance(d["spot"], bool), d
+    assert all(isinstance(v, str) for k, v in d.items() if k not in ("debug", "spot", "group_index")), d
+    assert json.loads(json.dumps(d)) == d
     for field in ("job_id", "backend", "project", "cluster_name", "zone", "namespace", "bucket_name", "k8s_name",
                   "image_uri", "accelerator", "func_name", "display_name", "created_at"):
         assert field in d

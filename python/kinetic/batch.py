@@ -2,6 +2,7 @@
 collected from any process with ``kinetic.attach_batch``. Submission, retries and
 fail-fast run in the engine; this module reads the batch's state and collects results."""
 
+import keyword
 import math
 import os
 import queue
@@ -514,11 +515,12 @@ def normalise_input(x, mode):
         return (), dict(x)
     if mode == "auto":
         # A list or tuple is spread as positional arguments; a dict whose keys are all
-        # identifiers as keyword arguments; anything else (a dict keyed by other things
-        # included) is the one argument.
+        # identifiers and none a Python keyword as keyword arguments (as the reference's
+        # is_valid_kwargs_dict); anything else (a dict keyed by other things included) is
+        # the one argument.
         if isinstance(x, (tuple, list)):
             return tuple(x), {}
-        if isinstance(x, dict) and all(isinstance(k, str) and k.isidentifier() for k in x):
+        if isinstance(x, dict) and all(isinstance(k, str) and k.isidentifier() and not keyword.iskeyword(k) for k in x):
             return (), dict(x)
         return (x,), {}
     raise ValueError("input_mode must be 'auto', 'single', 'args' or 'kwargs', not %r" % (mode,))

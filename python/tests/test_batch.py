@@ -73,11 +73,12 @@ def spread(*args, **kwargs):
 
 def test_input_mode_auto_spreads_lists_tuples_and_identifier_dicts():
     """input_mode="auto": a list or tuple is spread as *args, a dict whose keys are all
-    identifiers as **kwargs, anything else (a dict with other keys too) is one argument."""
-    inputs = [[1, 2], (3, 4), {"a": 1, "b": 2}, {"a-b": 1}, {1: "x"}, 5, "s"]
+    identifiers and none a keyword as **kwargs (the reference's is_valid_kwargs_dict),
+    anything else (a dict with other keys too) is one argument."""
+    inputs = [[1, 2], (3, 4), {"a": 1, "b": 2}, {"a-b": 1}, {1: "x"}, 5, "s", {"class": 1}]
     got = spread.run_async_map(inputs).results()
     assert got == [([1, 2], {}), ([3, 4], {}), ([], {"a": 1, "b": 2}), ([{"a-b": 1}], {}),
-                   ([{1: "x"}], {}), ([5], {}), (["s"], {})]
+                   ([{1: "x"}], {}), ([5], {}), (["s"], {}), ([{"class": 1}], {})]
 
 
 def _group_dir(store_dir, gid):

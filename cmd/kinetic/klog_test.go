@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -66,6 +67,19 @@ func TestKlogThroughSlog(t *testing.T) {
 				}
 			}
 		}
+	}
+	setupLogging("", io.Discard)
+}
+
+// TestDefaultLogLevelIsInfo: unset, KINETIC_LOG_LEVEL is INFO, as the reference's: an INFO
+// record of Kinetic's own is shown, a DEBUG one is not (client-go's stay hidden: above).
+func TestDefaultLogLevelIsInfo(t *testing.T) {
+	var out bytes.Buffer
+	setupLogging("", &out)
+	slog.Info("an info record")
+	slog.Debug("a debug record")
+	if got := out.String(); !strings.Contains(got, "an info record") || strings.Contains(got, "a debug record") {
+		t.Errorf("at the default level the handler got:\n%s", got)
 	}
 	setupLogging("", io.Discard)
 }

@@ -18,11 +18,13 @@ import (
 // NOTSET), in any case; slog's own forms ("info+2") are accepted too. The SDK's engine
 // subprocess inherits the variable, so one setting turns on both sides.
 
-// logLevelEnv is the variable; defaultLogLevel is the level when it is unset: the
-// engine's own records (the listing index, retries) stay quiet unless asked for.
+// logLevelEnv is the variable; defaultLogLevel is the level when it is unset: INFO, as the
+// reference's default. The engine's own diagnostics (the listing index, retries) are at
+// DEBUG, and client-go's records (klog) are shown only when a level is asked for, so the
+// default says nothing more than a person needs.
 const (
 	logLevelEnv     = "KINETIC_LOG_LEVEL"
-	defaultLogLevel = slog.LevelWarn
+	defaultLogLevel = slog.LevelInfo
 )
 
 // parseLogLevel reads a KINETIC_LOG_LEVEL value.
@@ -45,18 +47,18 @@ func parseLogLevel(v string) (slog.Level, error) {
 // setupLogging makes slog's default logger write records at the level value names (""
 // means defaultLogLevel) to w. A bad value is said on w and leaves the default level.
 func setupLogging(value string, w io.Writer) {
-	level := defaultLogLevel
+	level, klogAt := defaultLogLevel, slog.LevelWarn // client-go: none at the default
 	if value != "" {
 		l, err := parseLogLevel(value)
 		if err != nil {
 			fmt.Fprintf(w, "kinetic: warning: %v\n", err)
 		} else {
-			level = l
+			level, klogAt = l, l
 		}
 	}
 	h := slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})
 	slog.SetDefault(slog.New(h))
-	routeKlog(h, level)
+	routeKlog(slog.NewTextHandler(w, &slog.HandlerOptions{Level: klogAt}), klogAt)
 }
 
 // routeKlog sends client-go's logger (klog) through h, so that its lines reach stderr only

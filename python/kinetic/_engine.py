@@ -20,6 +20,7 @@ PROTOCOL = 2
 # KINETIC_LOG_LEVEL (DEBUG, INFO, WARNING, ...) sets the SDK's logger ("kinetic": every
 # engine request at DEBUG) and, inherited, the engine's own.
 _log = logging.getLogger("kinetic")
+_log.setLevel(logging.INFO)  # the reference's default; KINETIC_LOG_LEVEL changes it
 if os.environ.get("KINETIC_LOG_LEVEL"):
     try:
         _log.setLevel(os.environ["KINETIC_LOG_LEVEL"].upper())

@@ -133,6 +133,9 @@ type upGKEOptions struct {
 	Pool *gke.PoolOptions
 	// WriteKubeconfig adds the cluster's context for kubectl to the kubeconfig.
 	WriteKubeconfig bool
+	// ForceDestroy is written into the profile as force_destroy ("true"/"false"; "" keeps
+	// the profile's): what a later `kinetic down` does with the store bucket.
+	ForceDestroy string
 }
 
 // upGKE is `kinetic up` for GKE (`--backend gke`, or no backend with a project).
@@ -178,6 +181,9 @@ func upGKE(cmd *cobra.Command, g *Globals, f *gkeFlags, extra map[config.Key]str
 		string(config.Project): cfg.Project, string(config.Zone): cfg.Zone, string(config.Cluster): cluster,
 		string(config.Namespace): res.Get(config.Namespace), string(config.Store): store,
 		string(config.ImageRegistry): registry, string(kubernetes.KeyServiceAccount): gke.KubeServiceAccount,
+	}
+	if o.ForceDestroy != "" {
+		want[string(config.ForceDestroy)] = o.ForceDestroy
 	}
 	name := o.ProfileName
 	if name == "" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -76,7 +77,7 @@ func newUpCmd(g *Globals) *cobra.Command {
 					return err
 				}
 			}
-			gkeOnly := []string{"accelerator", "min-nodes", "profile-name", "write-kubeconfig"}
+			gkeOnly := []string{"accelerator", "min-nodes", "profile-name", "write-kubeconfig", "force-destroy", "no-force-destroy"}
 			switch be {
 			case "k8s":
 				for _, fl := range gkeOnly {
@@ -92,6 +93,11 @@ func newUpCmd(g *Globals) *cobra.Command {
 					gko.Pool = &pool
 				}
 				gko.Preview, gko.Yes = o.Preview, o.Yes
+				fd, err := forceDestroyFlags(cmd)
+				if err != nil {
+					return err
+				}
+				gko.ForceDestroy = fd
 				return upGKE(cmd, g, gf, map[config.Key]string{config.Namespace: o.Namespace, config.ImageRegistry: o.Registry, config.Store: o.Store}, gko)
 			default:
 				return fmt.Errorf("--backend %q: use gke (create a GKE cluster and what jobs need) or k8s (an existing cluster from your kubeconfig)", be)
@@ -106,6 +112,8 @@ func newUpCmd(g *Globals) *cobra.Command {
 	cmd.Flags().StringVar(&pool.Accelerator, "accelerator", "", "GKE: also make a node pool for this accelerator, as pool add does (e.g. gpu-l4, tpu-v6e-8)")
 	cmd.Flags().IntVar(&pool.MinNodes, "min-nodes", 0, "GKE: fewest nodes the autoscaler keeps in the --accelerator pool")
 	cmd.Flags().BoolVar(&gko.WriteKubeconfig, "write-kubeconfig", false, "GKE: also add the cluster's context (gke_PROJECT_ZONE_CLUSTER) to the kubeconfig for kubectl, made current (kinetic itself needs none)")
+	cmd.Flags().Bool("force-destroy", false, "GKE: let a later `kinetic down` delete the store bucket with every job record and output; kept in the profile as force_destroy, as the reference keeps it in its stack")
+	cmd.Flags().Bool("no-force-destroy", false, "GKE: keep the store bucket at `kinetic down` (force_destroy=false in the profile; the default)")
 	cmd.Flags().StringVar(&gko.ProfileName, "profile-name", "", "GKE: the profile to write and make current (default: the cluster's name)")
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "apply without asking")
 	cmd.Flags().BoolVar(&o.Preview, "preview", false, "print the plan and change nothing")
@@ -358,4 +366,21 @@ func doctorReport(ctx context.Context, g *Globals) (*infra.Report, error) {
 		return nil, err
 	}
 	return infra.Doctor(ctx, t, kerr), nil
+}
+
+// forceDestroyFlags reads up's --force-destroy / --no-force-destroy: "true", "false", or ""
+// when neither is given (the profile keeps what it had).
+func forceDestroyFlags(cmd *cobra.Command) (string, error) {
+	yes, no := cmd.Flags().Changed("force-destroy"), cmd.Flags().Changed("no-force-destroy")
+	switch {
+	case yes && no:
+		return "", errors.New("--force-destroy and --no-force-destroy: give one of them")
+	case yes:
+		v, _ := cmd.Flags().GetBool("force-destroy")
+		return strconv.FormatBool(v), nil
+	case no:
+		v, _ := cmd.Flags().GetBool("no-force-destroy")
+		return strconv.FormatBool(!v), nil
+	}
+	return "", nil
 }

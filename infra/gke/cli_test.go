@@ -406,3 +406,41 @@ func TestCLIBadInput(t *testing.T) {
 	got = run(nil, "pool", "add", "--accelerator", "gpu-l4", "--cluster", "nope", "-y")
 	wants("no cluster", got, "cluster nope does not exist in p/us-central1-a", "kinetic up")
 }
+
+// TestCLIUpForceDestroyPersisted: `up --force-destroy` / `--no-force-destroy` is kept in the
+// profile up writes (force_destroy), as the reference keeps it in its stack, so a later
+// plain `down` follows it; both at once are refused.
+func TestCLIUpForceDestroyPersisted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the kinetic binary")
+	}
+	f := gketest.Start(t, gketest.Options{})
+	home, cmdFor := cliEnv(t, f)
+	run := func(args ...string) (string, error) {
+		out, err := cmdFor(args...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run("up", "--backend", "gke", "--force-destroy", "--no-force-destroy", "--preview"); err == nil || !strings.Contains(out, "give one of them") {
+		t.Errorf("both flags: %v\n%s", err, out)
+	}
+	if out, err := run("up", "--backend", "gke", "-y", "--force-destroy"); err != nil {
+		t.Fatalf("up --force-destroy: %v\n%s", err, out)
+	}
+	prof, err := config.LoadProfiles(filepath.Join(home, "profiles.json"))
+	if err != nil || prof.Profiles["kinetic-cluster"]["force_destroy"] != "true" {
+		t.Fatalf("profile after up --force-destroy: %v %v", prof, err)
+	}
+	// A plain down follows the profile: the bucket goes.
+	if out, err := run("down", "-y"); err != nil || !strings.Contains(out, "- delete   store bucket") {
+		t.Errorf("down after up --force-destroy: %v\n%s", err, out)
+	}
+	if out, err := run("up", "--backend", "gke", "-y", "--no-force-destroy"); err != nil {
+		t.Fatalf("up --no-force-destroy: %v\n%s", err, out)
+	}
+	if prof, err = config.LoadProfiles(filepath.Join(home, "profiles.json")); err != nil || prof.Profiles["kinetic-cluster"]["force_destroy"] != "false" {
+		t.Fatalf("profile after up --no-force-destroy: %v %v", prof, err)
+	}
+	if out, err := run("down", "-y"); err != nil || !strings.Contains(out, "= keep     store bucket") {
+		t.Errorf("down after up --no-force-destroy: %v\n%s", err, out)
+	}
+}

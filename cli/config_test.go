@@ -93,8 +93,8 @@ func TestConfigShowGKEDefaults(t *testing.T) {
 	for k, w := range map[string][2]string{
 		"project":        {"gp", "env GOOGLE_CLOUD_PROJECT"},
 		"backend":        {"gke", "default: project set (env GOOGLE_CLOUD_PROJECT)"},
-		"store":          {"gs://gp-kinetic", "default: the bucket `kinetic up` makes for project gp"},
-		"image_registry": {"us-central1-docker.pkg.dev/gp/kinetic", "default: the repository `kinetic up` makes for project gp in us-central1"},
+		"store":          {"gs://gp-kn-kinetic-cluster-jobs", "default: the bucket `kinetic up` makes for cluster kinetic-cluster of project gp"},
+		"image_registry": {"us-central1-docker.pkg.dev/gp/kn-kinetic-cluster", "default: the repository `kinetic up` makes for cluster kinetic-cluster of project gp in us-central1"},
 	} {
 		if m[k] != w {
 			t.Errorf("GOOGLE_CLOUD_PROJECT only: %s = %q, want %q", k, m[k], w)

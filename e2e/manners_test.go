@@ -103,7 +103,7 @@ func TestBackendChoiceSaid(t *testing.T) {
 		"KINETIC_PROJECT": {[]string{"KINETIC_PROJECT=myproj", noCreds}, []string{"jobs", "list"},
 			[]string{"backend gke because KINETIC_PROJECT is set (KINETIC_PROJECT=myproj)", "--backend local", "unset KINETIC_PROJECT"}, nil},
 		"GOOGLE_CLOUD_PROJECT": {[]string{"GOOGLE_CLOUD_PROJECT=gp", noCreds}, []string{"run", "examples/hello.py::main"},
-			[]string{"gs://gp-kinetic", "backend gke because GOOGLE_CLOUD_PROJECT is set"}, nil},
+			[]string{"gs://gp-kn-kinetic-cluster-jobs", "backend gke because GOOGLE_CLOUD_PROJECT is set"}, nil},
 		"KINETIC_BACKEND": {[]string{"KINETIC_BACKEND=gke"}, []string{"run", "examples/hello.py::main"},
 			[]string{"needs a Google Cloud project", "env KINETIC_BACKEND"}, []string{"registry"}},
 		"a GPU with nothing configured": {nil, []string{"run", "-a", "gpu-l4", "examples/hello.py::main"},

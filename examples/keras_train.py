@@ -1,10 +1,12 @@
-"""The seeds' Keras example: a small Keras model trained for two epochs on synthetic data,
-with the JAX backend, returning its final loss and a checksum of its weights.
+"""The documentation's Keras example: a small Keras model trained for two epochs on
+synthetic data, with the JAX backend, returning its final loss and a checksum of its weights.
 
 Shows: a requirements.txt next to the script that lists `keras` (and, as many projects
 do, a `jax==...` pin, which Kinetic drops: the job gets the jax of Kinetic's runtime, or
 the version a `# kn:keep` line keeps); nothing in the function chooses the backend:
 Kinetic sets KERAS_BACKEND=jax for the job unless you set it yourself.
+Needs: jax and keras wheels for pip (the network to PyPI once, cached by pip, or a
+       wheel directory named by --no-index / --find-links lines in requirements.txt).
 Run:   it ships its working directory with the requirements.txt there, so from a directory
        of its own (pip needs the network, or `--no-index` and `--find-links DIR` lines):
        mkdir /tmp/keras-demo && cp examples/keras_train.py /tmp/keras-demo && cd /tmp/keras-demo

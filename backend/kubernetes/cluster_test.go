@@ -683,7 +683,7 @@ func TestGKESchedulingOnFakeNodes(t *testing.T) {
 		t.Cleanup(func() { cs.CoreV1().Nodes().Delete(context.Background(), n.Name, metav1.DeleteOptions{}) })
 	}
 	_, st := newBackend(t, nil)
-	gke := []string{"KINETIC_BACKEND=gke", "KINETIC_CLUSTER_TYPE=gke", "KINETIC_KUBE_CONTEXT=kinetic-test"}
+	gke := []string{"KINETIC_BACKEND=gke", "KINETIC_PROJECT=p", "KINETIC_CLUSTER_TYPE=gke", "KINETIC_KUBE_CONTEXT=kinetic-test"} // gke needs a project (the cluster comes from the context)
 	for acc, node := range map[string]string{"l4x2": "gke-l4", "v5litepod-4": "gke-v5e-2x2", "l4:spot": "gke-l4-spot"} {
 		t.Run(acc, func(t *testing.T) {
 			id := submitRun(t, st, gke, "--accelerator", acc, "--container-image", kubetest.PythonImage, "--", "true")

@@ -417,7 +417,7 @@ func TestPathwaysGKESchedulingOnFakeNodes(t *testing.T) {
 		t.Cleanup(func() { cs.CoreV1().Nodes().Delete(context.Background(), n.Name, metav1.DeleteOptions{}) })
 	}
 	st := newStore(t)
-	gke := []string{"KINETIC_BACKEND=gke", "KINETIC_CLUSTER_TYPE=gke", "KINETIC_KUBE_CONTEXT=kinetic-test"}
+	gke := []string{"KINETIC_BACKEND=gke", "KINETIC_PROJECT=p", "KINETIC_CLUSTER_TYPE=gke", "KINETIC_KUBE_CONTEXT=kinetic-test"} // gke needs a project (the cluster comes from the context)
 	id := submitRun(t, st, gke, "--accelerator", "tpu-v6e-8", "--container-image", kubetest.PythonImage, "--", "true")
 	deadline := time.Now().Add(90 * time.Second)
 	for {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/errs"
-	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/internal/seconds"
 	"github.com/kinetic-run/kinetic/job"
 )
@@ -30,11 +29,6 @@ func call(ctx context.Context, env Env, req *Request, p *Job) error {
 	}
 	p.Spec.Debug, p.Spec.TimeoutSeconds = debug, timeout
 	if err := outputDirScheme(req.OutputDir, p.Cfg.Get(config.OutputDir)); err != nil {
-		return err
-	}
-	// Read again by the image step; checked here, before the tree and the data are
-	// uploaded (which make the store): a bad value fails with nothing made.
-	if _, err := image.ParseChoice(req.ContainerImage); err != nil {
 		return err
 	}
 	cwd := req.Cwd

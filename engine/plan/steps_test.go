@@ -390,18 +390,12 @@ func TestImage(t *testing.T) {
 	if len(env.notices) != 1 || !strings.Contains(env.notices[0], "container_image") {
 		t.Errorf("notices %q: want one saying the image is not used here", env.notices)
 	}
-	// A bad container_image fails at the call step, before the tree and the data are
-	// uploaded (which make the store).
-	r.ContainerImage = "::not an image::"
-	if _, err := upTo(t, newEnv(t, nil), r, "call"); errs.CodeOf(err) != errs.InvalidArgument {
-		t.Errorf("a bad container_image: %v, want an InvalidArgument from the call step", err)
-	}
 	// A bad container_image is refused before the store is opened (placement checks it),
 	// so a failed `run --container-image 'BAD IMAGE!'` creates no store.
 	r.ContainerImage = "::not an image::"
 	bad := newEnv(t, nil)
-	if _, err := Make(context.Background(), bad, r); err == nil || !strings.Contains(err.Error(), "::not an image::") {
-		t.Errorf("a bad container_image: %v", err)
+	if _, err := Make(context.Background(), bad, r); err == nil || !strings.Contains(err.Error(), "::not an image::") || errs.CodeOf(err) != errs.InvalidArgument {
+		t.Errorf("a bad container_image: %v (code %v), want an InvalidArgument naming it", err, errs.CodeOf(err))
 	}
 	if bad.st != nil {
 		t.Error("the store was opened before the bad container_image was refused")

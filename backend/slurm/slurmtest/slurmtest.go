@@ -1,0 +1,296 @@
+// Package slurmtest starts a real Slurm cluster of one node on this machine, from
+// Debian's packages (slurmctld, slurmd, slurm-client, munge), for the Slurm backend's
+// tests: a munge daemon with a key and a socket of its own, slurmctld and slurmd in the
+// foreground as children of the test, a slurm.conf of its own in a temporary directory
+// (ports on 127.0.0.1 that were free, state and spool directories in it), and no
+// accounting daemon: slurmctld remembers ended jobs for MinJobAge, and the completion of
+// each job is also logged to a file (jobcomp/filetxt) for a person looking at a failure.
+//
+// Each cluster is its own (directory, ports, munge socket), so test processes that
+// start one each do not collide. The daemons need root (slurmd launches jobs as their
+// users).
+package slurmtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Packages are the Debian packages the harness needs.
+const Packages = "slurmctld slurmd slurm-client munge"
+
+// Cluster is a running one-node Slurm cluster.
+type Cluster struct {
+	// Dir holds its configuration, state, spool directories and logs.
+	Dir string
+	// Conf is its slurm.conf: SLURM_CONF=Conf points Slurm's commands at it.
+	Conf string
+	// Name is its ClusterName; Node its one node's name; Partition its partition.
+	Name, Node, Partition string
+	// JobComp is the file where slurmctld logs each job's completion.
+	JobComp string
+	procs   []*exec.Cmd
+}
+
+// Env is the environment that points Slurm's commands at c.
+func (c *Cluster) Env() []string { return []string{"SLURM_CONF=" + c.Conf} }
+
+// Available says why a cluster cannot be started here (nil if it can).
+func Available() error {
+	for _, p := range []string{"slurmctld", "slurmd", "munged", "sbatch", "squeue", "scontrol", "scancel", "sinfo"} {
+		if _, err := exec.LookPath(p); err != nil {
+			if _, err2 := os.Stat(filepath.Join("/usr/sbin", p)); err2 != nil {
+				return fmt.Errorf("%s is not installed: the Slurm tests need Debian's packages %s (apt-get install -y %s)", p, Packages, Packages)
+			}
+		}
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("the Slurm tests start slurmd, which must run as root to launch jobs: run them as root")
+	}
+	return nil
+}
+
+// Options change the cluster a test starts.
+type Options struct {
+	// Name is the ClusterName (default "kntest").
+	Name string
+	// CPUs is the node's CPU count as Slurm sees it (default 8; more than the machine
+	// has is fine: slurmd is told to take the configuration's word for it).
+	CPUs int
+	// MinJobAge is how long slurmctld remembers a job that ended (default 300 s).
+	MinJobAge int
+}
+
+// Start starts a cluster in dir (which must exist and be empty) and returns once its
+// node is idle. Stop stops it.
+func Start(ctx context.Context, dir string, o Options) (*Cluster, error) {
+	if err := Available(); err != nil {
+		return nil, err
+	}
+	if o.Name == "" {
+		o.Name = "kntest"
+	}
+	if o.CPUs == 0 {
+		o.CPUs = 8
+	}
+	if o.MinJobAge == 0 {
+		o.MinJobAge = 300
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return nil, err
+	}
+	host, _, _ = strings.Cut(host, ".")
+	c := &Cluster{Dir: dir, Conf: filepath.Join(dir, "slurm.conf"), Name: o.Name, Node: "kn1", Partition: "debug", JobComp: filepath.Join(dir, "jobcomp.txt")}
+	for _, d := range []string{"state", "spool", "log"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	// munged checks that the socket's directory can be searched by all.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, err
+	}
+	key := make([]byte, 1024)
+	rand.Read(key)
+	keyFile := filepath.Join(dir, "munge.key")
+	if err := os.WriteFile(keyFile, key, 0o400); err != nil {
+		return nil, err
+	}
+	sock := filepath.Join(dir, "munge.sock")
+	ports, err := freePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	conf := fmt.Sprintf(`# A one-node Slurm cluster for Kinetic's tests (backend/slurm/slurmtest).
+ClusterName=%[1]s
+SlurmctldHost=%[2]s(127.0.0.1)
+SlurmctldPort=%[3]d
+SlurmdPort=%[4]d
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=%[5]s
+CredType=cred/munge
+StateSaveLocation=%[6]s/state
+SlurmdSpoolDir=%[6]s/spool/%%n
+SlurmctldPidFile=%[6]s/slurmctld.pid
+SlurmdPidFile=%[6]s/slurmd-%%n.pid
+SlurmctldLogFile=%[6]s/log/slurmctld.log
+SlurmdLogFile=%[6]s/log/slurmd-%%n.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/filetxt
+JobCompLoc=%[7]s
+SlurmdParameters=config_overrides
+ReturnToService=2
+MinJobAge=%[8]d
+KillWait=5
+MpiDefault=none
+SwitchType=switch/none
+MaxArraySize=10001
+MaxJobCount=100000
+NodeName=%[9]s NodeAddr=127.0.0.1 NodeHostname=%[2]s CPUs=%[10]d RealMemory=2000 State=UNKNOWN
+PartitionName=%[11]s Nodes=%[9]s Default=YES MaxTime=INFINITE State=UP
+`, c.Name, host, ports[0], ports[1], sock, dir, c.JobComp, o.MinJobAge, c.Node, o.CPUs, c.Partition)
+	if err := os.WriteFile(c.Conf, []byte(conf), 0o644); err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			c.Stop()
+		}
+	}()
+	if err := c.start("munged", "-F", "-f", "--socket="+sock, "--key-file="+keyFile, "--log-file="+filepath.Join(dir, "log", "munged.log"),
+		"--pid-file="+filepath.Join(dir, "munged.pid"), "--seed-file="+filepath.Join(dir, "munged.seed")); err != nil {
+		return nil, err
+	}
+	if err := waitFor(ctx, 10*time.Second, func() bool { _, err := os.Stat(sock); return err == nil }); err != nil {
+		return nil, fmt.Errorf("munged did not make its socket %s: %w (see %s)", sock, err, filepath.Join(dir, "log"))
+	}
+	if err := c.start("slurmctld", "-D", "-i"); err != nil {
+		return nil, err
+	}
+	if err := c.start("slurmd", "-D", "-N", c.Node); err != nil {
+		return nil, err
+	}
+	err = waitFor(ctx, 60*time.Second, func() bool {
+		out, err := c.Command("sinfo", "-h", "-n", c.Node, "-o", "%T").Output()
+		return err == nil && strings.TrimSpace(string(out)) == "idle"
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the Slurm node %s did not become idle: %w (see the logs in %s)", c.Node, err, filepath.Join(dir, "log"))
+	}
+	ok = true
+	return c, nil
+}
+
+// start starts one daemon in the foreground, its output in the log directory.
+func (c *Cluster) start(name string, args ...string) error {
+	out, err := os.Create(filepath.Join(c.Dir, "log", name+".out"))
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), c.Env()...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	c.procs = append(c.procs, cmd)
+	return nil
+}
+
+// Command is a Slurm command pointed at c.
+func (c *Cluster) Command(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), c.Env()...)
+	return cmd
+}
+
+// Run runs a Slurm command pointed at c and returns its output, or an error with it.
+func (c *Cluster) Run(name string, args ...string) (string, error) {
+	var out bytes.Buffer
+	cmd := c.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, out.String())
+	}
+	return out.String(), nil
+}
+
+// Stop cancels every job of c, then stops its daemons (slurmd, slurmctld, munged) and
+// what they started.
+func (c *Cluster) Stop() {
+	if len(c.procs) >= 3 {
+		c.Command("scancel", "--full", "--signal=KILL", "--user=root").Run()
+		c.Command("scancel", "--user=root").Run()
+	}
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		p := c.procs[i]
+		syscall.Kill(-p.Process.Pid, syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { p.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+	}
+	c.procs = nil
+	// slurmstepd, which runs a job's steps, is slurmd's child in a session of its own:
+	// stop those left of this cluster's node.
+	killStepds(c.Conf)
+}
+
+// killStepds kills the slurmstepd processes of the cluster whose slurm.conf is conf.
+func killStepds(conf string) {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		var pid int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if !bytes.Contains(cmdline, []byte("slurmstepd")) {
+			continue
+		}
+		if env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ")); err == nil && bytes.Contains(env, []byte("SLURM_CONF="+conf+"\x00")) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// freePorts returns n TCP ports of 127.0.0.1 that were free a moment ago.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var ports []int
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// waitFor polls cond until it holds or within passes.
+func waitFor(ctx context.Context, within time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not within %s", within)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil
+}

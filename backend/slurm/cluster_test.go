@@ -3,6 +3,7 @@ package slurm_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -310,6 +311,32 @@ func TestPlanRecordsCluster(t *testing.T) {
 	}
 }
 
+// writeBatch writes a batch of n inputs whose children are derived from a command job
+// (store/batchlayout), as package batch does before StartGroup, and returns its group,
+// first handle and template.
+func writeBatch(t *testing.T, st *store.Store, n, parallelism int, argv ...string) (batchdriver.Group, *job.Handle, *batchlayout.Template) {
+	t.Helper()
+	ctx := context.Background()
+	gid := job.NewGroupID()
+	spec := &job.Spec{Version: job.SpecVersion, Kind: job.KindCommand, Command: argv}
+	h := &job.Handle{JobID: job.ChildID(gid, 0), Backend: slurm.Name, K8sName: gid, GroupID: gid, GroupKind: "map", GroupIndex: "0",
+		Accelerator: "cpu", FuncName: argv[0], Store: st.URL(), CreatedAt: time.Now().UTC().Format(time.RFC3339Nano)}
+	tmpl := &batchlayout.Template{Handle: h, Spec: spec}
+	inputs := make([][]byte, n)
+	for i := range inputs {
+		inputs[i] = []byte{byte(i)}
+	}
+	if err := batchlayout.WriteDerived(ctx, st, gid, tmpl, nil, inputs); err != nil {
+		t.Fatal(err)
+	}
+	m := batchlayout.Manifest{GroupID: gid, Backend: slurm.Name, Store: st.URL(), CreatedAt: h.CreatedAt, TotalExpected: n, Derived: true, SubmissionComplete: true}
+	raw, _ := json.Marshal(m)
+	if err := st.Put(ctx, batchlayout.ManifestKey(gid), raw); err != nil {
+		t.Fatal(err)
+	}
+	return batchdriver.Group{ID: gid, Size: n, Parallelism: parallelism}, h, tmpl
+}
+
 // TestArray: a batch is one job array, max_concurrent its throttle: every task runs its
 // input's job (written by the task, from the batch's template), GroupDone sees them end
 // in one look, a failed task's job says its exit code, and StartGroup, WithdrawGroup and
@@ -318,23 +345,13 @@ func TestArray(t *testing.T) {
 	c := needSlurm(t)
 	b, st := newBackend(t, nil)
 	ctx := context.Background()
-	gid := job.NewGroupID()
 	const n = 5
-	// Odd inputs fail with exit code 3. The index is the task's; the derived job is input i's.
-	spec := &job.Spec{Version: job.SpecVersion, Kind: job.KindCommand, Command: []string{"sh", "-c", `echo task $SLURM_ARRAY_TASK_ID; sleep 1; exit $(( SLURM_ARRAY_TASK_ID % 2 * 3 ))`}}
-	h := &job.Handle{JobID: job.ChildID(gid, 0), Backend: slurm.Name, K8sName: gid, GroupID: gid, GroupKind: "map", GroupIndex: "0",
-		Accelerator: "cpu", FuncName: "sh", Store: st.URL(), CreatedAt: time.Now().UTC().Format(time.RFC3339Nano)}
-	inputs := make([][]byte, n)
-	for i := range inputs {
-		inputs[i] = []byte{byte(i)}
-	}
-	if err := batchlayout.WriteDerived(ctx, st, gid, &batchlayout.Template{Handle: h, Spec: spec}, nil, inputs); err != nil {
-		t.Fatal(err)
-	}
+	// Odd inputs fail with exit code 3.
+	g, h, tmpl := writeBatch(t, st, n, 2, "sh", "-c", `echo task $SLURM_ARRAY_TASK_ID; sleep 1; exit $(( SLURM_ARRAY_TASK_ID % 2 * 3 ))`)
+	gid := g.ID
 	if started, err := b.WithdrawGroup(ctx, gid); err != nil || started {
 		t.Fatalf("WithdrawGroup before StartGroup = %v, %v; want false", started, err)
 	}
-	g := batchdriver.Group{ID: gid, Size: n, Parallelism: 2}
 	for i := 0; i < 2; i++ {
 		if err := b.StartGroup(ctx, g, h); err != nil {
 			t.Fatalf("StartGroup #%d: %v", i+1, err)
@@ -363,9 +380,15 @@ func TestArray(t *testing.T) {
 		}
 	}
 	if len(done) != n {
-		t.Fatalf("GroupDone = %v; want all %d tasks", done, n)
+		out, _ := c.Run("squeue", "-h", "-r", "--states=all", "--name="+gid)
+		files, _ := filepath.Glob(filepath.Join(b.OutputDir(), "*"))
+		var logs string
+		for _, f := range files {
+			raw, _ := os.ReadFile(f)
+			logs += f + ":\n" + string(raw)
+		}
+		t.Fatalf("GroupDone = %v; want all %d tasks\nsqueue:\n%s\n%s", done, n, out, logs)
 	}
-	tmpl := &batchlayout.Template{Handle: h, Spec: spec}
 	for i := 0; i < n; i++ {
 		ch := tmpl.ChildHandle(gid, i)
 		state, reason, err := b.Status(ctx, ch)
@@ -392,22 +415,15 @@ func TestArray(t *testing.T) {
 	}
 }
 
-// TestArrayMemberKilled: an array task killed before its runner writes anything is
-// FAILED with Slurm's reason, through UnwrittenStatus (its job is not in the store yet
-// when the kill comes early) or Status; cancelling another task stops it alone.
+// TestArrayMemberCancel: cancelling one task of a batch's array stops it alone; a task
+// whose runner is killed is FAILED with Slurm's reason, naming the task.
 func TestArrayMemberCancel(t *testing.T) {
 	needSlurm(t)
 	b, st := newBackend(t, nil)
 	ctx := context.Background()
-	gid := job.NewGroupID()
-	spec := &job.Spec{Version: job.SpecVersion, Kind: job.KindCommand, Command: []string{"sh", "-c", "echo started; sleep 300"}}
-	h := &job.Handle{JobID: job.ChildID(gid, 0), Backend: slurm.Name, K8sName: gid, GroupID: gid, GroupKind: "map", GroupIndex: "0",
-		Accelerator: "cpu", FuncName: "sh", Store: st.URL(), CreatedAt: time.Now().UTC().Format(time.RFC3339Nano)}
-	tmpl := &batchlayout.Template{Handle: h, Spec: spec}
-	if err := batchlayout.WriteDerived(ctx, st, gid, tmpl, nil, [][]byte{{0}, {1}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.StartGroup(ctx, batchdriver.Group{ID: gid, Size: 2, Parallelism: 2}, h); err != nil {
+	g, h, tmpl := writeBatch(t, st, 2, 2, "sh", "-c", "echo started; sleep 300")
+	gid := g.ID
+	if err := b.StartGroup(ctx, g, h); err != nil {
 		t.Fatal(err)
 	}
 	defer b.CleanupGroup(ctx, gid)

@@ -59,8 +59,8 @@ func (factory) Traits() backend.Traits {
 
 // Plan implements backend.Factory: it refuses what one Slurm batch job cannot be (a TPU,
 // a slice over several hosts), and records in the handle the Slurm cluster the job goes
-// to (its ClusterName), so that the job is not looked for in another cluster. A cluster
-// named in the configuration (the setting cluster) must be the one Slurm reaches here.
+// to (its ClusterName, in place of the Kubernetes cluster fields of the configuration),
+// so that the job is not looked for in another cluster.
 func (factory) Plan(h *job.Handle, acc accel.Spec, _ backend.Settings) error {
 	if err := supported(acc); err != nil {
 		return err
@@ -73,10 +73,9 @@ func (factory) Plan(h *job.Handle, acc accel.Spec, _ backend.Settings) error {
 		}
 		return fmt.Errorf("backend slurm: cannot reach Slurm from this machine (scontrol show config: %s): install the Slurm client (Debian: slurm-client), point SLURM_CONF at the cluster's slurm.conf, or choose another backend", msg)
 	}
-	name := parseClusterName(string(out))
-	if h.ClusterName != "" && name != "" && h.ClusterName != name {
-		return fmt.Errorf("cluster %q is not the Slurm cluster this machine submits to (%s, from SLURM_CONF): unset the setting cluster, or use the slurm.conf of %s", h.ClusterName, name, h.ClusterName)
-	}
-	h.ClusterName = name
+	// The setting cluster names a Kubernetes cluster (default kinetic-cluster): a Slurm
+	// job's cluster is the one SLURM_CONF names.
+	h.ClusterName = parseClusterName(string(out))
+	h.Project, h.Zone, h.Namespace, h.KubeContext = "", "", "", ""
 	return nil
 }

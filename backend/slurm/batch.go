@@ -9,6 +9,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/backend/batchdriver"
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/store/batchlayout"
 )
 
 // A batch is one Slurm job array, named after the batch: task i runs input i's job,
@@ -44,6 +45,9 @@ func (b *Backend) StartGroup(ctx context.Context, g batchdriver.Group, tmpl *job
 	if started, err := b.WithdrawGroup(ctx, g.ID); err != nil || started {
 		return err
 	}
+	if c, err := b.slurmConfig(ctx); err == nil && c.maxArraySize > 0 && g.Size > c.maxArraySize {
+		return fmt.Errorf("batch %s has %d inputs, and the Slurm cluster %s takes job arrays of at most %d (MaxArraySize in its slurm.conf): map at most %d inputs at a time, or ask its administrators to raise MaxArraySize", g.ID, g.Size, c.name, c.maxArraySize, c.maxArraySize)
+	}
 	par := max(1, min(g.Parallelism, g.Size))
 	array := fmt.Sprintf("0-%d%%%d", g.Size-1, par)
 	args, err := b.sbatchArgs(tmpl, g.ID, array, b.outputFile(g.ID+"_%a"))
@@ -62,8 +66,11 @@ func (b *Backend) StartGroup(ctx context.Context, g batchdriver.Group, tmpl *job
 }
 
 // GroupDone implements batchdriver.Driver: the tasks of the batch's array that Slurm
-// has ended, from one squeue. nil when slurmctld no longer has the array (its members
-// are then looked at one by one, in the store first).
+// has ended, from one squeue. slurmctld forgets a task MinJobAge after it ends, while
+// the rest of its array runs on: a task of the batch that squeue no longer lists has
+// ended too (squeue -r lists every task that has not, pending ones included). nil when
+// slurmctld no longer has the array at all (its members are then looked at one by one,
+// in the store first).
 func (b *Backend) GroupDone(ctx context.Context, gid string) (map[int]bool, error) {
 	out, err := b.command(ctx, "", "squeue", "-h", "-r", "--states=all", "--name="+gid, "-o", squeueFormat)
 	if err != nil {
@@ -73,13 +80,48 @@ func (b *Backend) GroupDone(ctx context.Context, gid string) (map[int]bool, erro
 	if len(es) == 0 {
 		return nil, nil
 	}
+	size, err := b.groupSize(ctx, gid)
+	if err != nil {
+		return nil, err
+	}
+	return tasksDone(es, size), nil
+}
+
+// tasksDone are the tasks of an array of size tasks that have ended, by what squeue
+// lists of it (es, not empty): those it lists as ended, and those it no longer lists.
+func tasksDone(es []entry, size int) map[int]bool {
 	done := map[int]bool{}
+	listed := map[int]bool{}
 	for _, e := range es {
-		if e.Task >= 0 && phaseOf(e.State) == phaseEnded {
+		if e.Task < 0 {
+			continue
+		}
+		listed[e.Task] = true
+		if phaseOf(e.State) == phaseEnded {
 			done[e.Task] = true
 		}
 	}
-	return done, nil
+	for i := 0; i < size; i++ {
+		if !listed[i] {
+			done[i] = true
+		}
+	}
+	return done
+}
+
+// groupSize is the number of inputs of batch gid, from its manifest (read once).
+func (b *Backend) groupSize(ctx context.Context, gid string) (int, error) {
+	if n, ok := b.sizes.Load(gid); ok {
+		return n.(int), nil
+	}
+	m, err := batchlayout.ReadManifest(ctx, b.st, gid)
+	if err != nil {
+		return 0, fmt.Errorf("batch %s: %w", gid, err)
+	}
+	if m.SubmissionComplete {
+		b.sizes.Store(gid, m.TotalExpected)
+	}
+	return m.TotalExpected, nil
 }
 
 // UnwrittenStatus implements batchdriver.Driver: a member whose job is not in the store

@@ -453,3 +453,18 @@ func mustAccel(t *testing.T, name string) accel.Spec {
 	}
 	return s
 }
+
+// TestArrayTooLarge: a batch larger than the cluster's MaxArraySize is refused before
+// anything is submitted, saying what to do.
+func TestArrayTooLarge(t *testing.T) {
+	c := needSlurm(t)
+	b, st := newBackend(t, nil)
+	g, h, _ := writeBatch(t, st, 10002, 4, "true") // the harness's MaxArraySize is 10001
+	err := b.StartGroup(context.Background(), g, h)
+	if err == nil || !strings.Contains(err.Error(), "MaxArraySize") || !strings.Contains(err.Error(), "10001") {
+		t.Fatalf("StartGroup of 10002 inputs: %v; want a refusal naming MaxArraySize", err)
+	}
+	if out, _ := c.Run("squeue", "-h", "--name="+g.ID); strings.TrimSpace(out) != "" {
+		t.Fatalf("something was submitted: %q", out)
+	}
+}

@@ -119,6 +119,27 @@ func parseClusterName(out string) string {
 	return ""
 }
 
+// slurmConfig is what the backend reads of Slurm's configuration.
+type slurmConfig struct {
+	name         string // ClusterName
+	maxArraySize int    // MaxArraySize: an array's indexes are below it (0: not said)
+}
+
+// parseConfigInt finds the integer key in scontrol show config (0 if absent).
+func parseConfigInt(out, key string) int {
+	for _, line := range strings.Split(out, "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || strings.TrimSpace(k) != key {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err == nil && n > 0 {
+			return n
+		}
+	}
+	return 0
+}
+
 // parseSbatch parses sbatch --parsable: "ID" or "ID;CLUSTER".
 func parseSbatch(out string) (string, error) {
 	line, _, _ := strings.Cut(strings.TrimSpace(out), "\n")

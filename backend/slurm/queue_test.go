@@ -55,8 +55,12 @@ func TestParseScontrolJob(t *testing.T) {
 }
 
 func TestParseClusterNameAndSbatch(t *testing.T) {
-	if got := parseClusterName("AuthType                = auth/munge\nClusterName             = kntest\nCompleteWait = 0 sec\n"); got != "kntest" {
+	conf := "AuthType                = auth/munge\nClusterName             = kntest\nCompleteWait = 0 sec\nMaxArraySize            = 1001\n"
+	if got := parseClusterName(conf); got != "kntest" {
 		t.Fatalf("parseClusterName = %q", got)
+	}
+	if got := parseConfigInt(conf, "MaxArraySize"); got != 1001 {
+		t.Fatalf("MaxArraySize = %d", got)
 	}
 	for in, want := range map[string]string{"123\n": "123", "45;other\n": "45"} {
 		if got, err := parseSbatch(in); err != nil || got != want {
@@ -119,8 +123,20 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("malformed entry %+v from %q", e, s)
 		}
 		parseClusterName(s)
+		parseConfigInt(s, "MaxArraySize")
 		if id, err := parseSbatch(s); err == nil && !isJobID(id) {
 			t.Fatalf("parseSbatch(%q) = %q", s, id)
 		}
 	})
+}
+
+// TestTasksDone: a task squeue lists as ended has ended, and so has one of the batch's
+// that it no longer lists (slurmctld forgot it MinJobAge after it ended, while the rest
+// of the array runs on); a task it lists as pending or running has not.
+func TestTasksDone(t *testing.T) {
+	es := parseSqueue("11|10|1|COMPLETED|None\n12|10|2|RUNNING|None\n10|10|4|PENDING|JobArrayTaskLimit\n13|10|3|FAILED|NonZeroExitCode\n")
+	want := map[int]bool{0: true, 1: true, 3: true, 5: true}
+	if d := cmp.Diff(want, tasksDone(es, 6)); d != "" {
+		t.Fatalf("tasksDone (-want +got):\n%s", d)
+	}
 }

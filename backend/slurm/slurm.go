@@ -70,8 +70,10 @@ type Backend struct {
 	st *store.Store
 	o  Options
 
-	mu      sync.Mutex
-	cluster string // the ClusterName of the Slurm the commands reach, once known
+	mu   sync.Mutex
+	conf *slurmConfig // the configuration of the Slurm the commands reach, once read
+
+	sizes sync.Map // batch ID → its number of inputs (GroupDone)
 }
 
 var (
@@ -144,17 +146,24 @@ func (b *Backend) command(ctx context.Context, stdin string, name string, args .
 // clusterName is the ClusterName of the Slurm the commands reach (scontrol show config),
 // asked once.
 func (b *Backend) clusterName(ctx context.Context) (string, error) {
+	c, err := b.slurmConfig(ctx)
+	return c.name, err
+}
+
+// slurmConfig is what the backend reads of the configuration of the Slurm the commands
+// reach (scontrol show config), asked once.
+func (b *Backend) slurmConfig(ctx context.Context) (slurmConfig, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.cluster != "" {
-		return b.cluster, nil
+	if b.conf != nil {
+		return *b.conf, nil
 	}
 	out, err := b.command(ctx, "", "scontrol", "show", "config")
 	if err != nil {
-		return "", err
+		return slurmConfig{}, err
 	}
-	b.cluster = parseClusterName(out)
-	return b.cluster, nil
+	b.conf = &slurmConfig{name: parseClusterName(out), maxArraySize: parseConfigInt(out, "MaxArraySize")}
+	return *b.conf, nil
 }
 
 // foreign reports a job submitted to another Slurm cluster than the one the commands

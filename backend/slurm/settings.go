@@ -1,6 +1,10 @@
 package slurm
 
 import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
 	"github.com/kinetic-run/kinetic/config"
 )
 
@@ -19,8 +23,18 @@ var (
 		Doc: "Slurm backend: the account jobs are charged to (sbatch --account)"})
 	KeySbatchArgs = config.Declare(config.Setting{Key: "slurm_sbatch_args", Owner: owner,
 		Doc: "Slurm backend: more sbatch arguments, separated by spaces (e.g. \"--qos=high --mem=16G\")"})
-	KeyKinetic = config.Declare(config.Setting{Key: "slurm_kinetic", Owner: owner,
+	KeyKinetic = config.Declare(config.Setting{Key: "slurm_kinetic", Owner: owner, Check: checkAbs,
 		Doc: "Slurm backend: the path of the kinetic binary on the nodes (default: this kinetic's own path, on a file system the nodes share)"})
-	KeyOutputDir = config.Declare(config.Setting{Key: "slurm_output_dir", Owner: owner,
+	KeyOutputDir = config.Declare(config.Setting{Key: "slurm_output_dir", Owner: owner, Check: checkAbs,
 		Doc: "Slurm backend: the directory, shared with the nodes, where Slurm writes each job's output file (default: slurm under Kinetic's data directory)"})
 )
+
+// checkAbs accepts an absolute path (a node resolves a relative one from its own working
+// directory) and cleans it.
+func checkAbs(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if !filepath.IsAbs(v) {
+		return "", fmt.Errorf("%q is not an absolute path: the nodes must find it from anywhere (e.g. /shared/bin/kinetic)", v)
+	}
+	return filepath.Clean(v), nil
+}

@@ -72,11 +72,10 @@ func (b *Backend) StartGroup(ctx context.Context, g batchdriver.Group, tmpl *job
 // slurmctld no longer has the array at all (its members are then looked at one by one,
 // in the store first).
 func (b *Backend) GroupDone(ctx context.Context, gid string) (map[int]bool, error) {
-	out, err := b.command(ctx, "", "squeue", "-h", "-r", "--states=all", "--name="+gid, "-o", squeueFormat)
+	es, err := b.squeue(ctx, gid, true)
 	if err != nil {
 		return nil, fmt.Errorf("look at the job array of batch %s: %w", gid, err)
 	}
-	es := parseSqueue(out)
 	if len(es) == 0 {
 		return nil, nil
 	}

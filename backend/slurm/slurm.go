@@ -26,6 +26,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/backend/batchdriver"
 	"github.com/kinetic-run/kinetic/internal/backoff"
@@ -73,7 +75,9 @@ type Backend struct {
 	mu   sync.Mutex
 	conf *slurmConfig // the configuration of the Slurm the commands reach, once read
 
-	sizes sync.Map // batch ID → its number of inputs (GroupDone)
+	sizes  sync.Map // batch ID → its number of inputs (GroupDone)
+	looks  sync.Map // batch ID → *arrayLook, its array's last squeue
+	flight singleflight.Group
 }
 
 var (
@@ -247,20 +251,59 @@ func (b *Backend) find(ctx context.Context, h *job.Handle) (*entry, error) {
 // listed is what Slurm lists of the jobs named name: squeue's list (every task of an
 // array, one a line), or, when it has none of task (-2: any), sacct's.
 func (b *Backend) listed(ctx context.Context, name string, task int) ([]entry, error) {
-	out, err := b.command(ctx, "", "squeue", "-h", "-r", "--states=all", "--name="+name, "-o", squeueFormat)
+	es, err := b.squeue(ctx, name, task >= 0)
 	if err != nil {
 		return nil, err
 	}
-	es := parseSqueue(out)
 	if (task == -2 && len(es) > 0) || pick(es, task) != nil {
 		return es, nil
 	}
-	out, err = b.command(ctx, "", "sacct", "-n", "-P", "-X", "--name="+name, "-o", sacctFields)
+	out, err := b.command(ctx, "", "sacct", "-n", "-P", "-X", "--name="+name, "-o", sacctFields)
 	if err != nil {
 		// A cluster without accounting (no slurmdbd) has no sacct to ask.
 		return es, nil
 	}
 	return append(es, parseSacct(out)...), nil
+}
+
+// squeueTTL is how long a look at a batch's array serves its members: watching a
+// thousand of them costs one squeue per refresh, not a thousand.
+const squeueTTL = 500 * time.Millisecond
+
+// squeue lists the jobs named name (every task of an array, one a line). A batch's
+// array (shared) is looked at once for all its members that ask within squeueTTL.
+func (b *Backend) squeue(ctx context.Context, name string, shared bool) ([]entry, error) {
+	look := func() ([]entry, error) {
+		out, err := b.command(ctx, "", "squeue", "-h", "-r", "--states=all", "--name="+name, "-o", squeueFormat)
+		if err != nil {
+			return nil, err
+		}
+		return parseSqueue(out), nil
+	}
+	if !shared {
+		return look()
+	}
+	if v, ok := b.looks.Load(name); ok && time.Since(v.(*arrayLook).at) < squeueTTL {
+		return v.(*arrayLook).es, nil
+	}
+	v, err, _ := b.flight.Do(name, func() (any, error) {
+		es, err := look()
+		if err != nil {
+			return nil, err
+		}
+		b.looks.Store(name, &arrayLook{at: time.Now(), es: es})
+		return es, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]entry), nil
+}
+
+// arrayLook is a recent squeue of a batch's array.
+type arrayLook struct {
+	at time.Time
+	es []entry
 }
 
 // pick is the entry of task (-1: the job itself) among es, the newest if several.

@@ -24,6 +24,7 @@ import (
 	"github.com/kinetic-run/kinetic/store"
 	"github.com/kinetic-run/kinetic/store/batchlayout"
 	"github.com/kinetic-run/kinetic/testkit/testbin"
+	"github.com/kinetic-run/kinetic/testkit/testproc"
 )
 
 // One Slurm cluster for the test process, started by the first test that needs it and
@@ -77,11 +78,14 @@ func needSlurm(t *testing.T) *slurmtest.Cluster {
 
 func newStore(t *testing.T) *store.Store {
 	t.Helper()
-	st, err := store.Open(context.Background(), "file://"+t.TempDir()+"/store")
+	dir := t.TempDir()
+	st, err := store.Open(context.Background(), "file://"+dir+"/store")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	// A runner still at work when the test ends (its command line names the store).
+	testproc.StopUnderAtCleanup(t, dir)
 	return st
 }
 

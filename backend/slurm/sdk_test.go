@@ -11,6 +11,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/testkit/srcroot"
 	"github.com/kinetic-run/kinetic/testkit/testbin"
+	"github.com/kinetic-run/kinetic/testkit/testproc"
 )
 
 // sdkScript calls a function on Slurm from the Python SDK: once synchronously, then as a
@@ -91,6 +92,8 @@ func TestSDK(t *testing.T) {
 	c := needSlurm(t)
 	needPythonSDK(t)
 	home := t.TempDir()
+	// The local backend's supervisors (the comparison's) idle a minute after their job.
+	testproc.StopUnderAtCleanup(t, home)
 	base := []string{"KINETIC_HOME=" + home, "KINETIC_PROFILES_FILE=" + filepath.Join(home, "profiles.json"), "SLURM_CONF=" + c.Conf}
 	for _, k := range []string{"KINETIC_STORE", "KINETIC_BACKEND", "KINETIC_PROFILE", "KINETIC_PROJECT"} {
 		t.Setenv(k, "")

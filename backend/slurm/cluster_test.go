@@ -472,3 +472,44 @@ func TestArrayTooLarge(t *testing.T) {
 		t.Fatalf("something was submitted: %q", out)
 	}
 }
+
+// TestGPUs: accelerator gpu-…xN asks Slurm for N GPUs (--gres=gpu:N), and the job gets
+// them (the test node has two, counted, without devices); more GPUs than any node has is
+// refused at submission, with sbatch's reason.
+func TestGPUs(t *testing.T) {
+	c := needSlurm(t)
+	b, st := newBackend(t, nil)
+	ctx := context.Background()
+	submitAcc := func(acc string, argv ...string) (*engine.Job, error) {
+		id := job.NewID()
+		spec := &job.Spec{Version: job.SpecVersion, JobID: id, Kind: job.KindCommand, Command: argv}
+		h := &job.Handle{JobID: id, Backend: slurm.Name, Accelerator: acc, FuncName: argv[0], Store: st.URL(), CreatedAt: time.Now().UTC().Format(time.RFC3339Nano)}
+		if err := st.Put(ctx, store.SpecKey(id), spec.Encode()); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Put(ctx, store.HandleKey(id), h.Encode()); err != nil {
+			t.Fatal(err)
+		}
+		return &engine.Job{Handle: h, Store: st, Backend: b}, b.Submit(ctx, h)
+	}
+	j, err := submitAcc("gpu-l4x2", "sh", "-c", `echo "gpus=$SLURM_JOB_GPUS"; scontrol -o show job $SLURM_JOB_ID`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state, reason := wait(t, j); state != job.Succeeded {
+		t.Fatalf("a GPU job: %s (%s)", state, reason)
+	}
+	var logs bytes.Buffer
+	if err := j.Logs(ctx, &logs, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "gres/gpu=2") && !strings.Contains(logs.String(), "gres:gpu:2") {
+		t.Fatalf("the job did not get 2 GPUs from Slurm:\n%s", logs.String())
+	}
+	t.Logf("%s", strings.SplitN(logs.String(), "\n", 2)[0])
+	_, err = submitAcc(fmt.Sprintf("gpu-l4x%d", 4*c.GPUs), "true")
+	if err == nil || !strings.Contains(err.Error(), "sbatch") {
+		t.Fatalf("a job asking for more GPUs than the cluster has: %v; want sbatch's refusal", err)
+	}
+	t.Logf("refused: %v", err)
+}

@@ -37,6 +37,9 @@ type Cluster struct {
 	Conf string
 	// Name is its ClusterName; Node its one node's name; Partition its partition.
 	Name, Node, Partition string
+	// GPUs is how many GPUs the node says it has (a generic resource, gres.conf: a
+	// count without devices, so jobs can ask for them and nothing else happens).
+	GPUs int
 	// JobComp is the file where slurmctld logs each job's completion.
 	JobComp string
 	procs   []*exec.Cmd
@@ -91,7 +94,7 @@ func Start(ctx context.Context, dir string, o Options) (*Cluster, error) {
 		return nil, err
 	}
 	host, _, _ = strings.Cut(host, ".")
-	c := &Cluster{Dir: dir, Conf: filepath.Join(dir, "slurm.conf"), Name: o.Name, Node: "kn1", Partition: "debug", JobComp: filepath.Join(dir, "jobcomp.txt")}
+	c := &Cluster{Dir: dir, Conf: filepath.Join(dir, "slurm.conf"), Name: o.Name, Node: "kn1", Partition: "debug", GPUs: 2, JobComp: filepath.Join(dir, "jobcomp.txt")}
 	for _, d := range []string{"state", "spool", "log"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return nil, err
@@ -144,10 +147,27 @@ MpiDefault=none
 SwitchType=switch/none
 MaxArraySize=10001
 MaxJobCount=100000
-NodeName=%[9]s NodeAddr=127.0.0.1 NodeHostname=%[2]s CPUs=%[10]d RealMemory=2000 State=UNKNOWN
+GresTypes=gpu
+NodeName=%[9]s NodeAddr=127.0.0.1 NodeHostname=%[2]s CPUs=%[10]d RealMemory=2000 Gres=gpu:%[12]d State=UNKNOWN
 PartitionName=%[11]s Nodes=%[9]s Default=YES MaxTime=INFINITE State=UP
-`, c.Name, host, ports[0], ports[1], sock, dir, c.JobComp, o.MinJobAge, c.Node, o.CPUs, c.Partition)
+`, c.Name, host, ports[0], ports[1], sock, dir, c.JobComp, o.MinJobAge, c.Node, o.CPUs, c.Partition, c.GPUs)
 	if err := os.WriteFile(c.Conf, []byte(conf), 0o644); err != nil {
+		return nil, err
+	}
+	// The node's GPUs are device files of NVIDIA's numbers made in dir, with no driver
+	// behind them: Slurm allocates them (--gres) and says which in the job's
+	// environment, and nothing of them exists.
+	devs := filepath.Join(dir, "dev")
+	if err := os.MkdirAll(devs, 0o755); err != nil {
+		return nil, err
+	}
+	for i := 0; i < c.GPUs; i++ {
+		if err := syscall.Mknod(filepath.Join(devs, fmt.Sprintf("nvidia%d", i)), syscall.S_IFCHR|0o600, 195<<8|i); err != nil {
+			return nil, fmt.Errorf("make the test node's GPU device files: %w", err)
+		}
+	}
+	gres := fmt.Sprintf("AutoDetect=off\nNodeName=%s Name=gpu File=%s/nvidia[0-%d]\n", c.Node, devs, c.GPUs-1)
+	if err := os.WriteFile(filepath.Join(dir, "gres.conf"), []byte(gres), 0o644); err != nil {
 		return nil, err
 	}
 	ok := false
@@ -174,10 +194,25 @@ PartitionName=%[11]s Nodes=%[9]s Default=YES MaxTime=INFINITE State=UP
 		return err == nil && strings.TrimSpace(string(out)) == "idle"
 	})
 	if err != nil {
-		return nil, fmt.Errorf("the Slurm node %s did not become idle: %w (see the logs in %s)", c.Node, err, filepath.Join(dir, "log"))
+		return nil, fmt.Errorf("the Slurm node %s did not become idle: %w; the last lines of its logs:\n%s", c.Node, err, c.logTails(8))
 	}
 	ok = true
 	return c, nil
+}
+
+// logTails are the last n lines of each of c's logs.
+func (c *Cluster) logTails(n int) string {
+	files, _ := filepath.Glob(filepath.Join(c.Dir, "log", "*"))
+	var b strings.Builder
+	for _, f := range files {
+		raw, _ := os.ReadFile(f)
+		lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
+		if len(lines) > n {
+			lines = lines[len(lines)-n:]
+		}
+		fmt.Fprintf(&b, "%s:\n  %s\n", filepath.Base(f), strings.Join(lines, "\n  "))
+	}
+	return b.String()
 }
 
 // start starts one daemon in the foreground, its output in the log directory.

@@ -164,7 +164,12 @@ func TestConformance(t *testing.T) {
 // wait waits for j to end.
 func wait(t *testing.T, j *engine.Job) (job.State, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	return waitWithin(t, j, 90*time.Second)
+}
+
+func waitWithin(t *testing.T, j *engine.Job, d time.Duration) (job.State, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	state, reason, err := j.Wait(ctx, nil)
 	if err != nil {
@@ -512,4 +517,32 @@ func TestGPUs(t *testing.T) {
 		t.Fatalf("a job asking for more GPUs than the cluster has: %v; want sbatch's refusal", err)
 	}
 	t.Logf("refused: %v", err)
+}
+
+// TestSlurmStops: a job Slurm stops with a SIGTERM of its own — its time limit
+// (TIMEOUT), or an scancel by someone else — is FAILED with Slurm's word for it, not
+// only the runner's report of a call killed by a signal (which it writes first: Slurm
+// signals every process of the job, the runner among them, and the runner writes how
+// the call ended before Slurm has ended the job).
+func TestSlurmStops(t *testing.T) {
+	c := needSlurm(t)
+	b, st := newBackend(t, func(o *slurm.Options) { o.SbatchArgs = []string{"--time=0:01"} })
+	timed := submit(t, b, st, "sh", "-c", "echo started; sleep 300")
+	b2, st2 := newBackend(t, nil)
+	cancelled := submit(t, b2, st2, "sh", "-c", "echo started; sleep 300")
+	waitRunning(t, cancelled)
+	if out, err := c.Run("scancel", "--name="+cancelled.Handle.JobID); err != nil {
+		t.Fatal(err, out)
+	}
+	for _, x := range []struct {
+		j    *engine.Job
+		want string
+	}{{cancelled, "CANCELLED"}, {timed, "TIMEOUT"}} {
+		// slurmctld looks at time limits every half minute or so.
+		state, reason := waitWithin(t, x.j, 150*time.Second)
+		t.Logf("%s: %s", x.want, reason)
+		if state != job.Failed || !strings.Contains(reason, x.want) {
+			t.Errorf("%s: %s (%q); want FAILED naming %s", x.want, state, reason, x.want)
+		}
+	}
 }

@@ -74,9 +74,11 @@ func (b *Backend) sbatchArgs(h *job.Handle, name, array, output string) ([]strin
 }
 
 // script is the batch script: the runner with runnerArgs (after --store), in a workspace
-// of its own on the node's local disk, removed when it ends. A SIGTERM (Cancel's
-// scancel --signal=TERM, or Slurm's own before a kill) reaches the runner, which stops
-// the call gracefully and writes how it ended; the script waits for it.
+// of its own on the node's local disk, removed when it ends. Slurm signals every process
+// of the job (Cancel's scancel --full --signal=TERM, a time limit, a preemption): the
+// runner gets the SIGTERM itself, stops the call gracefully and writes how it ended,
+// while the script outlasts the signal to wait for it. (A second SIGTERM passed on by
+// the script would make the runner leave at once, writing nothing.)
 func (b *Backend) script(h *job.Handle, runnerArgs ...string) string {
 	argv := append([]string{b.o.Kinetic, "runner", "--store", h.Store}, runnerArgs...)
 	for i, a := range argv {
@@ -88,7 +90,7 @@ func (b *Backend) script(h *job.Handle, runnerArgs ...string) string {
 ws="${TMPDIR:-/tmp}/kinetic-slurm-${SLURM_JOB_ID}"
 %s --workspace "$ws" &
 pid=$!
-trap 'kill -TERM $pid 2>/dev/null' TERM INT
+trap : TERM INT
 wait $pid
 rc=$?
 while kill -0 $pid 2>/dev/null; do wait $pid; rc=$?; done

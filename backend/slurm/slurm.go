@@ -222,9 +222,42 @@ func slurmName(h *job.Handle) (name string, task int) {
 // Status implements backend.Backend: the store first, then Slurm.
 func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string, error) {
 	if s, reason, ok, err := b.stored(ctx, h); err != nil || ok {
+		if err == nil && s == job.Failed && stoppedBySignal(reason) {
+			return b.whyStopped(ctx, h, reason)
+		}
 		return s, reason, err
 	}
 	return b.slurmStatus(ctx, h)
+}
+
+// stoppedBySignal reports a runner's report of a job stopped by a signal: the call
+// killed by one, or the runner told to stop.
+func stoppedBySignal(reason string) bool {
+	return strings.Contains(reason, "by signal") || strings.Contains(reason, "received terminated")
+}
+
+// whyStopped is the end of a job whose runner reported it stopped by a signal (reason):
+// Slurm sends one to every process of a job it ends (its time limit, a preemption, an
+// scancel), so Slurm's word for it comes first, recorded in the store with the runner's
+// report. While Slurm is still ending the job (COMPLETING, for up to KillWait) it is
+// RUNNING; a signal Slurm did not send (Slurm says nothing of it) leaves the report as it
+// is.
+func (b *Backend) whyStopped(ctx context.Context, h *job.Handle, reason string) (job.State, string, error) {
+	e, err := b.find(ctx, h)
+	if err != nil || e == nil {
+		return job.Failed, reason, nil
+	}
+	if phaseOf(e.State) != phaseEnded {
+		return job.Running, "", nil
+	}
+	switch e.State {
+	case "TIMEOUT", "PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY", "CANCELLED", "DEADLINE", "BOOT_FAIL":
+	default:
+		return job.Failed, reason, nil
+	}
+	cluster, _ := b.clusterName(ctx)
+	full := e.endedReason(cluster) + "\nthe job's own report: " + reason
+	return job.Failed, full, b.record(ctx, h, full)
 }
 
 // stored is the job's end as the store records it: a verdict (cancel's, or an earlier

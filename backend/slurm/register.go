@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -68,7 +69,11 @@ func (factory) Plan(h *job.Handle, acc accel.Spec, _ backend.Settings) error {
 	out, err := exec.Command("scontrol", "show", "config").Output()
 	if err != nil {
 		msg := err.Error()
-		if ee, ok := err.(*exec.ExitError); ok && len(ee.Stderr) > 0 {
+		var ee *exec.ExitError
+		switch {
+		case errors.Is(err, exec.ErrNotFound):
+			msg = "scontrol is not installed here"
+		case errors.As(err, &ee) && len(ee.Stderr) > 0:
 			msg = clip(string(ee.Stderr))
 		}
 		return fmt.Errorf("backend slurm: cannot reach Slurm from this machine (scontrol show config: %s): install the Slurm client (Debian: slurm-client), point SLURM_CONF at the cluster's slurm.conf, or choose another backend", msg)

@@ -81,6 +81,17 @@ func TestRefused(t *testing.T) {
 	}
 }
 
+// TestPlanWithoutSlurm: planning a job for the Slurm backend on a machine without Slurm's
+// commands fails at once, saying what to install or choose.
+func TestPlanWithoutSlurm(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	acc, _ := accel.Parse("cpu")
+	err := (factory{}).Plan(&job.Handle{}, acc, nil)
+	if err == nil || !strings.Contains(err.Error(), "slurm-client") || !strings.Contains(err.Error(), "SLURM_CONF") || strings.Contains(err.Error(), "$PATH") {
+		t.Fatalf("Plan without scontrol: %v; want an error naming slurm-client and SLURM_CONF", err)
+	}
+}
+
 // TestScript: the batch script runs the runner with its arguments quoted, outlasts a
 // SIGTERM to wait for it, removes the workspace, and exits with its status.
 func TestScript(t *testing.T) {

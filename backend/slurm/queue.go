@@ -234,6 +234,17 @@ func (e entry) slurmID() string {
 	return e.ID
 }
 
+// slurmEnds says, for each way Slurm ends a job by itself, what happened and what to do.
+var slurmEnds = map[string]string{
+	"NODE_FAIL":     "its node failed (NODE_FAIL); submit it again, and tell the cluster's administrators if it repeats",
+	"TIMEOUT":       "it ran past its Slurm time limit (TIMEOUT); ask for more time with timeout= or slurm_sbatch_args=--time=...",
+	"OUT_OF_MEMORY": "it ran out of memory (OUT_OF_MEMORY); ask for more with slurm_sbatch_args=--mem=...",
+	"CANCELLED":     "it was cancelled in Slurm (scancel, by a person or an administrator) (CANCELLED)",
+	"PREEMPTED":     "a job of higher priority preempted it (PREEMPTED); submit it again",
+	"BOOT_FAIL":     "its node failed to boot (BOOT_FAIL); submit it again",
+	"DEADLINE":      "it did not start before its deadline (DEADLINE)",
+}
+
 // endedReason says, for a person, how a job Slurm ended went when its runner wrote no
 // result: what Slurm says, and what to do about it.
 func (e entry) endedReason(cluster string) string {
@@ -241,47 +252,36 @@ func (e entry) endedReason(cluster string) string {
 	if cluster != "" {
 		where += " (cluster " + cluster + ")"
 	}
-	code := ""
-	if c, sig, ok := strings.Cut(e.ExitCode, ":"); ok {
-		switch {
-		case sig != "0":
-			code = " by signal " + sig
-		case c != "0":
-			code = " with exit code " + c
-		}
+	because := ""
+	if e.Reason != "" && e.Reason != "None" {
+		because = "; Slurm's reason: " + e.Reason
 	}
-	var why string
-	switch e.State {
-	case "NODE_FAIL":
-		why = "its node failed (NODE_FAIL); submit it again, and tell the cluster's administrators if it repeats"
-	case "TIMEOUT":
-		why = "it ran past its Slurm time limit (TIMEOUT); ask for more time with timeout= or slurm_sbatch_args=--time=..."
-	case "OUT_OF_MEMORY":
-		why = "it ran out of memory (OUT_OF_MEMORY); ask for more with slurm_sbatch_args=--mem=..."
-	case "CANCELLED":
-		why = "it was cancelled in Slurm (scancel, by a person or an administrator) (CANCELLED)"
-	case "PREEMPTED":
-		why = "a job of higher priority preempted it (PREEMPTED); submit it again"
-	case "BOOT_FAIL":
-		why = "its node failed to boot (BOOT_FAIL); submit it again"
-	case "DEADLINE":
-		why = "it did not start before its deadline (DEADLINE)"
-	case "COMPLETED":
-		why = "its batch script ended without the runner writing a result: the runner did not start (is slurm_kinetic a path the nodes can run?) or was killed"
-	default:
-		if n, err := strconv.Atoi(strings.TrimPrefix(code, " with exit code ")); err == nil && n > 128 && n < 160 {
-			code += fmt.Sprintf(" (signal %d)", n-128)
-		}
-		why := where + " ended " + e.State + code + " without the runner writing a result: the runner was killed, or could not start"
-		if e.Reason != "" && e.Reason != "None" {
-			why += "; Slurm's reason: " + e.Reason
-		}
-		return why
+	code := e.exitWords()
+	if why, ok := slurmEnds[e.State]; ok {
+		return where + " ended" + code + ": " + why + because
 	}
-	if e.Reason != "" && e.Reason != "None" && e.State != "COMPLETED" {
-		why += "; Slurm's reason: " + e.Reason
+	if e.State == "COMPLETED" {
+		return where + " ended" + code + ": its batch script ended without the runner writing a result: the runner did not start (is slurm_kinetic a path the nodes can run?) or was killed"
 	}
-	return where + " ended" + code + ": " + why
+	return where + " ended " + e.State + code + " without the runner writing a result: the runner was killed, or could not start" + because
+}
+
+// exitWords says how the batch script exited (" by signal 9", " with exit code 137
+// (signal 9)"), "" when it exited 0 or Slurm did not say.
+func (e entry) exitWords() string {
+	c, sig, ok := strings.Cut(e.ExitCode, ":")
+	switch {
+	case !ok:
+		return ""
+	case sig != "0":
+		return " by signal " + sig
+	case c == "0":
+		return ""
+	}
+	if n, err := strconv.Atoi(c); err == nil && n > 128 && n < 160 && slurmEnds[e.State] == "" {
+		return fmt.Sprintf(" with exit code %d (signal %d)", n, n-128)
+	}
+	return " with exit code " + c
 }
 
 func clip(s string) string {

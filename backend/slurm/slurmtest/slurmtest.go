@@ -80,6 +80,21 @@ func Start(ctx context.Context, dir string, o Options) (*Cluster, error) {
 	if err := Available(); err != nil {
 		return nil, err
 	}
+	o = o.withDefaults()
+	c := &Cluster{Dir: dir, Conf: filepath.Join(dir, "slurm.conf"), Name: o.Name, Node: "kn1", Partition: "debug", GPUs: 2, JobComp: filepath.Join(dir, "jobcomp.txt")}
+	for _, step := range []func() error{c.makeDirs, c.writeKey, func() error { return c.writeConf(o) }, c.writeGPUs} {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.run(ctx); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (o Options) withDefaults() Options {
 	if o.Name == "" {
 		o.Name = "kntest"
 	}
@@ -89,31 +104,40 @@ func Start(ctx context.Context, dir string, o Options) (*Cluster, error) {
 	if o.MinJobAge == 0 {
 		o.MinJobAge = 300
 	}
-	host, err := os.Hostname()
-	if err != nil {
-		return nil, err
-	}
-	host, _, _ = strings.Cut(host, ".")
-	c := &Cluster{Dir: dir, Conf: filepath.Join(dir, "slurm.conf"), Name: o.Name, Node: "kn1", Partition: "debug", GPUs: 2, JobComp: filepath.Join(dir, "jobcomp.txt")}
+	return o
+}
+
+func (c *Cluster) path(name string) string { return filepath.Join(c.Dir, name) }
+
+// makeDirs makes the state, spool and log directories.
+func (c *Cluster) makeDirs() error {
 	for _, d := range []string{"state", "spool", "log"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
-			return nil, err
+		if err := os.MkdirAll(c.path(d), 0o755); err != nil {
+			return err
 		}
 	}
-	// munged checks that the socket's directory can be searched by all.
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return nil, err
-	}
+	// munged checks that its socket's directory can be searched by all.
+	return os.Chmod(c.Dir, 0o755)
+}
+
+// writeKey writes the cluster's munge key.
+func (c *Cluster) writeKey() error {
 	key := make([]byte, 1024)
 	rand.Read(key)
-	keyFile := filepath.Join(dir, "munge.key")
-	if err := os.WriteFile(keyFile, key, 0o400); err != nil {
-		return nil, err
+	return os.WriteFile(c.path("munge.key"), key, 0o400)
+}
+
+// writeConf writes slurm.conf: the node is this machine, at 127.0.0.1, on ports that
+// are free now.
+func (c *Cluster) writeConf(o Options) error {
+	host, err := os.Hostname()
+	if err != nil {
+		return err
 	}
-	sock := filepath.Join(dir, "munge.sock")
+	host, _, _ = strings.Cut(host, ".")
 	ports, err := freePorts(2)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	conf := fmt.Sprintf(`# A one-node Slurm cluster for Kinetic's tests (backend/slurm/slurmtest).
 ClusterName=%[1]s
@@ -150,54 +174,51 @@ MaxJobCount=100000
 GresTypes=gpu
 NodeName=%[9]s NodeAddr=127.0.0.1 NodeHostname=%[2]s CPUs=%[10]d RealMemory=2000 Gres=gpu:%[12]d State=UNKNOWN
 PartitionName=%[11]s Nodes=%[9]s Default=YES MaxTime=INFINITE State=UP
-`, c.Name, host, ports[0], ports[1], sock, dir, c.JobComp, o.MinJobAge, c.Node, o.CPUs, c.Partition, c.GPUs)
-	if err := os.WriteFile(c.Conf, []byte(conf), 0o644); err != nil {
-		return nil, err
-	}
-	// The node's GPUs are device files of NVIDIA's numbers made in dir, with no driver
-	// behind them: Slurm allocates them (--gres) and says which in the job's
-	// environment, and nothing of them exists.
-	devs := filepath.Join(dir, "dev")
+`, c.Name, host, ports[0], ports[1], c.path("munge.sock"), c.Dir, c.JobComp, o.MinJobAge, c.Node, o.CPUs, c.Partition, c.GPUs)
+	return os.WriteFile(c.Conf, []byte(conf), 0o644)
+}
+
+// writeGPUs gives the node its GPUs: device files of NVIDIA's numbers made in the
+// cluster's directory, with no driver behind them (gres.conf). Slurm allocates them
+// (--gres) and says which in the job's environment; nothing of them exists.
+func (c *Cluster) writeGPUs() error {
+	devs := c.path("dev")
 	if err := os.MkdirAll(devs, 0o755); err != nil {
-		return nil, err
+		return err
 	}
 	for i := 0; i < c.GPUs; i++ {
 		if err := syscall.Mknod(filepath.Join(devs, fmt.Sprintf("nvidia%d", i)), syscall.S_IFCHR|0o600, 195<<8|i); err != nil {
-			return nil, fmt.Errorf("make the test node's GPU device files: %w", err)
+			return fmt.Errorf("make the test node's GPU device files: %w", err)
 		}
 	}
 	gres := fmt.Sprintf("AutoDetect=off\nNodeName=%s Name=gpu File=%s/nvidia[0-%d]\n", c.Node, devs, c.GPUs-1)
-	if err := os.WriteFile(filepath.Join(dir, "gres.conf"), []byte(gres), 0o644); err != nil {
-		return nil, err
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			c.Stop()
-		}
-	}()
-	if err := c.start("munged", "-F", "-f", "--socket="+sock, "--key-file="+keyFile, "--log-file="+filepath.Join(dir, "log", "munged.log"),
-		"--pid-file="+filepath.Join(dir, "munged.pid"), "--seed-file="+filepath.Join(dir, "munged.seed")); err != nil {
-		return nil, err
+	return os.WriteFile(c.path("gres.conf"), []byte(gres), 0o644)
+}
+
+// run starts munged, slurmctld and slurmd, and waits until the node is idle.
+func (c *Cluster) run(ctx context.Context) error {
+	sock := c.path("munge.sock")
+	if err := c.start("munged", "-F", "-f", "--socket="+sock, "--key-file="+c.path("munge.key"), "--log-file="+c.path("log/munged.log"),
+		"--pid-file="+c.path("munged.pid"), "--seed-file="+c.path("munged.seed")); err != nil {
+		return err
 	}
 	if err := waitFor(ctx, 10*time.Second, func() bool { _, err := os.Stat(sock); return err == nil }); err != nil {
-		return nil, fmt.Errorf("munged did not make its socket %s: %w (see %s)", sock, err, filepath.Join(dir, "log"))
+		return fmt.Errorf("munged did not make its socket %s: %w; the last lines of its logs:\n%s", sock, err, c.logTails(8))
 	}
 	if err := c.start("slurmctld", "-D", "-i"); err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.start("slurmd", "-D", "-N", c.Node); err != nil {
-		return nil, err
+		return err
 	}
-	err = waitFor(ctx, 60*time.Second, func() bool {
+	err := waitFor(ctx, 60*time.Second, func() bool {
 		out, err := c.Command("sinfo", "-h", "-n", c.Node, "-o", "%T").Output()
 		return err == nil && strings.TrimSpace(string(out)) == "idle"
 	})
 	if err != nil {
-		return nil, fmt.Errorf("the Slurm node %s did not become idle: %w; the last lines of its logs:\n%s", c.Node, err, c.logTails(8))
+		return fmt.Errorf("the Slurm node %s did not become idle: %w; the last lines of its logs:\n%s", c.Node, err, c.logTails(8))
 	}
-	ok = true
-	return c, nil
+	return nil
 }
 
 // logTails are the last n lines of each of c's logs.

@@ -519,30 +519,42 @@ func TestGPUs(t *testing.T) {
 	t.Logf("refused: %v", err)
 }
 
-// TestSlurmStops: a job Slurm stops with a SIGTERM of its own — its time limit
-// (TIMEOUT), or an scancel by someone else — is FAILED with Slurm's word for it, not
-// only the runner's report of a call killed by a signal (which it writes first: Slurm
-// signals every process of the job, the runner among them, and the runner writes how
-// the call ended before Slurm has ended the job).
+// TestSlurmStops: a job Slurm stops at its time limit, with a SIGTERM to every process
+// of the job, is FAILED naming TIMEOUT, not only with the runner's report of a call
+// killed by a signal (which it writes first: the runner, signalled with the rest, writes
+// how the call ended before Slurm has ended the job).
 func TestSlurmStops(t *testing.T) {
-	c := needSlurm(t)
 	b, st := newBackend(t, func(o *slurm.Options) { o.SbatchArgs = []string{"--time=0:01"} })
 	timed := submit(t, b, st, "sh", "-c", "echo started; sleep 300")
-	b2, st2 := newBackend(t, nil)
-	cancelled := submit(t, b2, st2, "sh", "-c", "echo started; sleep 300")
-	waitRunning(t, cancelled)
-	if out, err := c.Run("scancel", "--name="+cancelled.Handle.JobID); err != nil {
+	// slurmctld looks at time limits every half minute or so.
+	state, reason := waitWithin(t, timed, 150*time.Second)
+	t.Logf("reason: %s", reason)
+	if state != job.Failed || !strings.Contains(reason, "TIMEOUT") {
+		t.Errorf("%s (%q); want FAILED naming TIMEOUT", state, reason)
+	}
+}
+
+// TestScancelledByOthers: a job someone cancels in Slurm (scancel) is FAILED naming
+// CANCELLED, with the runner's own report after it; the verdict, recorded, is what
+// later looks say, unchanged.
+func TestScancelledByOthers(t *testing.T) {
+	c := needSlurm(t)
+	b, st := newBackend(t, nil)
+	ctx := context.Background()
+	j := submit(t, b, st, "sh", "-c", "echo started; sleep 300")
+	waitRunning(t, j)
+	time.Sleep(time.Second) // the runner's signal handling is set up
+	if out, err := c.Run("scancel", "--name="+j.Handle.JobID); err != nil {
 		t.Fatal(err, out)
 	}
-	for _, x := range []struct {
-		j    *engine.Job
-		want string
-	}{{cancelled, "CANCELLED"}, {timed, "TIMEOUT"}} {
-		// slurmctld looks at time limits every half minute or so.
-		state, reason := waitWithin(t, x.j, 150*time.Second)
-		t.Logf("%s: %s", x.want, reason)
-		if state != job.Failed || !strings.Contains(reason, x.want) {
-			t.Errorf("%s: %s (%q); want FAILED naming %s", x.want, state, reason, x.want)
+	state, reason := wait(t, j)
+	t.Logf("reason: %s", reason)
+	if state != job.Failed || !strings.Contains(reason, "CANCELLED") || !strings.Contains(reason, "own report") {
+		t.Fatalf("%s (%q); want FAILED naming CANCELLED, then the runner's report", state, reason)
+	}
+	for i := 0; i < 2; i++ {
+		if s, r, err := b.Status(ctx, j.Handle); err != nil || s != job.Failed || r != reason {
+			t.Fatalf("Status again: %s (%q), %v; want the same verdict", s, r, err)
 		}
 	}
 }

@@ -248,7 +248,7 @@ var slurmEnds = map[string]string{
 // endedReason says, for a person, how a job Slurm ended went when its runner wrote no
 // result: what Slurm says, and what to do about it.
 func (e entry) endedReason(cluster string) string {
-	where := "the Slurm job " + e.slurmID()
+	where := slurmVerdict + e.slurmID()
 	if cluster != "" {
 		where += " (cluster " + cluster + ")"
 	}

@@ -222,13 +222,17 @@ func slurmName(h *job.Handle) (name string, task int) {
 // Status implements backend.Backend: the store first, then Slurm.
 func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string, error) {
 	if s, reason, ok, err := b.stored(ctx, h); err != nil || ok {
-		if err == nil && s == job.Failed && stoppedBySignal(reason) {
+		if err == nil && s == job.Failed && stoppedBySignal(reason) && !strings.HasPrefix(reason, slurmVerdict) {
 			return b.whyStopped(ctx, h, reason)
 		}
 		return s, reason, err
 	}
 	return b.slurmStatus(ctx, h)
 }
+
+// slurmVerdict begins every verdict the backend records from what Slurm says
+// (entry.endedReason), which Status takes as it is.
+const slurmVerdict = "the Slurm job "
 
 // stoppedBySignal reports a runner's report of a job stopped by a signal: the call
 // killed by one, or the runner told to stop.

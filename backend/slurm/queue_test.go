@@ -140,3 +140,21 @@ func TestTasksDone(t *testing.T) {
 		t.Fatalf("tasksDone (-want +got):\n%s", d)
 	}
 }
+
+// TestStoppedBySignal: the runner's reports of a call stopped by a signal, which Status
+// looks up in Slurm, and reports of other failures, which it does not.
+func TestStoppedBySignal(t *testing.T) {
+	for reason, want := range map[string]bool{
+		`kinetic.CommandError: command "sh -c sleep 300" failed: killed by signal terminated (phase call)`: true,
+		`kinetic.CommandError: command "sh -c sleep 300" failed: exit code 143 (phase call)`:               true,
+		`kinetic.CommandError: command "x" failed: exit code 137 (phase call)`:                             true,
+		"kinetic.RunnerError: call: stopped: the worker received terminated: interrupted":                  true,
+		`kinetic.CommandError: command "x" failed: exit code 3 (phase call)`:                               false,
+		`kinetic.CommandError: command "x" failed: exit code 1430 (phase call)`:                            false,
+		"ValueError: bad input": false,
+	} {
+		if got := stoppedBySignal(reason); got != want {
+			t.Errorf("stoppedBySignal(%q) = %v, want %v", reason, got, want)
+		}
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -235,10 +236,13 @@ func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string,
 const slurmVerdict = "the Slurm job "
 
 // stoppedBySignal reports a runner's report of a job stopped by a signal: the call
-// killed by one, or the runner told to stop.
+// killed by one, a shell's exit code for one (128 + SIGTERM, SIGKILL or SIGINT), or the
+// runner told to stop.
 func stoppedBySignal(reason string) bool {
-	return strings.Contains(reason, "by signal") || strings.Contains(reason, "received terminated")
+	return strings.Contains(reason, "by signal") || strings.Contains(reason, "received terminated") || signalExit.MatchString(reason)
 }
+
+var signalExit = regexp.MustCompile(`exit code 1(43|37|30)\b`)
 
 // whyStopped is the end of a job whose runner reported it stopped by a signal (reason):
 // Slurm sends one to every process of a job it ends (its time limit, a preemption, an

@@ -140,7 +140,7 @@ func TestProfileErrors(t *testing.T) {
 		{[]string{"profile", "show", "nope"}, `profile "nope" does not exist`},
 		{[]string{"profile", "rm", "nope", "--yes"}, `profile "nope" does not exist`},
 		{[]string{"profile", "create", "dev"}, `profile "dev" already exists (use --force`},
-		{[]string{"profile", "create", "x", "--backend", "slurm"}, `--backend "slurm": must be one of gke, k8s, local, pathways`},
+		{[]string{"profile", "create", "x", "--backend", "nosuch"}, `--backend "nosuch": must be one of gke, k8s, local, pathways`},
 		{[]string{"profile", "create", "y", "--namespace", "Bad_NS"}, `--namespace "Bad_NS": a namespace must be`},
 		{[]string{"profile", "create", "bad/name"}, `invalid profile name "bad/name"`},
 		{[]string{"--profile", "ghost", "config", "show"}, `profile "ghost" does not exist (named by --profile); existing profiles: dev`},

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/kinetic-run/kinetic/errs"
+	"github.com/kinetic-run/kinetic/internal/textdist"
 )
 
 // UnknownError is returned by Parse for any name it cannot resolve.
@@ -93,7 +94,7 @@ func suggest(s string) []string {
 		if abs(len(s)-len(c.spelling)) > limit {
 			continue // the length gap alone exceeds the limit; skip the costly distance
 		}
-		if d := editDistance(s, c.spelling); d <= limit {
+		if d := textdist.EditDistance(s, c.spelling); d <= limit {
 			hits = append(hits, scored{c, d})
 		}
 	}
@@ -110,27 +111,6 @@ func suggest(s string) []string {
 		}
 	}
 	return out
-}
-
-// editDistance is the Levenshtein distance over bytes (names are ASCII).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 func abs(n int) int {

@@ -210,17 +210,6 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
-func TestEditDistance(t *testing.T) {
-	for _, tt := range []struct {
-		a, b string
-		want int
-	}{{"", "", 0}, {"l4", "", 2}, {"kitten", "sitting", 3}, {"v6e-8", "v6ex8", 1}} {
-		if got := editDistance(tt.a, tt.b); got != tt.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
-		}
-	}
-}
-
 func ExampleParse() {
 	s, _ := Parse("tpu-v5e-2x4:spot")
 	fmt.Println(s.Name, s.Chips, s.Hosts, s.MachineType, s.MultiHost())

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kinetic-run/kinetic/errs"
+	"github.com/kinetic-run/kinetic/internal/textdist"
 )
 
 // kwArg is NAME=VALUE on `kinetic run FILE.py::FUNC`: a keyword argument.
@@ -187,7 +188,7 @@ func suggestNames(typed string, names []string) string {
 	var close []string
 	for _, n := range names {
 		last := n[strings.LastIndexByte(n, '.')+1:]
-		if d := editDistance(strings.ToLower(typed), strings.ToLower(last)); d <= max(2, len(typed)/3) && d < len(typed) {
+		if d := textdist.EditDistance(strings.ToLower(typed), strings.ToLower(last)); d <= max(2, len(typed)/3) && d < len(typed) {
 			close = append(close, n)
 		}
 	}

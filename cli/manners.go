@@ -12,6 +12,7 @@ import (
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/errs"
+	"github.com/kinetic-run/kinetic/internal/textdist"
 	"github.com/kinetic-run/kinetic/job"
 )
 
@@ -210,7 +211,7 @@ func flagSuggestions(c *cobra.Command, name string) []string {
 			return
 		}
 		seen[f.Name] = true
-		d := editDistance(name, f.Name)
+		d := textdist.EditDistance(name, f.Name)
 		if d <= max(1, min(3, len(name)/3)) || (len(name) >= 3 && strings.HasPrefix(f.Name, name)) {
 			cs = append(cs, cand{f.Name, d})
 		}
@@ -224,27 +225,6 @@ func flagSuggestions(c *cobra.Command, name string) []string {
 		out = append(out, "--"+x.name)
 	}
 	return out
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // unknownFlagError rewrites pflag's "unknown flag: --jsn" with the closest flags.

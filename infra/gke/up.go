@@ -175,17 +175,9 @@ func PlanUp(ctx context.Context, c *Clients, cfg Config) (_ *Plan, err error) {
 	cl, err := c.Cluster.GetCluster(ctx, &containerpb.GetClusterRequest{Name: cfg.clusterName()})
 	switch {
 	case notFound(err):
-		offered, err := c.zoneMachineTypes(ctx, &cfg)
+		mt, err := c.systemMachineType(ctx, &cfg, p)
 		if err != nil {
 			return nil, err
-		}
-		mt, note, err := pickSystemMachineType(cfg.Zone, offered)
-		if err != nil {
-			return nil, err
-		}
-		p.SystemMachineType = mt
-		if note != "" {
-			p.Notes = append(p.Notes, note)
 		}
 		spec := clusterSpec(&cfg, mt)
 		network, nstep, err := c.planNetwork(ctx, &cfg)
@@ -215,17 +207,9 @@ func PlanUp(ctx context.Context, c *Clients, cfg Config) (_ *Plan, err error) {
 	case cl.GetStatus() == containerpb.Cluster_ERROR:
 		// An operation failed at Google (a quota, a stockout) and left the cluster in
 		// ERROR: never "ok"; it is deleted and created again.
-		offered, err := c.zoneMachineTypes(ctx, &cfg)
+		mt, err := c.systemMachineType(ctx, &cfg, p)
 		if err != nil {
 			return nil, err
-		}
-		mt, note, err := pickSystemMachineType(cfg.Zone, offered)
-		if err != nil {
-			return nil, err
-		}
-		p.SystemMachineType = mt
-		if note != "" {
-			p.Notes = append(p.Notes, note)
 		}
 		spec := clusterSpec(&cfg, mt)
 		spec.Network = cl.GetNetwork()
@@ -646,4 +630,22 @@ func firstLine(s string) string {
 		return "no message"
 	}
 	return s
+}
+
+// systemMachineType picks the machine type of a new cluster's system pool among those the
+// zone offers, and records it (and why, when it is not the first choice) in p.
+func (c *Clients) systemMachineType(ctx context.Context, cfg *Config, p *Plan) (string, error) {
+	offered, err := c.zoneMachineTypes(ctx, cfg)
+	if err != nil {
+		return "", err
+	}
+	mt, note, err := pickSystemMachineType(cfg.Zone, offered)
+	if err != nil {
+		return "", err
+	}
+	p.SystemMachineType = mt
+	if note != "" {
+		p.Notes = append(p.Notes, note)
+	}
+	return mt, nil
 }

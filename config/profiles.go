@@ -306,16 +306,8 @@ func (f *File) Use(name string) error {
 func Update(path string, fn func(*File) error) error {
 	dir := filepath.Dir(path)
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		f := &File{path: path}
-		before, err := f.Marshal()
-		if err != nil {
+		if changed, err := changes(&File{path: path}, fn); err != nil || !changed {
 			return err
-		}
-		if err := fn(f); err != nil {
-			return err
-		}
-		if after, err := f.Marshal(); err == nil && bytes.Equal(before, after) {
-			return nil
 		}
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -330,18 +322,24 @@ func Update(path string, fn func(*File) error) error {
 	if err != nil {
 		return err
 	}
-	before, err := f.Marshal()
-	if err != nil {
-		return err
-	}
-	if err := fn(f); err != nil {
-		return err
-	}
 	// Skip no-op writes, so e.g. "profile unset" on a fresh install creates no file.
-	if after, err := f.Marshal(); err == nil && bytes.Equal(before, after) {
-		return nil
+	if changed, err := changes(f, fn); err != nil || !changed {
+		return err
 	}
 	return f.Save(path)
+}
+
+// changes runs fn on f and says whether it changed what f would write.
+func changes(f *File, fn func(*File) error) (bool, error) {
+	before, err := f.Marshal()
+	if err != nil {
+		return false, err
+	}
+	if err := fn(f); err != nil {
+		return false, err
+	}
+	after, err := f.Marshal()
+	return err != nil || !bytes.Equal(before, after), nil
 }
 
 // Create adds a profile under a new name; replace allows overwriting an existing one.

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"os/exec"
 	"slices"
 	"strings"
 
@@ -18,12 +19,12 @@ import (
 
 func newBuildImageCmd(g *Globals) *cobra.Command {
 	var (
-		r          engine.BuildImageRequest
-		categories []string
-		dockerfile string
-		creds, yes bool
-		asJSON     bool
-		where      *gkeFlags
+		r                 engine.BuildImageRequest
+		categories        []string
+		dockerfile        string
+		creds, login, yes bool
+		asJSON            bool
+		where             *gkeFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "build-image [--repo REPO] [--category cpu|gpu|tpu]... [--tag TAG]",
@@ -37,11 +38,13 @@ Jobs use them with container_image="prebuilt" and base_image_repo=REPO
 (KINETIC_BASE_IMAGE_REPO); their requirements are installed when they start.
 
 REPO defaults to base_image_repo; on a terminal it is asked for when there is none. On a
-terminal the plan is shown and confirmed first (-y skips that). --update-credentials makes
-gcloud the Docker credential helper of an Artifact Registry or Container Registry host
-(as gcloud auth configure-docker does) before pushing.`,
+terminal the plan is shown and confirmed first (-y skips that). --update-credentials enters
+the registry's credentials again (docker or podman login on this terminal); Artifact
+Registry and Container Registry take your Application Default Credentials instead.
+--configure-docker makes gcloud the Docker credential helper of such a host (as gcloud
+auth configure-docker does) before pushing.`,
 		Example: "  kinetic build-image --repo us-docker.pkg.dev/my-project/kinetic --category gpu\n" +
-			"  kinetic build-image --repo us-docker.pkg.dev/my-project/kinetic --update-credentials -y\n" +
+			"  kinetic build-image --repo docker.io/me/kinetic --update-credentials\n" +
 			"  kinetic build-image --repo 127.0.0.1:5000/kinetic --category cpu --dockerfile ./Dockerfile --json",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -106,6 +109,11 @@ gcloud the Docker credential helper of an Artifact Registry or Container Registr
 			if creds {
 				fmt.Fprintf(stderr, "  and make gcloud the credential helper of %s\n", repo.RegistryStr())
 			}
+			if login {
+				if err := reenterCredentials(cmd, repo, tty); err != nil {
+					return err
+				}
+			}
 			if tty && !yes {
 				ok, err := newPrompter(cmd.InOrStdin(), stderr).confirm("build and push?")
 				if err != nil {
@@ -167,7 +175,8 @@ gcloud the Docker credential helper of an Artifact Registry or Container Registr
 	f.StringVar(&r.Base, "base", "", "image to start from (default: base_image_CATEGORY, else python:PYTHON-slim)")
 	f.StringVar(&r.Python, "python", "", "the Python minor version of the base, e.g. 3.12: jobs from clients on that Python use it (default: that of python3 on PATH)")
 	f.StringVar(&dockerfile, "dockerfile", "", "build the image to start from with this Dockerfile (podman or docker; its directory is the context)")
-	f.BoolVar(&creds, "update-credentials", false, "make gcloud the Docker credential helper of the repository's host (Artifact Registry, Container Registry)")
+	f.BoolVar(&creds, "configure-docker", false, "make gcloud the Docker credential helper of the repository's host (Artifact Registry, Container Registry), as gcloud auth configure-docker does")
+	f.BoolVar(&login, "update-credentials", false, "enter the registry's credentials again (docker or podman login), even if some are stored; no effect for Artifact Registry and Container Registry, which take your Application Default Credentials")
 	f.BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	f.BoolVar(&asJSON, "json", false, "print the results as a JSON list")
 	where = addGKEFlags(cmd) // as the reference's: the project whose registry is the default
@@ -205,12 +214,43 @@ func updateCredentials(cmd *cobra.Command, repo name.Repository) error {
 	host := repo.RegistryStr()
 	changed, err := image.UseGcloudCredentials(path, host)
 	if err != nil {
-		return fmt.Errorf("--update-credentials: %w", err)
+		return fmt.Errorf("--configure-docker: %w", err)
 	}
 	if changed {
 		fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: %s now gets its credentials from gcloud (credHelpers in %s)\n", host, path)
 	} else {
 		fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: %s already gets its credentials from gcloud (%s)\n", host, path)
+	}
+	return nil
+}
+
+// reenterCredentials is --update-credentials, the reference's meaning: enter the
+// registry's credentials again. Google's registries take Application Default Credentials
+// (image.Keychain), so there it changes nothing and says so; elsewhere it runs `docker
+// login HOST` (or podman's) on this terminal, whose stored credentials the keychain reads.
+func reenterCredentials(cmd *cobra.Command, repo name.Repository, tty bool) error {
+	host := repo.RegistryStr()
+	if image.GoogleRegistry(host) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: --update-credentials has no effect for %s: kinetic pushes there with your Application Default Credentials (gcloud auth application-default login)\n", host)
+		return nil
+	}
+	tool := ""
+	for _, t := range []string{"docker", "podman"} {
+		if _, err := exec.LookPath(t); err == nil {
+			tool = t
+			break
+		}
+	}
+	switch {
+	case !tty:
+		return fmt.Errorf("--update-credentials asks for %s's credentials on a terminal, and there is none: run `docker login %s` (or `podman login %s`) yourself, then build-image again", host, host, host)
+	case tool == "":
+		return fmt.Errorf("--update-credentials runs `docker login %s` or `podman login %s`, and neither is installed: install one, or write the credentials into ~/.docker/config.json", host, host)
+	}
+	login := exec.CommandContext(cmd.Context(), tool, "login", host)
+	login.Stdin, login.Stdout, login.Stderr = cmd.InOrStdin(), cmd.ErrOrStderr(), cmd.ErrOrStderr()
+	if err := login.Run(); err != nil {
+		return fmt.Errorf("--update-credentials: %s login %s did not succeed (%v): nothing was built", tool, host, err)
 	}
 	return nil
 }

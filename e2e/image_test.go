@@ -338,8 +338,13 @@ func TestBuildImageFlags(t *testing.T) {
 	if r := e.run("build-image", "--repo", reg.Host+"/bad", "--category", "fpga"); r.code == 0 || !strings.Contains(r.stderr, `--category "fpga"`) {
 		t.Errorf("a bad category: code %d\n%s", r.code, r.stderr)
 	}
-	if r := e.run("build-image", "--repo", reg.Host+"/creds", "--category", "cpu", "--base", base.String(), "--update-credentials"); r.code == 0 || !strings.Contains(r.stderr, "not Artifact Registry") {
-		t.Errorf("--update-credentials for a local registry: code %d\n%s", r.code, r.stderr)
+	if r := e.run("build-image", "--repo", reg.Host+"/creds", "--category", "cpu", "--base", base.String(), "--configure-docker"); r.code == 0 || !strings.Contains(r.stderr, "not Artifact Registry") {
+		t.Errorf("--configure-docker for a local registry: code %d\n%s", r.code, r.stderr)
+	}
+	// --update-credentials has the reference's meaning: enter the credentials again (a
+	// docker/podman login on a terminal); without one it says what to run, builds nothing.
+	if r := e.run("build-image", "--repo", reg.Host+"/creds", "--category", "cpu", "--base", base.String(), "--update-credentials", "-y"); r.code == 0 || !strings.Contains(r.stderr, "docker login "+reg.Host) || strings.Contains(r.stdout, "base-cpu") {
+		t.Errorf("--update-credentials without a terminal: code %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if r := e.run("build-image", "--repo", reg.Host+"/df", "--category", "cpu", "--dockerfile", filepath.Join(e.dir, "no-such-Dockerfile")); r.code == 0 || !strings.Contains(r.stderr, "no such file") {
 		t.Errorf("a missing Dockerfile: code %d\n%s", r.code, r.stderr)

@@ -20,7 +20,12 @@ type initOptions struct {
 	Context, Namespace         string
 	Registry, Store            string
 	Project, Zone, ClusterName string
-	Yes                        bool
+	// ProfileName is the profile written (--profile-name; the global --profile too):
+	// default the cluster's name on GKE, as the reference names it, else "default".
+	ProfileName string
+	// Join (GKE) writes the profile of an existing cluster without creating anything.
+	Join bool
+	Yes  bool
 }
 
 const initUsageFix = "run it on a terminal, or give -y and flags: `kinetic init -y --backend k8s --context C --registry HOST/PATH --store gs://BUCKET`, `kinetic init -y --backend gke --project P --zone Z`, or `kinetic init -y --backend local`"
@@ -50,6 +55,8 @@ func newInitCmd(g *Globals) *cobra.Command {
 	f.StringVar(&o.Project, "project", "", "gke: Google Cloud project (default: the one gcloud uses)")
 	f.StringVar(&o.Zone, "zone", "", "gke: zone of the cluster")
 	f.StringVar(&o.ClusterName, "cluster", "", "gke: cluster name (default: kinetic-cluster)")
+	f.BoolVar(&o.Join, "join", false, "gke: join the existing cluster --project/--zone/--cluster (write its profile; create nothing, no kubeconfig needed)")
+	f.StringVar(&o.ProfileName, "profile-name", "", "the profile to write and make active (default: the cluster's name on GKE, else default)")
 	f.BoolVarP(&o.Yes, "yes", "y", false, "do not ask: take the flags (and defaults) as the answers")
 	return cmd
 }
@@ -95,7 +102,11 @@ func runInit(cmd *cobra.Command, g *Globals, o initOptions) error {
 		if found.Project != "" {
 			gkeLabel += " in project " + found.Project
 		}
-		cs = append(cs, choice{gkeLabel, "gke", ""}, choice{"stay local: run jobs on this machine", "local", ""})
+		joinLabel := "join an existing GKE cluster"
+		if found.Project != "" {
+			joinLabel += " in project " + found.Project
+		}
+		cs = append(cs, choice{gkeLabel, "gke", ""}, choice{joinLabel, "gke-join", ""}, choice{"stay local: run jobs on this machine", "local", ""})
 		labels := make([]string, len(cs))
 		for i, c := range cs {
 			labels[i] = c.label
@@ -105,12 +116,28 @@ func runInit(cmd *cobra.Command, g *Globals, o initOptions) error {
 			return err
 		}
 		o.Backend = cs[i].backend
+		if o.Backend == "gke-join" {
+			o.Backend, o.Join = "gke", true
+		}
 		if o.Context == "" {
 			o.Context = cs[i].context
 		}
 	}
 
-	name := g.Profile
+	if o.Join && o.Backend != "gke" {
+		return errors.New("--join is for GKE: kinetic init --backend gke --join --project P --zone Z --cluster C")
+	}
+	name := o.ProfileName
+	if name == "" {
+		name = g.Profile
+	}
+	if name == "" && o.Backend == "gke" {
+		// As the reference names it: after the cluster (asked for below, on a terminal).
+		name = o.ClusterName
+		if name == "" {
+			name = "kinetic-cluster"
+		}
+	}
 	if name == "" {
 		name = "default"
 		if p != nil {
@@ -189,7 +216,13 @@ func runInit(cmd *cobra.Command, g *Globals, o initOptions) error {
 			}
 		}
 		if o.Project == "" {
-			return errors.New("creating a GKE cluster needs a project: give --project P (or set CLOUDSDK_CORE_PROJECT / `gcloud config set project P`)")
+			return errors.New("a GKE cluster needs a project: give --project P (or set CLOUDSDK_CORE_PROJECT / `gcloud config set project P`)")
+		}
+		if o.ProfileName == "" && g.Profile == "" {
+			name = o.ClusterName // the answer given on a terminal
+		}
+		if o.Join {
+			return joinGKE(cmd, name, o, p)
 		}
 		if found.Credentials == "" {
 			fmt.Fprintln(out, "note: no Google credentials found; `gcloud auth application-default login` makes them")
@@ -302,4 +335,55 @@ func shellQuote(s string) string {
 		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 	}
 	return s
+}
+
+// joinGKE is `kinetic init --backend gke --join`: the reference's "join" path. It writes the
+// profile of an existing cluster (backend gke, project, zone, cluster, namespace; the store
+// and registry then default to what `kinetic up` made for that cluster) and makes it
+// active. Nothing is created and no kubeconfig is needed: the engine reaches the cluster
+// through the GKE API. `kinetic status` then checks it.
+func joinGKE(cmd *cobra.Command, name string, o initOptions, p *prompter) error {
+	out := cmd.ErrOrStderr()
+	if err := config.ValidateProfileName(name); err != nil {
+		return err
+	}
+	if o.Zone == "" {
+		return errors.New("joining a GKE cluster needs its zone: give --zone Z")
+	}
+	ns := o.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	want := config.Profile{string(config.Backend): "gke", string(config.Project): o.Project, string(config.Zone): o.Zone,
+		string(config.Cluster): o.ClusterName, string(config.Namespace): ns}
+	path := config.ProfilesPath(nil)
+	fmt.Fprintf(out, "  + profile %s in %s: join GKE cluster %s (project %s, zone %s), made active\n", name, path, o.ClusterName, o.Project, o.Zone)
+	if p != nil {
+		ok, err := p.confirm("write it?")
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errors.New("nothing written")
+		}
+	}
+	err := config.Update(path, func(f *config.File) error {
+		merged := config.Profile{}
+		for k, v := range f.Profiles[name] {
+			merged[k] = v
+		}
+		for k, v := range want {
+			merged[k] = v
+		}
+		if err := f.Put(name, merged); err != nil {
+			return err
+		}
+		f.Current = name
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "wrote profile %s: jobs run on GKE cluster %s; `kinetic status` checks it (credentials: gcloud auth application-default login)\n", name, o.ClusterName)
+	return nil
 }

@@ -57,15 +57,16 @@ users:
 		"1) join Kubernetes context dev (https://10.0.0.1:6443)",
 		"2) join Kubernetes context production (https://prod.example.com)",
 		"3) create a GKE cluster in project my-proj",
-		"4) stay local: run jobs on this machine",
+		"4) join an existing GKE cluster in project my-proj",
+		"5) stay local: run jobs on this machine",
 	} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("the screen does not show %q:\n%s", want, screen)
 		}
 	}
 	term.Type("7")
-	term.WaitFor("(a number from 1 to 4)", 5*time.Second)
-	term.Type("4")
+	term.WaitFor("(a number from 1 to 5)", 5*time.Second)
+	term.Type("5")
 	term.WaitFor("Profile to write [default]:", 5*time.Second)
 	term.Type("laptop")
 	term.WaitFor("write it? [y/N]", 5*time.Second)
@@ -89,7 +90,7 @@ users:
 	// Answering no writes nothing.
 	term = tmuxtest.Start(t, e.dir, env, e.bin, "init")
 	term.WaitFor("choice [1]:", 20*time.Second)
-	term.Type("4")
+	term.Type("5")
 	term.WaitFor("Profile to write [default]:", 5*time.Second)
 	term.Type("")
 	term.WaitFor("write it? [y/N]", 5*time.Second)
@@ -125,5 +126,33 @@ func TestInitWithoutTerminal(t *testing.T) {
 	}
 	if r := e.run("config", "show"); r.code != 0 || !strings.Contains(r.stdout, "local") {
 		t.Errorf("config show after init: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestInitJoinsGKE: `init --backend gke --join` joins an existing GKE cluster by project,
+// zone and cluster, as the reference's init does: the profile is named after the cluster
+// (or --profile-name), made active, and nothing is created (no API is called).
+func TestInitJoinsGKE(t *testing.T) {
+	e := newEnv(t)
+	if r := e.run("init", "-y", "--backend", "gke", "--join", "--project", "p", "--zone", "us-central1-a", "--cluster", "team-a"); r.code != 0 || !strings.Contains(r.stderr, "wrote profile team-a") {
+		t.Fatalf("init --join: %d %s", r.code, r.stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(e.home, "profiles.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"current": "team-a"`, `"cluster": "team-a"`, `"project": "p"`, `"backend": "gke"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("profiles.json lacks %s:\n%s", want, b)
+		}
+	}
+	if r := e.run("config", "show"); !strings.Contains(r.stdout, "gs://p-kn-team-a-jobs") {
+		t.Errorf("config show after the join: the store is not the cluster's bucket:\n%s", r.stdout)
+	}
+	if r := e.run("init", "-y", "--backend", "gke", "--join", "--project", "p", "--zone", "z", "--cluster", "c", "--profile-name", "mine"); r.code != 0 || !strings.Contains(r.stderr, "wrote profile mine") {
+		t.Errorf("init --join --profile-name: %d %s", r.code, r.stderr)
+	}
+	if r := e.run("init", "-y", "--backend", "local", "--join"); r.code == 0 || !strings.Contains(r.stderr, "--join is for GKE") {
+		t.Errorf("init --join with local: %d %s", r.code, r.stderr)
 	}
 }

@@ -72,6 +72,11 @@ class ResultCollectedError(JobNotFoundError):
                    first.collected_by, first.collected_at, sorted(taken), partial_results)
 
 
+class ResultUnreadableError(KineticError, RuntimeError):
+    """A job's stored result could not be read back (a truncated or damaged file, or a class
+    this Python cannot import). It is a RuntimeError, as the reference raises there."""
+
+
 class RemoteError(KineticError, RuntimeError):
     """A job that ended without a value and without an exception that can be raised here.
 

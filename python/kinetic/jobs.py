@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 from . import _check
 from ._engine import engine, mark
 from ._seconds import limit, seconds
-from .exceptions import EngineDiedError, KineticError, RemoteError
+from .exceptions import EngineDiedError, KineticError, RemoteError, ResultUnreadableError
 from .job_status import JobStatus
 
 _STRING_FIELDS = ("job_id", "backend", "project", "cluster_name", "zone", "namespace", "bucket_name",
@@ -340,7 +340,7 @@ def _load(path, job_id="", data=None):
             return pickle.load(f)
     except Exception as e:  # a damaged or cut-short result.pkl, or a missing class
         size = len(data) if data is not None else (os.path.getsize(path) if os.path.exists(path) else 0)
-        raise KineticError(
+        raise ResultUnreadableError(
             "job %s: its result (%s, %d bytes) could not be unpickled: %s: %s "
             "(a truncated or damaged file, or a class this Python cannot import; "
             "run the job again, or unpickle it where the job's code is importable)"

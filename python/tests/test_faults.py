@@ -25,12 +25,15 @@ try:
     h.result()
 except KineticError as e:
     print("ERR", e)
+    # A RuntimeError too, as the reference raises for a result it cannot read.
+    print("RUNTIME", isinstance(e, RuntimeError) and isinstance(e, kinetic.ResultUnreadableError))
 else:
     print("NO ERROR")
 print("ID", h.job_id)
 ''' % store_dir)
     lines = dict(l.split(" ", 1) for l in p.stdout.strip().splitlines())
     assert "ERR" in lines, p.stdout + p.stderr
+    assert lines["RUNTIME"] == "True", lines
     assert lines["ID"] in lines["ERR"], lines
     assert "result.pkl" in lines["ERR"] and "truncated" in lines["ERR"], lines
 

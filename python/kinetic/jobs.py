@@ -180,7 +180,16 @@ class JobHandle:
         """The value of result's reply res (or its remote exception raised); with cleanup,
         the engine is told this process holds it (collected)."""
         mark("sdk.result", self.job_id)
-        value = _unpack(res, self.job_id)
+        try:
+            value = _unpack(res, self.job_id)
+        except Exception:
+            if cleanup and (res or {}).get("envelope") is not None:
+                # A job that ended without a value: as the reference, its backend
+                # resources (a cluster's Job and pods, a local workspace) go, and the
+                # store's evidence (status, logs, the exception) stays for
+                # status_reason(), logs() and `kinetic jobs status`.
+                _cleanup_resources(self)
+            raise
         if cleanup:
             # The value is in this process now: only then may the job be cleaned up.
             _fault_point("result:before-ack")
@@ -413,6 +422,21 @@ def _fault_point(name: str) -> None:
     process (SIGKILL, as a crash or the OOM killer would) when it reaches name."""
     if os.environ.get("KINETIC_TEST_KILL_AT") == name:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _cleanup_resources(h):
+    """Remove what the backend holds for h (not the store's objects), without waiting for
+    the reply: a failure only leaves them, said as a warning."""
+    def on_reply(msg):
+        if msg.get("error"):
+            sys.stderr.write("kinetic: warning: job %s failed, and its resources were not removed (%s); "
+                             "`kinetic jobs cleanup %s` removes them\n"
+                             % (h.job_id, msg["error"].get("message", msg["error"]), h.job_id))
+    try:
+        engine().send("cleanup", h._params(k8s=True, gcs=False), on_reply)
+    except (KineticError, OSError) as e:
+        sys.stderr.write("kinetic: warning: job %s failed, and its resources were not removed (%s); "
+                         "`kinetic jobs cleanup %s` removes them\n" % (h.job_id, e, h.job_id))
 
 
 def _unpack(res, job_id=""):

@@ -461,3 +461,33 @@ def test_the_call_names_the_clients_python():
     req = f._request("", None)
     assert req["python_version"] == "%d.%d" % sys.version_info[:2]
     assert req["python"] == sys.executable
+
+
+@kinetic.run(accelerator="cpu")
+def fails_loudly():
+    print("about to fail", flush=True)
+    raise ValueError("boom")
+
+
+def test_failed_result_with_cleanup_removes_resources_keeps_evidence(kinetic_home, store_dir):
+    # As the reference: result(cleanup=True) of a failed job removes what the backend holds
+    # (here the local workspace; on a cluster the Job and its pods) and keeps the store's
+    # evidence: the status and its reason, the logs, the exception.
+    h = fails_loudly.run_async()
+    with pytest.raises(ValueError, match="boom"):
+        h.result(timeout=60)
+    ws = os.path.join(str(kinetic_home), "local", "jobs", h.job_id)
+    deadline = time.time() + 20
+    while os.path.exists(ws) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not os.path.exists(ws), "the failed job's workspace is still there: %s" % ws
+    assert h.status() == JobStatus.FAILED
+    assert "boom" in h.status_reason()
+    assert "about to fail" in h.logs()
+    assert os.path.isdir(os.path.join(store_dir, "jobs", h.job_id))
+    # cleanup=False keeps it all.
+    h2 = fails_loudly.run_async()
+    with pytest.raises(ValueError):
+        h2.result(timeout=60, cleanup=False)
+    time.sleep(1)
+    assert os.path.exists(os.path.join(str(kinetic_home), "local", "jobs", h2.job_id))

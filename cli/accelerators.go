@@ -10,6 +10,7 @@ import (
 	"github.com/kinetic-run/kinetic/accel"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/infra"
+	"github.com/kinetic-run/kinetic/infra/gke"
 )
 
 func newAcceleratorsCmd(g *Globals) *cobra.Command {
@@ -32,7 +33,11 @@ optional count (l4, a100x4, nvidia-tesla-t4x2), TPU names by chips or topology
 				if len(args) > 0 {
 					return fmt.Errorf("--live lists what the cluster offers; give no NAME with it")
 				}
-				return liveAccelerators(cmd, g, keyFlagArgs(where.vals), asJSON)
+				args := keyFlagArgs(where.vals)
+				if res, err := config.Resolve(config.Options{Args: args, Profile: g.Profile}); err == nil && res.Get(config.Backend) == "gke" {
+					return livePools(cmd, g, where, asJSON)
+				}
+				return liveAccelerators(cmd, g, args, asJSON)
 			}
 			if len(args) == 0 {
 				if asJSON {
@@ -51,7 +56,7 @@ optional count (l4, a100x4, nvidia-tesla-t4x2), TPU names by chips or topology
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (an array, or one object with NAME)")
-	cmd.Flags().BoolVar(&live, "live", false, "only the accelerators the current cluster has nodes for, with how many nodes and free devices")
+	cmd.Flags().BoolVar(&live, "live", false, "only the accelerators the cluster offers: on GKE its node pools (those scaled to zero too), elsewhere the nodes the kubeconfig's cluster has, with free devices")
 	// As the reference's: which cluster --live reads (the catalog itself is the same
 	// everywhere).
 	where = addGKEFlags(cmd)
@@ -131,6 +136,52 @@ func liveAccelerators(cmd *cobra.Command, g *Globals, args map[config.Key]string
 			free = "?"
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", r.Name, r.Nodes, r.Ready, free)
+	}
+	return tw.Flush()
+}
+
+// livePool is one accelerator node pool of a GKE cluster, as --live shows it.
+type livePool struct {
+	Name     string `json:"name"`
+	Pool     string `json:"pool"`
+	MinNodes int32  `json:"min_nodes"`
+	MaxNodes int32  `json:"max_nodes"`
+	Spot     bool   `json:"spot"`
+	Status   string `json:"status"`
+}
+
+// livePools is --live on GKE, as the reference's: the accelerators of the cluster's node
+// pools read from the GKE API (the cluster of --project/--zone/--cluster or the
+// profile; no kubeconfig), a pool scaled to zero included, since a job's pod makes it
+// grow.
+func livePools(cmd *cobra.Command, g *Globals, where *gkeFlags, asJSON bool) error {
+	c, cfg, _, err := gkeSetup(cmd.Context(), g, where, nil)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	pools, err := gke.ListPools(cmd.Context(), c, cfg)
+	if err != nil {
+		return err
+	}
+	rows := []livePool{}
+	for _, p := range pools {
+		if p.Accelerator == "" {
+			continue // the system pool: CPU jobs
+		}
+		rows = append(rows, livePool{Name: p.Accelerator, Pool: p.Name, MinNodes: p.MinNodes, MaxNodes: p.MaxNodes, Spot: p.Spot, Status: p.Status})
+	}
+	if asJSON {
+		return writeJSON(cmd.OutOrStdout(), rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintf(cmd.OutOrStdout(), "cluster %s has no accelerator pools: CPU jobs only (`kinetic pool add --accelerator A` adds one)\n", cfg.Cluster)
+		return nil
+	}
+	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tPOOL\tNODES\tSPOT\tSTATUS")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%d-%d\t%v\t%s\n", r.Name, r.Pool, r.MinNodes, r.MaxNodes, r.Spot, r.Status)
 	}
 	return tw.Flush()
 }

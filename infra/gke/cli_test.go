@@ -444,3 +444,42 @@ func TestCLIUpForceDestroyPersisted(t *testing.T) {
 		t.Errorf("down after up --no-force-destroy: %v\n%s", err, out)
 	}
 }
+
+// TestCLIAcceleratorsLive: on GKE, `accelerators --live` reads the cluster's node pools
+// from the GKE API (no kubeconfig), as the reference's does, a pool scaled to zero
+// included: a job's pod makes it grow.
+func TestCLIAcceleratorsLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the kinetic binary")
+	}
+	f := gketest.Start(t, gketest.Options{})
+	_, cmdFor := cliEnv(t, f)
+	run := func(args ...string) (string, string, error) {
+		cmd := cmdFor(args...)
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err := cmd.Run()
+		return o.String(), e.String(), err
+	}
+	if _, e, err := run("up", "-y"); err != nil {
+		t.Fatalf("up: %v\n%s", err, e)
+	}
+	if o, _, err := run("accelerators", "--live"); err != nil || !strings.Contains(o, "no accelerator pools") {
+		t.Errorf("--live with the system pool only: %v\n%s", err, o)
+	}
+	if _, e, err := run("pool", "add", "--accelerator", "gpu-l4", "-y"); err != nil {
+		t.Fatalf("pool add: %v\n%s", err, e)
+	}
+	o, e, err := run("accelerators", "--live", "--json")
+	if err != nil {
+		t.Fatalf("--live --json: %v\n%s", err, e)
+	}
+	var rows []struct {
+		Name     string `json:"name"`
+		MinNodes int    `json:"min_nodes"`
+		MaxNodes int    `json:"max_nodes"`
+	}
+	if err := json.Unmarshal([]byte(o), &rows); err != nil || len(rows) != 1 || rows[0].MinNodes != 0 || rows[0].MaxNodes < 1 || !strings.Contains(rows[0].Name, "l4") {
+		t.Errorf("--live --json after pool add (a pool of 0 nodes): %v %+v\n%s", err, rows, o)
+	}
+}

@@ -127,14 +127,52 @@ def _load_entry(path, func_name):
         raise ImportError("cannot load %s as a Python module" % path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
-    spec.loader.exec_module(mod)
+    try:
+        spec.loader.exec_module(mod)
+    except ModuleNotFoundError as e:
+        if e.name != "kinetic":
+            raise
+        # A script written for the SDK (`import kinetic`, `@kinetic.run(...)`) run as
+        # FILE::FUNC where the SDK is not installed (a job's image): the job is the
+        # function itself, so the decorator and Data need no SDK here.
+        sys.modules["kinetic"] = _sdk_stand_in()
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
     try:
         obj = mod
         for part in func_name.split("."):  # Class.method, as FILE.py::Class.method
             obj = getattr(obj, part)
-        return obj
     except AttributeError:
         raise AttributeError("%s has no function %r" % (path, func_name)) from None
+    # A function decorated with the real SDK's @kinetic.run: the job runs the function,
+    # not a new submission of it.
+    if type(obj).__module__.startswith("kinetic.") and callable(getattr(obj, "__wrapped__", None)):
+        obj = obj.__wrapped__
+    return obj
+
+
+def _sdk_stand_in():
+    """A module named kinetic for FILE::FUNC jobs whose file imports the SDK where it is
+    not installed: run(...) leaves the function as it is, Data(path) is the path; any
+    other name says why it is missing."""
+    import types
+    m = types.ModuleType("kinetic")
+
+    def run(*args, **kwargs):
+        if len(args) == 1 and callable(args[0]) and not kwargs:
+            return args[0]  # @kinetic.run without arguments
+        return lambda f: f
+
+    def data(path, *args, **kwargs):
+        return path
+
+    def missing(attr):
+        raise AttributeError("kinetic.%s is not available inside a FILE::FUNC job: the SDK is not installed "
+                             "in the job's environment (add kinetic to its image or requirements to call it)" % attr)
+
+    m.run, m.Data, m.__getattr__ = run, data, missing
+    return m
 
 
 def _debug_config():

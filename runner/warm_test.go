@@ -843,3 +843,18 @@ def forky():
 		}
 	}
 }
+
+// TestEntryOfAnSDKScript: a FILE::FUNC job whose file was written for the SDK (`import
+// kinetic`, `@kinetic.run(...)`, kinetic.Data) runs where the SDK is not installed (a
+// job's image): the function itself is called (kerastest found `No module named
+// 'kinetic'` in the pod before this).
+func TestEntryOfAnSDKScript(t *testing.T) {
+	h := newHarness(t)
+	src := "import kinetic\n\n@kinetic.run(accelerator='cpu')\ndef f(x):\n    return [x * 2, kinetic.Data('/d')]\n\n@kinetic.run\ndef g():\n    return 'bare'\n"
+	if got := h.value(h.entry(src, "f", nil, "21")); got != "[42, '/d']" {
+		t.Errorf("f(21) = %s, want [42, '/d']", got)
+	}
+	if got := h.value(h.entry(src, "g", nil)); got != "'bare'" {
+		t.Errorf("g() = %s, want 'bare'", got)
+	}
+}

@@ -10,9 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"time"
 
-	"github.com/kinetic-run/kinetic/internal/filelock"
 	"github.com/kinetic-run/kinetic/testkit/toolcache"
 )
 
@@ -125,45 +123,29 @@ func MakePython312Layer(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	layer := filepath.Join(dir, "layer.tar.gz")
-	unlock, err := filelock.Lock(filepath.Join(dir, "lock"))
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	if _, err := os.Stat(layer); err == nil {
-		return layer, nil
-	}
-	start := time.Now()
-	links, err := os.MkdirTemp(dir, "links-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(links)
-	if err := os.MkdirAll(filepath.Join(links, "usr/local/bin"), 0o755); err != nil {
-		return "", err
-	}
-	for _, n := range []string{"python3", "python3.12"} {
-		if err := os.Symlink(filepath.Join(prefix, "bin", "python3.12"), filepath.Join(links, "usr/local/bin", n)); err != nil {
+	return cachedLayer(dir, func(tmp string) (string, error) {
+		links, err := os.MkdirTemp(dir, "links-")
+		if err != nil {
 			return "", err
 		}
-	}
-	rel := strings.TrimPrefix(prefix, "/")
-	args := []string{"--numeric-owner", "--owner=0", "--group=0", "--sort=name"}
-	for _, x := range py312Excludes {
-		args = append(args, "--exclude="+rel+"/"+x)
-	}
-	tmp := layer + ".tmp"
-	args = append(args, "-czf", tmp, "-C", "/", rel, "-C", links, "usr")
-	if out, err := exec.CommandContext(ctx, "tar", args...).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("tar the Python %s tree %s: %v\n%s", version, prefix, err, tail(out, 4000))
-	}
-	if err := os.Rename(tmp, layer); err != nil {
-		return "", err
-	}
-	os.WriteFile(filepath.Join(dir, "made.txt"), []byte(fmt.Sprintf("Python %s from %s, made in %s\n", version, prefix, time.Since(start).Round(time.Second))), 0o644)
-	return layer, nil
+		defer os.RemoveAll(links)
+		if err := os.MkdirAll(filepath.Join(links, "usr/local/bin"), 0o755); err != nil {
+			return "", err
+		}
+		for _, n := range []string{"python3", "python3.12"} {
+			if err := os.Symlink(filepath.Join(prefix, "bin", "python3.12"), filepath.Join(links, "usr/local/bin", n)); err != nil {
+				return "", err
+			}
+		}
+		rel := strings.TrimPrefix(prefix, "/")
+		args := []string{"--numeric-owner", "--owner=0", "--group=0", "--sort=name"}
+		for _, x := range py312Excludes {
+			args = append(args, "--exclude="+rel+"/"+x)
+		}
+		args = append(args, "-czf", tmp, "-C", "/", rel, "-C", links, "usr")
+		if out, err := exec.CommandContext(ctx, "tar", args...).CombinedOutput(); err != nil {
+			return "", fmt.Errorf("tar the Python %s tree %s: %v\n%s", version, prefix, err, tail(out, 4000))
+		}
+		return fmt.Sprintf("from Python %s at %s", version, prefix), nil
+	})
 }

@@ -173,6 +173,15 @@ func MakePythonBaseLayer() (string, error) {
 // makeRootfsLayer makes dir/layer.tar.gz, once, under a lock on dir/lock: a gzipped tar
 // of debootstrap --variant=minbase --include=packages Suite.
 func makeRootfsLayer(dir, packages string) (string, error) {
+	return cachedLayer(dir, func(tmp string) (string, error) {
+		return "from " + Mirror(), debootstrapLayer(dir, packages, tmp)
+	})
+}
+
+// cachedLayer returns dir/layer.tar.gz, made once by build (which writes the gzipped tar
+// to tmp) under a lock on dir/lock, so parallel test packages make it once; made.txt
+// says how long it took and what build said of it.
+func cachedLayer(dir string, build func(tmp string) (string, error)) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
@@ -185,38 +194,48 @@ func makeRootfsLayer(dir, packages string) (string, error) {
 	if _, err := os.Stat(layer); err == nil {
 		return layer, nil
 	}
-	root, err := os.MkdirTemp(dir, "rootfs-")
+	start := time.Now()
+	tmp := layer + ".tmp"
+	note, err := build(tmp)
 	if err != nil {
 		return "", err
+	}
+	if err := os.Rename(tmp, layer); err != nil {
+		return "", err
+	}
+	os.WriteFile(filepath.Join(dir, "made.txt"), []byte(fmt.Sprintf("made in %s %s\n", time.Since(start).Round(time.Second), note)), 0o644)
+	return layer, nil
+}
+
+// debootstrapLayer writes to tmp a gzipped tar of debootstrap --variant=minbase
+// --include=packages Suite, made in a directory under dir.
+func debootstrapLayer(dir, packages, tmp string) error {
+	root, err := os.MkdirTemp(dir, "rootfs-")
+	if err != nil {
+		return err
 	}
 	defer func() {
 		unmountUnder(root) // debootstrap mounts /proc and /sys in the target while it works
 		os.RemoveAll(root)
 	}()
-	start := time.Now()
 	cmd := exec.Command("debootstrap", "--variant=minbase", "--include="+packages, Suite, root, Mirror())
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("debootstrap %s from %s: %v\n%s", Suite, Mirror(), err, tail(out, 4000))
+		return fmt.Errorf("debootstrap %s from %s: %v\n%s", Suite, Mirror(), err, tail(out, 4000))
 	}
 	// Smaller and reproducible enough: no docs, apt caches or device nodes.
 	for _, p := range []string{"usr/share/doc", "usr/share/man", "usr/share/info", "usr/share/locale", "var/cache/apt", "var/lib/apt/lists", "dev", "var/log"} {
 		if err := os.RemoveAll(filepath.Join(root, p)); err != nil {
-			return "", err
+			return err
 		}
 	}
 	for _, p := range []string{"dev", "var/log", "var/lib/apt/lists", "var/cache/apt"} {
 		os.MkdirAll(filepath.Join(root, p), 0o755)
 	}
-	tmp := layer + ".tmp"
 	tarCmd := exec.Command("tar", "--numeric-owner", "--sort=name", "-C", root, "-czf", tmp, ".")
 	if out, err := tarCmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("tar the rootfs: %v\n%s", err, out)
+		return fmt.Errorf("tar the rootfs: %v\n%s", err, out)
 	}
-	if err := os.Rename(tmp, layer); err != nil {
-		return "", err
-	}
-	os.WriteFile(filepath.Join(dir, "made.txt"), []byte(fmt.Sprintf("made in %s from %s\n", time.Since(start).Round(time.Second), Mirror())), 0o644)
-	return layer, nil
+	return nil
 }
 
 // PythonBase returns the Python base as an image (linux/GOARCH, one layer, Env).

@@ -69,6 +69,12 @@ type Traits struct {
 	// unless the job asks for container isolation: the engine then builds no image, and
 	// uses a local Data(..., fuse=True) directory in place instead of uploading it.
 	OnThisMachine bool
+	// SharedFileSystem: jobs run on other machines (a Slurm cluster's nodes) that share
+	// this machine's file systems, so the engine plans them as OnThisMachine's (a local
+	// Python environment, no image built unless the job asks for a container, Data used
+	// in place), but their hardware is theirs: a GPU job gets a GPU there, and the engine
+	// does not say it runs on this machine's CPU.
+	SharedFileSystem bool
 	// ObjectsNamedAfterJob: the backend names what it makes for a job in a cluster (a
 	// Kubernetes Job, its pods) after the job's ID, which the engine records in the
 	// handle's k8s_name.
@@ -114,5 +120,9 @@ func TraitsOf(name string) Traits {
 }
 
 // RunsOnThisMachine reports whether the backend registered as name runs jobs on this
-// machine (Traits.OnThisMachine).
-func RunsOnThisMachine(name string) bool { return TraitsOf(name).OnThisMachine }
+// machine or on machines that share its file systems (Traits.OnThisMachine or
+// SharedFileSystem): such jobs are planned alike.
+func RunsOnThisMachine(name string) bool {
+	t := TraitsOf(name)
+	return t.OnThisMachine || t.SharedFileSystem
+}

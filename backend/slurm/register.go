@@ -52,10 +52,11 @@ func (factory) New(env backend.Env) (backend.Backend, error) {
 // Traits implements backend.Factory. A Slurm cluster's nodes share the submitting
 // machine's file systems (home directories, a virtualenv, the kinetic binary), so its
 // jobs are planned as the local backend's are: in the submitter's Python environment,
-// no image built, Data(fuse=True) used where it lies (docs/slurm.md, "Shared file
-// systems"). The Slurm jobs are named after the jobs.
+// no image built unless the job asks for a container, Data(fuse=True) used where it
+// lies (docs/slurm.md, "Shared file systems"); but they run on the nodes' hardware, not
+// this machine's. The Slurm jobs are named after the jobs.
 func (factory) Traits() backend.Traits {
-	return backend.Traits{OnThisMachine: true, ObjectsNamedAfterJob: true}
+	return backend.Traits{SharedFileSystem: true, ObjectsNamedAfterJob: true}
 }
 
 // Plan implements backend.Factory: it refuses what one Slurm batch job cannot be (a TPU,

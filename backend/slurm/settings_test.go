@@ -87,3 +87,15 @@ func TestFactoryNew(t *testing.T) {
 		t.Errorf("a mem:// store: %v; want a refusal naming it", err)
 	}
 }
+
+// TestTraits: Slurm's jobs see this machine's file systems (planned as local ones) but
+// do not run on this machine (no "this machine's CPU" for a GPU job).
+func TestTraits(t *testing.T) {
+	tr := backend.TraitsOf(Name)
+	if tr.OnThisMachine || !tr.SharedFileSystem || !tr.ObjectsNamedAfterJob {
+		t.Errorf("traits %+v: want SharedFileSystem and ObjectsNamedAfterJob, not OnThisMachine", tr)
+	}
+	if !backend.RunsOnThisMachine(Name) {
+		t.Error("RunsOnThisMachine(slurm) is false: its jobs would be built into images")
+	}
+}

@@ -53,7 +53,7 @@ func placement(ctx context.Context, env Env, req *Request, p *Job) error {
 	}
 	p.Spec.Python = req.Python
 	p.InContainer = !p.onHere || container != ""
-	if p.onHere && p.acc.Kind != accel.CPU {
+	if p.onHere && p.acc.Kind != accel.CPU && backend.TraitsOf(where.Backend).OnThisMachine {
 		env.NoticeOnce(fmt.Sprintf("kinetic: the %s backend runs %s jobs on this machine's CPU: no %s is attached here (a cluster backend runs them on one: see kinetic up)\n",
 			where.Backend, p.acc.Name, strings.ToUpper(string(p.acc.Kind))))
 	}

@@ -1,14 +1,17 @@
 package plan
 
 import (
+	"errors"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/kinetic-run/kinetic/accel"
+	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/backend/kubernetes"
 	"github.com/kinetic-run/kinetic/backend/local"
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/job"
 )
 
 // TestPlacementBackend: the registered factories settle which backend runs an accelerator.
@@ -45,6 +48,45 @@ func TestPlacementBackend(t *testing.T) {
 			}
 			if err != nil || h.Backend != c.want {
 				t.Errorf("got %+v %v, want backend %q", h, err, c.want)
+			}
+		})
+	}
+}
+
+// sharedFS is a backend whose jobs run on machines sharing this one's file systems (as
+// Slurm's do): registered for TestSharedFileSystemPlacement.
+type sharedFS struct{}
+
+func (sharedFS) Key(backend.Env) string                               { return "" }
+func (sharedFS) New(backend.Env) (backend.Backend, error)             { return nil, errors.New("not in this test") }
+func (sharedFS) Plan(*job.Handle, accel.Spec, backend.Settings) error { return nil }
+func (sharedFS) Traits() backend.Traits                               { return backend.Traits{SharedFileSystem: true} }
+
+func init() { backend.Register("sharedfs-test", sharedFS{}) }
+
+// TestSharedFileSystemPlacement: a backend whose nodes share this machine's file systems
+// (Traits.SharedFileSystem: Slurm) is planned as a local one (no container, the caller's
+// interpreter), but a GPU job there is not told it runs on this machine's CPU, as it is
+// on the local backend.
+func TestSharedFileSystemPlacement(t *testing.T) {
+	for _, c := range []struct {
+		backend string
+		notice  bool
+	}{{"sharedfs-test", false}, {local.Name, true}} {
+		t.Run(c.backend, func(t *testing.T) {
+			req := pickleRequest()
+			req.Accelerator = "l4"
+			env := newEnv(t, map[config.Key]string{config.Backend: c.backend})
+			p, err := upTo(t, env, req, "placement")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !p.onHere || p.InContainer {
+				t.Errorf("onHere %v, InContainer %v: want a job planned as a local one", p.onHere, p.InContainer)
+			}
+			said := strings.Contains(strings.Join(env.notices, ""), "this machine's CPU")
+			if said != c.notice {
+				t.Errorf("notices %q: said \"this machine's CPU\" %v, want %v", env.notices, said, c.notice)
 			}
 		})
 	}

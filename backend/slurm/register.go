@@ -21,6 +21,10 @@ func init() { backend.Register(Name, factory{}) }
 // cluster's nodes share).
 func DefaultOutputDir() string { return filepath.Join(config.DataDir(), Name) }
 
+// DefaultEnvDir is where the environments of jobs with requirements are built unless
+// slurm_env_dir says otherwise: slurm/envs under Kinetic's data directory.
+func DefaultEnvDir() string { return filepath.Join(config.DataDir(), Name, "envs") }
+
 // factory makes the Slurm backend of a store.
 type factory struct{}
 
@@ -30,13 +34,16 @@ func (factory) Key(backend.Env) string { return "" }
 
 // New implements backend.Factory.
 func (factory) New(env backend.Env) (backend.Backend, error) {
-	o := Options{Kinetic: env.Exe, OutputDir: DefaultOutputDir()}
+	o := Options{Kinetic: env.Exe, OutputDir: DefaultOutputDir(), EnvDir: DefaultEnvDir()}
 	if s := env.Settings; s != nil {
 		if v := s.Get(string(KeyKinetic)); v != "" {
 			o.Kinetic = v
 		}
 		if v := s.Get(string(KeyOutputDir)); v != "" {
 			o.OutputDir = v
+		}
+		if v := s.Get(string(KeyEnvDir)); v != "" {
+			o.EnvDir = v
 		}
 		o.Partition = s.Get(string(KeyPartition))
 		o.GPUPartition = s.Get(string(KeyGPUPartition))

@@ -81,6 +81,9 @@ func (b *Backend) sbatchArgs(h *job.Handle, name, array, output string) ([]strin
 // the script would make the runner leave at once, writing nothing.)
 func (b *Backend) script(h *job.Handle, runnerArgs ...string) string {
 	argv := append([]string{b.o.Kinetic, "runner", "--store", h.Store}, runnerArgs...)
+	if b.o.EnvDir != "" {
+		argv = append(argv, "--env-dir", b.o.EnvDir)
+	}
 	for i, a := range argv {
 		argv[i] = shellQuote(a)
 	}

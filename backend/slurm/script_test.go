@@ -120,6 +120,12 @@ func TestScript(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "kinetic-slurm-77")); !os.IsNotExist(err) {
 		t.Fatalf("the workspace is left: %v", err)
 	}
+	// With an environment directory, the runner builds a job's requirements there.
+	b.o.EnvDir = "/shared/envs"
+	if s := b.script(h, "--job", h.JobID); !strings.Contains(s, "'--env-dir' '/shared/envs' --workspace") {
+		t.Errorf("the script with EnvDir:\n%s\nwant the runner given --env-dir /shared/envs", s)
+	}
+	b.o.EnvDir = ""
 	// A SIGTERM to the script alone (Slurm signals the runner itself) does not end it
 	// before the runner: it waits, removes the workspace and exits with the runner's
 	// status.

@@ -25,6 +25,8 @@ var (
 		Doc: "Slurm backend: more sbatch arguments, separated by spaces (e.g. \"--qos=high --mem=16G\")"})
 	KeyKinetic = config.Declare(config.Setting{Key: "slurm_kinetic", Owner: owner, Check: checkAbs,
 		Doc: "Slurm backend: the path of the kinetic binary on the nodes (default: this kinetic's own path, on a file system the nodes share)"})
+	KeyEnvDir = config.Declare(config.Setting{Key: "slurm_env_dir", Owner: owner, Check: checkAbs,
+		Doc: "Slurm backend: the directory, shared with the nodes, where the Python environments of jobs with requirements are built, once per environment key (default: slurm/envs under Kinetic's data directory)"})
 	KeyOutputDir = config.Declare(config.Setting{Key: "slurm_output_dir", Owner: owner, Check: checkAbs,
 		Doc: "Slurm backend: the directory, shared with the nodes, where Slurm writes each job's output file (default: slurm under Kinetic's data directory)"})
 )

@@ -24,8 +24,8 @@ func TestSettings(t *testing.T) {
 			t.Errorf("%s = %q by default; want unset", e.Key, e.Value)
 		}
 	}
-	if n := len(configtest.Owned(r, owner)); n != 6 {
-		t.Errorf("%d settings owned by %s; want 6", n, owner)
+	if n := len(configtest.Owned(r, owner)); n != 7 {
+		t.Errorf("%d settings owned by %s; want 7", n, owner)
 	}
 	configtest.Layers(t, KeyPartition, "a", "b", "c")
 	configtest.Layers(t, KeySbatchArgs, "--qos=a", "--qos=b", "--qos=c")
@@ -38,6 +38,8 @@ func TestSettings(t *testing.T) {
 		{env: map[string]string{"KINETIC_SLURM_OUTPUT_DIR": "/shared/out/"}, key: KeyOutputDir, want: "/shared/out"},
 		{env: map[string]string{"KINETIC_SLURM_OUTPUT_DIR": "out"}, key: KeyOutputDir, bad: "KINETIC_SLURM_OUTPUT_DIR"},
 		{env: map[string]string{"KINETIC_SLURM_KINETIC": "bin/kinetic"}, key: KeyKinetic, bad: "not an absolute path"},
+		{env: map[string]string{"KINETIC_SLURM_ENV_DIR": "/shared/envs/"}, key: KeyEnvDir, want: "/shared/envs"},
+		{env: map[string]string{"KINETIC_SLURM_ENV_DIR": "envs"}, key: KeyEnvDir, bad: "KINETIC_SLURM_ENV_DIR"},
 	} {
 		r, err := configtest.Resolve(t, c.env, nil, nil)
 		switch {
@@ -66,11 +68,11 @@ func TestFactoryNew(t *testing.T) {
 	defer st.Close()
 	out := t.TempDir() + "/out"
 	be, err := factory{}.New(backend.Env{Store: st, Exe: "/x/kinetic", Settings: settings{
-		"slurm_partition": "batch", "slurm_sbatch_args": " --qos=high  --mem=16G ", "slurm_output_dir": out, "slurm_account": "ml"}})
+		"slurm_partition": "batch", "slurm_sbatch_args": " --qos=high  --mem=16G ", "slurm_output_dir": out, "slurm_account": "ml", "slurm_env_dir": "/shared/envs"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Options{Kinetic: "/x/kinetic", OutputDir: out, Partition: "batch", GPUPartition: "batch", Account: "ml", SbatchArgs: []string{"--qos=high", "--mem=16G"}, Grace: be.(*Backend).o.Grace}
+	want := Options{Kinetic: "/x/kinetic", OutputDir: out, EnvDir: "/shared/envs", Partition: "batch", GPUPartition: "batch", Account: "ml", SbatchArgs: []string{"--qos=high", "--mem=16G"}, Grace: be.(*Backend).o.Grace}
 	if d := cmp.Diff(want, be.(*Backend).o); d != "" {
 		t.Errorf("options (-want +got):\n%s", d)
 	}

@@ -54,6 +54,11 @@ type Options struct {
 	// OutputDir is where Slurm writes each job's output file (sbatch --output): a
 	// directory the nodes and this machine share (required).
 	OutputDir string
+	// EnvDir is where the runner on a node builds the Python environment of a job with
+	// requirements, once per environment key and under a lock (pyenv), and where later
+	// jobs find it: a directory the nodes share ("": the requirements are not
+	// installed; the job runs with its interpreter's packages).
+	EnvDir string
 	// Partition, GPUPartition and Account are sbatch's --partition (GPUPartition for
 	// jobs whose accelerator is a GPU, default Partition) and --account ("": Slurm's
 	// defaults).

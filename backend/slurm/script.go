@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kinetic-run/kinetic/accel"
+	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/job"
 )
 
@@ -91,7 +92,7 @@ func (b *Backend) script(h *job.Handle, runnerArgs ...string) string {
 # A Kinetic job (backend slurm): the runner fetches the job from the store, runs it, and
 # writes its logs and result there.
 ws="${TMPDIR:-/tmp}/kinetic-slurm-${SLURM_JOB_ID}"
-%s --workspace "$ws" &
+%s%s --workspace "$ws" &
 pid=$!
 trap : TERM INT
 wait $pid
@@ -99,7 +100,18 @@ rc=$?
 while kill -0 $pid 2>/dev/null; do wait $pid; rc=$?; done
 rm -rf "$ws"
 exit $rc
-`, strings.Join(argv, " "))
+`, jaxPlatforms(h), strings.Join(argv, " "))
+}
+
+// jaxPlatforms is the script's line that sets JAX_PLATFORMS for the job's hardware, as
+// a pod's environment does (image.JAXPlatforms: a GPU jax cannot use is an error, not a
+// silent fall back to the CPU); the runner applies the job's captured variables over it.
+func jaxPlatforms(h *job.Handle) string {
+	acc, err := accel.Parse(h.Accelerator)
+	if err != nil || h.Accelerator == "" {
+		return ""
+	}
+	return "export JAX_PLATFORMS=" + shellQuote(image.JAXPlatforms(acc.Category())) + "\n"
 }
 
 // shellQuote quotes s for sh.

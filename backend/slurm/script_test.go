@@ -126,6 +126,13 @@ func TestScript(t *testing.T) {
 		t.Errorf("the script with EnvDir:\n%s\nwant the runner given --env-dir /shared/envs", s)
 	}
 	b.o.EnvDir = ""
+	// The job's hardware is JAX's platform, as in a pod.
+	for acc, want := range map[string]string{"cpu": "cpu", "gpu-l4": "cuda"} {
+		s := b.script(&job.Handle{JobID: "job-x", Store: "file:///s", Accelerator: acc}, "--job", "job-x")
+		if !strings.Contains(s, "\nexport JAX_PLATFORMS='"+want+"'\n") {
+			t.Errorf("the script of a %s job:\n%s\nwant JAX_PLATFORMS=%s", acc, s, want)
+		}
+	}
 	// A SIGTERM to the script alone (Slurm signals the runner itself) does not end it
 	// before the runner: it waits, removes the workspace and exits with the runner's
 	// status.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 
+	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/deps"
 	"github.com/kinetic-run/kinetic/image"
@@ -30,7 +31,7 @@ func dependencies(ctx context.Context, env Env, req *Request, p *Job) error {
 		// The local virtualenv of a job with requirements gets the CPU runtime too, so
 		// that import jax and keras work as in an image (the user's jax line was
 		// dropped above); a job without requirements runs in the caller's interpreter.
-		if kept, err = withRuntime(p, kept, "cpu"); err != nil {
+		if kept, err = withRuntime(p, kept, venvCategory(p)); err != nil {
 			return err
 		}
 		msg = deps.DroppedForRuntime(dropped, "the job's environment")
@@ -47,6 +48,16 @@ func dependencies(ctx context.Context, env Env, req *Request, p *Job) error {
 	}
 	s.EnvKey = deps.EnvKey(kept, base, p.acc.Category(), version.Version)
 	return nil
+}
+
+// venvCategory is the runtime layer a virtualenv gets: the CPU's on this machine, the
+// job's hardware's on a backend whose nodes share this machine's files and have their
+// own hardware (Traits.SharedFileSystem: a Slurm GPU job gets jax for CUDA).
+func venvCategory(p *Job) string {
+	if p.where != nil && backend.TraitsOf(p.where.Backend).SharedFileSystem {
+		return p.acc.Category()
+	}
+	return "cpu"
 }
 
 // runtimeProjects are the runtime layer's projects for category, none with

@@ -3,14 +3,18 @@ package plan
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/kinetic-run/kinetic/accel"
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/backend/kubernetes"
 	"github.com/kinetic-run/kinetic/backend/local"
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/job"
 )
 
@@ -87,6 +91,28 @@ func TestSharedFileSystemPlacement(t *testing.T) {
 			said := strings.Contains(strings.Join(env.notices, ""), "this machine's CPU")
 			if said != c.notice {
 				t.Errorf("notices %q: said \"this machine's CPU\" %v, want %v", env.notices, said, c.notice)
+			}
+		})
+	}
+}
+
+// TestSharedFileSystemRuntime: the virtualenv of a GPU job with requirements gets the
+// GPU runtime layer (jax for CUDA) on a backend whose nodes have their own hardware
+// (Traits.SharedFileSystem), and the CPU's on the local backend.
+func TestSharedFileSystemRuntime(t *testing.T) {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "requirements.txt"), []byte("numpy\n"), 0o644)
+	for _, c := range []struct{ backend, category string }{{"sharedfs-test", "gpu"}, {local.Name, "cpu"}} {
+		t.Run(c.backend, func(t *testing.T) {
+			r := pickleRequest()
+			r.NoWorkdir, r.Cwd, r.Accelerator = false, root, "l4"
+			p, err := upTo(t, newEnv(t, map[config.Key]string{config.PackageRoot: root, config.Backend: c.backend}), r, "dependencies")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := append([]string{"numpy"}, image.MustRuntimeRequirements(c.category)...)
+			if d := cmp.Diff(want, p.Spec.Requirements); d != "" {
+				t.Errorf("requirements (-want +got):\n%s", d)
 			}
 		})
 	}

@@ -54,7 +54,14 @@ func (b *Backend) StartGroup(ctx context.Context, g batchdriver.Group, tmpl *job
 	if err != nil {
 		return err
 	}
-	script := b.script(tmpl, "--group", g.ID, "--index-env", "SLURM_ARRAY_TASK_ID")
+	spec, err := b.groupSpec(ctx, g.ID)
+	if err != nil {
+		return err
+	}
+	script, err := b.script(tmpl, spec, "--group", g.ID, "--index-env", "SLURM_ARRAY_TASK_ID")
+	if err != nil {
+		return err
+	}
 	out, err := b.command(ctx, script, "sbatch", args...)
 	if err != nil {
 		return fmt.Errorf("submit the job array of batch %s to Slurm: %w", g.ID, err)

@@ -74,13 +74,41 @@ func (b *Backend) sbatchArgs(h *job.Handle, name, array, output string) ([]strin
 	return append(a, b.o.SbatchArgs...), nil
 }
 
-// script is the batch script: the runner with runnerArgs (after --store), in a workspace
-// of its own on the node's local disk, removed when it ends. Slurm signals every process
-// of the job (Cancel's scancel --full --signal=TERM, a time limit, a preemption): the
-// runner gets the SIGTERM itself, stops the call gracefully and writes how it ended,
-// while the script outlasts the signal to wait for it. (A second SIGTERM passed on by
-// the script would make the runner leave at once, writing nothing.)
-func (b *Backend) script(h *job.Handle, runnerArgs ...string) string {
+// script is the batch script: the runner with runnerArgs (after --store), on the node in
+// a workspace of its own on its local disk, removed when it ends, or in spec's container
+// image when it names one (container.go). Slurm signals every process of the job
+// (Cancel's scancel --full --signal=TERM, a time limit, a preemption): the runner gets
+// the SIGTERM itself (in a container, through podman's proxy of signals), stops the call
+// gracefully and writes how it ended, while the script outlasts the signal to wait for
+// it. (A second SIGTERM passed on by the script would make the runner leave at once,
+// writing nothing.)
+func (b *Backend) script(h *job.Handle, spec *job.Spec, runnerArgs ...string) (string, error) {
+	cmd, after := b.runnerCommand(h, runnerArgs), ""
+	if inContainer(spec) {
+		var err error
+		if cmd, err = b.containerCommand(h, spec, runnerArgs); err != nil {
+			return "", err
+		}
+		// A container its client left behind (the client killed by Slurm).
+		after = spec.Container + " rm -f " + containerName + " >/dev/null 2>&1\n"
+	}
+	return fmt.Sprintf(`#!/bin/sh
+# A Kinetic job (backend slurm): the runner fetches the job from the store, runs it, and
+# writes its logs and result there.
+ws="${TMPDIR:-/tmp}/kinetic-slurm-${SLURM_JOB_ID}"
+%s%s &
+pid=$!
+trap : TERM INT
+wait $pid
+rc=$?
+while kill -0 $pid 2>/dev/null; do wait $pid; rc=$?; done
+%srm -rf "$ws"
+exit $rc
+`, jaxPlatforms(h), cmd, after), nil
+}
+
+// runnerCommand is the script's command line that runs the runner on the node.
+func (b *Backend) runnerCommand(h *job.Handle, runnerArgs []string) string {
 	argv := append([]string{b.o.Kinetic, "runner", "--store", h.Store}, runnerArgs...)
 	if b.o.EnvDir != "" {
 		argv = append(argv, "--env-dir", b.o.EnvDir)
@@ -88,19 +116,7 @@ func (b *Backend) script(h *job.Handle, runnerArgs ...string) string {
 	for i, a := range argv {
 		argv[i] = shellQuote(a)
 	}
-	return fmt.Sprintf(`#!/bin/sh
-# A Kinetic job (backend slurm): the runner fetches the job from the store, runs it, and
-# writes its logs and result there.
-ws="${TMPDIR:-/tmp}/kinetic-slurm-${SLURM_JOB_ID}"
-%s%s --workspace "$ws" &
-pid=$!
-trap : TERM INT
-wait $pid
-rc=$?
-while kill -0 $pid 2>/dev/null; do wait $pid; rc=$?; done
-rm -rf "$ws"
-exit $rc
-`, jaxPlatforms(h), strings.Join(argv, " "))
+	return strings.Join(argv, " ") + ` --workspace "$ws"`
 }
 
 // jaxPlatforms is the script's line that sets JAX_PLATFORMS for the job's hardware, as

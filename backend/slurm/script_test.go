@@ -104,7 +104,7 @@ func TestScript(t *testing.T) {
 	}
 	b := newTestBackend(t, Options{Kinetic: fake})
 	h := &job.Handle{JobID: "job-x", Store: "file:///a b"}
-	script := b.script(h, "--job", h.JobID)
+	script := mustScript(t, b, h, nil, "--job", h.JobID)
 	args := filepath.Join(dir, "args")
 	cmd := exec.Command("sh", "-c", script)
 	cmd.Env = append(os.Environ(), "ARGS="+args, "TMPDIR="+dir, "SLURM_JOB_ID=77")
@@ -122,13 +122,13 @@ func TestScript(t *testing.T) {
 	}
 	// With an environment directory, the runner builds a job's requirements there.
 	b.o.EnvDir = "/shared/envs"
-	if s := b.script(h, "--job", h.JobID); !strings.Contains(s, "'--env-dir' '/shared/envs' --workspace") {
+	if s := mustScript(t, b, h, nil, "--job", h.JobID); !strings.Contains(s, "'--env-dir' '/shared/envs' --workspace") {
 		t.Errorf("the script with EnvDir:\n%s\nwant the runner given --env-dir /shared/envs", s)
 	}
 	b.o.EnvDir = ""
 	// The job's hardware is JAX's platform, as in a pod.
 	for acc, want := range map[string]string{"cpu": "cpu", "gpu-l4": "cuda"} {
-		s := b.script(&job.Handle{JobID: "job-x", Store: "file:///s", Accelerator: acc}, "--job", "job-x")
+		s := mustScript(t, b, &job.Handle{JobID: "job-x", Store: "file:///s", Accelerator: acc}, nil, "--job", "job-x")
 		if !strings.Contains(s, "\nexport JAX_PLATFORMS='"+want+"'\n") {
 			t.Errorf("the script of a %s job:\n%s\nwant JAX_PLATFORMS=%s", acc, s, want)
 		}
@@ -152,5 +152,49 @@ func TestScript(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "kinetic-slurm-78")); !os.IsNotExist(err) {
 		t.Fatalf("the workspace is left: %v", err)
+	}
+}
+
+func mustScript(t *testing.T, b *Backend, h *job.Handle, spec *job.Spec, runnerArgs ...string) string {
+	t.Helper()
+	s, err := b.script(h, spec, runnerArgs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestContainerScript: a job whose spec names a container engine and an image runs the
+// runner in that image (this kinetic mounted as its entrypoint, the file:// store and an
+// output directory outside it mounted at their paths, the host's network, Slurm's
+// variables passed in, a loopback registry without TLS), and the container is removed
+// after it; a job without one runs the runner on the node.
+func TestContainerScript(t *testing.T) {
+	b := newTestBackend(t, Options{EnvDir: "/shared/envs"})
+	h := &job.Handle{JobID: "job-c", Store: "file:///shared/store", Accelerator: "cpu"}
+	spec := &job.Spec{Container: "podman", Image: "127.0.0.1:5000/kn/kinetic-env@sha256:ab", OutputDir: "/shared/out/job-c"}
+	s := mustScript(t, b, h, spec, "--job", "job-c")
+	for _, want := range []string{
+		`podman run --rm --name "kinetic-slurm-${SLURM_JOB_ID}" --network=host --pull=missing -v '/shared/bin/kinetic:/kinetic/bin/kinetic:ro' -e KINETIC_HOST_INDEX=0 -e JAX_PLATFORMS -e 'SLURM_*' --tls-verify=false -v '/shared/store:/shared/store' -v '/shared/out/job-c:/shared/out/job-c' --entrypoint /kinetic/bin/kinetic '127.0.0.1:5000/kn/kinetic-env@sha256:ab' runner --store 'file:///shared/store' '--job' 'job-c' --workspace "/tmp/kinetic/${SLURM_JOB_ID}" &`,
+		"\npodman rm -f \"kinetic-slurm-${SLURM_JOB_ID}\" >/dev/null 2>&1\n",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the script:\n%s\nlacks\n%s", s, want)
+		}
+	}
+	if strings.Contains(s, "--env-dir") {
+		t.Errorf("the script of a job in an image builds an environment on the node:\n%s", s)
+	}
+	// An output directory inside the store is mounted with it; docker gets no podman flags.
+	spec = &job.Spec{Container: "docker", Image: "registry.example/x:1", OutputDir: "/shared/store/outputs/job-c"}
+	s = mustScript(t, b, h, spec, "--job", "job-c")
+	if strings.Count(s, " -v ") != 2 || strings.Contains(s, "SLURM_*") || strings.Contains(s, "tls-verify") || !strings.Contains(s, "docker run --rm") {
+		t.Errorf("the docker script:\n%s", s)
+	}
+	if _, err := b.script(&job.Handle{JobID: "job-c", Store: "file:///a:b"}, spec, "--job", "job-c"); err == nil || !strings.Contains(err.Error(), "':'") {
+		t.Errorf("a store path with ':' (podman -v cannot take it): %v", err)
+	}
+	if s := mustScript(t, b, h, &job.Spec{}, "--job", "job-c"); strings.Contains(s, "podman") || !strings.Contains(s, "'--env-dir' '/shared/envs'") {
+		t.Errorf("a job with no container:\n%s", s)
 	}
 }

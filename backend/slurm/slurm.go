@@ -199,7 +199,14 @@ func (b *Backend) Submit(ctx context.Context, h *job.Handle) error {
 	if err != nil {
 		return err
 	}
-	script := b.script(h, "--job", h.JobID)
+	spec, err := b.specOf(ctx, h.JobID)
+	if err != nil {
+		return err
+	}
+	script, err := b.script(h, spec, "--job", h.JobID)
+	if err != nil {
+		return err
+	}
 	out, err := b.command(ctx, script, "sbatch", args...)
 	if err != nil {
 		return fmt.Errorf("submit %s to Slurm: %w", h.JobID, err)

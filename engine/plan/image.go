@@ -38,7 +38,7 @@ func imageStep(ctx context.Context, env Env, req *Request, p *Job) error {
 		}
 		if engine == "" {
 			if choice.Mode != image.Bundled {
-				env.NoticeOnce(fmt.Sprintf("kinetic: container_image=%q is used by backends that run containers; the local backend runs this job in a local Python environment (set container=auto to run it with podman or docker)\n", req.ContainerImage))
+				env.NoticeOnce(fmt.Sprintf("kinetic: container_image=%q is used by backends that run containers; the %s backend runs this job in a local Python environment (set container=auto to run it with podman or docker)\n", req.ContainerImage, be))
 			}
 			return nil
 		}

@@ -117,3 +117,18 @@ func TestSharedFileSystemRuntime(t *testing.T) {
 		})
 	}
 }
+
+// TestSharedFileSystemImageNotice: container_image= without the setting container, on
+// a backend whose nodes share this machine's files, is said to be unused naming that
+// backend (not "the local backend").
+func TestSharedFileSystemImageNotice(t *testing.T) {
+	req := pickleRequest()
+	req.ContainerImage = "registry.example/team/img:1"
+	env := newEnv(t, map[config.Key]string{config.Backend: "sharedfs-test"})
+	if _, err := upTo(t, env, req, "image"); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Join(env.notices, ""); !strings.Contains(n, "the sharedfs-test backend runs this job in a local Python environment") {
+		t.Errorf("notices %q: want one naming the sharedfs-test backend", env.notices)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kinetic-run/kinetic/job"
 )
 
 // TestParseSqueue: squeue -r lines as Slurm 22.05 prints them (a job, running and
@@ -122,6 +124,11 @@ func FuzzParse(f *testing.F) {
 		if e, ok := parseScontrolJob(s); ok && (!isJobID(e.ID) || e.State == "") {
 			t.Fatalf("malformed entry %+v from %q", e, s)
 		}
+		for _, h := range parseList(s) {
+			if !job.ValidName(h.JobID) || (h.GroupID != "") != (h.GroupIndex != "") {
+				t.Fatalf("malformed handle %+v from %q", h, s)
+			}
+		}
 		parseClusterName(s)
 		parseConfigInt(s, "MaxArraySize")
 		if id, err := parseSbatch(s); err == nil && !isJobID(id) {
@@ -156,5 +163,25 @@ func TestStoppedBySignal(t *testing.T) {
 		if got := stoppedBySignal(reason); got != want {
 			t.Errorf("stoppedBySignal(%q) = %v, want %v", reason, got, want)
 		}
+	}
+}
+
+// TestParseList: squeue's names become the handles of the jobs Kinetic named: a job by
+// its ID, a batch's array task by its input's derived ID; other jobs are not listed.
+func TestParseList(t *testing.T) {
+	const gid = "grp-0123456789abcdefghijklm"
+	const id = "job-0123456789abcdefghijklm"
+	out := id + "|N/A\n" + gid + "|0\n" + gid + "|1\n" + id + "|N/A\nmy-training|N/A\n" + gid + "|x\n" + "grp-short|2\n" + "Job-Upper|N/A\n\n"
+	var got []string
+	for _, h := range parseList(out) {
+		got = append(got, h.JobID+" "+h.GroupID+" "+h.GroupIndex+" "+h.K8sName)
+	}
+	want := []string{
+		id + "   " + id,
+		job.ChildID(gid, 0) + " " + gid + " 0 " + gid,
+		job.ChildID(gid, 1) + " " + gid + " 1 " + gid,
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("parseList (-want +got):\n%s", d)
 	}
 }

@@ -428,12 +428,7 @@ func (b *Backend) slurmStatus(ctx context.Context, h *job.Handle) (job.State, st
 // outputTail is the last n lines of the job's Slurm output file, when this machine
 // sees it ("" otherwise).
 func (b *Backend) outputTail(h *job.Handle, e *entry, n int) string {
-	name, task := slurmName(h)
-	path := b.outputFile(name)
-	if task >= 0 {
-		path = b.outputFile(fmt.Sprintf("%s_%d", name, task))
-	}
-	raw, err := os.ReadFile(path)
+	raw, err := os.ReadFile(b.outputPath(h))
 	if err != nil || len(raw) == 0 {
 		return ""
 	}

@@ -1,0 +1,164 @@
+package slurm
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/job"
+)
+
+var _ backend.Observer = (*Backend)(nil)
+
+// listFormat is what parseList reads: the job's name and its array task's index (squeue
+// -r: one line per task).
+const listFormat = "%j|%K"
+
+// List implements backend.Observer: this user's Slurm jobs that slurmctld remembers
+// (pending, running, or ended less than MinJobAge ago) and that Kinetic named (a job's
+// ID, or a batch's for each task of its array), from one squeue. The handles hold what
+// the name says (the job, its batch and index, the cluster), nothing of the store's.
+func (b *Backend) List(ctx context.Context) ([]*job.Handle, error) {
+	out, err := b.command(ctx, "", "squeue", "-h", "-r", "--me", "--states=all", "-o", listFormat)
+	if err != nil {
+		return nil, fmt.Errorf("list the jobs in Slurm: %w", err)
+	}
+	cluster, err := b.clusterName(ctx)
+	if err != nil {
+		return nil, err
+	}
+	hs := parseList(out)
+	for _, h := range hs {
+		h.Backend, h.ClusterName = Name, cluster
+	}
+	return hs, nil
+}
+
+// parseList parses squeue -h -r -o listFormat into the handles of the jobs Kinetic
+// named: a job's ID (job-…), or a batch's (grp-…) with the index of one task of its
+// array. Other jobs, and lines it cannot read, are skipped; a job listed twice is one.
+func parseList(out string) []*job.Handle {
+	seen := map[string]bool{}
+	var hs []*job.Handle
+	for _, line := range strings.Split(out, "\n") {
+		name, task, _ := strings.Cut(strings.TrimSpace(line), "|")
+		h := listed(name, task)
+		if h == nil || seen[h.JobID] {
+			continue
+		}
+		seen[h.JobID] = true
+		hs = append(hs, h)
+	}
+	sort.Slice(hs, func(i, k int) bool { return hs[i].JobID < hs[k].JobID })
+	return hs
+}
+
+// listed is the handle of the Slurm job named name (array task task, "N/A" or "" when
+// none), or nil when Kinetic did not name it.
+func listed(name, task string) *job.Handle {
+	if !job.ValidName(name) {
+		return nil
+	}
+	i, err := strconv.Atoi(task)
+	switch {
+	case strings.HasPrefix(name, job.GroupPrefix) && job.ValidID(name) && err == nil && i >= 0:
+		return &job.Handle{JobID: job.ChildID(name, i), GroupID: name, GroupIndex: strconv.Itoa(i), K8sName: name}
+	case strings.HasPrefix(name, job.JobPrefix) && err != nil:
+		return &job.Handle{JobID: name, K8sName: name}
+	}
+	return nil
+}
+
+// outputPath is where Slurm writes the output of h's Slurm job (or array task).
+func (b *Backend) outputPath(h *job.Handle) string {
+	name, task := slurmName(h)
+	if task >= 0 {
+		return b.outputFile(fmt.Sprintf("%s_%d", name, task))
+	}
+	return b.outputFile(name)
+}
+
+// followPoll is how often StreamLogs with follow looks for more output.
+const followPoll = 200 * time.Millisecond
+
+// StreamLogs implements backend.Observer from the job's Slurm output file (the runner's
+// output and its own lines, on the file system this machine shares with the nodes): the
+// last tailLines lines (all when 0), then with follow what is added until the job ends.
+// ErrNoLogs when this machine has no such file (not started yet, cleaned up, or an
+// output directory it does not share): the store's copy is then what there is.
+func (b *Backend) StreamLogs(ctx context.Context, h *job.Handle, follow bool, tailLines int, w io.Writer) error {
+	f, err := os.Open(b.outputPath(h))
+	if os.IsNotExist(err) {
+		return backend.ErrNoLogs
+	}
+	if err != nil {
+		return fmt.Errorf("logs of %s: %w", h.JobID, err)
+	}
+	defer f.Close()
+	if err := copyTail(f, tailLines, w); err != nil {
+		return fmt.Errorf("logs of %s: %w", h.JobID, err)
+	}
+	if !follow {
+		return nil
+	}
+	return b.follow(ctx, h, f, w)
+}
+
+// follow copies what is added to f until h's job has ended (then what is left) or ctx
+// ends.
+func (b *Backend) follow(ctx context.Context, h *job.Handle, f *os.File, w io.Writer) error {
+	t := time.NewTicker(followPoll)
+	defer t.Stop()
+	for {
+		if _, err := io.Copy(w, f); err != nil {
+			return fmt.Errorf("logs of %s: %w", h.JobID, err)
+		}
+		s, _, err := b.Status(ctx, h)
+		if err != nil {
+			return err
+		}
+		if s.Terminal() {
+			_, err := io.Copy(w, f) // what the job wrote as it ended
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// copyTail copies the last n lines of f (all of it when n <= 0) to w, leaving f at its
+// end.
+func copyTail(f *os.File, n int, w io.Writer) error {
+	if n <= 0 {
+		_, err := io.Copy(w, f)
+		return err
+	}
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > n {
+			lines = lines[1:]
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	for _, l := range lines {
+		if _, err := fmt.Fprintln(w, l); err != nil {
+			return err
+		}
+	}
+	return nil
+}

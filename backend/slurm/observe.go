@@ -49,7 +49,7 @@ func parseList(out string) []*job.Handle {
 	var hs []*job.Handle
 	for _, line := range strings.Split(out, "\n") {
 		name, task, _ := strings.Cut(strings.TrimSpace(line), "|")
-		h := listed(name, task)
+		h := listedHandle(name, task)
 		if h == nil || seen[h.JobID] {
 			continue
 		}
@@ -60,9 +60,9 @@ func parseList(out string) []*job.Handle {
 	return hs
 }
 
-// listed is the handle of the Slurm job named name (array task task, "N/A" or "" when
+// listedHandle is the handle of the Slurm job named name (array task task, "N/A" or "" when
 // none), or nil when Kinetic did not name it.
-func listed(name, task string) *job.Handle {
+func listedHandle(name, task string) *job.Handle {
 	if !job.ValidName(name) {
 		return nil
 	}
@@ -85,8 +85,13 @@ func (b *Backend) outputPath(h *job.Handle) string {
 	return b.outputFile(name)
 }
 
-// followPoll is how often StreamLogs with follow looks for more output.
-const followPoll = 200 * time.Millisecond
+// followPoll is how often StreamLogs with follow looks for more output, and whether
+// the runner recorded the job's end in the store; Slurm is asked every followAsk polls
+// (for a job that ended without its runner), not to load slurmctld with squeues.
+const (
+	followPoll = 200 * time.Millisecond
+	followAsk  = 10
+)
 
 // StreamLogs implements backend.Observer from the job's Slurm output file (the runner's
 // output and its own lines, on the file system this machine shares with the nodes): the
@@ -116,15 +121,15 @@ func (b *Backend) StreamLogs(ctx context.Context, h *job.Handle, follow bool, ta
 func (b *Backend) follow(ctx context.Context, h *job.Handle, f *os.File, w io.Writer) error {
 	t := time.NewTicker(followPoll)
 	defer t.Stop()
-	for {
+	for n := 1; ; n++ {
 		if _, err := io.Copy(w, f); err != nil {
 			return fmt.Errorf("logs of %s: %w", h.JobID, err)
 		}
-		s, _, err := b.Status(ctx, h)
+		ended, err := b.ended(ctx, h, n%followAsk == 0)
 		if err != nil {
 			return err
 		}
-		if s.Terminal() {
+		if ended {
 			_, err := io.Copy(w, f) // what the job wrote as it ended
 			return err
 		}
@@ -134,6 +139,17 @@ func (b *Backend) follow(ctx context.Context, h *job.Handle, f *os.File, w io.Wr
 		case <-t.C:
 		}
 	}
+}
+
+// ended reports whether h's job has ended: recorded in the store, or, with ask, as
+// Status finds it (Slurm ended it without its runner).
+func (b *Backend) ended(ctx context.Context, h *job.Handle, ask bool) (bool, error) {
+	if !ask {
+		_, _, final, err := b.stored(ctx, h)
+		return final, err
+	}
+	s, _, err := b.Status(ctx, h)
+	return s.Terminal(), err
 }
 
 // copyTail copies the last n lines of f (all of it when n <= 0) to w, leaving f at its

@@ -40,7 +40,7 @@ func slurmHome(t *testing.T, c *slurmtest.Cluster, more ...string) (home string,
 }
 
 // runScript runs a Python script (main.py in dir) with the SDK of this repository
-// against the kinetic binary, with env added, and decodes the JSON it prints into v.
+// against the kinetic binary, with env added, and decodes the JSON it prints last into v.
 func runScript(t *testing.T, dir, script string, v any, env ...string) {
 	t.Helper()
 	if err := os.WriteFile(filepath.Join(dir, "main.py"), []byte(script), 0o644); err != nil {
@@ -56,7 +56,9 @@ func runScript(t *testing.T, dir, script string, v any, env ...string) {
 	if err != nil {
 		t.Fatalf("the SDK script failed: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
 	}
-	if err := json.Unmarshal(out, v); err != nil {
+	// The last line: a sync call streams its job's output (and the SDK its notes) before.
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), v); err != nil {
 		t.Fatalf("the SDK script printed %q: %v\nstderr:\n%s", out, err, stderr.String())
 	}
 	t.Logf("the SDK script's stderr:\n%s", stderr.String())

@@ -35,8 +35,10 @@ type Cluster struct {
 	Dir string
 	// Conf is its slurm.conf: SLURM_CONF=Conf points Slurm's commands at it.
 	Conf string
-	// Name is its ClusterName; Node its one node's name; Partition its partition.
+	// Name is its ClusterName; Node its first node's name; Partition its partition.
 	Name, Node, Partition string
+	// Nodes are its nodes' names (kn1, kn2, ...).
+	Nodes []string
 	// GPUs is how many GPUs the node says it has (a generic resource, gres.conf: a
 	// count without devices, so jobs can ask for them and nothing else happens).
 	GPUs int
@@ -72,6 +74,10 @@ type Options struct {
 	CPUs int
 	// MinJobAge is how long slurmctld remembers a job that ended (default 300 s).
 	MinJobAge int
+	// Nodes is the number of nodes (default 1): each a slurmd of its own on this
+	// machine, at 127.0.0.1 on a port of its own (Debian's Slurm is built with
+	// --enable-multiple-slurmd), sharing its file systems as a cluster's nodes do.
+	Nodes int
 }
 
 // Start starts a cluster in dir (which must exist and be empty) and returns once its
@@ -82,6 +88,9 @@ func Start(ctx context.Context, dir string, o Options) (*Cluster, error) {
 	}
 	o = o.withDefaults()
 	c := &Cluster{Dir: dir, Conf: filepath.Join(dir, "slurm.conf"), Name: o.Name, Node: "kn1", Partition: "debug", GPUs: 2, JobComp: filepath.Join(dir, "jobcomp.txt")}
+	for i := 1; i <= o.Nodes; i++ {
+		c.Nodes = append(c.Nodes, fmt.Sprintf("kn%d", i))
+	}
 	for _, step := range []func() error{c.makeDirs, c.writeKey, func() error { return c.writeConf(o) }, c.writeGPUs} {
 		if err := step(); err != nil {
 			return nil, err
@@ -103,6 +112,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MinJobAge == 0 {
 		o.MinJobAge = 300
+	}
+	if o.Nodes == 0 {
+		o.Nodes = 1
 	}
 	return o
 }
@@ -135,11 +147,11 @@ func (c *Cluster) writeConf(o Options) error {
 		return err
 	}
 	host, _, _ = strings.Cut(host, ".")
-	ports, err := freePorts(2)
+	ports, err := freePorts(1 + len(c.Nodes))
 	if err != nil {
 		return err
 	}
-	conf := fmt.Sprintf(`# A one-node Slurm cluster for Kinetic's tests (backend/slurm/slurmtest).
+	conf := fmt.Sprintf(`# A Slurm cluster on this machine for Kinetic's tests (backend/slurm/slurmtest).
 ClusterName=%[1]s
 SlurmctldHost=%[2]s(127.0.0.1)
 SlurmctldPort=%[3]d
@@ -172,9 +184,11 @@ SwitchType=switch/none
 MaxArraySize=10001
 MaxJobCount=100000
 GresTypes=gpu
-NodeName=%[9]s NodeAddr=127.0.0.1 NodeHostname=%[2]s CPUs=%[10]d RealMemory=2000 Gres=gpu:%[12]d State=UNKNOWN
-PartitionName=%[11]s Nodes=%[9]s Default=YES MaxTime=INFINITE State=UP
-`, c.Name, host, ports[0], ports[1], c.path("munge.sock"), c.Dir, c.JobComp, o.MinJobAge, c.Node, o.CPUs, c.Partition, c.GPUs)
+`, c.Name, host, ports[0], ports[1], c.path("munge.sock"), c.Dir, c.JobComp, o.MinJobAge)
+	for i, n := range c.Nodes {
+		conf += fmt.Sprintf("NodeName=%s NodeAddr=127.0.0.1 NodeHostname=%s Port=%d CPUs=%d RealMemory=2000 Gres=gpu:%d State=UNKNOWN\n", n, host, ports[1+i], o.CPUs, c.GPUs)
+	}
+	conf += fmt.Sprintf("PartitionName=%s Nodes=%s Default=YES MaxTime=INFINITE State=UP\n", c.Partition, strings.Join(c.Nodes, ","))
 	return os.WriteFile(c.Conf, []byte(conf), 0o644)
 }
 
@@ -191,7 +205,7 @@ func (c *Cluster) writeGPUs() error {
 			return fmt.Errorf("make the test node's GPU device files: %w", err)
 		}
 	}
-	gres := fmt.Sprintf("AutoDetect=off\nNodeName=%s Name=gpu File=%s/nvidia[0-%d]\n", c.Node, devs, c.GPUs-1)
+	gres := fmt.Sprintf("AutoDetect=off\nNodeName=%s Name=gpu File=%s/nvidia[0-%d]\n", strings.Join(c.Nodes, ","), devs, c.GPUs-1)
 	return os.WriteFile(c.path("gres.conf"), []byte(gres), 0o644)
 }
 
@@ -208,15 +222,17 @@ func (c *Cluster) run(ctx context.Context) error {
 	if err := c.start("slurmctld", "-D", "-i"); err != nil {
 		return err
 	}
-	if err := c.start("slurmd", "-D", "-N", c.Node); err != nil {
-		return err
+	for _, n := range c.Nodes {
+		if err := c.startLog("slurmd-"+n, "slurmd", "-D", "-N", n); err != nil {
+			return err
+		}
 	}
 	err := waitFor(ctx, 60*time.Second, func() bool {
-		out, err := c.Command("sinfo", "-h", "-n", c.Node, "-o", "%T").Output()
-		return err == nil && strings.TrimSpace(string(out)) == "idle"
+		out, err := c.Command("sinfo", "-h", "-N", "-o", "%T").Output()
+		return err == nil && strings.Count(string(out), "idle\n") == len(c.Nodes)
 	})
 	if err != nil {
-		return fmt.Errorf("the Slurm node %s did not become idle: %w; the last lines of its logs:\n%s", c.Node, err, c.logTails(8))
+		return fmt.Errorf("the Slurm nodes %s did not become idle: %w; the last lines of its logs:\n%s", strings.Join(c.Nodes, ", "), err, c.logTails(8))
 	}
 	return nil
 }
@@ -237,8 +253,11 @@ func (c *Cluster) logTails(n int) string {
 }
 
 // start starts one daemon in the foreground, its output in the log directory.
-func (c *Cluster) start(name string, args ...string) error {
-	out, err := os.Create(filepath.Join(c.Dir, "log", name+".out"))
+func (c *Cluster) start(name string, args ...string) error { return c.startLog(name, name, args...) }
+
+// startLog is start with the output in log/LOG.out.
+func (c *Cluster) startLog(log, name string, args ...string) error {
+	out, err := os.Create(filepath.Join(c.Dir, "log", log+".out"))
 	if err != nil {
 		return err
 	}

@@ -64,7 +64,7 @@ func needSlurm(t *testing.T) *slurmtest.Cluster {
 		if clusterErr != nil {
 			return
 		}
-		cluster, clusterErr = slurmtest.Start(context.Background(), clusterDir, slurmtest.Options{})
+		cluster, clusterErr = slurmtest.Start(context.Background(), clusterDir, slurmtest.Options{Nodes: 2})
 		if clusterErr == nil {
 			os.Setenv("SLURM_CONF", cluster.Conf)
 			t.Logf("Slurm cluster %s started in %s (%s)", cluster.Name, time.Since(start).Round(time.Millisecond), clusterDir)

@@ -2,10 +2,15 @@ package slurm_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +18,8 @@ import (
 
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/testkit/daptest"
+	"github.com/kinetic-run/kinetic/testkit/testbin"
 )
 
 // echoServer listens on 127.0.0.1 (the test node is this machine) and answers each line
@@ -99,3 +106,83 @@ func TestDebugEndpoint(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// debugSession is what `kinetic jobs debug --json` prints.
+type debugSession struct {
+	Host      string         `json:"host"`
+	Port      int            `json:"port"`
+	Forwarded bool           `json:"forwarded"`
+	Launch    map[string]any `json:"launch"`
+}
+
+// TestDebugWithDebugpy: a debug job on Slurm (Debian's python3 with python3-debugpy)
+// waits for its debugger on the node; `kinetic jobs debug` forwards a local port to it
+// through a step of the job; a DAP client attaches as VS Code would, stops at a
+// breakpoint in the submitter's file (path mappings), reads a local, continues, and the
+// value comes back.
+func TestDebugWithDebugpy(t *testing.T) {
+	c := needSlurm(t)
+	const py = "/usr/bin/python3"
+	if out, err := exec.Command(py, "-c", "import debugpy, cloudpickle").CombinedOutput(); err != nil {
+		t.Skipf("%s has no debugpy (%v: %s): apt-get install python3-debugpy", py, err, out)
+	}
+	_, env := slurmHome(t, c)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "m.py"), []byte("def f(x):\n    y = x * 2\n    return y\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kinetic := func(args ...string) *exec.Cmd {
+		cmd := exec.Command(testbin.Path(t), args...)
+		cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
+		return cmd
+	}
+	out, err := kinetic("run", "--python", py, "--async", "--debug", "--debug-wait", "2m", "m.py::f", "21").Output()
+	if err != nil {
+		t.Fatalf("submit: %v %s", err, out)
+	}
+	id := strings.TrimSpace(string(out))
+	t.Cleanup(func() { kinetic("jobs", "cancel", id).Run() })
+	// jobs debug keeps the forward until the job ends.
+	fwd := kinetic("jobs", "debug", "--json", id)
+	stdout, err := fwd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fwdErr bytes.Buffer
+	fwd.Stderr = &fwdErr
+	if err := fwd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fwd.Process.Kill(); fwd.Wait() })
+	var s debugSession
+	if err := json.NewDecoder(stdout).Decode(&s); err != nil {
+		fwd.Wait()
+		t.Fatalf("jobs debug --json: %v\n%s", err, fwdErr.String())
+	}
+	if !s.Forwarded || s.Host != "127.0.0.1" {
+		t.Fatalf("session %+v: want a forward on this machine", s)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dc, err := daptest.Dial(ctx, net.JoinHostPort(s.Host, itoa(s.Port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dc.Close()
+	thread, top, err := dc.StopAt(ctx, s.Launch["pathMappings"], filepath.Join(dir, "m.py"), 3)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, fwdErr.String())
+	}
+	if top.Line != 3 || top.Source.Path != filepath.Join(dir, "m.py") {
+		t.Errorf("stopped at %s:%d, want m.py:3 in the submitter's tree (path mappings)", top.Source.Path, top.Line)
+	}
+	if y, err := dc.Evaluate(ctx, top.ID, "y"); err != nil || y != "42" {
+		t.Fatalf("y = %q (%v) on the node, want 42", y, err)
+	}
+	if _, err := dc.Request(ctx, "continue", map[string]any{"threadId": thread}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := kinetic("jobs", "result", id).Output(); err != nil || strings.TrimSpace(string(out)) != "42" {
+		t.Fatalf("result: %v %q", err, out)
+	}
+}

@@ -63,7 +63,9 @@ const containerName = `"kinetic-slurm-${SLURM_JOB_ID}"`
 // on 127.0.0.1), a file:// store and the job's output directory bind-mounted at their
 // own paths, Slurm's variables (SLURM_*, with podman) and JAX_PLATFORMS passed in.
 func (b *Backend) containerCommand(h *job.Handle, spec *job.Spec, runnerArgs []string) (string, error) {
-	args := []string{spec.Container, "run", "--rm", "--name", containerName, "--network=host", "--pull=missing",
+	// --quiet: no pull progress in the job's output (which the user's call streams);
+	// a pull that fails still says why.
+	args := []string{spec.Container, "run", "--rm", "--quiet", "--name", containerName, "--network=host", "--pull=missing",
 		"-v", shellQuote(b.o.Kinetic + ":" + job.RunnerPath + ":ro"), "-e", "KINETIC_HOST_INDEX=0", "-e", "JAX_PLATFORMS"}
 	if spec.Container == "podman" {
 		args = append(args, "-e", shellQuote("SLURM_*"))

@@ -175,7 +175,7 @@ func TestContainerScript(t *testing.T) {
 	spec := &job.Spec{Container: "podman", Image: "127.0.0.1:5000/kn/kinetic-env@sha256:ab", OutputDir: "/shared/out/job-c"}
 	s := mustScript(t, b, h, spec, "--job", "job-c")
 	for _, want := range []string{
-		`podman run --rm --name "kinetic-slurm-${SLURM_JOB_ID}" --network=host --pull=missing -v '/shared/bin/kinetic:/kinetic/bin/kinetic:ro' -e KINETIC_HOST_INDEX=0 -e JAX_PLATFORMS -e 'SLURM_*' --tls-verify=false -v '/shared/store:/shared/store' -v '/shared/out/job-c:/shared/out/job-c' --entrypoint /kinetic/bin/kinetic '127.0.0.1:5000/kn/kinetic-env@sha256:ab' runner --store 'file:///shared/store' '--job' 'job-c' --workspace "/tmp/kinetic/${SLURM_JOB_ID}" &`,
+		`podman run --rm --quiet --name "kinetic-slurm-${SLURM_JOB_ID}" --network=host --pull=missing -v '/shared/bin/kinetic:/kinetic/bin/kinetic:ro' -e KINETIC_HOST_INDEX=0 -e JAX_PLATFORMS -e 'SLURM_*' --tls-verify=false -v '/shared/store:/shared/store' -v '/shared/out/job-c:/shared/out/job-c' --entrypoint /kinetic/bin/kinetic '127.0.0.1:5000/kn/kinetic-env@sha256:ab' runner --store 'file:///shared/store' '--job' 'job-c' --workspace "/tmp/kinetic/${SLURM_JOB_ID}" &`,
 		"\npodman rm -f \"kinetic-slurm-${SLURM_JOB_ID}\" >/dev/null 2>&1\n",
 	} {
 		if !strings.Contains(s, want) {
@@ -188,7 +188,7 @@ func TestContainerScript(t *testing.T) {
 	// An output directory inside the store is mounted with it; docker gets no podman flags.
 	spec = &job.Spec{Container: "docker", Image: "registry.example/x:1", OutputDir: "/shared/store/outputs/job-c"}
 	s = mustScript(t, b, h, spec, "--job", "job-c")
-	if strings.Count(s, " -v ") != 2 || strings.Contains(s, "SLURM_*") || strings.Contains(s, "tls-verify") || !strings.Contains(s, "docker run --rm") {
+	if strings.Count(s, " -v ") != 2 || strings.Contains(s, "SLURM_*") || strings.Contains(s, "tls-verify") || !strings.Contains(s, "docker run --rm --quiet") {
 		t.Errorf("the docker script:\n%s", s)
 	}
 	if _, err := b.script(&job.Handle{JobID: "job-c", Store: "file:///a:b"}, spec, "--job", "job-c"); err == nil || !strings.Contains(err.Error(), "':'") {

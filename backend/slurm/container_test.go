@@ -1,12 +1,16 @@
 package slurm_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/store"
 	"github.com/kinetic-run/kinetic/testkit/imagetest"
 )
 
@@ -107,4 +111,33 @@ func TestContainerImage(t *testing.T) {
 			t.Fatalf("containers left 30 s after the jobs: %q", out)
 		}
 	}
+}
+
+// TestContainerPullFails: a job whose image cannot be pulled on the node ends FAILED,
+// not PENDING or RUNNING, with podman's own words for it in the reason (the tail of the
+// Slurm output file).
+func TestContainerPullFails(t *testing.T) {
+	needSlurm(t)
+	pm := imagetest.NewPodman(t)
+	pm.Setenv(t) // sbatch exports it to the job's podman
+	b, st := newBackend(t, nil)
+	ctx := context.Background()
+	id := job.NewID()
+	// Nothing listens on port 1: the pull is refused at once.
+	spec := &job.Spec{Version: job.SpecVersion, JobID: id, Kind: job.KindCommand, Command: []string{"true"}, Container: "podman", Image: "127.0.0.1:1/kn/missing:1"}
+	h := &job.Handle{JobID: id, Backend: b.Name(), K8sName: id, Accelerator: "cpu", FuncName: "true", Store: st.URL(), CreatedAt: time.Now().UTC().Format(time.RFC3339)}
+	if err := st.Put(ctx, store.SpecKey(id), spec.Encode()); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Put(ctx, store.HandleKey(id), h.Encode()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Submit(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	state, reason := wait(t, &engine.Job{Handle: h, Store: st, Backend: b})
+	if state != job.Failed || !strings.Contains(reason, "127.0.0.1:1/kn/missing:1") {
+		t.Fatalf("%s %q; want FAILED naming the image podman could not pull", state, reason)
+	}
+	t.Logf("reason: %s", reason)
 }

@@ -74,6 +74,7 @@ type submitted struct {
 	Job
 	Handle *job.Handle
 	st     *store.Store
+	marker *job.DebugMarker // RunDebugger's jobs: where the job listens
 }
 
 // submit submits a command job and binds it to its observer.

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -135,5 +136,24 @@ func TestWarningColour(t *testing.T) {
 				t.Errorf("colour stays on with %s=%q %v", c.env[0], c.env[1], c.args)
 			}
 		})
+	}
+}
+
+// TestStderrStaysATerminal: the filter -q and colour put in front of a command's stderr
+// does not hide that stderr is a terminal (progress bars and prompts look).
+func TestStderrStaysATerminal(t *testing.T) {
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	defer ptmx.Close()
+	if !isTerminal(ptmx) {
+		t.Skip("/dev/ptmx does not read as a terminal here")
+	}
+	if !isTerminal(&stderr{w: ptmx}) {
+		t.Error("the stderr filter over a terminal does not read as one")
+	}
+	if isTerminal(&stderr{w: &bytes.Buffer{}}) {
+		t.Error("the stderr filter over a buffer reads as a terminal")
 	}
 }

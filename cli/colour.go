@@ -142,6 +142,15 @@ func withStderr(c *cobra.Command, g *Globals) {
 	c.Root().SetErr(&stderr{w: w, quiet: g.Quiet, colour: painter(colourOn(c, w))})
 }
 
+// rawStderr is c's stderr without the filter, for a program c starts: exec gives a
+// program an *os.File as it is (a terminal stays one), anything else through a pipe.
+func rawStderr(c *cobra.Command) io.Writer {
+	if s, ok := c.ErrOrStderr().(*stderr); ok {
+		return s.w
+	}
+	return c.ErrOrStderr()
+}
+
 // WriteError writes err's message as the binary's last line on w (stderr): "kinetic: "
 // and the message, its "kinetic:" red on a terminal with colour on. root is the command
 // tree that ran (NewRoot), whose --no-color counts.

@@ -153,6 +153,9 @@ func TestStderrStaysATerminal(t *testing.T) {
 	if !isTerminal(&stderr{w: ptmx}) {
 		t.Error("the stderr filter over a terminal does not read as one")
 	}
+	if isTerminal(&stderr{w: ptmx, quiet: true}) {
+		t.Error("with -q the stderr filter reads as a terminal (progress bars would be drawn)")
+	}
 	if isTerminal(&stderr{w: &bytes.Buffer{}}) {
 		t.Error("the stderr filter over a buffer reads as a terminal")
 	}

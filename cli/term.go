@@ -9,6 +9,9 @@ import (
 // never into files and pipes.
 func isTerminal(f any) bool {
 	if s, ok := f.(*stderr); ok { // the command's stderr behind -q and colour (colour.go)
+		if s.quiet {
+			return false // -q: no progress bars or redraws there
+		}
 		f = s.w
 	}
 	fd, ok := f.(interface{ Fd() uintptr })

@@ -1,4 +1,5 @@
-# Kinetic. `make demo` runs the main job on this machine; `make test` runs every test.
+# Kinetic. `make demo` runs the main job on this machine; `make test` runs every test
+# (make test-unit, test-cluster, test-e2e: one tier each).
 GO      ?= go
 # Debian's python3 carries pytest and cloudpickle from apt (see .ci/run).
 PYTHON  ?= $(shell command -v /usr/bin/python3 || command -v python3)
@@ -13,7 +14,7 @@ export GOFLAGS     := -trimpath -tags=disable_grpc_modules
 # The worker alone (runner, install-runner): what runs in a job's pod, without the CLI.
 RUNNER  := bin/kinetic-runner
 
-.PHONY: build runner runner-cross wheel demo test test-go test-python vet fmt bench clean kube-tools test-tools cluster
+.PHONY: build runner runner-cross wheel demo test test-unit test-cluster test-e2e test-go test-python vet fmt bench clean kube-tools test-tools cluster
 
 build:
 	$(GO) build -o $(BIN) ./cmd/kinetic
@@ -77,7 +78,20 @@ test-tools:
 cluster:
 	$(GO) run ./testkit/kubetest/cmd/kubecluster
 
-GO_TEST    = KINETIC_TEST_BIN=$(TEST_BIN)/kinetic $(GO) test -p 4 -count=1 -timeout 45m -ldflags=-w ./...
+# The test tiers (CONTRIBUTING.md, "Test tiers"; testkit/tier):
+#   test-unit     go test -short over every package but e2e/...: seconds, nothing started
+#                 (no cluster, no container engine, no emulator, no kinetic binary), no
+#                 test-tools needed. A test that needs more says so through its harness
+#                 (tier.Heavy) and skips here.
+#   test-cluster  every test of those packages: the real single-node Kubernetes cluster,
+#                 podman, the registries, the GCS emulator, Slurm (the unit tests again).
+#   test-e2e      e2e/... (the CLI and the examples end to end) and the Python SDK's tests.
+# The Go packages of the three tiers: everything but e2e/..., and e2e/....
+MODULE     := github.com/kinetic-run/kinetic
+CORE_PKGS   = $(shell $(GO) list ./... | grep -v '^$(MODULE)/e2e\(/\|$$\)')
+E2E_PKGS   := ./e2e/...
+
+GO_TEST    = KINETIC_TEST_BIN=$(TEST_BIN)/kinetic $(GO) test -p 4 -count=1 -timeout 45m -ldflags=-w
 PYTHON_TEST = cd python && KINETIC_BIN=$(CURDIR)/$(BIN) $(PYTHON) -m pytest -q tests
 
 # -count=1: several tests run the kinetic binary, which the test cache cannot see.
@@ -91,16 +105,31 @@ PYTHON_TEST = cd python && KINETIC_BIN=$(CURDIR)/$(BIN) $(PYTHON) -m pytest -q t
 # -ldflags=-w: no DWARF in the test binaries (nobody debugs them here; tracebacks keep
 # file and line): linking backend/kubernetes's test binary took 12 s of CPU instead of
 # 15-18 s, and `go test ./...` links about sixty of them on every run.
+test-unit:
+	$(GO) test -short -count=1 -ldflags=-w $(CORE_PKGS)
+
+test-cluster: test-tools
+	$(GO_TEST) $(CORE_PKGS)
+
+test-e2e: test-tools build
+	$(GO_TEST) $(E2E_PKGS)
+	$(PYTHON_TEST)
+
+# The Go tests of the cluster and e2e tiers in one `go test` (test-go), as before the
+# tiers were named: e2e/gke and e2e/frameworks then take turns on the cluster with
+# backend/kubernetes while the other packages run beside them, instead of waiting for the
+# whole cluster tier to end.
 test-go: test-tools
-	$(GO_TEST)
+	$(GO_TEST) ./...
 
 test-python: build
 	$(PYTHON_TEST)
 
-# Every test: the Go tests, then the Python tests. (Side by side they were slower on 2
+# Every test: vet, the unit tier (a fast failure first), then the cluster and e2e tiers'
+# Go tests together, then the Python tests. (Side by side they were slower on 2
 # cores: the Python batch tests start a process per job and timed out beside the cluster
 # tests in a cold run, 2026-11-26.)
-test: vet test-go test-python
+test: vet test-unit test-go test-python
 
 bench: build
 	$(GO) run ./bench -bin $(BIN)

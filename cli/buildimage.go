@@ -248,7 +248,7 @@ func reenterCredentials(cmd *cobra.Command, repo name.Repository, tty bool) erro
 		return fmt.Errorf("--update-credentials runs `docker login %s` or `podman login %s`, and neither is installed: install one, or write the credentials into ~/.docker/config.json", host, host)
 	}
 	login := exec.CommandContext(cmd.Context(), tool, "login", host)
-	login.Stdin, login.Stdout, login.Stderr = cmd.InOrStdin(), cmd.ErrOrStderr(), cmd.ErrOrStderr()
+	login.Stdin, login.Stdout, login.Stderr = cmd.InOrStdin(), rawStderr(cmd), rawStderr(cmd)
 	if err := login.Run(); err != nil {
 		return fmt.Errorf("--update-credentials: %s login %s did not succeed (%v): nothing was built", tool, host, err)
 	}

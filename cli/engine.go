@@ -18,6 +18,9 @@ func newEngine(cmd *cobra.Command, g *Globals, args map[config.Key]string) (*eng
 	}
 	e.Warn = func(s string) { cmd.PrintErrln("kinetic: warning:", s) }
 	e.Notice = cmd.ErrOrStderr()
+	if g.Quiet { // -q: no progress bars and no notices (the engine's own check)
+		e.Quiet, e.Bars, e.Notice = true, false, io.Discard
+	}
 	e.LookOnly = lookOnly[cmd.CommandPath()]
 	return e, nil
 }

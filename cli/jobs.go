@@ -155,7 +155,8 @@ func newJobsStatusCmd(g *Globals) *cobra.Command {
 					return writeJSON(cmd.OutOrStdout(), map[string]any{"handle": &job.Handle{JobID: t.JobID, DisplayName: t.DisplayName, Accelerator: t.Accelerator, Backend: t.Backend, CreatedAt: t.CreatedAt, GroupID: t.GroupID, GroupIndex: t.GroupIndex},
 						"status": t.State, "collected": true, "collected_by": t.CollectedBy, "finished_at": t.FinishedAt, "cleaned_at": t.CleanedAt, "removed": t.Removed})
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", t.State, strings.TrimPrefix(t.Summary(), "succeeded; "))
+				p := painter(colourOn(cmd, cmd.OutOrStdout()))
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", p.status(string(t.State)), strings.TrimPrefix(t.Summary(), "succeeded; "))
 				return nil
 			}
 			if err != nil {
@@ -169,10 +170,11 @@ func newJobsStatusCmd(g *Globals) *cobra.Command {
 			if f.asJSON {
 				return writeJSON(cmd.OutOrStdout(), engine.Listed{Handle: j.Handle, State: state, Reason: reason})
 			}
+			shown := painter(colourOn(cmd, cmd.OutOrStdout())).state(state, reason)
 			if reason != "" {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", state, reason)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", shown, reason)
 			} else {
-				fmt.Fprintln(cmd.OutOrStdout(), state)
+				fmt.Fprintln(cmd.OutOrStdout(), shown)
 			}
 			return nil
 		},

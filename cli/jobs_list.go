@@ -132,7 +132,7 @@ func runJobsList(cmd *cobra.Command, g *Globals, f *listFlags) error {
 			}
 			return writeJSON(w, rows)
 		}
-		return printListTable(ctx, e, w, warn, rows, limit)
+		return printListTable(ctx, e, w, warn, rows, limit, painter(colourOn(cmd, cmd.OutOrStdout())))
 	}
 	if !f.watch {
 		return render(cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -258,7 +258,7 @@ type tableRow struct {
 	age, duration                        string
 }
 
-func printListTable(ctx context.Context, e *engine.Engine, w, warn io.Writer, rows []listRow, limit int) error {
+func printListTable(ctx context.Context, e *engine.Engine, w, warn io.Writer, rows []listRow, limit int, p painter) error {
 	// Fold batch children: one entry per batch, where its newest child stands.
 	type entry struct {
 		job   *listRow
@@ -301,8 +301,7 @@ func printListTable(ctx context.Context, e *engine.Engine, w, warn io.Writer, ro
 		byID[shown[i].Handle.JobID] = &shown[i]
 	}
 	now := time.Now()
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tFUNCTION\tACCELERATOR\tBACKEND\tAGE\tDURATION")
+	var trs []tableRow
 	var damaged []*listRow
 	for _, en := range entries {
 		var tr tableRow
@@ -332,9 +331,9 @@ func printListTable(ctx context.Context, e *engine.Engine, w, warn io.Writer, ro
 			}
 			tr = foldBatch(kids, expectedInputs(ctx, e, kids[0].Handle.GroupID), now)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", tr.id, tr.status, tr.function, tr.accel, tr.backend, tr.age, tr.duration)
+		trs = append(trs, tr)
 	}
-	if err := tw.Flush(); err != nil {
+	if err := writeTable(w, trs, p); err != nil {
 		return err
 	}
 	if more > 0 {
@@ -344,6 +343,23 @@ func printListTable(ctx context.Context, e *engine.Engine, w, warn io.Writer, ro
 		fmt.Fprintf(warn, "kinetic: warning: %s\n", r.Reason)
 	}
 	return nil
+}
+
+// writeTable writes the rows as an aligned table, their statuses coloured by p.
+func writeTable(w io.Writer, rows []tableRow, p painter) error {
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tFUNCTION\tACCELERATOR\tBACKEND\tAGE\tDURATION")
+	statuses := make([]string, len(rows))
+	for i, tr := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", tr.id, tr.status, tr.function, tr.accel, tr.backend, tr.age, tr.duration)
+		statuses[i] = tr.status
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := w.Write(paintColumn(table.Bytes(), "STATUS", statuses, p.status))
+	return err
 }
 
 // foldBatch is the row of a batch: its state (RUNNING while any child runs, PENDING

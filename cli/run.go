@@ -29,7 +29,6 @@ func newRunCmd(g *Globals) *cobra.Command {
 		acc, image, python  string
 		capture             []string
 		async, asJSON, spot bool
-		quiet               bool
 		debug               bool
 		debugWait, timeout  time.Duration
 	)
@@ -59,7 +58,8 @@ same way; positional ARGS come first. A string holding = is written as a literal
 	f.BoolVar(&debug, "debug", false, "start debugpy in the job and wait for a debugger before the call (attach with: kinetic jobs debug ID)")
 	durationFlag(f, &debugWait, "debug-wait", 0, "with --debug, how long the job waits for a debugger before it fails, in seconds or as a duration (default 10m)")
 	durationFlag(f, &timeout, "timeout", 0, "stop the job after this long, in seconds or as a duration (1800, 30m, 2h); it then fails with reason timeout")
-	f.BoolVarP(&quiet, "quiet", "q", false, "no progress, notices or status lines on stderr (the job's logs and failures still show)")
+	// The global -q (Globals.Quiet), shown among run's own flags, where people look for it.
+	f.BoolVarP(&g.Quiet, "quiet", "q", false, "no progress, notices or status lines on stderr (the job's logs and failures still show)")
 	f.BoolVar(&async, "async", false, "submit, print the handle, and return")
 	f.BoolVar(&asJSON, "json", false, "print the result (or the handle with --async) as JSON")
 	vals := keyFlags(cmd)
@@ -126,9 +126,6 @@ same way; positional ARGS come first. A string holding = is written as a literal
 				return err
 			}
 		}
-		if quiet {
-			e.Quiet, e.Bars, e.Notice = true, false, io.Discard
-		}
 		ctx := cmd.Context()
 		j, err := e.Submit(ctx, req)
 		if err != nil {
@@ -139,7 +136,7 @@ same way; positional ARGS come first. A string holding = is written as a literal
 				return writeJSON(cmd.OutOrStdout(), j.Handle)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), j.Handle.JobID)
-			if !quiet {
+			if !g.Quiet {
 				// The ID is the data (stdout); what to do with it is for the person.
 				id := j.Handle.JobID
 				fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: job %s submitted (%s on %s); next: `kinetic jobs logs -f %s` to follow it, `kinetic jobs result %s` for its value, `kinetic jobs cancel %s` to stop it\n",
@@ -147,7 +144,7 @@ same way; positional ARGS come first. A string holding = is written as a literal
 			}
 			return nil
 		}
-		if !quiet {
+		if !g.Quiet {
 			fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: job %s submitted (%s on %s)\n", j.Handle.JobID, j.Handle.Accelerator, j.Handle.Backend)
 		}
 		// Ctrl-C cancels the job this command started (and says so); a second one

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/testkit/tier"
 )
 
 var updateScreenshots = flag.Bool("update-screenshots", false, "write the browser test's screenshots to docs/img (for the README)")
@@ -23,6 +24,7 @@ var updateScreenshots = flag.Bool("update-screenshots", false, "write the browse
 // chromium finds Debian's headless Chromium. Without it the browser test is skipped,
 // except in CI (CI=true), where .ci/run installs it and its absence is a failure.
 func chromium(t *testing.T) string {
+	tier.Heavy(t, "drives chromium")
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p

@@ -19,6 +19,7 @@ import (
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/testkit/testbin"
+	"github.com/kinetic-run/kinetic/testkit/tier"
 )
 
 // fixture is a file:// store with real jobs on the local backend, made once for the
@@ -55,6 +56,7 @@ func TestMain(m *testing.M) {
 // setup makes the fixture once (about a minute: real jobs and a 50-input batch).
 func setup(t *testing.T) {
 	t.Helper()
+	tier.Heavy(t, "runs jobs with the kinetic binary")
 	fxOnce.Do(func() {
 		home, err := os.MkdirTemp("", "kinetic-dashboard-test-")
 		if err != nil {

@@ -7,12 +7,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kinetic-run/kinetic/testkit/tier"
 )
 
 // TestLinesAcceptedByPip feeds the canonical lines of every golden tree to pip's own
 // requirements-file parser (when python3 with pip is available) and checks that pip
 // reads the same requirements: what we print is what pip understands.
 func TestLinesAcceptedByPip(t *testing.T) {
+	tier.Heavy(t, "runs pip")
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("no python3")

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/kinetic-run/kinetic/testkit/imagetest"
+	"github.com/kinetic-run/kinetic/testkit/tier"
 )
 
 var py311 = Target{Python: "3.11", Arch: "amd64", Glibc: "2.36"}
@@ -126,6 +127,7 @@ func TestPinnedLocalWheelsDecides(t *testing.T) {
 // --target — and checks the requirements layers hold the same files. The wheels have
 // a dependency, a console script, a .data/scripts script and .data/data.
 func TestWheelLayoutMatchesPip(t *testing.T) {
+	tier.Heavy(t, "installs with pip")
 	reg := imagetest.StartRegistry(t)
 	base := imagetest.Push(t, imagetest.TinyBase(t), reg.Host+"/tiny:base")
 	dir := wheelsWith(t, map[string]string{"kn-app==1.0": "Requires-Dist: kn-lib>=1.0\n", "kn-lib==1.5": ""})

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kinetic-run/kinetic/testkit/tier"
 )
 
 const buildMsg = "kinetic: building Python environment"
@@ -24,6 +25,7 @@ const buildMsg = "kinetic: building Python environment"
 // /usr/bin/python3 when it is a different one. Tests skip without any.
 func pythons(t *testing.T) []string {
 	t.Helper()
+	tier.Heavy(t, "makes virtual environments with pip")
 	var out []string
 	seen := map[string]bool{}
 	for _, p := range []string{"python3", "/usr/bin/python3"} {

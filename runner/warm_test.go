@@ -19,12 +19,14 @@ import (
 
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
+	"github.com/kinetic-run/kinetic/testkit/tier"
 )
 
 // realPython finds an interpreter binary (not a wrapper script such as a pyenv shim,
 // which warm mode refuses). withCloudpickle asks for one that can import cloudpickle.
 func realPython(t testing.TB, withCloudpickle bool) string {
 	t.Helper()
+	tier.Heavy(t, "runs jobs in Python processes")
 	var cands []string
 	if p := os.Getenv("KINETIC_TEST_PYTHON"); p != "" {
 		cands = append(cands, p)

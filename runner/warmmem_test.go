@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/kinetic-run/kinetic/testkit/tier"
 )
 
 // TestCheckMemory: the bound is 256 MiB, or a quarter of the memory limit when less;
@@ -88,6 +90,7 @@ print(sid)
 // System V segment it did not remove) is what this machine's memory cgroup reading
 // sees, and checkMemory then refuses the pod; removing the segment brings it back.
 func TestMemoryLeftBySysVSegment(t *testing.T) {
+	tier.Heavy(t, "measures a warm Python server's memory")
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("no python3")

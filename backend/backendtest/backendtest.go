@@ -2,6 +2,10 @@
 // same statuses, the same guarantees (a job whose worker dies reports FAILED with a
 // reason, cancel stops it, cleanup is idempotent, unknown jobs are NOT_FOUND).
 //
+// A backend that implements one of the optional interfaces passes its suite too:
+// RunObserver for backend.Observer (the Kubernetes backends), RunDebugger for
+// backend.Debugger (local and Kubernetes), with the same Harness.
+//
 // The suite observes jobs as a person does, through a Job the caller provides (the
 // engine's: engine.Job satisfies it), so it needs nothing of the engine and the engine's
 // tests and the backends' tests can both drive it.
@@ -74,6 +78,7 @@ type submitted struct {
 	Job
 	Handle *job.Handle
 	st     *store.Store
+	marker *job.DebugMarker // RunDebugger's jobs: where the job listens
 }
 
 // submit submits a command job and binds it to its observer.

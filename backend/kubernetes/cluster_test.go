@@ -32,6 +32,7 @@ import (
 	"github.com/kinetic-run/kinetic/testkit/kubetest"
 	"github.com/kinetic-run/kinetic/testkit/srcroot"
 	"github.com/kinetic-run/kinetic/testkit/testbin"
+	"github.com/kinetic-run/kinetic/testkit/tier"
 )
 
 // RunnerImage is the runner image the tests build from the runner binary beside the
@@ -46,7 +47,7 @@ var (
 
 func TestMain(m *testing.M) {
 	code := func() int {
-		if os.Getenv("KINETIC_SKIP_CLUSTER") == "1" {
+		if os.Getenv("KINETIC_SKIP_CLUSTER") == "1" || tier.Short() {
 			return m.Run()
 		}
 		start := time.Now()
@@ -118,6 +119,7 @@ func needCluster(t *testing.T) *kubetest.Cluster {
 	if os.Getenv("KINETIC_SKIP_CLUSTER") == "1" {
 		t.Skip("KINETIC_SKIP_CLUSTER=1: no real cluster here")
 	}
+	tier.Heavy(t, "runs on the real test cluster")
 	if clusterErr != nil {
 		t.Fatalf("the test cluster did not start: %v", clusterErr)
 	}
@@ -134,6 +136,7 @@ var clusterWide sync.RWMutex
 // time stretched each test about 2× and the package took longer: the pods' Python and
 // runners keep both cores busy).
 func shared(t *testing.T) {
+	tier.Heavy(t, "runs on the real test cluster")
 	t.Parallel()
 	clusterWide.RLock()
 	t.Cleanup(clusterWide.RUnlock)
@@ -144,6 +147,7 @@ func shared(t *testing.T) {
 // listings would meet): it runs with no other cluster test beside it. Go runs these
 // sequential tests first, then the shared ones; the lock says so explicitly.
 func alone(t *testing.T) {
+	tier.Heavy(t, "runs on the real test cluster")
 	clusterWide.Lock()
 	t.Cleanup(clusterWide.Unlock)
 }

@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -29,6 +30,11 @@ func (b *Backend) DebugEndpoint(ctx context.Context, h *job.Handle, m *job.Debug
 		return "", 0, nil, fmt.Errorf("debug %s: %w: no cluster connection", h.JobID, backend.ErrUnavailable)
 	}
 	pod, err := b.podOf(ctx, h)
+	if errors.Is(err, backend.ErrNoLogs) {
+		// No pod (gone, or a warm pod's): the worker cannot be reached from here
+		// (backend.Debugger's contract), which is not about logs.
+		return "", 0, nil, fmt.Errorf("debug %s: %w: the job has no pod of its own in namespace %s (it ended, or was cleaned up; see kinetic jobs status %s)", h.JobID, backend.ErrUnavailable, b.o.Namespace, h.JobID)
+	}
 	if err != nil {
 		return "", 0, nil, fmt.Errorf("debug %s: the job's pod: %w", h.JobID, err)
 	}
@@ -54,7 +60,7 @@ func (p *Pathways) DebugEndpoint(ctx context.Context, h *job.Handle, m *job.Debu
 			return p.b.portForward(ctx, h, pods[i].Name, m, localPort)
 		}
 	}
-	return "", 0, nil, fmt.Errorf("debug %s: no pod of host %s in LeaderWorkerSet %s (namespace %s): the job's pods are gone (see kinetic jobs status %s)", h.JobID, want, h.K8sName, p.b.o.Namespace, h.JobID)
+	return "", 0, nil, fmt.Errorf("debug %s: %w: no pod of host %s in LeaderWorkerSet %s (namespace %s): the job's pods are gone (see kinetic jobs status %s)", h.JobID, backend.ErrUnavailable, want, h.K8sName, p.b.o.Namespace, h.JobID)
 }
 
 // portForward forwards 127.0.0.1:localPort (or a free port) to m.Port in pod.

@@ -29,6 +29,7 @@ func main() {
 	mountns.Main()
 	// One logger, log/slog's, its level set by KINETIC_LOG_LEVEL as for the SDK.
 	setupLogging(os.Getenv(logLevelEnv), os.Stderr)
+	cli.SetupLogging = func(level string) { setupLogging(level, os.Stderr) } // -v
 	// The signal is the context's cause: a runner in a pod tells a SIGTERM from the
 	// kubelet (pod deleted, evicted, preempted) in the job's failure.
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -40,7 +41,8 @@ func main() {
 		<-sigs // a second one leaves at once, saying what is left running
 		cli.Leave(os.Stderr)
 	}()
-	err := cli.NewRoot().ExecuteContext(ctx)
+	root := cli.NewRoot()
+	err := root.ExecuteContext(ctx)
 	if err != nil && cli.Interrupted(ctx, err) {
 		// Whatever the command was doing stopped because of Ctrl-C: one line, no
 		// "context canceled" (a command that had more to say, like run, said it).
@@ -56,7 +58,7 @@ func main() {
 	}
 	cancel(nil)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "kinetic:", errs.Message(err))
+		cli.WriteError(root, os.Stderr, errs.Message(err))
 		os.Exit(cli.ExitCode(err))
 	}
 }

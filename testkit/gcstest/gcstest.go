@@ -45,6 +45,7 @@ import (
 	// The store's gs:// driver: every test that speaks to the emulator through a store
 	// needs it, and store itself links no cloud SDK.
 	_ "github.com/kinetic-run/kinetic/store/gcs"
+	"github.com/kinetic-run/kinetic/testkit/tier"
 )
 
 // Version is the pinned fake-gcs-server release: the version this module's go.mod
@@ -78,6 +79,7 @@ func (s *Server) Endpoint() string { return strings.TrimPrefix(s.url, "http://")
 // stops it when t ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	tier.Heavy(t, "starts fake-gcs-server")
 	bin, err := Binary()
 	if err != nil {
 		if os.Getenv(envAllowSkip) == "1" {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/kinetic-run/kinetic/testkit/tier"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +28,7 @@ type Podman struct {
 // the test when podman or runc is not installed.
 func NewPodman(t testing.TB) *Podman {
 	t.Helper()
+	tier.Heavy(t, "runs podman")
 	bin, err := exec.LookPath("podman")
 	if err != nil {
 		t.Skip("imagetest: podman is not installed (apt-get install podman runc); CI installs it")

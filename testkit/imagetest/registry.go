@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/kinetic-run/kinetic/testkit/tier"
 )
 
 // Registry is a registry started by a test, reachable over plain HTTP at Host.
@@ -66,6 +67,7 @@ func StartRegistry(t testing.TB) *Registry {
 // (e.g. "10.85.0.1:5000" for pods).
 func StartDockerRegistry(t testing.TB, addr ...string) *Registry {
 	t.Helper()
+	tier.Heavy(t, "starts docker-registry")
 	bin, err := exec.LookPath("docker-registry")
 	if err != nil {
 		t.Skip("imagetest: docker-registry is not installed (apt-get install docker-registry); CI installs it")

@@ -25,6 +25,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/testkit/srcroot"
+	"github.com/kinetic-run/kinetic/testkit/tier"
 	"github.com/kinetic-run/kinetic/testkit/toolcache"
 )
 
@@ -43,6 +44,7 @@ var (
 // Path returns the path of a freshly built kinetic binary ($KINETIC_TEST_BIN if set).
 func Path(t testing.TB) string {
 	t.Helper()
+	tier.Heavy(t, "runs the kinetic binary")
 	p, err := Build()
 	if err != nil {
 		t.Fatal(err)

@@ -76,6 +76,17 @@ func (tm *Term) Screen() string {
 	return string(out)
 }
 
+// ScreenEscapes is Screen with the pane's colours and attributes as escape sequences
+// (capture-pane -e), as tmux redraws them: what a person sees in colour.
+func (tm *Term) ScreenEscapes() string {
+	tm.t.Helper()
+	out, err := exec.Command("tmux", "-S", tm.socket, "capture-pane", "-p", "-e", "-J", "-S", "-200", "-t", "t").Output()
+	if err != nil {
+		tm.t.Fatalf("tmux capture-pane -e: %v", err)
+	}
+	return string(out)
+}
+
 // WaitFor waits until the screen shows want, and returns the screen; it fails the test
 // with the screen after timeout.
 func (tm *Term) WaitFor(want string, timeout time.Duration) string {

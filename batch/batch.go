@@ -1,10 +1,10 @@
 // Package batch owns batches (run_async_map): one function over many inputs, planned
 // once (engine.Template), its children written or derived in the store under groups/ID/
-// (package store/batchlayout: the manifest, the children's entries, the template and inputs
+// (package batch/layout: the manifest, the children's entries, the template and inputs
 // of derived children, the collection records), submitted in the background (the
 // scheduler), watched, read, collected, cancelled, cleaned up and listed from anywhere
 // the store is reachable. It asks the engine through Engine and a backend through
-// backend/batchdriver.Driver, the way gocloud.dev/blob asks its driver; the engine imports
+// backend/driver.Driver, the way gocloud.dev/blob asks its driver; the engine imports
 // nothing of it.
 package batch
 
@@ -19,18 +19,18 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kinetic-run/kinetic/backend/batchdriver"
+	"github.com/kinetic-run/kinetic/batch/driver"
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
-	"github.com/kinetic-run/kinetic/store/batchlayout"
 )
 
 // Manifest is groups/{id}/manifest.json.
-type Manifest = batchlayout.Manifest
+type Manifest = layout.Manifest
 
 // Child is one input of a batch. Its job is the last of its attempts.
-type Child = batchlayout.Child
+type Child = layout.Child
 
 // MapRequest fans one function out over many inputs: one child job per input.
 type MapRequest struct {
@@ -152,8 +152,8 @@ func newScheduler(ctx context.Context, e Engine, req *MapRequest) (*scheduler, e
 	}
 	b := &Batch{e: e, st: t.Store, manifest: m, done: make(chan struct{})}
 	s := &scheduler{b: b, tmpl: t, inputs: inputs, maxConcurrent: maxConc, retries: req.Retries, failFast: req.FailFast, cancelRunning: req.CancelRunningOnFail}
-	d, _ := t.Backend.(batchdriver.Driver)
-	var modes batchdriver.Modes
+	d, _ := t.Backend.(driver.Driver)
+	var modes driver.Modes
 	if d != nil {
 		modes = d.Modes(t.Handle, t.Spec())
 	}
@@ -163,7 +163,7 @@ func newScheduler(ctx context.Context, e Engine, req *MapRequest) (*scheduler, e
 		// O(1) writes: the template and the inputs, then the manifest; each child's
 		// job is written by its pod (layout, derived.go).
 		if err := writeDerived(ctx, t, gid, inputs); err != nil {
-			t.Store.DeletePrefix(context.WithoutCancel(ctx), batchlayout.Prefix(gid))
+			t.Store.DeletePrefix(context.WithoutCancel(ctx), layout.Prefix(gid))
 			return nil, err
 		}
 		b.manifest.Derived, b.manifest.SubmissionComplete = true, true
@@ -174,8 +174,8 @@ func newScheduler(ctx context.Context, e Engine, req *MapRequest) (*scheduler, e
 			if len(in) > 0 {
 				continue
 			}
-			if err := batchlayout.MarkGone(ctx, t.Store, gid, i); err != nil {
-				t.Store.DeletePrefix(context.WithoutCancel(ctx), batchlayout.Prefix(gid))
+			if err := layout.MarkGone(ctx, t.Store, gid, i); err != nil {
+				t.Store.DeletePrefix(context.WithoutCancel(ctx), layout.Prefix(gid))
 				return nil, err
 			}
 			for len(b.manifest.Children) < i {
@@ -185,7 +185,7 @@ func newScheduler(ctx context.Context, e Engine, req *MapRequest) (*scheduler, e
 		}
 	}
 	if err := b.writeManifest(ctx); err != nil {
-		t.Store.DeletePrefix(context.WithoutCancel(ctx), batchlayout.Prefix(gid))
+		t.Store.DeletePrefix(context.WithoutCancel(ctx), layout.Prefix(gid))
 		return nil, err
 	}
 	calltrace.Mark("batch.manifest.written", gid)
@@ -195,9 +195,9 @@ func newScheduler(ctx context.Context, e Engine, req *MapRequest) (*scheduler, e
 	if grouped && len(inputs) > 0 {
 		// One object in the cluster for the whole batch, made after everything its
 		// pods read.
-		g := batchdriver.Group{ID: gid, Size: len(inputs), Parallelism: maxConc}
+		g := driver.Group{ID: gid, Size: len(inputs), Parallelism: maxConc}
 		if err := d.StartGroup(ctx, g, t.Handle); err != nil {
-			t.Store.DeletePrefix(context.WithoutCancel(ctx), batchlayout.Prefix(gid))
+			t.Store.DeletePrefix(context.WithoutCancel(ctx), layout.Prefix(gid))
 			return nil, err
 		}
 		s.grouped = true
@@ -218,7 +218,7 @@ func (b *Batch) writeManifest(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return b.st.Put(ctx, batchlayout.ManifestKey(b.manifest.GroupID), data)
+	return b.st.Put(ctx, layout.ManifestKey(b.manifest.GroupID), data)
 }
 
 // Done is closed when submission (and, with retries or fail_fast, supervision) is over.

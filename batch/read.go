@@ -11,7 +11,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/kinetic-run/kinetic/backend/batchdriver"
+	"github.com/kinetic-run/kinetic/batch/driver"
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/internal/calltrace"
@@ -19,7 +20,6 @@ import (
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/store"
-	"github.com/kinetic-run/kinetic/store/batchlayout"
 )
 
 // View is a batch as read from the store: the manifest with the children submitted so
@@ -52,7 +52,7 @@ func (c ChildStatus) Succeeded() bool { return c.Status == job.Succeeded || c.Co
 
 // collectedAt says whether the error of attaching a child's job means it was collected
 // and cleaned up, and when: its tombstone, else the batch's collection record.
-func collectedAt(err error, id string, records map[string]batchlayout.Collected) *time.Time {
+func collectedAt(err error, id string, records map[string]layout.Collected) *time.Time {
 	var gone *engine.CleanedUpError
 	if errors.As(err, &gone) {
 		t := gone.Tombstone.CleanedAt
@@ -151,7 +151,7 @@ func endedWithResult(ctx context.Context, st *store.Store, derived func(context.
 		// Its pod wrote nothing of its end (it was lost, or wrote nothing at all: a kwok
 		// pod): its unit's view, without the store reads Status would repeat (this round
 		// knows the child is derived, not removed, not collected).
-		if d, isDriver := j.Backend.(batchdriver.Driver); isDriver {
+		if d, isDriver := j.Backend.(driver.Driver); isDriver {
 			if state, reason, err := d.UnwrittenStatus(ctx, j.Handle); err == nil && state.Terminal() {
 				return ChildStatus{Index: c.Index, Handle: j.Handle, Status: state, Reason: reason}, true
 			}
@@ -181,7 +181,7 @@ func removedChild(ctx context.Context, st *store.Store, m *Manifest, c Child, er
 		return ChildStatus{}, false
 	}
 	if firstDerived(m, c) {
-		if gone, gerr := batchlayout.Gone(ctx, st, m.GroupID, c.Index); gerr != nil || !gone {
+		if gone, gerr := layout.Gone(ctx, st, m.GroupID, c.Index); gerr != nil || !gone {
 			return ChildStatus{}, false
 		}
 	} else if !m.SubmissionComplete || (m.Retries > 0 && !m.Settled) {
@@ -203,7 +203,7 @@ func endedDerived(ctx context.Context, e Engine, st *store.Store, gid string) fu
 	if t == nil || err != nil {
 		return each
 	}
-	gone, err := batchlayout.GoneSet(ctx, st, gid)
+	gone, err := layout.GoneSet(ctx, st, gid)
 	if err != nil {
 		return each
 	}
@@ -219,7 +219,7 @@ func endedDerived(ctx context.Context, e Engine, st *store.Store, gid string) fu
 		if gone[c.Index] || collected[c.JobID] {
 			return nil, nil
 		}
-		return &engine.Job{Handle: t.ChildHandle(gid, c.Index), Store: st, Backend: be}, nil
+		return &engine.Job{Handle: t.ChildHandle(gid, c.Index), Store: st, Backend: be, Unwritten: Unwritten{}}, nil
 	}
 }
 
@@ -238,7 +238,7 @@ func groupDone(ctx context.Context, e Engine, m *Manifest, storeURL string, jobs
 		}
 		jobs[-1] = j
 	}
-	gr, ok := j.Backend.(batchdriver.Driver)
+	gr, ok := j.Backend.(driver.Driver)
 	if !ok {
 		return nil
 	}
@@ -287,7 +287,7 @@ func Read(ctx context.Context, e Engine, gid, storeURL string, withStatus bool) 
 	if err := readManifest(ctx, st, gid, &v.Manifest, map[int]Child{}); err != nil {
 		return nil, err
 	}
-	records, err := batchlayout.ReadCollected(ctx, st, gid)
+	records, err := layout.ReadCollected(ctx, st, gid)
 	if err != nil {
 		return nil, err
 	}
@@ -347,7 +347,7 @@ func presentByResult(ctx context.Context, st *store.Store, ids []string, present
 
 // readRows reads the rows of the children ids as a listing does (engine.Rows: one
 // listing of jobs/ and the listing index), except the derived children whose pods have
-// written nothing yet: their batch's unit says where they stand (batchdriver.UnwrittenStatus),
+// written nothing yet: their batch's unit says where they stand (driver.UnwrittenStatus),
 // from the template, the gone markers and the collection records read once per batch.
 func readRows(ctx context.Context, e Engine, st *store.Store, storeURL string, ids []string, withStatus bool) ([]engine.Row, error) {
 	unwritten := map[string]*engine.Job{}
@@ -383,7 +383,7 @@ func readRows(ctx context.Context, e Engine, st *store.Store, storeURL string, i
 		out[i].Handle = j.Handle
 		if withStatus {
 			g.Go(func() error {
-				state, reason, err := j.Backend.(batchdriver.Driver).UnwrittenStatus(gctx, j.Handle)
+				state, reason, err := j.Backend.(driver.Driver).UnwrittenStatus(gctx, j.Handle)
 				out[i].Listed = engine.Listed{Handle: j.Handle, State: state, Reason: reason}
 				if errors.Is(err, job.ErrDamaged) {
 					// Nothing will mend it: final, with why, as in a watch; the other
@@ -418,21 +418,21 @@ func missingTemplate(ctx context.Context, st *store.Store, gid string) error {
 		return ctx.Err()
 	case <-time.After(200 * time.Millisecond):
 	}
-	if ok, err := st.Exists(ctx, batchlayout.ManifestKey(gid)); err != nil {
+	if ok, err := st.Exists(ctx, layout.ManifestKey(gid)); err != nil {
 		return err
 	} else if !ok {
 		return fmt.Errorf("no batch %s in the store %s: %w", gid, st.URL(), engine.ErrNotFound)
 	}
-	return batchlayout.Missing(gid, "template.json", "its manifest says every input's job is made from it, and the manifest is written after it")
+	return layout.Missing(gid, "template.json", "its manifest says every input's job is made from it, and the manifest is written after it")
 }
 
 // readManifest reads a batch's manifest into m and, while submission is still going
 // on, adds the children recorded one by one since it was saved (cache holds the entries
 // already read, so each is read once).
 func readManifest(ctx context.Context, st *store.Store, gid string, m *Manifest, cache map[int]Child) error {
-	got, err := batchlayout.ReadManifest(ctx, st, gid)
+	got, err := layout.ReadManifest(ctx, st, gid)
 	if store.IsNotFound(err) {
-		if err := batchlayout.MissingManifest(ctx, st, gid); err != nil {
+		if err := layout.MissingManifest(ctx, st, gid); err != nil {
 			return err
 		}
 		return fmt.Errorf("no batch %s in the store %s: %w", gid, st.URL(), engine.ErrNotFound)
@@ -455,7 +455,7 @@ func readManifest(ctx context.Context, st *store.Store, gid string, m *Manifest,
 	if m.SubmissionComplete {
 		return nil
 	}
-	if err := batchlayout.MergeChildren(ctx, st, m, cache); err != nil {
+	if err := layout.MergeChildren(ctx, st, m, cache); err != nil {
 		return err
 	}
 	if m.SubmitterLost(time.Now()) {
@@ -526,7 +526,7 @@ func Cleanup(ctx context.Context, e Engine, gid, storeURL string, backendRes, st
 		if err != nil {
 			return err
 		}
-		return st.DeletePrefix(ctx, batchlayout.Prefix(gid))
+		return st.DeletePrefix(ctx, layout.Prefix(gid))
 	}
 	return nil
 }
@@ -552,7 +552,7 @@ func Withdraw(ctx context.Context, e Engine, gid, storeURL string) (started bool
 		if err != nil {
 			return false, err
 		}
-		if w, ok := d.(batchdriver.Withdrawer); ok {
+		if w, ok := d.(driver.Withdrawer); ok {
 			if started, err := w.WithdrawGroup(ctx, gid); err != nil || started {
 				return started, err
 			}
@@ -562,7 +562,7 @@ func Withdraw(ctx context.Context, e Engine, gid, storeURL string) (started bool
 }
 
 // groupDriver is the driver of batch v's backend (nil if it has none).
-func groupDriver(ctx context.Context, e Engine, v *View) (batchdriver.Driver, error) {
+func groupDriver(ctx context.Context, e Engine, v *View) (driver.Driver, error) {
 	st, err := e.Store(ctx, v.Store)
 	if err != nil {
 		return nil, err
@@ -580,7 +580,7 @@ func groupDriver(ctx context.Context, e Engine, v *View) (batchdriver.Driver, er
 	if err != nil {
 		return nil, err
 	}
-	d, _ := be.(batchdriver.Driver)
+	d, _ := be.(driver.Driver)
 	return d, nil
 }
 
@@ -612,9 +612,9 @@ func List(ctx context.Context, e Engine, storeURL string) ([]Listed, error) {
 	g.SetLimit(16)
 	for i, id := range ids {
 		g.Go(func() error {
-			m, err := batchlayout.ReadManifest(gctx, st, id)
+			m, err := layout.ReadManifest(gctx, st, id)
 			if store.IsNotFound(err) {
-				err = batchlayout.MissingManifest(gctx, st, id) // nil: being written, or removed
+				err = layout.MissingManifest(gctx, st, id) // nil: being written, or removed
 			}
 			switch {
 			case err == nil && m != nil:
@@ -622,7 +622,7 @@ func List(ctx context.Context, e Engine, storeURL string) ([]Listed, error) {
 				out[i] = Listed{Manifest: *m}
 				// Its collection records say which children were collected: one that
 				// cannot be read fails every read of the batch, so list it as damaged.
-				if _, cerr := batchlayout.ReadCollected(gctx, st, id); errors.Is(cerr, job.ErrDamaged) {
+				if _, cerr := layout.ReadCollected(gctx, st, id); errors.Is(cerr, job.ErrDamaged) {
 					out[i].Error = cerr.Error()
 				}
 			case errors.Is(err, job.ErrDamaged):
@@ -679,9 +679,9 @@ func WatchWith(ctx context.Context, e Engine, gid, storeURL string, o WatchOptio
 	jobs := map[int]*engine.Job{}
 	seenChild := map[int]Child{}
 	p := jobview.NewPollerFrom(10 * time.Millisecond)
-	// A unit whose driver says when its members end (batchdriver.Waker) wakes the
+	// A unit whose driver says when its members end (driver.Waker) wakes the
 	// watch then: the last input's result is not left waiting for the next poll.
-	var wake batchdriver.GroupWatch
+	var wake driver.GroupWatch
 	watched := false // GroupWatch was asked
 	defer func() {
 		if wake != nil {
@@ -718,7 +718,7 @@ func WatchWith(ctx context.Context, e Engine, gid, storeURL string, o WatchOptio
 		done := groupDone(ctx, e, &m, storeURL, jobs)
 		if j := jobs[-1]; j != nil && !watched {
 			watched = true
-			if w, ok := j.Backend.(batchdriver.Waker); ok {
+			if w, ok := j.Backend.(driver.Waker); ok {
 				wake = w.GroupWatch(gid)
 			}
 		}

@@ -9,11 +9,11 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kinetic-run/kinetic/backend"
-	"github.com/kinetic-run/kinetic/backend/batchdriver"
+	"github.com/kinetic-run/kinetic/batch/driver"
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
-	"github.com/kinetic-run/kinetic/store/batchlayout"
 )
 
 // scheduler submits the inputs of one batch: at most maxConcurrent children unfinished
@@ -31,8 +31,8 @@ type scheduler struct {
 	cancelRunning bool // with failFast: cancel running children too, not only waiting ones
 	// driver is the backend's batch driver (nil: it runs each child as a job of its
 	// own). queued: it queues children and bounds their concurrency with its workers.
-	// grouped: it runs first attempts as one unit started by Map (batchdriver.Modes).
-	driver          batchdriver.Driver
+	// grouped: it runs first attempts as one unit started by Map (driver.Modes).
+	driver          driver.Driver
 	queued, grouped bool
 
 	active   []attempt       // submitted and not yet final, oldest first
@@ -54,7 +54,7 @@ const saveEvery = 500 * time.Millisecond
 
 // save rewrites the manifest if it was not saved for a while (always with force).
 // The children written one by one since are found by readers anyway
-// (batchlayout.MergeChildren). It is safe for concurrent use.
+// (layout.MergeChildren). It is safe for concurrent use.
 func (s *scheduler) save(ctx context.Context, force bool) {
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
@@ -84,7 +84,7 @@ func (s *scheduler) submit(ctx context.Context, i, n int) *engine.Job {
 		Prepare: func(ctx context.Context, h *job.Handle) error {
 			h.GroupID, h.GroupKind, h.GroupIndex = gid, "map", strconv.Itoa(i)
 			// Before the job exists: a submitter killed now leaves a findable child.
-			return batchlayout.WriteChild(ctx, b.st, gid, Child{Index: i, JobID: h.JobID, Attempts: append(prev, h.JobID)})
+			return layout.WriteChild(ctx, b.st, gid, Child{Index: i, JobID: h.JobID, Attempts: append(prev, h.JobID)})
 		},
 	}
 	if s.queued {
@@ -164,7 +164,7 @@ func (s *scheduler) run(ctx context.Context) {
 	beat, stopBeat := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBeat()
 	go func() {
-		t := time.NewTicker(batchlayout.HeartbeatEvery)
+		t := time.NewTicker(layout.HeartbeatEvery)
 		defer t.Stop()
 		for {
 			select {

@@ -21,7 +21,7 @@ import (
 )
 
 // The batch executor: the local backend runs the inputs of a batch whose children are
-// derived (store/batchlayout) in one long-lived Python per worker, which unpickles the
+// derived (batch/layout) in one long-lived Python per worker, which unpickles the
 // function once and then takes the inputs one after another (batchexec.py). What the
 // runner does per job (fetch the payload and tree, build the environment, start an
 // interpreter) is done once per worker instead of once per input.
@@ -52,7 +52,7 @@ type Batch struct {
 
 // PrepareBatch fetches and prepares what the inputs of a batch share: the function,
 // the working tree, the environment (the batch's captured variables in env, from
-// batchlayout.ReadEnv) and the interpreter. o.TreeDir is required (the worker's own
+// layout.ReadEnv) and the interpreter. o.TreeDir is required (the worker's own
 // directory). spec is the batch's template: a pickled function with no Data, debugger
 // or install at start (CanRunBatch).
 func PrepareBatch(ctx context.Context, st *store.Store, spec *job.Spec, env map[string]string, isolation string, o Options, out io.Writer) (*Batch, error) {

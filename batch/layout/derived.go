@@ -1,4 +1,4 @@
-package batchlayout
+package layout
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 	"github.com/kinetic-run/kinetic/store"
 )
 
-// Derived children. A batch that a backend runs as one unit (backend/batchdriver, Modes.Unit: an Indexed
+// Derived children. A batch that a backend runs as one unit (batch/driver, Modes.Unit: an Indexed
 // Job) does not write its children at submission: that would be three objects per input
 // before the last one could start. It writes three objects in all: the manifest (with
 // Derived set), the template every child is made from, and every input in one object.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 
@@ -38,7 +39,7 @@ func (Unwritten) Tombstone(ctx context.Context, st *store.Store, id string) (*jo
 // writeDerived writes the template of batch gid and its inputs: every child's job is
 // then derived instead of written. It plans nothing: the template's call as planned
 // once (engine.Template.WriteShared, which also stores the function once).
-func writeDerived(ctx context.Context, t *engine.Template, gid string, inputs [][]byte) error {
+func writeDerived(ctx context.Context, t *engine.Template, gid string, encoded io.Reader) error {
 	pj, err := t.WriteShared(ctx, job.ChildID(gid, 0))
 	if err != nil {
 		return err
@@ -47,7 +48,7 @@ func writeDerived(ctx context.Context, t *engine.Template, gid string, inputs []
 	h.K8sName = gid // every first attempt is an index of the batch's unit
 	h.GroupID, h.GroupKind, h.GroupIndex = gid, "map", "0"
 	tmpl := &layout.Template{Handle: h, Spec: pj.Spec, DefaultOutputs: pj.DefaultOutputs}
-	if err := layout.WriteDerived(ctx, t.Store, gid, tmpl, pj.Env, inputs); err != nil {
+	if err := layout.WriteDerivedFrom(ctx, t.Store, gid, tmpl, pj.Env, encoded); err != nil {
 		return err
 	}
 	cacheTemplate(t.Store, gid, tmpl)

@@ -129,11 +129,7 @@ func newScheduler(ctx context.Context, e Engine, req *MapRequest) (*scheduler, e
 		in.close()
 		return nil, err
 	}
-	s.release = in.close
-	if s.grouped {
-		in.close() // every input is in the store; the scheduler reads none
-		s.release = func() {}
-	}
+	s.release = in.close // a retry reads its input again, unit or not
 	return s, nil
 }
 

@@ -180,3 +180,38 @@ func TestBatchWrittenByV1(t *testing.T) {
 		}
 	}
 }
+
+// TestMapInputsRetryInUnit: a child of a unit that failed is retried alone, with its
+// input read again from the SDK's file (removed by the SDK, kept open by the engine).
+func TestMapInputsRetryInUnit(t *testing.T) {
+	ctx := context.Background()
+	inputs := [][]byte{[]byte("zero"), []byte("one"), []byte("two")}
+	e := newTestEngine(t, fakeGrouper{newFakeBackend(func(i, n int) outcome {
+		if i == 2 && n == 0 {
+			return outcome{reason: "first attempt fails"}
+		}
+		return outcome{}
+	})})
+	req := mapRequest(0)
+	req.Retries = 1
+	req.InputsPath = sdkInputs(t, inputs, false)
+	b, err := Map(ctx, e, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(req.InputsPath)
+	<-b.Done()
+	c := b.manifest.Children[2]
+	if len(c.Attempts) != 2 {
+		t.Fatalf("child 2: %+v, want a second attempt", c)
+	}
+	st, _ := e.Store(ctx, "mem://")
+	raw, err := st.Get(ctx, store.SpecKey(c.Attempts[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := job.DecodeSpec(raw)
+	if err != nil || !bytes.Equal(spec.ArgsInline, inputs[2]) {
+		t.Errorf("the retry's args: %q, %v; want %q", spec.ArgsInline, err, inputs[2])
+	}
+}

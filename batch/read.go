@@ -675,151 +675,215 @@ func WatchWith(ctx context.Context, e Engine, gid, storeURL string, o WatchOptio
 	if err != nil {
 		return err
 	}
-	final := map[int]bool{}
-	jobs := map[int]*engine.Job{}
-	seenChild := map[int]Child{}
-	p := jobview.NewPollerFrom(10 * time.Millisecond)
-	// A unit whose driver says when its members end (driver.Waker) wakes the
-	// watch then: the last input's result is not left waiting for the next poll.
-	var wake driver.GroupWatch
-	watched := false // GroupWatch was asked
-	defer func() {
-		if wake != nil {
-			wake.Close()
-		}
-	}()
-	var (
-		m        Manifest
-		lastRead time.Time
-		lastFull time.Time
-	)
+	w := &watcher{e: e, st: st, gid: gid, storeURL: storeURL, o: o, emit: emit,
+		final: map[int]bool{}, jobs: map[int]*engine.Job{}, seen: map[int]Child{}, p: jobview.NewPollerFrom(10 * time.Millisecond)}
+	defer w.close()
 	for {
-		// The manifest changes at most every half second while submitting and the
-		// children's entries only grow: read them a few times a second, not every round.
-		if lastRead.IsZero() || (!m.SubmissionComplete && time.Since(lastRead) > 200*time.Millisecond) || (m.Retries > 0 && !m.Settled && time.Since(lastRead) > 500*time.Millisecond) {
-			m = Manifest{}
-			if err := readManifest(ctx, st, gid, &m, seenChild); err != nil {
-				return err
-			}
-			lastRead = time.Now()
+		if over, err := w.round(ctx); err != nil || over {
+			return err
 		}
-		// Children finish roughly in submission order: look at the oldest unfinished
-		// ones each round, until a few are found still unfinished or one still waiting
-		// (the ones after it are most likely waiting too), and at all of them every few
-		// seconds.
-		budget, full := 4, false
-		if time.Since(lastFull) > 3*time.Second {
-			budget, full, lastFull = 1<<30, true, time.Now()
-		}
-		// A batch run as one unit says which of its members ended in one look: the
-		// others are not looked at one by one (O(1) requests per round, not O(inputs)).
-		calltrace.Mark("batch.watch.round", gid)
-		round := time.Now()
-		done := groupDone(ctx, e, &m, storeURL, jobs)
-		if j := jobs[-1]; j != nil && !watched {
-			watched = true
-			if w, ok := j.Backend.(driver.Waker); ok {
-				wake = w.GroupWatch(gid)
-			}
-		}
-		progressed := false
-		if done != nil {
-			ended, err := lookEnded(ctx, e, st, &m, storeURL, done, final, o)
-			if err != nil {
-				return err
-			}
-			calltrace.Mark("batch.watch.ended", strconv.Itoa(len(ended)))
-			for _, cs := range ended {
-				final[cs.Index], progressed = true, true
-				emit(cs)
-			}
-			calltrace.Mark("batch.watch.emitted", "")
-		}
-		for _, c := range m.Children {
-			if final[c.Index] {
-				continue
-			}
-			if done != nil && firstDerived(&m, c) {
-				continue // its unit's member still runs (or waits); lookEnded takes it when it ends
-			}
-			if c.JobID == "" {
-				if c.SubmissionError != "" {
-					final[c.Index], progressed = true, true
-					emit(ChildStatus{Index: c.Index, Error: c.SubmissionError})
-				}
-				continue
-			}
-			if budget <= 0 {
-				continue
-			}
-			j := jobs[c.Index]
-			if j == nil || j.Handle.JobID != c.JobID { // a new attempt replaces the old
-				if j, err = e.Attach(ctx, c.JobID, storeURL); err != nil {
-					var gone *engine.CleanedUpError
-					if errors.As(err, &gone) { // collected and cleaned up: final
-						t := gone.Tombstone.CleanedAt
-						final[c.Index], progressed = true, true
-						emit(ChildStatus{Index: c.Index, Status: job.NotFound, CollectedAt: &t})
-					}
-					if errors.Is(err, job.ErrDamaged) {
-						// Nothing will mend it: final, with why (its result says so too).
-						final[c.Index], progressed = true, true
-						emit(ChildStatus{Index: c.Index, JobID: c.JobID, Status: job.NotFound, Reason: err.Error()})
-					} else if cs, ok := removedChild(ctx, st, &m, c, err); ok {
-						final[c.Index], progressed = true, true
-						emit(cs)
-					}
-					continue // else written a moment ago; next round
-				}
-				jobs[c.Index] = j
-			}
-			state, reason, err := j.Status(ctx)
-			if errors.Is(err, job.ErrDamaged) {
-				final[c.Index], progressed = true, true
-				emit(ChildStatus{Index: c.Index, JobID: c.JobID, Handle: j.Handle, Status: job.NotFound, Reason: err.Error()})
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if !state.Terminal() {
-				if budget--; state == job.Pending && !full {
-					budget = 0
-				}
-				continue
-			}
-			if state == job.Failed && retriesLeft(&m, c) {
-				continue // a retry may still come: the submitter decides
-			}
-			final[c.Index], progressed = true, true
-			emit(ChildStatus{Index: c.Index, Handle: j.Handle, Status: state, Reason: reason})
-		}
-		if o.EndRound != nil && progressed {
-			o.EndRound()
-		}
-		if m.SubmissionComplete && len(final) >= len(m.Children) {
-			return nil
-		}
-		if progressed {
-			// A round that found children finished is followed by one soon, but not at
-			// once: a look finds more of them per status read.
-			p = jobview.NewPollerFrom(20 * time.Millisecond)
-		}
-		if wake != nil {
-			// Woken as members end, but a round at most every 10 ms: each looks at
-			// every member that ended since the last.
-			if d := time.Until(round.Add(minRound)); d > 0 {
-				if err := jobview.NewPollerFrom(d).Wait(ctx); err != nil {
-					return err
-				}
-			}
-			if err := p.WaitWatched(ctx, wake); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := p.Wait(ctx); err != nil {
+		if err := w.sleep(ctx); err != nil {
 			return err
 		}
 	}
+}
+
+// watcher is one watch of a batch, from round to round: each round rereads the manifest
+// when it is due, looks at the batch's unit (one look for every member) and at the
+// children one by one (the oldest unfinished first, a few per round), and emits each
+// child once, when it is final; then it sleeps until the next round.
+type watcher struct {
+	e             Engine
+	st            *store.Store
+	gid, storeURL string
+	o             WatchOptions
+	emit          func(ChildStatus)
+
+	final map[int]bool        // emitted
+	jobs  map[int]*engine.Job // attached, by index (-1: the unit's first member)
+	seen  map[int]Child       // the children's entries read so far
+	p     *jobview.Poller     // paces the rounds
+	// wake: a unit whose driver says when its members end (driver.Waker) wakes the
+	// watch then: the last input's result is not left waiting for the next poll.
+	wake    driver.GroupWatch
+	watched bool // GroupWatch was asked
+
+	m                  Manifest
+	lastRead, lastFull time.Time
+	roundAt            time.Time
+	progressed         bool // this round emitted something
+	budget             int  // children still to look at one by one this round
+	full               bool // this round looks at every child
+}
+
+func (w *watcher) close() {
+	if w.wake != nil {
+		w.wake.Close()
+	}
+}
+
+// round is one look at the batch; over once every child was emitted.
+func (w *watcher) round(ctx context.Context) (over bool, err error) {
+	if err := w.reread(ctx); err != nil {
+		return false, err
+	}
+	// Children finish roughly in submission order: look at the oldest unfinished
+	// ones each round, until a few are found still unfinished or one still waiting
+	// (the ones after it are most likely waiting too), and at all of them every few
+	// seconds.
+	w.budget, w.full = 4, false
+	if time.Since(w.lastFull) > 3*time.Second {
+		w.budget, w.full, w.lastFull = 1<<30, true, time.Now()
+	}
+	calltrace.Mark("batch.watch.round", w.gid)
+	w.roundAt, w.progressed = time.Now(), false
+	done, err := w.lookUnit(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, c := range w.m.Children {
+		if err := w.lookChild(ctx, c, done); err != nil {
+			return false, err
+		}
+	}
+	if w.o.EndRound != nil && w.progressed {
+		w.o.EndRound()
+	}
+	return w.m.SubmissionComplete && len(w.final) >= len(w.m.Children), nil
+}
+
+// reread reads the manifest when it is due: it changes at most every half second while
+// submitting and the children's entries only grow, so a few times a second, not every
+// round.
+func (w *watcher) reread(ctx context.Context) error {
+	m := &w.m
+	due := w.lastRead.IsZero() || (!m.SubmissionComplete && time.Since(w.lastRead) > 200*time.Millisecond) ||
+		(m.Retries > 0 && !m.Settled && time.Since(w.lastRead) > 500*time.Millisecond)
+	if !due {
+		return nil
+	}
+	w.m = Manifest{}
+	if err := readManifest(ctx, w.st, w.gid, &w.m, w.seen); err != nil {
+		return err
+	}
+	w.lastRead = time.Now()
+	return nil
+}
+
+// end emits cs, final.
+func (w *watcher) end(cs ChildStatus) {
+	w.final[cs.Index], w.progressed = true, true
+	w.emit(cs)
+}
+
+// lookUnit looks at the batch's unit, if it runs as one: which of its members ended, in
+// one look (O(1) requests per round, not O(inputs)); it emits those and returns them
+// (nil when there is no unit to look at).
+func (w *watcher) lookUnit(ctx context.Context) (map[int]bool, error) {
+	done := groupDone(ctx, w.e, &w.m, w.storeURL, w.jobs)
+	if j := w.jobs[-1]; j != nil && !w.watched {
+		w.watched = true
+		if wk, ok := j.Backend.(driver.Waker); ok {
+			w.wake = wk.GroupWatch(w.gid)
+		}
+	}
+	if done == nil {
+		return nil, nil
+	}
+	ended, err := lookEnded(ctx, w.e, w.st, &w.m, w.storeURL, done, w.final, w.o)
+	if err != nil {
+		return nil, err
+	}
+	calltrace.Mark("batch.watch.ended", strconv.Itoa(len(ended)))
+	for _, cs := range ended {
+		w.end(cs)
+	}
+	calltrace.Mark("batch.watch.emitted", "")
+	return done, nil
+}
+
+// lookChild looks at child c on its own, while the round's budget lasts, and emits it
+// once it is final.
+func (w *watcher) lookChild(ctx context.Context, c Child, done map[int]bool) error {
+	switch {
+	case w.final[c.Index]:
+		return nil
+	case done != nil && firstDerived(&w.m, c):
+		return nil // its unit's member still runs (or waits); lookUnit takes it when it ends
+	case c.JobID == "":
+		if c.SubmissionError != "" {
+			w.end(ChildStatus{Index: c.Index, Error: c.SubmissionError})
+		}
+		return nil
+	case w.budget <= 0:
+		return nil
+	}
+	j := w.attach(ctx, c)
+	if j == nil {
+		return nil
+	}
+	state, reason, err := j.Status(ctx)
+	if errors.Is(err, job.ErrDamaged) {
+		w.end(ChildStatus{Index: c.Index, JobID: c.JobID, Handle: j.Handle, Status: job.NotFound, Reason: err.Error()})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !state.Terminal() {
+		if w.budget--; state == job.Pending && !w.full {
+			w.budget = 0
+		}
+		return nil
+	}
+	if state == job.Failed && retriesLeft(&w.m, c) {
+		return nil // a retry may still come: the submitter decides
+	}
+	w.end(ChildStatus{Index: c.Index, Handle: j.Handle, Status: state, Reason: reason})
+	return nil
+}
+
+// attach is child c's current attempt (a new attempt replaces the old), nil when it
+// cannot be attached: then it is emitted if that is final (collected, damaged,
+// removed), else looked at next round (written a moment ago).
+func (w *watcher) attach(ctx context.Context, c Child) *engine.Job {
+	if j := w.jobs[c.Index]; j != nil && j.Handle.JobID == c.JobID {
+		return j
+	}
+	j, err := w.e.Attach(ctx, c.JobID, w.storeURL)
+	if err == nil {
+		w.jobs[c.Index] = j
+		return j
+	}
+	var gone *engine.CleanedUpError
+	if errors.As(err, &gone) { // collected and cleaned up: final
+		t := gone.Tombstone.CleanedAt
+		w.end(ChildStatus{Index: c.Index, Status: job.NotFound, CollectedAt: &t})
+	}
+	if errors.Is(err, job.ErrDamaged) {
+		// Nothing will mend it: final, with why (its result says so too).
+		w.end(ChildStatus{Index: c.Index, JobID: c.JobID, Status: job.NotFound, Reason: err.Error()})
+	} else if cs, ok := removedChild(ctx, w.st, &w.m, c, err); ok {
+		w.end(cs)
+	}
+	return nil
+}
+
+// sleep waits for the next round: soon after one that found children finished (but not
+// at once: a look finds more of them per status read), woken by the unit as members
+// end where it can (but a round at most every minRound: each looks at every member that
+// ended since the last).
+func (w *watcher) sleep(ctx context.Context) error {
+	if w.progressed {
+		w.p = jobview.NewPollerFrom(20 * time.Millisecond)
+	}
+	if w.wake == nil {
+		return w.p.Wait(ctx)
+	}
+	if d := time.Until(w.roundAt.Add(minRound)); d > 0 {
+		if err := jobview.NewPollerFrom(d).Wait(ctx); err != nil {
+			return err
+		}
+	}
+	return w.p.WaitWatched(ctx, w.wake)
 }

@@ -28,6 +28,9 @@ import (
 	"github.com/kinetic-run/kinetic/store"
 )
 
+// Job is a child as the suite observes it (its logs): *engine.Job satisfies it.
+type Job = backendtest.Job
+
 // Harness is what a backend's test provides.
 type Harness struct {
 	// New returns a backend that implements driver.Driver and the store it uses, fresh

@@ -14,7 +14,7 @@ import (
 // TestDriverConformance: the Slurm backend passes the batch driver's suite against the
 // real Slurm the tests start (a batch is one job array, Modes.Unit).
 func TestDriverConformance(t *testing.T) {
-	needSlurm(t)
+	c := needSlurm(t)
 	drivertest.Run(t, drivertest.Harness{
 		New: func(t *testing.T) (backend.Backend, *store.Store) {
 			b, st := newBackend(t, nil)
@@ -22,6 +22,13 @@ func TestDriverConformance(t *testing.T) {
 		},
 		Observe: func(h *job.Handle, st *store.Store, b backend.Backend) drivertest.Job {
 			return &engine.Job{Handle: h, Store: st, Backend: b}
+		},
+		KillMember: func(t *testing.T, b backend.Backend, st *store.Store, h *job.Handle) {
+			// SIGKILL to every process of the member's task (its array is named after
+			// the batch), so that nothing of it reports.
+			if out, err := c.Run("scancel", "--signal=KILL", "--full", "--name="+h.K8sName); err != nil {
+				t.Fatalf("scancel: %v: %s", err, out)
+			}
 		},
 		Deadline: 120 * time.Second,
 	})

@@ -29,7 +29,7 @@ func TestDeps(t *testing.T) {
 		for _, p := range strings.Fields(string(out)) {
 			// batch/layout, the store layout of a batch that a pod reads to find its
 			// input, is linked; package batch (the scheduler) is not.
-			if strings.Contains(p, bad) {
+			if strings.Contains(p, bad) && p != "github.com/kinetic-run/kinetic/batch/layout" {
 				t.Errorf("kinetic-runner links %s", p)
 			}
 		}

@@ -40,7 +40,7 @@ type Backend interface {
 var ErrUnavailable = errors.New("backend unavailable")
 
 // A backend that runs batches in its own way (a queue of workers, one unit for a whole
-// batch) implements backend/batchdriver.Driver beside Backend.
+// batch) implements backend/driver.Driver beside Backend.
 
 // Observer is implemented by backends that see their jobs where they run, apart from
 // the store (Kubernetes: by label, and pods/log).

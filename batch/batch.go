@@ -1,10 +1,10 @@
 // Package batch owns batches (run_async_map): one function over many inputs, planned
 // once (engine.Template), its children written or derived in the store under groups/ID/
-// (package store/batchlayout: the manifest, the children's entries, the template and inputs
+// (package batch/layout: the manifest, the children's entries, the template and inputs
 // of derived children, the collection records), submitted in the background (the
 // scheduler), watched, read, collected, cancelled, cleaned up and listed from anywhere
 // the store is reachable. It asks the engine through Engine and a backend through
-// backend/batchdriver.Driver, the way gocloud.dev/blob asks its driver; the engine imports
+// backend/driver.Driver, the way gocloud.dev/blob asks its driver; the engine imports
 // nothing of it.
 package batch
 
@@ -13,32 +13,33 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"github.com/kinetic-run/kinetic/internal/calltrace"
 	"io"
-	"os"
 	"sync"
 	"time"
 
-	"github.com/kinetic-run/kinetic/backend/batchdriver"
+	"github.com/kinetic-run/kinetic/batch/driver"
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/internal/calltrace"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
-	"github.com/kinetic-run/kinetic/store/batchlayout"
 )
 
 // Manifest is groups/{id}/manifest.json.
-type Manifest = batchlayout.Manifest
+type Manifest = layout.Manifest
 
 // Child is one input of a batch. Its job is the last of its attempts.
-type Child = batchlayout.Child
+type Child = layout.Child
 
 // MapRequest fans one function out over many inputs: one child job per input.
 type MapRequest struct {
 	// Template is the call shared by every child: the pickled function in Payload (or
 	// PayloadPath), and the options (accelerator, python, config, ...).
 	Template engine.SubmitRequest `json:"template"`
-	// InputsPath is a file of length-prefixed (8-byte big-endian) pickles of
-	// (args, kwargs), one per input.
+	// InputsPath is a file of the pickles of (args, kwargs), one per input, in the
+	// encoding of the store's groups/ID/inputs.bin (layout.InputsFile: the SDK writes
+	// it, the engine copies it as it is), or length-prefixed (8-byte big-endian), as
+	// SDKs before issue 48 wrote it (read whole).
 	InputsPath string   `json:"inputs_path,omitempty"`
 	Inputs     [][]byte `json:"-"`
 	// MaxConcurrent bounds the children not yet finished (0 = 64).
@@ -107,6 +108,7 @@ func Map(ctx context.Context, e Engine, req *MapRequest) (*Batch, error) {
 	go func() {
 		defer close(b.done)
 		defer cancel()
+		defer s.release()
 		s.run(bctx)
 	}()
 	return b, nil
@@ -118,95 +120,120 @@ func newScheduler(ctx context.Context, e Engine, req *MapRequest) (*scheduler, e
 	if req.MaxConcurrent < 0 || req.Retries < 0 {
 		return nil, fmt.Errorf("max_concurrent %d, retries %d: max_concurrent must be at least 1 (0 means 64) and retries 0 or more", req.MaxConcurrent, req.Retries)
 	}
-	inputs := req.Inputs
-	if req.InputsPath != "" {
-		f, err := os.Open(req.InputsPath)
-		if err != nil {
-			return nil, fmt.Errorf("inputs: %w", err)
-		}
-		inputs, err = ReadInputs(f)
-		f.Close()
-		if err != nil {
-			return nil, err
-		}
+	in, err := openInputs(req)
+	if err != nil {
+		return nil, err
 	}
+	s, err := prepare(ctx, e, req, in)
+	if err != nil {
+		in.close()
+		return nil, err
+	}
+	s.release = in.close // a retry reads its input again, unit or not
+	return s, nil
+}
+
+// prepare is newScheduler's steps: plan, make the batch, write it (its unit's inputs
+// when its driver runs units), record it, start its unit.
+func prepare(ctx context.Context, e Engine, req *MapRequest, in *openedInputs) (*scheduler, error) {
 	// Plan once: everything but the arguments is shared.
 	t, err := e.PrepareTemplate(ctx, &req.Template)
 	if err != nil {
 		return nil, err
 	}
 	calltrace.Mark("batch.planned", "")
-	maxConc := req.MaxConcurrent
-	if maxConc <= 0 {
-		maxConc = 64
-	}
-	gid := job.NewGroupID()
-	m := Manifest{
-		GroupID: gid, Name: req.Name, Tags: req.Tags, FuncName: t.Handle.FuncName, Accelerator: t.Handle.Accelerator,
-		Backend: t.Handle.Backend, Store: t.Store.URL(), CreatedAt: time.Now().UTC().Format(time.RFC3339Nano),
-		TotalExpected: len(inputs), MaxConcurrent: maxConc, Retries: req.Retries, FailFast: req.FailFast,
-		Children: []Child{},
-	}
-	if m.Tags == nil {
-		m.Tags = map[string]string{}
-	}
-	b := &Batch{e: e, st: t.Store, manifest: m, done: make(chan struct{})}
-	s := &scheduler{b: b, tmpl: t, inputs: inputs, maxConcurrent: maxConc, retries: req.Retries, failFast: req.FailFast, cancelRunning: req.CancelRunningOnFail}
-	d, _ := t.Backend.(batchdriver.Driver)
-	var modes batchdriver.Modes
-	if d != nil {
-		modes = d.Modes(t.Handle, t.Spec())
-	}
-	s.driver, s.queued = d, modes.Queue
-	grouped := modes.Unit
-	if grouped && len(inputs) > 0 {
-		// O(1) writes: the template and the inputs, then the manifest; each child's
-		// job is written by its pod (layout, derived.go).
-		if err := writeDerived(ctx, t, gid, inputs); err != nil {
-			t.Store.DeletePrefix(context.WithoutCancel(ctx), batchlayout.Prefix(gid))
+	s := newBatchScheduler(e, req, t, in)
+	unit := s.grouped && in.Len() > 0
+	s.grouped = false // until its unit starts
+	gid := s.b.manifest.GroupID
+	undo := func() { t.Store.DeletePrefix(context.WithoutCancel(ctx), layout.Prefix(gid)) }
+	if unit {
+		if err := s.writeUnit(ctx, in); err != nil {
+			undo()
 			return nil, err
 		}
-		b.manifest.Derived, b.manifest.SubmissionComplete = true, true
-		calltrace.Mark("batch.inputs.written", gid)
-		// An empty input is one the SDK could not pickle: a submission failure at its
-		// index, and no job (its derived job is marked removed before anything runs).
-		for i, in := range inputs {
-			if len(in) > 0 {
-				continue
-			}
-			if err := batchlayout.MarkGone(ctx, t.Store, gid, i); err != nil {
-				t.Store.DeletePrefix(context.WithoutCancel(ctx), batchlayout.Prefix(gid))
-				return nil, err
-			}
-			for len(b.manifest.Children) < i {
-				b.manifest.Children = append(b.manifest.Children, Child{Index: len(b.manifest.Children)}) // derived
-			}
-			b.manifest.Children = append(b.manifest.Children, Child{Index: i, SubmissionError: fmt.Sprintf("input %d could not be pickled, so it was not submitted", i)})
-		}
 	}
-	if err := b.writeManifest(ctx); err != nil {
-		t.Store.DeletePrefix(context.WithoutCancel(ctx), batchlayout.Prefix(gid))
+	if err := s.b.writeManifest(ctx); err != nil {
+		undo()
 		return nil, err
 	}
 	calltrace.Mark("batch.manifest.written", gid)
 	if req.OnRecorded != nil {
 		req.OnRecorded(gid, t.Store.URL(), false)
 	}
-	if grouped && len(inputs) > 0 {
-		// One object in the cluster for the whole batch, made after everything its
-		// pods read.
-		g := batchdriver.Group{ID: gid, Size: len(inputs), Parallelism: maxConc}
-		if err := d.StartGroup(ctx, g, t.Handle); err != nil {
-			t.Store.DeletePrefix(context.WithoutCancel(ctx), batchlayout.Prefix(gid))
+	if unit {
+		if err := s.startUnit(ctx, req); err != nil {
+			undo()
 			return nil, err
-		}
-		s.grouped = true
-		calltrace.Mark("batch.started", gid)
-		if req.OnRecorded != nil {
-			req.OnRecorded(gid, t.Store.URL(), true)
 		}
 	}
 	return s, nil
+}
+
+// newBatchScheduler makes the batch of req planned as t (its manifest, in memory) and
+// its scheduler, with the modes of its backend's driver.
+func newBatchScheduler(e Engine, req *MapRequest, t *engine.Template, in inputs) *scheduler {
+	maxConc := req.MaxConcurrent
+	if maxConc <= 0 {
+		maxConc = 64
+	}
+	m := Manifest{
+		GroupID: job.NewGroupID(), Name: req.Name, Tags: req.Tags, FuncName: t.Handle.FuncName, Accelerator: t.Handle.Accelerator,
+		Backend: t.Handle.Backend, Store: t.Store.URL(), CreatedAt: time.Now().UTC().Format(time.RFC3339Nano),
+		TotalExpected: in.Len(), MaxConcurrent: maxConc, Retries: req.Retries, FailFast: req.FailFast,
+		Children: []Child{},
+	}
+	if m.Tags == nil {
+		m.Tags = map[string]string{}
+	}
+	b := &Batch{e: e, st: t.Store, manifest: m, done: make(chan struct{})}
+	s := &scheduler{b: b, tmpl: t, inputs: in, maxConcurrent: maxConc, retries: req.Retries, failFast: req.FailFast, cancelRunning: req.CancelRunningOnFail}
+	s.driver, _ = t.Backend.(driver.Driver)
+	if s.driver != nil {
+		modes := s.driver.Modes(t.Handle, t.Spec())
+		s.queued, s.grouped = modes.Queue, modes.Unit
+	}
+	return s
+}
+
+// writeUnit writes what the batch's unit reads, O(1) writes whatever its size: the
+// template and the inputs as they are encoded (each child's job is written by its pod,
+// layout, derived.go). An empty input is one the SDK could not pickle: a submission
+// failure at its index, and no job (its derived job is marked removed before anything
+// runs).
+func (s *scheduler) writeUnit(ctx context.Context, in *openedInputs) error {
+	b, t, gid := s.b, s.tmpl, s.b.manifest.GroupID
+	if err := writeDerived(ctx, t, gid, in.Encoded()); err != nil {
+		return err
+	}
+	b.manifest.Derived, b.manifest.SubmissionComplete = true, true
+	calltrace.Mark("batch.inputs.written", gid)
+	for _, i := range in.empty {
+		if err := layout.MarkGone(ctx, t.Store, gid, i); err != nil {
+			return err
+		}
+		for len(b.manifest.Children) < i {
+			b.manifest.Children = append(b.manifest.Children, Child{Index: len(b.manifest.Children)}) // derived
+		}
+		b.manifest.Children = append(b.manifest.Children, Child{Index: i, SubmissionError: fmt.Sprintf("input %d could not be pickled, so it was not submitted", i)})
+	}
+	return nil
+}
+
+// startUnit starts the batch's unit: one object in the cluster for the whole batch,
+// made after everything its pods read.
+func (s *scheduler) startUnit(ctx context.Context, req *MapRequest) error {
+	gid, st := s.b.manifest.GroupID, s.tmpl.Store
+	g := driver.Group{ID: gid, Size: s.inputs.Len(), Parallelism: s.maxConcurrent}
+	if err := s.driver.StartGroup(ctx, g, s.tmpl.Handle); err != nil {
+		return err
+	}
+	s.grouped = true
+	calltrace.Mark("batch.started", gid)
+	if req.OnRecorded != nil {
+		req.OnRecorded(gid, st.URL(), true)
+	}
+	return nil
 }
 
 // writeManifest saves the manifest as it is now.
@@ -218,7 +245,7 @@ func (b *Batch) writeManifest(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return b.st.Put(ctx, batchlayout.ManifestKey(b.manifest.GroupID), data)
+	return b.st.Put(ctx, layout.ManifestKey(b.manifest.GroupID), data)
 }
 
 // Done is closed when submission (and, with retries or fail_fast, supervision) is over.

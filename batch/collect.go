@@ -9,9 +9,9 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
-	"github.com/kinetic-run/kinetic/store/batchlayout"
 )
 
 // Collect claims, for the collector by names, the results of jobs that it has received
@@ -72,18 +72,18 @@ func Collect(ctx context.Context, jobs []*engine.Job, by string) (mine []*engine
 
 // recordCollected writes one collection record of batch gid for its children js and
 // returns those this collection claimed (for a derived child, its batch's first record
-// that lists it: batchlayout.ClaimedBy) and the tombstones of those another claimed first.
+// that lists it: layout.ClaimedBy) and the tombstones of those another claimed first.
 func recordCollected(ctx context.Context, gid string, js []*engine.Job, by string) (mine []*engine.Job, taken []*job.Tombstone) {
 	st := js[0].Store
 	now := time.Now().UTC()
-	cs := make([]batchlayout.Collected, len(js))
+	cs := make([]layout.Collected, len(js))
 	for i, j := range js {
-		cs[i] = batchlayout.Collected{JobID: j.Handle.JobID, Index: j.Handle.GroupIndex, CollectedAt: now, CollectedBy: by}
+		cs[i] = layout.Collected{JobID: j.Handle.JobID, Index: j.Handle.GroupIndex, CollectedAt: now, CollectedBy: by}
 	}
-	key, err := batchlayout.RecordCollected(ctx, st, gid, cs)
+	key, err := layout.RecordCollected(ctx, st, gid, cs)
 	var claims map[string]bool
 	if err == nil {
-		claims, err = batchlayout.ClaimedBy(ctx, st, gid, key, cs)
+		claims, err = layout.ClaimedBy(ctx, st, gid, key, cs)
 	}
 	for _, j := range js {
 		_, _, derived := job.ParseChildID(j.Handle.JobID)
@@ -116,7 +116,7 @@ type Collections struct {
 
 type collections struct {
 	once sync.Once
-	recs map[string]batchlayout.Collected
+	recs map[string]layout.Collected
 	err  error
 }
 
@@ -139,7 +139,7 @@ func (c *Collections) Of(ctx context.Context, j *engine.Job) *job.Tombstone {
 		c.by[key] = g
 	}
 	c.mu.Unlock()
-	g.once.Do(func() { g.recs, g.err = batchlayout.ReadCollected(ctx, j.Store, gid) })
+	g.once.Do(func() { g.recs, g.err = layout.ReadCollected(ctx, j.Store, gid) })
 	rec, ok := g.recs[j.Handle.JobID]
 	if g.err != nil || !ok {
 		return nil

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
-	"github.com/kinetic-run/kinetic/store/batchlayout"
 )
 
 // TestDerivedTombstone: a derived child collected with its batch has a tombstone made
@@ -21,14 +21,14 @@ func TestDerivedTombstone(t *testing.T) {
 	}
 	defer st.Close()
 	gid := job.NewGroupID()
-	tmpl := &batchlayout.Template{Handle: &job.Handle{JobID: job.ChildID(gid, 0), Backend: "local", FuncName: "f"},
+	tmpl := &layout.Template{Handle: &job.Handle{JobID: job.ChildID(gid, 0), Backend: "local", FuncName: "f"},
 		Spec: &job.Spec{Version: job.SpecVersion, Kind: job.KindPickle}}
-	if err := batchlayout.WriteDerived(ctx, st, gid, tmpl, nil, [][]byte{{1}, {2}, {3}}); err != nil {
+	if err := layout.WriteDerived(ctx, st, gid, tmpl, nil, [][]byte{{1}, {2}, {3}}); err != nil {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	c0, c1, c2 := job.ChildID(gid, 0), job.ChildID(gid, 1), job.ChildID(gid, 2)
-	if _, err := batchlayout.RecordCollected(ctx, st, gid, []batchlayout.Collected{{JobID: c0, Index: "0", CollectedAt: at}}); err != nil {
+	if _, err := layout.RecordCollected(ctx, st, gid, []layout.Collected{{JobID: c0, Index: "0", CollectedAt: at}}); err != nil {
 		t.Fatal(err)
 	}
 	// A child not collected first: the records are read, the template is not needed.
@@ -39,7 +39,7 @@ func TestDerivedTombstone(t *testing.T) {
 	if err != nil || ts == nil || ts.JobID != c0 || ts.State != job.Succeeded || !ts.CleanedAt.Equal(at) || ts.GroupIndex != "0" {
 		t.Fatalf("child 0, collected: %+v, %v", ts, err)
 	}
-	if _, err := batchlayout.RecordCollected(ctx, st, gid, []batchlayout.Collected{{JobID: c2, Index: "2", CollectedAt: at}}); err != nil {
+	if _, err := layout.RecordCollected(ctx, st, gid, []layout.Collected{{JobID: c2, Index: "2", CollectedAt: at}}); err != nil {
 		t.Fatal(err)
 	}
 	if ts, err := derivedTombstone(ctx, st, c2); err != nil || ts == nil || ts.GroupIndex != "2" {

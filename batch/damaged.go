@@ -8,11 +8,11 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/kinetic-run/kinetic/backend/batchdriver"
+	"github.com/kinetic-run/kinetic/batch/driver"
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
-	"github.com/kinetic-run/kinetic/store/batchlayout"
 )
 
 // A damaged batch (its manifest or template cannot be read, or its manifest is gone)
@@ -76,14 +76,14 @@ func cleanupDamaged(ctx context.Context, e Engine, gid, storeURL string, backend
 		if err != nil {
 			return err
 		}
-		if d, ok := be.(batchdriver.Driver); ok {
+		if d, ok := be.(driver.Driver); ok {
 			if err := d.CleanupGroup(ctx, gid); err != nil {
 				return err
 			}
 		}
 	}
 	if storeObjs {
-		return st.DeletePrefix(ctx, batchlayout.Prefix(gid))
+		return st.DeletePrefix(ctx, layout.Prefix(gid))
 	}
 	return nil
 }
@@ -94,7 +94,7 @@ func cleanupDamaged(ctx context.Context, e Engine, gid, storeURL string, backend
 func damagedJobs(ctx context.Context, st *store.Store, gid string) ([]string, *job.Handle, error) {
 	seen := map[string]bool{}
 	var ids []string
-	add := func(c batchlayout.Child) {
+	add := func(c layout.Child) {
 		for _, id := range append([]string{c.JobID}, c.Attempts...) {
 			if id != "" && job.ValidName(id) && !seen[id] {
 				seen[id] = true
@@ -103,23 +103,23 @@ func damagedJobs(ctx context.Context, st *store.Store, gid string) ([]string, *j
 		}
 	}
 	var unit *job.Handle
-	m, merr := batchlayout.ReadManifest(ctx, st, gid)
+	m, merr := layout.ReadManifest(ctx, st, gid)
 	if merr == nil {
 		for _, c := range m.Children {
 			add(c)
 		}
 		unit = &job.Handle{Backend: m.Backend}
 	}
-	if t, err := batchlayout.ReadTemplate(ctx, st, gid); err == nil {
+	if t, err := layout.ReadTemplate(ctx, st, gid); err == nil {
 		unit = t.Handle
 	}
-	entries, err := st.List(ctx, batchlayout.ChildrenPrefix(gid))
+	entries, err := st.List(ctx, layout.ChildrenPrefix(gid))
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, o := range entries {
 		raw, err := st.Get(ctx, o.Key)
-		var c batchlayout.Child
+		var c layout.Child
 		if err == nil && json.Unmarshal(raw, &c) == nil {
 			add(c)
 		}
@@ -132,7 +132,7 @@ func damagedJobs(ctx context.Context, st *store.Store, gid string) ([]string, *j
 	var others []string
 	for _, id := range listed {
 		if g, _, ok := job.ParseChildID(id); ok && g == gid {
-			add(batchlayout.Child{JobID: id})
+			add(layout.Child{JobID: id})
 		} else if created, ok := job.CreatedAt(id); merr != nil && ok && !created.Before(since) && !seen[id] {
 			others = append(others, id)
 		}
@@ -156,7 +156,7 @@ func damagedJobs(ctx context.Context, st *store.Store, gid string) ([]string, *j
 	g.Wait()
 	for k, id := range others {
 		if named[k] {
-			add(batchlayout.Child{JobID: id})
+			add(layout.Child{JobID: id})
 		}
 	}
 	return ids, unit, ctx.Err()

@@ -4,41 +4,42 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 
-	"github.com/kinetic-run/kinetic/backend/batchdriver"
+	"github.com/kinetic-run/kinetic/batch/driver"
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
-	"github.com/kinetic-run/kinetic/store/batchlayout"
 )
 
-// Derived children (store/batchlayout, derived.go): a batch its backend runs as one unit
-// (batchdriver.Modes.Unit) writes a template and its inputs instead of a job per input; each
+// Derived children (batch/layout, derived.go): a batch its backend runs as one unit
+// (driver.Modes.Unit) writes a template and its inputs instead of a job per input; each
 // child's job is written by its pod when it starts, and made from the template until
-// then. The engine finds such a child through unwritten (engine.Unwritten), registered
-// here, so that Attach, status, logs and result work on it like on any job.
+// then. The engine finds such a child through Unwritten (engine.Unwritten), which the
+// program passes to engine.New (engine.WithUnwritten), so that Attach, status, logs and
+// result work on it like on any job.
 
-func init() { engine.RegisterUnwritten(unwritten{}) }
-
-// unwritten is the engine's finder of derived children.
-type unwritten struct{}
+// Unwritten is the engine's finder of derived children: pass it to engine.New with
+// engine.WithUnwritten wherever batches are run or looked at.
+type Unwritten struct{}
 
 // Handle implements engine.Unwritten.
-func (unwritten) Handle(ctx context.Context, st *store.Store, id string) (*job.Handle, error) {
+func (Unwritten) Handle(ctx context.Context, st *store.Store, id string) (*job.Handle, error) {
 	return derivedHandle(ctx, st, id)
 }
 
 // Tombstone implements engine.Unwritten: a derived child collected with its batch.
-func (unwritten) Tombstone(ctx context.Context, st *store.Store, id string) (*job.Tombstone, error) {
+func (Unwritten) Tombstone(ctx context.Context, st *store.Store, id string) (*job.Tombstone, error) {
 	return derivedTombstone(ctx, st, id)
 }
 
 // writeDerived writes the template of batch gid and its inputs: every child's job is
 // then derived instead of written. It plans nothing: the template's call as planned
 // once (engine.Template.WriteShared, which also stores the function once).
-func writeDerived(ctx context.Context, t *engine.Template, gid string, inputs [][]byte) error {
+func writeDerived(ctx context.Context, t *engine.Template, gid string, encoded io.Reader) error {
 	pj, err := t.WriteShared(ctx, job.ChildID(gid, 0))
 	if err != nil {
 		return err
@@ -46,8 +47,8 @@ func writeDerived(ctx context.Context, t *engine.Template, gid string, inputs []
 	h := pj.Handle
 	h.K8sName = gid // every first attempt is an index of the batch's unit
 	h.GroupID, h.GroupKind, h.GroupIndex = gid, "map", "0"
-	tmpl := &batchlayout.Template{Handle: h, Spec: pj.Spec, DefaultOutputs: pj.DefaultOutputs}
-	if err := batchlayout.WriteDerived(ctx, t.Store, gid, tmpl, pj.Env, inputs); err != nil {
+	tmpl := &layout.Template{Handle: h, Spec: pj.Spec, DefaultOutputs: pj.DefaultOutputs}
+	if err := layout.WriteDerivedFrom(ctx, t.Store, gid, tmpl, pj.Env, encoded); err != nil {
 		return err
 	}
 	cacheTemplate(t.Store, gid, tmpl)
@@ -66,7 +67,7 @@ func derivedJob(ctx context.Context, e Engine, st *store.Store, id string) (*eng
 	if err != nil {
 		return nil, err
 	}
-	return &engine.Job{Handle: h, Store: st, Backend: be}, nil
+	return &engine.Job{Handle: h, Store: st, Backend: be, Unwritten: Unwritten{}}, nil
 }
 
 // derivedHandle is the handle of derived child id (nil when it is not one, or when it
@@ -80,7 +81,7 @@ func derivedHandle(ctx context.Context, st *store.Store, id string) (*job.Handle
 	if t == nil || err != nil {
 		return nil, err
 	}
-	if gone, err := batchlayout.Gone(ctx, st, gid, i); err != nil || gone {
+	if gone, err := layout.Gone(ctx, st, gid, i); err != nil || gone {
 		return nil, err
 	}
 	if _, _, collected, err := collectedChild(ctx, st, gid, id); err != nil || collected {
@@ -91,15 +92,15 @@ func derivedHandle(ctx context.Context, st *store.Store, id string) (*job.Handle
 
 // templates caches the templates of derived batches by store and batch: a template
 // never changes once written.
-var templates sync.Map // store URL + "\x00" + gid → *batchlayout.Template
+var templates sync.Map // store URL + "\x00" + gid → *layout.Template
 
 // template returns batch gid's template (nil when its children are not derived), read
 // once per process.
-func template(ctx context.Context, st *store.Store, gid string) (*batchlayout.Template, error) {
+func template(ctx context.Context, st *store.Store, gid string) (*layout.Template, error) {
 	if t, ok := templates.Load(st.URL() + "\x00" + gid); ok {
-		return t.(*batchlayout.Template), nil
+		return t.(*layout.Template), nil
 	}
-	t, err := batchlayout.ReadTemplate(ctx, st, gid)
+	t, err := layout.ReadTemplate(ctx, st, gid)
 	if store.IsNotFound(err) || errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
@@ -110,7 +111,7 @@ func template(ctx context.Context, st *store.Store, gid string) (*batchlayout.Te
 	return t, nil
 }
 
-func cacheTemplate(st *store.Store, gid string, t *batchlayout.Template) {
+func cacheTemplate(st *store.Store, gid string, t *layout.Template) {
 	templates.Store(st.URL()+"\x00"+gid, t)
 }
 
@@ -131,9 +132,9 @@ func templateJob(ctx context.Context, e Engine, st *store.Store, gid string, i i
 func unwrittenChildren(ctx context.Context, e Engine, st *store.Store, ids []string, present map[string]bool) map[string]*engine.Job {
 	out := map[string]*engine.Job{}
 	type group struct {
-		t         *batchlayout.Template
+		t         *layout.Template
 		gone      map[int]bool
-		collected map[string]batchlayout.Collected
+		collected map[string]layout.Collected
 		be        driverBackend
 	}
 	groups := map[string]*group{}
@@ -149,13 +150,13 @@ func unwrittenChildren(ctx context.Context, e Engine, st *store.Store, ids []str
 			if t == nil || err != nil {
 				continue
 			}
-			gone, err := batchlayout.GoneSet(ctx, st, gid)
+			gone, err := layout.GoneSet(ctx, st, gid)
 			if err != nil {
 				continue
 			}
 			// Collected with the batch: cleaned up, its tombstone says so (one
 			// listing for the batch, not one per child).
-			collected, err := batchlayout.ReadCollected(ctx, st, gid)
+			collected, err := layout.ReadCollected(ctx, st, gid)
 			if err != nil {
 				continue
 			}
@@ -176,7 +177,7 @@ func unwrittenChildren(ctx context.Context, e Engine, st *store.Store, ids []str
 		if _, collected := g.collected[id]; collected {
 			continue
 		}
-		out[id] = &engine.Job{Handle: g.t.ChildHandle(gid, i), Store: st, Backend: g.be}
+		out[id] = &engine.Job{Handle: g.t.ChildHandle(gid, i), Store: st, Backend: g.be, Unwritten: Unwritten{}}
 	}
 	return out
 }
@@ -184,13 +185,13 @@ func unwrittenChildren(ctx context.Context, e Engine, st *store.Store, ids []str
 // driverBackend is a backend that runs batches itself.
 type driverBackend interface {
 	engineBackend
-	batchdriver.Driver
+	driver.Driver
 }
 
 // Derived children collected by results(cleanup=True) get no tombstone and no gone
 // marker of their own: that would be two files written per input for a batch that
 // wrote none at submission. Their batch's collection records (groups/ID/collected/,
-// batchlayout.RecordCollected, written before the results are returned) say the same for
+// layout.RecordCollected, written before the results are returned) say the same for
 // every child they list: derivedTombstone makes a child's tombstone from them and the
 // batch's template, and a collected child is never derived again.
 
@@ -201,12 +202,12 @@ var collectedGroups sync.Map // store URL + "\x00" + gid → *collectedGroup
 type collectedGroup struct {
 	mu   sync.Mutex
 	read map[string]bool // record keys already read
-	ids  map[string]batchlayout.Collected
-	tmpl *batchlayout.Template
+	ids  map[string]layout.Collected
+	tmpl *layout.Template
 }
 
 // collectedChild returns the collection record of derived child id of batch gid.
-func collectedChild(ctx context.Context, st *store.Store, gid, id string) (batchlayout.Collected, *batchlayout.Template, bool, error) {
+func collectedChild(ctx context.Context, st *store.Store, gid, id string) (layout.Collected, *layout.Template, bool, error) {
 	g := collectedGroupOf(st, gid)
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -214,12 +215,12 @@ func collectedChild(ctx context.Context, st *store.Store, gid, id string) (batch
 		return g.found(ctx, st, gid, c)
 	}
 	if err := g.refresh(ctx, st, gid); err != nil {
-		return batchlayout.Collected{}, nil, false, err
+		return layout.Collected{}, nil, false, err
 	}
 	if c, ok := g.ids[id]; ok {
 		return g.found(ctx, st, gid, c)
 	}
-	return batchlayout.Collected{}, nil, false, nil
+	return layout.Collected{}, nil, false, nil
 }
 
 // collectedIDs returns the children of batch gid collected so far, by job ID: one
@@ -239,14 +240,14 @@ func collectedIDs(ctx context.Context, st *store.Store, gid string) (map[string]
 }
 
 func collectedGroupOf(st *store.Store, gid string) *collectedGroup {
-	v, _ := collectedGroups.LoadOrStore(st.URL()+"\x00"+gid, &collectedGroup{read: map[string]bool{}, ids: map[string]batchlayout.Collected{}})
+	v, _ := collectedGroups.LoadOrStore(st.URL()+"\x00"+gid, &collectedGroup{read: map[string]bool{}, ids: map[string]layout.Collected{}})
 	return v.(*collectedGroup)
 }
 
 // refresh lists batch gid's collection records and reads the ones not read yet (g.mu
 // held).
 func (g *collectedGroup) refresh(ctx context.Context, st *store.Store, gid string) error {
-	objs, err := st.List(ctx, batchlayout.CollectedPrefix(gid))
+	objs, err := st.List(ctx, layout.CollectedPrefix(gid))
 	if err != nil {
 		return err
 	}
@@ -259,7 +260,7 @@ func (g *collectedGroup) refresh(ctx context.Context, st *store.Store, gid strin
 	if len(fresh) == 0 {
 		return nil
 	}
-	cs, err := batchlayout.ReadCollectedKeys(ctx, st, gid, fresh)
+	cs, err := layout.ReadCollectedKeys(ctx, st, gid, fresh)
 	if err != nil {
 		return err
 	}
@@ -267,7 +268,7 @@ func (g *collectedGroup) refresh(ctx context.Context, st *store.Store, gid strin
 		g.read[k] = true
 	}
 	for _, c := range cs {
-		if _, ok := g.ids[c.JobID]; !ok { // the first record claimed it (batchlayout.ClaimedBy)
+		if _, ok := g.ids[c.JobID]; !ok { // the first record claimed it (layout.ClaimedBy)
 			g.ids[c.JobID] = c
 		}
 	}
@@ -275,11 +276,11 @@ func (g *collectedGroup) refresh(ctx context.Context, st *store.Store, gid strin
 }
 
 // found returns c with the batch's template, read the first time a child is found.
-func (g *collectedGroup) found(ctx context.Context, st *store.Store, gid string, c batchlayout.Collected) (batchlayout.Collected, *batchlayout.Template, bool, error) {
+func (g *collectedGroup) found(ctx context.Context, st *store.Store, gid string, c layout.Collected) (layout.Collected, *layout.Template, bool, error) {
 	if g.tmpl == nil {
-		t, err := batchlayout.ReadTemplate(ctx, st, gid)
+		t, err := layout.ReadTemplate(ctx, st, gid)
 		if err != nil {
-			return batchlayout.Collected{}, nil, false, err
+			return layout.Collected{}, nil, false, err
 		}
 		g.tmpl = t
 	}

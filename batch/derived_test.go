@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/store"
-	"github.com/kinetic-run/kinetic/store/batchlayout"
 )
 
 // TestDerivedBatch: a batch its backend runs as one unit writes O(1) objects, whatever
@@ -73,7 +73,7 @@ func TestDerivedBatch(t *testing.T) {
 
 	// Its pod writes its job: its own input, inline or as its own object.
 	for _, i := range []int{7, n - 1} {
-		id, err := batchlayout.ResolveMember(ctx, st, gid, i, time.Second)
+		id, err := layout.ResolveMember(ctx, st, gid, i, time.Second)
 		if err != nil || id != job.ChildID(gid, i) {
 			t.Fatalf("member %d resolves to %q, %v", i, id, err)
 		}
@@ -94,7 +94,7 @@ func TestDerivedBatch(t *testing.T) {
 		if !bytes.Equal(args, req.Inputs[i]) || spec.Payload == nil || spec.JobID != id {
 			t.Errorf("input %d's spec: args %d bytes (want %d), payload %v, id %s", i, len(args), len(req.Inputs[i]), spec.Payload, spec.JobID)
 		}
-		if again, err := batchlayout.Materialize(ctx, st, gid, i); err != nil || again != id {
+		if again, err := layout.Materialize(ctx, st, gid, i); err != nil || again != id {
 			t.Errorf("materialized twice: %q, %v", again, err)
 		}
 	}
@@ -113,7 +113,7 @@ func TestDerivedBatch(t *testing.T) {
 	if s, _, _, err := jobview.Recorded(ctx, st, j.Handle.JobID); err != nil || s != job.NotFound {
 		t.Errorf("recorded after cleanup: %s, %v", s, err)
 	}
-	if _, err := batchlayout.Materialize(ctx, st, gid, 9); !errors.Is(err, batchlayout.ErrNotSubmitted) {
+	if _, err := layout.Materialize(ctx, st, gid, 9); !errors.Is(err, layout.ErrNotSubmitted) {
 		t.Errorf("materialize after cleanup: %v, want ErrNotSubmitted", err)
 	}
 	if s, _, _, err := jobview.Recorded(ctx, st, job.ChildID(gid, 10)); err != nil || s != job.Pending {

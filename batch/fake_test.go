@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/kinetic-run/kinetic/backend"
-	"github.com/kinetic-run/kinetic/backend/batchdriver"
+	"github.com/kinetic-run/kinetic/batch/driver"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
@@ -146,11 +146,11 @@ func (f *fakeBackend) log() (calls, cancels []string) {
 // fakeQueuer is a driver with a queue: children go to it.
 type fakeQueuer struct{ *fakeBackend }
 
-func (f fakeQueuer) Modes(*job.Handle, *job.Spec) batchdriver.Modes {
-	return batchdriver.Modes{Queue: true}
+func (f fakeQueuer) Modes(*job.Handle, *job.Spec) driver.Modes {
+	return driver.Modes{Queue: true}
 }
-func (f fakeQueuer) StartGroup(context.Context, batchdriver.Group, *job.Handle) error {
-	return batchdriver.ErrUnsupported
+func (f fakeQueuer) StartGroup(context.Context, driver.Group, *job.Handle) error {
+	return driver.ErrUnsupported
 }
 func (f fakeQueuer) GroupDone(context.Context, string) (map[int]bool, error) { return nil, nil }
 func (f fakeQueuer) UnwrittenStatus(ctx context.Context, h *job.Handle) (job.State, string, error) {
@@ -166,15 +166,15 @@ func (f fakeQueuer) Enqueue(ctx context.Context, h *job.Handle, parallelism int)
 // fakeGrouper is a driver that runs units: first attempts join one unit per batch.
 type fakeGrouper struct{ *fakeBackend }
 
-func (f fakeGrouper) Modes(*job.Handle, *job.Spec) batchdriver.Modes {
-	return batchdriver.Modes{Unit: true}
+func (f fakeGrouper) Modes(*job.Handle, *job.Spec) driver.Modes {
+	return driver.Modes{Unit: true}
 }
 func (f fakeGrouper) Enqueue(context.Context, *job.Handle, int) error {
-	return batchdriver.ErrUnsupported
+	return driver.ErrUnsupported
 }
 func (f fakeGrouper) Release(context.Context, *job.Handle) error { return nil }
 
-func (f fakeGrouper) StartGroup(ctx context.Context, g batchdriver.Group, template *job.Handle) error {
+func (f fakeGrouper) StartGroup(ctx context.Context, g driver.Group, template *job.Handle) error {
 	f.mu.Lock()
 	f.calls = append(f.calls, fmt.Sprintf("start size=%d p=%d", g.Size, g.Parallelism))
 	f.mu.Unlock()
@@ -224,7 +224,7 @@ func newTestEngine(t *testing.T, be backend.Backend) *engine.Engine {
 	if err := os.WriteFile(pf, []byte(`{}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.New(config.Options{Getenv: func(string) string { return "" }, ProfilesFile: pf})
+	e, err := engine.New(config.Options{Getenv: func(string) string { return "" }, ProfilesFile: pf}, engine.WithUnwritten(Unwritten{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/internal/parallel"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
-	"github.com/kinetic-run/kinetic/store/batchlayout"
 )
 
 // Found is one job as Jobs finds it: the job, or why there is none (an error that
@@ -60,9 +60,9 @@ func Jobs(ctx context.Context, e Engine, storeURL string, ids []string) []Found 
 type derivedGroup struct {
 	gid       string
 	st        *store.Store
-	t         *batchlayout.Template
+	t         *layout.Template
 	gone      map[int]bool
-	collected map[string]batchlayout.Collected
+	collected map[string]layout.Collected
 	be        engineBackend
 }
 
@@ -74,11 +74,11 @@ func readDerivedGroup(ctx context.Context, e Engine, st *store.Store, gid string
 	if t == nil || err != nil {
 		return nil
 	}
-	gone, err := batchlayout.GoneSet(ctx, st, gid)
+	gone, err := layout.GoneSet(ctx, st, gid)
 	if err != nil {
 		return nil
 	}
-	collected, err := batchlayout.ReadCollected(ctx, st, gid)
+	collected, err := layout.ReadCollected(ctx, st, gid)
 	if err != nil {
 		return nil
 	}
@@ -91,7 +91,7 @@ func readDerivedGroup(ctx context.Context, e Engine, st *store.Store, gid string
 
 // find is derived child id (input i) as Attach finds it: removed, collected (its
 // batch's record is its tombstone), or its handle made from the template, which is
-// the handle its pod writes (batchlayout.Materialize).
+// the handle its pod writes (layout.Materialize).
 func (g *derivedGroup) find(id string, i int, storeURL string) Found {
 	if c, ok := g.collected[id]; ok {
 		ts := job.NewTombstone(g.t.ChildHandle(g.gid, i), c.CollectedAt, c.CollectedAt)
@@ -101,5 +101,5 @@ func (g *derivedGroup) find(id string, i int, storeURL string) Found {
 	if g.gone[i] {
 		return Found{Err: fmt.Errorf("no job %s in the store %s (check the ID, or use --store / the profile the job was submitted with; `kinetic jobs list` shows the jobs there): %w", id, storeURL, engine.ErrNotFound)}
 	}
-	return Found{Job: &engine.Job{Handle: g.t.ChildHandle(g.gid, i), Store: g.st, Backend: g.be}}
+	return Found{Job: &engine.Job{Handle: g.t.ChildHandle(g.gid, i), Store: g.st, Backend: g.be, Unwritten: Unwritten{}}}
 }

@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
-	"github.com/kinetic-run/kinetic/store/batchlayout"
 )
 
 // TestJobsAgreesWithAttach: Jobs, which reads a batch's derived children from its
@@ -32,13 +32,13 @@ func TestJobsAgreesWithAttach(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 11, 26, 3, 0, 0, 0, time.UTC)
-	if _, err := batchlayout.RecordCollected(ctx, st, gid, []batchlayout.Collected{{JobID: job.ChildID(gid, 1), Index: "1", CollectedAt: at, CollectedBy: "me"}}); err != nil {
+	if _, err := layout.RecordCollected(ctx, st, gid, []layout.Collected{{JobID: job.ChildID(gid, 1), Index: "1", CollectedAt: at, CollectedBy: "me"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := batchlayout.MarkGone(ctx, st, gid, 2); err != nil {
+	if err := layout.MarkGone(ctx, st, gid, 2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := batchlayout.Materialize(ctx, st, gid, 3); err != nil { // its pod started
+	if _, err := layout.Materialize(ctx, st, gid, 3); err != nil { // its pod started
 		t.Fatal(err)
 	}
 	ids := []string{job.ChildID(gid, 0), job.ChildID(gid, 1), job.ChildID(gid, 2), job.ChildID(gid, 3), job.ChildID(gid, 5), job.NewID()}

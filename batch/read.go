@@ -11,7 +11,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/kinetic-run/kinetic/backend/batchdriver"
+	"github.com/kinetic-run/kinetic/batch/driver"
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/internal/calltrace"
@@ -19,7 +20,6 @@ import (
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/store"
-	"github.com/kinetic-run/kinetic/store/batchlayout"
 )
 
 // View is a batch as read from the store: the manifest with the children submitted so
@@ -52,7 +52,7 @@ func (c ChildStatus) Succeeded() bool { return c.Status == job.Succeeded || c.Co
 
 // collectedAt says whether the error of attaching a child's job means it was collected
 // and cleaned up, and when: its tombstone, else the batch's collection record.
-func collectedAt(err error, id string, records map[string]batchlayout.Collected) *time.Time {
+func collectedAt(err error, id string, records map[string]layout.Collected) *time.Time {
 	var gone *engine.CleanedUpError
 	if errors.As(err, &gone) {
 		t := gone.Tombstone.CleanedAt
@@ -151,7 +151,7 @@ func endedWithResult(ctx context.Context, st *store.Store, derived func(context.
 		// Its pod wrote nothing of its end (it was lost, or wrote nothing at all: a kwok
 		// pod): its unit's view, without the store reads Status would repeat (this round
 		// knows the child is derived, not removed, not collected).
-		if d, isDriver := j.Backend.(batchdriver.Driver); isDriver {
+		if d, isDriver := j.Backend.(driver.Driver); isDriver {
 			if state, reason, err := d.UnwrittenStatus(ctx, j.Handle); err == nil && state.Terminal() {
 				return ChildStatus{Index: c.Index, Handle: j.Handle, Status: state, Reason: reason}, true
 			}
@@ -181,7 +181,7 @@ func removedChild(ctx context.Context, st *store.Store, m *Manifest, c Child, er
 		return ChildStatus{}, false
 	}
 	if firstDerived(m, c) {
-		if gone, gerr := batchlayout.Gone(ctx, st, m.GroupID, c.Index); gerr != nil || !gone {
+		if gone, gerr := layout.Gone(ctx, st, m.GroupID, c.Index); gerr != nil || !gone {
 			return ChildStatus{}, false
 		}
 	} else if !m.SubmissionComplete || (m.Retries > 0 && !m.Settled) {
@@ -203,7 +203,7 @@ func endedDerived(ctx context.Context, e Engine, st *store.Store, gid string) fu
 	if t == nil || err != nil {
 		return each
 	}
-	gone, err := batchlayout.GoneSet(ctx, st, gid)
+	gone, err := layout.GoneSet(ctx, st, gid)
 	if err != nil {
 		return each
 	}
@@ -219,7 +219,7 @@ func endedDerived(ctx context.Context, e Engine, st *store.Store, gid string) fu
 		if gone[c.Index] || collected[c.JobID] {
 			return nil, nil
 		}
-		return &engine.Job{Handle: t.ChildHandle(gid, c.Index), Store: st, Backend: be}, nil
+		return &engine.Job{Handle: t.ChildHandle(gid, c.Index), Store: st, Backend: be, Unwritten: Unwritten{}}, nil
 	}
 }
 
@@ -238,7 +238,7 @@ func groupDone(ctx context.Context, e Engine, m *Manifest, storeURL string, jobs
 		}
 		jobs[-1] = j
 	}
-	gr, ok := j.Backend.(batchdriver.Driver)
+	gr, ok := j.Backend.(driver.Driver)
 	if !ok {
 		return nil
 	}
@@ -287,7 +287,7 @@ func Read(ctx context.Context, e Engine, gid, storeURL string, withStatus bool) 
 	if err := readManifest(ctx, st, gid, &v.Manifest, map[int]Child{}); err != nil {
 		return nil, err
 	}
-	records, err := batchlayout.ReadCollected(ctx, st, gid)
+	records, err := layout.ReadCollected(ctx, st, gid)
 	if err != nil {
 		return nil, err
 	}
@@ -347,7 +347,7 @@ func presentByResult(ctx context.Context, st *store.Store, ids []string, present
 
 // readRows reads the rows of the children ids as a listing does (engine.Rows: one
 // listing of jobs/ and the listing index), except the derived children whose pods have
-// written nothing yet: their batch's unit says where they stand (batchdriver.UnwrittenStatus),
+// written nothing yet: their batch's unit says where they stand (driver.UnwrittenStatus),
 // from the template, the gone markers and the collection records read once per batch.
 func readRows(ctx context.Context, e Engine, st *store.Store, storeURL string, ids []string, withStatus bool) ([]engine.Row, error) {
 	unwritten := map[string]*engine.Job{}
@@ -383,7 +383,7 @@ func readRows(ctx context.Context, e Engine, st *store.Store, storeURL string, i
 		out[i].Handle = j.Handle
 		if withStatus {
 			g.Go(func() error {
-				state, reason, err := j.Backend.(batchdriver.Driver).UnwrittenStatus(gctx, j.Handle)
+				state, reason, err := j.Backend.(driver.Driver).UnwrittenStatus(gctx, j.Handle)
 				out[i].Listed = engine.Listed{Handle: j.Handle, State: state, Reason: reason}
 				if errors.Is(err, job.ErrDamaged) {
 					// Nothing will mend it: final, with why, as in a watch; the other
@@ -418,21 +418,21 @@ func missingTemplate(ctx context.Context, st *store.Store, gid string) error {
 		return ctx.Err()
 	case <-time.After(200 * time.Millisecond):
 	}
-	if ok, err := st.Exists(ctx, batchlayout.ManifestKey(gid)); err != nil {
+	if ok, err := st.Exists(ctx, layout.ManifestKey(gid)); err != nil {
 		return err
 	} else if !ok {
 		return fmt.Errorf("no batch %s in the store %s: %w", gid, st.URL(), engine.ErrNotFound)
 	}
-	return batchlayout.Missing(gid, "template.json", "its manifest says every input's job is made from it, and the manifest is written after it")
+	return layout.Missing(gid, "template.json", "its manifest says every input's job is made from it, and the manifest is written after it")
 }
 
 // readManifest reads a batch's manifest into m and, while submission is still going
 // on, adds the children recorded one by one since it was saved (cache holds the entries
 // already read, so each is read once).
 func readManifest(ctx context.Context, st *store.Store, gid string, m *Manifest, cache map[int]Child) error {
-	got, err := batchlayout.ReadManifest(ctx, st, gid)
+	got, err := layout.ReadManifest(ctx, st, gid)
 	if store.IsNotFound(err) {
-		if err := batchlayout.MissingManifest(ctx, st, gid); err != nil {
+		if err := layout.MissingManifest(ctx, st, gid); err != nil {
 			return err
 		}
 		return fmt.Errorf("no batch %s in the store %s: %w", gid, st.URL(), engine.ErrNotFound)
@@ -455,7 +455,7 @@ func readManifest(ctx context.Context, st *store.Store, gid string, m *Manifest,
 	if m.SubmissionComplete {
 		return nil
 	}
-	if err := batchlayout.MergeChildren(ctx, st, m, cache); err != nil {
+	if err := layout.MergeChildren(ctx, st, m, cache); err != nil {
 		return err
 	}
 	if m.SubmitterLost(time.Now()) {
@@ -526,7 +526,7 @@ func Cleanup(ctx context.Context, e Engine, gid, storeURL string, backendRes, st
 		if err != nil {
 			return err
 		}
-		return st.DeletePrefix(ctx, batchlayout.Prefix(gid))
+		return st.DeletePrefix(ctx, layout.Prefix(gid))
 	}
 	return nil
 }
@@ -552,7 +552,7 @@ func Withdraw(ctx context.Context, e Engine, gid, storeURL string) (started bool
 		if err != nil {
 			return false, err
 		}
-		if w, ok := d.(batchdriver.Withdrawer); ok {
+		if w, ok := d.(driver.Withdrawer); ok {
 			if started, err := w.WithdrawGroup(ctx, gid); err != nil || started {
 				return started, err
 			}
@@ -562,7 +562,7 @@ func Withdraw(ctx context.Context, e Engine, gid, storeURL string) (started bool
 }
 
 // groupDriver is the driver of batch v's backend (nil if it has none).
-func groupDriver(ctx context.Context, e Engine, v *View) (batchdriver.Driver, error) {
+func groupDriver(ctx context.Context, e Engine, v *View) (driver.Driver, error) {
 	st, err := e.Store(ctx, v.Store)
 	if err != nil {
 		return nil, err
@@ -580,7 +580,7 @@ func groupDriver(ctx context.Context, e Engine, v *View) (batchdriver.Driver, er
 	if err != nil {
 		return nil, err
 	}
-	d, _ := be.(batchdriver.Driver)
+	d, _ := be.(driver.Driver)
 	return d, nil
 }
 
@@ -612,9 +612,9 @@ func List(ctx context.Context, e Engine, storeURL string) ([]Listed, error) {
 	g.SetLimit(16)
 	for i, id := range ids {
 		g.Go(func() error {
-			m, err := batchlayout.ReadManifest(gctx, st, id)
+			m, err := layout.ReadManifest(gctx, st, id)
 			if store.IsNotFound(err) {
-				err = batchlayout.MissingManifest(gctx, st, id) // nil: being written, or removed
+				err = layout.MissingManifest(gctx, st, id) // nil: being written, or removed
 			}
 			switch {
 			case err == nil && m != nil:
@@ -622,7 +622,7 @@ func List(ctx context.Context, e Engine, storeURL string) ([]Listed, error) {
 				out[i] = Listed{Manifest: *m}
 				// Its collection records say which children were collected: one that
 				// cannot be read fails every read of the batch, so list it as damaged.
-				if _, cerr := batchlayout.ReadCollected(gctx, st, id); errors.Is(cerr, job.ErrDamaged) {
+				if _, cerr := layout.ReadCollected(gctx, st, id); errors.Is(cerr, job.ErrDamaged) {
 					out[i].Error = cerr.Error()
 				}
 			case errors.Is(err, job.ErrDamaged):
@@ -675,151 +675,215 @@ func WatchWith(ctx context.Context, e Engine, gid, storeURL string, o WatchOptio
 	if err != nil {
 		return err
 	}
-	final := map[int]bool{}
-	jobs := map[int]*engine.Job{}
-	seenChild := map[int]Child{}
-	p := jobview.NewPollerFrom(10 * time.Millisecond)
-	// A unit whose driver says when its members end (batchdriver.Waker) wakes the
-	// watch then: the last input's result is not left waiting for the next poll.
-	var wake batchdriver.GroupWatch
-	watched := false // GroupWatch was asked
-	defer func() {
-		if wake != nil {
-			wake.Close()
-		}
-	}()
-	var (
-		m        Manifest
-		lastRead time.Time
-		lastFull time.Time
-	)
+	w := &watcher{e: e, st: st, gid: gid, storeURL: storeURL, o: o, emit: emit,
+		final: map[int]bool{}, jobs: map[int]*engine.Job{}, seen: map[int]Child{}, p: jobview.NewPollerFrom(10 * time.Millisecond)}
+	defer w.close()
 	for {
-		// The manifest changes at most every half second while submitting and the
-		// children's entries only grow: read them a few times a second, not every round.
-		if lastRead.IsZero() || (!m.SubmissionComplete && time.Since(lastRead) > 200*time.Millisecond) || (m.Retries > 0 && !m.Settled && time.Since(lastRead) > 500*time.Millisecond) {
-			m = Manifest{}
-			if err := readManifest(ctx, st, gid, &m, seenChild); err != nil {
-				return err
-			}
-			lastRead = time.Now()
+		if over, err := w.round(ctx); err != nil || over {
+			return err
 		}
-		// Children finish roughly in submission order: look at the oldest unfinished
-		// ones each round, until a few are found still unfinished or one still waiting
-		// (the ones after it are most likely waiting too), and at all of them every few
-		// seconds.
-		budget, full := 4, false
-		if time.Since(lastFull) > 3*time.Second {
-			budget, full, lastFull = 1<<30, true, time.Now()
-		}
-		// A batch run as one unit says which of its members ended in one look: the
-		// others are not looked at one by one (O(1) requests per round, not O(inputs)).
-		calltrace.Mark("batch.watch.round", gid)
-		round := time.Now()
-		done := groupDone(ctx, e, &m, storeURL, jobs)
-		if j := jobs[-1]; j != nil && !watched {
-			watched = true
-			if w, ok := j.Backend.(batchdriver.Waker); ok {
-				wake = w.GroupWatch(gid)
-			}
-		}
-		progressed := false
-		if done != nil {
-			ended, err := lookEnded(ctx, e, st, &m, storeURL, done, final, o)
-			if err != nil {
-				return err
-			}
-			calltrace.Mark("batch.watch.ended", strconv.Itoa(len(ended)))
-			for _, cs := range ended {
-				final[cs.Index], progressed = true, true
-				emit(cs)
-			}
-			calltrace.Mark("batch.watch.emitted", "")
-		}
-		for _, c := range m.Children {
-			if final[c.Index] {
-				continue
-			}
-			if done != nil && firstDerived(&m, c) {
-				continue // its unit's member still runs (or waits); lookEnded takes it when it ends
-			}
-			if c.JobID == "" {
-				if c.SubmissionError != "" {
-					final[c.Index], progressed = true, true
-					emit(ChildStatus{Index: c.Index, Error: c.SubmissionError})
-				}
-				continue
-			}
-			if budget <= 0 {
-				continue
-			}
-			j := jobs[c.Index]
-			if j == nil || j.Handle.JobID != c.JobID { // a new attempt replaces the old
-				if j, err = e.Attach(ctx, c.JobID, storeURL); err != nil {
-					var gone *engine.CleanedUpError
-					if errors.As(err, &gone) { // collected and cleaned up: final
-						t := gone.Tombstone.CleanedAt
-						final[c.Index], progressed = true, true
-						emit(ChildStatus{Index: c.Index, Status: job.NotFound, CollectedAt: &t})
-					}
-					if errors.Is(err, job.ErrDamaged) {
-						// Nothing will mend it: final, with why (its result says so too).
-						final[c.Index], progressed = true, true
-						emit(ChildStatus{Index: c.Index, JobID: c.JobID, Status: job.NotFound, Reason: err.Error()})
-					} else if cs, ok := removedChild(ctx, st, &m, c, err); ok {
-						final[c.Index], progressed = true, true
-						emit(cs)
-					}
-					continue // else written a moment ago; next round
-				}
-				jobs[c.Index] = j
-			}
-			state, reason, err := j.Status(ctx)
-			if errors.Is(err, job.ErrDamaged) {
-				final[c.Index], progressed = true, true
-				emit(ChildStatus{Index: c.Index, JobID: c.JobID, Handle: j.Handle, Status: job.NotFound, Reason: err.Error()})
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if !state.Terminal() {
-				if budget--; state == job.Pending && !full {
-					budget = 0
-				}
-				continue
-			}
-			if state == job.Failed && retriesLeft(&m, c) {
-				continue // a retry may still come: the submitter decides
-			}
-			final[c.Index], progressed = true, true
-			emit(ChildStatus{Index: c.Index, Handle: j.Handle, Status: state, Reason: reason})
-		}
-		if o.EndRound != nil && progressed {
-			o.EndRound()
-		}
-		if m.SubmissionComplete && len(final) >= len(m.Children) {
-			return nil
-		}
-		if progressed {
-			// A round that found children finished is followed by one soon, but not at
-			// once: a look finds more of them per status read.
-			p = jobview.NewPollerFrom(20 * time.Millisecond)
-		}
-		if wake != nil {
-			// Woken as members end, but a round at most every 10 ms: each looks at
-			// every member that ended since the last.
-			if d := time.Until(round.Add(minRound)); d > 0 {
-				if err := jobview.NewPollerFrom(d).Wait(ctx); err != nil {
-					return err
-				}
-			}
-			if err := p.WaitWatched(ctx, wake); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := p.Wait(ctx); err != nil {
+		if err := w.sleep(ctx); err != nil {
 			return err
 		}
 	}
+}
+
+// watcher is one watch of a batch, from round to round: each round rereads the manifest
+// when it is due, looks at the batch's unit (one look for every member) and at the
+// children one by one (the oldest unfinished first, a few per round), and emits each
+// child once, when it is final; then it sleeps until the next round.
+type watcher struct {
+	e             Engine
+	st            *store.Store
+	gid, storeURL string
+	o             WatchOptions
+	emit          func(ChildStatus)
+
+	final map[int]bool        // emitted
+	jobs  map[int]*engine.Job // attached, by index (-1: the unit's first member)
+	seen  map[int]Child       // the children's entries read so far
+	p     *jobview.Poller     // paces the rounds
+	// wake: a unit whose driver says when its members end (driver.Waker) wakes the
+	// watch then: the last input's result is not left waiting for the next poll.
+	wake    driver.GroupWatch
+	watched bool // GroupWatch was asked
+
+	m                  Manifest
+	lastRead, lastFull time.Time
+	roundAt            time.Time
+	progressed         bool // this round emitted something
+	budget             int  // children still to look at one by one this round
+	full               bool // this round looks at every child
+}
+
+func (w *watcher) close() {
+	if w.wake != nil {
+		w.wake.Close()
+	}
+}
+
+// round is one look at the batch; over once every child was emitted.
+func (w *watcher) round(ctx context.Context) (over bool, err error) {
+	if err := w.reread(ctx); err != nil {
+		return false, err
+	}
+	// Children finish roughly in submission order: look at the oldest unfinished
+	// ones each round, until a few are found still unfinished or one still waiting
+	// (the ones after it are most likely waiting too), and at all of them every few
+	// seconds.
+	w.budget, w.full = 4, false
+	if time.Since(w.lastFull) > 3*time.Second {
+		w.budget, w.full, w.lastFull = 1<<30, true, time.Now()
+	}
+	calltrace.Mark("batch.watch.round", w.gid)
+	w.roundAt, w.progressed = time.Now(), false
+	done, err := w.lookUnit(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, c := range w.m.Children {
+		if err := w.lookChild(ctx, c, done); err != nil {
+			return false, err
+		}
+	}
+	if w.o.EndRound != nil && w.progressed {
+		w.o.EndRound()
+	}
+	return w.m.SubmissionComplete && len(w.final) >= len(w.m.Children), nil
+}
+
+// reread reads the manifest when it is due: it changes at most every half second while
+// submitting and the children's entries only grow, so a few times a second, not every
+// round.
+func (w *watcher) reread(ctx context.Context) error {
+	m := &w.m
+	due := w.lastRead.IsZero() || (!m.SubmissionComplete && time.Since(w.lastRead) > 200*time.Millisecond) ||
+		(m.Retries > 0 && !m.Settled && time.Since(w.lastRead) > 500*time.Millisecond)
+	if !due {
+		return nil
+	}
+	w.m = Manifest{}
+	if err := readManifest(ctx, w.st, w.gid, &w.m, w.seen); err != nil {
+		return err
+	}
+	w.lastRead = time.Now()
+	return nil
+}
+
+// end emits cs, final.
+func (w *watcher) end(cs ChildStatus) {
+	w.final[cs.Index], w.progressed = true, true
+	w.emit(cs)
+}
+
+// lookUnit looks at the batch's unit, if it runs as one: which of its members ended, in
+// one look (O(1) requests per round, not O(inputs)); it emits those and returns them
+// (nil when there is no unit to look at).
+func (w *watcher) lookUnit(ctx context.Context) (map[int]bool, error) {
+	done := groupDone(ctx, w.e, &w.m, w.storeURL, w.jobs)
+	if j := w.jobs[-1]; j != nil && !w.watched {
+		w.watched = true
+		if wk, ok := j.Backend.(driver.Waker); ok {
+			w.wake = wk.GroupWatch(w.gid)
+		}
+	}
+	if done == nil {
+		return nil, nil
+	}
+	ended, err := lookEnded(ctx, w.e, w.st, &w.m, w.storeURL, done, w.final, w.o)
+	if err != nil {
+		return nil, err
+	}
+	calltrace.Mark("batch.watch.ended", strconv.Itoa(len(ended)))
+	for _, cs := range ended {
+		w.end(cs)
+	}
+	calltrace.Mark("batch.watch.emitted", "")
+	return done, nil
+}
+
+// lookChild looks at child c on its own, while the round's budget lasts, and emits it
+// once it is final.
+func (w *watcher) lookChild(ctx context.Context, c Child, done map[int]bool) error {
+	switch {
+	case w.final[c.Index]:
+		return nil
+	case done != nil && firstDerived(&w.m, c):
+		return nil // its unit's member still runs (or waits); lookUnit takes it when it ends
+	case c.JobID == "":
+		if c.SubmissionError != "" {
+			w.end(ChildStatus{Index: c.Index, Error: c.SubmissionError})
+		}
+		return nil
+	case w.budget <= 0:
+		return nil
+	}
+	j := w.attach(ctx, c)
+	if j == nil {
+		return nil
+	}
+	state, reason, err := j.Status(ctx)
+	if errors.Is(err, job.ErrDamaged) {
+		w.end(ChildStatus{Index: c.Index, JobID: c.JobID, Handle: j.Handle, Status: job.NotFound, Reason: err.Error()})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !state.Terminal() {
+		if w.budget--; state == job.Pending && !w.full {
+			w.budget = 0
+		}
+		return nil
+	}
+	if state == job.Failed && retriesLeft(&w.m, c) {
+		return nil // a retry may still come: the submitter decides
+	}
+	w.end(ChildStatus{Index: c.Index, Handle: j.Handle, Status: state, Reason: reason})
+	return nil
+}
+
+// attach is child c's current attempt (a new attempt replaces the old), nil when it
+// cannot be attached: then it is emitted if that is final (collected, damaged,
+// removed), else looked at next round (written a moment ago).
+func (w *watcher) attach(ctx context.Context, c Child) *engine.Job {
+	if j := w.jobs[c.Index]; j != nil && j.Handle.JobID == c.JobID {
+		return j
+	}
+	j, err := w.e.Attach(ctx, c.JobID, w.storeURL)
+	if err == nil {
+		w.jobs[c.Index] = j
+		return j
+	}
+	var gone *engine.CleanedUpError
+	if errors.As(err, &gone) { // collected and cleaned up: final
+		t := gone.Tombstone.CleanedAt
+		w.end(ChildStatus{Index: c.Index, Status: job.NotFound, CollectedAt: &t})
+	}
+	if errors.Is(err, job.ErrDamaged) {
+		// Nothing will mend it: final, with why (its result says so too).
+		w.end(ChildStatus{Index: c.Index, JobID: c.JobID, Status: job.NotFound, Reason: err.Error()})
+	} else if cs, ok := removedChild(ctx, w.st, &w.m, c, err); ok {
+		w.end(cs)
+	}
+	return nil
+}
+
+// sleep waits for the next round: soon after one that found children finished (but not
+// at once: a look finds more of them per status read), woken by the unit as members
+// end where it can (but a round at most every minRound: each looks at every member that
+// ended since the last).
+func (w *watcher) sleep(ctx context.Context) error {
+	if w.progressed {
+		w.p = jobview.NewPollerFrom(20 * time.Millisecond)
+	}
+	if w.wake == nil {
+		return w.p.Wait(ctx)
+	}
+	if d := time.Until(w.roundAt.Add(minRound)); d > 0 {
+		if err := jobview.NewPollerFrom(d).Wait(ctx); err != nil {
+			return err
+		}
+	}
+	return w.p.WaitWatched(ctx, w.wake)
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kinetic-run/kinetic/backend/batchdriver"
+	"github.com/kinetic-run/kinetic/batch/driver"
 	"github.com/kinetic-run/kinetic/job"
 )
 
@@ -14,12 +14,12 @@ import (
 // ran on until released (Pathways: a finished job's hosts hold its slice).
 type fakeReleaser struct{ *fakeBackend }
 
-func (f fakeReleaser) Modes(*job.Handle, *job.Spec) batchdriver.Modes { return batchdriver.Modes{} }
+func (f fakeReleaser) Modes(*job.Handle, *job.Spec) driver.Modes { return driver.Modes{} }
 func (f fakeReleaser) Enqueue(context.Context, *job.Handle, int) error {
-	return batchdriver.ErrUnsupported
+	return driver.ErrUnsupported
 }
-func (f fakeReleaser) StartGroup(context.Context, batchdriver.Group, *job.Handle) error {
-	return batchdriver.ErrUnsupported
+func (f fakeReleaser) StartGroup(context.Context, driver.Group, *job.Handle) error {
+	return driver.ErrUnsupported
 }
 func (f fakeReleaser) GroupDone(context.Context, string) (map[int]bool, error) { return nil, nil }
 func (f fakeReleaser) UnwrittenStatus(ctx context.Context, h *job.Handle) (job.State, string, error) {

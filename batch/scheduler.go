@@ -9,11 +9,11 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kinetic-run/kinetic/backend"
-	"github.com/kinetic-run/kinetic/backend/batchdriver"
+	"github.com/kinetic-run/kinetic/batch/driver"
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
-	"github.com/kinetic-run/kinetic/store/batchlayout"
 )
 
 // scheduler submits the inputs of one batch: at most maxConcurrent children unfinished
@@ -24,15 +24,16 @@ import (
 type scheduler struct {
 	b             *Batch
 	tmpl          *engine.Template
-	inputs        [][]byte
+	inputs        inputs
+	release       func() // lets go of the inputs once run returns
 	maxConcurrent int
 	retries       int
 	failFast      bool
 	cancelRunning bool // with failFast: cancel running children too, not only waiting ones
 	// driver is the backend's batch driver (nil: it runs each child as a job of its
 	// own). queued: it queues children and bounds their concurrency with its workers.
-	// grouped: it runs first attempts as one unit started by Map (batchdriver.Modes).
-	driver          batchdriver.Driver
+	// grouped: it runs first attempts as one unit started by Map (driver.Modes).
+	driver          driver.Driver
 	queued, grouped bool
 
 	active   []attempt       // submitted and not yet final, oldest first
@@ -54,7 +55,7 @@ const saveEvery = 500 * time.Millisecond
 
 // save rewrites the manifest if it was not saved for a while (always with force).
 // The children written one by one since are found by readers anyway
-// (batchlayout.MergeChildren). It is safe for concurrent use.
+// (layout.MergeChildren). It is safe for concurrent use.
 func (s *scheduler) save(ctx context.Context, force bool) {
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
@@ -79,35 +80,54 @@ func (s *scheduler) submit(ctx context.Context, i, n int) *engine.Job {
 		prev = []string{job.ChildID(gid, i)} // the first attempt, derived
 	}
 	b.mu.Unlock()
+	args, err := s.inputs.At(i)
+	if err != nil {
+		s.failSubmission(i, prev, err)
+		return nil
+	}
 	in := &engine.Instance{
-		Args: s.inputs[i],
+		Args: args,
 		Prepare: func(ctx context.Context, h *job.Handle) error {
 			h.GroupID, h.GroupKind, h.GroupIndex = gid, "map", strconv.Itoa(i)
 			// Before the job exists: a submitter killed now leaves a findable child.
-			return batchlayout.WriteChild(ctx, b.st, gid, Child{Index: i, JobID: h.JobID, Attempts: append(prev, h.JobID)})
+			return layout.WriteChild(ctx, b.st, gid, Child{Index: i, JobID: h.JobID, Attempts: append(prev, h.JobID)})
 		},
 	}
 	if s.queued {
 		in.Start = s.enqueue
 	}
 	j, err := s.tmpl.Submit(ctx, in)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for len(b.manifest.Children) <= i {
-		b.manifest.Children = append(b.manifest.Children, Child{Index: len(b.manifest.Children)})
-	}
-	c := &b.manifest.Children[i]
 	if err != nil {
-		c.SubmissionError = err.Error()
-		if c.JobID == "" && len(prev) > 0 {
-			c.JobID, c.Attempts = prev[len(prev)-1], prev // the derived attempt before it
-		}
+		s.failSubmission(i, prev, err)
 		return nil
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := b.child(i)
 	c.JobID = j.Handle.JobID
 	c.Attempts = append(prev, j.Handle.JobID)
 	c.SubmissionError = ""
 	return j
+}
+
+// failSubmission records at input i that its attempt after prev was not submitted.
+func (s *scheduler) failSubmission(i int, prev []string, err error) {
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	c := s.b.child(i)
+	c.SubmissionError = err.Error()
+	if c.JobID == "" && len(prev) > 0 {
+		c.JobID, c.Attempts = prev[len(prev)-1], prev // the derived attempt before it
+	}
+}
+
+// child is the manifest's entry of input i, made (with those before it) if missing.
+// The caller holds b.mu.
+func (b *Batch) child(i int) *Child {
+	for len(b.manifest.Children) <= i {
+		b.manifest.Children = append(b.manifest.Children, Child{Index: len(b.manifest.Children)})
+	}
+	return &b.manifest.Children[i]
 }
 
 // enqueue starts a child in the driver's queue, bounding the batch's workers by
@@ -164,7 +184,7 @@ func (s *scheduler) run(ctx context.Context) {
 	beat, stopBeat := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBeat()
 	go func() {
-		t := time.NewTicker(batchlayout.HeartbeatEvery)
+		t := time.NewTicker(layout.HeartbeatEvery)
 		defer t.Stop()
 		for {
 			select {
@@ -178,7 +198,7 @@ func (s *scheduler) run(ctx context.Context) {
 	if s.grouped {
 		// Every first attempt was submitted with the group: nothing is written per
 		// input. Only a watching submitter keeps them, to retry or stop.
-		for i := range s.inputs {
+		for i := range s.inputs.Len() {
 			if !s.watching() {
 				break
 			}
@@ -207,9 +227,9 @@ func (s *scheduler) submitEach(ctx context.Context, first int) {
 	// cost, so submission need not wait for them.
 	gate := s.maxConcurrent
 	if s.queued {
-		gate = len(s.inputs) + 1
+		gate = s.inputs.Len() + 1
 	}
-	for i := first; i < len(s.inputs); i++ {
+	for i := first; i < s.inputs.Len(); i++ {
 		for len(s.active) >= gate && ctx.Err() == nil {
 			s.reap(ctx, len(s.active))
 			if len(s.active) >= gate {
@@ -248,7 +268,7 @@ func (s *scheduler) finishSubmission(ctx context.Context) {
 			c.SubmissionError = why
 		}
 	}
-	for i := len(b.manifest.Children); i < len(s.inputs); i++ {
+	for i := len(b.manifest.Children); i < s.inputs.Len(); i++ {
 		b.manifest.Children = append(b.manifest.Children, Child{Index: i, SubmissionError: why})
 	}
 	b.mu.Unlock()

@@ -12,9 +12,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
-	"github.com/kinetic-run/kinetic/store/batchlayout"
 )
 
 // TestScheduler runs whole batches against fake backends (plain, a driver with a queue,
@@ -271,16 +271,16 @@ func TestScheduler(t *testing.T) {
 			for i, c := range v.Children {
 				if c.JobID != "" && len(c.Attempts) > 1 || c.JobID != "" && !v.Derived {
 					// (A derived first attempt has no entry: it is made from the template.)
-					raw, err := st.Get(ctx, batchlayout.ChildKey(b.GroupID(), i))
+					raw, err := st.Get(ctx, layout.ChildKey(b.GroupID(), i))
 					if err != nil || !strings.Contains(string(raw), c.JobID) {
 						t.Errorf("input %d: child entry %s (%v), want one naming %s", i, raw, err, c.JobID)
 					}
 				}
-				id, err := batchlayout.ResolveMember(ctx, st, b.GroupID(), i, time.Second)
+				id, err := layout.ResolveMember(ctx, st, b.GroupID(), i, time.Second)
 				switch {
 				case len(c.Attempts) > 0 && (err != nil || id != c.Attempts[0]):
 					t.Errorf("input %d: member resolves to %q, %v; want %s", i, id, err, c.Attempts[0])
-				case len(c.Attempts) == 0 && !errors.Is(err, batchlayout.ErrNotSubmitted):
+				case len(c.Attempts) == 0 && !errors.Is(err, layout.ErrNotSubmitted):
 					t.Errorf("input %d: member resolves to %q, %v; want ErrNotSubmitted", i, id, err)
 				}
 			}
@@ -324,11 +324,11 @@ func TestKilledSubmitter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id, err := batchlayout.ResolveMember(ctx, st, gid, 1, time.Second); err != nil || id != v.Children[1].JobID {
+	if id, err := layout.ResolveMember(ctx, st, gid, 1, time.Second); err != nil || id != v.Children[1].JobID {
 		t.Errorf("member 1 resolves to %q, %v; want %s", id, err, v.Children[1].JobID)
 	}
-	id, err := batchlayout.ResolveMember(ctx, st, gid, 2, 50*time.Millisecond)
-	if err == nil || errors.Is(err, batchlayout.ErrNotSubmitted) || !strings.Contains(err.Error(), "not written to the store") {
+	id, err := layout.ResolveMember(ctx, st, gid, 2, 50*time.Millisecond)
+	if err == nil || errors.Is(err, layout.ErrNotSubmitted) || !strings.Contains(err.Error(), "not written to the store") {
 		t.Errorf("member 2 resolves to %q, %v; want a timeout waiting for its child", id, err)
 	}
 }

@@ -204,109 +204,134 @@ func newBatchResultsCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "results GROUP_ID", Short: "Wait for a batch and print each input's result or failure", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if timeout < 0 {
-				return fmt.Errorf("--timeout %s: give a positive duration (e.g. 10m), or 0 to wait for as long as it takes", timeout)
-			}
-			e, err := f.engine(cmd, g)
-			if err != nil {
-				return err
-			}
-			defer e.Close()
-			ctx := cmd.Context()
-			if timeout > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, timeout)
-				defer cancel()
-			}
-			v, err := watch(ctx, e, args[0], "", cmd.ErrOrStderr())
-			if err != nil {
-				if ctx.Err() == context.DeadlineExceeded && cmd.Context().Err() == nil {
-					return &ExitError{Code: 124, Err: fmt.Errorf("batch %s did not finish within %s; it keeps running: `kinetic batch status %s` shows where it is", args[0], timeout, args[0])}
-				}
-				return err
-			}
-			type row struct {
-				Index  int           `json:"index"`
-				JobID  string        `json:"job_id,omitempty"`
-				Status job.State     `json:"status,omitempty"`
-				Result *job.Envelope `json:"result,omitempty"`
-				Error  string        `json:"error,omitempty"`
-				// CollectedAt: the result was collected and the job cleaned up then.
-				CollectedAt *time.Time `json:"collected_at,omitempty"`
-			}
-			rows := make([]row, len(v.Statuses))
-			failures, missing := 0, 0
-			for i, s := range v.Statuses {
-				rows[i] = row{Index: s.Index, Status: s.Status, Error: s.Error}
-				if s.CollectedAt != nil {
-					// Succeeded; its value went to whoever collected it.
-					rows[i].Status, rows[i].CollectedAt = job.Succeeded, s.CollectedAt
-					continue
-				}
-				if s.Handle == nil {
-					failures++
-					continue
-				}
-				rows[i].JobID = s.Handle.JobID
-				j, err := e.Attach(cmd.Context(), s.Handle.JobID, v.Store)
-				if err != nil {
-					rows[i].Error = err.Error()
-					failures++
-					continue
-				}
-				res, err := j.Result(cmd.Context(), jobview.ValueTo{})
-				if err != nil {
-					rows[i].Error = err.Error()
-					failures++
-					continue
-				}
-				rows[i].Result = res.Envelope
-				if !res.Envelope.Success {
-					failures++
-				}
-				if env := res.Envelope; env.Success && env.HasValue && env.ValueRepr == "" {
-					// Its result.json, which holds the value's printable form, is gone
-					// (the value's presence was read from result.pkl alone): say so,
-					// never print a success with an empty value.
-					id := s.Handle.JobID
-					rows[i].Error = fmt.Sprintf("succeeded, but its %s, which holds the printable form of its value, is missing; the value itself is whole in its %s: kinetic.attach(%q).result() in Python returns it", store.ObjectName(id, store.EnvelopeKey(id)), store.ObjectName(id, store.ResultKey(id)), id)
-					missing++
-				}
-			}
-			if f.asJSON {
-				if err := writeJSON(cmd.OutOrStdout(), rows); err != nil {
-					return err
-				}
-			} else {
-				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "INDEX\tSTATUS\tRESULT")
-				for _, r := range rows {
-					out := r.Error
-					if r.CollectedAt != nil {
-						out = "(result collected and cleaned up at " + r.CollectedAt.Local().Format(time.DateTime) + ")"
-					} else if r.Result != nil && r.Result.Success && r.Error != "" {
-						out = "(" + r.Error + ")"
-					} else if r.Result != nil && r.Result.Success {
-						out = r.Result.ValueRepr
-					} else if r.Result != nil {
-						out = r.Result.ExcType + ": " + r.Result.ExcMessage
-					}
-					fmt.Fprintf(tw, "%d\t%s\t%s\n", r.Index, r.Status, strings.ReplaceAll(out, "\n", " "))
-				}
-				tw.Flush()
-			}
-			if failures > 0 {
-				return &ExitError{Code: 1, Err: fmt.Errorf("%d of %d inputs failed", failures, len(rows))}
-			}
-			if missing > 0 {
-				return &ExitError{Code: 1, Err: fmt.Errorf("%d of %d inputs succeeded but their result.json is missing (their values are in result.pkl)", missing, len(rows))}
-			}
-			return nil
+			return runBatchResults(cmd, g, &f, args[0], timeout)
 		},
 	}
 	f.add(cmd)
 	durationFlag(cmd.Flags(), &timeout, "timeout", 0, "give up waiting after this long, in seconds or as a duration (60, 10m; exit 124); the batch keeps running")
 	return cmd
+}
+
+// resultRow is one input of `kinetic batch results`.
+type resultRow struct {
+	Index  int           `json:"index"`
+	JobID  string        `json:"job_id,omitempty"`
+	Status job.State     `json:"status,omitempty"`
+	Result *job.Envelope `json:"result,omitempty"`
+	Error  string        `json:"error,omitempty"`
+	// CollectedAt: the result was collected and the job cleaned up then.
+	CollectedAt *time.Time `json:"collected_at,omitempty"`
+}
+
+// runBatchResults waits for batch gid (up to timeout, 0: no limit), prints each input's
+// row, and fails when an input failed or its printable value is missing.
+func runBatchResults(cmd *cobra.Command, g *Globals, f *jobFlags, gid string, timeout time.Duration) error {
+	if timeout < 0 {
+		return fmt.Errorf("--timeout %s: give a positive duration (e.g. 10m), or 0 to wait for as long as it takes", timeout)
+	}
+	e, err := f.engine(cmd, g)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	ctx := cmd.Context()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	v, err := watch(ctx, e, gid, "", cmd.ErrOrStderr())
+	if err != nil {
+		if ctx.Err() == context.DeadlineExceeded && cmd.Context().Err() == nil {
+			return &ExitError{Code: 124, Err: fmt.Errorf("batch %s did not finish within %s; it keeps running: `kinetic batch status %s` shows where it is", gid, timeout, gid)}
+		}
+		return err
+	}
+	rows := make([]resultRow, len(v.Statuses))
+	failures, missing := 0, 0
+	for i, s := range v.Statuses {
+		var failed, gone bool
+		rows[i], failed, gone = resultOf(cmd.Context(), e, v.Store, s)
+		if failed {
+			failures++
+		}
+		if gone {
+			missing++
+		}
+	}
+	if err := printResults(cmd, f.asJSON, rows); err != nil {
+		return err
+	}
+	if failures > 0 {
+		return &ExitError{Code: 1, Err: fmt.Errorf("%d of %d inputs failed", failures, len(rows))}
+	}
+	if missing > 0 {
+		return &ExitError{Code: 1, Err: fmt.Errorf("%d of %d inputs succeeded but their result.json is missing (their values are in result.pkl)", missing, len(rows))}
+	}
+	return nil
+}
+
+// resultOf is child s's row: failed when it did not succeed, missing when it did but
+// its printable value is gone.
+func resultOf(ctx context.Context, e *engine.Engine, storeURL string, s batch.ChildStatus) (r resultRow, failed, missing bool) {
+	r = resultRow{Index: s.Index, Status: s.Status, Error: s.Error}
+	if s.CollectedAt != nil {
+		// Succeeded; its value went to whoever collected it.
+		r.Status, r.CollectedAt = job.Succeeded, s.CollectedAt
+		return r, false, false
+	}
+	if s.Handle == nil {
+		return r, true, false
+	}
+	r.JobID = s.Handle.JobID
+	j, err := e.Attach(ctx, s.Handle.JobID, storeURL)
+	if err != nil {
+		r.Error = err.Error()
+		return r, true, false
+	}
+	res, err := j.Result(ctx, jobview.ValueTo{})
+	if err != nil {
+		r.Error = err.Error()
+		return r, true, false
+	}
+	r.Result = res.Envelope
+	if env := res.Envelope; env.Success && env.HasValue && env.ValueRepr == "" {
+		// Its result.json, which holds the value's printable form, is gone (the
+		// value's presence was read from result.pkl alone): say so, never print a
+		// success with an empty value.
+		id := s.Handle.JobID
+		r.Error = fmt.Sprintf("succeeded, but its %s, which holds the printable form of its value, is missing; the value itself is whole in its %s: kinetic.attach(%q).result() in Python returns it", store.ObjectName(id, store.EnvelopeKey(id)), store.ObjectName(id, store.ResultKey(id)), id)
+		return r, false, true
+	}
+	return r, !res.Envelope.Success, false
+}
+
+// printResults writes rows as JSON or as a table.
+func printResults(cmd *cobra.Command, asJSON bool, rows []resultRow) error {
+	if asJSON {
+		return writeJSON(cmd.OutOrStdout(), rows)
+	}
+	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "INDEX\tSTATUS\tRESULT")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%d\t%s\t%s\n", r.Index, r.Status, strings.ReplaceAll(r.shown(), "\n", " "))
+	}
+	return tw.Flush()
+}
+
+// shown is what the table shows of r's result.
+func (r resultRow) shown() string {
+	switch {
+	case r.CollectedAt != nil:
+		return "(result collected and cleaned up at " + r.CollectedAt.Local().Format(time.DateTime) + ")"
+	case r.Result != nil && r.Result.Success && r.Error != "":
+		return "(" + r.Error + ")"
+	case r.Result != nil && r.Result.Success:
+		return r.Result.ValueRepr
+	case r.Result != nil:
+		return r.Result.ExcType + ": " + r.Result.ExcMessage
+	}
+	return r.Error
 }
 
 func newBatchCancelCmd(g *Globals) *cobra.Command {

@@ -71,7 +71,7 @@ func completionEngine(cmd *cobra.Command, g *Globals) (*engine.Engine, context.C
 	if f := cmd.Flags().Lookup("store"); f != nil && f.Value.String() != "" {
 		args[config.Store] = f.Value.String()
 	}
-	e, err := engine.New(config.Options{Args: args, Profile: g.Profile})
+	e, err := engine.New(config.Options{Args: args, Profile: g.Profile}, engine.WithUnwritten(batch.Unwritten{}))
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -6,13 +6,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kinetic-run/kinetic/batch"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
 )
 
 // newEngine builds the engine for a command, with its explicit config flags on top.
 func newEngine(cmd *cobra.Command, g *Globals, args map[config.Key]string) (*engine.Engine, error) {
-	e, err := engine.New(config.Options{Args: args, Profile: g.Profile})
+	e, err := engine.New(config.Options{Args: args, Profile: g.Profile}, engine.WithUnwritten(batch.Unwritten{}))
 	if err != nil {
 		return nil, err
 	}

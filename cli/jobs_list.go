@@ -14,10 +14,10 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/internal/seconds"
 	"github.com/kinetic-run/kinetic/job"
-	"github.com/kinetic-run/kinetic/store/batchlayout"
 )
 
 // defaultListLimit is a screenful of rows.
@@ -433,7 +433,7 @@ func expectedInputs(ctx context.Context, e *engine.Engine, gid string) int {
 	if err != nil || gid == "" {
 		return 0
 	}
-	m, err := batchlayout.ReadManifest(ctx, st, gid)
+	m, err := layout.ReadManifest(ctx, st, gid)
 	if err != nil || m == nil {
 		return 0
 	}

@@ -83,15 +83,36 @@ func (s *Server) batchView(ctx context.Context, gid string) (*BatchView, error) 
 		return nil, err
 	}
 	bv := &BatchView{Manifest: v.Manifest, Total: v.TotalExpected}
+	attempts := s.attemptTimes(ctx, st, v)
+	start, _ := time.Parse(time.RFC3339Nano, v.CreatedAt)
+	end := start
 	counts := map[string]int{}
+	for i, cs := range v.Statuses {
+		row := bv.addChild(cs, attempts[i], counts)
+		start, end = widen(start, end, attempts[i])
+		bv.Children = append(bv.Children, row)
+	}
+	bv.Final = v.SubmissionComplete && bv.Done >= len(v.Statuses)
+	if !bv.Final {
+		end = time.Now()
+	}
+	bv.addCounts(counts, len(v.Statuses))
+	bv.Gantt = gantt(v.Statuses, attempts, start, end)
+	return bv, nil
+}
+
+// attempt is one attempt of a child and its times.
+type attempt struct {
+	id string
+	t  jobTimes
+}
+
+// attemptTimes reads the times of every attempt of every child of v, in parallel (final
+// ones once, then remembered).
+func (s *Server) attemptTimes(ctx context.Context, st *store.Store, v *batch.View) [][]attempt {
 	byIndex := map[int]batch.Child{}
 	for _, c := range v.Children {
 		byIndex[c.Index] = c
-	}
-	// The times of every attempt, read in parallel (final ones once, then remembered).
-	type attempt struct {
-		id string
-		t  jobTimes
 	}
 	attempts := make([][]attempt, len(v.Statuses))
 	g, gctx := errgroup.WithContext(ctx)
@@ -117,110 +138,102 @@ func (s *Server) batchView(ctx context.Context, gid string) (*BatchView, error) 
 		}
 	}
 	g.Wait()
-	now := time.Now()
-	start, _ := time.Parse(time.RFC3339Nano, v.CreatedAt)
-	end := start
-	for i, cs := range v.Statuses {
-		state := string(cs.Status)
-		if cs.Error != "" && cs.Handle == nil {
-			state = "SUBMIT_FAILED"
-		}
-		if state != "" {
-			counts[state]++
-		}
-		if state == "SUBMIT_FAILED" || cs.Status.Terminal() {
-			bv.Done++
-		}
-		row := ChildRow{Index: cs.Index, State: state, Reason: cs.Reason, Attempts: len(attempts[i])}
-		if cs.Error != "" && cs.Handle == nil {
-			row.Reason = cs.Error
-		}
-		if cs.Handle != nil {
-			row.JobID = cs.Handle.JobID
-		}
-		for _, a := range attempts[i] {
-			created, _ := job.CreatedAt(a.id)
-			if start.IsZero() || (!created.IsZero() && created.Before(start)) {
-				start = created
-			}
-			if a.t.End.After(end) {
-				end = a.t.End
-			}
-		}
-		if n := len(attempts[i]); n > 0 && cs.Status.Terminal() {
-			if t := attempts[i][n-1].t; !t.End.IsZero() && !t.Start.IsZero() {
-				row.Duration = t.End.Sub(t.Start).Seconds()
-			}
-			if t := attempts[i][n-1].t; cs.Status == job.Failed {
-				f := Failure{Index: cs.Index, JobID: row.JobID, Message: cs.Reason}
-				if t.Env != nil && !t.Env.Success {
-					f.Type, f.Message, f.Traceback, f.Phase = t.Env.ExcType, t.Env.ExcMessage, t.Env.Traceback, t.Env.Phase
-				}
-				bv.Failures = append(bv.Failures, f)
-			}
-		} else if row.State == "SUBMIT_FAILED" {
-			bv.Failures = append(bv.Failures, Failure{Index: cs.Index, Type: "not submitted", Message: cs.Error})
-		}
-		bv.Children = append(bv.Children, row)
+	return attempts
+}
+
+// addChild counts child cs (its attempts atts) and returns its row; a failed child's
+// failure is added to bv.
+func (bv *BatchView) addChild(cs batch.ChildStatus, atts []attempt, counts map[string]int) ChildRow {
+	state := string(cs.Status)
+	if cs.Error != "" && cs.Handle == nil {
+		state = "SUBMIT_FAILED"
 	}
-	bv.Final = v.SubmissionComplete && bv.Done >= len(v.Statuses)
-	if !bv.Final {
-		end = now
+	if state != "" {
+		counts[state]++
 	}
+	if state == "SUBMIT_FAILED" || cs.Status.Terminal() {
+		bv.Done++
+	}
+	row := ChildRow{Index: cs.Index, State: state, Reason: cs.Reason, Attempts: len(atts)}
+	if cs.Error != "" && cs.Handle == nil {
+		row.Reason = cs.Error
+	}
+	if cs.Handle != nil {
+		row.JobID = cs.Handle.JobID
+	}
+	if n := len(atts); n > 0 && cs.Status.Terminal() {
+		t := atts[n-1].t
+		if !t.End.IsZero() && !t.Start.IsZero() {
+			row.Duration = t.End.Sub(t.Start).Seconds()
+		}
+		if cs.Status == job.Failed {
+			bv.Failures = append(bv.Failures, failureOf(cs, row.JobID, t))
+		}
+	} else if row.State == "SUBMIT_FAILED" {
+		bv.Failures = append(bv.Failures, Failure{Index: cs.Index, Type: "not submitted", Message: cs.Error})
+	}
+	return row
+}
+
+// failureOf is the failure of child cs, whose last attempt (job id) has times t.
+func failureOf(cs batch.ChildStatus, id string, t jobTimes) Failure {
+	f := Failure{Index: cs.Index, JobID: id, Message: cs.Reason}
+	if t.Env != nil && !t.Env.Success {
+		f.Type, f.Message, f.Traceback, f.Phase = t.Env.ExcType, t.Env.ExcMessage, t.Env.Traceback, t.Env.Phase
+	}
+	return f
+}
+
+// widen widens the span [start, end] to take in atts.
+func widen(start, end time.Time, atts []attempt) (time.Time, time.Time) {
+	for _, a := range atts {
+		created, _ := job.CreatedAt(a.id)
+		if start.IsZero() || (!created.IsZero() && created.Before(start)) {
+			start = created
+		}
+		if a.t.End.After(end) {
+			end = a.t.End
+		}
+	}
+	return start, end
+}
+
+// addCounts sets bv.Counts from counts, in countOrder, and the inputs not submitted
+// (of submitted ones).
+func (bv *BatchView) addCounts(counts map[string]int, submitted int) {
 	for _, k := range countOrder {
 		if n := counts[k]; n > 0 {
 			bv.Counts = append(bv.Counts, Count{State: k, N: n, Pct: 100 * float64(n) / float64(max(bv.Total, 1))})
 		}
 	}
-	if left := bv.Total - len(v.Statuses); left > 0 {
+	if left := bv.Total - submitted; left > 0 {
 		bv.Counts = append(bv.Counts, Count{State: "NOT_SUBMITTED", N: left, Pct: 100 * float64(left) / float64(max(bv.Total, 1))})
 	}
-	// The chart.
+}
+
+// gantt is the chart of the children's attempts from start to end.
+func gantt(statuses []batch.ChildStatus, attempts [][]attempt, start, end time.Time) *Gantt {
 	if !end.After(start) {
 		end = start.Add(time.Second)
 	}
 	span := end.Sub(start).Seconds()
 	x := func(at time.Time) float64 { return 1000 * at.Sub(start).Seconds() / span }
 	gt := &Gantt{RowH: 14}
-	if len(v.Statuses) > 40 {
+	if len(statuses) > 40 {
 		gt.RowH = 11
 	}
-	if len(v.Statuses) > 100 {
+	if len(statuses) > 100 {
 		gt.RowH = 8
 	}
-	for i, cs := range v.Statuses {
+	for i, cs := range statuses {
 		if len(gt.Rows) == maxGanttRows {
-			gt.Omitted = len(v.Statuses) - maxGanttRows
+			gt.Omitted = len(statuses) - maxGanttRows
 			break
 		}
 		gr := GanttRow{Index: cs.Index, Y: 22 + len(gt.Rows)*gt.RowH}
 		for k, a := range attempts[i] {
-			last := k == len(attempts[i])-1
-			created, _ := job.CreatedAt(a.id)
-			if created.IsZero() {
-				continue
-			}
-			runFrom, runTo := a.t.Start, a.t.End
-			if runTo.IsZero() {
-				runTo = end
-			}
-			class := "att " + stateClass(cs.Status)
-			if !last {
-				class = "retry"
-			}
-			if runFrom.IsZero() {
-				// Not started (or its start not recorded yet): all of it queued.
-				gr.Bars = append(gr.Bars, bar("queued", "queue", created, runTo, x))
-				continue
-			}
-			gr.Bars = append(gr.Bars, bar("queued", "queue", created, runFrom, x))
-			label := "attempt " + strconv.Itoa(k+1)
-			if !last {
-				label += " (failed, retried)"
-			}
-			gr.Bars = append(gr.Bars, bar(label, class, runFrom, runTo, x))
+			gr.Bars = append(gr.Bars, attemptBars(a, k, k == len(attempts[i])-1, cs.Status, end, x)...)
 		}
-		gr.JobID = ""
 		if cs.Handle != nil {
 			gr.JobID = cs.Handle.JobID
 		}
@@ -228,8 +241,29 @@ func (s *Server) batchView(ctx context.Context, gid string) (*BatchView, error) 
 	}
 	gt.Height = 30 + len(gt.Rows)*gt.RowH
 	gt.Ticks = ticks(span, x, start)
-	bv.Gantt = gt
-	return bv, nil
+	return gt
+}
+
+// attemptBars are the bars of attempt k of a child (last: its latest, in state), queued
+// then run, up to end when it has not ended.
+func attemptBars(a attempt, k int, last bool, state job.State, end time.Time, x func(time.Time) float64) []Segment {
+	created, _ := job.CreatedAt(a.id)
+	if created.IsZero() {
+		return nil
+	}
+	runFrom, runTo := a.t.Start, a.t.End
+	if runTo.IsZero() {
+		runTo = end
+	}
+	if runFrom.IsZero() {
+		// Not started (or its start not recorded yet): all of it queued.
+		return []Segment{bar("queued", "queue", created, runTo, x)}
+	}
+	class, label := "att "+stateClass(state), "attempt "+strconv.Itoa(k+1)
+	if !last {
+		class, label = "retry", label+" (failed, retried)"
+	}
+	return []Segment{bar("queued", "queue", created, runFrom, x), bar(label, class, runFrom, runTo, x)}
 }
 
 func bar(label, class string, a, b time.Time, x func(time.Time) float64) Segment {

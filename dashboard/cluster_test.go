@@ -18,6 +18,7 @@ import (
 
 	"cloud.google.com/go/container/apiv1/containerpb"
 
+	"github.com/kinetic-run/kinetic/batch"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/infra"
@@ -46,7 +47,7 @@ func TestClusterGKE(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := gke.Config{Project: "p", Zone: "us-central1-a", Cluster: "kinetic", Store: f.StoreURL("p-kinetic")}
-	e, err := engine.New(config.Options{Getenv: func(k string) string { return map[string]string{"KINETIC_STORE": "mem://"}[k] }, ProfilesFile: t.TempDir() + "/p.json"})
+	e, err := engine.New(config.Options{Getenv: func(k string) string { return map[string]string{"KINETIC_STORE": "mem://"}[k] }, ProfilesFile: t.TempDir() + "/p.json"}, engine.WithUnwritten(batch.Unwritten{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func warmCluster(now time.Time) *infra.Target {
 // when they are idle and when they exit; a pod that ended is not listed. With Chromium,
 // the page as a person sees it (a screenshot in $KINETIC_TEST_SHOTS, if set).
 func TestClusterWarmPods(t *testing.T) {
-	e, err := engine.New(config.Options{Getenv: func(k string) string { return map[string]string{"KINETIC_STORE": "mem://"}[k] }, ProfilesFile: t.TempDir() + "/p.json"})
+	e, err := engine.New(config.Options{Getenv: func(k string) string { return map[string]string{"KINETIC_STORE": "mem://"}[k] }, ProfilesFile: t.TempDir() + "/p.json"}, engine.WithUnwritten(batch.Unwritten{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func TestClusterWarmPods(t *testing.T) {
 // TestBrowserClusterWarmPods opens the cluster page with warm pods in headless Chromium.
 func TestBrowserClusterWarmPods(t *testing.T) {
 	exe := chromium(t)
-	e, err := engine.New(config.Options{Getenv: func(k string) string { return map[string]string{"KINETIC_STORE": "mem://"}[k] }, ProfilesFile: t.TempDir() + "/p.json"})
+	e, err := engine.New(config.Options{Getenv: func(k string) string { return map[string]string{"KINETIC_STORE": "mem://"}[k] }, ProfilesFile: t.TempDir() + "/p.json"}, engine.WithUnwritten(batch.Unwritten{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -145,7 +145,7 @@ func makeFixture(ctx context.Context, home, bin string) (*fixture, error) {
 	st := "file://" + filepath.Join(home, "store")
 	pf := filepath.Join(home, "profiles.json")
 	env := map[string]string{"KINETIC_HOME": filepath.Join(home, "data"), "KINETIC_STORE": st, "KINETIC_BACKEND": "local"}
-	e, err := engine.New(config.Options{Getenv: func(k string) string { return env[k] }, ProfilesFile: pf})
+	e, err := engine.New(config.Options{Getenv: func(k string) string { return env[k] }, ProfilesFile: pf}, engine.WithUnwritten(batch.Unwritten{}))
 	if err != nil {
 		return nil, err
 	}

@@ -55,6 +55,7 @@ type Engine struct {
 	pyPath    string
 	pyVers    map[string]string // pythonVersion, per interpreter
 	custom    image.CustomPython
+	unwritten Unwritten // WithUnwritten; nil finds none
 }
 
 // noticeOnce writes msg to Notice the first time this engine is asked to: a notice that
@@ -94,13 +95,17 @@ func (e *Engine) RegisterBackend(name string, f BackendFactory) {
 	e.factories[name] = f
 }
 
-// New returns an engine with the configuration resolved from o.
-func New(o config.Options) (*Engine, error) {
+// New returns an engine with the configuration resolved from o, set up by opts.
+func New(o config.Options, opts ...Option) (*Engine, error) {
 	cfg, err := config.Resolve(o)
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{opts: o, cfg: cfg, stores: map[string]*store.Store{}, Notice: os.Stderr, Bars: stderrIsTerminal(), Warn: func(s string) { fmt.Fprintln(os.Stderr, "kinetic: warning:", s) }}, nil
+	e := &Engine{opts: o, cfg: cfg, stores: map[string]*store.Store{}, Notice: os.Stderr, Bars: stderrIsTerminal(), Warn: func(s string) { fmt.Fprintln(os.Stderr, "kinetic: warning:", s) }}
+	for _, opt := range opts {
+		opt(e)
+	}
+	return e, nil
 }
 
 // Config returns the engine's resolved configuration.
@@ -217,6 +222,9 @@ type Job struct {
 	Handle  *job.Handle
 	Store   *store.Store
 	Backend backend.Backend
+	// Unwritten finds the job's tombstone when the store holds none of its own (a
+	// derived batch child: WithUnwritten); nil finds none.
+	Unwritten Unwritten
 }
 
 // Attach finds job id in the configured store (or storeURL, if given).
@@ -236,12 +244,12 @@ func (e *Engine) Attach(ctx context.Context, id, storeURL string) (*Job, error) 
 	}
 	raw, err := st.Get(ctx, store.HandleKey(id))
 	if store.IsNotFound(err) {
-		if t, terr := readTombstone(ctx, st, id); terr == nil && t != nil {
+		if t, terr := readTombstone(ctx, st, e.unwritten, id); terr == nil && t != nil {
 			return nil, &CleanedUpError{Tombstone: t}
 		} else if errors.Is(terr, job.ErrDamaged) {
 			return nil, terr // its tombstone, named: not a job that never was
 		}
-		if h, uerr := unwrittenHandle(ctx, st, id); uerr != nil || h != nil {
+		if h, uerr := e.unwrittenHandle(ctx, st, id); uerr != nil || h != nil {
 			if uerr != nil {
 				return nil, uerr
 			}
@@ -249,7 +257,7 @@ func (e *Engine) Attach(ctx context.Context, id, storeURL string) (*Job, error) 
 			if err != nil {
 				return nil, err
 			}
-			return &Job{Handle: h, Store: st, Backend: be}, nil
+			return &Job{Handle: h, Store: st, Backend: be, Unwritten: e.unwritten}, nil
 		}
 		if err := jobview.MissingHandle(ctx, st, id); err != nil {
 			return nil, err
@@ -267,5 +275,5 @@ func (e *Engine) Attach(ctx context.Context, id, storeURL string) (*Job, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &Job{Handle: h, Store: st, Backend: be}, nil
+	return &Job{Handle: h, Store: st, Backend: be, Unwritten: e.unwritten}, nil
 }

@@ -133,7 +133,7 @@ func (e *Engine) submitPlanned(ctx context.Context, p *planned, in *Instance) (*
 		return nil, fmt.Errorf("submit %s: %w", id, err)
 	}
 	calltrace.Mark("engine.started", id)
-	return &Job{Handle: p.Handle, Store: p.Store, Backend: be}, nil
+	return &Job{Handle: p.Handle, Store: p.Store, Backend: be, Unwritten: e.unwritten}, nil
 }
 
 // write puts the job's objects in the store; handle.json goes last, since its presence

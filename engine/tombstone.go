@@ -50,13 +50,16 @@ func (e *Engine) Tombstone(ctx context.Context, id, storeURL string) (*job.Tombs
 	if err != nil {
 		return nil, err
 	}
-	return readTombstone(ctx, st, id)
+	return readTombstone(ctx, st, e.unwritten, id)
 }
 
-func readTombstone(ctx context.Context, st *store.Store, id string) (*job.Tombstone, error) {
+func readTombstone(ctx context.Context, st *store.Store, u Unwritten, id string) (*job.Tombstone, error) {
 	raw, err := st.Get(ctx, store.TombstoneKey(id))
 	if store.IsNotFound(err) {
-		return unwrittenTombstone(ctx, st, id)
+		if u == nil {
+			return nil, nil
+		}
+		return u.Tombstone(ctx, st, id)
 	}
 	if err != nil {
 		return nil, err
@@ -85,7 +88,7 @@ func (e *Engine) Tombstones(ctx context.Context, storeURL string) ([]*job.Tombst
 // stand) and makes a row for each damaged one (ListError, naming it: listing (jobs list)
 // shows it).
 func listTombstones(ctx context.Context, st *store.Store, idx *listindex.Index) ([]*job.Tombstone, map[string]*job.Tombstone, map[string]int64, []Listed, error) {
-	read := func(ctx context.Context, id string) (*job.Tombstone, error) { return readTombstone(ctx, st, id) }
+	read := func(ctx context.Context, id string) (*job.Tombstone, error) { return readTombstone(ctx, st, nil, id) }
 	ts, index, sizes, bad, err := listindex.Tombstones(ctx, st, idx, read)
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -120,7 +123,7 @@ func (j *Job) MarkCollected(ctx context.Context, by string) (t *job.Tombstone, m
 	t.CollectedBy = by
 	err = j.Store.Create(ctx, store.TombstoneKey(j.Handle.JobID), t.Encode())
 	if errors.Is(err, store.ErrExists) {
-		won, rerr := readTombstone(ctx, j.Store, j.Handle.JobID)
+		won, rerr := readTombstone(ctx, j.Store, j.Unwritten, j.Handle.JobID)
 		if rerr != nil || won == nil {
 			return nil, false, fmt.Errorf("record that job %s was collected: another collector did, and its record cannot be read: %w", j.Handle.JobID, rerr)
 		}
@@ -135,7 +138,7 @@ func (j *Job) MarkCollected(ctx context.Context, by string) (t *job.Tombstone, m
 // Collected returns the job's tombstone if its result was collected (it is then being
 // cleaned up, or the caller attached just before), nil otherwise.
 func (j *Job) Collected(ctx context.Context) (*job.Tombstone, error) {
-	return readTombstone(ctx, j.Store, j.Handle.JobID)
+	return readTombstone(ctx, j.Store, j.Unwritten, j.Handle.JobID)
 }
 
 // CleanupCollected removes a collected job's backend resources and store objects and
@@ -157,7 +160,7 @@ func (j *Job) CleanupCollected(ctx context.Context) error {
 // that ends with no tombstone in the store read whole objects, and one that ends with a
 // tombstone may not have.
 func (j *Job) cleanedUp(ctx context.Context, what string, err error) error {
-	t, terr := readTombstone(ctx, j.Store, j.Handle.JobID)
+	t, terr := readTombstone(ctx, j.Store, j.Unwritten, j.Handle.JobID)
 	if terr != nil || t == nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"sync"
 
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
@@ -10,8 +9,8 @@ import (
 
 // Unwritten finds jobs that exist though the store holds no handle of theirs: the
 // children of a batch its backend runs as one unit, made from the batch's template
-// until their pods write them (package batch implements it and registers it when it
-// is linked). The engine knows nothing of batches: Attach and the tombstone reads ask
+// until their pods write them (package batch implements it: batch.Unwritten, given to
+// New with WithUnwritten). The engine knows nothing of batches: Attach and the tombstone reads ask
 // it when a job's own objects are missing.
 //
 // Implementations must answer nil, nil for an ID that is not theirs, read no more than
@@ -25,35 +24,20 @@ type Unwritten interface {
 	Tombstone(ctx context.Context, st *store.Store, id string) (*job.Tombstone, error)
 }
 
-var (
-	unwrittenMu sync.RWMutex
-	unwritten   Unwritten
-)
+// Option sets up an engine as New makes it.
+type Option func(*Engine)
 
-// RegisterUnwritten makes u the finder of unwritten jobs (package batch calls it from
-// its init, the way backends register themselves).
-func RegisterUnwritten(u Unwritten) {
-	unwrittenMu.Lock()
-	defer unwrittenMu.Unlock()
-	unwritten = u
+// WithUnwritten makes u the engine's finder of unwritten jobs. Whoever links package
+// batch passes it where the program makes its engine (batch.Unwritten: the CLI, the
+// server's tests, the benchmarks); an engine made without it finds no derived batch
+// child, only jobs whose handle is in the store.
+func WithUnwritten(u Unwritten) Option {
+	return func(e *Engine) { e.unwritten = u }
 }
 
-func unwrittenHandle(ctx context.Context, st *store.Store, id string) (*job.Handle, error) {
-	unwrittenMu.RLock()
-	u := unwritten
-	unwrittenMu.RUnlock()
-	if u == nil {
+func (e *Engine) unwrittenHandle(ctx context.Context, st *store.Store, id string) (*job.Handle, error) {
+	if e.unwritten == nil {
 		return nil, nil
 	}
-	return u.Handle(ctx, st, id)
-}
-
-func unwrittenTombstone(ctx context.Context, st *store.Store, id string) (*job.Tombstone, error) {
-	unwrittenMu.RLock()
-	u := unwritten
-	unwrittenMu.RUnlock()
-	if u == nil {
-		return nil, nil
-	}
-	return u.Tombstone(ctx, st, id)
+	return e.unwritten.Handle(ctx, st, id)
 }

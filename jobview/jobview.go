@@ -103,7 +103,7 @@ func (j *Job) Wait(ctx context.Context, onChange func(job.State)) (job.State, st
 func (j *Job) Delete(ctx context.Context) error {
 	if gid, i, ok := job.ParseChildID(j.ID); ok {
 		// A derived batch child is not made again once removed: its gone marker (what
-		// store/batchlayout.MarkGone writes; written here so that the engine, which reads
+		// store/layout.MarkGone writes; written here so that the engine, which reads
 		// jobs through this package, links nothing of batch).
 		if t, err := j.Store.Exists(ctx, store.GroupTemplateKey(gid)); err != nil {
 			return err
@@ -116,7 +116,7 @@ func (j *Job) Delete(ctx context.Context) error {
 	return j.Store.DeleteJob(ctx, j.ID)
 }
 
-// Derived reports whether id is a derived batch child (store/batchlayout) that exists
+// Derived reports whether id is a derived batch child (batch/layout) that exists
 // without its own objects yet: its batch has a template and it was not removed.
 func Derived(ctx context.Context, st *store.Store, id string) (bool, error) {
 	gid, i, ok := job.ParseChildID(id)
@@ -126,7 +126,7 @@ func Derived(ctx context.Context, st *store.Store, id string) (bool, error) {
 	if t, err := st.Exists(ctx, store.GroupTemplateKey(gid)); err != nil || !t {
 		return false, err
 	}
-	gone, err := st.Exists(ctx, store.GroupGoneKey(gid, i)) // batchlayout.Gone
+	gone, err := st.Exists(ctx, store.GroupGoneKey(gid, i)) // layout.Gone
 	return !gone, err
 }
 

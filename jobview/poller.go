@@ -26,7 +26,7 @@ func NewPollerFrom(d time.Duration) *Poller { return &Poller{start: time.Now(), 
 func (p *Poller) Wait(ctx context.Context) error { return p.wait(ctx, nil) }
 
 // Sleeper is what waits between polls: a *dirwatch.Watcher, or a backend's watch of
-// what it runs (batchdriver.GroupWatch).
+// what it runs (driver.GroupWatch).
 type Sleeper interface {
 	Sleep(ctx context.Context, d time.Duration) error
 }

@@ -11,10 +11,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/store"
-	"github.com/kinetic-run/kinetic/store/batchlayout"
 )
 
 // Worker is one `kinetic runner` invocation, in a pod, a container or under a local
@@ -93,8 +93,8 @@ func RunWorker(ctx context.Context, w Worker) error {
 		if err != nil {
 			return fmt.Errorf("runner: $%s = %q is not a batch index", w.IndexEnv, os.Getenv(w.IndexEnv))
 		}
-		o.JobID, err = batchlayout.ResolveMember(ctx, st, w.Group, i, w.MemberWait)
-		if errors.Is(err, batchlayout.ErrNotSubmitted) {
+		o.JobID, err = layout.ResolveMember(ctx, st, w.Group, i, w.MemberWait)
+		if errors.Is(err, layout.ErrNotSubmitted) {
 			fmt.Fprintln(os.Stderr, "kinetic:", err)
 			return nil // nothing to run: not a failure of this index
 		}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kinetic-run/kinetic/batch"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/testkit/testbin"
@@ -78,7 +79,7 @@ func TestGolden(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			eng, err := engine.New(config.Options{Args: map[config.Key]string{config.Store: store, config.Backend: "local"}})
+			eng, err := engine.New(config.Options{Args: map[config.Key]string{config.Store: store, config.Backend: "local"}}, engine.WithUnwritten(batch.Unwritten{}))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kinetic-run/kinetic/accel"
+	"github.com/kinetic-run/kinetic/batch"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/data"
 	"github.com/kinetic-run/kinetic/deps"
@@ -177,7 +178,7 @@ func TestStoreOutage(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("KINETIC_HOME", home)
 	t.Setenv("KINETIC_PROFILES_FILE", filepath.Join(home, "profiles.json"))
-	eng, err := engine.New(config.Options{})
+	eng, err := engine.New(config.Options{}, engine.WithUnwritten(batch.Unwritten{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +212,7 @@ func TestListMissingStore(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("KINETIC_HOME", home)
 	t.Setenv("KINETIC_PROFILES_FILE", filepath.Join(home, "profiles.json"))
-	eng, err := engine.New(config.Options{})
+	eng, err := engine.New(config.Options{}, engine.WithUnwritten(batch.Unwritten{}))
 	if err != nil {
 		t.Fatal(err)
 	}

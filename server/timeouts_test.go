@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kinetic-run/kinetic/batch"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/protocol"
@@ -46,7 +47,7 @@ func TestResultsManyNeverEmpty(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("KINETIC_HOME", home)
 	t.Setenv("KINETIC_PROFILES_FILE", filepath.Join(home, "profiles.json"))
-	eng, err := engine.New(config.Options{})
+	eng, err := engine.New(config.Options{}, engine.WithUnwritten(batch.Unwritten{}))
 	if err != nil {
 		t.Fatal(err)
 	}

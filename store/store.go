@@ -1188,7 +1188,7 @@ func HostLogChunkKey(id, host string, seq int) string {
 
 func GroupManifestKey(id string) string { return "groups/" + id + "/manifest.json" }
 
-// Keys of a batch whose children are derived (store/batchlayout): the template every child's
+// Keys of a batch whose children are derived (batch/layout): the template every child's
 // handle and spec are made from, the captured environment values they share (apart
 // from the template, as a job's env.json is apart from its spec: the only objects that
 // hold secrets), all the inputs in one object, and the marker a cleanup of a child

@@ -12,10 +12,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/data"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
-	"github.com/kinetic-run/kinetic/store/batchlayout"
 )
 
 // GCS FUSE: Data("gs://…", fuse=True), as an argument or under volumes=, is mounted in
@@ -117,7 +117,7 @@ func (b *Backend) fuseOf(ctx context.Context, h *job.Handle) (*fusePlan, error) 
 
 // fuseOfGroup plans the fused Data of batch gid's children (its template).
 func (b *Backend) fuseOfGroup(ctx context.Context, gid string) (*fusePlan, error) {
-	t, err := batchlayout.ReadTemplate(ctx, b.st, gid)
+	t, err := layout.ReadTemplate(ctx, b.st, gid)
 	if store.IsNotFound(err) {
 		return nil, nil // children written one by one: nothing of the kind
 	}

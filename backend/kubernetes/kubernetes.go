@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kinetic-run/kinetic/backend"
-	"github.com/kinetic-run/kinetic/backend/batchdriver"
+	"github.com/kinetic-run/kinetic/batch/driver"
 	"github.com/kinetic-run/kinetic/infra/gke/gkeconn"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
@@ -285,9 +285,9 @@ func (b *Backend) Name() string { return b.o.Name }
 func (b *Backend) Namespace() string { return b.o.Namespace }
 
 var (
-	_ backend.Backend    = (*Backend)(nil)
-	_ backend.Observer   = (*Backend)(nil)
-	_ batchdriver.Driver = (*Backend)(nil)
+	_ backend.Backend  = (*Backend)(nil)
+	_ backend.Observer = (*Backend)(nil)
+	_ driver.Driver    = (*Backend)(nil)
 
 	_ backend.RunnerImager = (*Backend)(nil)
 	_ backend.RunnerImager = (*Pathways)(nil)

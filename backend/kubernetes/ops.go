@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kinetic-run/kinetic/backend"
-	"github.com/kinetic-run/kinetic/backend/batchdriver"
+	"github.com/kinetic-run/kinetic/batch/driver"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/store"
@@ -60,8 +60,8 @@ func (b *Backend) Submit(ctx context.Context, h *job.Handle) error {
 	return nil
 }
 
-// StartGroup implements batchdriver.Driver: one Indexed Job for the whole batch.
-func (b *Backend) StartGroup(ctx context.Context, g batchdriver.Group, tmpl *job.Handle) error {
+// StartGroup implements driver.Driver: one Indexed Job for the whole batch.
+func (b *Backend) StartGroup(ctx context.Context, g driver.Group, tmpl *job.Handle) error {
 	fuse, err := b.fuseOfGroup(ctx, g.ID)
 	if err != nil {
 		return err
@@ -81,7 +81,7 @@ func (b *Backend) StartGroup(ctx context.Context, g batchdriver.Group, tmpl *job
 	return nil
 }
 
-// GroupDone implements batchdriver.Driver: the indexes the batch's Indexed Job records as
+// GroupDone implements driver.Driver: the indexes the batch's Indexed Job records as
 // completed or failed, from one (cached) look at the Job.
 func (b *Backend) GroupDone(ctx context.Context, gid string) (map[int]bool, error) {
 	j, err := b.getJob(ctx, gid, true)
@@ -221,7 +221,7 @@ func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string,
 	return b.clusterStatus(ctx, h, read)
 }
 
-// UnwrittenStatus implements batchdriver.Driver: the status of a member whose job its pod
+// UnwrittenStatus implements driver.Driver: the status of a member whose job its pod
 // has not written (nothing of it is in the store), from the cluster alone.
 func (b *Backend) UnwrittenStatus(ctx context.Context, h *job.Handle) (job.State, string, error) {
 	return b.clusterStatus(ctx, h, time.Time{})
@@ -432,7 +432,7 @@ func (b *Backend) CleanupEnded(ctx context.Context, h *job.Handle) error {
 }
 
 // CleanupGroup deletes a batch's Indexed Job.
-// WithdrawGroup implements batchdriver.Withdrawer: a batch whose Indexed Job was
+// WithdrawGroup implements driver.Withdrawer: a batch whose Indexed Job was
 // created has started (its pods run the inputs); one without it never will, since
 // only StartGroup creates it.
 func (b *Backend) WithdrawGroup(ctx context.Context, gid string) (bool, error) {
@@ -561,16 +561,16 @@ func (b *Backend) logTail(ctx context.Context, h *job.Handle, pod string, n int)
 	return ""
 }
 
-// Modes implements batchdriver.Driver: the first attempts of a batch are one Indexed Job.
-func (b *Backend) Modes(h *job.Handle, spec *job.Spec) batchdriver.Modes {
-	return batchdriver.Modes{Unit: true}
+// Modes implements driver.Driver: the first attempts of a batch are one Indexed Job.
+func (b *Backend) Modes(h *job.Handle, spec *job.Spec) driver.Modes {
+	return driver.Modes{Unit: true}
 }
 
-// Enqueue implements batchdriver.Driver: never asked (Modes has no queue).
+// Enqueue implements driver.Driver: never asked (Modes has no queue).
 func (b *Backend) Enqueue(ctx context.Context, h *job.Handle, parallelism int) error {
-	return batchdriver.ErrUnsupported
+	return driver.ErrUnsupported
 }
 
-// Release implements batchdriver.Driver: a single-host job's pod exits when it ends and
+// Release implements driver.Driver: a single-host job's pod exits when it ends and
 // holds nothing.
 func (b *Backend) Release(ctx context.Context, h *job.Handle) error { return nil }

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kinetic-run/kinetic/backend"
-	"github.com/kinetic-run/kinetic/backend/batchdriver"
+	"github.com/kinetic-run/kinetic/batch/driver"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
 )
@@ -45,7 +45,7 @@ const (
 // (jobs/ID/hosts/N/result.json), which fails the job at once.
 //
 // It shares the Kubernetes backend's options, client and pod template; it does not
-// run batches as units (batchdriver.Modes: a batch of multi-host jobs is one
+// run batches as units (driver.Modes: a batch of multi-host jobs is one
 // LeaderWorkerSet per child).
 type Pathways struct {
 	b   *Backend
@@ -76,9 +76,9 @@ func (p *Pathways) Namespace() string { return p.b.o.Namespace }
 func (p *Pathways) RunnerImage(ctx context.Context) (string, error) { return p.b.RunnerImage(ctx) }
 
 var (
-	_ backend.Backend    = (*Pathways)(nil)
-	_ backend.Observer   = (*Pathways)(nil)
-	_ batchdriver.Driver = (*Pathways)(nil)
+	_ backend.Backend  = (*Pathways)(nil)
+	_ backend.Observer = (*Pathways)(nil)
+	_ driver.Driver    = (*Pathways)(nil)
 )
 
 // Submit implements backend.Backend: one LeaderWorkerSet, named after the job.
@@ -231,7 +231,7 @@ func (p *Pathways) deleteLWS(ctx context.Context, name string, prop metav1.Delet
 	return nil
 }
 
-// Release implements batchdriver.Driver: a job that has ended gives its slice back (its
+// Release implements driver.Driver: a job that has ended gives its slice back (its
 // LeaderWorkerSet is scaled to 0 replicas, its hosts were only holding) and keeps the
 // object until cleanup.
 func (p *Pathways) Release(ctx context.Context, h *job.Handle) error {
@@ -311,28 +311,28 @@ func hostOf(p *corev1.Pod) int {
 	return i
 }
 
-// Modes implements batchdriver.Driver: every child of a batch is a LeaderWorkerSet of its
+// Modes implements driver.Driver: every child of a batch is a LeaderWorkerSet of its
 // own, submitted one by one.
-func (p *Pathways) Modes(h *job.Handle, spec *job.Spec) batchdriver.Modes { return batchdriver.Modes{} }
+func (p *Pathways) Modes(h *job.Handle, spec *job.Spec) driver.Modes { return driver.Modes{} }
 
-// Enqueue implements batchdriver.Driver: never asked (Modes).
+// Enqueue implements driver.Driver: never asked (Modes).
 func (p *Pathways) Enqueue(ctx context.Context, h *job.Handle, parallelism int) error {
-	return batchdriver.ErrUnsupported
+	return driver.ErrUnsupported
 }
 
-// StartGroup implements batchdriver.Driver: never asked (Modes).
-func (p *Pathways) StartGroup(ctx context.Context, g batchdriver.Group, template *job.Handle) error {
-	return batchdriver.ErrUnsupported
+// StartGroup implements driver.Driver: never asked (Modes).
+func (p *Pathways) StartGroup(ctx context.Context, g driver.Group, template *job.Handle) error {
+	return driver.ErrUnsupported
 }
 
-// GroupDone implements batchdriver.Driver: there are no units, so members are looked at one
+// GroupDone implements driver.Driver: there are no units, so members are looked at one
 // by one.
 func (p *Pathways) GroupDone(ctx context.Context, gid string) (map[int]bool, error) { return nil, nil }
 
-// UnwrittenStatus implements batchdriver.Driver: every child's job is written.
+// UnwrittenStatus implements driver.Driver: every child's job is written.
 func (p *Pathways) UnwrittenStatus(ctx context.Context, h *job.Handle) (job.State, string, error) {
 	return p.Status(ctx, h)
 }
 
-// CleanupGroup implements batchdriver.Driver: there is no unit to remove.
+// CleanupGroup implements driver.Driver: there is no unit to remove.
 func (p *Pathways) CleanupGroup(ctx context.Context, gid string) error { return nil }

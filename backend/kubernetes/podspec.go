@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kinetic-run/kinetic/accel"
-	"github.com/kinetic-run/kinetic/backend/batchdriver"
+	"github.com/kinetic-run/kinetic/batch/driver"
 	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/job"
 )
@@ -73,7 +73,7 @@ func (b *Backend) jobFor(h *job.Handle, fuse *fusePlan) (*batchv1.Job, error) {
 
 // indexedJobFor is the one Indexed Job that runs the first attempts of every child of a
 // batch: index i reads child i's job from the store (`kinetic runner --group`).
-func (b *Backend) indexedJobFor(g batchdriver.Group, first *job.Handle, fuse *fusePlan) (*batchv1.Job, error) {
+func (b *Backend) indexedJobFor(g driver.Group, first *job.Handle, fuse *fusePlan) (*batchv1.Job, error) {
 	sp, err := acceleratorOf(first)
 	if err != nil {
 		return nil, fmt.Errorf("group %s: %w", g.ID, err)

@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/kinetic-run/kinetic/backend/batchdriver"
+	"github.com/kinetic-run/kinetic/batch/driver"
 	"github.com/kinetic-run/kinetic/data"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
@@ -105,7 +105,7 @@ func TestIndexedJobGolden(t *testing.T) {
 	b := testBackend(t, Options{ClusterType: "gke"})
 	h := testHandle("l4")
 	h.GroupID, h.GroupKind = "grp-0123456789abcdefghijklm", "map"
-	j, err := b.indexedJobFor(batchdriver.Group{ID: h.GroupID, Size: 1000, Parallelism: 64}, h, nil)
+	j, err := b.indexedJobFor(driver.Group{ID: h.GroupID, Size: 1000, Parallelism: 64}, h, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestTimeoutIsThePodsDeadline(t *testing.T) {
 		t.Errorf("timeout 90: pod deadline %v, want %d", d, 90+podStartAllowance)
 	}
 	h.GroupID, h.GroupKind = "grp-0123456789abcdefghijklm", "map"
-	ij, err := b.indexedJobFor(batchdriver.Group{ID: h.GroupID, Size: 10, Parallelism: 2}, h, nil)
+	ij, err := b.indexedJobFor(driver.Group{ID: h.GroupID, Size: 10, Parallelism: 2}, h, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestFuseGolden(t *testing.T) {
 	golden(t, "job-fuse", j)
 	h := testHandle("l4")
 	h.GroupID, h.GroupKind = "grp-0123456789abcdefghijklm", "map"
-	ij, err := b.indexedJobFor(batchdriver.Group{ID: h.GroupID, Size: 10, Parallelism: 2}, h, fuse)
+	ij, err := b.indexedJobFor(driver.Group{ID: h.GroupID, Size: 10, Parallelism: 2}, h, fuse)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestRunnerInImage(t *testing.T) {
 	golden(t, "job-cpu-runner-in-image", j)
 	h := withRunner(testHandle("l4"))
 	h.GroupID, h.GroupKind = "grp-0123456789abcdefghijklm", "map"
-	ij, err := b.indexedJobFor(batchdriver.Group{ID: h.GroupID, Size: 1000, Parallelism: 64}, h, nil)
+	ij, err := b.indexedJobFor(driver.Group{ID: h.GroupID, Size: 1000, Parallelism: 64}, h, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

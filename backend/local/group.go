@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kinetic-run/kinetic/backend/batchdriver"
+	"github.com/kinetic-run/kinetic/batch/driver"
 	"github.com/kinetic-run/kinetic/internal/atomicfile"
 	"github.com/kinetic-run/kinetic/internal/dirwatch"
 	"github.com/kinetic-run/kinetic/internal/filelock"
@@ -24,8 +24,8 @@ import (
 	"github.com/kinetic-run/kinetic/store"
 )
 
-// Batches run by executors (backend/batchdriver: Modes.Unit). A batch whose children are derived
-// (store/batchlayout: a template and every input in one object, nothing per input) is served
+// Batches run by executors (batch/driver: Modes.Unit). A batch whose children are derived
+// (batch/layout: a template and every input in one object, nothing per input) is served
 // by up to `parallelism` group workers (`kinetic supervise --group`), each holding a
 // slot and one long-lived Python, the batch executor (runner/batchexec.py), that runs
 // the inputs one after another: no process, no job objects and no queue entry per
@@ -58,10 +58,10 @@ type groupInfo struct {
 
 func (b *Backend) groupDir(gid string) string { return filepath.Join(b.o.StateDir, "groups", gid) }
 
-// Modes implements batchdriver.Driver: every child not run by executors goes to the queue
+// Modes implements driver.Driver: every child not run by executors goes to the queue
 // of warm workers (pool.go).
-func (b *Backend) Modes(h *job.Handle, spec *job.Spec) batchdriver.Modes {
-	return batchdriver.Modes{Unit: b.canGroup(spec), Queue: true}
+func (b *Backend) Modes(h *job.Handle, spec *job.Spec) driver.Modes {
+	return driver.Modes{Unit: b.canGroup(spec), Queue: true}
 }
 
 // canGroup says whether executors run a batch of spec: Python functions without Data,
@@ -76,8 +76,8 @@ func (b *Backend) canGroup(spec *job.Spec) bool {
 // through the queue (pool.go), each in a warm forked child.
 const IsolationJob = "job"
 
-// StartGroup implements batchdriver.Driver: record the batch and start its workers.
-func (b *Backend) StartGroup(ctx context.Context, g batchdriver.Group, template *job.Handle) error {
+// StartGroup implements driver.Driver: record the batch and start its workers.
+func (b *Backend) StartGroup(ctx context.Context, g driver.Group, template *job.Handle) error {
 	if !job.ValidName(g.ID) {
 		return fmt.Errorf("local backend: invalid group ID %q", g.ID)
 	}
@@ -299,16 +299,16 @@ func (b *Backend) queueGroupWorkers(gid string, n int, open func()) []int {
 	return left
 }
 
-// GroupWatch implements batchdriver.Waker: a watch of the batch's done/, where each
+// GroupWatch implements driver.Waker: a watch of the batch's done/, where each
 // worker appends every input it finishes (inotify, writes included).
-func (b *Backend) GroupWatch(gid string) batchdriver.GroupWatch {
+func (b *Backend) GroupWatch(gid string) driver.GroupWatch {
 	if w := dirwatch.NewWrites(filepath.Join(b.groupDir(gid), "done")); w != nil {
 		return w
 	}
 	return nil
 }
 
-// GroupDone implements batchdriver.Driver: the done files of the batch's workers.
+// GroupDone implements driver.Driver: the done files of the batch's workers.
 func (b *Backend) GroupDone(ctx context.Context, gid string) (map[int]bool, error) {
 	out := map[int]bool{}
 	err := b.doneLines(gid, func(_ string, line []byte) bool {
@@ -385,7 +385,7 @@ func (b *Backend) doneLines(gid string, f func(file string, line []byte) bool) e
 	return nil
 }
 
-// UnwrittenStatus implements batchdriver.Driver.
+// UnwrittenStatus implements driver.Driver.
 func (b *Backend) UnwrittenStatus(ctx context.Context, h *job.Handle) (job.State, string, error) {
 	if s, r, ok, err := b.groupStatus(ctx, h, false); ok || err != nil {
 		return s, r, err
@@ -393,7 +393,7 @@ func (b *Backend) UnwrittenStatus(ctx context.Context, h *job.Handle) (job.State
 	return job.NotFound, "", nil // its batch's state is gone: nothing runs it
 }
 
-// CleanupGroup implements batchdriver.Driver: stop the batch's workers (the inputs they run
+// CleanupGroup implements driver.Driver: stop the batch's workers (the inputs they run
 // fail as cancelled) and remove its state.
 func (b *Backend) CleanupGroup(ctx context.Context, gid string) error {
 	dir := b.groupDir(gid)
@@ -420,7 +420,7 @@ func (b *Backend) CleanupGroup(ctx context.Context, gid string) error {
 	return os.RemoveAll(dir)
 }
 
-// WithdrawGroup implements batchdriver.Withdrawer: the batch's inputs are closed for
+// WithdrawGroup implements driver.Withdrawer: the batch's inputs are closed for
 // good unless StartGroup opened them; its workers, waiting for them, then leave having
 // run nothing.
 func (b *Backend) WithdrawGroup(ctx context.Context, gid string) (bool, error) {
@@ -676,10 +676,10 @@ func readClaimed(path string) (int, error) {
 	return n, nil
 }
 
-// Release implements batchdriver.Driver: a local job holds nothing once it has ended.
+// Release implements driver.Driver: a local job holds nothing once it has ended.
 func (b *Backend) Release(ctx context.Context, h *job.Handle) error { return nil }
 
 var (
-	_ batchdriver.Driver     = (*Backend)(nil)
-	_ batchdriver.Withdrawer = (*Backend)(nil)
+	_ driver.Driver     = (*Backend)(nil)
+	_ driver.Withdrawer = (*Backend)(nil)
 )

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/internal/atomicfile"
 	"github.com/kinetic-run/kinetic/internal/outdir"
 	"github.com/kinetic-run/kinetic/internal/seconds"
@@ -23,7 +24,6 @@ import (
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/runner"
 	"github.com/kinetic-run/kinetic/store"
-	"github.com/kinetic-run/kinetic/store/batchlayout"
 )
 
 // GroupWorkOptions are the arguments of `kinetic supervise --group`.
@@ -139,10 +139,10 @@ type groupWorker struct {
 	running     string // workers/K.running
 	runningFile *os.File
 	st          *store.Store
-	t           *batchlayout.Template
-	env         map[string]string // the variables the batch captured (batchlayout.ReadEnv)
+	t           *layout.Template
+	env         map[string]string // the variables the batch captured (layout.ReadEnv)
 	size        int
-	inputs      *batchlayout.Inputs
+	inputs      *layout.Inputs
 	isolation   string
 	batch       *runner.Batch
 	x           *runner.Executor
@@ -176,10 +176,10 @@ func (gw *groupWorker) load(ctx context.Context) error {
 	if gw.done, err = os.OpenFile(filepath.Join(gw.dir, "done", strconv.Itoa(gw.o.Worker)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
 		return err
 	}
-	if gw.t, err = batchlayout.ReadTemplate(ctx, gw.st, gw.o.Group); err != nil {
+	if gw.t, err = layout.ReadTemplate(ctx, gw.st, gw.o.Group); err != nil {
 		return err
 	}
-	if gw.env, err = batchlayout.ReadEnv(ctx, gw.st, gw.o.Group, gw.t); err != nil {
+	if gw.env, err = layout.ReadEnv(ctx, gw.st, gw.o.Group, gw.t); err != nil {
 		return err
 	}
 	// inputs.bin is read whole unless it is large (then each input with ranged reads:
@@ -191,7 +191,7 @@ func (gw *groupWorker) load(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("batch %s: read its inputs: %w", gw.o.Group, err)
 	}
-	if gw.inputs, err = batchlayout.ParseInputs(raw); err != nil {
+	if gw.inputs, err = layout.ParseInputs(raw); err != nil {
 		return fmt.Errorf("batch %s: %w", gw.o.Group, err)
 	}
 	if gw.inputs.Len() != gw.size {
@@ -206,7 +206,7 @@ const maxInputsInMemory = 64 << 20
 // input returns input i's bytes.
 func (gw *groupWorker) input(ctx context.Context, i int) ([]byte, error) {
 	if gw.inputs == nil {
-		return batchlayout.ReadInput(ctx, gw.st, gw.o.Group, i)
+		return layout.ReadInput(ctx, gw.st, gw.o.Group, i)
 	}
 	b, err := gw.inputs.At(i)
 	if err != nil {
@@ -310,7 +310,7 @@ func (gw *groupWorker) stopping() bool {
 func (gw *groupWorker) run(ctx context.Context, i int) error {
 	id := job.ChildID(gw.o.Group, i)
 	defer gw.markDone(i)
-	if gone, err := batchlayout.Gone(ctx, gw.st, gw.o.Group, i); err != nil || gone {
+	if gone, err := layout.Gone(ctx, gw.st, gw.o.Group, i); err != nil || gone {
 		return err
 	}
 	args, err := gw.input(ctx, i)

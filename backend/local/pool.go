@@ -37,7 +37,7 @@ import (
 
 func (b *Backend) queueDir(group string) string { return filepath.Join(b.o.StateDir, "queues", group) }
 
-// Enqueue implements batchdriver.Driver.
+// Enqueue implements driver.Driver.
 func (b *Backend) Enqueue(ctx context.Context, h *job.Handle, parallelism int) error {
 	if h.GroupID == "" {
 		return b.Submit(ctx, h)

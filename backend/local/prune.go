@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/pyenv"
 	"github.com/kinetic-run/kinetic/store"
-	"github.com/kinetic-run/kinetic/store/batchlayout"
 )
 
 // Prune implements backend.Pruner: workspaces of jobs that ended (or are gone from the
@@ -70,7 +70,7 @@ func (b *Backend) Prune(ctx context.Context, o backend.PruneOptions) ([]backend.
 		}
 		if len(b.liveWorkers(e.Name())) > 0 {
 			// Running: its environment is in use however long ago it was built.
-			if t, err := batchlayout.ReadTemplate(ctx, b.st, e.Name()); err == nil && t.Spec.EnvKey != "" {
+			if t, err := layout.ReadTemplate(ctx, b.st, e.Name()); err == nil && t.Spec.EnvKey != "" {
 				inUse[t.Spec.EnvKey] = true
 			}
 			continue

@@ -11,11 +11,11 @@ import (
 
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/backend/local"
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/internal/filelock"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/pyenv"
 	"github.com/kinetic-run/kinetic/store"
-	"github.com/kinetic-run/kinetic/store/batchlayout"
 )
 
 // pruneBackend is a local backend over a file:// store, with its state directory.
@@ -102,8 +102,8 @@ func TestPruneBatchState(t *testing.T) {
 		return gid
 	}
 	ended, running := mkGroup(), mkGroup()
-	tmpl := &batchlayout.Template{Handle: &job.Handle{JobID: job.ChildID(running, 0)}, Spec: &job.Spec{Version: job.SpecVersion, Kind: job.KindPickle, EnvKey: "env-of-the-batch"}}
-	if err := batchlayout.WriteDerived(ctx, st, running, tmpl, nil, [][]byte{{1}}); err != nil {
+	tmpl := &layout.Template{Handle: &job.Handle{JobID: job.ChildID(running, 0)}, Spec: &job.Spec{Version: job.SpecVersion, Kind: job.KindPickle, EnvKey: "env-of-the-batch"}}
+	if err := layout.WriteDerived(ctx, st, running, tmpl, nil, [][]byte{{1}}); err != nil {
 		t.Fatal(err)
 	}
 	lock, err := filelock.Open(filepath.Join(state, "groups", running, "workers", "0.lock"), os.O_CREATE|os.O_RDWR, 0o644)

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/kinetic-run/kinetic/backend/batchdriver"
+	"github.com/kinetic-run/kinetic/batch/driver"
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/job"
-	"github.com/kinetic-run/kinetic/store/batchlayout"
 )
 
 // A batch is one Slurm job array, named after the batch: task i runs input i's job,
@@ -26,19 +26,19 @@ func member(h *job.Handle) (index int, ok bool) {
 	return i, err == nil && i >= 0
 }
 
-// Modes implements batchdriver.Driver: the first attempts of a batch are one job array.
-func (b *Backend) Modes(h *job.Handle, spec *job.Spec) batchdriver.Modes {
-	return batchdriver.Modes{Unit: true}
+// Modes implements driver.Driver: the first attempts of a batch are one job array.
+func (b *Backend) Modes(h *job.Handle, spec *job.Spec) driver.Modes {
+	return driver.Modes{Unit: true}
 }
 
-// Enqueue implements batchdriver.Driver: never asked (Modes has no queue).
+// Enqueue implements driver.Driver: never asked (Modes has no queue).
 func (b *Backend) Enqueue(ctx context.Context, h *job.Handle, parallelism int) error {
-	return batchdriver.ErrUnsupported
+	return driver.ErrUnsupported
 }
 
-// StartGroup implements batchdriver.Driver: one sbatch --array for the whole batch. A
+// StartGroup implements driver.Driver: one sbatch --array for the whole batch. A
 // second call for a batch Slurm already has submits nothing.
-func (b *Backend) StartGroup(ctx context.Context, g batchdriver.Group, tmpl *job.Handle) error {
+func (b *Backend) StartGroup(ctx context.Context, g driver.Group, tmpl *job.Handle) error {
 	if g.Size <= 0 {
 		return nil
 	}
@@ -72,7 +72,7 @@ func (b *Backend) StartGroup(ctx context.Context, g batchdriver.Group, tmpl *job
 	return nil
 }
 
-// GroupDone implements batchdriver.Driver: the tasks of the batch's array that Slurm
+// GroupDone implements driver.Driver: the tasks of the batch's array that Slurm
 // has ended, from one squeue. slurmctld forgets a task MinJobAge after it ends, while
 // the rest of its array runs on: a task of the batch that squeue no longer lists has
 // ended too (squeue -r lists every task that has not, pending ones included). nil when
@@ -120,7 +120,7 @@ func (b *Backend) groupSize(ctx context.Context, gid string) (int, error) {
 	if n, ok := b.sizes.Load(gid); ok {
 		return n.(int), nil
 	}
-	m, err := batchlayout.ReadManifest(ctx, b.st, gid)
+	m, err := layout.ReadManifest(ctx, b.st, gid)
 	if err != nil {
 		return 0, fmt.Errorf("batch %s: %w", gid, err)
 	}
@@ -130,13 +130,13 @@ func (b *Backend) groupSize(ctx context.Context, gid string) (int, error) {
 	return m.TotalExpected, nil
 }
 
-// UnwrittenStatus implements batchdriver.Driver: a member whose job is not in the store
+// UnwrittenStatus implements driver.Driver: a member whose job is not in the store
 // yet, by what Slurm says of its task.
 func (b *Backend) UnwrittenStatus(ctx context.Context, h *job.Handle) (job.State, string, error) {
 	return b.slurmStatus(ctx, h)
 }
 
-// WithdrawGroup implements batchdriver.Withdrawer: an array Slurm knows was started;
+// WithdrawGroup implements driver.Withdrawer: an array Slurm knows was started;
 // one it does not was never submitted, since only StartGroup submits it.
 func (b *Backend) WithdrawGroup(ctx context.Context, gid string) (bool, error) {
 	es, err := b.listed(ctx, gid, -2)
@@ -146,7 +146,7 @@ func (b *Backend) WithdrawGroup(ctx context.Context, gid string) (bool, error) {
 	return len(es) > 0, nil
 }
 
-// CleanupGroup implements batchdriver.Driver: cancel what is left of the batch's array
+// CleanupGroup implements driver.Driver: cancel what is left of the batch's array
 // and remove its output files (its members' results stay in the store).
 func (b *Backend) CleanupGroup(ctx context.Context, gid string) error {
 	if _, err := b.command(ctx, "", "scancel", "--name="+gid); err != nil && !gone(err) {
@@ -161,5 +161,5 @@ func (b *Backend) CleanupGroup(ctx context.Context, gid string) error {
 	return nil
 }
 
-// Release implements batchdriver.Driver: a task ends with its job; nothing is held.
+// Release implements driver.Driver: a task ends with its job; nothing is held.
 func (b *Backend) Release(ctx context.Context, h *job.Handle) error { return nil }

@@ -16,13 +16,13 @@ import (
 	"github.com/kinetic-run/kinetic/accel"
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/backend/backendtest"
-	"github.com/kinetic-run/kinetic/backend/batchdriver"
 	"github.com/kinetic-run/kinetic/backend/slurm"
 	"github.com/kinetic-run/kinetic/backend/slurm/slurmtest"
+	"github.com/kinetic-run/kinetic/batch/driver"
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
-	"github.com/kinetic-run/kinetic/store/batchlayout"
 	"github.com/kinetic-run/kinetic/testkit/testbin"
 	"github.com/kinetic-run/kinetic/testkit/testproc"
 )
@@ -317,29 +317,29 @@ func TestPlanRecordsCluster(t *testing.T) {
 }
 
 // writeBatch writes a batch of n inputs whose children are derived from a command job
-// (store/batchlayout), as package batch does before StartGroup, and returns its group,
+// (batch/layout), as package batch does before StartGroup, and returns its group,
 // first handle and template.
-func writeBatch(t *testing.T, st *store.Store, n, parallelism int, argv ...string) (batchdriver.Group, *job.Handle, *batchlayout.Template) {
+func writeBatch(t *testing.T, st *store.Store, n, parallelism int, argv ...string) (driver.Group, *job.Handle, *layout.Template) {
 	t.Helper()
 	ctx := context.Background()
 	gid := job.NewGroupID()
 	spec := &job.Spec{Version: job.SpecVersion, Kind: job.KindCommand, Command: argv}
 	h := &job.Handle{JobID: job.ChildID(gid, 0), Backend: slurm.Name, K8sName: gid, GroupID: gid, GroupKind: "map", GroupIndex: "0",
 		Accelerator: "cpu", FuncName: argv[0], Store: st.URL(), CreatedAt: time.Now().UTC().Format(time.RFC3339Nano)}
-	tmpl := &batchlayout.Template{Handle: h, Spec: spec}
+	tmpl := &layout.Template{Handle: h, Spec: spec}
 	inputs := make([][]byte, n)
 	for i := range inputs {
 		inputs[i] = []byte{byte(i)}
 	}
-	if err := batchlayout.WriteDerived(ctx, st, gid, tmpl, nil, inputs); err != nil {
+	if err := layout.WriteDerived(ctx, st, gid, tmpl, nil, inputs); err != nil {
 		t.Fatal(err)
 	}
-	m := batchlayout.Manifest{GroupID: gid, Backend: slurm.Name, Store: st.URL(), CreatedAt: h.CreatedAt, TotalExpected: n, Derived: true, SubmissionComplete: true}
+	m := layout.Manifest{GroupID: gid, Backend: slurm.Name, Store: st.URL(), CreatedAt: h.CreatedAt, TotalExpected: n, Derived: true, SubmissionComplete: true}
 	raw, _ := json.Marshal(m)
-	if err := st.Put(ctx, batchlayout.ManifestKey(gid), raw); err != nil {
+	if err := st.Put(ctx, layout.ManifestKey(gid), raw); err != nil {
 		t.Fatal(err)
 	}
-	return batchdriver.Group{ID: gid, Size: n, Parallelism: parallelism}, h, tmpl
+	return driver.Group{ID: gid, Size: n, Parallelism: parallelism}, h, tmpl
 }
 
 // TestArray: a batch is one job array, max_concurrent its throttle: every task runs its

@@ -30,7 +30,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/kinetic-run/kinetic/backend"
-	"github.com/kinetic-run/kinetic/backend/batchdriver"
+	"github.com/kinetic-run/kinetic/batch/driver"
 	"github.com/kinetic-run/kinetic/internal/backoff"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
@@ -87,8 +87,8 @@ type Backend struct {
 }
 
 var (
-	_ backend.Backend    = (*Backend)(nil)
-	_ batchdriver.Driver = (*Backend)(nil)
+	_ backend.Backend = (*Backend)(nil)
+	_ driver.Driver   = (*Backend)(nil)
 )
 
 // New returns a Slurm backend over st.

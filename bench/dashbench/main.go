@@ -28,6 +28,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	_ "github.com/kinetic-run/kinetic/backend/local"
+	"github.com/kinetic-run/kinetic/batch"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/dashboard"
 	"github.com/kinetic-run/kinetic/engine"
@@ -61,7 +62,7 @@ func run(n, runs int) error {
 	fmt.Fprintf(os.Stderr, "wrote %d jobs in %s\n", n, time.Since(t0).Round(time.Millisecond))
 
 	env := map[string]string{"KINETIC_STORE": url, "KINETIC_BACKEND": "local", "KINETIC_HOME": filepath.Join(dir, "data")}
-	e, err := engine.New(config.Options{Getenv: func(k string) string { return env[k] }, ProfilesFile: filepath.Join(dir, "profiles.json")})
+	e, err := engine.New(config.Options{Getenv: func(k string) string { return env[k] }, ProfilesFile: filepath.Join(dir, "profiles.json")}, engine.WithUnwritten(batch.Unwritten{}))
 	if err != nil {
 		return err
 	}

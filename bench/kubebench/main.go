@@ -36,9 +36,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kinetic-run/kinetic/backend"
-	"github.com/kinetic-run/kinetic/backend/batchdriver"
 	"github.com/kinetic-run/kinetic/backend/kubernetes"
 	"github.com/kinetic-run/kinetic/batch"
+	"github.com/kinetic-run/kinetic/batch/driver"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
@@ -151,7 +151,7 @@ func run(n, nodes, parallel, singles int, rawFirst bool) error {
 		return err
 	}
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return counting{rt} }
-	e, err := engine.New(config.Options{Args: map[config.Key]string{config.Backend: kubernetes.K8sName, config.Store: storeURL, kubernetes.KeyKubeconfig: c.Kubeconfig}, Getenv: func(string) string { return "" }, ProfilesFile: os.DevNull})
+	e, err := engine.New(config.Options{Args: map[config.Key]string{config.Backend: kubernetes.K8sName, config.Store: storeURL, kubernetes.KeyKubeconfig: c.Kubeconfig}, Getenv: func(string) string { return "" }, ProfilesFile: os.DevNull}, engine.WithUnwritten(batch.Unwritten{}))
 	if err != nil {
 		return err
 	}
@@ -298,7 +298,7 @@ func run(n, nodes, parallel, singles int, rawFirst bool) error {
 // copying the runner in. Everything else is the Kubernetes backend's own.
 type bundledImage struct{ *kubernetes.Backend }
 
-func (b bundledImage) StartGroup(ctx context.Context, g batchdriver.Group, tmpl *job.Handle) error {
+func (b bundledImage) StartGroup(ctx context.Context, g driver.Group, tmpl *job.Handle) error {
 	h := *tmpl
 	h.RunnerInImage = kubetest.PythonImage
 	return b.Backend.StartGroup(ctx, g, &h)

@@ -74,7 +74,7 @@ func run(n, runs int, bin string, gcs bool) error {
 		}
 		fmt.Fprintf(os.Stderr, "%s: wrote %d jobs in %s (%.2f ms per object)\n", kind, n, time.Since(t0).Round(time.Millisecond), float64(time.Since(t0).Microseconds())/1000/float64(3*n))
 		env := map[string]string{"KINETIC_STORE": url, "KINETIC_BACKEND": "local", "KINETIC_HOME": filepath.Join(dir, "home")}
-		e, err := engine.New(config.Options{Getenv: func(k string) string { return env[k] }, ProfilesFile: filepath.Join(dir, "profiles.json")})
+		e, err := engine.New(config.Options{Getenv: func(k string) string { return env[k] }, ProfilesFile: filepath.Join(dir, "profiles.json")}, engine.WithUnwritten(batch.Unwritten{}))
 		if err != nil {
 			return err
 		}

@@ -27,9 +27,9 @@ func TestDeps(t *testing.T) {
 	}
 	for _, bad := range []string{"k8s.io/", "cloudbuild", "spf13/cobra", "kinetic/engine", "kinetic/cli", "kinetic/backend", "kinetic/image", "kinetic/server", "kinetic/batch"} {
 		for _, p := range strings.Fields(string(out)) {
-			// store/batchlayout, the store layout of a batch that a pod reads to find its
+			// batch/layout, the store layout of a batch that a pod reads to find its
 			// input, is linked; package batch (the scheduler) is not.
-			if strings.Contains(p, bad) {
+			if strings.Contains(p, bad) && p != "github.com/kinetic-run/kinetic/batch/layout" {
 				t.Errorf("kinetic-runner links %s", p)
 			}
 		}

@@ -493,12 +493,25 @@ def attach_batch(group_id: str, project: Optional[str] = None, cluster: Optional
     return b
 
 
+_INPUTS_MAGIC = b"KNINPUT1"
+
+
 def _frame(payloads):
-    """Length-prefixed concatenation (the engine's inputs file format)."""
+    """The inputs file, in the encoding of the store's groups/ID/inputs.bin (docs/store.md):
+    "KNINPUT1", the number of inputs n, n+1 offsets (8-byte big-endian, from the end of the
+    table) and the inputs. The engine copies it to the store as it is, reading one input at
+    a time where it needs them, so it never holds every input (issue 48)."""
     f = tempfile.NamedTemporaryFile(prefix="kinetic-inputs-", suffix=".bin", delete=False)
-    size = struct.Struct(">Q").pack
+    offsets, off = [], 0
+    for p in payloads:
+        offsets.append(off)
+        off += len(p)
+    offsets.append(off)
     with f:
-        f.write(b"".join(b for p in payloads for b in (size(len(p)), p)))
+        f.write(_INPUTS_MAGIC + struct.pack(">Q", len(payloads)))
+        f.write(struct.pack(">%dQ" % len(offsets), *offsets))
+        for p in payloads:
+            f.write(p)
     return f.name
 
 

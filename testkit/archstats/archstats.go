@@ -28,7 +28,7 @@ const Module = "github.com/kinetic-run/kinetic"
 // LinePackages are the packages whose size the doc quotes (lines of Go without tests,
 // the package's own directory only).
 var LinePackages = []string{
-	"engine", "batch", "store/batchlayout", "server", "cli", "config", "backend",
+	"engine", "batch", "batch/layout", "server", "cli", "config", "backend",
 	"backend/local", "backend/kubernetes", "store", "runner", "jobview", "job", "image",
 	"infra", "dashboard",
 }

@@ -63,6 +63,23 @@ func Under(paths ...string) Matcher {
 	}
 }
 
+// Packages matches each of paths alone, not the packages below it: "batch" forbids the
+// orchestration and leaves batch/driver and batch/layout, which sit below it, allowed.
+func Packages(paths ...string) Matcher {
+	return Matcher{
+		Desc:  strings.Join(paths, ", "),
+		Match: func(_ *Graph, pkg string) bool { return slices.Contains(paths, pkg) },
+	}
+}
+
+// Or matches what m or o matches.
+func (m Matcher) Or(o Matcher) Matcher {
+	return Matcher{
+		Desc:  m.Desc + "; " + o.Desc,
+		Match: func(g *Graph, pkg string) bool { return m.Match(g, pkg) || o.Match(g, pkg) },
+	}
+}
+
 // Outside forbids every package that is neither the standard library's nor under one of
 // paths (paths themselves included): a leaf that may link these and nothing else.
 func Outside(paths ...string) Matcher {

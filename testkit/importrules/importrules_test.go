@@ -66,7 +66,10 @@ func checkFails(t *testing.T) {
 			"engine -> batch/layout"},
 		{"outside what a leaf may link", Rule{Pkg: m + "batch/layout", Why: "test", Forbid: Outside(m+"store", m+"job")},
 			"batch/layout -> backend/kubernetes/podspec"},
+		{"a package alone", Rule{Pkg: m + "engine", Why: "test", Forbid: Packages(m + "store").Or(Packages(m + "batch/layout"))},
+			"engine -> batch/layout"},
 		{"holds", Rule{Pkg: m + "job", Why: "test", Forbid: NotStandard()}, ""},
+		{"holds for a package alone, not below it", Rule{Pkg: m + "engine", Why: "test", Forbid: Packages(m+"batch", m+"backend/kubernetes")}, ""},
 		{"holds for what a leaf may link", Rule{Pkg: m + "store", Why: "test", Forbid: Outside(m + "job")}, ""},
 		{"holds for a prefix only", Rule{Pkg: m + "engine", Why: "test", Forbid: Under("k8s.io/client")}, ""},
 	} {

@@ -24,24 +24,24 @@ var Rules = []Rule{
 		),
 	},
 	{
-		Pkg:    m + "backend/batchdriver",
+		Pkg:    m + "batch/driver",
 		Why:    "the batch driver interface is what backends implement and package batch asks: it sits below both and links the job model only, so a backend links neither batch nor the engine by implementing it",
 		Forbid: Outside(m + "job"),
 	},
 	{
 		Pkg:    m + "backend/local",
-		Why:    "a backend runs batches through backend/batchdriver and the store layout (store/batchlayout); package batch and the engine sit above the backends and import them",
-		Forbid: Under(m+"batch", m+"engine"),
+		Why:    "a backend runs batches through batch/driver and the store layout (batch/layout); package batch and the engine sit above the backends and import them",
+		Forbid: Packages(m + "batch").Or(Under(m + "engine")),
 	},
 	{
 		Pkg:    m + "backend/kubernetes",
-		Why:    "a backend runs batches through backend/batchdriver and the store layout (store/batchlayout); package batch and the engine sit above the backends and import them",
-		Forbid: Under(m+"batch", m+"engine"),
+		Why:    "a backend runs batches through batch/driver and the store layout (batch/layout); package batch and the engine sit above the backends and import them",
+		Forbid: Packages(m + "batch").Or(Under(m + "engine")),
 	},
 	{
-		Pkg:    m + "store/batchlayout",
-		Why:    "the store layout of a batch sits under store, beside the job layout: the runner and the backends link it, so it links no backend, no engine and nothing of package batch",
-		Forbid: Under(m+"batch", m+"engine", m+"backend"),
+		Pkg:    m + "batch/layout",
+		Why:    "the store layout of a batch is what the runner in a pod and the backends read: it links no backend, no engine, no driver and not package batch (the orchestration)",
+		Forbid: Packages(m+"batch", m+"batch/driver").Or(Under(m+"engine", m+"backend")),
 	},
 	{
 		Pkg:    m + "config",
@@ -81,13 +81,15 @@ var Rules = []Rule{
 			m+"server",
 			m+"engine",
 			m+"backend",
-			m+"batch", // store/batchlayout is the layout a pod reads; batch is the scheduler
+		).Or(Packages(
+			m + "batch", // batch/layout is the layout a pod reads; batch is the scheduler
+		)).Or(Under(
 			m+"infra",
 			m+"dashboard",
 			m+"image", // the image builder and publisher
 			"github.com/google/go-containerregistry",
 			"k8s.io/client-go",
-		),
+		)),
 	},
 	{
 		Pkg:    m + "store",

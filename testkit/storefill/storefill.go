@@ -12,9 +12,9 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
-	"github.com/kinetic-run/kinetic/store/batchlayout"
 )
 
 // Jobs writes n final jobs to st, created one second apart ending now: every tenth
@@ -32,16 +32,16 @@ func Batch(ctx context.Context, st *store.Store, n int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	m := batchlayout.Manifest{GroupID: gid, FuncName: "train", Accelerator: "cpu", Backend: "local", Store: st.URL(),
+	m := layout.Manifest{GroupID: gid, FuncName: "train", Accelerator: "cpu", Backend: "local", Store: st.URL(),
 		CreatedAt: time.Now().UTC().Format(time.RFC3339Nano), TotalExpected: n, SubmissionComplete: true, Settled: true, Tags: map[string]string{}}
 	for i, id := range ids {
-		m.Children = append(m.Children, batchlayout.Child{Index: i, JobID: id, Attempts: []string{id}})
+		m.Children = append(m.Children, layout.Child{Index: i, JobID: id, Attempts: []string{id}})
 	}
 	b, err := json.Marshal(&m)
 	if err != nil {
 		return "", err
 	}
-	return gid, st.Put(ctx, batchlayout.ManifestKey(gid), b)
+	return gid, st.Put(ctx, layout.ManifestKey(gid), b)
 }
 
 func jobs(ctx context.Context, st *store.Store, n int, gid string) ([]string, error) {

@@ -1,7 +1,6 @@
-package batchlayout
+package layout
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -9,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -18,7 +16,7 @@ import (
 	"github.com/kinetic-run/kinetic/store"
 )
 
-// Derived children. A batch that a backend runs as one unit (backend/batchdriver, Modes.Unit: an Indexed
+// Derived children. A batch that a backend runs as one unit (batch/driver, Modes.Unit: an Indexed
 // Job) does not write its children at submission: that would be three objects per input
 // before the last one could start. It writes three objects in all: the manifest (with
 // Derived set), the template every child is made from, and every input in one object.
@@ -51,20 +49,12 @@ const inputsMagic = "KNINPUT1"
 // (env, if any) and its template, in that order: the template's presence is what makes
 // its children exist.
 func WriteDerived(ctx context.Context, st *store.Store, gid string, t *Template, env map[string]string, inputs [][]byte) error {
-	table := make([]byte, 16+8*(len(inputs)+1))
-	copy(table, inputsMagic)
-	binary.BigEndian.PutUint64(table[8:], uint64(len(inputs)))
-	var off uint64
-	parts := []io.Reader{bytes.NewReader(table)}
-	for i, in := range inputs {
-		binary.BigEndian.PutUint64(table[16+8*i:], off)
-		off += uint64(len(in))
-		parts = append(parts, bytes.NewReader(in))
-	}
-	binary.BigEndian.PutUint64(table[16+8*len(inputs):], off)
-	if _, err := st.PutFrom(ctx, store.GroupInputsKey(gid), io.MultiReader(parts...)); err != nil {
-		return fmt.Errorf("batch %s: write its inputs: %w", gid, err)
-	}
+	return WriteDerivedFrom(ctx, st, gid, t, env, EncodeInputs(inputs))
+}
+
+// writeTemplate writes the environment batch gid's children capture and its template,
+// once its inputs are in the store.
+func writeTemplate(ctx context.Context, st *store.Store, gid string, t *Template, env map[string]string) error {
 	if err := writeEnv(ctx, st, gid, env); err != nil {
 		return err
 	}

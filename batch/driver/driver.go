@@ -1,10 +1,10 @@
-// Package batchdriver is what a backend implements to run batches, beside the job
+// Package driver is what a backend implements to run batches, beside the job
 // interface of package backend: package batch owns a batch (its layout, scheduling,
 // watching, collecting, cancel and cleanup) and asks the backend only through Driver, the
 // way gocloud.dev/blob asks a bucket's driver. It sits with the backend interface, below
 // both package batch and the backends, and is a leaf (job and the standard library), so a
 // backend implements it without linking package batch or the engine.
-package batchdriver
+package driver
 
 import (
 	"context"
@@ -24,9 +24,9 @@ type Group struct {
 // Modes say how a driver runs the children of one batch.
 type Modes struct {
 	// Unit: the first attempts of the children run as one unit, started once by
-	// StartGroup after the batch's template and inputs are in the store (store/batchlayout:
+	// StartGroup after the batch's template and inputs are in the store (batch/layout:
 	// the children are derived, nothing is written per input); the unit's member i
-	// writes child i's job (batchlayout.ResolveMember) and runs it. Retries are submitted
+	// writes child i's job (layout.ResolveMember) and runs it. Retries are submitted
 	// alone.
 	Unit bool
 	// Queue: children submitted one by one (and retries) go to the driver's queue

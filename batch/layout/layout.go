@@ -1,9 +1,9 @@
-// Package batchlayout is the store layout of a batch (groups/ID/ in the store): the
+// Package layout is the store layout of a batch (groups/ID/ in the store): the
 // manifest, the children's entries, and the resolution of a member of a backend's group
 // unit (a pod of an Indexed Job) to the job it runs. It sits under store, beside the job
 // layout, and imports only job and store: the runner in a pod and the backends that run
 // a batch's members link it without package batch or the engine, which build on it.
-package batchlayout
+package layout
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package batchlayout
+package layout
 
 import (
 	"bytes"

@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
-	"github.com/kinetic-run/kinetic/store/batchlayout"
 )
 
 // A job whose spec names a container engine and an image (the engine's image step: the
@@ -39,7 +39,7 @@ func (b *Backend) specOf(ctx context.Context, id string) (*job.Spec, error) {
 
 // groupSpec is the spec every child of batch gid is made from (its template's).
 func (b *Backend) groupSpec(ctx context.Context, gid string) (*job.Spec, error) {
-	t, err := batchlayout.ReadTemplate(ctx, b.st, gid)
+	t, err := layout.ReadTemplate(ctx, b.st, gid)
 	if store.IsNotFound(err) {
 		return nil, nil
 	}

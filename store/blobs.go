@@ -39,7 +39,7 @@ func (s *Store) StoredSize(ctx context.Context, key string) (int64, error) {
 		case err == nil, err == syscall.ENOENT, err == syscall.ENOTDIR:
 			return 0, fmt.Errorf("%s: %w", key, ErrNotFound)
 		default:
-			return 0, fmt.Errorf("check %s: %w", key, err)
+			return 0, s.coded("check", key, err)
 		}
 	}
 	a, err := s.bucket.Attributes(ctx, key)
@@ -47,7 +47,7 @@ func (s *Store) StoredSize(ctx context.Context, key string) (int64, error) {
 		return 0, fmt.Errorf("%s: %w", key, ErrNotFound)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("check %s: %w", key, err)
+		return 0, s.coded("check", key, err)
 	}
 	return a.Size, nil
 }

@@ -26,20 +26,18 @@ import (
 
 	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/store"
+	"github.com/kinetic-run/kinetic/store/driver"
 )
 
-func init() {
-	store.RegisterGCS(open)
-	store.RegisterGCSGlob(matchGlob)
-}
+func init() { driver.Register(gsDriver{}) }
 
-// matchGlob sets GCS's matchGlob on gcsblob's listing query: Cloud Storage then returns
+// BeforeList sets GCS's matchGlob on gcsblob's listing query: Cloud Storage then returns
 // only the objects whose names match glob (a store's status.json objects, say, one
 // request per 1,000 of them however many other objects there are). An emulator that
 // does not know the parameter (fake-gcs-server v1.56.1 reads only prefix, delimiter,
 // offsets, versions and paging) lists everything; store.ListNamed matches the names
 // again either way.
-func matchGlob(glob string) func(as func(any) bool) error {
+func (gsDriver) BeforeList(glob string) func(as func(any) bool) error {
 	return func(as func(any) bool) error {
 		var q *storage.Query
 		if as(&q) {
@@ -62,10 +60,10 @@ func open(ctx context.Context, bucket, endpoint string) (*blob.Bucket, error) {
 	}
 	creds, err := gcp.DefaultCredentials(ctx)
 	if err != nil {
-		return nil, store.NoCredentials(ErrNoCredentials)
+		return nil, ErrNoCredentials
 	}
 	if err := firstToken(ctx, creds); err != nil {
-		return nil, store.NoCredentials(err)
+		return nil, err
 	}
 	client, err := gcp.NewHTTPClient(gcp.DefaultTransport(), gcp.CredentialsTokenSource(creds))
 	if err != nil {
@@ -146,7 +144,7 @@ func CreateBucket(ctx context.Context, rawURL string, o BucketOptions) error {
 	if !strings.HasPrefix(rawURL, "gs://") {
 		return fmt.Errorf("create bucket for %q: only gs:// stores are created by kinetic (make other stores with their own tools; a file:// store is created on first use)", rawURL)
 	}
-	bucket, prefix, endpoint, err := store.GCSLocation(rawURL)
+	bucket, prefix, endpoint, err := Location(rawURL)
 	if err != nil {
 		return err
 	}

@@ -101,4 +101,3 @@ func (fileDriver) PodCredentials(string) []driver.EnvVar { return nil }
 // Code: the system's errors (a full disk, a read-only file system, a refused
 // permission), which fileblob calls Unknown.
 func (fileDriver) Code(err error) (errs.Code, bool) { return driver.SystemCode(err) }
-

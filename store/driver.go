@@ -56,6 +56,9 @@ func locate(raw string) (located, error) {
 // Schemes are the schemes this program links a driver of, sorted.
 func Schemes() []string { return driver.Schemes() }
 
+// SchemeList is schemes as a person reads them: "file://, gs://".
+func SchemeList(schemes []string) string { return driver.List(schemes) }
+
 // OutputSchemes are the schemes a job's output directory may have: the shared stores'
 // (not mem://, which lives in one process).
 func OutputSchemes() []string {

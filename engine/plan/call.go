@@ -14,6 +14,7 @@ import (
 	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/internal/seconds"
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/store"
 )
 
 // call validates what is called (the payload, the entry or the command), its debug
@@ -103,10 +104,6 @@ func timeoutSeconds(d time.Duration) (int, error) {
 	return int((d + time.Second - 1) / time.Second), nil
 }
 
-// outputSchemes are the schemes an output directory's URL may have (a path needs none):
-// the stores' a job can write to.
-var outputSchemes = []string{"file", "gs", "s3"}
-
 // outputDirScheme refuses an output directory (the request's, else the configured one)
 // whose URL scheme no job can write to (ftp://...), before anything is made: it would
 // reach the job as KINETIC_OUTPUT_DIR and fail there, or be written nowhere.
@@ -116,8 +113,10 @@ func outputDirScheme(req, configured string) error {
 		dir, what = configured, "output_dir (KINETIC_OUTPUT_DIR or the profile)"
 	}
 	i := strings.Index(dir, "://")
-	if i <= 0 || slices.Contains(outputSchemes, strings.ToLower(dir[:i])) {
+	// The schemes of the shared stores this program links (store.OutputSchemes).
+	schemes := store.OutputSchemes()
+	if i <= 0 || slices.Contains(schemes, strings.ToLower(dir[:i])) {
 		return nil
 	}
-	return errs.Errorf(errs.InvalidArgument, "%s %q: the scheme %s:// is not one an output directory can have; give a path, or a URL with one of file://, gs://, s3://", what, dir, dir[:i])
+	return errs.Errorf(errs.InvalidArgument, "%s %q: the scheme %s:// is not one an output directory can have; give a path, or a URL with one of %s", what, dir, dir[:i], store.SchemeList(schemes))
 }

@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-
-	"gocloud.dev/gcerrors"
 )
 
 // Content-addressed blobs (blobs/sha256/HEX) are trusted by name: a submission that
@@ -43,7 +41,7 @@ func (s *Store) StoredSize(ctx context.Context, key string) (int64, error) {
 		}
 	}
 	a, err := s.bucket.Attributes(ctx, key)
-	if gcerrors.Code(err) == gcerrors.NotFound {
+	if s.notFound(err) {
 		return 0, fmt.Errorf("%s: %w", key, ErrNotFound)
 	}
 	if err != nil {

@@ -142,14 +142,26 @@ func openBucket(ctx context.Context, t located, create bool) (*blob.Bucket, erro
 // coded gives err (from an operation on key) the code its driver (else gocloud) gives
 // it, and a hint that names the fix for the codes a person can act on.
 func (s *Store) coded(op, key string, err error) error {
-	c, ok := s.d.Code(err)
-	if !ok {
-		c, ok = driver.GocloudCode(err)
-	}
+	c, ok := s.codeOf(err)
 	if !ok || errs.CodeOf(err) != errs.Internal {
 		return fmt.Errorf("%s %s: %w", op, key, err)
 	}
 	return errs.Errorf(c, "%s %s in store %s: %w%s", op, key, s.url, err, hints[c])
+}
+
+// codeOf is the code of an error from the store's bucket: its driver's, else gocloud's.
+func (s *Store) codeOf(err error) (errs.Code, bool) {
+	if c, ok := s.d.Code(err); ok {
+		return c, true
+	}
+	return driver.GocloudCode(err)
+}
+
+// notFound reports whether err from the store's bucket says the object is not there (a
+// refusal is not: gcsblob calls GCS's 403 NotFound, the gs:// driver PermissionDenied).
+func (s *Store) notFound(err error) bool {
+	c, ok := s.codeOf(err)
+	return ok && c == errs.NotFound
 }
 
 // hints name the fix of a store error with this code.

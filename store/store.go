@@ -442,7 +442,7 @@ func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
 
 // Delete removes one object; a missing key is not an error.
 func (s *Store) Delete(ctx context.Context, key string) error {
-	if err := s.bucket.Delete(ctx, key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+	if err := s.bucket.Delete(ctx, key); err != nil && !s.notFound(err) {
 		return s.coded("delete", key, err)
 	}
 	return nil
@@ -466,7 +466,7 @@ func (s *Store) Remove(ctx context.Context, key string) (bool, error) {
 		return removed, nil
 	}
 	err := s.bucket.Delete(ctx, key)
-	if gcerrors.Code(err) == gcerrors.NotFound {
+	if s.notFound(err) {
 		return false, nil
 	}
 	if err != nil {
@@ -861,7 +861,7 @@ func tempKey(key string) bool {
 // wrap is a read's error: a missing key wraps ErrNotFound, another keeps the code its
 // driver gives it.
 func (s *Store) wrap(key string, err error) error {
-	if gcerrors.Code(err) == gcerrors.NotFound {
+	if s.notFound(err) {
 		return fmt.Errorf("%s: %w", key, ErrNotFound)
 	}
 	return s.coded("read", key, err)

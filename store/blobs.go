@@ -4,11 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/kinetic-run/kinetic/errs"
 )
 
 // Content-addressed blobs (blobs/sha256/HEX) are trusted by name: a submission that
@@ -66,7 +67,7 @@ func (s *Store) HasBlob(ctx context.Context, key string, size int64) (bool, erro
 
 // ErrDamagedBlob is wrapped by the error for a content-addressed blob whose content
 // does not match its name.
-var ErrDamagedBlob = errors.New("damaged blob")
+var ErrDamagedBlob = errs.New(errs.Internal, "damaged blob")
 
 // IsBlobKey reports whether key is a content-addressed blob (blobs/sha256/HEX).
 func IsBlobKey(key string) bool {

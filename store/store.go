@@ -94,7 +94,7 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 
 // ErrNoStore means a file:// store's directory does not exist: no job was ever
 // submitted to it. OpenExisting returns it instead of making the directory.
-var ErrNoStore = errors.New("no such store")
+var ErrNoStore = errs.New(errs.NotFound, "no such store")
 
 // OpenExisting opens a store for reading only what is there: a file:// store whose
 // directory does not exist is ErrNoStore, and nothing is created (the commands that only

@@ -2,8 +2,6 @@ package plan
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -35,11 +33,11 @@ func call(ctx context.Context, env Env, req *Request, p *Job) error {
 	cwd := req.Cwd
 	if cwd == "" {
 		if cwd, err = os.Getwd(); err != nil {
-			return fmt.Errorf("the current working directory cannot be read (%v): cd into an existing directory and submit again", err)
+			return errs.Errorf(errs.FailedPrecondition, "the current working directory cannot be read (%v): cd into an existing directory and submit again", err)
 		}
 	}
 	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
-		return fmt.Errorf("working directory %q cannot be read: %v (run from a directory you can read)", cwd, err)
+		return errs.Errorf(errs.FailedPrecondition, "working directory %q cannot be read: %v (run from a directory you can read)", cwd, err)
 	}
 	p.cwd = cwd
 	switch req.Kind {
@@ -47,29 +45,29 @@ func call(ctx context.Context, env Env, req *Request, p *Job) error {
 		p.Payload = req.Payload
 		if req.PayloadPath != "" {
 			if p.Payload, err = os.ReadFile(req.PayloadPath); err != nil {
-				return fmt.Errorf("payload: %w", err)
+				return errs.Errorf(errs.InvalidArgument, "payload file %s cannot be read: %w", req.PayloadPath, err)
 			}
 		}
 		if len(p.Payload) == 0 {
-			return errors.New("empty payload: the function could not be pickled")
+			return errs.New(errs.InvalidArgument, "empty payload: the function could not be pickled")
 		}
 	case job.KindEntry:
 		if req.Entry == nil || req.Entry.File == "" || req.Entry.Func == "" {
-			return errors.New("an entry needs FILE.py::FUNC")
+			return errs.New(errs.InvalidArgument, "an entry needs FILE.py::FUNC")
 		}
 	case job.KindCommand:
 		if len(req.Command) == 0 {
-			return errors.New("no command given after --")
+			return errs.New(errs.InvalidArgument, "no command given after --")
 		}
 		for i, a := range req.Command {
 			// The spec is JSON: bytes that are not UTF-8 would arrive changed.
 			if !utf8.ValidString(a) {
-				return fmt.Errorf("command argument %d (%q) is not valid UTF-8, and would not reach the job unchanged: pass it in a file, or encode it (base64, say)", i, Clip(a))
+				return errs.Errorf(errs.InvalidArgument, "command argument %d (%q) is not valid UTF-8, and would not reach the job unchanged: pass it in a file, or encode it (base64, say)", i, Clip(a))
 			}
 		}
 		p.Spec.Command = req.Command
 	default:
-		return fmt.Errorf("unknown job kind %q", req.Kind)
+		return errs.Errorf(errs.InvalidArgument, "unknown job kind %q: want pickle, entry or command", req.Kind)
 	}
 	return nil
 }

@@ -124,7 +124,7 @@ func openOnEndpoint(ctx context.Context, bucket, endpoint string) (*blob.Bucket,
 
 // ErrBucketExists is returned by CreateBucket when the bucket is already there; it is
 // then left exactly as it was.
-var ErrBucketExists = errors.New("bucket already exists")
+var ErrBucketExists = errs.New(errs.FailedPrecondition, "bucket already exists")
 
 // BucketOptions say where a new bucket goes.
 type BucketOptions struct {

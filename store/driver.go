@@ -170,3 +170,6 @@ var hints = map[errs.Code]string{
 	errs.ResourceExhausted: " (the store is full or over a quota: free space, or raise the quota)",
 	errs.Unavailable:       " (the store did not answer: check the network, and try again)",
 }
+
+// Scheme is the store's URL scheme, whose driver is store/driver's Lookup(Scheme).
+func (s *Store) Scheme() string { return s.d.Scheme() }

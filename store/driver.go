@@ -127,6 +127,11 @@ func OpenGCSBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
 // fix; another gets the generic hint.
 func openBucket(ctx context.Context, t located, create bool) (*blob.Bucket, error) {
 	b, err := t.d.Open(ctx, t.Location, create)
+	if p, ok := t.d.(driver.Prober); ok && err == nil {
+		if err = p.Probe(ctx, b, t.Location); err != nil {
+			b.Close()
+		}
+	}
 	if err == nil {
 		return b, nil
 	}

@@ -39,8 +39,8 @@ type Driver interface {
 	// take, with errs.InvalidArgument.
 	Parse(u *url.URL, record string) (Location, error)
 	// Open opens the Location's bucket (its Prefix applied). With create, a store that is
-	// made on first use (a directory) is made, and checked writable; a driver whose
-	// Traits say Probe checks that the bucket answers.
+	// made on first use (a directory) is made, and checked writable. (A store's bucket is
+	// then probed if the driver is a Prober.)
 	Open(ctx context.Context, loc Location, create bool) (*blob.Bucket, error)
 	// Traits say what is true of every store of this scheme.
 	Traits() Traits
@@ -58,6 +58,11 @@ type Driver interface {
 // objects whose whole names in the bucket (the Location's prefix included) match glob.
 type Globber interface {
 	BeforeList(glob string) func(as func(any) bool) error
+}
+
+// Prober is a driver that checks, when a store is opened, that its bucket answers.
+type Prober interface {
+	Probe(ctx context.Context, b *blob.Bucket, loc Location) error
 }
 
 // Endpointer is a driver whose URLs may name a custom endpoint (an emulator):

@@ -101,17 +101,11 @@ func endpointOf(param string) (ep string, fromEnv bool, err error) {
 // an unreachable endpoint would hang Open.
 const ProbeTimeout = 20 * time.Second
 
-// Open opens the bucket (with Application Default Credentials, or without on an
-// endpoint) and checks that it answers (one list call, bounded by ProbeTimeout), so
-// that a wrong bucket, missing credentials or an unreachable endpoint fail here with
-// the URL rather than later in the middle of a submission.
+// Open opens the bucket, with Application Default Credentials, or without on an
+// endpoint.
 func (d gsDriver) Open(ctx context.Context, loc driver.Location, _ bool) (*blob.Bucket, error) {
 	b, err := open(ctx, loc.Bucket, loc.Endpoint)
 	if err != nil {
-		return nil, err
-	}
-	if err := d.probe(ctx, b, loc); err != nil {
-		b.Close()
 		return nil, err
 	}
 	if loc.Prefix != "" {
@@ -120,7 +114,11 @@ func (d gsDriver) Open(ctx context.Context, loc driver.Location, _ bool) (*blob.
 	return b, nil
 }
 
-func (d gsDriver) probe(ctx context.Context, b *blob.Bucket, loc driver.Location) error {
+// Probe checks that a store's bucket answers (one list call, bounded by ProbeTimeout),
+// so that a wrong bucket, missing credentials or an unreachable endpoint fail when the
+// store is opened, with its URL, rather than in the middle of a submission. (A plain
+// bucket of Data references is not probed: a reader may get objects it may not list.)
+func (d gsDriver) Probe(ctx context.Context, b *blob.Bucket, loc driver.Location) error {
 	pctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
 	defer cancel()
 	ok, err := b.IsAccessible(pctx)
@@ -133,10 +131,10 @@ func (d gsDriver) probe(ctx context.Context, b *blob.Bucket, loc driver.Location
 		if !known {
 			c = errs.Unavailable
 		}
-		return errs.Errorf(c, "open store %q: cannot reach bucket %q: %w (%s)", loc.Record, loc.Bucket, err, hint)
+		return errs.Errorf(c, "cannot reach bucket %q: %w (%s)", loc.Bucket, err, hint)
 	}
 	if !ok {
-		return errs.Errorf(errs.NotFound, "open store %q: bucket %q does not exist (create it with `kinetic store create`)", loc.Record, loc.Bucket)
+		return errs.Errorf(errs.NotFound, "bucket %q does not exist (create it with `kinetic store create`)", loc.Bucket)
 	}
 	return nil
 }

@@ -38,7 +38,8 @@ var Cases = []Case{
 	{"CreateIsExclusive", createIsExclusive},
 	{"NotFound", notFound},
 	{"ListNamed", listNamed},
-	{"ListOrderAndDirs", listOrderAndDirs},
+	{"ListOrder", listOrder},
+	{"ListDirsAndDeletePrefix", listDirsAndDeletePrefix},
 	{"AbortedWriteLeavesNothing", abortedWriteLeavesNothing},
 	{"LargeStreamedWrites", largeStreamedWrites},
 	{"ReadersSeeWholeObjects", readersSeeWholeObjects},
@@ -147,14 +148,20 @@ func listNamed(t *testing.T, s *store.Store) {
 
 }
 
-func listOrderAndDirs(t *testing.T, s *store.Store) {
-	ctx := context.Background()
+// putKeys writes the objects the listing cases list, each holding its own key.
+func putKeys(t *testing.T, s *store.Store) {
 	keys := []string{"jobs/b/logs/00000002.log", "jobs/a/handle.json", "jobs/b/logs/00000001.log", "jobs/b/handle.json", "groups/g/manifest.json"}
 	for _, k := range keys {
-		if err := s.Put(ctx, k, []byte(k)); err != nil {
+		if err := s.Put(context.Background(), k, []byte(k)); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// listOrder: List is recursive under its prefix, in lexical key order.
+func listOrder(t *testing.T, s *store.Store) {
+	ctx := context.Background()
+	putKeys(t, s)
 	objs, err := s.List(ctx, "jobs/b/logs/")
 	if err != nil {
 		t.Fatal(err)
@@ -166,6 +173,13 @@ func listOrderAndDirs(t *testing.T, s *store.Store) {
 	if d := cmp.Diff([]string{"jobs/b/logs/00000001.log", "jobs/b/logs/00000002.log"}, got); d != "" {
 		t.Errorf("List (-want +got):\n%s", d)
 	}
+}
+
+// listDirsAndDeletePrefix: ListDirs names the directories that hold an object, and
+// DeletePrefix removes everything under its prefix and nothing beside it.
+func listDirsAndDeletePrefix(t *testing.T, s *store.Store) {
+	ctx := context.Background()
+	putKeys(t, s)
 	dirs, err := s.ListDirs(ctx, "jobs/")
 	if err != nil {
 		t.Fatal(err)

@@ -178,3 +178,7 @@ var hints = map[errs.Code]string{
 
 // Scheme is the store's URL scheme, whose driver is store/driver's Lookup(Scheme).
 func (s *Store) Scheme() string { return s.d.Scheme() }
+
+// Shared reports whether other processes (a job's supervisor, another command, a node)
+// read what this store holds: every scheme but mem://, one process's memory.
+func (s *Store) Shared() bool { return s.d.Traits().Shared }

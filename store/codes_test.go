@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -56,6 +57,12 @@ func TestFileStoreErrorCodes(t *testing.T) {
 		defer syscall.Mount("", dir, "", syscall.MS_REMOUNT, "")
 		for _, op := range []storetest.Op{storetest.Put("jobs/c/x"), storetest.PutFrom("jobs/c/x"), storetest.Create("jobs/c/y"), storetest.Delete(key)} {
 			storetest.WantCode(t, s, op, errs.PermissionDenied)
+		}
+		// A new store there cannot be made: PermissionDenied, the URL said once.
+		u := "file://" + filepath.Join(dir, "new-store")
+		_, err := store.Open(ctx, u)
+		if errs.CodeOf(err) != errs.PermissionDenied || strings.Count(err.Error(), u) != 1 {
+			t.Errorf("Open(%s) on a read-only file system = %v (code %v), want PermissionDenied naming the URL once", u, err, errs.CodeOf(err))
 		}
 	})
 }

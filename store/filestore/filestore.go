@@ -63,7 +63,7 @@ func (d fileDriver) Parse(u *url.URL, record string) (driver.Location, error) {
 func (fileDriver) Open(ctx context.Context, loc driver.Location, create bool) (*blob.Bucket, error) {
 	root, _ := url.Parse(loc.Open)
 	if err := os.MkdirAll(root.Path, 0o700); err != nil {
-		return nil, errs.Errorf(codeOr(err, errs.InvalidArgument), "store URL %q: cannot create the directory: %w", loc.Record, err)
+		return nil, errs.Errorf(codeOr(err, errs.InvalidArgument), "cannot create the directory %s: %w", root.Path, err)
 	}
 	b, err := blob.OpenBucket(ctx, loc.Open)
 	if err != nil || !create {
@@ -72,7 +72,7 @@ func (fileDriver) Open(ctx context.Context, loc driver.Location, create bool) (*
 	if ok, _ := b.Exists(ctx, ".kinetic-store"); !ok {
 		if err := writeMarker(ctx, b, loc); err != nil {
 			b.Close()
-			return nil, errs.Errorf(codeOr(err, errs.PermissionDenied), "open store %q: the directory is not writable: %w", loc.Record, err)
+			return nil, errs.Errorf(codeOr(err, errs.PermissionDenied), "the directory is not writable: %w", err)
 		}
 	}
 	return b, nil

@@ -1,9 +1,11 @@
-// Package gcs is the store's gs:// driver: imported for its side effect, it registers
-// the opener of gs:// buckets with the store: gocloud's gcsblob on Cloud Storage with
-// Application Default Credentials (checked first, so that none found is said in words),
-// or on a custom endpoint (an emulator) without credentials. It
-// also creates a store's bucket with its retention rule. It is apart from store so that
-// what needs only the Store type links no Google SDK (store/driver.go).
+// Package gcs is the store's gs:// driver (store/driver): imported for its side effect,
+// it registers gs:// over gocloud's gcsblob, on Cloud Storage with Application Default
+// Credentials (checked first, so that none found is said in words) or on a custom
+// endpoint (an emulator) without credentials, and owns gs:// URLs, the probe of a
+// store's bucket, the pods' credential variable, matchGlob listings and the codes of
+// Cloud Storage's refusals (driver.go). It also creates a store's bucket with its
+// retention rule. It is apart from store so that what needs only the Store type links no
+// Google SDK.
 package gcs
 
 import (

@@ -6,10 +6,10 @@ package backend
 
 import (
 	"context"
-	"errors"
 	"io"
 	"time"
 
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/job"
 )
 
@@ -37,7 +37,7 @@ type Backend interface {
 }
 
 // ErrUnavailable means the backend cannot be reached or used from here.
-var ErrUnavailable = errors.New("backend unavailable")
+var ErrUnavailable = errs.New(errs.Unavailable, "backend unavailable")
 
 // A backend that runs batches in its own way (a queue of workers, one unit for a whole
 // batch) implements backend/driver.Driver beside Backend.
@@ -55,7 +55,7 @@ type Observer interface {
 }
 
 // ErrNoLogs: the backend has no logs for the job at the source.
-var ErrNoLogs = errors.New("no logs at the source")
+var ErrNoLogs = errs.New(errs.Unavailable, "no logs at the source")
 
 // Debugger is implemented by backends that can connect this machine to the debugger of
 // a debug job (docs/debug.md). The engine waits for the runner's debug.json in the store

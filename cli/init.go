@@ -12,6 +12,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/infra"
+	"github.com/kinetic-run/kinetic/store"
 )
 
 // initOptions are kinetic init's flags.
@@ -166,7 +167,7 @@ func runInit(cmd *cobra.Command, g *Globals, o initOptions) error {
 			if v != "" {
 				return v
 			}
-			if s := setting(k); s != "" && (k != config.Store || strings.HasPrefix(s, "gs://") || strings.HasPrefix(s, "s3://")) {
+			if s := setting(k); s != "" && (k != config.Store || store.FromPods(s)) {
 				return s
 			}
 			return fallback

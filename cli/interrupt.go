@@ -7,11 +7,13 @@ import (
 	"io"
 	"os"
 	"sync"
+
+	"github.com/kinetic-run/kinetic/errs"
 )
 
 // ErrInterrupted is the cause of the command's context after the first Ctrl-C (or
 // SIGTERM): main exits 130 with one line, never Go's "context canceled".
-var ErrInterrupted = errors.New("interrupted")
+var ErrInterrupted = errs.New(errs.Cancelled, "interrupted")
 
 // ExitInterrupted is the exit code after an interrupt (128 + SIGINT), as shells expect.
 const ExitInterrupted = 130

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kinetic-run/kinetic/config/backendnames"
+	"github.com/kinetic-run/kinetic/config/storeschemes"
 	"github.com/kinetic-run/kinetic/errs"
 )
 
@@ -34,9 +35,6 @@ var ImageBuilders = []string{"auto", "daemonless", "podman", "docker", "cloudbui
 // uses podman or docker when one is installed; none (the default) runs in a local
 // virtualenv.
 var Containers = []string{"none", "auto", "podman", "docker"}
-
-// StoreSchemes are the URL schemes the store accepts: the gocloud blob drivers we link.
-var StoreSchemes = []string{"file", "mem", "gs", "s3"}
 
 // ErrInvalid is wrapped by every ValueError, for callers that only need to branch.
 var ErrInvalid = errs.New(errs.InvalidArgument, "invalid configuration value")
@@ -122,26 +120,20 @@ func checkStore(v string) (string, error) {
 	if err != nil || u.Scheme == "" {
 		return "", fmt.Errorf("must be a URL with scheme %s, or an absolute path", schemeList())
 	}
-	switch u.Scheme {
-	case "file":
-		// file://relative would silently put "relative" in the host; refuse it.
-		if (u.Host != "" && u.Host != "localhost") || !strings.HasPrefix(u.Path, "/") {
-			return "", errors.New("a file:// URL needs an absolute path, as in file:///var/kinetic/store")
-		}
-	case "gs", "s3":
-		if u.Host == "" {
-			return "", fmt.Errorf("a %s:// URL needs a bucket, as in %s://my-bucket/prefix", u.Scheme, u.Scheme)
-		}
-	case "mem":
-	default:
+	check, ok := storeschemes.Lookup(u.Scheme)
+	if !ok {
 		return "", fmt.Errorf("unsupported scheme %q: must be one of %s", u.Scheme, schemeList())
+	}
+	if err := check(u); err != nil {
+		return "", err
 	}
 	return v, nil
 }
 
+// schemeList is the store schemes this program links (store/driver registers them).
 func schemeList() string {
 	var s []string
-	for _, sc := range StoreSchemes {
+	for _, sc := range storeschemes.List() {
 		s = append(s, sc+"://")
 	}
 	return strings.Join(s, ", ")

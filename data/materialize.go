@@ -21,15 +21,16 @@ import (
 	"gocloud.dev/gcerrors"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/store"
 )
 
 // ErrIncomplete means local data's completion marker is missing: the upload never
 // finished (or the data was cleaned up), so the data must not be used.
-var ErrIncomplete = errors.New("data upload is incomplete")
+var ErrIncomplete = errs.New(errs.FailedPrecondition, "data upload is incomplete")
 
 // ErrNoDatasets means the worker's Python cannot import the Hugging Face datasets library.
-var ErrNoDatasets = errors.New("the Hugging Face datasets library is not installed in the job's Python environment")
+var ErrNoDatasets = errs.New(errs.FailedPrecondition, "the Hugging Face datasets library is not installed in the job's Python environment")
 
 // OpenBucket opens a bucket URL such as "gs://bucket". Materialize uses it for gs:// refs.
 type OpenBucket func(ctx context.Context, bucketURL string) (*blob.Bucket, error)

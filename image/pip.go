@@ -11,11 +11,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/kinetic-run/kinetic/errs"
 )
 
 // ErrMissingWheel is wrapped when pip finds no wheel for the image's platform: the
 // requirement needs a source build inside the image (an engine builder) or a wheel.
-var ErrMissingWheel = errors.New("no wheel for the image's platform")
+var ErrMissingWheel = errs.New(errs.FailedPrecondition, "no wheel for the image's platform")
 
 // PipError is a failed pip run: its exit status and the end of its output.
 type PipError struct {

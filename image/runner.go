@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -27,6 +26,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/job"
 )
 
@@ -44,7 +44,7 @@ var RunnerPlatforms = []string{"linux/amd64", "linux/arm64"}
 
 // ErrNoRunnerBinaries is wrapped when neither prebuilt runner binaries nor the module
 // source to build them from can be found.
-var ErrNoRunnerBinaries = errors.New("no kinetic-runner binaries for linux/amd64 and linux/arm64")
+var ErrNoRunnerBinaries = errs.New(errs.FailedPrecondition, "no kinetic-runner binaries for linux/amd64 and linux/arm64")
 
 // PublishRunner makes sure repo holds the runner index of bins (platform "linux/amd64"
 // → path of that platform's static kinetic-runner) and returns it by digest. The tag is

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/accel"
 	"github.com/kinetic-run/kinetic/image"
+	"github.com/kinetic-run/kinetic/store"
 )
 
 // Check is one line of kinetic doctor.
@@ -128,9 +129,9 @@ func Doctor(ctx context.Context, t *Target, kubeErr error) *Report {
 	}
 
 	storeHere := true
-	if t.Store == "" || !(strings.HasPrefix(t.Store, "gs://") || strings.HasPrefix(t.Store, "s3://")) {
+	if !store.FromPods(t.Store) {
 		storeHere = false
-		fail(Check{Name: "store", Detail: fmt.Sprintf("%q cannot be reached from pods", t.Store), Fix: "use a gs:// or s3:// store: `kinetic up --backend k8s --store gs://BUCKET` (create one with `kinetic store create`)"})
+		fail(Check{Name: "store", Detail: fmt.Sprintf("%q cannot be reached from pods", t.Store), Fix: "use a store of one of " + store.PodSchemes() + ": `kinetic up --backend k8s --store gs://BUCKET` (create one with `kinetic store create`)"})
 	} else if err := CheckStoreHere(ctx, t.Store); err != nil {
 		storeHere = false
 		fail(Check{Name: "store from here", Detail: err.Error(), Fix: "check the bucket exists and your credentials may write to it (`gcloud auth application-default login`, AWS_PROFILE)"})

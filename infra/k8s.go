@@ -358,8 +358,9 @@ func CheckStoreFromPod(ctx context.Context, t *Target, runnerImage string) error
 	if t.StoreSecret != "" {
 		vols = []corev1.Volume{{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: t.StoreSecret}}}}
 		mounts = []corev1.VolumeMount{{Name: "creds", MountPath: "/var/run/kinetic/store-credentials", ReadOnly: true}}
-		env = []corev1.EnvVar{{Name: "GOOGLE_APPLICATION_CREDENTIALS", Value: "/var/run/kinetic/store-credentials/key.json"},
-			{Name: "AWS_SHARED_CREDENTIALS_FILE", Value: "/var/run/kinetic/store-credentials/credentials"}}
+		for _, v := range store.PodCredentials("/var/run/kinetic/store-credentials") {
+			env = append(env, corev1.EnvVar{Name: v.Name, Value: v.Value})
+		}
 	}
 	zero, ttl, deadline := int32(0), int32(60), int64(180)
 	no := false

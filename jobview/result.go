@@ -3,7 +3,6 @@ package jobview
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -120,7 +119,7 @@ func (j *Job) ResultOf(ctx context.Context, state job.State, reason string, valu
 // ErrNothingRecorded is ResultRecorded's answer for a job that has neither a status.json
 // nor an envelope in the store: nothing of its end was written (a batch child whose pod
 // wrote nothing, say).
-var ErrNothingRecorded = errors.New("the store records nothing of the job's end")
+var ErrNothingRecorded = errs.New(errs.NoResult, "the store records nothing of the job's end")
 
 // ResultRecorded is Result for a job whose end the store records, read as Recorded
 // reads it (a final status.json decides, else the envelope) and without a second read

@@ -3,12 +3,13 @@ package pack
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 	"sort"
 	"strings"
+
+	"github.com/kinetic-run/kinetic/errs"
 )
 
 // ManifestVersion is the manifest format this package writes and reads.
@@ -29,7 +30,7 @@ const (
 
 // ErrBadManifest is wrapped by every error ParseManifest returns for a manifest that is
 // malformed or hostile.
-var ErrBadManifest = errors.New("bad working directory manifest")
+var ErrBadManifest = errs.New(errs.Internal, "bad working directory manifest")
 
 // Manifest describes a shipped tree: every directory, file and symlink, sorted by path,
 // and where each file's bytes live in the store. Scan fills everything but the locations;

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/internal/atomicfile"
 	"github.com/kinetic-run/kinetic/store"
 )
@@ -30,7 +31,7 @@ const (
 
 // ErrFileChanged is wrapped when a file no longer has the content Scan recorded: scan
 // again and retry.
-var ErrFileChanged = errors.New("file changed since it was scanned")
+var ErrFileChanged = errs.New(errs.FailedPrecondition, "file changed since it was scanned")
 
 // ManifestRef names an uploaded manifest: the job spec carries it to the runner.
 type ManifestRef struct {

@@ -41,6 +41,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/internal/filelock"
 )
 
@@ -50,7 +51,7 @@ const MarkerFile = "kinetic-env.json"
 // ErrNoVenv is returned (wrapped) when the interpreter can create neither a virtual
 // environment without pip nor one with pip (Debian: install python3-venv, or
 // python3-pip).
-var ErrNoVenv = errors.New("python cannot create a virtual environment")
+var ErrNoVenv = errs.New(errs.FailedPrecondition, "python cannot create a virtual environment")
 
 // Spec is what to install: requirements-file lines (requirements and pip directives
 // such as --index-url, as deps.Requirements.Lines returns them) and constraints-file

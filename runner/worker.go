@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kinetic-run/kinetic/batch/layout"
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/store"
@@ -43,7 +44,7 @@ type Worker struct {
 }
 
 // ErrJobFailed means the job ran and failed (its envelope says so).
-var ErrJobFailed = errors.New("the job failed")
+var ErrJobFailed = errs.New(errs.Internal, "the job failed")
 
 // Flags returns the flags of `kinetic runner`, bound to w and set to their defaults;
 // the CLI and cmd/kinetic-runner both parse them, so a pod's argv suits either binary.

@@ -4,13 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"syscall"
 
-	"gocloud.dev/gcerrors"
+	"github.com/kinetic-run/kinetic/errs"
 )
 
 // Content-addressed blobs (blobs/sha256/HEX) are trusted by name: a submission that
@@ -39,15 +38,15 @@ func (s *Store) StoredSize(ctx context.Context, key string) (int64, error) {
 		case err == nil, err == syscall.ENOENT, err == syscall.ENOTDIR:
 			return 0, fmt.Errorf("%s: %w", key, ErrNotFound)
 		default:
-			return 0, fmt.Errorf("check %s: %w", key, err)
+			return 0, s.coded("check", key, err)
 		}
 	}
 	a, err := s.bucket.Attributes(ctx, key)
-	if gcerrors.Code(err) == gcerrors.NotFound {
+	if s.notFound(err) {
 		return 0, fmt.Errorf("%s: %w", key, ErrNotFound)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("check %s: %w", key, err)
+		return 0, s.coded("check", key, err)
 	}
 	return a.Size, nil
 }
@@ -68,7 +67,7 @@ func (s *Store) HasBlob(ctx context.Context, key string, size int64) (bool, erro
 
 // ErrDamagedBlob is wrapped by the error for a content-addressed blob whose content
 // does not match its name.
-var ErrDamagedBlob = errors.New("damaged blob")
+var ErrDamagedBlob = errs.New(errs.Internal, "damaged blob")
 
 // IsBlobKey reports whether key is a content-addressed blob (blobs/sha256/HEX).
 func IsBlobKey(key string) bool {

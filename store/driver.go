@@ -2,127 +2,183 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
-	"sync"
+	"strings"
 
 	"gocloud.dev/blob"
+
+	"github.com/kinetic-run/kinetic/errs"
+	"github.com/kinetic-run/kinetic/store/driver"
+	_ "github.com/kinetic-run/kinetic/store/filestore" // file://
+	_ "github.com/kinetic-run/kinetic/store/memstore"  // mem://
 )
 
-// Drivers. file:// and mem:// are built in: their gocloud drivers link nothing but the
-// standard library, and they are the embedded default and the tests' store. gs:// and
-// s3:// link the clouds' SDKs (a hundred AWS packages, the Google API clients), so their
-// drivers live in store/gcs and store/s3, which a program imports for their side effect,
-// as it imports gocloud's own drivers: cmd/kinetic and cmd/kinetic-runner do. A package
-// that only needs the Store type (the backend interface) then links no cloud SDK.
+// Drivers (store/driver): each scheme's driver registers itself and owns its URLs, its
+// bucket, pods' reach and credentials, and its error codes. file:// and mem:// are
+// linked here: they need nothing beyond gocloud's drivers of the same name, and they
+// are the embedded default and the tests' store. gs:// (store/gcs) and s3:// (store/s3)
+// link the clouds' SDKs, so a program imports them for their side effect (cmd/kinetic
+// and cmd/kinetic-runner do); a package that only needs the Store type (the backend
+// interface) then links no cloud SDK.
 
-// DriverPackages names the package that registers each scheme's driver, for the error
-// a program that did not link one gives.
-var DriverPackages = map[string]string{
-	"gs": "github.com/kinetic-run/kinetic/store/gcs",
-	"s3": "github.com/kinetic-run/kinetic/store/s3",
+// located is a store URL taken apart by its scheme's driver.
+type located struct {
+	driver.Location
+	d driver.Driver
 }
 
-// GCSOpener opens bucket: on a custom GCS JSON API endpoint (scheme://host[:port], an
-// emulator such as fake-gcs-server) without credentials, or with endpoint "" on Google
-// Cloud Storage with Application Default Credentials.
-type GCSOpener func(ctx context.Context, bucket, endpoint string) (*blob.Bucket, error)
-
-// GCSGlob returns a ListOptions.BeforeList that makes a gs:// listing return only the
-// objects whose names (the whole name in the bucket, its prefix included) match glob:
-// GCS's matchGlob, which store/gcs sets on gcsblob's query (store.ListNamed).
-type GCSGlob func(glob string) func(as func(any) bool) error
-
-var (
-	driverMu  sync.RWMutex
-	gcsOpener GCSOpener
-	gcsGlob   GCSGlob
-)
-
-// errNoCredentials marks an opener's error that already names its fix (no credentials
-// found), which Open passes on without its generic hint. store/gcs's ErrNoCredentials
-// wraps it.
-var errNoCredentials = errors.New("no credentials")
-
-// NoCredentials wraps err (which must name the fix) as the error of an opener that
-// found no credentials.
-func NoCredentials(err error) error { return fmt.Errorf("%w%.0w", err, errNoCredentials) }
-
-// RegisterGCS makes f the opener of gs:// URLs. store/gcs calls it from its init.
-// (gocloud's own gs:// URL opener is not used: without credentials it prints a warning
-// on stdout and goes on with an empty key, whose first request fails with ASN.1 text.)
-func RegisterGCS(f GCSOpener) {
-	driverMu.Lock()
-	defer driverMu.Unlock()
-	gcsOpener = f
-}
-
-// RegisterGCSGlob makes f how ListNamed asks a gs:// bucket to match names itself.
-// store/gcs calls it from its init; without it ListNamed matches every name itself.
-func RegisterGCSGlob(f GCSGlob) {
-	driverMu.Lock()
-	defer driverMu.Unlock()
-	gcsGlob = f
-}
-
-// openBucket opens t's bucket through the driver its scheme registered.
-func openBucket(ctx context.Context, t target) (*blob.Bucket, error) {
-	if err := linked(t); err != nil {
-		return nil, err
+// locate takes rawURL apart through its scheme's driver. A plain absolute path means
+// file://PATH.
+func locate(raw string) (located, error) {
+	if raw == "" {
+		return located{}, errs.New(errs.InvalidArgument, "no store URL: set KINETIC_STORE or a profile's store, e.g. file:///var/lib/kinetic or gs://bucket")
 	}
-	if t.scheme != "gs" {
-		return blob.OpenBucket(ctx, t.open)
+	record := raw
+	if strings.HasPrefix(raw, "/") {
+		raw = "file://" + raw
 	}
-	driverMu.RLock()
-	f := gcsOpener
-	driverMu.RUnlock()
-	b, err := f(ctx, t.bucket, t.endpoint)
+	u, err := url.Parse(raw)
+	if err != nil {
+		return located{}, errs.Errorf(errs.InvalidArgument, "store URL %q: %w", raw, err)
+	}
+	d, err := driver.For(raw, u)
+	if err != nil {
+		return located{}, err
+	}
+	loc, err := d.Parse(u, record)
+	if err != nil {
+		return located{}, err
+	}
+	return located{Location: loc, d: d}, nil
+}
+
+// Schemes are the schemes this program links a driver of, sorted.
+func Schemes() []string { return driver.Schemes() }
+
+// SchemeList is schemes as a person reads them: "file://, gs://".
+func SchemeList(schemes []string) string { return driver.List(schemes) }
+
+// OutputSchemes are the schemes a job's output directory may have: the shared stores'
+// (not mem://, which lives in one process).
+func OutputSchemes() []string {
+	return driver.SchemesWith(func(t driver.Traits) bool { return t.Shared })
+}
+
+// FromPods reports whether pods on a cluster reach the store at rawURL (a bucket, not
+// this machine's directory). A URL whose scheme has no driver here is not.
+func FromPods(rawURL string) bool {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return false
+	}
+	d, ok := driver.Lookup(u.Scheme)
+	return ok && d.Traits().FromPods
+}
+
+// PodSchemes are the schemes of the stores pods reach, as a person reads them
+// ("gs://, s3://"), for the errors of a store they do not reach.
+func PodSchemes() string {
+	return driver.List(driver.SchemesWith(func(t driver.Traits) bool { return t.FromPods }))
+}
+
+// PodCredentials are the environment variables that point each linked driver's client
+// at credentials in dir, a Secret mounted in a pod: all of them, since a pod reads Data
+// references on other schemes than its store's. Sorted by scheme.
+func PodCredentials(dir string) []driver.EnvVar {
+	var out []driver.EnvVar
+	for _, s := range driver.Schemes() {
+		d, _ := driver.Lookup(s)
+		out = append(out, d.PodCredentials(dir)...)
+	}
+	return out
+}
+
+// WithEndpoint returns rawURL with endpoint as its custom endpoint when its scheme's
+// driver takes one (gs://: the setting gcs_endpoint) and it names none; other URLs are
+// returned unchanged.
+func WithEndpoint(rawURL, endpoint string) string {
+	u, err := url.Parse(rawURL)
+	if endpoint == "" || err != nil {
+		return rawURL
+	}
+	d, ok := driver.Lookup(u.Scheme)
+	if e, can := d.(driver.Endpointer); ok && can {
+		return e.WithEndpoint(u, endpoint)
+	}
+	return rawURL
+}
+
+// OpenGCSBucket opens gs://BUCKET[/PREFIX] as a plain bucket (Data references, not a
+// store), on the same endpoint a store would use: the URL's endpoint parameter, else
+// STORAGE_EMULATOR_HOST in either form, else real GCS.
+func OpenGCSBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
+	t, err := locate(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	if t.prefix != "" {
-		b = blob.PrefixedBucket(b, t.prefix)
+	if t.Scheme != "gs" {
+		return nil, errs.Errorf(errs.InvalidArgument, "%q is not a gs:// URL", rawURL)
 	}
-	return b, nil
+	return t.d.Open(ctx, t.Location, false)
 }
 
-// linked says, for a scheme whose driver this program does not link, which package
-// would have registered it.
-func linked(t target) error {
-	ok := blob.DefaultURLMux().ValidBucketScheme(t.scheme)
-	if t.scheme == "gs" {
-		driverMu.RLock()
-		ok = gcsOpener != nil
-		driverMu.RUnlock()
+// openBucket opens t's bucket through its driver. An error the driver coded says its
+// fix; another gets the generic hint.
+func openBucket(ctx context.Context, t located, create bool) (*blob.Bucket, error) {
+	b, err := t.d.Open(ctx, t.Location, create)
+	if p, ok := t.d.(driver.Prober); ok && err == nil {
+		if err = p.Probe(ctx, b, t.Location); err != nil {
+			b.Close()
+		}
 	}
-	if ok {
-		return nil
+	if err == nil {
+		return b, nil
 	}
-	pkg := DriverPackages[t.scheme]
-	if pkg == "" {
-		pkg = "gocloud.dev/blob/" + t.scheme + "blob"
+	if c, ok := t.d.Code(err); ok && errs.CodeOf(err) == errs.Internal {
+		err = errs.Wrap(c, err)
 	}
-	return fmt.Errorf("store URL %q: this program was built without the %s:// driver (it links %s for that)", t.record, t.scheme, pkg)
+	if errs.CodeOf(err) != errs.Internal {
+		return nil, fmt.Errorf("open store %q: %w", t.Record, err)
+	}
+	return nil, fmt.Errorf("open store %q: %w (check the URL, the credentials, and that the bucket or directory exists)", t.Record, err)
 }
 
-// GCSLocation takes a gs:// store URL apart: the bucket, the key prefix ("" or ending in
-// "/") and the custom endpoint ("" for real GCS; else from the URL's endpoint parameter
-// or STORAGE_EMULATOR_HOST), as Open would use them.
-func GCSLocation(rawURL string) (bucket, prefix, endpoint string, err error) {
-	t, err := normalise(rawURL)
-	if err != nil {
-		return "", "", "", err
+// coded gives err (from an operation on key) the code its driver (else gocloud) gives
+// it, and a hint that names the fix for the codes a person can act on.
+func (s *Store) coded(op, key string, err error) error {
+	c, ok := s.codeOf(err)
+	if !ok || errs.CodeOf(err) != errs.Internal {
+		return fmt.Errorf("%s %s: %w", op, key, err)
 	}
-	if t.scheme != "gs" {
-		return "", "", "", fmt.Errorf("%q is not a gs:// URL", rawURL)
-	}
-	if t.endpoint != "" {
-		return t.bucket, t.prefix, t.endpoint, nil
-	}
-	u, err := url.Parse(t.open)
-	if err != nil {
-		return "", "", "", fmt.Errorf("store URL %q: %w", rawURL, err)
-	}
-	return u.Host, u.Query().Get("prefix"), "", nil
+	return errs.Errorf(c, "%s %s in store %s: %w%s", op, key, s.url, err, hints[c])
 }
+
+// codeOf is the code of an error from the store's bucket: its driver's, else gocloud's.
+func (s *Store) codeOf(err error) (errs.Code, bool) {
+	if c, ok := s.d.Code(err); ok {
+		return c, true
+	}
+	return driver.GocloudCode(err)
+}
+
+// notFound reports whether err from the store's bucket says the object is not there (a
+// refusal is not: gcsblob calls GCS's 403 NotFound, the gs:// driver PermissionDenied).
+func (s *Store) notFound(err error) bool {
+	c, ok := s.codeOf(err)
+	return ok && c == errs.NotFound
+}
+
+// hints name the fix of a store error with this code.
+var hints = map[errs.Code]string{
+	errs.PermissionDenied:  " (the store's credentials may not do this: check them, and the bucket's or directory's permissions)",
+	errs.ResourceExhausted: " (the store is full or over a quota: free space, or raise the quota)",
+	errs.Unavailable:       " (the store did not answer: check the network, and try again)",
+}
+
+// Scheme is the store's URL scheme, whose driver is store/driver's Lookup(Scheme).
+func (s *Store) Scheme() string { return s.d.Scheme() }
+
+// Shared reports whether other processes (a job's supervisor, another command, a node)
+// read what this store holds: every scheme but mem://, one process's memory.
+func (s *Store) Shared() bool { return s.d.Traits().Shared }

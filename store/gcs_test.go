@@ -13,18 +13,6 @@ import (
 	"github.com/kinetic-run/kinetic/testkit/gcstest"
 )
 
-func TestConformanceGCS(t *testing.T) {
-	srv := gcstest.Start(t)
-	storetest.Run(t, func(t *testing.T) *store.Store {
-		s, err := store.Open(context.Background(), "gs://"+srv.NewBucket(t)+"?endpoint="+srv.URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	})
-}
-
 // A prefix (the URL's path) gives each store its own part of a bucket, and the
 // conformance suite holds inside it.
 func TestConformanceGCSPrefix(t *testing.T) {

@@ -36,7 +36,7 @@ func (s *Store) PutInPlace(ctx context.Context, key string, data []byte) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("write %s: %w", key, err)
+		return s.coded("write", key, err)
 	}
 	return nil
 }
@@ -88,11 +88,11 @@ func (a *appender) Write(p []byte) (int, error) {
 	if a.f == nil {
 		path := filepath.Join(a.s.dir, filepath.FromSlash(a.key))
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return 0, fmt.Errorf("write %s: %w", a.key, err)
+			return 0, a.s.coded("write", a.key, err)
 		}
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
-			return 0, fmt.Errorf("write %s: %w", a.key, err)
+			return 0, a.s.coded("write", a.key, err)
 		}
 		a.f = f
 	}
@@ -117,7 +117,7 @@ func (s *Store) Size(ctx context.Context, key string) (int64, error) {
 			return 0, fmt.Errorf("read %s: %w", key, ErrNotFound)
 		}
 		if err != nil {
-			return 0, fmt.Errorf("read %s: %w", key, err)
+			return 0, s.coded("read", key, err)
 		}
 		return fi.Size(), nil
 	}

@@ -47,21 +47,21 @@ import (
 	"time"
 
 	"gocloud.dev/blob"
-	_ "gocloud.dev/blob/fileblob" // file://
-	_ "gocloud.dev/blob/memblob"  // mem://
 	"gocloud.dev/gcerrors"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/internal/atomicfile"
 	"github.com/kinetic-run/kinetic/internal/remove"
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/store/driver"
 )
 
 // ErrNotFound is returned when a key does not exist.
-var ErrNotFound = errors.New("not found")
+var ErrNotFound = errs.New(errs.NotFound, "not found")
 
 // ErrExists is returned by Create when the key already exists.
-var ErrExists = errors.New("already exists")
+var ErrExists = errs.New(errs.FailedPrecondition, "already exists")
 
 // Store is a bucket with Kinetic's layout.
 type Store struct {
@@ -71,10 +71,10 @@ type Store struct {
 	dir string
 	// file: a file:// store, whose listings skip in-flight temporary files.
 	file bool
-	// prefix is a gs:// store's key prefix in its bucket ("" or ending in "/") and glob
-	// the driver's matchGlob (RegisterGCSGlob), for ListNamed; glob is nil elsewhere.
+	// d is the scheme's driver (store/driver); prefix the store's key prefix in its
+	// bucket ("" or ending in "/"), for a driver that matches names itself (ListNamed).
+	d      driver.Driver
 	prefix string
-	glob   GCSGlob
 	// ends: the batches' envelope logs read lately (ends.go).
 	ends endsCache
 }
@@ -94,7 +94,7 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 
 // ErrNoStore means a file:// store's directory does not exist: no job was ever
 // submitted to it. OpenExisting returns it instead of making the directory.
-var ErrNoStore = errors.New("no such store")
+var ErrNoStore = errs.New(errs.NotFound, "no such store")
 
 // OpenExisting opens a store for reading only what is there: a file:// store whose
 // directory does not exist is ErrNoStore, and nothing is created (the commands that only
@@ -123,253 +123,24 @@ func MissingDir(rawURL string) (string, bool) {
 
 func open(ctx context.Context, rawURL string, create bool) (*Store, error) {
 	if !create {
-		// Before normalise, which makes a file store's directory.
+		// Before the driver, which makes a file store's directory.
 		if p, missing := MissingDir(rawURL); missing {
 			return nil, fmt.Errorf("store %s: %w: its directory %s does not exist, so it holds no jobs (a store is made by the first job submitted to it; check the store URL or the profile)", rawURL, ErrNoStore, p)
 		}
 	}
-	t, err := normalise(rawURL)
+	t, err := locate(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	u := t.open
-	if err := linked(t); err != nil {
+	b, err := openBucket(ctx, t, create)
+	if err != nil {
 		return nil, err
 	}
-	b, err := openBucket(ctx, t)
-	if errors.Is(err, errNoCredentials) {
-		return nil, fmt.Errorf("open store %q: %w", t.record, err) // the error says the fix
-	}
-	if err != nil {
-		return nil, fmt.Errorf("open store %q: %w (check the URL, the credentials, and that the bucket or directory exists)", t.record, err)
-	}
-	if strings.HasPrefix(u, "file://") && create {
-		// fileblob creates the directory lazily; make sure it is writable now, so a bad
-		// path fails here with its name rather than later in the middle of a submission.
-		if ok, _ := b.Exists(ctx, ".kinetic-store"); ok {
-			// already set up
-		} else if err := writeMarker(ctx, b, u); err != nil {
-			b.Close()
-			return nil, fmt.Errorf("open store %q: the directory is not writable: %w", rawURL, err)
-		}
-	}
-	if t.scheme == "gs" {
-		if err := probe(ctx, b, t); err != nil {
-			b.Close()
-			return nil, err
-		}
-	}
-	s := &Store{url: t.record, bucket: b, file: t.scheme == "file"}
-	if t.scheme == "gs" {
-		driverMu.RLock()
-		s.prefix, s.glob = t.prefix, gcsGlob
-		driverMu.RUnlock()
-	}
-	if pu, err := url.Parse(u); err == nil && pu.Scheme == "file" && pu.Query().Get("prefix") == "" {
-		s.dir = pu.Path
+	s := &Store{url: t.Record, bucket: b, file: t.Scheme == "file", d: t.d, prefix: t.Prefix, dir: t.Dir}
+	if s.dir != "" {
 		spreadBatches(s.dir)
 	}
 	return s, nil
-}
-
-// writeMarker writes .kinetic-store in the file store at u, 0600 (fileblob's files
-// are 0666 less the umask).
-func writeMarker(ctx context.Context, b *blob.Bucket, u string) error {
-	if pu, err := url.Parse(u); err == nil && pu.Query().Get("prefix") == "" {
-		return atomicfile.Write(filepath.Join(pu.Path, ".kinetic-store"), []byte("kinetic store\n"), 0o600, 0o700)
-	}
-	return b.WriteAll(ctx, ".kinetic-store", []byte("kinetic store\n"), nil)
-}
-
-// ProbeTimeout bounds the check Open makes that a gs:// bucket answers. The Google client
-// retries refused connections and 5xx answers until its context ends, so without a bound
-// an unreachable endpoint would hang Open.
-const ProbeTimeout = 20 * time.Second
-
-func probe(ctx context.Context, b *blob.Bucket, t target) error {
-	pctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
-	defer cancel()
-	ok, err := b.IsAccessible(pctx)
-	if err != nil {
-		hint := "check the credentials (Application Default Credentials) and the network"
-		if t.endpoint != "" {
-			hint = "is the endpoint " + t.endpoint + " up?"
-		}
-		return fmt.Errorf("open store %q: cannot reach bucket %q: %w (%s)", t.record, t.bucket, err, hint)
-	}
-	if !ok {
-		return fmt.Errorf("open store %q: bucket %q does not exist", t.record, t.bucket)
-	}
-	return nil
-}
-
-// WithEndpoint returns rawURL with endpoint as its endpoint parameter when rawURL is a
-// gs:// URL without one (the setting gcs_endpoint); other URLs are returned unchanged.
-func WithEndpoint(rawURL, endpoint string) string {
-	if endpoint == "" || !strings.HasPrefix(rawURL, "gs://") {
-		return rawURL
-	}
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Query().Get(EndpointParam) != "" {
-		return rawURL
-	}
-	q := u.Query()
-	q.Set(EndpointParam, endpoint)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
-// OpenGCSBucket opens gs://BUCKET[/PREFIX] as a plain bucket (Data references, not a
-// store), on the same endpoint a store would use: the URL's endpoint parameter, else
-// STORAGE_EMULATOR_HOST in either form (host:port, or an http(s) URL, which gcsblob alone
-// would turn into "http://http://host:port"), else real GCS.
-func OpenGCSBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
-	t, err := normalise(rawURL)
-	if err != nil {
-		return nil, err
-	}
-	if t.scheme != "gs" {
-		return nil, fmt.Errorf("%q is not a gs:// URL", rawURL)
-	}
-	return openBucket(ctx, t)
-}
-
-// target is a store URL taken apart.
-type target struct {
-	scheme string
-	// open is the URL handed to gocloud's URL mux (with Kinetic's parameters removed).
-	open string
-	// record is the URL the store reports (Store.URL) and job handles carry: the URL as
-	// given, plus the endpoint when it came from STORAGE_EMULATOR_HOST, so that another
-	// machine or a pod reaches the same bucket.
-	record string
-	// For gs:// on a custom endpoint: the bucket, the endpoint (scheme://host[:port]) and
-	// the key prefix ("" or ending in "/").
-	bucket, endpoint, prefix string
-}
-
-// EndpointParam is the gs:// URL parameter that names a custom JSON API endpoint, e.g.
-// gs://bucket?endpoint=http://127.0.0.1:4443.
-const EndpointParam = "endpoint"
-
-func normalise(raw string) (target, error) {
-	if raw == "" {
-		return target{}, errors.New("no store URL: set KINETIC_STORE or a profile's store, e.g. file:///var/lib/kinetic or gs://bucket")
-	}
-	record := raw
-	if strings.HasPrefix(raw, "/") {
-		raw = "file://" + raw
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return target{}, fmt.Errorf("store URL %q: %w", raw, err)
-	}
-	t := target{scheme: u.Scheme, record: record}
-	switch u.Scheme {
-	case "file":
-		if (u.Host != "" && u.Host != "localhost") || u.Path == "" || !filepath.IsAbs(u.Path) {
-			return target{}, fmt.Errorf("store URL %q: a file store needs an absolute path, e.g. file:///home/me/kinetic-store", raw)
-		}
-		// 0700: a store holds captured secrets (env.json), pickled code and logs; who else
-		// may read it is the store's owner's choice (docs/store.md), not ours.
-		if err := os.MkdirAll(u.Path, 0o700); err != nil {
-			return target{}, fmt.Errorf("store URL %q: cannot create the directory: %w", raw, err)
-		}
-		q := u.Query()
-		for k, v := range map[string]string{"no_tmp_dir": "1", "metadata": "skip", "dir_file_mode": "0700"} {
-			if q.Get(k) == "" {
-				q.Set(k, v)
-			}
-		}
-		u.RawQuery = q.Encode()
-	case "gs", "s3":
-		if u.Host == "" {
-			return target{}, fmt.Errorf("store URL %q: a %s:// URL needs a bucket, e.g. %s://my-bucket", raw, u.Scheme, u.Scheme)
-		}
-		if u.User != nil {
-			return target{}, fmt.Errorf("store URL %q: credentials do not belong in a store URL (it is recorded in job handles); use Application Default Credentials or the cloud's usual credential chain", redact(u))
-		}
-		q := u.Query()
-		// The path is the key prefix: gocloud's openers ignore it, which would put
-		// gs://b/team-a and gs://b/team-b in the same place.
-		if p := strings.Trim(u.Path, "/"); p != "" {
-			if q.Get("prefix") != "" {
-				return target{}, fmt.Errorf("store URL %q: give the prefix as the path or as ?prefix=, not both", raw)
-			}
-			q.Set("prefix", p+"/")
-			u.Path = ""
-		}
-		if u.Scheme == "gs" {
-			ep, fromEnv, err := gcsEndpoint(q.Get(EndpointParam))
-			if err != nil {
-				// The query is left out: it may hold what the error is about, a secret.
-				return target{}, fmt.Errorf("store URL %q: %w", u.Scheme+"://"+u.Host, err)
-			}
-			if ep != "" {
-				for k := range q {
-					if k != EndpointParam && k != "prefix" {
-						return target{}, fmt.Errorf("store URL %q: parameter %q cannot be combined with a custom endpoint (it is used without credentials)", raw, k)
-					}
-				}
-				t.bucket, t.endpoint, t.prefix = u.Host, ep, q.Get("prefix")
-				if fromEnv {
-					sep := "?"
-					if strings.Contains(record, "?") {
-						sep = "&"
-					}
-					t.record = record + sep + EndpointParam + "=" + ep
-				}
-			} else {
-				for k := range q {
-					if k != EndpointParam && k != "prefix" {
-						return target{}, fmt.Errorf("store URL %q: parameter %q is not supported for gs:// (kinetic reaches Cloud Storage with Application Default Credentials)", raw, k)
-					}
-				}
-				t.bucket, t.prefix = u.Host, q.Get("prefix")
-			}
-			q.Del(EndpointParam)
-		}
-		u.RawQuery = q.Encode()
-	case "mem":
-	default:
-		return target{}, fmt.Errorf("store URL %q: unsupported scheme %q (use file://, gs://, s3:// or mem://)", raw, u.Scheme)
-	}
-	t.open = u.String()
-	return t, nil
-}
-
-// gcsEndpoint returns the custom GCS endpoint as scheme://host[:port]: param if given,
-// else STORAGE_EMULATOR_HOST (fromEnv), else "" (real GCS). Both accept host:port (plain
-// HTTP, as the Google client reads the variable) or an http(s) URL with no path.
-func gcsEndpoint(param string) (ep string, fromEnv bool, err error) {
-	v, name := param, "parameter "+EndpointParam
-	if v == "" {
-		v, name, fromEnv = os.Getenv("STORAGE_EMULATOR_HOST"), "STORAGE_EMULATOR_HOST", true
-		if v == "" {
-			return "", false, nil
-		}
-	}
-	s := v
-	if !strings.Contains(s, "://") {
-		s = "http://" + s
-	}
-	e, err := url.Parse(s)
-	if err != nil || (e.Scheme != "http" && e.Scheme != "https") || e.Host == "" ||
-		(e.Path != "" && e.Path != "/") || e.RawQuery != "" || e.Fragment != "" || e.User != nil {
-		what := v
-		if err == nil && e.User != nil {
-			what = redact(e)
-		}
-		return "", false, fmt.Errorf("%s %q: want host:port or http(s)://host[:port], with no path and no credentials", name, what)
-	}
-	return e.Scheme + "://" + e.Host, fromEnv, nil
-}
-
-// redact returns u without its user information, for error messages.
-func redact(u *url.URL) string {
-	c := *u
-	c.User = nil
-	return c.String()
 }
 
 // URL returns the URL the store was opened with.
@@ -401,7 +172,7 @@ func (s *Store) Close() error {
 func (s *Store) Put(ctx context.Context, key string, data []byte) error {
 	if s.dir != "" && plainKey(key) {
 		if err := atomicfile.Write(filepath.Join(s.dir, filepath.FromSlash(key)), data, 0o600, 0o700); err != nil {
-			return fmt.Errorf("write %s: %w", key, err)
+			return s.coded("write", key, err)
 		}
 		return nil
 	}
@@ -420,7 +191,7 @@ func (s *Store) Create(ctx context.Context, key string, data []byte) error {
 			return fmt.Errorf("write %s: %w", key, ErrExists)
 		}
 		if err != nil {
-			return fmt.Errorf("write %s: %w", key, err)
+			return s.coded("write", key, err)
 		}
 		return nil
 	}
@@ -433,7 +204,7 @@ func (s *Store) Create(ctx context.Context, key string, data []byte) error {
 		return fmt.Errorf("write %s: %w", key, ErrExists)
 	}
 	if err != nil {
-		return fmt.Errorf("write %s: %w", key, err)
+		return s.coded("write", key, err)
 	}
 	return nil
 }
@@ -445,7 +216,7 @@ func (s *Store) PutFrom(ctx context.Context, key string, r io.Reader) (int64, er
 		// Not fileblob: it makes its files 0666 less the umask; ours are 0600.
 		n, err := atomicfile.WriteFrom(filepath.Join(s.dir, filepath.FromSlash(key)), ctxReader{ctx, r}, 0o600, 0o700)
 		if err != nil {
-			return n, fmt.Errorf("write %s: %w", key, err)
+			return n, s.coded("write", key, err)
 		}
 		return n, nil
 	}
@@ -453,16 +224,16 @@ func (s *Store) PutFrom(ctx context.Context, key string, r io.Reader) (int64, er
 	defer cancel()
 	w, err := s.bucket.NewWriter(wctx, key, &blob.WriterOptions{ContentType: "application/octet-stream"})
 	if err != nil {
-		return 0, fmt.Errorf("write %s: %w", key, err)
+		return 0, s.coded("write", key, err)
 	}
 	n, err := io.Copy(w, r)
 	if err != nil {
 		cancel() // abandons the write
 		w.Close()
-		return n, fmt.Errorf("write %s: %w", key, err)
+		return n, s.coded("write", key, err)
 	}
 	if err := w.Close(); err != nil {
-		return n, fmt.Errorf("write %s: %w", key, err)
+		return n, s.coded("write", key, err)
 	}
 	return n, nil
 }
@@ -561,7 +332,7 @@ func (s *Store) getPlain(ctx context.Context, key string) ([]byte, error) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", key, err)
+			return nil, s.coded("read", key, err)
 		}
 		b = b[:len(b)+n]
 		if n == 0 || len(b) < cap(b) {
@@ -582,7 +353,7 @@ func (s *Store) openRaw(key string) (fd int, path string, err error) {
 		return -1, path, fmt.Errorf("%s: %w", key, ErrNotFound)
 	}
 	if err != nil {
-		return -1, path, fmt.Errorf("read %s: %w", key, err)
+		return -1, path, s.coded("read", key, err)
 	}
 	return fd, path, nil
 }
@@ -637,7 +408,7 @@ func (s *Store) GetRange(ctx context.Context, key string, off, n int64) ([]byte,
 	defer r.Close()
 	b, err := io.ReadAll(r)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", key, err)
+		return nil, s.coded("read", key, err)
 	}
 	return b, nil
 }
@@ -659,20 +430,20 @@ func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
 			}
 			return false, nil
 		default:
-			return false, fmt.Errorf("check %s: %w", key, err)
+			return false, s.coded("check", key, err)
 		}
 	}
 	ok, err := s.bucket.Exists(ctx, key)
 	if err != nil {
-		return false, fmt.Errorf("check %s: %w", key, err)
+		return false, s.coded("check", key, err)
 	}
 	return ok, nil
 }
 
 // Delete removes one object; a missing key is not an error.
 func (s *Store) Delete(ctx context.Context, key string) error {
-	if err := s.bucket.Delete(ctx, key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
-		return fmt.Errorf("delete %s: %w", key, err)
+	if err := s.bucket.Delete(ctx, key); err != nil && !s.notFound(err) {
+		return s.coded("delete", key, err)
 	}
 	return nil
 }
@@ -685,7 +456,7 @@ func (s *Store) Remove(ctx context.Context, key string) (bool, error) {
 		// An object is a file: one unlink, also for one never written.
 		removed, err := remove.File(filepath.Join(s.dir, filepath.FromSlash(key)))
 		if err != nil {
-			return false, fmt.Errorf("delete %s: %w", key, err)
+			return false, s.coded("delete", key, err)
 		}
 		if !removed {
 			if gid, i, packed := s.packedKey(key); packed {
@@ -695,11 +466,11 @@ func (s *Store) Remove(ctx context.Context, key string) (bool, error) {
 		return removed, nil
 	}
 	err := s.bucket.Delete(ctx, key)
-	if gcerrors.Code(err) == gcerrors.NotFound {
+	if s.notFound(err) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("delete %s: %w", key, err)
+		return false, s.coded("delete", key, err)
 	}
 	return true, nil
 }
@@ -740,7 +511,7 @@ func (s *Store) list(ctx context.Context, opts *blob.ListOptions) ([]Object, err
 			return out, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", opts.Prefix, err)
+			return nil, s.coded("list", opts.Prefix, err)
 		}
 		if o.IsDir || (s.file && tempKey(o.Key)) {
 			continue
@@ -760,8 +531,8 @@ func (s *Store) ListNamed(ctx context.Context, prefix, name string) ([]Object, e
 	var err error
 	// A glob is only sent for a store prefix with no glob character in it (they would
 	// need escaping: such a store lists everything, as elsewhere).
-	if s.glob != nil && !strings.ContainsAny(s.prefix+prefix+name, `*?[]{}\!,`) {
-		objs, err = s.list(ctx, &blob.ListOptions{Prefix: prefix, BeforeList: s.glob(s.prefix + prefix + "*/" + name)})
+	if g, ok := s.d.(driver.Globber); ok && !strings.ContainsAny(s.prefix+prefix+name, `*?[]{}\!,`) {
+		objs, err = s.list(ctx, &blob.ListOptions{Prefix: prefix, BeforeList: g.BeforeList(s.prefix + prefix + "*/" + name)})
 	} else {
 		objs, err = s.List(ctx, prefix)
 	}
@@ -797,7 +568,7 @@ func (s *Store) listFile(ctx context.Context, prefix string) (out []Object, ok b
 			return true, nil
 		}
 		if err != nil {
-			return true, fmt.Errorf("list %s: %w", prefix, err)
+			return true, s.coded("list", prefix, err)
 		}
 		for _, e := range ents {
 			name := e.Name()
@@ -824,7 +595,7 @@ func (s *Store) listFile(ctx context.Context, prefix string) (out []Object, ok b
 				continue // renamed or removed since the directory was read
 			}
 			if err != nil {
-				return true, fmt.Errorf("list %s: %w", prefix, err)
+				return true, s.coded("list", prefix, err)
 			}
 			if fi.Mode().IsRegular() {
 				out = append(out, Object{Key: key, Size: fi.Size(), ModTime: fi.ModTime()})
@@ -867,7 +638,7 @@ func (s *Store) ListDirs(ctx context.Context, prefix string) ([]string, error) {
 			return out, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", prefix, err)
+			return nil, s.coded("list", prefix, err)
 		}
 		if o.IsDir {
 			out = append(out, strings.TrimSuffix(strings.TrimPrefix(o.Key, prefix), "/"))
@@ -883,7 +654,7 @@ func (s *Store) DeletePrefix(ctx context.Context, prefix string) error {
 		// still get its supervisor's last write for a moment (a file made during the
 		// walk fails it with "directory not empty"): tried again for up to a second.
 		if err := remove.AllWhileWritten(ctx, filepath.Join(s.dir, filepath.FromSlash(prefix)), time.Second); err != nil {
-			return fmt.Errorf("delete %s: %w", prefix, err)
+			return s.coded("delete", prefix, err)
 		}
 		return nil
 	}
@@ -1012,7 +783,7 @@ func (s *Store) listFileDirs(prefix string) ([]string, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", prefix, err)
+		return nil, s.coded("list", prefix, err)
 	}
 	var out []string
 	for _, e := range ents {
@@ -1087,11 +858,13 @@ func tempKey(key string) bool {
 	return true
 }
 
+// wrap is a read's error: a missing key wraps ErrNotFound, another keeps the code its
+// driver gives it.
 func (s *Store) wrap(key string, err error) error {
-	if gcerrors.Code(err) == gcerrors.NotFound {
+	if s.notFound(err) {
 		return fmt.Errorf("%s: %w", key, ErrNotFound)
 	}
-	return fmt.Errorf("read %s: %w", key, err)
+	return s.coded("read", key, err)
 }
 
 // PutBlob stores data content-addressed and returns its key and hex SHA-256. Content the

@@ -8,30 +8,10 @@ import (
 	"testing"
 
 	"github.com/kinetic-run/kinetic/store"
-	"github.com/kinetic-run/kinetic/store/storetest"
 )
 
-func TestConformanceFile(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) *store.Store {
-		s, err := store.Open(context.Background(), "file://"+t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	})
-}
-
-func TestConformanceMem(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) *store.Store {
-		s, err := store.Open(context.Background(), "mem://")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	})
-}
+// The conformance suite on every scheme (file, mem, gs, s3) is store/storetest's
+// TestEveryScheme; the tests here are the store's own paths.
 
 func TestOpenErrors(t *testing.T) {
 	ctx := context.Background()

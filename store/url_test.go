@@ -6,35 +6,36 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kinetic-run/kinetic/store/driver"
 )
 
-func TestNormaliseObjectURLs(t *testing.T) {
+func TestLocateObjectURLs(t *testing.T) {
 	t.Setenv("STORAGE_EMULATOR_HOST", "")
 	for name, tc := range map[string]struct {
 		env, raw string
-		want     target
+		want     driver.Location
 	}{
-		"gs plain":          {raw: "gs://b", want: target{scheme: "gs", open: "gs://b", record: "gs://b", bucket: "b"}},
-		"gs path is prefix": {raw: "gs://b/team-a/x/", want: target{scheme: "gs", open: "gs://b?prefix=team-a%2Fx%2F", record: "gs://b/team-a/x/", bucket: "b", prefix: "team-a/x/"}},
-		"s3 path is prefix": {raw: "s3://b/team-a?region=eu-west-1", want: target{scheme: "s3", open: "s3://b?prefix=team-a%2F&region=eu-west-1", record: "s3://b/team-a?region=eu-west-1"}},
-		"gs endpoint param": {raw: "gs://b/p?endpoint=127.0.0.1:4443", want: target{
-			scheme: "gs", open: "gs://b?prefix=p%2F", record: "gs://b/p?endpoint=127.0.0.1:4443",
-			bucket: "b", endpoint: "http://127.0.0.1:4443", prefix: "p/"}},
-		"gs endpoint from env": {env: "127.0.0.1:9", raw: "gs://b?prefix=q/", want: target{
-			scheme: "gs", open: "gs://b?prefix=q%2F", record: "gs://b?prefix=q/&endpoint=http://127.0.0.1:9",
-			bucket: "b", endpoint: "http://127.0.0.1:9", prefix: "q/"}},
-		"param wins over env": {env: "127.0.0.1:9", raw: "gs://b?endpoint=https://emu.example:8443/", want: target{
-			scheme: "gs", open: "gs://b", record: "gs://b?endpoint=https://emu.example:8443/",
-			bucket: "b", endpoint: "https://emu.example:8443"}},
+		"gs plain":          {raw: "gs://b", want: driver.Location{Scheme: "gs", Open: "gs://b", Record: "gs://b", Bucket: "b"}},
+		"gs path is prefix": {raw: "gs://b/team-a/x/", want: driver.Location{Scheme: "gs", Open: "gs://b?prefix=team-a%2Fx%2F", Record: "gs://b/team-a/x/", Bucket: "b", Prefix: "team-a/x/"}},
+		"gs endpoint param": {raw: "gs://b/p?endpoint=127.0.0.1:4443", want: driver.Location{
+			Scheme: "gs", Open: "gs://b?prefix=p%2F", Record: "gs://b/p?endpoint=127.0.0.1:4443",
+			Bucket: "b", Endpoint: "http://127.0.0.1:4443", Prefix: "p/"}},
+		"gs endpoint from env": {env: "127.0.0.1:9", raw: "gs://b?prefix=q/", want: driver.Location{
+			Scheme: "gs", Open: "gs://b?prefix=q%2F", Record: "gs://b?prefix=q/&endpoint=http://127.0.0.1:9",
+			Bucket: "b", Endpoint: "http://127.0.0.1:9", Prefix: "q/"}},
+		"param wins over env": {env: "127.0.0.1:9", raw: "gs://b?endpoint=https://emu.example:8443/", want: driver.Location{
+			Scheme: "gs", Open: "gs://b", Record: "gs://b?endpoint=https://emu.example:8443/",
+			Bucket: "b", Endpoint: "https://emu.example:8443"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Setenv("STORAGE_EMULATOR_HOST", tc.env)
-			got, err := normalise(tc.raw)
+			got, err := locate(tc.raw)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := cmp.Diff(tc.want, got, cmp.AllowUnexported(target{})); d != "" {
-				t.Errorf("normalise(%q) (-want +got):\n%s", tc.raw, d)
+			if d := cmp.Diff(tc.want, got.Location); d != "" {
+				t.Errorf("locate(%q) (-want +got):\n%s", tc.raw, d)
 			}
 		})
 	}
@@ -69,8 +70,8 @@ func TestOpenWithoutDriver(t *testing.T) {
 // are not how kinetic reaches Cloud Storage; they are refused by name, not ignored.
 func TestGSParametersRefused(t *testing.T) {
 	t.Setenv("STORAGE_EMULATOR_HOST", "")
-	_, err := normalise("gs://b/p?private_key_path=/k.pem")
+	_, err := locate("gs://b/p?private_key_path=/k.pem")
 	if err == nil || !strings.Contains(err.Error(), `parameter "private_key_path" is not supported`) || !strings.Contains(err.Error(), "Application Default Credentials") {
-		t.Fatalf("normalise with private_key_path = %v", err)
+		t.Fatalf("locate with private_key_path = %v", err)
 	}
 }

@@ -25,7 +25,7 @@ func TestNewRefusesUnreachableStore(t *testing.T) {
 	}
 	defer st.Close()
 	_, err = New(st, Options{})
-	if err == nil || !strings.Contains(err.Error(), "gs:// or s3://") {
+	if err == nil || !strings.Contains(err.Error(), "gs://, s3://") {
 		t.Fatalf("New with mem:// store: %v", err)
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -140,8 +139,8 @@ type Backend struct {
 // from the GKE API here).
 func New(st *store.Store, o Options) (*Backend, error) {
 	o = o.withDefaults()
-	if u := st.URL(); !strings.HasPrefix(u, "gs://") && !strings.HasPrefix(u, "s3://") {
-		return nil, fmt.Errorf("kubernetes backend: the store %s cannot be reached from pods: use a gs:// or s3:// store (--store, KINETIC_STORE or the profile's store)", u)
+	if u := st.URL(); !store.FromPods(u) {
+		return nil, fmt.Errorf("kubernetes backend: the store %s cannot be reached from pods: use a store of one of %s (--store, KINETIC_STORE or the profile's store)", u, store.PodSchemes())
 	}
 	cfg := o.Config
 	if cfg == nil && o.GKE != nil {

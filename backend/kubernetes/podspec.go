@@ -16,6 +16,7 @@ import (
 	"github.com/kinetic-run/kinetic/batch/driver"
 	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/store"
 )
 
 // Labels and annotations on every object the backend creates.
@@ -167,9 +168,10 @@ func (b *Backend) podTemplate(h *job.Handle, sp accel.Spec, labels map[string]st
 	if b.o.StoreSecret != "" {
 		volumes = append(volumes, corev1.Volume{Name: credsVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: b.o.StoreSecret}}})
 		mounts = append(mounts, corev1.VolumeMount{Name: credsVolume, MountPath: credsDir, ReadOnly: true})
-		env = append(env,
-			corev1.EnvVar{Name: "GOOGLE_APPLICATION_CREDENTIALS", Value: credsDir + "/key.json"},
-			corev1.EnvVar{Name: "AWS_SHARED_CREDENTIALS_FILE", Value: credsDir + "/credentials"})
+		// What each store driver's client reads its credentials by (store/driver).
+		for _, v := range store.PodCredentials(credsDir) {
+			env = append(env, corev1.EnvVar{Name: v.Name, Value: v.Value})
+		}
 	}
 	main := corev1.Container{
 		Name:            "job",

@@ -109,7 +109,7 @@ type Backend struct {
 
 // New returns a local backend over st.
 func New(st *store.Store, o Options) (*Backend, error) {
-	if strings.HasPrefix(st.URL(), "mem://") {
+	if !st.Shared() {
 		// A mem:// store lives in one process's memory, and a local job's supervisor,
 		// and every `kinetic jobs` command, is another process: a job submitted there
 		// could never be run or found.

@@ -93,7 +93,7 @@ var (
 
 // New returns a Slurm backend over st.
 func New(st *store.Store, o Options) (*Backend, error) {
-	if strings.HasPrefix(st.URL(), "mem://") {
+	if !st.Shared() {
 		return nil, errors.New("store mem:// is memory inside one process, and a Slurm job runs in another process on a node: use a file:// store on a file system the nodes share, or gs:// / s3://")
 	}
 	if o.Kinetic == "" {

@@ -248,7 +248,7 @@ func (m *Manifest) deriveChildren() {
 }
 
 // ErrNotSubmitted means a batch index was never submitted (the batch was stopped).
-var ErrNotSubmitted = errors.New("batch input not submitted")
+var ErrNotSubmitted = errs.New(errs.NotFound, "batch input not submitted")
 
 // ResolveMember finds the job that index i of batch gid runs as its first attempt: what
 // a member of a backend's group unit (a pod of an Indexed Job) runs. Members may start

@@ -2,8 +2,6 @@ package plan
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -14,6 +12,7 @@ import (
 	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/internal/seconds"
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/store"
 )
 
 // call validates what is called (the payload, the entry or the command), its debug
@@ -34,11 +33,11 @@ func call(ctx context.Context, env Env, req *Request, p *Job) error {
 	cwd := req.Cwd
 	if cwd == "" {
 		if cwd, err = os.Getwd(); err != nil {
-			return fmt.Errorf("the current working directory cannot be read (%v): cd into an existing directory and submit again", err)
+			return errs.Errorf(errs.FailedPrecondition, "the current working directory cannot be read (%v): cd into an existing directory and submit again", err)
 		}
 	}
 	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
-		return fmt.Errorf("working directory %q cannot be read: %v (run from a directory you can read)", cwd, err)
+		return errs.Errorf(errs.FailedPrecondition, "working directory %q cannot be read: %v (run from a directory you can read)", cwd, err)
 	}
 	p.cwd = cwd
 	switch req.Kind {
@@ -46,29 +45,29 @@ func call(ctx context.Context, env Env, req *Request, p *Job) error {
 		p.Payload = req.Payload
 		if req.PayloadPath != "" {
 			if p.Payload, err = os.ReadFile(req.PayloadPath); err != nil {
-				return fmt.Errorf("payload: %w", err)
+				return errs.Errorf(errs.InvalidArgument, "payload file %s cannot be read: %w", req.PayloadPath, err)
 			}
 		}
 		if len(p.Payload) == 0 {
-			return errors.New("empty payload: the function could not be pickled")
+			return errs.New(errs.InvalidArgument, "empty payload: the function could not be pickled")
 		}
 	case job.KindEntry:
 		if req.Entry == nil || req.Entry.File == "" || req.Entry.Func == "" {
-			return errors.New("an entry needs FILE.py::FUNC")
+			return errs.New(errs.InvalidArgument, "an entry needs FILE.py::FUNC")
 		}
 	case job.KindCommand:
 		if len(req.Command) == 0 {
-			return errors.New("no command given after --")
+			return errs.New(errs.InvalidArgument, "no command given after --")
 		}
 		for i, a := range req.Command {
 			// The spec is JSON: bytes that are not UTF-8 would arrive changed.
 			if !utf8.ValidString(a) {
-				return fmt.Errorf("command argument %d (%q) is not valid UTF-8, and would not reach the job unchanged: pass it in a file, or encode it (base64, say)", i, Clip(a))
+				return errs.Errorf(errs.InvalidArgument, "command argument %d (%q) is not valid UTF-8, and would not reach the job unchanged: pass it in a file, or encode it (base64, say)", i, Clip(a))
 			}
 		}
 		p.Spec.Command = req.Command
 	default:
-		return fmt.Errorf("unknown job kind %q", req.Kind)
+		return errs.Errorf(errs.InvalidArgument, "unknown job kind %q: want pickle, entry or command", req.Kind)
 	}
 	return nil
 }
@@ -103,10 +102,6 @@ func timeoutSeconds(d time.Duration) (int, error) {
 	return int((d + time.Second - 1) / time.Second), nil
 }
 
-// outputSchemes are the schemes an output directory's URL may have (a path needs none):
-// the stores' a job can write to.
-var outputSchemes = []string{"file", "gs", "s3"}
-
 // outputDirScheme refuses an output directory (the request's, else the configured one)
 // whose URL scheme no job can write to (ftp://...), before anything is made: it would
 // reach the job as KINETIC_OUTPUT_DIR and fail there, or be written nowhere.
@@ -116,8 +111,10 @@ func outputDirScheme(req, configured string) error {
 		dir, what = configured, "output_dir (KINETIC_OUTPUT_DIR or the profile)"
 	}
 	i := strings.Index(dir, "://")
-	if i <= 0 || slices.Contains(outputSchemes, strings.ToLower(dir[:i])) {
+	// The schemes of the shared stores this program links (store.OutputSchemes).
+	schemes := store.OutputSchemes()
+	if i <= 0 || slices.Contains(schemes, strings.ToLower(dir[:i])) {
 		return nil
 	}
-	return errs.Errorf(errs.InvalidArgument, "%s %q: the scheme %s:// is not one an output directory can have; give a path, or a URL with one of file://, gs://, s3://", what, dir, dir[:i])
+	return errs.Errorf(errs.InvalidArgument, "%s %q: the scheme %s:// is not one an output directory can have; give a path, or a URL with one of %s", what, dir, dir[:i], store.SchemeList(schemes))
 }

@@ -33,7 +33,7 @@ func dataRefs(req *Request) ([]data.Ref, error) {
 	for i, d := range req.Data {
 		r, err := data.Parse(d.Path, d.Fuse, d.HFTrustRemoteCode)
 		if err != nil {
-			return nil, fmt.Errorf("Data #%d: %w", i, err)
+			return nil, withCode(errs.InvalidArgument, fmt.Errorf("Data #%d: %w", i, err))
 		}
 		if d.Mount != "" {
 			if !filepath.IsAbs(d.Mount) || filepath.Clean(d.Mount) == "/" {
@@ -59,7 +59,7 @@ func volumesHere(refs []data.Ref) error {
 			continue
 		}
 		if err := mountns.Available(); err != nil {
-			return fmt.Errorf("volumes: %s cannot be mounted for a job on this machine: %v; run the job in a container (container=\"podman\" or \"docker\"), which mounts volumes itself, or pass the Data as an argument (the function gets its path)", r.Mount, err)
+			return errs.Errorf(errs.FailedPrecondition, "volumes: %s cannot be mounted for a job on this machine: %v; run the job in a container (container=\"podman\" or \"docker\"), which mounts volumes itself, or pass the Data as an argument (the function gets its path)", r.Mount, err)
 		}
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/deps"
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/version"
@@ -75,10 +76,10 @@ func imageStep(ctx context.Context, env Env, req *Request, p *Job) error {
 		}
 		_, ok, err := (&image.Client{}).Lookup(ctx, ref)
 		if err != nil {
-			return fmt.Errorf("prebuilt image: %w", err)
+			return withCode(errs.Unavailable, fmt.Errorf("prebuilt image %s: the registry could not be asked whether it exists: %w", ref, err))
 		}
 		if !ok {
-			return fmt.Errorf("prebuilt image %s does not exist: publish it with `kinetic build-image --repo %s --category %s --python %s` (prebuilt bases are per Python version; this client runs Python %s)", ref, s.BaseImageRepo, category, py, py)
+			return errs.Errorf(errs.FailedPrecondition, "prebuilt image %s does not exist: publish it with `kinetic build-image --repo %s --category %s --python %s` (prebuilt bases are per Python version; this client runs Python %s)", ref, s.BaseImageRepo, category, py, py)
 		}
 		p.Spec.Image = ref.Name()
 		p.Spec.InstallAtStart = len(p.Spec.Requirements) > 0
@@ -180,7 +181,7 @@ func ContainerEngine(setting, source string) (string, error) {
 		return "", nil // no engine: the virtualenv path stays the default
 	default:
 		if _, err := exec.LookPath(setting); err != nil {
-			return "", fmt.Errorf("container=%s (from %s) but %s is not installed: install it, or set container=auto or none", setting, source, setting)
+			return "", errs.Errorf(errs.FailedPrecondition, "container=%s (from %s) but %s is not installed: install it, or set container=auto or none", setting, source, setting)
 		}
 		return setting, nil
 	}

@@ -48,7 +48,7 @@ func placement(ctx context.Context, env Env, req *Request, p *Job) error {
 		// On this machine the interpreter must be the one asked for: falling back to
 		// another Python would run the job with other packages, silently.
 		if fi, err := os.Stat(req.Python); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-			return fmt.Errorf("python %q is not an executable file: give the path of a Python 3 interpreter (e.g. $(command -v python3)), or leave it out", Clip(req.Python))
+			return errs.Errorf(errs.InvalidArgument, "python %q is not an executable file: give the path of a Python 3 interpreter (e.g. $(command -v python3)), or leave it out", Clip(req.Python))
 		}
 	}
 	p.Spec.Python = req.Python

@@ -2,7 +2,6 @@ package plan
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/pack"
 )
@@ -25,7 +25,7 @@ func tree(ctx context.Context, env Env, req *Request, p *Job) error {
 	p.Store = st
 	if req.NoWorkdir {
 		if req.Kind == job.KindEntry {
-			return errors.New("an entry job needs its working directory")
+			return errs.New(errs.InvalidArgument, "an entry job needs its working directory")
 		}
 		return nil
 	}
@@ -44,7 +44,7 @@ func tree(ctx context.Context, env Env, req *Request, p *Job) error {
 		NoDefaultExcludes: p.Cfg.Get(config.NoDefaultExcludes) == "true"}
 	m, err := pack.Scan(ctx, root, p.PackOpts)
 	if err != nil {
-		return fmt.Errorf("working directory %s: %w", root, err)
+		return withCode(errs.FailedPrecondition, fmt.Errorf("working directory %s: %w", root, err))
 	}
 	mb, _ := strconv.ParseFloat(p.Cfg.Get(config.ContextSizeWarnMB), 64)
 	if msg := pack.SizeWarning(m, int64(mb*(1<<20))); msg != "" {
@@ -70,11 +70,11 @@ func tree(ctx context.Context, env Env, req *Request, p *Job) error {
 			f = filepath.Join(p.cwd, f)
 		}
 		if _, err := os.Stat(f); err != nil {
-			return fmt.Errorf("entry file %s: %w", req.Entry.File, err)
+			return errs.Errorf(errs.InvalidArgument, "entry file %s: %w", req.Entry.File, err)
 		}
 		rel, err := filepath.Rel(root, f)
 		if err != nil || strings.HasPrefix(rel, "..") {
-			return fmt.Errorf("entry file %s is outside the shipped root %s", req.Entry.File, root)
+			return errs.Errorf(errs.InvalidArgument, "entry file %s is outside the shipped root %s: move it under the root, or run from a directory above it", req.Entry.File, root)
 		}
 		p.Spec.Entry = &job.Entry{File: filepath.ToSlash(rel), Func: req.Entry.Func, Args: req.Entry.Args, Kwargs: req.Entry.Kwargs}
 	}

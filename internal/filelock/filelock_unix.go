@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/internal/backoff"
 )
 
@@ -37,11 +38,11 @@ func (m Mode) op() int {
 }
 
 // ErrLocked is returned by Try when another open file holds a conflicting lock.
-var ErrLocked = errors.New("locked by another process")
+var ErrLocked = errs.New(errs.Unavailable, "locked by another process")
 
 // ErrUnsupported wraps the error of a file system that has no flock (some network
 // mounts); callers that can live without the lock test for it.
-var ErrUnsupported = errors.New("file locks are not supported here")
+var ErrUnsupported = errs.New(errs.FailedPrecondition, "file locks are not supported here")
 
 // Open opens path with flag (O_CLOEXEC added, so no child inherits the lock) and perm.
 // It calls open(2) directly: lock and state files are opened many times a second by

@@ -14,13 +14,14 @@ package mountns
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/kinetic-run/kinetic/errs"
 )
 
 // Arg is the first argument of the helper's command line.
@@ -43,7 +44,7 @@ type request struct {
 
 // ErrUnavailable means this machine does not let an unprivileged process make a user
 // and mount namespace.
-var ErrUnavailable = errors.New("private mount namespaces are not available on this machine")
+var ErrUnavailable = errs.New(errs.FailedPrecondition, "private mount namespaces are not available on this machine")
 
 // Check validates volume paths: absolute, clean, not "/", and not inside dir (the job's
 // own directory), so that a mount can neither hide the machine's root nor the job.

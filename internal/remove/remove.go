@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/internal/backoff"
 )
 
@@ -51,7 +52,7 @@ func All(path string) error {
 
 // ErrStillWritten is returned by AllWhileWritten when files kept appearing in the tree
 // for the whole time it was given.
-var ErrStillWritten = errors.New("still being written")
+var ErrStillWritten = errs.New(errs.Unavailable, "still being written")
 
 // AllWhileWritten is All for a tree someone may still be writing into for a moment (a
 // supervisor's last writes after its job was judged ended: a file made while RemoveAll

@@ -1,9 +1,11 @@
-// Package gcs is the store's gs:// driver: imported for its side effect, it registers
-// the opener of gs:// buckets with the store: gocloud's gcsblob on Cloud Storage with
-// Application Default Credentials (checked first, so that none found is said in words),
-// or on a custom endpoint (an emulator) without credentials. It
-// also creates a store's bucket with its retention rule. It is apart from store so that
-// what needs only the Store type links no Google SDK (store/driver.go).
+// Package gcs is the store's gs:// driver (store/driver): imported for its side effect,
+// it registers gs:// over gocloud's gcsblob, on Cloud Storage with Application Default
+// Credentials (checked first, so that none found is said in words) or on a custom
+// endpoint (an emulator) without credentials, and owns gs:// URLs, the probe of a
+// store's bucket, the pods' credential variable, matchGlob listings and the codes of
+// Cloud Storage's refusals (driver.go). It also creates a store's bucket with its
+// retention rule. It is apart from store so that what needs only the Store type links no
+// Google SDK.
 package gcs
 
 import (
@@ -26,20 +28,18 @@ import (
 
 	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/store"
+	"github.com/kinetic-run/kinetic/store/driver"
 )
 
-func init() {
-	store.RegisterGCS(open)
-	store.RegisterGCSGlob(matchGlob)
-}
+func init() { driver.Register(gsDriver{}) }
 
-// matchGlob sets GCS's matchGlob on gcsblob's listing query: Cloud Storage then returns
+// BeforeList sets GCS's matchGlob on gcsblob's listing query: Cloud Storage then returns
 // only the objects whose names match glob (a store's status.json objects, say, one
 // request per 1,000 of them however many other objects there are). An emulator that
 // does not know the parameter (fake-gcs-server v1.56.1 reads only prefix, delimiter,
 // offsets, versions and paging) lists everything; store.ListNamed matches the names
 // again either way.
-func matchGlob(glob string) func(as func(any) bool) error {
+func (gsDriver) BeforeList(glob string) func(as func(any) bool) error {
 	return func(as func(any) bool) error {
 		var q *storage.Query
 		if as(&q) {
@@ -62,10 +62,10 @@ func open(ctx context.Context, bucket, endpoint string) (*blob.Bucket, error) {
 	}
 	creds, err := gcp.DefaultCredentials(ctx)
 	if err != nil {
-		return nil, store.NoCredentials(ErrNoCredentials)
+		return nil, ErrNoCredentials
 	}
 	if err := firstToken(ctx, creds); err != nil {
-		return nil, store.NoCredentials(err)
+		return nil, err
 	}
 	client, err := gcp.NewHTTPClient(gcp.DefaultTransport(), gcp.CredentialsTokenSource(creds))
 	if err != nil {
@@ -126,7 +126,7 @@ func openOnEndpoint(ctx context.Context, bucket, endpoint string) (*blob.Bucket,
 
 // ErrBucketExists is returned by CreateBucket when the bucket is already there; it is
 // then left exactly as it was.
-var ErrBucketExists = errors.New("bucket already exists")
+var ErrBucketExists = errs.New(errs.FailedPrecondition, "bucket already exists")
 
 // BucketOptions say where a new bucket goes.
 type BucketOptions struct {
@@ -146,7 +146,7 @@ func CreateBucket(ctx context.Context, rawURL string, o BucketOptions) error {
 	if !strings.HasPrefix(rawURL, "gs://") {
 		return fmt.Errorf("create bucket for %q: only gs:// stores are created by kinetic (make other stores with their own tools; a file:// store is created on first use)", rawURL)
 	}
-	bucket, prefix, endpoint, err := store.GCSLocation(rawURL)
+	bucket, prefix, endpoint, err := Location(rawURL)
 	if err != nil {
 		return err
 	}

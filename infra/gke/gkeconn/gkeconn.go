@@ -84,7 +84,7 @@ type Info struct {
 
 // ErrNoCredentials is wrapped by the error when no Application Default Credentials are
 // found.
-var ErrNoCredentials = errors.New("no Google credentials")
+var ErrNoCredentials = errs.New(errs.FailedPrecondition, "no Google credentials")
 
 // RESTConfig is a client-go configuration for cl: its endpoint and CA (from the cache,
 // else one GetCluster call), requests authorised by ADC tokens, and the retry on a

@@ -21,7 +21,7 @@ import (
 var Exempt = map[string]string{
 	"job.ErrDamaged":                     "job links the standard library only (TestImportRules): no errs",
 	"job.ErrTombstoneDamaged":            "job links the standard library only (TestImportRules): no errs",
-	"backend/batchdriver.ErrUnsupported": "backend/batchdriver links job only (TestImportRules): no errs",
+	"batch/driver.ErrUnsupported": "batch/driver links job only (TestImportRules): no errs",
 	"internal/atomicfile.ErrExists":      "it is fs.ErrExist itself, so that errors.Is(err, fs.ErrExist) holds for what the OS returns",
 }
 

@@ -381,114 +381,173 @@ type handed struct {
 // group. If this process dies, the server sees the connection close and kills the group.
 func runWarm(ctx context.Context, dir string, idle time.Duration, py string, argv []string, cwd string, environ []string, out io.Writer, grace time.Duration, lease bool) (*handed, error) {
 	w, err := warmFor(dir, py, environ)
-	if err == nil {
-		w.idle = idle
-	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNoWarm, err)
 	}
+	w.idle = idle
 	calltrace.Mark("warm.connect", "")
-	var conn *net.UnixConn
-	if lease {
-		conn = takeLease(w)
+	c := &warmCall{w: w, grace: grace}
+	if err := c.connect(ctx, lease); err != nil {
+		return nil, err
 	}
-	leased := conn != nil
-	if leased {
-		calltrace.Mark("warm.leased", "")
-	}
-	if conn == nil {
-		if conn, err = w.connect(ctx); err != nil {
-			return nil, fmt.Errorf("%w: %v", errNoWarm, err)
-		}
-	}
-	defer func() { conn.Close() }()
+	defer func() { c.conn.Close() }()
 	calltrace.Mark("warm.connected", "")
+	if err := c.startOutput(out); err != nil {
+		return nil, err
+	}
+	defer c.pr.Close()
+	if err := c.begin(ctx, warmRequest{V: warmProto, Argv: argv, Env: envMap(environ), Cwd: cwd}); err != nil {
+		return nil, err
+	}
+	calltrace.Mark("warm.pid", "")
+	c.wait(ctx)
+	syscall.Kill(-c.pid, syscall.SIGKILL) // a job's processes end with the job
+	c.drainOutput()
+	calltrace.Mark("warm.output.copied", "")
+	return c.got, c.result
+}
 
+// warmCall is one call run by a child of a warm server, in runWarm's stages: connect,
+// startOutput, begin, wait, drainOutput.
+type warmCall struct {
+	w      *warmServer
+	grace  time.Duration
+	conn   *net.UnixConn
+	leased bool // conn is a leased spare's
+
+	pr, pw *os.File      // the call's output pipe
+	copied chan struct{} // closed once the output is copied
+
+	pid     int
+	replies <-chan warmReply
+
+	lost   bool    // the server died: the call runs on, orphaned
+	got    *handed // the envelope and value handed back with the status
+	result error
+}
+
+// connect takes the spare leased for this call (with lease), else connects to the
+// server. An error wraps errNoWarm.
+func (c *warmCall) connect(ctx context.Context, lease bool) error {
+	if lease {
+		c.conn = takeLease(c.w)
+	}
+	if c.leased = c.conn != nil; c.leased {
+		calltrace.Mark("warm.leased", "")
+		return nil
+	}
+	var err error
+	if c.conn, err = c.w.connect(ctx); err != nil {
+		return fmt.Errorf("%w: %v", errNoWarm, err)
+	}
+	return nil
+}
+
+// startOutput makes the call's output pipe and copies what comes out of it to out.
+func (c *warmCall) startOutput(out io.Writer) error {
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errNoWarm, err)
+		return fmt.Errorf("%w: %v", errNoWarm, err)
 	}
-	copied := make(chan struct{})
+	c.pr, c.pw, c.copied = pr, pw, make(chan struct{})
 	go func() {
 		io.Copy(out, pr)
-		close(copied)
+		close(c.copied)
 	}()
-	defer pr.Close()
+	return nil
+}
+
+// envMap is environ (KEY=VALUE lines) as a map.
+func envMap(environ []string) map[string]string {
 	env := make(map[string]string, len(environ))
 	for _, kv := range environ {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	req := warmRequest{V: warmProto, Argv: argv, Env: env, Cwd: cwd}
-	pid, replies, err := beginWarm(conn, pw, req)
-	if err != nil && leased {
-		// The leased spare is gone (killed, or its server): nothing ran; ask the server.
-		conn.Close()
-		if conn, err = w.connect(ctx); err != nil {
-			pw.Close()
-			return nil, fmt.Errorf("%w: %v", errNoWarm, err)
-		}
-		pid, replies, err = beginWarm(conn, pw, req)
-	}
-	pw.Close()
-	if err != nil {
-		return nil, err
-	}
-	calltrace.Mark("warm.pid", "")
+	return env
+}
 
-	var result error
-	var got *handed
+// begin sends req and waits for the pid of the child that runs it. A leased spare that
+// is gone (killed, or its server) ran nothing: the server is asked instead.
+func (c *warmCall) begin(ctx context.Context, req warmRequest) error {
+	pid, replies, err := beginWarm(c.conn, c.pw, req)
+	if err != nil && c.leased {
+		c.conn.Close()
+		if c.conn, err = c.w.connect(ctx); err != nil {
+			c.pw.Close()
+			return fmt.Errorf("%w: %v", errNoWarm, err)
+		}
+		pid, replies, err = beginWarm(c.conn, c.pw, req)
+	}
+	c.pw.Close()
+	c.pid, c.replies = pid, replies
+	return err
+}
+
+// wait waits for the call's status. Cancellation is as for a cold start: ctx cancelled
+// → SIGTERM to the call's process group, SIGKILL after grace.
+func (c *warmCall) wait(ctx context.Context) {
 	done := ctx.Done()
 	var kill <-chan time.Time
-	lost := false
-wait:
 	for {
-		var poll <-chan time.Time
-		if lost {
-			poll = time.After(20 * time.Millisecond)
-		}
 		select {
-		case rep := <-replies:
-			switch {
-			case rep.Status != nil:
-				if ws := syscall.WaitStatus(*rep.Status); ws != 0 {
-					result = &waitError{ws}
-				}
-				if len(rep.Envelope) > 0 {
-					got = &handed{envelope: rep.Envelope, value: rep.Value}
-				}
-				calltrace.Mark("warm.status", "")
-				break wait
-			case rep.err != nil || rep.Error != "":
-				// The server died: the call runs on, orphaned. Wait for it by polling.
-				lost, result = true, errWarmLost
+		case rep := <-c.replies:
+			if c.reply(rep) {
+				return
 			}
-		case <-poll:
-			if syscall.Kill(pid, 0) == syscall.ESRCH {
-				break wait
+		case <-c.poll():
+			if syscall.Kill(c.pid, 0) == syscall.ESRCH {
+				return
 			}
 		case <-done:
 			done = nil
-			syscall.Kill(-pid, syscall.SIGTERM)
-			t := time.NewTimer(grace)
+			syscall.Kill(-c.pid, syscall.SIGTERM)
+			t := time.NewTimer(c.grace)
 			defer t.Stop()
 			kill = t.C
 		case <-kill:
 			kill = nil
-			syscall.Kill(-pid, syscall.SIGKILL)
+			syscall.Kill(-c.pid, syscall.SIGKILL)
 		}
 	}
-	syscall.Kill(-pid, syscall.SIGKILL) // a job's processes end with the job
-	// Output still in the pipe is copied; a descendant that left the group and keeps the
-	// pipe open gets grace, as with a cold start's WaitDelay.
-	select {
-	case <-copied:
-	case <-time.After(grace):
-		pr.Close()
-		<-copied
+}
+
+// poll ticks while the call is orphaned (its server died): it is waited for by polling.
+func (c *warmCall) poll() <-chan time.Time {
+	if !c.lost {
+		return nil
 	}
-	calltrace.Mark("warm.output.copied", "")
-	return got, result
+	return time.After(20 * time.Millisecond)
+}
+
+// reply takes one reply of the server; it reports whether the call has ended.
+func (c *warmCall) reply(rep warmReply) bool {
+	switch {
+	case rep.Status != nil:
+		if ws := syscall.WaitStatus(*rep.Status); ws != 0 {
+			c.result = &waitError{ws}
+		}
+		if len(rep.Envelope) > 0 {
+			c.got = &handed{envelope: rep.Envelope, value: rep.Value}
+		}
+		calltrace.Mark("warm.status", "")
+		return true
+	case rep.err != nil || rep.Error != "":
+		// The server died: the call runs on, orphaned. Wait for it by polling.
+		c.lost, c.result = true, errWarmLost
+	}
+	return false
+}
+
+// drainOutput waits for the output still in the pipe to be copied; a descendant that
+// left the group and keeps the pipe open gets grace, as with a cold start's WaitDelay.
+func (c *warmCall) drainOutput() {
+	select {
+	case <-c.copied:
+	case <-time.After(c.grace):
+		c.pr.Close()
+		<-c.copied
+	}
 }
 
 // beginWarm sends req on conn (a connection to the server, or to a leased spare) with

@@ -150,63 +150,81 @@ type Executor struct {
 
 // Start starts an executor whose own output (not the inputs') goes to log.
 func (b *Batch) Start(log io.Writer) (*Executor, error) {
-	var files []*os.File
-	closeAll := func() {
-		for _, f := range files {
+	p, err := openExecutorPipes()
+	if err != nil {
+		return nil, err
+	}
+	x := &Executor{req: p.reqW, replies: bufio.NewReaderSize(p.repR, 64<<10), exited: make(chan struct{}),
+		ended: make(chan struct{}, 1), own: log}
+	wait, err := b.startExecutor(x, p)
+	if err != nil {
+		p.closeAll()
+		return nil, err
+	}
+	p.reqR.Close()
+	p.repW.Close()
+	p.outW.Close()
+	x.follow(wait, p.outR, p.repR)
+	if err := x.awaitReady(b); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// executorPipes are an executor's requests (fd 3), replies (fd 4) and output.
+type executorPipes struct {
+	reqR, reqW, repR, repW, outR, outW *os.File
+}
+
+func openExecutorPipes() (*executorPipes, error) {
+	p := &executorPipes{}
+	for _, ends := range [][2]**os.File{{&p.reqR, &p.reqW}, {&p.repR, &p.repW}, {&p.outR, &p.outW}} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			p.closeAll()
+			return nil, err
+		}
+		*ends[0], *ends[1] = r, w
+	}
+	return p, nil
+}
+
+func (p *executorPipes) closeAll() {
+	for _, f := range []*os.File{p.reqR, p.reqW, p.repR, p.repW, p.outR, p.outW} {
+		if f != nil {
 			f.Close()
 		}
 	}
-	pipe := func() (r, w *os.File, err error) {
-		if r, w, err = os.Pipe(); err == nil {
-			files = append(files, r, w)
-		}
-		return r, w, err
-	}
-	reqR, reqW, err := pipe()
-	if err != nil {
-		closeAll()
-		return nil, err
-	}
-	repR, repW, err := pipe()
-	if err != nil {
-		closeAll()
-		return nil, err
-	}
-	outR, outW, err := pipe()
-	if err != nil {
-		closeAll()
-		return nil, err
-	}
+}
+
+// startExecutor starts x: a child of the warm server when there is one (the
+// interpreter and cloudpickle are loaded already, docs/warm-workers.md), else, or on any
+// trouble, a new interpreter. wait returns once it has exited.
+func (b *Batch) startExecutor(x *Executor, p *executorPipes) (wait func(), err error) {
 	argv := []string{b.script, b.bootstrap, b.payload, b.work, b.cwd, b.isolation}
-	x := &Executor{req: reqW, replies: bufio.NewReaderSize(repR, 64<<10), exited: make(chan struct{}),
-		ended: make(chan struct{}, 1), own: log}
-	var wait func()
-	// A child of the warm server when there is one: the interpreter and cloudpickle
-	// are loaded already (docs/warm-workers.md). Any trouble: a new interpreter.
 	if b.warmDir != "" {
-		p, err := startWarmProc(b.warmDir, b.warmIdle, b.py, argv, b.cwd, b.environ, outW, reqR, repW)
+		wp, err := startWarmProc(b.warmDir, b.warmIdle, b.py, argv, b.cwd, b.environ, p.outW, p.reqR, p.repW)
 		if err == nil {
-			x.warm, x.pid = p, p.pid
-			wait = func() { <-p.done }
+			x.warm, x.pid = wp, wp.pid
+			return func() { <-wp.done }, nil
 		}
 	}
-	if x.warm == nil {
-		cmd := exec.Command(b.py, argv...)
-		cmd.Dir, cmd.Env = b.cwd, b.environ
-		cmd.Stdout, cmd.Stderr = outW, outW
-		cmd.ExtraFiles = []*os.File{reqR, repW} // fds 3 and 4
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		noteOOMCount()
-		if err := cmd.Start(); err != nil {
-			closeAll()
-			return nil, inPhase(job.PhasePlan, fmt.Errorf("cannot start %s: %w (install Python 3, or set the interpreter with KINETIC_PYTHON or `kinetic profile` key python)", b.py, err))
-		}
-		x.cmd, x.pid = cmd, cmd.Process.Pid
-		wait = func() { cmd.Wait() }
+	cmd := exec.Command(b.py, argv...)
+	cmd.Dir, cmd.Env = b.cwd, b.environ
+	cmd.Stdout, cmd.Stderr = p.outW, p.outW
+	cmd.ExtraFiles = []*os.File{p.reqR, p.repW} // fds 3 and 4
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	noteOOMCount()
+	if err := cmd.Start(); err != nil {
+		return nil, inPhase(job.PhasePlan, fmt.Errorf("cannot start %s: %w (install Python 3, or set the interpreter with KINETIC_PYTHON or `kinetic profile` key python)", b.py, err))
 	}
-	reqR.Close()
-	repW.Close()
-	outW.Close()
+	x.cmd, x.pid = cmd, cmd.Process.Pid
+	return func() { cmd.Wait() }, nil
+}
+
+// follow copies the executor's output and, once it has exited (wait), closes its
+// replies and x.exited.
+func (x *Executor) follow(wait func(), outR, repR *os.File) {
 	outDone := make(chan struct{})
 	go func() { x.copyOutput(outR); close(outDone) }()
 	go func() {
@@ -218,26 +236,32 @@ func (b *Batch) Start(log io.Writer) (*Executor, error) {
 		repR.Close()
 		close(x.exited)
 	}()
+}
+
+// awaitReady reads the executor's first reply: ready, or the envelope of its failure to
+// load the function (x.Failed). An error kills it.
+func (x *Executor) awaitReady(b *Batch) error {
 	line, err := x.replies.ReadBytes('\n')
 	if err != nil {
 		x.Kill()
-		return nil, inPhase(job.PhaseCall, errors.New("python exited before it loaded the function (its output is in the worker's log)"+fdLimitHint()))
+		return inPhase(job.PhaseCall, errors.New("python exited before it loaded the function (its output is in the worker's log)"+fdLimitHint()))
 	}
 	var ready struct {
 		Ready bool `json:"ready"`
 	}
-	if json.Unmarshal(line, &ready); !ready.Ready {
-		env, err := job.DecodeEnvelope(line)
-		if err != nil {
-			x.Kill()
-			return nil, inPhase(job.PhaseResult, fmt.Errorf("batch executor: %w", err))
-		}
-		if env.ExcType == noCloudpickleType && b.spec != nil {
-			env = FailureEnvelope(inPhase(job.PhaseUnpickle, noCloudpickle(b.spec, b.py)))
-		}
-		x.Failed = env
+	if json.Unmarshal(line, &ready); ready.Ready {
+		return nil
 	}
-	return x, nil
+	env, err := job.DecodeEnvelope(line)
+	if err != nil {
+		x.Kill()
+		return inPhase(job.PhaseResult, fmt.Errorf("batch executor: %w", err))
+	}
+	if env.ExcType == noCloudpickleType && b.spec != nil {
+		env = FailureEnvelope(inPhase(job.PhaseUnpickle, noCloudpickle(b.spec, b.py)))
+	}
+	x.Failed = env
+	return nil
 }
 
 // copyOutput passes the executor's output to the current input's log, switching at

@@ -118,38 +118,71 @@ func warmFor(dir, py string, environ []string) (*warmServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	abs, err := exec.LookPath(py)
+	abs, real, fi, err := resolveInterpreter(py)
 	if err != nil {
 		return nil, err
-	}
-	if abs, err = filepath.Abs(abs); err != nil {
-		return nil, err
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return nil, err
-	}
-	fi, err := os.Stat(real)
-	if err != nil {
-		return nil, err
-	}
-	if f, err := os.Open(real); err == nil {
-		var head [2]byte
-		n, _ := io.ReadFull(f, head[:])
-		f.Close()
-		if n == 2 && string(head[:]) == "#!" {
-			// A wrapper script (a pyenv shim, say) may pick another interpreter per
-			// directory or environment; only a real interpreter can be kept warm.
-			return nil, fmt.Errorf("%s is a script, not an interpreter", real)
-		}
 	}
 	senv := warmServerEnv()
+	started := startupEnv(senv)
+	if err := sameStartup(environ, started); err != nil {
+		return nil, err
+	}
+	w := &warmServer{dir: dir, key: warmKey(abs, real, fi, started), py: abs, env: senv}
+	if n := len(w.file(".sock")); n > 107 {
+		return nil, fmt.Errorf("socket path %s is too long (%d bytes) for a unix socket", w.file(".sock"), n)
+	}
+	return w, nil
+}
+
+// resolveInterpreter finds py: its absolute path as the job would run it, the file it
+// is (symlinks resolved), and that file's stat. A wrapper script (a pyenv shim, say)
+// may pick another interpreter per directory or environment; only a real interpreter
+// can be kept warm.
+func resolveInterpreter(py string) (abs, real string, fi os.FileInfo, err error) {
+	if abs, err = exec.LookPath(py); err != nil {
+		return "", "", nil, err
+	}
+	if abs, err = filepath.Abs(abs); err != nil {
+		return "", "", nil, err
+	}
+	if real, err = filepath.EvalSymlinks(abs); err != nil {
+		return "", "", nil, err
+	}
+	if fi, err = os.Stat(real); err != nil {
+		return "", "", nil, err
+	}
+	if isScript(real) {
+		return "", "", nil, fmt.Errorf("%s is a script, not an interpreter", real)
+	}
+	return abs, real, fi, nil
+}
+
+// isScript reports whether the file at p starts with "#!".
+func isScript(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var head [2]byte
+	n, _ := io.ReadFull(f, head[:])
+	return n == 2 && string(head[:]) == "#!"
+}
+
+// startupEnv is the variables of env (KEY=VALUE lines) Python reads when it starts.
+func startupEnv(env []string) map[string]string {
 	started := map[string]string{}
-	for _, kv := range senv {
+	for _, kv := range env {
 		if k, v, ok := strings.Cut(kv, "="); ok && startupVar(k) {
 			started[k] = v
 		}
 	}
+	return started
+}
+
+// sameStartup says why the job environment environ cannot run in a child of a server
+// started with the startup variables started: it sets or unsets one.
+func sameStartup(environ []string, started map[string]string) error {
 	seen := map[string]bool{}
 	for _, kv := range environ {
 		k, v, _ := strings.Cut(kv, "=")
@@ -158,14 +191,20 @@ func warmFor(dir, py string, environ []string) (*warmServer, error) {
 		}
 		seen[k] = true
 		if sv, ok := started[k]; !ok || sv != v {
-			return nil, fmt.Errorf("the job sets %s, which Python reads only when it starts", k)
+			return fmt.Errorf("the job sets %s, which Python reads only when it starts", k)
 		}
 	}
 	for k := range started {
 		if !seen[k] {
-			return nil, fmt.Errorf("the job unsets %s, which Python reads only when it starts", k)
+			return fmt.Errorf("the job unsets %s, which Python reads only when it starts", k)
 		}
 	}
+	return nil
+}
+
+// warmKey names the server: its protocol, script, bootstrap, interpreter and startup
+// variables.
+func warmKey(abs, real string, fi os.FileInfo, started map[string]string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "kinetic-warm %d\n%x\n%x\n%s\n%s\n%d %d\n", warmProto, warmServerSum(), bootstrapSum(),
 		abs, real, fi.ModTime().UnixNano(), fi.Size())
@@ -177,11 +216,7 @@ func warmFor(dir, py string, environ []string) (*warmServer, error) {
 	for _, k := range keys {
 		fmt.Fprintf(h, "%s=%s\x00", k, started[k])
 	}
-	w := &warmServer{dir: dir, key: hex.EncodeToString(h.Sum(nil))[:20], py: abs, env: senv}
-	if n := len(w.file(".sock")); n > 107 {
-		return nil, fmt.Errorf("socket path %s is too long (%d bytes) for a unix socket", w.file(".sock"), n)
-	}
-	return w, nil
+	return hex.EncodeToString(h.Sum(nil))[:20]
 }
 
 // connect dials the server, starting it first if none is listening. Concurrent runners

@@ -372,6 +372,11 @@ func looksLocal(s string) bool {
 	if s == "" {
 		return false
 	}
+	return startsLikePath(s) || firstWordIsPath(s)
+}
+
+// startsLikePath: a path start (".", "/", "~", a backslash), "file:", or a drive letter.
+func startsLikePath(s string) bool {
 	switch s[0] {
 	case '.', '/', '~', '\\':
 		return true
@@ -379,9 +384,14 @@ func looksLocal(s string) bool {
 	if len(s) >= 5 && strings.EqualFold(s[:5], "file:") {
 		return true
 	}
-	if len(s) >= 3 && (s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z') && s[1] == ':' && (s[2] == '\\' || s[2] == '/') {
-		return true
-	}
+	return len(s) >= 3 && isASCIILetter(s[0]) && s[1] == ':' && (s[2] == '\\' || s[2] == '/')
+}
+
+func isASCIILetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// firstWordIsPath: the first word (up to a space, marker, extras, URL or specifier) has
+// a path separator and is not a URL, or names an archive.
+func firstWordIsPath(s string) bool {
 	first := s
 	if k := strings.IndexAny(first, " \t;[@<>=!~(,"); k >= 0 {
 		first = first[:k]

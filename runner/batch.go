@@ -72,34 +72,84 @@ func PrepareBatch(ctx context.Context, st *store.Store, spec *job.Spec, env map[
 		o.Workspace = o.TreeDir
 	}
 	b := &Batch{isolation: isolation, warmDir: o.WarmDir, warmIdle: o.WarmIdle, spec: spec}
-	var err error
-	if b.payload, err = fetchPayload(ctx, st, spec.Payload, o); err != nil {
-		return nil, err
-	}
-	work := filepath.Join(o.TreeDir, "root")
-	if err := os.MkdirAll(work, 0o700); err != nil {
-		return nil, inPhase(job.PhaseDownload, err)
-	}
-	if b.work, err = extractTree(ctx, st, spec.Workdir, o, work); err != nil {
-		return nil, err
-	}
-	if b.cwd, err = within(b.work, spec.Cwd); err != nil {
-		return nil, inPhase(job.PhasePlan, err)
-	}
-	if err := os.MkdirAll(b.cwd, 0o700); err != nil {
-		return nil, inPhase(job.PhasePlan, err)
-	}
-	b.environ = callEnv(env, map[string]string{"KINETIC_HOST_INDEX": "0"}) // KINETIC_JOB_ID: per input
-	if b.py, err = environment(ctx, spec, o, out); err != nil {
-		return nil, inPhase(job.PhaseInstall, err)
-	}
-	if b.bootstrap, err = writeBootstrap(o); err != nil {
-		return nil, inPhase(job.PhasePlan, err)
-	}
-	if b.script, err = writeScript(o, "kinetic_batchexec", batchExec); err != nil {
-		return nil, inPhase(job.PhasePlan, err)
+	p := &batchPrep{b: b, st: st, env: env, o: o, out: out}
+	for _, s := range batchSteps {
+		if err := s.run(p, ctx); err != nil {
+			return nil, err
+		}
 	}
 	return b, nil
+}
+
+// batchPrep is one PrepareBatch: its steps, in batchSteps' order, fill in b.
+type batchPrep struct {
+	b   *Batch
+	st  *store.Store
+	env map[string]string // the batch's captured variables
+	o   Options
+	out io.Writer
+}
+
+// batchSteps are PrepareBatch's steps, in order; the first error stops it.
+var batchSteps = []struct {
+	name string
+	run  func(*batchPrep, context.Context) error
+}{
+	{"payload", (*batchPrep).payload},
+	{"tree", (*batchPrep).tree},
+	{"working directory", (*batchPrep).workingDir},
+	{"interpreter", (*batchPrep).interpreter},
+	{"scripts", (*batchPrep).scripts},
+}
+
+func (p *batchPrep) payload(ctx context.Context) error {
+	var err error
+	p.b.payload, err = fetchPayload(ctx, p.st, p.b.spec.Payload, p.o)
+	return err
+}
+
+func (p *batchPrep) tree(ctx context.Context) error {
+	work := filepath.Join(p.o.TreeDir, "root")
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		return inPhase(job.PhaseDownload, err)
+	}
+	var err error
+	p.b.work, err = extractTree(ctx, p.st, p.b.spec.Workdir, p.o, work)
+	return err
+}
+
+func (p *batchPrep) workingDir(context.Context) error {
+	var err error
+	if p.b.cwd, err = within(p.b.work, p.b.spec.Cwd); err != nil {
+		return inPhase(job.PhasePlan, err)
+	}
+	if err := os.MkdirAll(p.b.cwd, 0o700); err != nil {
+		return inPhase(job.PhasePlan, err)
+	}
+	return nil
+}
+
+// interpreter sets the inputs' environment (KINETIC_JOB_ID is per input) and the
+// interpreter.
+func (p *batchPrep) interpreter(ctx context.Context) error {
+	p.b.environ = callEnv(p.env, map[string]string{"KINETIC_HOST_INDEX": "0"}) // KINETIC_JOB_ID: per input
+	var err error
+	if p.b.py, err = environment(ctx, p.b.spec, p.o, p.out); err != nil {
+		return inPhase(job.PhaseInstall, err)
+	}
+	return nil
+}
+
+// scripts writes the bootstrap and the executor.
+func (p *batchPrep) scripts(context.Context) error {
+	var err error
+	if p.b.bootstrap, err = writeBootstrap(p.o); err != nil {
+		return inPhase(job.PhasePlan, err)
+	}
+	if p.b.script, err = writeScript(p.o, "kinetic_batchexec", batchExec); err != nil {
+		return inPhase(job.PhasePlan, err)
+	}
+	return nil
 }
 
 // CanRunBatch says why spec's inputs cannot run in a batch executor (nil: they can).

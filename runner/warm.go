@@ -596,39 +596,39 @@ func beginWarm(conn *net.UnixConn, pw *os.File, req warmRequest) (int, <-chan wa
 		return 0, nil, fmt.Errorf("%w: sending the request: %v", errNoWarm, err)
 	}
 	replies := make(chan warmReply, 2)
-	go func() {
-		r := bufio.NewReader(conn)
-		for {
-			line, err := r.ReadBytes('\n')
-			if err != nil {
-				replies <- warmReply{err: err}
-				return
-			}
-			var rep warmReply
-			if err := json.Unmarshal(line, &rep); err != nil {
-				rep.err = fmt.Errorf("bad reply %q: %w", line, err)
-			}
-			replies <- rep
-			if rep.err != nil || rep.Status != nil || rep.Error != "" {
-				return
-			}
-		}
-	}()
+	go readReplies(conn, replies)
 	// Until the server (or the leased spare) says which child runs the call, nothing has
 	// started.
 	select {
 	case rep := <-replies:
-		switch {
-		case rep.err != nil:
-			return 0, nil, fmt.Errorf("%w: %v", errNoWarm, rep.err)
-		case rep.Error != "":
-			return 0, nil, fmt.Errorf("%w: server: %s", errNoWarm, rep.Error)
-		case rep.Pid <= 0:
-			return 0, nil, fmt.Errorf("%w: reply without a pid", errNoWarm)
+		pid, err := startedPid(rep)
+		if err != nil {
+			return 0, nil, err
 		}
-		return rep.Pid, replies, nil
+		return pid, replies, nil
 	case <-time.After(warmStartTimeout):
 		return 0, nil, fmt.Errorf("%w: no reply from the server within %s", errNoWarm, warmStartTimeout)
+	}
+}
+
+// readReplies sends the replies read from conn to replies, up to the last: a status, an
+// error, or a failure to read one.
+func readReplies(conn *net.UnixConn, replies chan<- warmReply) {
+	r := bufio.NewReader(conn)
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			replies <- warmReply{err: err}
+			return
+		}
+		var rep warmReply
+		if err := json.Unmarshal(line, &rep); err != nil {
+			rep.err = fmt.Errorf("bad reply %q: %w", line, err)
+		}
+		replies <- rep
+		if rep.err != nil || rep.Status != nil || rep.Error != "" {
+			return
+		}
 	}
 }
 
@@ -784,56 +784,68 @@ func startWarmProc(dir string, idle time.Duration, py string, argv []string, cwd
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNoWarm, err)
 	}
-	env := make(map[string]string, len(environ))
-	for _, kv := range environ {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
-	if err := sendWarmRequest(conn, out, warmRequest{V: warmProto, Argv: argv, Env: env, Cwd: cwd}, extra...); err != nil {
+	if err := sendWarmRequest(conn, out, warmRequest{V: warmProto, Argv: argv, Env: envMap(environ), Cwd: cwd}, extra...); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("%w: sending the request: %v", errNoWarm, err)
 	}
 	r := bufio.NewReader(conn)
 	conn.SetReadDeadline(time.Now().Add(warmStartTimeout))
+	pid, err := startedPid(readWarmReply(r))
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	conn.SetReadDeadline(time.Time{})
+	p := &warmProc{pid: pid, done: make(chan struct{})}
+	go p.follow(conn, r)
+	return p, nil
+}
+
+// readWarmReply reads one reply line; a failure to read or decode it is its err.
+func readWarmReply(r *bufio.Reader) warmReply {
 	line, err := r.ReadBytes('\n')
 	var rep warmReply
 	if err == nil {
 		err = json.Unmarshal(line, &rep)
 	}
+	rep.err = err
+	return rep
+}
+
+// startedPid is the pid of the child that runs a call, from the server's first reply;
+// an error wraps errNoWarm: nothing was started.
+func startedPid(rep warmReply) (int, error) {
 	switch {
-	case err != nil:
-		conn.Close()
-		return nil, fmt.Errorf("%w: %v", errNoWarm, err)
+	case rep.err != nil:
+		return 0, fmt.Errorf("%w: %v", errNoWarm, rep.err)
 	case rep.Error != "":
-		conn.Close()
-		return nil, fmt.Errorf("%w: server: %s", errNoWarm, rep.Error)
+		return 0, fmt.Errorf("%w: server: %s", errNoWarm, rep.Error)
 	case rep.Pid <= 0:
-		conn.Close()
-		return nil, fmt.Errorf("%w: reply without a pid", errNoWarm)
+		return 0, fmt.Errorf("%w: reply without a pid", errNoWarm)
 	}
-	conn.SetReadDeadline(time.Time{})
-	p := &warmProc{pid: rep.Pid, done: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		// Closing the connection tells the server to kill the process's group: only
-		// once it has ended.
-		defer conn.Close()
-		for {
-			line, err := r.ReadBytes('\n')
-			if err != nil {
-				break
-			}
-			var rep warmReply
-			if json.Unmarshal(line, &rep) == nil && rep.Status != nil {
-				ws := syscall.WaitStatus(*rep.Status)
-				p.ws = &ws
-				return
-			}
+	return rep.Pid, nil
+}
+
+// follow waits for the process's status on conn (read through r), then closes p.done.
+func (p *warmProc) follow(conn *net.UnixConn, r *bufio.Reader) {
+	defer close(p.done)
+	// Closing the connection tells the server to kill the process's group: only
+	// once it has ended.
+	defer conn.Close()
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			break
 		}
-		// The server died: the process runs on, orphaned, until it is gone.
-		for syscall.Kill(p.pid, 0) != syscall.ESRCH {
-			time.Sleep(20 * time.Millisecond)
+		var rep warmReply
+		if json.Unmarshal(line, &rep) == nil && rep.Status != nil {
+			ws := syscall.WaitStatus(*rep.Status)
+			p.ws = &ws
+			return
 		}
-	}()
-	return p, nil
+	}
+	// The server died: the process runs on, orphaned, until it is gone.
+	for syscall.Kill(p.pid, 0) != syscall.ESRCH {
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -68,41 +68,53 @@ func Parse(p string, fuse, hfTrust bool) (Ref, error) {
 	case strings.ContainsRune(p, 0):
 		return Ref{}, errs.Errorf(errs.InvalidArgument, "Data(%q): the path contains a NUL byte", p)
 	case strings.HasPrefix(p, "hf://"):
-		src, err := ParseHF(p)
-		if err != nil {
-			return Ref{}, err
-		}
-		if fuse {
-			return Ref{}, errs.Errorf(errs.InvalidArgument, "Data(%q, fuse=True): a Hugging Face dataset cannot be FUSE-mounted: it is downloaded on the worker with the datasets library; drop fuse=True", p)
-		}
-		return Ref{Kind: HF, Source: p, URI: src.URI(), HFTrustRemoteCode: hfTrust}, nil
-	}
-	if hfTrust {
+		return parseHFRef(p, fuse, hfTrust)
+	case hfTrust:
 		return Ref{}, errs.Errorf(errs.InvalidArgument, "Data(%q, hf_trust_remote_code=True): hf_trust_remote_code applies only to hf:// datasets; drop it", p)
-	}
-	if strings.HasPrefix(p, "gs://") {
-		bucket, key, err := splitGS(p)
-		if err != nil {
-			return Ref{}, err
-		}
-		r := Ref{Kind: GSObject, Source: p, URI: "gs://" + bucket + "/" + key, Fuse: fuse}
-		if key == "" || strings.HasSuffix(key, "/") {
-			r.Kind = GSDir
-		}
-		return r, nil
+	case strings.HasPrefix(p, "gs://"):
+		return parseGSRef(p, fuse)
 	}
 	if i := strings.Index(p, "://"); i > 0 && !strings.ContainsAny(p[:i], `/\.`) {
 		return Ref{}, errs.Errorf(errs.InvalidArgument, "Data(%q): unsupported scheme %q; use a local path, gs://bucket/... or hf://repo", p, p[:i])
 	}
+	return parseLocalRef(p, fuse)
+}
+
+func parseHFRef(p string, fuse, hfTrust bool) (Ref, error) {
+	src, err := ParseHF(p)
+	if err != nil {
+		return Ref{}, err
+	}
+	if fuse {
+		return Ref{}, errs.Errorf(errs.InvalidArgument, "Data(%q, fuse=True): a Hugging Face dataset cannot be FUSE-mounted: it is downloaded on the worker with the datasets library; drop fuse=True", p)
+	}
+	return Ref{Kind: HF, Source: p, URI: src.URI(), HFTrustRemoteCode: hfTrust}, nil
+}
+
+// parseGSRef: a key that is empty or ends in "/" makes a directory.
+func parseGSRef(p string, fuse bool) (Ref, error) {
+	bucket, key, err := splitGS(p)
+	if err != nil {
+		return Ref{}, err
+	}
+	r := Ref{Kind: GSObject, Source: p, URI: "gs://" + bucket + "/" + key, Fuse: fuse}
+	if key == "" || strings.HasSuffix(key, "/") {
+		r.Kind = GSDir
+	}
+	return r, nil
+}
+
+// parseLocalRef: a local file or directory, which must exist.
+func parseLocalRef(p string, fuse bool) (Ref, error) {
 	abs, err := filepath.Abs(p)
 	if err != nil {
 		return Ref{}, errs.Errorf(errs.InvalidArgument, "Data(%q): %w", p, err)
 	}
 	fi, err := os.Stat(abs)
+	if errors.Is(err, os.ErrNotExist) {
+		return Ref{}, errs.Errorf(errs.InvalidArgument, "Data(%q): %s does not exist; a relative path is taken from the current directory, so check the spelling and where you run from, or give an absolute path", p, abs)
+	}
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return Ref{}, errs.Errorf(errs.InvalidArgument, "Data(%q): %s does not exist; a relative path is taken from the current directory, so check the spelling and where you run from, or give an absolute path", p, abs)
-		}
 		return Ref{}, errs.Errorf(errs.InvalidArgument, "Data(%q): %w", p, err)
 	}
 	r := Ref{Source: p, Path: abs, Fuse: fuse}
@@ -133,36 +145,55 @@ func GCS(r Ref) (bucket, key string, ok bool) {
 // Validate checks a Ref read from a job spec: a known kind with the fields it needs, and
 // Mount empty or an absolute, clean path other than "/".
 func Validate(r Ref) error {
-	switch r.Kind {
-	case LocalFile, LocalDir:
-		if !hexHash.MatchString(r.Hash) {
-			return errs.Errorf(errs.InvalidArgument, "data %q: hash %q is not a hex SHA-256 (was the data uploaded?)", r.Source, r.Hash)
-		}
-		if r.Prefix != "" && r.Prefix != Prefix(r.Hash) {
-			return errs.Errorf(errs.InvalidArgument, "data %q: store prefix %q does not match hash %s", r.Source, r.Prefix, r.Hash)
-		}
-	case GSDir, GSObject:
-		q, err := Parse(r.URI, r.Fuse, false)
-		if err != nil {
-			return err
-		}
-		if q.Kind != r.Kind {
-			return errs.Errorf(errs.InvalidArgument, "data %q: URI %q is a %s, not a %s", r.Source, r.URI, q.Kind, r.Kind)
-		}
-	case HF:
-		if _, err := ParseHF(r.URI); err != nil {
-			return err
-		}
-		if r.Fuse {
-			return errs.Errorf(errs.InvalidArgument, "data %q: fuse is not supported for hf://", r.Source)
-		}
-	default:
+	check, ok := kindChecks[r.Kind]
+	if !ok {
 		return errs.Errorf(errs.InvalidArgument, "data %q: unknown kind %q", r.Source, r.Kind)
 	}
-	if r.Mount != "" {
-		if !path.IsAbs(r.Mount) || path.Clean(r.Mount) != r.Mount || r.Mount == "/" {
-			return errs.Errorf(errs.InvalidArgument, "volume %q: a mount path must be absolute and clean, and not /, e.g. /data", r.Mount)
-		}
+	if err := check(r); err != nil {
+		return err
+	}
+	if r.Mount != "" && (!path.IsAbs(r.Mount) || path.Clean(r.Mount) != r.Mount || r.Mount == "/") {
+		return errs.Errorf(errs.InvalidArgument, "volume %q: a mount path must be absolute and clean, and not /, e.g. /data", r.Mount)
+	}
+	return nil
+}
+
+// kindChecks check the fields a Ref of each kind needs.
+var kindChecks = map[Kind]func(Ref) error{
+	LocalFile: validateLocal,
+	LocalDir:  validateLocal,
+	GSDir:     validateGS,
+	GSObject:  validateGS,
+	HF:        validateHF,
+}
+
+func validateLocal(r Ref) error {
+	if !hexHash.MatchString(r.Hash) {
+		return errs.Errorf(errs.InvalidArgument, "data %q: hash %q is not a hex SHA-256 (was the data uploaded?)", r.Source, r.Hash)
+	}
+	if r.Prefix != "" && r.Prefix != Prefix(r.Hash) {
+		return errs.Errorf(errs.InvalidArgument, "data %q: store prefix %q does not match hash %s", r.Source, r.Prefix, r.Hash)
+	}
+	return nil
+}
+
+func validateGS(r Ref) error {
+	q, err := Parse(r.URI, r.Fuse, false)
+	if err != nil {
+		return err
+	}
+	if q.Kind != r.Kind {
+		return errs.Errorf(errs.InvalidArgument, "data %q: URI %q is a %s, not a %s", r.Source, r.URI, q.Kind, r.Kind)
+	}
+	return nil
+}
+
+func validateHF(r Ref) error {
+	if _, err := ParseHF(r.URI); err != nil {
+		return err
+	}
+	if r.Fuse {
+		return errs.Errorf(errs.InvalidArgument, "data %q: fuse is not supported for hf://", r.Source)
 	}
 	return nil
 }
@@ -218,48 +249,70 @@ func ParseHF(uri string) (HFSource, error) {
 	}
 	repo, query, _ := strings.Cut(rest, "?")
 	repo = strings.TrimSuffix(repo, "/")
-	parts := strings.Split(repo, "/")
-	if repo == "" || len(parts) > 2 {
-		return HFSource{}, errs.Errorf(errs.InvalidArgument, "Data(%q): write hf://NAME or hf://OWNER/NAME, e.g. hf://imdb?split=train", uri)
-	}
-	for _, p := range parts {
-		if !hfRepoPart.MatchString(p) || strings.Contains(p, "..") {
-			return HFSource{}, errs.Errorf(errs.InvalidArgument, "Data(%q): %q is not a valid Hugging Face repository name", uri, repo)
-		}
+	if err := checkHFRepo(uri, repo); err != nil {
+		return HFSource{}, err
 	}
 	src := HFSource{Repo: repo}
+	if query == "" {
+		return src, nil
+	}
 	seen := map[string]bool{}
 	for _, kv := range strings.Split(query, "&") {
-		if kv == "" && query == "" {
-			break
-		}
-		k, val, hasEq := strings.Cut(kv, "=")
-		if !hasEq {
-			return HFSource{}, errs.Errorf(errs.InvalidArgument, "Data(%q): %q is not key=value; hf:// takes split=, config_name= and revision=", uri, kv)
-		}
-		if seen[k] {
-			return HFSource{}, errs.Errorf(errs.InvalidArgument, "Data(%q): %s is given more than once", uri, k)
-		}
-		seen[k] = true
-		var re *regexp.Regexp
-		switch k {
-		case "split":
-			re, src.Split = hfSplit, val
-		case "config_name":
-			re, src.ConfigName = hfConfig, val
-		case "revision":
-			re, src.Revision = hfRevision, val
-		default:
-			return HFSource{}, errs.Errorf(errs.InvalidArgument, "Data(%q): unknown parameter %q; hf:// takes split, config_name and revision", uri, k)
-		}
-		if val == "" {
-			return HFSource{}, errs.Errorf(errs.InvalidArgument, "Data(%q): %s is empty; give a value or leave it out", uri, k)
-		}
-		if !re.MatchString(val) || strings.Contains(val, "..") {
-			return HFSource{}, errs.Errorf(errs.InvalidArgument, "Data(%q): %s=%q has characters that are not allowed", uri, k, val)
+		if err := src.setParam(uri, kv, seen); err != nil {
+			return HFSource{}, err
 		}
 	}
 	return src, nil
+}
+
+// checkHFRepo checks NAME or OWNER/NAME.
+func checkHFRepo(uri, repo string) error {
+	parts := strings.Split(repo, "/")
+	if repo == "" || len(parts) > 2 {
+		return errs.Errorf(errs.InvalidArgument, "Data(%q): write hf://NAME or hf://OWNER/NAME, e.g. hf://imdb?split=train", uri)
+	}
+	for _, p := range parts {
+		if !hfRepoPart.MatchString(p) || strings.Contains(p, "..") {
+			return errs.Errorf(errs.InvalidArgument, "Data(%q): %q is not a valid Hugging Face repository name", uri, repo)
+		}
+	}
+	return nil
+}
+
+// hfParams are the query parameters of hf://: what a value may be, and the field it
+// sets.
+var hfParams = map[string]struct {
+	re  *regexp.Regexp
+	set func(*HFSource, string)
+}{
+	"split":       {hfSplit, func(s *HFSource, v string) { s.Split = v }},
+	"config_name": {hfConfig, func(s *HFSource, v string) { s.ConfigName = v }},
+	"revision":    {hfRevision, func(s *HFSource, v string) { s.Revision = v }},
+}
+
+// setParam sets the parameter kv (key=value), which must be known, given once, and
+// have a value of the allowed characters.
+func (s *HFSource) setParam(uri, kv string, seen map[string]bool) error {
+	k, val, hasEq := strings.Cut(kv, "=")
+	if !hasEq {
+		return errs.Errorf(errs.InvalidArgument, "Data(%q): %q is not key=value; hf:// takes split=, config_name= and revision=", uri, kv)
+	}
+	if seen[k] {
+		return errs.Errorf(errs.InvalidArgument, "Data(%q): %s is given more than once", uri, k)
+	}
+	seen[k] = true
+	param, ok := hfParams[k]
+	if !ok {
+		return errs.Errorf(errs.InvalidArgument, "Data(%q): unknown parameter %q; hf:// takes split, config_name and revision", uri, k)
+	}
+	param.set(s, val)
+	if val == "" {
+		return errs.Errorf(errs.InvalidArgument, "Data(%q): %s is empty; give a value or leave it out", uri, k)
+	}
+	if !param.re.MatchString(val) || strings.Contains(val, "..") {
+		return errs.Errorf(errs.InvalidArgument, "Data(%q): %s=%q has characters that are not allowed", uri, k, val)
+	}
+	return nil
 }
 
 // URI returns the canonical hf:// URI (parameters in a fixed order).

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -75,24 +76,30 @@ func hashTree(ctx context.Context, root string) (*tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hash %s: %w", root, err)
 	}
-	t := &tree{}
 	switch {
 	case fi.Mode().IsRegular():
-		e := &fileEntry{rel: filepath.Base(filepath.Clean(root)), abs: root}
-		h := sha256.New()
-		if err := hashFile(ctx, h, e, make([]byte, readBuf)); err != nil {
-			return nil, err
-		}
-		t.files = []*fileEntry{e}
-		t.bytes = e.size
-		t.sum = combine(false, t.files)
-		return t, nil
+		return hashOneFile(ctx, root)
 	case fi.IsDir():
-		t.dir = true
-	default:
-		return nil, fmt.Errorf("hash %s: not a regular file or directory (%s)", root, fi.Mode().Type())
+		return hashDir(ctx, root)
 	}
+	return nil, fmt.Errorf("hash %s: not a regular file or directory (%s)", root, fi.Mode().Type())
+}
 
+// hashOneFile hashes the dataset that is the one file at root.
+func hashOneFile(ctx context.Context, root string) (*tree, error) {
+	e := &fileEntry{rel: filepath.Base(filepath.Clean(root)), abs: root}
+	h := sha256.New()
+	if err := hashFile(ctx, h, e, make([]byte, readBuf)); err != nil {
+		return nil, err
+	}
+	t := &tree{files: []*fileEntry{e}, bytes: e.size}
+	t.sum = combine(false, t.files)
+	return t, nil
+}
+
+// hashDir hashes the directory at root: a walker lists its files while GOMAXPROCS
+// workers hash them.
+func hashDir(ctx context.Context, root string) (*tree, error) {
 	// A symlink whose target is outside the dataset is left out, as the working
 	// directory leaves it out (pack.Scan): the dataset would otherwise carry, into a
 	// store others may read, any file the link names (/etc/shadow, ../secrets).
@@ -100,45 +107,17 @@ func hashTree(ctx context.Context, root string) (*tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hash %s: %w", root, err)
 	}
-	workers := runtime.GOMAXPROCS(0)
+	t := &tree{dir: true}
 	g, gctx := errgroup.WithContext(ctx)
 	// The walk runs far ahead of the hashing: a worker that finds the queue empty parks,
 	// and waking it again costs more than the open of a small file.
 	work := make(chan *fileEntry, 4096)
 	g.Go(func() error {
 		defer close(work)
-		return walk(gctx, root, "", func(e *fileEntry) error {
-			if e.linkTo != "" {
-				real, err := filepath.EvalSymlinks(e.abs)
-				if err != nil || !within(realRoot, real) {
-					t.skipped = append(t.skipped, fmt.Sprintf("left out symlink %s -> %s of Data(%q): it points outside the dataset", e.rel, e.linkTo, root))
-					return nil
-				}
-			}
-			t.files = append(t.files, e) // only this goroutine touches the slice
-			select {
-			case work <- e:
-				return nil
-			case <-gctx.Done():
-				return gctx.Err()
-			}
-		})
+		return walk(gctx, root, "", func(e *fileEntry) error { return t.queue(gctx, root, realRoot, e, work) })
 	})
-	for i := 0; i < workers; i++ {
-		if k := laneKernelInUse; k != nil {
-			g.Go(func() error { return hashLanes(gctx, work, k) })
-			continue
-		}
-		g.Go(func() error {
-			buf := make([]byte, readBuf)
-			h := sha256.New()
-			for e := range work {
-				if err := hashFile(gctx, h, e, buf); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+	for i := 0; i < runtime.GOMAXPROCS(0); i++ {
+		g.Go(func() error { return hashWorker(gctx, work) })
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
@@ -148,6 +127,41 @@ func hashTree(ctx context.Context, root string) (*tree, error) {
 	}
 	t.sum = combine(true, t.files)
 	return t, nil
+}
+
+// queue adds file e to the tree and hands it to the workers, unless it is a symlink out
+// of the dataset (then noted in t.skipped). Only the walker calls it.
+func (t *tree) queue(ctx context.Context, root, realRoot string, e *fileEntry, work chan<- *fileEntry) error {
+	if e.linkTo != "" {
+		real, err := filepath.EvalSymlinks(e.abs)
+		if err != nil || !within(realRoot, real) {
+			t.skipped = append(t.skipped, fmt.Sprintf("left out symlink %s -> %s of Data(%q): it points outside the dataset", e.rel, e.linkTo, root))
+			return nil
+		}
+	}
+	t.files = append(t.files, e)
+	select {
+	case work <- e:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// hashWorker hashes files of work: several at a time with this CPU's lane kernel, else
+// one at a time.
+func hashWorker(ctx context.Context, work <-chan *fileEntry) error {
+	if k := laneKernelInUse; k != nil {
+		return hashLanes(ctx, work, k)
+	}
+	buf := make([]byte, readBuf)
+	h := sha256.New()
+	for e := range work {
+		if err := hashFile(ctx, h, e, buf); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // combine is the second level of the hash.
@@ -224,55 +238,70 @@ func walk(ctx context.Context, dir, rel string, fn func(*fileEntry) error) error
 	}
 	var subdirs []string
 	for _, de := range ents {
-		name := de.Name()
-		abs := filepath.Join(dir, name)
-		r := name
-		if rel != "" {
-			r = rel + "/" + name
-		}
-		typ := de.Type()
-		switch {
-		case typ.IsDir():
-			subdirs = append(subdirs, name)
+		if de.Type().IsDir() {
+			subdirs = append(subdirs, de.Name())
 			continue
-		case typ.IsRegular():
-		case typ&os.ModeSymlink != 0:
-			fi, err := os.Stat(abs)
-			if err != nil {
-				if errors.Is(err, os.ErrNotExist) {
-					return fmt.Errorf("hash: %s is a broken symlink; remove it or fix its target", abs)
-				}
-				return fmt.Errorf("hash: %w", err)
-			}
-			if fi.IsDir() {
-				continue // followlinks=False: a symlinked directory is not recursed into
-			}
-			if !fi.Mode().IsRegular() {
-				return fmt.Errorf("hash: %s links to a %s, not a regular file", abs, fi.Mode().Type())
-			}
-		default:
-			return fmt.Errorf("hash: %s is a %s, not a regular file; move it out of the data directory", abs, typ)
 		}
-		e := &fileEntry{rel: r, abs: abs}
-		if typ&os.ModeSymlink != 0 {
-			if e.linkTo, _ = os.Readlink(abs); e.linkTo == "" {
-				e.linkTo = "?"
-			}
+		e, err := dataFile(dir, relJoin(rel, de.Name()), de)
+		if err != nil {
+			return err
+		}
+		if e == nil {
+			continue
 		}
 		if err := fn(e); err != nil {
 			return err
 		}
 	}
 	for _, name := range subdirs {
-		r := name
-		if rel != "" {
-			r = rel + "/" + name
-		}
-		if err := walk(ctx, filepath.Join(dir, name), r, fn); err != nil {
+		if err := walk(ctx, filepath.Join(dir, name), relJoin(rel, name), fn); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// relJoin is name under rel ("" for the root).
+func relJoin(rel, name string) string {
+	if rel == "" {
+		return name
+	}
+	return rel + "/" + name
+}
+
+// dataFile is the file de (in dir, at r) names: a regular file, or a symlink to one; nil
+// for a symlink to a directory (followlinks=False: not recursed into).
+func dataFile(dir, r string, de fs.DirEntry) (*fileEntry, error) {
+	abs := filepath.Join(dir, de.Name())
+	typ := de.Type()
+	switch {
+	case typ.IsRegular():
+		return &fileEntry{rel: r, abs: abs}, nil
+	case typ&os.ModeSymlink != 0:
+		return linkedFile(abs, r)
+	}
+	return nil, fmt.Errorf("hash: %s is a %s, not a regular file; move it out of the data directory", abs, typ)
+}
+
+func linkedFile(abs, r string) (*fileEntry, error) {
+	fi, err := os.Stat(abs)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("hash: %s is a broken symlink; remove it or fix its target", abs)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("hash: %w", err)
+	}
+	if fi.IsDir() {
+		return nil, nil
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("hash: %s links to a %s, not a regular file", abs, fi.Mode().Type())
+	}
+	e := &fileEntry{rel: r, abs: abs}
+	if e.linkTo, _ = os.Readlink(abs); e.linkTo == "" {
+		e.linkTo = "?"
+	}
+	return e, nil
 }
 
 // within reports whether p is root or below it (both real paths).

@@ -33,35 +33,55 @@ const (
 
 // next makes data the file's next piece; eof when there is none.
 func (f *laneFile) next() (eof bool, err error) {
-	if f.mapped != nil {
-		unix.Munmap(f.mapped)
-		f.mapped = nil
-	}
+	f.unmap()
 	switch f.stage {
 	case stageLast:
 		return true, nil
 	case stageMore:
 		f.stage = stageRead
-		var st unix.Stat_t
-		if unix.Fstat(f.fd, &st) == nil && st.Size-f.off >= mmapMin && st.Size <= maxMapped {
-			m, err := unix.Mmap(f.fd, f.off, int(st.Size-f.off), unix.PROT_READ, unix.MAP_SHARED|mapPopulate)
-			if err == nil {
-				if _, err := unix.Seek(f.fd, st.Size, 0); err != nil {
-					unix.Munmap(m)
-					return false, err
-				}
-				f.mapped, f.data, f.off = m, m, st.Size
-				return false, nil
-			}
+		if mapped, err := f.mapRest(); mapped || err != nil {
+			return false, err
 		}
 	}
+	return false, f.read()
+}
+
+// unmap unmaps the current mapping, if any.
+func (f *laneFile) unmap() {
+	if f.mapped != nil {
+		unix.Munmap(f.mapped)
+		f.mapped = nil
+	}
+}
+
+// mapRest makes the rest of the file, if it is large, the next piece, mapped; mapped is
+// false when it is read instead.
+func (f *laneFile) mapRest() (mapped bool, err error) {
+	var st unix.Stat_t
+	if unix.Fstat(f.fd, &st) != nil || st.Size-f.off < mmapMin || st.Size > maxMapped {
+		return false, nil
+	}
+	m, err := unix.Mmap(f.fd, f.off, int(st.Size-f.off), unix.PROT_READ, unix.MAP_SHARED|mapPopulate)
+	if err != nil {
+		return false, nil
+	}
+	if _, err := unix.Seek(f.fd, st.Size, 0); err != nil {
+		unix.Munmap(m)
+		return false, err
+	}
+	f.mapped, f.data, f.off = m, m, st.Size
+	return true, nil
+}
+
+// read reads the next piece into buf.
+func (f *laneFile) read() error {
 	for {
 		k, err := unix.Read(f.fd, f.buf)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			return false, err
+			return err
 		}
 		f.data = f.buf[:k]
 		f.off += int64(k)
@@ -70,7 +90,7 @@ func (f *laneFile) next() (eof bool, err error) {
 		} else if f.stage == stageFirst {
 			f.stage = stageMore
 		}
-		return false, nil
+		return nil
 	}
 }
 
@@ -87,10 +107,7 @@ func openLaneFile(e *fileEntry, buf []byte) (laneFile, error) {
 
 // release unmaps and closes the file, which leaves the lane.
 func (f *laneFile) release() {
-	if f.mapped != nil {
-		unix.Munmap(f.mapped)
-		f.mapped = nil
-	}
+	f.unmap()
 	unix.Close(f.fd)
 	f.e, f.data = nil, nil
 }
@@ -135,45 +152,11 @@ func hashLanes(ctx context.Context, work <-chan *fileEntry, k *laneKernel) (err 
 	// A file truncated while it is mapped makes the access fault: caught and reported.
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 
-	// fill gives lane l a piece to hash, finishing its file and opening the next as
-	// needed; l.e is nil when no file is left.
-	fill := func(l *laneFile) error {
-		for len(l.data) == 0 {
-			if l.e != nil {
-				eof, err := l.next()
-				if err != nil {
-					return l.close(err)
-				}
-				if !eof {
-					continue
-				}
-				if err := l.close(nil); err != nil {
-					return err
-				}
-			}
-			e, ok := <-work
-			if !ok {
-				return nil
-			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			f, err := openLaneFile(e, l.buf)
-			if err != nil {
-				return err
-			}
-			*l = f
-			l.d.reset()
-			l.d.write([]byte(e.rel))
-			l.d.write([]byte{0})
-		}
-		return nil
-	}
 	open, ready := make([]*laneStream, 0, k.lanes), make([]*laneStream, 0, k.lanes)
 	for {
 		open = open[:0]
 		for i := range lanes {
-			if err := fill(&lanes[i]); err != nil {
+			if err := lanes[i].fill(ctx, work); err != nil {
 				return err
 			}
 			if lanes[i].e != nil {
@@ -187,6 +170,49 @@ func hashLanes(ctx context.Context, work <-chan *fileEntry, k *laneKernel) (err 
 			return err
 		}
 	}
+}
+
+// fill gives lane l a piece to hash, finishing its file and opening the next as needed;
+// l.e is nil when no file is left.
+func (l *laneFile) fill(ctx context.Context, work <-chan *fileEntry) error {
+	for len(l.data) == 0 {
+		if l.e != nil {
+			eof, err := l.next()
+			if err != nil {
+				return l.close(err)
+			}
+			if !eof {
+				continue
+			}
+			if err := l.close(nil); err != nil {
+				return err
+			}
+		}
+		if done, err := l.take(ctx, work); done || err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// take opens the next file of work on lane l; done when there is none.
+func (l *laneFile) take(ctx context.Context, work <-chan *fileEntry) (done bool, err error) {
+	e, ok := <-work
+	if !ok {
+		return true, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return true, err
+	}
+	f, err := openLaneFile(e, l.buf)
+	if err != nil {
+		return true, err
+	}
+	*l = f
+	l.d.reset()
+	l.d.write([]byte(e.rel))
+	l.d.write([]byte{0})
+	return false, nil
 }
 
 // guardFaults runs hash, turning a fault on a lane's mapping (its file shrank) into that

@@ -81,71 +81,90 @@ func materializeLocal(ctx context.Context, st *store.Store, ref Ref, dest string
 	if !hexHash.MatchString(ref.Hash) {
 		return "", fmt.Errorf("materialize data %q: hash %q is not a hex SHA-256", ref.Source, ref.Hash)
 	}
-	body, err := st.Get(ctx, MarkerKey(ref.Hash))
-	if store.IsNotFound(err) {
-		return "", fmt.Errorf("materialize data %q (hash %s): %w: %s is missing; submit the job again to re-upload it", ref.Source, ref.Hash, ErrIncomplete, MarkerKey(ref.Hash))
-	}
+	entries, err := readMarker(ctx, st, ref)
 	if err != nil {
-		return "", fmt.Errorf("materialize data %q: %w", ref.Source, err)
+		return "", err
 	}
-	var m manifest
-	if err := json.Unmarshal(body, &m); err != nil {
-		return "", fmt.Errorf("materialize data %q: bad marker %s: %w", ref.Source, MarkerKey(ref.Hash), err)
-	}
-	// The marker must describe exactly the data ref.Hash names.
-	entries := make([]*fileEntry, len(m.Files))
-	for i, f := range m.Files {
-		e := &fileEntry{rel: f.Path, size: f.Size}
-		d, err := hex.DecodeString(f.Digest)
-		if err != nil || len(d) != 32 {
-			return "", fmt.Errorf("materialize data %q: bad digest %q in the marker", ref.Source, f.Digest)
-		}
-		copy(e.sum[:], d)
-		if !cleanRel(f.Path) {
-			return "", fmt.Errorf("materialize data %q: the marker names %q, which is not a clean relative path; refusing it", ref.Source, f.Path)
-		}
-		entries[i] = e
-	}
-	isDir := ref.Kind == LocalDir
-	if m.Kind != ref.Kind || (!isDir && len(entries) != 1) {
-		return "", fmt.Errorf("materialize data %q: the marker is for a %s, the job expects a %s", ref.Source, m.Kind, ref.Kind)
-	}
-	if got := combine(isDir, entries); hex.EncodeToString(got[:]) != ref.Hash {
-		return "", fmt.Errorf("materialize data %q: the marker's files hash to %x, not %s: the store was changed", ref.Source, got, ref.Hash)
-	}
-
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(UploadWorkers)
 	for _, e := range entries {
-		g.Go(func() error {
-			key := FilesPrefix(ref.Hash) + e.rel
-			r, err := st.NewReader(gctx, key)
-			if err != nil {
-				if store.IsNotFound(err) {
-					return fmt.Errorf("%s is missing although the marker lists it: the store was changed", key)
-				}
-				return err
-			}
-			defer r.Close()
-			h := sha256.New()
-			newFileHash(h, e.rel)
-			return writeFile(filepath.Join(dest, filepath.FromSlash(e.rel)), r, func(n int64) error {
-				var got [32]byte
-				h.Sum(got[:0])
-				if got != e.sum || n != e.size {
-					return fmt.Errorf("%s does not match its digest (%d bytes, expected %d): the store was changed or corrupted", key, n, e.size)
-				}
-				return nil
-			}, h)
-		})
+		g.Go(func() error { return fetchDataFile(gctx, st, ref.Hash, dest, e) })
 	}
 	if err := g.Wait(); err != nil {
 		return "", fmt.Errorf("materialize data %q: %w", ref.Source, err)
 	}
-	if !isDir {
+	if ref.Kind != LocalDir {
 		return filepath.Join(dest, filepath.FromSlash(entries[0].rel)), nil
 	}
 	return dest, nil
+}
+
+// readMarker reads the completion marker of ref's data and returns its files; the
+// marker must describe exactly the data ref.Hash names.
+func readMarker(ctx context.Context, st *store.Store, ref Ref) ([]*fileEntry, error) {
+	body, err := st.Get(ctx, MarkerKey(ref.Hash))
+	if store.IsNotFound(err) {
+		return nil, fmt.Errorf("materialize data %q (hash %s): %w: %s is missing; submit the job again to re-upload it", ref.Source, ref.Hash, ErrIncomplete, MarkerKey(ref.Hash))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("materialize data %q: %w", ref.Source, err)
+	}
+	var m manifest
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, fmt.Errorf("materialize data %q: bad marker %s: %w", ref.Source, MarkerKey(ref.Hash), err)
+	}
+	entries := make([]*fileEntry, len(m.Files))
+	for i, f := range m.Files {
+		if entries[i], err = markerEntry(ref, f); err != nil {
+			return nil, err
+		}
+	}
+	isDir := ref.Kind == LocalDir
+	if m.Kind != ref.Kind || (!isDir && len(entries) != 1) {
+		return nil, fmt.Errorf("materialize data %q: the marker is for a %s, the job expects a %s", ref.Source, m.Kind, ref.Kind)
+	}
+	if got := combine(isDir, entries); hex.EncodeToString(got[:]) != ref.Hash {
+		return nil, fmt.Errorf("materialize data %q: the marker's files hash to %x, not %s: the store was changed", ref.Source, got, ref.Hash)
+	}
+	return entries, nil
+}
+
+// markerEntry is file f of a marker: a digest and a clean relative path.
+func markerEntry(ref Ref, f manifestFile) (*fileEntry, error) {
+	e := &fileEntry{rel: f.Path, size: f.Size}
+	d, err := hex.DecodeString(f.Digest)
+	if err != nil || len(d) != 32 {
+		return nil, fmt.Errorf("materialize data %q: bad digest %q in the marker", ref.Source, f.Digest)
+	}
+	copy(e.sum[:], d)
+	if !cleanRel(f.Path) {
+		return nil, fmt.Errorf("materialize data %q: the marker names %q, which is not a clean relative path; refusing it", ref.Source, f.Path)
+	}
+	return e, nil
+}
+
+// fetchDataFile writes file e of the data with hash sum under dest, checked against its
+// digest.
+func fetchDataFile(ctx context.Context, st *store.Store, sum, dest string, e *fileEntry) error {
+	key := FilesPrefix(sum) + e.rel
+	r, err := st.NewReader(ctx, key)
+	if store.IsNotFound(err) {
+		return fmt.Errorf("%s is missing although the marker lists it: the store was changed", key)
+	}
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	h := sha256.New()
+	newFileHash(h, e.rel)
+	return writeFile(filepath.Join(dest, filepath.FromSlash(e.rel)), r, func(n int64) error {
+		var got [32]byte
+		h.Sum(got[:0])
+		if got != e.sum || n != e.size {
+			return fmt.Errorf("%s does not match its digest (%d bytes, expected %d): the store was changed or corrupted", key, n, e.size)
+		}
+		return nil
+	}, h)
 }
 
 func materializeGS(ctx context.Context, ref Ref, dest string, open OpenBucket) (string, error) {
@@ -167,25 +186,9 @@ func materializeGS(ctx context.Context, ref Ref, dest string, open OpenBucket) (
 		return out, nil
 	}
 
-	type obj struct{ key, rel string }
-	var objs []obj
-	it := b.List(&blob.ListOptions{Prefix: key})
-	for {
-		o, err := it.Next(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return "", fmt.Errorf("materialize data %q: list %s: %w", ref.Source, ref.URI, err)
-		}
-		if o.IsDir || strings.HasSuffix(o.Key, "/") {
-			continue // folder placeholder objects
-		}
-		rel := strings.TrimPrefix(o.Key, key)
-		if !cleanRel(rel) {
-			return "", fmt.Errorf("materialize data %q: object gs://%s/%s cannot be a local path under %s (empty, '.' or '..' segment); rename it", ref.Source, bucket, o.Key, dest)
-		}
-		objs = append(objs, obj{o.Key, rel})
+	objs, err := listGS(ctx, b, ref, bucket, key, dest)
+	if err != nil {
+		return "", err
 	}
 	if len(objs) == 0 {
 		return "", fmt.Errorf("materialize data %q: there are no objects under %s; check the bucket and prefix (for a single object, drop the trailing slash)", ref.Source, ref.URI)
@@ -201,6 +204,33 @@ func materializeGS(ctx context.Context, ref Ref, dest string, open OpenBucket) (
 		return "", fmt.Errorf("materialize data %q: %w", ref.Source, err)
 	}
 	return dest, nil
+}
+
+// gsObject is an object of a gs:// directory and where it goes, relative to dest.
+type gsObject struct{ key, rel string }
+
+// listGS lists the objects under key (folder placeholders left out), each of which must
+// make a clean local path.
+func listGS(ctx context.Context, b *blob.Bucket, ref Ref, bucket, key, dest string) ([]gsObject, error) {
+	var objs []gsObject
+	it := b.List(&blob.ListOptions{Prefix: key})
+	for {
+		o, err := it.Next(ctx)
+		if err == io.EOF {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("materialize data %q: list %s: %w", ref.Source, ref.URI, err)
+		}
+		if o.IsDir || strings.HasSuffix(o.Key, "/") {
+			continue // folder placeholder objects
+		}
+		rel := strings.TrimPrefix(o.Key, key)
+		if !cleanRel(rel) {
+			return nil, fmt.Errorf("materialize data %q: object gs://%s/%s cannot be a local path under %s (empty, '.' or '..' segment); rename it", ref.Source, bucket, o.Key, dest)
+		}
+		objs = append(objs, gsObject{o.Key, rel})
+	}
 }
 
 func download(ctx context.Context, b *blob.Bucket, key, out string) error {

@@ -74,94 +74,156 @@ func UploadWarn(ctx context.Context, st *store.Store, ref *Ref, progress func(do
 	if ref.Path == "" {
 		return fmt.Errorf("upload data %q: the ref has no local path (make it with Parse)", ref.Source)
 	}
-	t, err := hashTree(ctx, ref.Path)
-	if err != nil {
-		return fmt.Errorf("upload data %q: %w", ref.Source, err)
-	}
-	if warn != nil {
-		for i, n := range t.skipped {
-			if i == 5 {
-				warn(fmt.Sprintf("... and %d more symlinks left out of Data(%q)", len(t.skipped)-i, ref.Source))
-				break
-			}
-			warn(n)
+	u := &dataUpload{st: st, ref: ref, progress: progress, warn: warn}
+	for _, s := range dataUploadSteps {
+		if stop, err := s.run(u, ctx); stop || err != nil {
+			return err
 		}
 	}
-	if t.dir != (ref.Kind == LocalDir) {
-		return fmt.Errorf("upload data %q: %s changed between a file and a directory since it was parsed", ref.Source, ref.Path)
-	}
-	sum := t.hex()
-	ref.Hash, ref.Prefix = sum, Prefix(sum)
+	return nil
+}
 
-	var mu sync.Mutex
-	var done int64
-	report := func(n int64) {
-		if progress == nil {
-			return
-		}
-		mu.Lock()
-		done += n
-		progress(done, t.bytes)
-		mu.Unlock()
-	}
+// dataUpload is one UploadWarn: its steps, in dataUploadSteps' order, share what they
+// found.
+type dataUpload struct {
+	st       *store.Store
+	ref      *Ref
+	progress func(done, total int64)
+	warn     func(string)
+	t        *tree
+	sum      string
+	have     map[string]int64 // files an earlier upload left: key → size
 
-	ok, err := st.Exists(ctx, MarkerKey(sum))
+	mu   sync.Mutex // guards done
+	done int64
+}
+
+// dataUploadSteps are UploadWarn's steps, in order; a step stops it with an error, or
+// with stop when there is nothing more to do.
+var dataUploadSteps = []struct {
+	name string
+	run  func(*dataUpload, context.Context) (stop bool, err error)
+}{
+	{"hash", (*dataUpload).hash},
+	{"complete already", (*dataUpload).complete},
+	{"files left before", (*dataUpload).listHave},
+	{"files", (*dataUpload).putFiles},
+	{"marker", (*dataUpload).putMarker},
+}
+
+// hash hashes the tree, tells of the symlinks left out, and sets ref's hash and prefix.
+func (u *dataUpload) hash(ctx context.Context) (bool, error) {
+	t, err := hashTree(ctx, u.ref.Path)
 	if err != nil {
-		return fmt.Errorf("upload data %q: %w", ref.Source, err)
+		return false, fmt.Errorf("upload data %q: %w", u.ref.Source, err)
+	}
+	u.t = t
+	u.warnSkipped()
+	if t.dir != (u.ref.Kind == LocalDir) {
+		return false, fmt.Errorf("upload data %q: %s changed between a file and a directory since it was parsed", u.ref.Source, u.ref.Path)
+	}
+	u.sum = t.hex()
+	u.ref.Hash, u.ref.Prefix = u.sum, Prefix(u.sum)
+	return false, nil
+}
+
+// warnSkipped tells warn of the first five symlinks left out, and how many more.
+func (u *dataUpload) warnSkipped() {
+	if u.warn == nil {
+		return
+	}
+	for i, n := range u.t.skipped {
+		if i == 5 {
+			u.warn(fmt.Sprintf("... and %d more symlinks left out of Data(%q)", len(u.t.skipped)-i, u.ref.Source))
+			break
+		}
+		u.warn(n)
+	}
+}
+
+// report adds n bytes done.
+func (u *dataUpload) report(n int64) {
+	if u.progress == nil {
+		return
+	}
+	u.mu.Lock()
+	u.done += n
+	u.progress(u.done, u.t.bytes)
+	u.mu.Unlock()
+}
+
+// complete stops the upload when the store holds the data complete (its marker exists).
+func (u *dataUpload) complete(ctx context.Context) (bool, error) {
+	ok, err := u.st.Exists(ctx, MarkerKey(u.sum))
+	if err != nil {
+		return false, fmt.Errorf("upload data %q: %w", u.ref.Source, err)
 	}
 	if ok {
-		report(t.bytes)
-		return nil
+		u.report(u.t.bytes)
 	}
-	have := map[string]int64{}
-	objs, err := st.List(ctx, FilesPrefix(sum))
-	if err != nil {
-		return fmt.Errorf("upload data %q: %w", ref.Source, err)
-	}
-	for _, o := range objs {
-		have[o.Key] = o.Size
-	}
+	return ok, nil
+}
 
+// listHave lists the files an earlier, unfinished upload of the same hash left.
+func (u *dataUpload) listHave(ctx context.Context) (bool, error) {
+	objs, err := u.st.List(ctx, FilesPrefix(u.sum))
+	if err != nil {
+		return false, fmt.Errorf("upload data %q: %w", u.ref.Source, err)
+	}
+	u.have = make(map[string]int64, len(objs))
+	for _, o := range objs {
+		u.have[o.Key] = o.Size
+	}
+	return false, nil
+}
+
+// putFiles uploads, in parallel, the files the store does not hold whole.
+func (u *dataUpload) putFiles(ctx context.Context) (bool, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(UploadWorkers)
-	for _, e := range t.files {
-		key := FilesPrefix(sum) + e.rel
-		if size, ok := have[key]; ok && size == e.size {
+	for _, e := range u.t.files {
+		key := FilesPrefix(u.sum) + e.rel
+		if size, ok := u.have[key]; ok && size == e.size {
 			// Written whole by an earlier upload (writes are atomic) under this hash.
-			report(e.size)
+			u.report(e.size)
 			continue
 		}
-		g.Go(func() error {
-			f, err := os.Open(e.abs)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			h := sha256.New()
-			newFileHash(h, e.rel)
-			r := &verifyingReader{r: f, h: h, want: e.sum, size: e.size, name: e.abs, report: report}
-			if _, err := st.PutFrom(gctx, key, r); err != nil {
-				return err
-			}
-			return nil
-		})
+		g.Go(func() error { return u.putFile(gctx, key, e) })
 	}
 	if err := g.Wait(); err != nil {
-		return fmt.Errorf("upload data %q: %w", ref.Source, err)
+		return false, fmt.Errorf("upload data %q: %w", u.ref.Source, err)
 	}
+	return false, nil
+}
 
-	m := manifest{Version: 1, Kind: ref.Kind, Hash: sum, Bytes: t.bytes, Files: make([]manifestFile, len(t.files))}
-	for i, e := range t.files {
+// putFile streams file e to key, checking it against the digest just computed.
+func (u *dataUpload) putFile(ctx context.Context, key string, e *fileEntry) error {
+	f, err := os.Open(e.abs)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := sha256.New()
+	newFileHash(h, e.rel)
+	r := &verifyingReader{r: f, h: h, want: e.sum, size: e.size, name: e.abs, report: u.report}
+	_, err = u.st.PutFrom(ctx, key, r)
+	return err
+}
+
+// putMarker writes the completion marker, last.
+func (u *dataUpload) putMarker(ctx context.Context) (bool, error) {
+	m := manifest{Version: 1, Kind: u.ref.Kind, Hash: u.sum, Bytes: u.t.bytes, Files: make([]manifestFile, len(u.t.files))}
+	for i, e := range u.t.files {
 		m.Files[i] = manifestFile{Path: e.rel, Size: e.size, Digest: hex.EncodeToString(e.sum[:])}
 	}
 	body, err := json.Marshal(m)
 	if err != nil {
-		return err
+		return false, err
 	}
-	if err := st.Put(ctx, MarkerKey(sum), body); err != nil {
-		return fmt.Errorf("upload data %q: %w", ref.Source, err)
+	if err := u.st.Put(ctx, MarkerKey(u.sum), body); err != nil {
+		return false, fmt.Errorf("upload data %q: %w", u.ref.Source, err)
 	}
-	return nil
+	return false, nil
 }
 
 // verifyingReader passes r through and, at its end, fails unless what was read has the

@@ -48,30 +48,38 @@ func Discover(startDir, stopDir string) (*Requirements, error) {
 		home = filepath.Clean(home)
 	}
 	for {
-		req := filepath.Join(dir, RequirementsFile)
-		if isFile(req) {
-			return ParseRequirementsFile(req)
-		}
-		pp := filepath.Join(dir, PyprojectFile)
-		if isFile(pp) {
-			r, err := ParsePyprojectFile(pp)
-			if err == nil {
-				return r, nil
-			}
-			if !errors.Is(err, errNoProject) {
-				return nil, err
-			}
-		}
-		if exists(filepath.Join(dir, ".git")) || dir == home || dir == stop {
-			break
+		if r, found, err := discoverIn(dir); found || err != nil {
+			return r, err
 		}
 		parent := filepath.Dir(dir)
-		if parent == dir {
+		if exists(filepath.Join(dir, ".git")) || dir == home || dir == stop || parent == dir {
 			break
 		}
 		dir = parent
 	}
 	return &Requirements{}, nil
+}
+
+// discoverIn parses the dependency file of dir: requirements.txt, else a pyproject.toml
+// with a [project] table; found is false when dir has neither.
+func discoverIn(dir string) (r *Requirements, found bool, err error) {
+	req := filepath.Join(dir, RequirementsFile)
+	if isFile(req) {
+		r, err := ParseRequirementsFile(req)
+		return r, true, err
+	}
+	pp := filepath.Join(dir, PyprojectFile)
+	if !isFile(pp) {
+		return nil, false, nil
+	}
+	r, err = ParsePyprojectFile(pp)
+	switch {
+	case err == nil:
+		return r, true, nil
+	case errors.Is(err, errNoProject):
+		return nil, false, nil
+	}
+	return nil, true, err
 }
 
 func isFile(p string) bool {

@@ -112,25 +112,7 @@ func parseReqArgPEP508(s string) (Requirement, error) {
 }
 
 func dynamicDeps(read readFunc, path string, doc map[string]any, out *Requirements) (*Requirements, error) {
-	var files []string
-	if tool, ok := doc["tool"].(map[string]any); ok {
-		if st, ok := tool["setuptools"].(map[string]any); ok {
-			if dyn, ok := st["dynamic"].(map[string]any); ok {
-				if d, ok := dyn["dependencies"].(map[string]any); ok {
-					switch f := d["file"].(type) {
-					case string:
-						files = []string{f}
-					case []any:
-						for _, x := range f {
-							if s, ok := x.(string); ok {
-								files = append(files, s)
-							}
-						}
-					}
-				}
-			}
-		}
-	}
+	files := dynamicFiles(doc)
 	if len(files) == 0 {
 		return nil, &FileError{File: path, Err: wrapf(ErrUnsupported, "dependencies are dynamic and not read from a file kinetic can see; list them in requirements.txt")}
 	}
@@ -149,6 +131,38 @@ func dynamicDeps(read readFunc, path string, doc map[string]any, out *Requiremen
 		}
 	}
 	return out, nil
+}
+
+// dynamicFiles are the files of [tool.setuptools.dynamic] dependencies = {file = ...}:
+// one, or a list.
+func dynamicFiles(doc map[string]any) []string {
+	d := tomlTable(doc, "tool", "setuptools", "dynamic", "dependencies")
+	switch f := d["file"].(type) {
+	case string:
+		return []string{f}
+	case []any:
+		var files []string
+		for _, x := range f {
+			if s, ok := x.(string); ok {
+				files = append(files, s)
+			}
+		}
+		return files
+	}
+	return nil
+}
+
+// tomlTable is the table at path under doc, nil if there is none.
+func tomlTable(doc map[string]any, path ...string) map[string]any {
+	t := doc
+	for _, k := range path {
+		next, ok := t[k].(map[string]any)
+		if !ok {
+			return nil
+		}
+		t = next
+	}
+	return t
 }
 
 // lineOf returns the 1-based line of the first quoted occurrence of s in the TOML

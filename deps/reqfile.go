@@ -328,26 +328,9 @@ func parseOptions(s string) ([]option, error) {
 	}
 	var out []option
 	for i := 0; i < len(toks); i++ {
-		t := toks[i]
-		var name, val string
-		hasVal := false
-		switch {
-		case strings.HasPrefix(t, "--"):
-			name = t
-			if k := strings.IndexByte(t, '='); k >= 0 {
-				name, val, hasVal = t[:k], t[k+1:], true
-			}
-		case strings.HasPrefix(t, "-") && len(t) >= 2:
-			long, ok := shortOptions[t[1]]
-			if !ok {
-				return nil, wrapf(ErrUnsupported, "unsupported requirements-file option %s", t)
-			}
-			name = long
-			if len(t) > 2 {
-				val, hasVal = t[2:], true
-			}
-		default:
-			return nil, wrapf(ErrSyntax, "unexpected %q among options", t)
+		name, val, hasVal, err := optionName(toks[i])
+		if err != nil {
+			return nil, err
 		}
 		spec, ok := optionTable[name]
 		if !ok {
@@ -367,6 +350,28 @@ func parseOptions(s string) ([]option, error) {
 		out = append(out, option{name: spec.long, value: val})
 	}
 	return out, nil
+}
+
+// optionName reads an option token: "--name", "--name=value", "-X" or "-Xvalue" (a
+// short option is named by its long name).
+func optionName(t string) (name, val string, hasVal bool, err error) {
+	switch {
+	case strings.HasPrefix(t, "--"):
+		if k := strings.IndexByte(t, '='); k >= 0 {
+			return t[:k], t[k+1:], true, nil
+		}
+		return t, "", false, nil
+	case strings.HasPrefix(t, "-") && len(t) >= 2:
+		long, ok := shortOptions[t[1]]
+		if !ok {
+			return "", "", false, wrapf(ErrUnsupported, "unsupported requirements-file option %s", t)
+		}
+		if len(t) > 2 {
+			return long, t[2:], true, nil
+		}
+		return long, "", false, nil
+	}
+	return "", "", false, wrapf(ErrSyntax, "unexpected %q among options", t)
 }
 
 // splitArgsOptions splits a logical line where its first whitespace-separated token
@@ -508,54 +513,83 @@ func (p *reqParser) option(path string, ll logicalLine, o option) error {
 		return p.include(path, o, o.name == "--constraint")
 	}
 	d := Directive{Option: o.name, Value: o.value, File: path, Line: ll.num}
-	switch o.name {
-	case "--index-url", "--extra-index-url":
-		if !strings.Contains(o.value, "://") {
-			return wrapf(ErrSyntax, "%s needs a URL, got %q", o.name, o.value)
-		}
-		if err := checkCredentials(o.value); err != nil {
+	if check := directiveChecks[o.name]; check != nil {
+		if err := check(&d, path); err != nil {
 			return err
 		}
-		if hasPrefixFold(o.value, "file:") {
-			d.Local = true
-		}
-	case "--find-links":
-		if strings.Contains(o.value, "://") {
-			if err := checkCredentials(o.value); err != nil {
-				return err
-			}
-			d.Local = hasPrefixFold(o.value, "file:")
-		} else {
-			d.Local = true
-			v := o.value
-			if strings.HasPrefix(v, "~") {
-				return wrapf(ErrSyntax, "--find-links %q: write the path without '~'", v)
-			}
-			if !filepath.IsAbs(v) {
-				v = filepath.Join(filepath.Dir(absOr(path)), v)
-			}
-			d.Value = filepath.Clean(v)
-		}
-	case "--trusted-host":
-		if strings.ContainsAny(o.value, "@/") {
-			return wrapf(ErrSyntax, "--trusted-host takes a host[:port], got %q", redact("x://" + o.value)[4:])
-		}
-	case "--only-binary", "--no-binary":
-		var names []string
-		for _, n := range strings.Split(o.value, ",") {
-			n = strings.TrimSpace(n)
-			switch {
-			case n == ":all:" || n == ":none:":
-			case nameRE.MatchString(n):
-				n = NormalizeName(n)
-			default:
-				return wrapf(ErrSyntax, "%s takes :all:, :none: or project names, got %q", o.name, n)
-			}
-			names = append(names, n)
-		}
-		d.Value = strings.Join(names, ",")
 	}
 	p.out.Entries = append(p.out.Entries, Entry{Dir: &d})
+	return nil
+}
+
+// directiveChecks check (and canonicalise) the value of the options that need it, in a
+// directive of the file at path.
+var directiveChecks = map[string]func(d *Directive, path string) error{
+	"--index-url":       checkIndexURL,
+	"--extra-index-url": checkIndexURL,
+	"--find-links":      checkFindLinks,
+	"--trusted-host":    checkTrustedHost,
+	"--only-binary":     checkBinaryNames,
+	"--no-binary":       checkBinaryNames,
+}
+
+func checkIndexURL(d *Directive, _ string) error {
+	if !strings.Contains(d.Value, "://") {
+		return wrapf(ErrSyntax, "%s needs a URL, got %q", d.Option, d.Value)
+	}
+	if err := checkCredentials(d.Value); err != nil {
+		return err
+	}
+	if hasPrefixFold(d.Value, "file:") {
+		d.Local = true
+	}
+	return nil
+}
+
+// checkFindLinks checks a URL, or makes a path absolute (relative to the file's
+// directory).
+func checkFindLinks(d *Directive, path string) error {
+	v := d.Value
+	if strings.Contains(v, "://") {
+		if err := checkCredentials(v); err != nil {
+			return err
+		}
+		d.Local = hasPrefixFold(v, "file:")
+		return nil
+	}
+	d.Local = true
+	if strings.HasPrefix(v, "~") {
+		return wrapf(ErrSyntax, "--find-links %q: write the path without '~'", v)
+	}
+	if !filepath.IsAbs(v) {
+		v = filepath.Join(filepath.Dir(absOr(path)), v)
+	}
+	d.Value = filepath.Clean(v)
+	return nil
+}
+
+func checkTrustedHost(d *Directive, _ string) error {
+	if strings.ContainsAny(d.Value, "@/") {
+		return wrapf(ErrSyntax, "--trusted-host takes a host[:port], got %q", redact("x://" + d.Value)[4:])
+	}
+	return nil
+}
+
+// checkBinaryNames normalises the project names of --only-binary and --no-binary.
+func checkBinaryNames(d *Directive, _ string) error {
+	var names []string
+	for _, n := range strings.Split(d.Value, ",") {
+		n = strings.TrimSpace(n)
+		switch {
+		case n == ":all:" || n == ":none:":
+		case nameRE.MatchString(n):
+			n = NormalizeName(n)
+		default:
+			return wrapf(ErrSyntax, "%s takes :all:, :none: or project names, got %q", d.Option, n)
+		}
+		names = append(names, n)
+	}
+	d.Value = strings.Join(names, ",")
 	return nil
 }
 
@@ -591,53 +625,82 @@ func (p *reqParser) include(from string, o option, constraint bool) error {
 
 // shellSplit splits s into words like Python's shlex.split (POSIX mode, no comments).
 func shellSplit(s string) ([]string, error) {
-	var out []string
-	var cur strings.Builder
-	inWord := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case isSpace(c):
-			if inWord {
-				out = append(out, cur.String())
-				cur.Reset()
-				inWord = false
-			}
-		case c == '\'':
-			end := strings.IndexByte(s[i+1:], '\'')
-			if end < 0 {
-				return nil, wrapf(ErrSyntax, "unterminated quote in %q", s)
-			}
-			cur.WriteString(s[i+1 : i+1+end])
-			i += end + 1
-			inWord = true
-		case c == '"':
-			i++
-			for ; i < len(s) && s[i] != '"'; i++ {
-				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\\\"$`\n", s[i+1]) >= 0 {
-					i++
-				}
-				cur.WriteByte(s[i])
-			}
-			if i >= len(s) {
-				return nil, wrapf(ErrSyntax, "unterminated quote in %q", s)
-			}
-			inWord = true
-		case c == '\\':
-			if i+1 < len(s) {
-				i++
-				cur.WriteByte(s[i])
-			}
-			inWord = true
-		default:
-			cur.WriteByte(c)
-			inWord = true
+	w := &shellWords{s: s}
+	for ; w.i < len(s); w.i++ {
+		if err := w.next(); err != nil {
+			return nil, err
 		}
 	}
-	if inWord {
-		out = append(out, cur.String())
+	w.endWord()
+	return w.out, nil
+}
+
+// shellWords is one shellSplit: s is read from i on.
+type shellWords struct {
+	s      string
+	i      int
+	out    []string
+	cur    strings.Builder
+	inWord bool
+}
+
+func (w *shellWords) next() error {
+	c := w.s[w.i]
+	if isSpace(c) {
+		w.endWord()
+		return nil
 	}
-	return out, nil
+	w.inWord = true
+	switch c {
+	case '\'':
+		return w.singleQuoted()
+	case '"':
+		return w.doubleQuoted()
+	case '\\':
+		if w.i+1 < len(w.s) {
+			w.i++
+			w.cur.WriteByte(w.s[w.i])
+		}
+	default:
+		w.cur.WriteByte(c)
+	}
+	return nil
+}
+
+func (w *shellWords) endWord() {
+	if w.inWord {
+		w.out = append(w.out, w.cur.String())
+		w.cur.Reset()
+		w.inWord = false
+	}
+}
+
+// singleQuoted reads '...' (no escapes), leaving i at the closing quote.
+func (w *shellWords) singleQuoted() error {
+	end := strings.IndexByte(w.s[w.i+1:], '\'')
+	if end < 0 {
+		return wrapf(ErrSyntax, "unterminated quote in %q", w.s)
+	}
+	w.cur.WriteString(w.s[w.i+1 : w.i+1+end])
+	w.i += end + 1
+	return nil
+}
+
+// doubleQuoted reads "..." (a backslash escapes \ " $ ` and newline), leaving i at the
+// closing quote.
+func (w *shellWords) doubleQuoted() error {
+	s, i := w.s, w.i+1
+	for ; i < len(s) && s[i] != '"'; i++ {
+		if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\\\"$`\n", s[i+1]) >= 0 {
+			i++
+		}
+		w.cur.WriteByte(s[i])
+	}
+	if i >= len(s) {
+		return wrapf(ErrSyntax, "unterminated quote in %q", s)
+	}
+	w.i = i
+	return nil
 }
 
 var safeWordRE = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./~^!?&*\[\]{}()$<>|;-]+$`)

@@ -112,105 +112,162 @@ func isNameChar(c byte) bool {
 
 // parsePEP508 parses name[extras] (specifier | @ URL) ; marker.
 func parsePEP508(s string) (Requirement, error) {
-	var r Requirement
-	i := skipSpace(s, 0)
+	p := &pep508{s: s}
+	for _, step := range pep508Steps {
+		if err := step(p); err != nil {
+			return p.r, err
+		}
+	}
+	return p.r, nil
+}
+
+// pep508 is one requirement being parsed: s from i on is what is left.
+type pep508 struct {
+	s    string
+	i    int
+	name string // the project name as written
+	r    Requirement
+}
+
+// pep508Steps parse a requirement's parts, in order.
+var pep508Steps = []func(*pep508) error{
+	(*pep508).projectName,
+	(*pep508).extras,
+	(*pep508).versionOrURL,
+	(*pep508).marker,
+}
+
+// at reports whether the next byte is c.
+func (p *pep508) at(c byte) bool { return p.i < len(p.s) && p.s[p.i] == c }
+
+func (p *pep508) projectName() error {
+	p.i = skipSpace(p.s, 0)
+	start := p.i
+	for p.i < len(p.s) && isNameChar(p.s[p.i]) {
+		p.i++
+	}
+	p.name = p.s[start:p.i]
+	switch {
+	case p.name == "" && p.i < len(p.s):
+		return wrapf(ErrSyntax, "expected a project name at %q", p.s[p.i:])
+	case p.name == "":
+		return wrapf(ErrSyntax, "expected a project name")
+	case !nameRE.MatchString(p.name):
+		return wrapf(ErrSyntax, "invalid project name %q", p.name)
+	}
+	p.r.Name = NormalizeName(p.name)
+	p.i = skipSpace(p.s, p.i)
+	return nil
+}
+
+// extras parses [extra, ...]: sorted, normalised, without duplicates.
+func (p *pep508) extras() error {
+	if !p.at('[') {
+		return nil
+	}
+	end := strings.IndexByte(p.s[p.i:], ']')
+	if end < 0 {
+		return wrapf(ErrSyntax, "missing ']' after extras")
+	}
+	inner := p.s[p.i+1 : p.i+end]
+	p.i += end + 1
+	if strings.TrimSpace(inner) != "" {
+		for _, e := range strings.Split(inner, ",") {
+			e = strings.TrimSpace(e)
+			if !nameRE.MatchString(e) {
+				return wrapf(ErrSyntax, "invalid extra %q", e)
+			}
+			p.r.Extras = append(p.r.Extras, NormalizeName(e))
+		}
+		slices.Sort(p.r.Extras)
+		p.r.Extras = slices.Compact(p.r.Extras)
+	}
+	p.i = skipSpace(p.s, p.i)
+	return nil
+}
+
+// versionOrURL parses "@ URL", "(specifier)" or a bare specifier, if there is one.
+func (p *pep508) versionOrURL() error {
+	switch {
+	case p.at('@'):
+		return p.url()
+	case p.at('('):
+		return p.parenSpecifier()
+	case p.i < len(p.s) && strings.IndexByte("<>=!~", p.s[p.i]) >= 0:
+		return p.bareSpecifier()
+	}
+	return nil
+}
+
+func (p *pep508) url() error {
+	i := skipSpace(p.s, p.i+1)
 	start := i
-	for i < len(s) && isNameChar(s[i]) {
+	for i < len(p.s) && !isSpace(p.s[i]) {
 		i++
 	}
-	name := s[start:i]
-	if name == "" {
-		if i < len(s) {
-			return r, wrapf(ErrSyntax, "expected a project name at %q", s[i:])
-		}
-		return r, wrapf(ErrSyntax, "expected a project name")
+	u := p.s[start:i]
+	if u == "" {
+		return wrapf(ErrSyntax, "expected a URL after '@'")
 	}
-	if !nameRE.MatchString(name) {
-		return r, wrapf(ErrSyntax, "invalid project name %q", name)
+	if err := checkReqURL(u); err != nil {
+		return err
 	}
-	r.Name = NormalizeName(name)
-	i = skipSpace(s, i)
+	p.r.URL = u
+	j := skipSpace(p.s, i)
+	if j < len(p.s) && p.s[j] != ';' {
+		return wrapf(ErrSyntax, "unexpected %q after URL", p.s[j:])
+	}
+	if j < len(p.s) && j == i {
+		// unreachable: a ';' directly after the URL is part of the URL.
+		return wrapf(ErrSyntax, "a marker after a URL needs a space before ';'")
+	}
+	p.i = j
+	return nil
+}
 
-	if i < len(s) && s[i] == '[' {
-		end := strings.IndexByte(s[i:], ']')
-		if end < 0 {
-			return r, wrapf(ErrSyntax, "missing ']' after extras")
-		}
-		inner := s[i+1 : i+end]
-		i += end + 1
-		if strings.TrimSpace(inner) != "" {
-			for _, e := range strings.Split(inner, ",") {
-				e = strings.TrimSpace(e)
-				if !nameRE.MatchString(e) {
-					return r, wrapf(ErrSyntax, "invalid extra %q", e)
-				}
-				r.Extras = append(r.Extras, NormalizeName(e))
-			}
-			slices.Sort(r.Extras)
-			r.Extras = slices.Compact(r.Extras)
-		}
-		i = skipSpace(s, i)
+func (p *pep508) parenSpecifier() error {
+	end := strings.IndexByte(p.s[p.i:], ')')
+	if end < 0 {
+		return wrapf(ErrSyntax, "missing ')' after version specifier")
 	}
+	spec, err := parseSpecifier(p.s[p.i+1 : p.i+end])
+	if err != nil {
+		return err
+	}
+	p.r.Specifier = spec
+	p.i = skipSpace(p.s, p.i+end+1)
+	return nil
+}
 
-	switch {
-	case i < len(s) && s[i] == '@':
-		i = skipSpace(s, i+1)
-		start := i
-		for i < len(s) && !isSpace(s[i]) {
-			i++
-		}
-		u := s[start:i]
-		if u == "" {
-			return r, wrapf(ErrSyntax, "expected a URL after '@'")
-		}
-		if err := checkReqURL(u); err != nil {
-			return r, err
-		}
-		r.URL = u
-		j := skipSpace(s, i)
-		if j < len(s) && s[j] != ';' {
-			return r, wrapf(ErrSyntax, "unexpected %q after URL", s[j:])
-		}
-		if j < len(s) && j == i {
-			// unreachable: a ';' directly after the URL is part of the URL.
-			return r, wrapf(ErrSyntax, "a marker after a URL needs a space before ';'")
-		}
-		i = j
-	case i < len(s) && s[i] == '(':
-		end := strings.IndexByte(s[i:], ')')
-		if end < 0 {
-			return r, wrapf(ErrSyntax, "missing ')' after version specifier")
-		}
-		spec, err := parseSpecifier(s[i+1 : i+end])
-		if err != nil {
-			return r, err
-		}
-		r.Specifier = spec
-		i = skipSpace(s, i+end+1)
-	case i < len(s) && strings.IndexByte("<>=!~", s[i]) >= 0:
-		end := strings.IndexByte(s[i:], ';')
-		if end < 0 {
-			end = len(s) - i
-		}
-		spec, err := parseSpecifier(s[i : i+end])
-		if err != nil {
-			return r, err
-		}
-		r.Specifier = spec
-		i += end
+// bareSpecifier parses a specifier that runs to the marker or the end.
+func (p *pep508) bareSpecifier() error {
+	end := strings.IndexByte(p.s[p.i:], ';')
+	if end < 0 {
+		end = len(p.s) - p.i
 	}
+	spec, err := parseSpecifier(p.s[p.i : p.i+end])
+	if err != nil {
+		return err
+	}
+	p.r.Specifier = spec
+	p.i += end
+	return nil
+}
 
-	if i < len(s) {
-		if s[i] != ';' {
-			return r, wrapf(ErrSyntax, "unexpected %q after %q", s[i:], name)
-		}
-		m, err := parseMarker(s[i+1:])
-		if err != nil {
-			return r, err
-		}
-		r.Marker = m
+// marker parses "; marker", which must be all that is left.
+func (p *pep508) marker() error {
+	if p.i >= len(p.s) {
+		return nil
 	}
-	return r, nil
+	if p.s[p.i] != ';' {
+		return wrapf(ErrSyntax, "unexpected %q after %q", p.s[p.i:], p.name)
+	}
+	m, err := parseMarker(p.s[p.i+1:])
+	if err != nil {
+		return err
+	}
+	p.r.Marker = m
+	return nil
 }
 
 var specOps = []string{"===", "==", "!=", "<=", ">=", "~=", "<", ">"}
@@ -315,6 +372,11 @@ func looksLocal(s string) bool {
 	if s == "" {
 		return false
 	}
+	return startsLikePath(s) || firstWordIsPath(s)
+}
+
+// startsLikePath: a path start (".", "/", "~", a backslash), "file:", or a drive letter.
+func startsLikePath(s string) bool {
 	switch s[0] {
 	case '.', '/', '~', '\\':
 		return true
@@ -322,9 +384,14 @@ func looksLocal(s string) bool {
 	if len(s) >= 5 && strings.EqualFold(s[:5], "file:") {
 		return true
 	}
-	if len(s) >= 3 && (s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z') && s[1] == ':' && (s[2] == '\\' || s[2] == '/') {
-		return true
-	}
+	return len(s) >= 3 && isASCIILetter(s[0]) && s[1] == ':' && (s[2] == '\\' || s[2] == '/')
+}
+
+func isASCIILetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// firstWordIsPath: the first word (up to a space, marker, extras, URL or specifier) has
+// a path separator and is not a URL, or names an archive.
+func firstWordIsPath(s string) bool {
 	first := s
 	if k := strings.IndexAny(first, " \t;[@<>=!~(,"); k >= 0 {
 		first = first[:k]
@@ -360,66 +427,104 @@ type markerToken struct {
 }
 
 func lexMarker(s string) ([]markerToken, error) {
-	var toks []markerToken
-	i := 0
+	l := &markerLexer{s: s}
 	for {
-		i = skipSpace(s, i)
-		if i >= len(s) {
-			return toks, nil
+		l.i = skipSpace(s, l.i)
+		if l.i >= len(s) {
+			return l.toks, nil
 		}
-		c := s[i]
-		switch {
-		case c == '(' || c == ')':
-			toks = append(toks, markerToken{kind: string(c)})
-			i++
-		case c == '"' || c == '\'':
-			end := strings.IndexByte(s[i+1:], c)
-			if end < 0 {
-				return nil, wrapf(ErrSyntax, "unterminated string in marker")
-			}
-			toks = append(toks, markerToken{kind: "str", text: s[i+1 : i+1+end]})
-			i += end + 2
-		case strings.IndexByte("<>=!~", c) >= 0:
-			op := ""
-			for _, o := range specOps {
-				if strings.HasPrefix(s[i:], o) {
-					op = o
-					break
-				}
-			}
-			if op == "" {
-				return nil, wrapf(ErrSyntax, "invalid operator in marker at %q", s[i:])
-			}
-			toks = append(toks, markerToken{kind: "op", text: op})
-			i += len(op)
-		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_':
-			start := i
-			for i < len(s) && (s[i] >= 'a' && s[i] <= 'z' || s[i] >= 'A' && s[i] <= 'Z' || s[i] >= '0' && s[i] <= '9' || s[i] == '_' || s[i] == '.') {
-				i++
-			}
-			w := s[start:i]
-			switch w {
-			case "and", "or":
-				toks = append(toks, markerToken{kind: w})
-			case "in":
-				toks = append(toks, markerToken{kind: "op", text: "in"})
-			case "not":
-				j := skipSpace(s, i)
-				if !strings.HasPrefix(s[j:], "in") || (j+2 < len(s) && isNameChar(s[j+2])) {
-					return nil, wrapf(ErrSyntax, "expected 'in' after 'not' in marker")
-				}
-				toks = append(toks, markerToken{kind: "op", text: "not in"})
-				i = j + 2
-			default:
-				if !markerVars[w] {
-					return nil, wrapf(ErrSyntax, "unknown marker variable %q", w)
-				}
-				toks = append(toks, markerToken{kind: "var", text: w})
-			}
-		default:
-			return nil, wrapf(ErrSyntax, "unexpected %q in marker", s[i:])
+		if err := l.next(); err != nil {
+			return nil, err
 		}
 	}
+}
+
+// markerLexer is a marker being split into tokens: s from i on is what is left.
+type markerLexer struct {
+	s    string
+	i    int
+	toks []markerToken
+}
+
+func (l *markerLexer) emit(kind, text string) {
+	l.toks = append(l.toks, markerToken{kind: kind, text: text})
+}
+
+// next reads one token at i (not a space).
+func (l *markerLexer) next() error {
+	switch c := l.s[l.i]; {
+	case c == '(' || c == ')':
+		l.emit(string(c), "")
+		l.i++
+		return nil
+	case c == '"' || c == '\'':
+		return l.str(c)
+	case strings.IndexByte("<>=!~", c) >= 0:
+		return l.op()
+	case isMarkerLetter(c):
+		return l.word()
+	}
+	return wrapf(ErrSyntax, "unexpected %q in marker", l.s[l.i:])
+}
+
+func isMarkerLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' }
+
+func isMarkerWordChar(c byte) bool { return isMarkerLetter(c) || c >= '0' && c <= '9' || c == '.' }
+
+// str reads a string quoted with q.
+func (l *markerLexer) str(q byte) error {
+	end := strings.IndexByte(l.s[l.i+1:], q)
+	if end < 0 {
+		return wrapf(ErrSyntax, "unterminated string in marker")
+	}
+	l.emit("str", l.s[l.i+1:l.i+1+end])
+	l.i += end + 2
+	return nil
+}
+
+// op reads a comparison operator, the longest that matches.
+func (l *markerLexer) op() error {
+	for _, o := range specOps {
+		if strings.HasPrefix(l.s[l.i:], o) {
+			l.emit("op", o)
+			l.i += len(o)
+			return nil
+		}
+	}
+	return wrapf(ErrSyntax, "invalid operator in marker at %q", l.s[l.i:])
+}
+
+// word reads and, or, in, not in, or a marker variable.
+func (l *markerLexer) word() error {
+	start := l.i
+	for l.i < len(l.s) && isMarkerWordChar(l.s[l.i]) {
+		l.i++
+	}
+	switch w := l.s[start:l.i]; w {
+	case "and", "or":
+		l.emit(w, "")
+	case "in":
+		l.emit("op", "in")
+	case "not":
+		return l.notIn()
+	default:
+		if !markerVars[w] {
+			return wrapf(ErrSyntax, "unknown marker variable %q", w)
+		}
+		l.emit("var", w)
+	}
+	return nil
+}
+
+// notIn reads the "in" after "not".
+func (l *markerLexer) notIn() error {
+	j := skipSpace(l.s, l.i)
+	if !strings.HasPrefix(l.s[j:], "in") || (j+2 < len(l.s) && isNameChar(l.s[j+2])) {
+		return wrapf(ErrSyntax, "expected 'in' after 'not' in marker")
+	}
+	l.emit("op", "not in")
+	l.i = j + 2
+	return nil
 }
 
 type markerParser struct {

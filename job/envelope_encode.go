@@ -3,6 +3,7 @@ package job
 import (
 	"encoding/base64"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -71,48 +72,55 @@ func appendString(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
 			i++
-			start = i
+			if !jsonSafe[c] {
+				b = appendASCIIEscape(append(b, s[start:i-1]...), c)
+				start = i
+			}
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-			i += size
-			start = i
-			continue
+		if esc := runeEscape(r, size); esc != "" {
+			b = append(append(b, s[start:i]...), esc...)
+			start = i + size
 		}
 		i += size
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// jsonSafe[c] says ASCII c is written as it is: not a control character, quote,
+// backslash, <, > or &.
+var jsonSafe = func() (safe [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		safe[c] = !strings.ContainsRune(`"\<>&`, rune(c))
+	}
+	return safe
+}()
+
+// shortEscapes are the ASCII characters with a two-character escape (\n, \"), by the
+// letter after the backslash.
+var shortEscapes = [utf8.RuneSelf]byte{'"': '"', '\\': '\\', '\b': 'b', '\f': 'f', '\n': 'n', '\r': 'r', '\t': 't'}
+
+// appendASCIIEscape appends the escape of ASCII c.
+func appendASCIIEscape(b []byte, c byte) []byte {
+	if e := shortEscapes[c]; e != 0 {
+		return append(b, '\\', e)
+	}
+	return append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+}
+
+// runeEscape is how the rune r, size bytes long, is written if not as it is: invalid
+// UTF-8 as U+FFFD, U+2028 and U+2029 escaped; "" for as it is.
+func runeEscape(r rune, size int) string {
+	switch {
+	case r == utf8.RuneError && size == 1:
+		return `\ufffd`
+	case r == '\u2028':
+		return `\u2028`
+	case r == '\u2029':
+		return `\u2029`
+	}
+	return ""
 }

@@ -28,71 +28,93 @@ func Extract(r io.Reader, dest string) error {
 	if err != nil {
 		return fmt.Errorf("working directory archive: %w", err)
 	}
-	tr := tar.NewReader(gz)
-	var total int64
+	x := &extractor{tr: tar.NewReader(gz), dest: dest}
 	for {
-		hdr, err := tr.Next()
+		hdr, err := x.tr.Next()
 		if err == io.EOF {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("working directory archive: %w", err)
 		}
-		name, err := cleanName(hdr.Name)
-		if err != nil {
+		if err := x.entry(hdr); err != nil {
 			return err
-		}
-		if name == "." {
-			continue
-		}
-		target := filepath.Join(dest, filepath.FromSlash(name))
-		if err := noSymlinkParents(dest, name); err != nil {
-			return err
-		}
-		if fi, err := os.Lstat(target); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-			return fmt.Errorf("working directory archive: refusing entry %q: it would write through a symlink", name)
-		}
-		mode := os.FileMode(hdr.Mode).Perm()
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(target, mode|0o700); err != nil {
-				return err
-			}
-		case tar.TypeReg, tar.TypeRegA:
-			if total += hdr.Size; total > MaxExtractBytes {
-				return fmt.Errorf("working directory archive: more than %d bytes", int64(MaxExtractBytes))
-			}
-			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-				return err
-			}
-			f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode|0o600)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(f, io.LimitReader(tr, hdr.Size))
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return fmt.Errorf("extract %s: %w", name, err)
-			}
-			if err := os.Chmod(target, mode); err != nil {
-				return err
-			}
-		case tar.TypeSymlink:
-			if err := checkLink(name, hdr.Linkname); err != nil {
-				return err
-			}
-			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-				return err
-			}
-			if err := os.Symlink(hdr.Linkname, target); err != nil {
-				return fmt.Errorf("extract %s: %w", name, err)
-			}
-		default:
-			return fmt.Errorf("working directory archive: entry %q has unsupported type %q", hdr.Name, hdr.Typeflag)
 		}
 	}
+}
+
+// extractor is one Extract: the archive, where it goes, and the bytes written so far.
+type extractor struct {
+	tr    *tar.Reader
+	dest  string
+	total int64
+}
+
+// extractors write an entry of each type the archive may hold at target.
+var extractors = map[byte]func(x *extractor, hdr *tar.Header, name, target string) error{
+	tar.TypeDir:     (*extractor).dir,
+	tar.TypeReg:     (*extractor).file,
+	tar.TypeRegA:    (*extractor).file,
+	tar.TypeSymlink: (*extractor).symlink,
+}
+
+// entry writes one entry, after checking where it goes.
+func (x *extractor) entry(hdr *tar.Header) error {
+	name, err := cleanName(hdr.Name)
+	if err != nil || name == "." {
+		return err
+	}
+	target := filepath.Join(x.dest, filepath.FromSlash(name))
+	if err := noSymlinkParents(x.dest, name); err != nil {
+		return err
+	}
+	if fi, err := os.Lstat(target); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return fmt.Errorf("working directory archive: refusing entry %q: it would write through a symlink", name)
+	}
+	write, ok := extractors[hdr.Typeflag]
+	if !ok {
+		return fmt.Errorf("working directory archive: entry %q has unsupported type %q", hdr.Name, hdr.Typeflag)
+	}
+	return write(x, hdr, name, target)
+}
+
+func (x *extractor) dir(hdr *tar.Header, name, target string) error {
+	return os.MkdirAll(target, os.FileMode(hdr.Mode).Perm()|0o700)
+}
+
+func (x *extractor) file(hdr *tar.Header, name, target string) error {
+	mode := os.FileMode(hdr.Mode).Perm()
+	if x.total += hdr.Size; x.total > MaxExtractBytes {
+		return fmt.Errorf("working directory archive: more than %d bytes", int64(MaxExtractBytes))
+	}
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode|0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, io.LimitReader(x.tr, hdr.Size))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("extract %s: %w", name, err)
+	}
+	return os.Chmod(target, mode)
+}
+
+func (x *extractor) symlink(hdr *tar.Header, name, target string) error {
+	if err := checkLink(name, hdr.Linkname); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return err
+	}
+	if err := os.Symlink(hdr.Linkname, target); err != nil {
+		return fmt.Errorf("extract %s: %w", name, err)
+	}
+	return nil
 }
 
 func cleanName(n string) (string, error) {

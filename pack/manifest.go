@@ -139,6 +139,24 @@ func (m *Manifest) validate() error {
 	if len(m.Entries) > MaxManifestEntries {
 		return bad("%d entries, at most %d", len(m.Entries), MaxManifestEntries)
 	}
+	if err := m.validatePacks(); err != nil {
+		return err
+	}
+	v := &entryValidator{m: m, types: make(map[string]string, len(m.Entries)), links: map[string]string{}}
+	for i := range m.Entries {
+		if err := v.check(i, &m.Entries[i]); err != nil {
+			return err
+		}
+	}
+	for name, target := range v.links {
+		if err := linkStaysInside(v.links, name, target); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *Manifest) validatePacks() error {
 	for i, p := range m.Packs {
 		if !isHex256(p.SHA256) {
 			return bad("pack %d: SHA-256 %q is not 64 lower-case hex digits", i, p.SHA256)
@@ -147,71 +165,104 @@ func (m *Manifest) validate() error {
 			return bad("pack %d: size %d", i, p.Size)
 		}
 	}
-	types := make(map[string]string, len(m.Entries))
-	links := map[string]string{}
-	var total int64
-	prev := ""
-	for i, e := range m.Entries {
-		if err := checkPath(e.Path); err != nil {
-			return err
-		}
-		if i > 0 && e.Path <= prev {
-			return bad("entry %q: paths must be sorted and unique (after %q)", e.Path, prev)
-		}
-		prev = e.Path
-		for d := path.Dir(e.Path); d != "."; d = path.Dir(d) {
-			if t, ok := types[d]; ok && t != TypeDir {
-				return bad("entry %q: its parent %q is a %s", e.Path, d, t)
-			}
-		}
-		types[e.Path] = e.Type
-		if e.Mode&^fs.ModePerm != 0 {
-			return bad("entry %q: mode %#o has bits beyond the permissions", e.Path, uint32(e.Mode))
-		}
-		switch e.Type {
-		case TypeDir:
-			if e.Size != 0 || e.SHA256 != "" || e.Target != "" || e.Pack != nil || e.Offset != 0 {
-				return bad("directory %q carries file or link fields", e.Path)
-			}
-		case TypeSymlink:
-			if e.Size != 0 || e.SHA256 != "" || e.Mode != 0 || e.Pack != nil || e.Offset != 0 {
-				return bad("symlink %q carries file fields", e.Path)
-			}
-			if e.Target == "" || strings.ContainsRune(e.Target, 0) || strings.Contains(e.Target, `\`) {
-				return bad("symlink %q has an invalid target %q", e.Path, e.Target)
-			}
-			links[e.Path] = e.Target
-		case TypeFile:
-			if e.Target != "" {
-				return bad("file %q carries a link target", e.Path)
-			}
-			if !isHex256(e.SHA256) {
-				return bad("file %q: SHA-256 %q is not 64 lower-case hex digits", e.Path, e.SHA256)
-			}
-			if e.Size < 0 || e.Size > MaxExtractBytes {
-				return bad("file %q: size %d", e.Path, e.Size)
-			}
-			if total += e.Size; total > MaxExtractBytes {
-				return bad("more than %d bytes in all", int64(MaxExtractBytes))
-			}
-			if e.Pack != nil {
-				if *e.Pack < 0 || *e.Pack >= len(m.Packs) {
-					return bad("file %q: pack %d does not exist", e.Path, *e.Pack)
-				}
-				if e.Offset < 0 || e.Offset > m.Packs[*e.Pack].Size-e.Size {
-					return bad("file %q: bytes %d+%d lie outside its pack", e.Path, e.Offset, e.Size)
-				}
-			} else if e.Offset != 0 {
-				return bad("file %q: an offset without a pack", e.Path)
-			}
-		default:
-			return bad("entry %q: unknown type %q", e.Path, e.Type)
+	return nil
+}
+
+// entryValidator checks a manifest's entries in order.
+type entryValidator struct {
+	m     *Manifest
+	types map[string]string // path → type, of the entries so far
+	links map[string]string // symlink path → target
+	total int64             // the files' bytes so far
+	prev  string            // the previous entry's path
+}
+
+// entryChecks check the fields of an entry of each type.
+var entryChecks = map[string]func(*entryValidator, *Entry) error{
+	TypeDir:     (*entryValidator).checkDir,
+	TypeSymlink: (*entryValidator).checkSymlink,
+	TypeFile:    (*entryValidator).checkFile,
+}
+
+func (v *entryValidator) check(i int, e *Entry) error {
+	if err := v.checkPlace(i, e); err != nil {
+		return err
+	}
+	if e.Mode&^fs.ModePerm != 0 {
+		return bad("entry %q: mode %#o has bits beyond the permissions", e.Path, uint32(e.Mode))
+	}
+	check, ok := entryChecks[e.Type]
+	if !ok {
+		return bad("entry %q: unknown type %q", e.Path, e.Type)
+	}
+	return check(v, e)
+}
+
+// checkPlace checks e's path: relative, after the previous one, below directories only.
+func (v *entryValidator) checkPlace(i int, e *Entry) error {
+	if err := checkPath(e.Path); err != nil {
+		return err
+	}
+	if i > 0 && e.Path <= v.prev {
+		return bad("entry %q: paths must be sorted and unique (after %q)", e.Path, v.prev)
+	}
+	v.prev = e.Path
+	for d := path.Dir(e.Path); d != "."; d = path.Dir(d) {
+		if t, ok := v.types[d]; ok && t != TypeDir {
+			return bad("entry %q: its parent %q is a %s", e.Path, d, t)
 		}
 	}
-	for name, target := range links {
-		if err := linkStaysInside(links, name, target); err != nil {
-			return err
+	v.types[e.Path] = e.Type
+	return nil
+}
+
+func (v *entryValidator) checkDir(e *Entry) error {
+	if e.Size != 0 || e.SHA256 != "" || e.Target != "" || e.Pack != nil || e.Offset != 0 {
+		return bad("directory %q carries file or link fields", e.Path)
+	}
+	return nil
+}
+
+func (v *entryValidator) checkSymlink(e *Entry) error {
+	if e.Size != 0 || e.SHA256 != "" || e.Mode != 0 || e.Pack != nil || e.Offset != 0 {
+		return bad("symlink %q carries file fields", e.Path)
+	}
+	if e.Target == "" || strings.ContainsRune(e.Target, 0) || strings.Contains(e.Target, `\`) {
+		return bad("symlink %q has an invalid target %q", e.Path, e.Target)
+	}
+	v.links[e.Path] = e.Target
+	return nil
+}
+
+func (v *entryValidator) checkFile(e *Entry) error {
+	if e.Target != "" {
+		return bad("file %q carries a link target", e.Path)
+	}
+	if !isHex256(e.SHA256) {
+		return bad("file %q: SHA-256 %q is not 64 lower-case hex digits", e.Path, e.SHA256)
+	}
+	if e.Size < 0 || e.Size > MaxExtractBytes {
+		return bad("file %q: size %d", e.Path, e.Size)
+	}
+	if v.total += e.Size; v.total > MaxExtractBytes {
+		return bad("more than %d bytes in all", int64(MaxExtractBytes))
+	}
+	return v.checkFileLocation(e)
+}
+
+// checkFileLocation checks that a file in a pack lies inside it.
+func (v *entryValidator) checkFileLocation(e *Entry) error {
+	if e.Pack == nil {
+		if e.Offset != 0 {
+			return bad("file %q: an offset without a pack", e.Path)
 		}
+		return nil
+	}
+	if *e.Pack < 0 || *e.Pack >= len(v.m.Packs) {
+		return bad("file %q: pack %d does not exist", e.Path, *e.Pack)
+	}
+	if e.Offset < 0 || e.Offset > v.m.Packs[*e.Pack].Size-e.Size {
+		return bad("file %q: bytes %d+%d lie outside its pack", e.Path, e.Offset, e.Size)
 	}
 	return nil
 }

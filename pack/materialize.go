@@ -77,6 +77,26 @@ func materialize(ctx context.Context, st *store.Store, m *Manifest, dest string)
 	return err
 }
 
+// materializer rebuilds one manifest under dest, in materializeSteps' order.
+type materializer struct {
+	st   *store.Store
+	m    *Manifest
+	dest string // absolute
+}
+
+// materializeSteps are materializeTree's steps, in order; the first error stops it.
+// Symlinks come after everything else is written, so nothing is written through them;
+// directory modes last, so read-only directories could be filled.
+var materializeSteps = []struct {
+	name string
+	run  func(*materializer, context.Context) error
+}{
+	{"directories", (*materializer).makeDirs},
+	{"files", (*materializer).writeFiles},
+	{"symlinks", (*materializer).makeSymlinks},
+	{"directory modes", (*materializer).chmodDirs},
+}
+
 func materializeTree(ctx context.Context, st *store.Store, m *Manifest, dest string) error {
 	dest, err := filepath.Abs(dest)
 	if err != nil {
@@ -85,8 +105,27 @@ func materializeTree(ctx context.Context, st *store.Store, m *Manifest, dest str
 	if err := os.MkdirAll(dest, 0o755); err != nil {
 		return fmt.Errorf("materialise working directory: %w", err)
 	}
+	mt := &materializer{st: st, m: m, dest: dest}
+	for _, s := range materializeSteps {
+		if err := s.run(mt, ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
-	// Directories: declared ones and every parent, parents first.
+// makeDirs makes the declared directories and every parent, parents first.
+func (mt *materializer) makeDirs(context.Context) error {
+	for _, d := range dirsOf(mt.m) {
+		if err := mt.makeDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dirsOf is m's declared directories and every parent of an entry, sorted.
+func dirsOf(m *Manifest) []string {
 	dirs := map[string]bool{}
 	for _, e := range m.Entries {
 		if e.Type == TypeDir {
@@ -101,146 +140,217 @@ func materializeTree(ctx context.Context, st *store.Store, m *Manifest, dest str
 		dirList = append(dirList, d)
 	}
 	sort.Strings(dirList)
-	for _, d := range dirList {
-		p := filepath.Join(dest, filepath.FromSlash(d))
-		fi, err := os.Lstat(p)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			if err := os.Mkdir(p, 0o700); err != nil {
-				return fmt.Errorf("materialise %s: %w", d, err)
-			}
-		case err != nil:
-			return fmt.Errorf("materialise %s: %w", d, err)
-		case !fi.IsDir():
-			return fmt.Errorf("materialise %s: refusing to write through a %s already at that path", d, describe(fi))
-		}
-	}
+	return dirList
+}
 
-	// Files, grouped by content, then by where the content lives.
+// makeDir makes directory d (private until chmodDirs), refusing anything else there.
+func (mt *materializer) makeDir(d string) error {
+	p := filepath.Join(mt.dest, filepath.FromSlash(d))
+	fi, err := os.Lstat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.Mkdir(p, 0o700); err != nil {
+			return fmt.Errorf("materialise %s: %w", d, err)
+		}
+	case err != nil:
+		return fmt.Errorf("materialise %s: %w", d, err)
+	case !fi.IsDir():
+		return fmt.Errorf("materialise %s: refusing to write through a %s already at that path", d, describe(fi))
+	}
+	return nil
+}
+
+// fileGroups are a manifest's files grouped by content, then by where the content lives.
+type fileGroups struct {
+	blobs []*content
+	packs map[int][]*content // by pack index
+	empty []*Entry
+}
+
+func groupFiles(m *Manifest) fileGroups {
+	fg := fileGroups{packs: map[int][]*content{}}
 	byContent := map[string]*content{}
-	var blobs []*content
-	packs := map[int][]*content{}
-	var empty []*Entry
 	for i := range m.Entries {
 		e := &m.Entries[i]
-		if e.Type != TypeFile {
+		switch {
+		case e.Type != TypeFile:
 			continue
-		}
-		if e.Size == 0 {
-			empty = append(empty, e)
+		case e.Size == 0:
+			fg.empty = append(fg.empty, e)
 			continue
 		}
 		c, ok := byContent[e.SHA256]
 		if !ok {
 			c = &content{}
 			byContent[e.SHA256] = c
-			if e.Pack == nil {
-				blobs = append(blobs, c)
-			} else {
-				packs[*e.Pack] = append(packs[*e.Pack], c)
-			}
+			fg.add(c, e)
 		}
 		c.entries = append(c.entries, e)
 	}
-	// Readers fetch objects; small files read from a pack are handed to writers, so
-	// one pack of many files is not written one file at a time.
+	return fg
+}
+
+// add files new content c under the blob or pack its first entry e names.
+func (fg *fileGroups) add(c *content, e *Entry) {
+	if e.Pack == nil {
+		fg.blobs = append(fg.blobs, c)
+	} else {
+		fg.packs[*e.Pack] = append(fg.packs[*e.Pack], c)
+	}
+}
+
+// writeFiles writes every file. Readers fetch objects; small files read from a pack are
+// handed to writers, so one pack of many files is not written one file at a time.
+func (mt *materializer) writeFiles(ctx context.Context) error {
+	fg := groupFiles(mt.m)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(DefaultParallelism)
 	w, wctx := errgroup.WithContext(gctx)
 	w.SetLimit(2 * DefaultParallelism)
-	for _, c := range blobs {
-		g.Go(func() error {
-			e := c.entries[0]
-			key := store.BlobKey(e.SHA256)
-			r, err := st.NewReader(gctx, key)
-			if err != nil {
-				return fmt.Errorf("materialise %s: %w", e.Path, err)
-			}
-			defer r.Close()
-			return writeContent(dest, key, c, r)
-		})
+	for _, c := range fg.blobs {
+		g.Go(func() error { return mt.fromBlob(gctx, c) })
 	}
-	for pi, cs := range packs {
-		g.Go(func() error {
-			sort.Slice(cs, func(i, j int) bool { return cs[i].entries[0].Offset < cs[j].entries[0].Offset })
-			key := store.BlobKey(m.Packs[pi].SHA256)
-			r, err := st.NewReader(gctx, key)
-			if err != nil {
-				return fmt.Errorf("materialise %s: %w", cs[0].entries[0].Path, err)
-			}
-			defer r.Close()
-			var pos int64
-			for _, c := range cs {
-				e := c.entries[0]
-				if e.Offset < pos {
-					return fmt.Errorf("%w: file %q overlaps another in pack %s", ErrBadManifest, e.Path, m.Packs[pi].SHA256)
-				}
-				if _, err := io.CopyN(io.Discard, r, e.Offset-pos); err != nil {
-					if errors.Is(err, io.EOF) {
-						return damaged(e.Path, key, fmt.Sprintf("it ends before byte %d, where the manifest puts %s", e.Offset, e.Path))
-					}
-					return fmt.Errorf("materialise %s: pack %s: %w", e.Path, key, err)
-				}
-				pos = e.Offset + e.Size
-				if e.Size > maxBufferedFile {
-					if err := writeContent(dest, key, c, r); err != nil {
-						return err
-					}
-					continue
-				}
-				buf := make([]byte, e.Size)
-				if n, err := io.ReadFull(r, buf); err != nil {
-					if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-						return damaged(e.Path, key, fmt.Sprintf("it ends after %d bytes, and the manifest puts %s up to byte %d", e.Offset+int64(n), e.Path, pos))
-					}
-					return fmt.Errorf("materialise %s: %s ended after %d of %d bytes: %w", e.Path, key, e.Offset+int64(n), pos, err)
-				}
-				if err := wctx.Err(); err != nil {
-					return err
-				}
-				w.Go(func() error { return writeContent(dest, key, c, bytes.NewReader(buf)) })
-			}
-			return nil
-		})
+	for pi, cs := range fg.packs {
+		g.Go(func() error { return mt.fromPack(gctx, &packReading{mt: mt, w: w, wctx: wctx, pi: pi}, cs) })
 	}
-	for _, e := range empty {
+	for _, e := range fg.empty {
 		w.Go(func() error {
-			return writeContent(dest, "", &content{entries: []*Entry{e}}, eofReader{})
+			return writeContent(mt.dest, "", &content{entries: []*Entry{e}}, eofReader{})
 		})
 	}
 	gerr := g.Wait()
 	if err := w.Wait(); err != nil {
 		return err
 	}
-	if gerr != nil {
-		return gerr
-	}
+	return gerr
+}
 
-	// Symlinks last: nothing is written after them, so nothing is written through them.
-	for _, e := range m.Entries {
+// fromBlob writes content c from its blob.
+func (mt *materializer) fromBlob(ctx context.Context, c *content) error {
+	e := c.entries[0]
+	key := store.BlobKey(e.SHA256)
+	r, err := mt.st.NewReader(ctx, key)
+	if err != nil {
+		return fmt.Errorf("materialise %s: %w", e.Path, err)
+	}
+	defer r.Close()
+	return writeContent(mt.dest, key, c, r)
+}
+
+// fromPack reads the contents cs from pack p.pi once, in offset order.
+func (mt *materializer) fromPack(ctx context.Context, p *packReading, cs []*content) error {
+	sort.Slice(cs, func(i, j int) bool { return cs[i].entries[0].Offset < cs[j].entries[0].Offset })
+	p.key = store.BlobKey(mt.m.Packs[p.pi].SHA256)
+	r, err := mt.st.NewReader(ctx, p.key)
+	if err != nil {
+		return fmt.Errorf("materialise %s: %w", cs[0].entries[0].Path, err)
+	}
+	defer r.Close()
+	p.r = r
+	for _, c := range cs {
+		if err := p.next(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// packReading is one pack being read from start to end.
+type packReading struct {
+	mt   *materializer
+	w    *errgroup.Group // the writers
+	wctx context.Context
+	pi   int // the pack's index in the manifest
+	key  string
+	r    io.Reader
+	pos  int64 // where r is
+}
+
+// next writes content c, the next in the pack: streamed if large, else read into memory
+// and handed to a writer.
+func (p *packReading) next(c *content) error {
+	e := c.entries[0]
+	if err := p.skipTo(e); err != nil {
+		return err
+	}
+	p.pos = e.Offset + e.Size
+	if e.Size > maxBufferedFile {
+		return writeContent(p.mt.dest, p.key, c, p.r)
+	}
+	buf, err := p.read(e)
+	if err != nil {
+		return err
+	}
+	if err := p.wctx.Err(); err != nil {
+		return err
+	}
+	p.w.Go(func() error { return writeContent(p.mt.dest, p.key, c, bytes.NewReader(buf)) })
+	return nil
+}
+
+// skipTo reads up to e's offset.
+func (p *packReading) skipTo(e *Entry) error {
+	if e.Offset < p.pos {
+		return fmt.Errorf("%w: file %q overlaps another in pack %s", ErrBadManifest, e.Path, p.mt.m.Packs[p.pi].SHA256)
+	}
+	_, err := io.CopyN(io.Discard, p.r, e.Offset-p.pos)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, io.EOF):
+		return damaged(e.Path, p.key, fmt.Sprintf("it ends before byte %d, where the manifest puts %s", e.Offset, e.Path))
+	}
+	return fmt.Errorf("materialise %s: pack %s: %w", e.Path, p.key, err)
+}
+
+// read reads e's bytes (p.pos is already their end).
+func (p *packReading) read(e *Entry) ([]byte, error) {
+	buf := make([]byte, e.Size)
+	n, err := io.ReadFull(p.r, buf)
+	switch {
+	case err == nil:
+		return buf, nil
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return nil, damaged(e.Path, p.key, fmt.Sprintf("it ends after %d bytes, and the manifest puts %s up to byte %d", e.Offset+int64(n), e.Path, p.pos))
+	}
+	return nil, fmt.Errorf("materialise %s: %s ended after %d of %d bytes: %w", e.Path, p.key, e.Offset+int64(n), p.pos, err)
+}
+
+// makeSymlinks makes the symlinks, replacing symlinks already there.
+func (mt *materializer) makeSymlinks(context.Context) error {
+	for _, e := range mt.m.Entries {
 		if e.Type != TypeSymlink {
 			continue
 		}
-		p := filepath.Join(dest, filepath.FromSlash(e.Path))
-		if fi, err := os.Lstat(p); err == nil {
-			if fi.Mode()&fs.ModeSymlink == 0 {
-				return fmt.Errorf("materialise %s: a %s is already at that path", e.Path, describe(fi))
-			}
-			if err := os.Remove(p); err != nil {
-				return fmt.Errorf("materialise %s: %w", e.Path, err)
-			}
-		}
-		if err := os.Symlink(filepath.FromSlash(e.Target), p); err != nil {
+		if err := mt.symlink(e); err != nil {
 			return fmt.Errorf("materialise %s: %w", e.Path, err)
 		}
 	}
-	// Directory modes last, deepest first, so read-only directories could be filled.
-	for i := len(m.Entries) - 1; i >= 0; i-- {
-		e := m.Entries[i]
-		if e.Type == TypeDir {
-			if err := os.Chmod(filepath.Join(dest, filepath.FromSlash(e.Path)), e.Mode); err != nil {
-				return fmt.Errorf("materialise %s: %w", e.Path, err)
-			}
+	return nil
+}
+
+func (mt *materializer) symlink(e Entry) error {
+	p := filepath.Join(mt.dest, filepath.FromSlash(e.Path))
+	if fi, err := os.Lstat(p); err == nil {
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			return fmt.Errorf("a %s is already at that path", describe(fi))
+		}
+		if err := os.Remove(p); err != nil {
+			return err
+		}
+	}
+	return os.Symlink(filepath.FromSlash(e.Target), p)
+}
+
+// chmodDirs sets the directories' modes, deepest first.
+func (mt *materializer) chmodDirs(context.Context) error {
+	for i := len(mt.m.Entries) - 1; i >= 0; i-- {
+		e := mt.m.Entries[i]
+		if e.Type != TypeDir {
+			continue
+		}
+		if err := os.Chmod(filepath.Join(mt.dest, filepath.FromSlash(e.Path)), e.Mode); err != nil {
+			return fmt.Errorf("materialise %s: %w", e.Path, err)
 		}
 	}
 	return nil

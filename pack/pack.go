@@ -95,59 +95,76 @@ func Archive(ctx context.Context, root string, w io.Writer, o Options) (Stats, e
 	if err != nil {
 		return st, err
 	}
-	paths := make([]string, len(entries))
-	for i, e := range entries {
-		paths[i] = e.abs
-	}
 	gz := gzip.NewWriter(w)
 	tw := tar.NewWriter(gz)
-	for _, p := range paths {
+	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
 			return st, err
 		}
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return st, fmt.Errorf("read working directory: %w", err)
-		}
-		rel, _ := filepath.Rel(root, p)
-		link := ""
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			if link, err = os.Readlink(p); err != nil {
-				return st, fmt.Errorf("read working directory: %w", err)
-			}
-		} else if !fi.Mode().IsRegular() && !fi.IsDir() {
-			continue
-		}
-		hdr, err := tar.FileInfoHeader(fi, link)
-		if err != nil {
+		if err := archiveOne(tw, root, e.abs, &st); err != nil {
 			return st, err
-		}
-		hdr.Name = filepath.ToSlash(rel)
-		if fi.IsDir() {
-			hdr.Name += "/"
-		}
-		hdr.Uname, hdr.Gname, hdr.Uid, hdr.Gid = "", "", 0, 0
-		hdr.ModTime, hdr.AccessTime, hdr.ChangeTime = fi.ModTime().Truncate(1e9), time0, time0
-		hdr.Format = tar.FormatPAX
-		if err := tw.WriteHeader(hdr); err != nil {
-			return st, err
-		}
-		if fi.Mode().IsRegular() {
-			f, err := os.Open(p)
-			if err != nil {
-				return st, fmt.Errorf("read working directory: %w", err)
-			}
-			n, err := io.Copy(tw, f)
-			f.Close()
-			if err != nil {
-				return st, fmt.Errorf("read %s: %w", p, err)
-			}
-			st.Files++
-			st.Bytes += n
 		}
 	}
 	if err := tw.Close(); err != nil {
 		return st, err
 	}
 	return st, gz.Close()
+}
+
+// archiveOne writes the entry at p (its header, and a file's bytes) to tw, counting
+// files in st; it skips what is neither a file, a directory nor a symlink.
+func archiveOne(tw *tar.Writer, root, p string, st *Stats) error {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return fmt.Errorf("read working directory: %w", err)
+	}
+	hdr, err := archiveHeader(root, p, fi)
+	if err != nil || hdr == nil {
+		return err
+	}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return fmt.Errorf("read working directory: %w", err)
+	}
+	n, err := io.Copy(tw, f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("read %s: %w", p, err)
+	}
+	st.Files++
+	st.Bytes += n
+	return nil
+}
+
+// archiveHeader is the reproducible header of the entry at p (nil to skip it): no
+// owners, whole-second modification times.
+func archiveHeader(root, p string, fi fs.FileInfo) (*tar.Header, error) {
+	link := ""
+	var err error
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		if link, err = os.Readlink(p); err != nil {
+			return nil, fmt.Errorf("read working directory: %w", err)
+		}
+	} else if !fi.Mode().IsRegular() && !fi.IsDir() {
+		return nil, nil
+	}
+	hdr, err := tar.FileInfoHeader(fi, link)
+	if err != nil {
+		return nil, err
+	}
+	rel, _ := filepath.Rel(root, p)
+	hdr.Name = filepath.ToSlash(rel)
+	if fi.IsDir() {
+		hdr.Name += "/"
+	}
+	hdr.Uname, hdr.Gname, hdr.Uid, hdr.Gid = "", "", 0, 0
+	hdr.ModTime, hdr.AccessTime, hdr.ChangeTime = fi.ModTime().Truncate(1e9), time0, time0
+	hdr.Format = tar.FormatPAX
+	return hdr, nil
 }

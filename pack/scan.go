@@ -37,40 +37,100 @@ func Scan(ctx context.Context, root string, o Options) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	walked, notes, err := walkNoted(root, o)
-	if err != nil {
-		return nil, err
+	s := &scanner{o: o, root: root}
+	for _, step := range scanSteps {
+		if err := step.run(s, ctx); err != nil {
+			return nil, err
+		}
 	}
-	m := &Manifest{Version: ManifestVersion, Root: root, Notes: notes}
-	realRoot, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		return nil, fmt.Errorf("read working directory: %w", err)
-	}
+	return s.m, nil
+}
 
-	// Symlinks: keep those that stay inside; the others become files or are dropped.
-	links := map[string]string{}
-	skipped := map[string]bool{}
-	for _, w := range walked {
+// scanner is one Scan: its steps, in scanSteps' order, share what they found.
+type scanner struct {
+	o        Options
+	root     string // absolute
+	realRoot string // root with its symlinks resolved
+	m        *Manifest
+	walked   []walkEntry
+	links    map[string]string // kept symlinks: path → slash-separated target
+	skipped  map[string]bool   // symlinks left out whole
+	escaping map[string]bool   // symlinks whose path leaves the tree
+	cache    *hashCache
+	jobs     []hashJob  // files to read and hash
+	mu       sync.Mutex // guards m while hash runs
+}
+
+// hashJob is one file to hash: its entry's index and its absolute path.
+type hashJob struct {
+	i   int
+	abs string
+}
+
+// scanSteps are Scan's steps, in order; the first error stops it.
+var scanSteps = []struct {
+	name string
+	run  func(*scanner, context.Context) error
+}{
+	{"walk", (*scanner).walkTree},
+	{"symlinks", (*scanner).readLinks},
+	{"entries", (*scanner).entries},
+	{"hash", (*scanner).hash},
+	{"totals", (*scanner).totals},
+}
+
+func (s *scanner) walkTree(context.Context) error {
+	walked, notes, err := walkNoted(s.root, s.o)
+	if err != nil {
+		return err
+	}
+	s.walked = walked
+	s.m = &Manifest{Version: ManifestVersion, Root: s.root, Notes: notes}
+	if s.realRoot, err = filepath.EvalSymlinks(s.root); err != nil {
+		return fmt.Errorf("read working directory: %w", err)
+	}
+	return nil
+}
+
+// readLinks reads the symlinks: it keeps those that stay inside; the others become
+// files or are dropped (entries).
+func (s *scanner) readLinks(context.Context) error {
+	s.links, s.skipped = map[string]string{}, map[string]bool{}
+	for _, w := range s.walked {
 		if w.info.Mode()&fs.ModeSymlink == 0 {
 			continue
 		}
-		t, err := os.Readlink(w.abs)
-		if err != nil {
-			return nil, fmt.Errorf("read working directory: %w", err)
+		if err := s.readLink(w); err != nil {
+			return err
 		}
-		if filepath.IsAbs(t) {
-			if rel, err := filepath.Rel(filepath.Dir(w.abs), t); err == nil && within(root, t) {
-				t = rel
-			}
-		}
-		if !utf8.ValidString(t) {
-			// A JSON manifest would carry it changed (U+FFFD for each bad byte).
-			m.Notes = append(m.Notes, fmt.Sprintf("left out symlink %s: its target %s is not valid UTF-8, which a job's tree cannot carry unchanged", w.rel, strconv.Quote(t)))
-			skipped[w.rel] = true
-			continue
-		}
-		links[w.rel] = filepath.ToSlash(t)
 	}
+	s.escaping = escapingLinks(s.links)
+	return nil
+}
+
+func (s *scanner) readLink(w walkEntry) error {
+	t, err := os.Readlink(w.abs)
+	if err != nil {
+		return fmt.Errorf("read working directory: %w", err)
+	}
+	if filepath.IsAbs(t) {
+		if rel, err := filepath.Rel(filepath.Dir(w.abs), t); err == nil && within(s.root, t) {
+			t = rel
+		}
+	}
+	if !utf8.ValidString(t) {
+		// A JSON manifest would carry it changed (U+FFFD for each bad byte).
+		s.m.Notes = append(s.m.Notes, fmt.Sprintf("left out symlink %s: its target %s is not valid UTF-8, which a job's tree cannot carry unchanged", w.rel, strconv.Quote(t)))
+		s.skipped[w.rel] = true
+		return nil
+	}
+	s.links[w.rel] = filepath.ToSlash(t)
+	return nil
+}
+
+// escapingLinks removes from links, and returns, those whose path leaves the tree,
+// also through other links that do.
+func escapingLinks(links map[string]string) map[string]bool {
 	escaping := map[string]bool{}
 	for changed := true; changed; {
 		changed = false
@@ -82,86 +142,110 @@ func Scan(ctx context.Context, root string, o Options) (*Manifest, error) {
 			}
 		}
 	}
+	return escaping
+}
 
-	cache := loadHashCache(o.CacheDir, root)
-	type job struct {
-		i   int
-		abs string
+// entries makes the manifest's entries, in walk order, and lists the files whose hash
+// the cache does not hold.
+func (s *scanner) entries(context.Context) error {
+	s.cache = loadHashCache(s.o.CacheDir, s.root)
+	for _, w := range s.walked {
+		if !s.skipped[w.rel] {
+			s.entry(w)
+		}
 	}
-	var jobs []job
-	for _, w := range walked {
-		info := w.info
-		if skipped[w.rel] {
-			continue
-		}
-		switch {
-		case info.IsDir():
-			m.Entries = append(m.Entries, Entry{Path: w.rel, Type: TypeDir, Mode: info.Mode().Perm()})
-			continue
-		case info.Mode()&fs.ModeSymlink != 0 && !escaping[w.rel]:
-			m.Entries = append(m.Entries, Entry{Path: w.rel, Type: TypeSymlink, Target: links[w.rel]})
-			continue
-		case info.Mode()&fs.ModeSymlink != 0:
-			// A link whose path leaves the tree is shipped as the file it points to only
-			// when that file is itself inside the tree; what lies outside (/etc/shadow,
-			// ../../secrets) is never read, as git never follows a link.
-			real, rerr := filepath.EvalSymlinks(w.abs)
-			ti, err := os.Stat(w.abs)
-			if rerr != nil || err != nil || !ti.Mode().IsRegular() || !within(realRoot, real) {
-				t, _ := os.Readlink(w.abs)
-				m.Notes = append(m.Notes, fmt.Sprintf("left out symlink %s -> %s: it points outside the working directory", w.rel, t))
-				continue
-			}
-			info = ti
-		}
-		e := Entry{Path: w.rel, Type: TypeFile, Mode: info.Mode().Perm(), Size: info.Size()}
-		key := statKey{Size: info.Size(), MtimeNS: info.ModTime().UnixNano(), Ino: inode(info)}
-		if c, ok := cache.old[w.rel]; ok && c.statKey == key {
-			e.SHA256 = c.SHA256
-		} else {
-			jobs = append(jobs, job{len(m.Entries), w.abs})
-		}
-		cache.keep(w.rel, key, info.ModTime())
-		m.Entries = append(m.Entries, e)
-	}
+	return nil
+}
 
+func (s *scanner) entry(w walkEntry) {
+	info := w.info
+	switch {
+	case info.IsDir():
+		s.m.Entries = append(s.m.Entries, Entry{Path: w.rel, Type: TypeDir, Mode: info.Mode().Perm()})
+		return
+	case info.Mode()&fs.ModeSymlink != 0 && !s.escaping[w.rel]:
+		s.m.Entries = append(s.m.Entries, Entry{Path: w.rel, Type: TypeSymlink, Target: s.links[w.rel]})
+		return
+	case info.Mode()&fs.ModeSymlink != 0:
+		ti, ok := s.linkedFile(w)
+		if !ok {
+			return
+		}
+		info = ti
+	}
+	s.addFile(w, info)
+}
+
+// linkedFile is the file a link whose path leaves the tree is shipped as: only when that
+// file is itself inside the tree; what lies outside (/etc/shadow, ../../secrets) is
+// never read, as git never follows a link. ok is false (and a note says why) otherwise.
+func (s *scanner) linkedFile(w walkEntry) (fs.FileInfo, bool) {
+	real, rerr := filepath.EvalSymlinks(w.abs)
+	ti, err := os.Stat(w.abs)
+	if rerr != nil || err != nil || !ti.Mode().IsRegular() || !within(s.realRoot, real) {
+		t, _ := os.Readlink(w.abs)
+		s.m.Notes = append(s.m.Notes, fmt.Sprintf("left out symlink %s -> %s: it points outside the working directory", w.rel, t))
+		return nil, false
+	}
+	return ti, true
+}
+
+// addFile adds the file w with info, its hash from the cache when its size, mtime and
+// inode are unchanged, else to be hashed.
+func (s *scanner) addFile(w walkEntry, info fs.FileInfo) {
+	e := Entry{Path: w.rel, Type: TypeFile, Mode: info.Mode().Perm(), Size: info.Size()}
+	key := statKey{Size: info.Size(), MtimeNS: info.ModTime().UnixNano(), Ino: inode(info)}
+	if c, ok := s.cache.old[w.rel]; ok && c.statKey == key {
+		e.SHA256 = c.SHA256
+	} else {
+		s.jobs = append(s.jobs, hashJob{len(s.m.Entries), w.abs})
+	}
+	s.cache.keep(w.rel, key, info.ModTime())
+	s.m.Entries = append(s.m.Entries, e)
+}
+
+// hash hashes the listed files in parallel.
+func (s *scanner) hash(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(4, runtime.GOMAXPROCS(0)))
-	var mu sync.Mutex
-	for _, j := range jobs {
-		g.Go(func() error {
-			if err := gctx.Err(); err != nil {
-				return err
-			}
-			sum, n, err := hashFile(j.abs)
-			if err != nil {
-				return fmt.Errorf("read working directory: %w (make it readable, or list it in %s)", err, IgnoreFile)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			e := &m.Entries[j.i]
-			if n != e.Size {
-				// Changed while we looked: record what we hashed, and do not cache it.
-				cache.drop(e.Path)
-			}
-			e.SHA256, e.Size = sum, n
-			m.Scan.HashedFiles++
-			m.Scan.HashedBytes += n
-			return nil
-		})
+	for _, j := range s.jobs {
+		g.Go(func() error { return s.hashOne(gctx, j) })
 	}
-	if err := g.Wait(); err != nil {
-		return nil, err
+	return g.Wait()
+}
+
+func (s *scanner) hashOne(ctx context.Context, j hashJob) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	for _, e := range m.Entries {
+	sum, n, err := hashFile(j.abs)
+	if err != nil {
+		return fmt.Errorf("read working directory: %w (make it readable, or list it in %s)", err, IgnoreFile)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := &s.m.Entries[j.i]
+	if n != e.Size {
+		// Changed while we looked: record what we hashed, and do not cache it.
+		s.cache.drop(e.Path)
+	}
+	e.SHA256, e.Size = sum, n
+	s.m.Scan.HashedFiles++
+	s.m.Scan.HashedBytes += n
+	return nil
+}
+
+// totals counts the files and their bytes, and saves the hash cache.
+func (s *scanner) totals(context.Context) error {
+	for _, e := range s.m.Entries {
 		if e.Type == TypeFile {
-			m.Scan.Files++
-			m.Scan.Bytes += e.Size
-			cache.setSum(e.Path, e.SHA256)
+			s.m.Scan.Files++
+			s.m.Scan.Bytes += e.Size
+			s.cache.setSum(e.Path, e.SHA256)
 		}
 	}
-	cache.save()
-	return m, nil
+	s.cache.save()
+	return nil
 }
 
 func within(root, p string) bool {

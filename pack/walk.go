@@ -119,50 +119,62 @@ func walkNoted(root string, o Options) ([]walkEntry, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var notes []string
-	var out []walkEntry
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return fmt.Errorf("read working directory: %w (make it readable, or list it in %s)", err, IgnoreFile)
-		}
-		if p == root {
-			return nil
-		}
-		rel, _ := filepath.Rel(root, p)
-		rel = filepath.ToSlash(rel)
-		if !utf8.ValidString(d.Name()) {
-			what := "file"
-			if d.IsDir() {
-				what = "directory"
-			}
-			notes = append(notes, fmt.Sprintf("left out %s %s: its name is not valid UTF-8, which a job's tree cannot carry unchanged; rename it", what, strconv.Quote(rel)))
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if f.excluded(rel, d.Name(), d.IsDir()) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return fmt.Errorf("read working directory: %w (make it readable, or list it in %s)", err, IgnoreFile)
-		}
-		m := info.Mode()
-		if !m.IsRegular() && !m.IsDir() && m&fs.ModeSymlink == 0 {
-			return nil
-		}
-		out = append(out, walkEntry{rel: rel, abs: p, info: info})
-		return nil
-	})
-	if err != nil {
+	w := &walker{root: root, f: f}
+	if err := filepath.WalkDir(root, w.visit); err != nil {
 		return nil, nil, err
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
-	return out, notes, nil
+	sort.Slice(w.out, func(i, j int) bool { return w.out[i].rel < w.out[j].rel })
+	return w.out, w.notes, nil
+}
+
+// walker is one walkNoted: what it keeps, and its notes.
+type walker struct {
+	root  string
+	f     *filter
+	notes []string
+	out   []walkEntry
+}
+
+// visit keeps p (a WalkDir callback) unless it is left out.
+func (w *walker) visit(p string, d fs.DirEntry, err error) error {
+	if err != nil {
+		return fmt.Errorf("read working directory: %w (make it readable, or list it in %s)", err, IgnoreFile)
+	}
+	if p == w.root {
+		return nil
+	}
+	rel, _ := filepath.Rel(w.root, p)
+	rel = filepath.ToSlash(rel)
+	if !utf8.ValidString(d.Name()) {
+		w.notes = append(w.notes, fmt.Sprintf("left out %s %s: its name is not valid UTF-8, which a job's tree cannot carry unchanged; rename it", kindOf(d), strconv.Quote(rel)))
+		return leaveOut(d)
+	}
+	if w.f.excluded(rel, d.Name(), d.IsDir()) {
+		return leaveOut(d)
+	}
+	info, err := d.Info()
+	if err != nil {
+		return fmt.Errorf("read working directory: %w (make it readable, or list it in %s)", err, IgnoreFile)
+	}
+	if m := info.Mode(); m.IsRegular() || m.IsDir() || m&fs.ModeSymlink != 0 {
+		w.out = append(w.out, walkEntry{rel: rel, abs: p, info: info})
+	}
+	return nil
+}
+
+// leaveOut is what WalkDir is told of a path left out: a directory's contents go too.
+func leaveOut(d fs.DirEntry) error {
+	if d.IsDir() {
+		return filepath.SkipDir
+	}
+	return nil
+}
+
+func kindOf(d fs.DirEntry) string {
+	if d.IsDir() {
+		return "directory"
+	}
+	return "file"
 }
 
 // ignoreRules is a .kineticignore: gitignore syntax, last matching pattern wins, a
@@ -183,40 +195,50 @@ type ignoreRule struct {
 func parseIgnore(text string) (*ignoreRules, error) {
 	r := &ignoreRules{}
 	for i, line := range strings.Split(text, "\n") {
-		line = strings.TrimRight(line, "\r")
-		line = trimTrailingSpaces(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
+		rule, ok, err := parseIgnoreLine(i+1, line)
+		if err != nil {
+			return nil, err
 		}
-		var rule ignoreRule
-		if strings.HasPrefix(line, "!") {
-			rule.negate = true
-			line = line[1:]
-		} else if strings.HasPrefix(line, `\!`) || strings.HasPrefix(line, `\#`) {
-			line = line[1:]
+		if ok {
+			r.rules = append(r.rules, rule)
 		}
-		if strings.HasSuffix(line, "/") {
-			rule.dirOnly = true
-			line = strings.TrimRight(line, "/")
-		}
-		if line == "" {
-			continue
-		}
-		if strings.Contains(line, "/") && !strings.HasPrefix(line, "/") && !strings.HasPrefix(line, "**/") {
-			line = "/" + line // a slash before the end anchors the pattern at the root
-		}
-		pat := escapePattern(line)
-		if rule.dirOnly {
-			pat += "/"
-		}
-		rule.m = ignore.CompileIgnoreLines(pat)
-		// The library silently drops a pattern it cannot compile; say so instead.
-		if reflect.ValueOf(rule.m).Elem().FieldByName("patterns").Len() != 1 {
-			return nil, errs.Errorf(errs.InvalidArgument, "line %d: invalid pattern %q", i+1, line)
-		}
-		r.rules = append(r.rules, rule)
 	}
 	return r, nil
+}
+
+// parseIgnoreLine parses line n of a .kineticignore; ok is false for a line without a
+// pattern (blank, a comment).
+func parseIgnoreLine(n int, line string) (rule ignoreRule, ok bool, err error) {
+	line = trimTrailingSpaces(strings.TrimRight(line, "\r"))
+	if line == "" || strings.HasPrefix(line, "#") {
+		return rule, false, nil
+	}
+	if strings.HasPrefix(line, "!") {
+		rule.negate = true
+		line = line[1:]
+	} else if strings.HasPrefix(line, `\!`) || strings.HasPrefix(line, `\#`) {
+		line = line[1:]
+	}
+	if strings.HasSuffix(line, "/") {
+		rule.dirOnly = true
+		line = strings.TrimRight(line, "/")
+	}
+	if line == "" {
+		return rule, false, nil
+	}
+	if strings.Contains(line, "/") && !strings.HasPrefix(line, "/") && !strings.HasPrefix(line, "**/") {
+		line = "/" + line // a slash before the end anchors the pattern at the root
+	}
+	pat := escapePattern(line)
+	if rule.dirOnly {
+		pat += "/"
+	}
+	rule.m = ignore.CompileIgnoreLines(pat)
+	// The library silently drops a pattern it cannot compile; say so instead.
+	if reflect.ValueOf(rule.m).Elem().FieldByName("patterns").Len() != 1 {
+		return rule, false, errs.Errorf(errs.InvalidArgument, "line %d: invalid pattern %q", n, line)
+	}
+	return rule, true, nil
 }
 
 func trimTrailingSpaces(s string) string {
@@ -230,49 +252,74 @@ func trimTrailingSpaces(s string) string {
 // gitignore meaning: "?" is one character other than "/", "[!" negates a class, and regexp
 // metacharacters outside classes are literal.
 func escapePattern(p string) string {
-	var b strings.Builder
-	inClass := false
-	for i := 0; i < len(p); i++ {
-		c := p[i]
-		switch {
-		case c == '\\' && i+1 < len(p):
-			n := p[i+1]
-			i++
-			switch {
-			case n == '.' || n == '?':
-				b.WriteString(`\x` + strconv.FormatInt(int64(n), 16))
-			case n == '*' || strings.IndexByte(`()+{}|^$[]\`, n) >= 0:
-				b.WriteByte('\\')
-				b.WriteByte(n)
-			default:
-				b.WriteByte(n)
-			}
-		case inClass:
-			if c == ']' {
-				inClass = false
-			}
-			if c == '/' {
-				b.WriteString(`\x2f`)
-				continue
-			}
-			b.WriteByte(c)
-		case c == '[' && strings.IndexByte(p[i+1:], ']') > 0:
-			inClass = true
-			b.WriteByte(c)
-			if i+1 < len(p) && p[i+1] == '!' {
-				b.WriteByte('^')
-				i++
-			}
-		case c == '?':
-			b.WriteString(`[^\x2f]`)
-		case strings.IndexByte(`()+{}|^$]`, c) >= 0:
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		default:
-			b.WriteByte(c)
-		}
+	e := &patternEscaper{p: p}
+	for ; e.i < len(p); e.i++ {
+		e.next()
 	}
-	return b.String()
+	return e.b.String()
+}
+
+// patternEscaper is one escapePattern: p is read from i on.
+type patternEscaper struct {
+	p       string
+	i       int
+	inClass bool
+	b       strings.Builder
+}
+
+func (e *patternEscaper) next() {
+	c := e.p[e.i]
+	switch {
+	case c == '\\' && e.i+1 < len(e.p):
+		e.escaped()
+	case e.inClass:
+		e.inClassByte(c)
+	case c == '[' && strings.IndexByte(e.p[e.i+1:], ']') > 0:
+		e.openClass()
+	case c == '?':
+		e.b.WriteString(`[^\x2f]`)
+	case strings.IndexByte(`()+{}|^$]`, c) >= 0:
+		e.b.WriteByte('\\')
+		e.b.WriteByte(c)
+	default:
+		e.b.WriteByte(c)
+	}
+}
+
+// escaped writes the character after a backslash as the literal it is.
+func (e *patternEscaper) escaped() {
+	e.i++
+	switch n := e.p[e.i]; {
+	case n == '.' || n == '?':
+		e.b.WriteString(`\x` + strconv.FormatInt(int64(n), 16))
+	case n == '*' || strings.IndexByte(`()+{}|^$[]\`, n) >= 0:
+		e.b.WriteByte('\\')
+		e.b.WriteByte(n)
+	default:
+		e.b.WriteByte(n)
+	}
+}
+
+// inClassByte writes c of a [class]; "/" never matches.
+func (e *patternEscaper) inClassByte(c byte) {
+	if c == ']' {
+		e.inClass = false
+	}
+	if c == '/' {
+		e.b.WriteString(`\x2f`)
+		return
+	}
+	e.b.WriteByte(c)
+}
+
+// openClass starts a [class]; "[!" negates it.
+func (e *patternEscaper) openClass() {
+	e.inClass = true
+	e.b.WriteByte('[')
+	if e.i+1 < len(e.p) && e.p[e.i+1] == '!' {
+		e.b.WriteByte('^')
+		e.i++
+	}
 }
 
 // match reports whether rel (a root-relative slash path) is ignored.

@@ -72,34 +72,84 @@ func PrepareBatch(ctx context.Context, st *store.Store, spec *job.Spec, env map[
 		o.Workspace = o.TreeDir
 	}
 	b := &Batch{isolation: isolation, warmDir: o.WarmDir, warmIdle: o.WarmIdle, spec: spec}
-	var err error
-	if b.payload, err = fetchPayload(ctx, st, spec.Payload, o); err != nil {
-		return nil, err
-	}
-	work := filepath.Join(o.TreeDir, "root")
-	if err := os.MkdirAll(work, 0o700); err != nil {
-		return nil, inPhase(job.PhaseDownload, err)
-	}
-	if b.work, err = extractTree(ctx, st, spec.Workdir, o, work); err != nil {
-		return nil, err
-	}
-	if b.cwd, err = within(b.work, spec.Cwd); err != nil {
-		return nil, inPhase(job.PhasePlan, err)
-	}
-	if err := os.MkdirAll(b.cwd, 0o700); err != nil {
-		return nil, inPhase(job.PhasePlan, err)
-	}
-	b.environ = callEnv(env, map[string]string{"KINETIC_HOST_INDEX": "0"}) // KINETIC_JOB_ID: per input
-	if b.py, err = environment(ctx, spec, o, out); err != nil {
-		return nil, inPhase(job.PhaseInstall, err)
-	}
-	if b.bootstrap, err = writeBootstrap(o); err != nil {
-		return nil, inPhase(job.PhasePlan, err)
-	}
-	if b.script, err = writeScript(o, "kinetic_batchexec", batchExec); err != nil {
-		return nil, inPhase(job.PhasePlan, err)
+	p := &batchPrep{b: b, st: st, env: env, o: o, out: out}
+	for _, s := range batchSteps {
+		if err := s.run(p, ctx); err != nil {
+			return nil, err
+		}
 	}
 	return b, nil
+}
+
+// batchPrep is one PrepareBatch: its steps, in batchSteps' order, fill in b.
+type batchPrep struct {
+	b   *Batch
+	st  *store.Store
+	env map[string]string // the batch's captured variables
+	o   Options
+	out io.Writer
+}
+
+// batchSteps are PrepareBatch's steps, in order; the first error stops it.
+var batchSteps = []struct {
+	name string
+	run  func(*batchPrep, context.Context) error
+}{
+	{"payload", (*batchPrep).payload},
+	{"tree", (*batchPrep).tree},
+	{"working directory", (*batchPrep).workingDir},
+	{"interpreter", (*batchPrep).interpreter},
+	{"scripts", (*batchPrep).scripts},
+}
+
+func (p *batchPrep) payload(ctx context.Context) error {
+	var err error
+	p.b.payload, err = fetchPayload(ctx, p.st, p.b.spec.Payload, p.o)
+	return err
+}
+
+func (p *batchPrep) tree(ctx context.Context) error {
+	work := filepath.Join(p.o.TreeDir, "root")
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		return inPhase(job.PhaseDownload, err)
+	}
+	var err error
+	p.b.work, err = extractTree(ctx, p.st, p.b.spec.Workdir, p.o, work)
+	return err
+}
+
+func (p *batchPrep) workingDir(context.Context) error {
+	var err error
+	if p.b.cwd, err = within(p.b.work, p.b.spec.Cwd); err != nil {
+		return inPhase(job.PhasePlan, err)
+	}
+	if err := os.MkdirAll(p.b.cwd, 0o700); err != nil {
+		return inPhase(job.PhasePlan, err)
+	}
+	return nil
+}
+
+// interpreter sets the inputs' environment (KINETIC_JOB_ID is per input) and the
+// interpreter.
+func (p *batchPrep) interpreter(ctx context.Context) error {
+	p.b.environ = callEnv(p.env, map[string]string{"KINETIC_HOST_INDEX": "0"}) // KINETIC_JOB_ID: per input
+	var err error
+	if p.b.py, err = environment(ctx, p.b.spec, p.o, p.out); err != nil {
+		return inPhase(job.PhaseInstall, err)
+	}
+	return nil
+}
+
+// scripts writes the bootstrap and the executor.
+func (p *batchPrep) scripts(context.Context) error {
+	var err error
+	if p.b.bootstrap, err = writeBootstrap(p.o); err != nil {
+		return inPhase(job.PhasePlan, err)
+	}
+	if p.b.script, err = writeScript(p.o, "kinetic_batchexec", batchExec); err != nil {
+		return inPhase(job.PhasePlan, err)
+	}
+	return nil
 }
 
 // CanRunBatch says why spec's inputs cannot run in a batch executor (nil: they can).
@@ -150,13 +200,13 @@ type Executor struct {
 
 // Start starts an executor whose own output (not the inputs') goes to log.
 func (b *Batch) Start(log io.Writer) (*Executor, error) {
-	p, err := newExecPipes()
+	p, err := openExecutorPipes()
 	if err != nil {
 		return nil, err
 	}
 	x := &Executor{req: p.reqW, replies: bufio.NewReaderSize(p.repR, 64<<10), exited: make(chan struct{}),
 		ended: make(chan struct{}, 1), own: log}
-	wait, err := b.spawn(x, p)
+	wait, err := b.startExecutor(x, p)
 	if err != nil {
 		p.closeAll()
 		return nil, err
@@ -164,33 +214,32 @@ func (b *Batch) Start(log io.Writer) (*Executor, error) {
 	p.reqR.Close()
 	p.repW.Close()
 	p.outW.Close()
-	x.watchExit(wait, p.outR, p.repR)
-	if err := b.awaitReady(x); err != nil {
+	x.follow(wait, p.outR, p.repR)
+	if err := x.awaitReady(b); err != nil {
 		return nil, err
 	}
 	return x, nil
 }
 
-// execPipes are an executor's three pipes: requests (its fd 3), replies (its fd 4) and
-// its output.
-type execPipes struct {
+// executorPipes are an executor's requests (fd 3), replies (fd 4) and output.
+type executorPipes struct {
 	reqR, reqW, repR, repW, outR, outW *os.File
 }
 
-func newExecPipes() (*execPipes, error) {
-	p := &execPipes{}
-	for _, pair := range [][2]**os.File{{&p.reqR, &p.reqW}, {&p.repR, &p.repW}, {&p.outR, &p.outW}} {
+func openExecutorPipes() (*executorPipes, error) {
+	p := &executorPipes{}
+	for _, ends := range [][2]**os.File{{&p.reqR, &p.reqW}, {&p.repR, &p.repW}, {&p.outR, &p.outW}} {
 		r, w, err := os.Pipe()
 		if err != nil {
 			p.closeAll()
 			return nil, err
 		}
-		*pair[0], *pair[1] = r, w
+		*ends[0], *ends[1] = r, w
 	}
 	return p, nil
 }
 
-func (p *execPipes) closeAll() {
+func (p *executorPipes) closeAll() {
 	for _, f := range []*os.File{p.reqR, p.reqW, p.repR, p.repW, p.outR, p.outW} {
 		if f != nil {
 			f.Close()
@@ -198,10 +247,10 @@ func (p *execPipes) closeAll() {
 	}
 }
 
-// spawn starts the executor's Python on p, and returns what waits for it to exit: a
-// child of the warm server when there is one (the interpreter and cloudpickle are
-// loaded already, docs/warm-workers.md), else (or on any trouble) a new interpreter.
-func (b *Batch) spawn(x *Executor, p *execPipes) (wait func(), err error) {
+// startExecutor starts x: a child of the warm server when there is one (the
+// interpreter and cloudpickle are loaded already, docs/warm-workers.md), else, or on any
+// trouble, a new interpreter. wait returns once it has exited.
+func (b *Batch) startExecutor(x *Executor, p *executorPipes) (wait func(), err error) {
 	argv := []string{b.script, b.bootstrap, b.payload, b.work, b.cwd, b.isolation}
 	if b.warmDir != "" {
 		wp, err := startWarmProc(b.warmDir, b.warmIdle, b.py, argv, b.cwd, b.environ, p.outW, p.reqR, p.repW)
@@ -223,14 +272,14 @@ func (b *Batch) spawn(x *Executor, p *execPipes) (wait func(), err error) {
 	return func() { cmd.Wait() }, nil
 }
 
-// watchExit copies the executor's output and closes exited once it exited (and its
-// output ended, or a second passed: a process the call left behind may hold it open).
-func (x *Executor) watchExit(wait func(), outR, repR *os.File) {
+// follow copies the executor's output and, once it has exited (wait), closes its
+// replies and x.exited.
+func (x *Executor) follow(wait func(), outR, repR *os.File) {
 	outDone := make(chan struct{})
 	go func() { x.copyOutput(outR); close(outDone) }()
 	go func() {
 		wait()
-		select {
+		select { // a process the call left behind may hold the output open
 		case <-outDone:
 		case <-time.After(time.Second):
 		}
@@ -239,9 +288,9 @@ func (x *Executor) watchExit(wait func(), outR, repR *os.File) {
 	}()
 }
 
-// awaitReady reads the executor's first reply: ready, or the envelope of a function it
-// could not load (x.Failed: every input fails with it).
-func (b *Batch) awaitReady(x *Executor) error {
+// awaitReady reads the executor's first reply: ready, or the envelope of its failure to
+// load the function (x.Failed). An error kills it.
+func (x *Executor) awaitReady(b *Batch) error {
 	line, err := x.replies.ReadBytes('\n')
 	if err != nil {
 		x.Kill()

@@ -55,53 +55,80 @@ func newDebugSession(spec *job.Spec, o Options, outDir string) *debugSession {
 func (d *debugSession) watch(ctx context.Context, st *store.Store, spec *job.Spec, o Options, root, cwd string, out io.Writer) {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
-	var m *job.DebugMarker
+	w := &debugWatch{d: d, st: st, spec: spec, o: o, root: root, cwd: cwd, out: out}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		b, err := os.ReadFile(d.ready)
-		if err != nil {
-			continue
-		}
-		var r struct {
-			Host     string `json:"host"`
-			Port     int    `json:"port"`
-			PID      int    `json:"pid"`
-			Attached bool   `json:"attached"`
-			WentOn   bool   `json:"went_on"`
-		}
-		if err := json.Unmarshal(b, &r); err != nil {
-			fmt.Fprintf(out, "kinetic: debugpy's ready file %s: %v\n", d.ready, err)
+		if w.poll(ctx) {
 			return
 		}
-		if m != nil && !r.Attached && !r.WentOn {
-			continue // announced; still waiting for a debugger
+	}
+}
+
+// debugWatch is one debugSession.watch: m is the marker once announced.
+type debugWatch struct {
+	d         *debugSession
+	st        *store.Store
+	spec      *job.Spec
+	o         Options
+	root, cwd string
+	out       io.Writer
+	m         *job.DebugMarker
+}
+
+// debugReady is the bootstrap's ready file.
+type debugReady struct {
+	Host     string `json:"host"`
+	Port     int    `json:"port"`
+	PID      int    `json:"pid"`
+	Attached bool   `json:"attached"`
+	WentOn   bool   `json:"went_on"`
+}
+
+// poll reads the ready file and writes what it says to the store; done says the watch
+// is over.
+func (w *debugWatch) poll(ctx context.Context) (done bool) {
+	b, err := os.ReadFile(w.d.ready)
+	if err != nil {
+		return false
+	}
+	var r debugReady
+	if err := json.Unmarshal(b, &r); err != nil {
+		fmt.Fprintf(w.out, "kinetic: debugpy's ready file %s: %v\n", w.d.ready, err)
+		return true
+	}
+	ended := r.Attached || r.WentOn
+	if w.m != nil && !ended {
+		return false // announced; still waiting for a debugger
+	}
+	w.mark(r)
+	if err := w.st.Put(ctx, store.DebugKey(w.o.JobID), w.m.Encode()); err != nil {
+		if ended {
+			fmt.Fprintf(w.out, "kinetic: cannot say in the store that the leader called the function (%v): the other hosts keep waiting for it\n", err)
+		} else {
+			fmt.Fprintf(w.out, "kinetic: cannot announce the debugger (%v): the job waits for a debugger nobody can find\n", err)
 		}
-		if m == nil {
-			m = &job.DebugMarker{Host: r.Host, Port: r.Port, PID: r.PID, RemoteRoot: root, Cwd: cwd, HostIndex: o.Host,
-				Time: time.Now().UTC(), WaitSeconds: spec.Debug.WaitSeconds}
-		}
-		now := time.Now().UTC()
-		switch {
-		case r.Attached:
-			m.AttachedAt = &now
-		case r.WentOn:
-			m.WentOnAt = &now
-		}
-		if err := st.Put(ctx, store.DebugKey(o.JobID), m.Encode()); err != nil {
-			if r.Attached || r.WentOn {
-				fmt.Fprintf(out, "kinetic: cannot say in the store that the leader called the function (%v): the other hosts keep waiting for it\n", err)
-			} else {
-				fmt.Fprintf(out, "kinetic: cannot announce the debugger (%v): the job waits for a debugger nobody can find\n", err)
-			}
-			return
-		}
-		if r.Attached || r.WentOn {
-			return
-		}
+		return true
+	}
+	return ended
+}
+
+// mark makes the marker (the first time) and notes a debugger attached or the call
+// going on without one.
+func (w *debugWatch) mark(r debugReady) {
+	if w.m == nil {
+		w.m = &job.DebugMarker{Host: r.Host, Port: r.Port, PID: r.PID, RemoteRoot: w.root, Cwd: w.cwd, HostIndex: w.o.Host,
+			Time: time.Now().UTC(), WaitSeconds: w.spec.Debug.WaitSeconds}
+	}
+	now := time.Now().UTC()
+	switch {
+	case r.Attached:
+		w.m.AttachedAt = &now
+	case r.WentOn:
+		w.m.WentOnAt = &now
 	}
 }
 

@@ -47,37 +47,13 @@ func materializeData(ctx context.Context, st *store.Store, spec *job.Spec, o Opt
 	var mounts []mountns.Mount
 	paths := map[string]string{}
 	for i, ref := range spec.Data {
-		var path string
-		fused := false
-		if p, ok := o.FusePaths[strconv.Itoa(ref.SlotAt(i))]; ok {
-			// Mounted by the Cloud Storage FUSE CSI driver: read in place.
-			if _, err := os.Stat(p); err != nil {
-				return "", nil, fmt.Errorf("Data(%q, fuse=True) is not at %s, where the pod mounts it with Cloud Storage FUSE (does the pod's service account have read access to the bucket? the gke-gcsfuse-sidecar container's log says): %w", ref.Source, p, err)
-			}
-			path, fused = p, true
-		} else if p, ok := data.LocalPath(ref); ok && o.InPlaceData {
-			path = p
-		} else {
-			dest := filepath.Join(o.Workspace, "data", fmt.Sprint(i))
-			var err error
-			if ref.Kind == data.HF {
-				path, err = data.MaterializeHF(ctx, ref, dest, o.python(spec))
-			} else {
-				path, err = data.Materialize(ctx, st, ref, dest, nil) // gs:// honours STORAGE_EMULATOR_HOST
-			}
-			if err != nil {
-				return "", nil, fmt.Errorf("Data(%q): %w", ref.Source, err)
-			}
+		path, fused, err := dataPath(ctx, st, spec, o, i, ref)
+		if err != nil {
+			return "", nil, err
 		}
 		if ref.Mount != "" {
-			switch {
-			case fused && path == ref.Mount: // mounted at its own path already
-			case o.PrivateMounts:
-				mounts = append(mounts, mountns.Mount{Source: path, Target: ref.Mount})
-			default:
-				if err := mount(path, ref.Mount); err != nil {
-					return "", nil, err
-				}
+			if mounts, err = volume(path, ref, fused, o, mounts); err != nil {
+				return "", nil, err
 			}
 			path = ref.Mount
 		}
@@ -86,6 +62,46 @@ func materializeData(ctx context.Context, st *store.Store, spec *job.Spec, o Opt
 	b, _ := json.Marshal(paths)
 	mapPath := filepath.Join(o.Workspace, "data.json")
 	return mapPath, mounts, os.WriteFile(mapPath, b, 0o600)
+}
+
+// dataPath is where the ith Data of the job is on this machine: mounted by the pod
+// (fused), used in place, or materialised under the workspace.
+func dataPath(ctx context.Context, st *store.Store, spec *job.Spec, o Options, i int, ref job.DataRef) (path string, fused bool, err error) {
+	if p, ok := o.FusePaths[strconv.Itoa(ref.SlotAt(i))]; ok {
+		// Mounted by the Cloud Storage FUSE CSI driver: read in place.
+		if _, err := os.Stat(p); err != nil {
+			return "", false, fmt.Errorf("Data(%q, fuse=True) is not at %s, where the pod mounts it with Cloud Storage FUSE (does the pod's service account have read access to the bucket? the gke-gcsfuse-sidecar container's log says): %w", ref.Source, p, err)
+		}
+		return p, true, nil
+	}
+	if p, ok := data.LocalPath(ref); ok && o.InPlaceData {
+		return p, false, nil
+	}
+	dest := filepath.Join(o.Workspace, "data", fmt.Sprint(i))
+	if ref.Kind == data.HF {
+		path, err = data.MaterializeHF(ctx, ref, dest, o.python(spec))
+	} else {
+		path, err = data.Materialize(ctx, st, ref, dest, nil) // gs:// honours STORAGE_EMULATOR_HOST
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("Data(%q): %w", ref.Source, err)
+	}
+	return path, false, nil
+}
+
+// volume shows the data at path at ref.Mount: already there (fused at its own path), in
+// the job's own mount namespace (added to mounts), or linked.
+func volume(path string, ref job.DataRef, fused bool, o Options, mounts []mountns.Mount) ([]mountns.Mount, error) {
+	switch {
+	case fused && path == ref.Mount: // mounted at its own path already
+	case o.PrivateMounts:
+		mounts = append(mounts, mountns.Mount{Source: path, Target: ref.Mount})
+	default:
+		if err := mount(path, ref.Mount); err != nil {
+			return nil, err
+		}
+	}
+	return mounts, nil
 }
 
 // mount makes target (a volume's path) show the materialised data in a pod or a

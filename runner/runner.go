@@ -142,68 +142,27 @@ func inPhase(phase string, err error) error {
 // Run runs the job and uploads its envelope. It returns the envelope it uploaded; an
 // error means the envelope itself could not be written.
 func Run(ctx context.Context, o Options) (*job.Envelope, error) {
-	if o.Host == "" {
-		o.Host = "0"
+	o, err := o.normalized()
+	if err != nil {
+		return nil, err
 	}
-	if n, err := strconv.Atoi(o.Host); err != nil || n < 0 {
-		return nil, fmt.Errorf("runner: host index %q is not a non-negative number", o.Host)
+	st, closeStore, err := o.openStore(ctx)
+	if err != nil {
+		return nil, err
 	}
-	if o.Stdout == nil {
-		o.Stdout = io.Discard
-	}
-	st := o.Store
-	if st == nil {
-		var err error
-		if st, err = store.Open(ctx, o.StoreURL); err != nil {
-			return nil, err
-		}
-		defer st.Close()
-	}
-	// Host 0 is the job (the leader of a multi-host job, or its only host); the other
-	// hosts of a multi-host job keep their output and failures under their own keys, so
-	// that only the leader's value is the job's result.
-	leader := o.Host == "0"
+	defer closeStore()
 	rctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	guard := newDiskGuard(o.Workspace, stop)
 	defer func() { <-guard.release() }()
-	sink := NewLogSink(context.WithoutCancel(ctx), st, o.JobID, 0)
-	if !leader {
-		sink = newLogSink(context.WithoutCancel(ctx), st, func(seq int) string { return store.HostLogChunkKey(o.JobID, o.Host, seq) }, 0)
-	}
-	sink.onError = func(err error, lost int) { guard.report("the job's logs (in the store "+st.URL()+")", err, lost) }
+	sink := o.logSink(ctx, st, guard)
 	// Neither writer ever fails: the call's output pipe is always drained.
 	out := io.MultiWriter(sink, &lenientWriter{w: o.Stdout, what: "the job's output log", guard: guard})
 	started := time.Now().UTC()
 	var called time.Time
-	env, value, runErr := run(rctx, st, o, out, &called)
-	calltrace.Mark("run.returned", o.JobID)
-	if runErr == nil && leader && env.Success && o.Hosts > 1 {
-		// The leader's value is the job's, but the job ends when all its hosts have.
-		if runErr = waitHosts(rctx, st, o, out); runErr != nil && value != nil {
-			value.Close()
-			value = nil
-		}
-	}
+	env, value, runErr := runAllHosts(rctx, st, o, out, &called)
 	if runErr != nil {
-		var pe *phaseError
-		phase := job.PhaseSystem
-		if errors.As(runErr, &pe) {
-			phase = pe.phase
-		}
-		var to *errTimedOut
-		if rctx.Err() != nil && !errors.As(runErr, &to) && !errors.Is(runErr, errJobEnded) {
-			// Stopped mid-step (a download cut short, say): Go's words for that are
-			// not the user's; say what stopped it.
-			runErr = inPhase(phase, stopped(rctx))
-		}
-		if !errors.Is(runErr, errJobEnded) { // already said
-			fmt.Fprintf(out, "kinetic: %v\n", runErr)
-		}
-		env = &job.Envelope{Success: false, Phase: phase, Host: o.Host, ExcType: "kinetic.RunnerError", ExcMessage: runErr.Error()}
-		if errors.As(runErr, &to) {
-			env.ExcType, env.ExcMessage = job.TimeoutExcType, to.Error()
-		}
+		env, runErr = failed(rctx, o, out, runErr)
 	}
 	env.StartedAt, env.CalledAt, env.FinishedAt = started, called, time.Now().UTC()
 	guard.release() // the job's code has stopped: its space is for the final writes
@@ -221,44 +180,119 @@ func Run(ctx context.Context, o Options) (*job.Envelope, error) {
 	if o.BeforeResult != nil {
 		o.BeforeResult()
 	}
-	switch {
-	case leader:
-		if value != nil {
-			if err := guard.writeFinal(func() error {
-				return value.store(context.WithoutCancel(ctx), st, store.ResultKey(o.JobID))
-			}); err != nil {
-				return env, err
-			}
-		}
-		if err := guard.writeFinal(func() error {
-			return st.Put(context.WithoutCancel(ctx), store.EnvelopeKey(o.JobID), env.Encode())
-		}); err != nil {
-			return env, err
-		}
-		calltrace.Mark("run.result.written", o.JobID)
-	default:
-		// A worker's envelope says it ended: its failure fails the job at once (the
-		// backend reads it), even while the leader still runs; its success lets the
-		// leader end the job (waitHosts). Only a failure's value (the exception) is
-		// kept: the job's value is the leader's.
-		if value != nil && !env.Success {
-			if err := guard.writeFinal(func() error {
-				return value.store(context.WithoutCancel(ctx), st, store.HostResultKey(o.JobID, o.Host))
-			}); err != nil {
-				return env, err
-			}
-		}
-		if err := guard.writeFinal(func() error {
-			return st.Put(context.WithoutCancel(ctx), store.HostEnvelopeKey(o.JobID, o.Host), env.Encode())
-		}); err != nil {
-			return env, err
-		}
+	if err := writeResult(ctx, st, o, guard, env, value); err != nil {
+		return env, err
 	}
 	var full *errNoSpace
 	if sinkErr != nil && !errors.As(runErr, &full) { // a full disk is already the job's failure
 		return env, &LogsError{sinkErr}
 	}
 	return env, nil
+}
+
+// normalized is o with its defaults, checked.
+func (o Options) normalized() (Options, error) {
+	if o.Host == "" {
+		o.Host = "0"
+	}
+	if n, err := strconv.Atoi(o.Host); err != nil || n < 0 {
+		return o, fmt.Errorf("runner: host index %q is not a non-negative number", o.Host)
+	}
+	if o.Stdout == nil {
+		o.Stdout = io.Discard
+	}
+	return o, nil
+}
+
+// openStore is o.Store, or the store at o.StoreURL opened (and closed by closeStore).
+func (o Options) openStore(ctx context.Context) (st *store.Store, closeStore func(), err error) {
+	if o.Store != nil {
+		return o.Store, func() {}, nil
+	}
+	if st, err = store.Open(ctx, o.StoreURL); err != nil {
+		return nil, nil, err
+	}
+	return st, func() { st.Close() }, nil
+}
+
+// leader says whether this is host 0: the job (the leader of a multi-host job, or its
+// only host). The other hosts of a multi-host job keep their output and failures under
+// their own keys, so that only the leader's value is the job's result.
+func (o Options) leader() bool { return o.Host == "0" }
+
+// logSink is where the job's output goes in the store: its log, or a worker host's.
+func (o Options) logSink(ctx context.Context, st *store.Store, guard *diskGuard) *LogSink {
+	sink := NewLogSink(context.WithoutCancel(ctx), st, o.JobID, 0)
+	if !o.leader() {
+		sink = newLogSink(context.WithoutCancel(ctx), st, func(seq int) string { return store.HostLogChunkKey(o.JobID, o.Host, seq) }, 0)
+	}
+	sink.onError = func(err error, lost int) { guard.report("the job's logs (in the store "+st.URL()+")", err, lost) }
+	return sink
+}
+
+// runAllHosts is run; for the leader of a multi-host job whose call succeeded, the job
+// ends when all its hosts have (its value is the job's).
+func runAllHosts(ctx context.Context, st *store.Store, o Options, out io.Writer, called *time.Time) (*job.Envelope, *callValue, error) {
+	env, value, runErr := run(ctx, st, o, out, called)
+	calltrace.Mark("run.returned", o.JobID)
+	if runErr != nil || !o.leader() || !env.Success || o.Hosts <= 1 {
+		return env, value, runErr
+	}
+	if runErr = waitHosts(ctx, st, o, out); runErr != nil && value != nil {
+		value.Close()
+		value = nil
+	}
+	return env, value, runErr
+}
+
+// failed is the envelope of a job that failed with runErr outside its call, and the
+// error as said: in the phase it happened in, in the user's words when ctx stopped it.
+func failed(ctx context.Context, o Options, out io.Writer, runErr error) (*job.Envelope, error) {
+	var pe *phaseError
+	phase := job.PhaseSystem
+	if errors.As(runErr, &pe) {
+		phase = pe.phase
+	}
+	var to *errTimedOut
+	if ctx.Err() != nil && !errors.As(runErr, &to) && !errors.Is(runErr, errJobEnded) {
+		// Stopped mid-step (a download cut short, say): Go's words for that are
+		// not the user's; say what stopped it.
+		runErr = inPhase(phase, stopped(ctx))
+	}
+	if !errors.Is(runErr, errJobEnded) { // already said
+		fmt.Fprintf(out, "kinetic: %v\n", runErr)
+	}
+	env := &job.Envelope{Success: false, Phase: phase, Host: o.Host, ExcType: "kinetic.RunnerError", ExcMessage: runErr.Error()}
+	if errors.As(runErr, &to) {
+		env.ExcType, env.ExcMessage = job.TimeoutExcType, to.Error()
+	}
+	return env, runErr
+}
+
+// writeResult stores the value (if kept) and then the envelope: the leader's as the
+// job's. A worker's envelope says it ended: its failure fails the job at once (the
+// backend reads it), even while the leader still runs; its success lets the leader end
+// the job (waitHosts). Only a failure's value (the exception) is kept: the job's value
+// is the leader's.
+func writeResult(ctx context.Context, st *store.Store, o Options, guard *diskGuard, env *job.Envelope, value *callValue) error {
+	wctx := context.WithoutCancel(ctx)
+	valueKey, envKey, keepValue := store.ResultKey(o.JobID), store.EnvelopeKey(o.JobID), value != nil
+	if !o.leader() {
+		valueKey, envKey = store.HostResultKey(o.JobID, o.Host), store.HostEnvelopeKey(o.JobID, o.Host)
+		keepValue = value != nil && !env.Success
+	}
+	if keepValue {
+		if err := guard.writeFinal(func() error { return value.store(wctx, st, valueKey) }); err != nil {
+			return err
+		}
+	}
+	if err := guard.writeFinal(func() error { return st.Put(wctx, envKey, env.Encode()) }); err != nil {
+		return err
+	}
+	if o.leader() {
+		calltrace.Mark("run.result.written", o.JobID)
+	}
+	return nil
 }
 
 // LogsError is Run's error when only the job's logs could not all be stored: the
@@ -274,124 +308,259 @@ func (e *LogsError) Unwrap() error { return e.Err }
 // in a phase before the call could produce an envelope.
 // called is set when the function or command starts.
 func run(ctx context.Context, st *store.Store, o Options, out io.Writer, called *time.Time) (*job.Envelope, *callValue, error) {
-	// download
-	raw, err := st.Get(ctx, store.SpecKey(o.JobID))
+	r := &jobRun{st: st, o: o, out: out}
+	defer r.cleanup()
+	for _, s := range prepareSteps {
+		if err := s.run(r, ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	if r.spec.Kind == job.KindCommand {
+		return r.callCommand(ctx, called)
+	}
+	for _, s := range pythonSteps {
+		if err := s.run(r, ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	return r.callPython(ctx, called)
+}
+
+// jobRun is one run: its steps, in prepareSteps' then pythonSteps' order, share what
+// they made.
+type jobRun struct {
+	st  *store.Store
+	o   Options
+	out io.Writer
+
+	spec        *job.Spec
+	work        string // the shipped root
+	outDir      string // the call's output directory
+	payloadPath string
+	argsPath    string
+	dataMap     string
+	cwd         string
+	environ     []string
+	mounts      []mountns.Mount
+	py          string   // the interpreter
+	stops       []func() // run when run returns
+}
+
+// runStep is one named step of run.
+type runStep struct {
+	name string
+	run  func(*jobRun, context.Context) error
+}
+
+// prepareSteps are the steps of every job before its call, in order.
+var prepareSteps = []runStep{
+	{"spec", (*jobRun).fetchSpec},
+	{"directories", (*jobRun).makeDirs},
+	{"payload", (*jobRun).payload},
+	{"tree", (*jobRun).tree},
+	{"arguments", (*jobRun).args},
+	{"working directory", (*jobRun).workingDir},
+	{"environment", (*jobRun).env},
+}
+
+// pythonSteps are the further steps of a Python call (not a command), in order.
+var pythonSteps = []runStep{
+	{"entry", (*jobRun).entry},
+	{"data", (*jobRun).data},
+	{"interpreter", (*jobRun).interpreter},
+	{"install at start", (*jobRun).installAtStart},
+	{"debugger", (*jobRun).debugger},
+}
+
+func (r *jobRun) cleanup() {
+	for _, stop := range r.stops {
+		stop()
+	}
+}
+
+// fetchSpec downloads the job's spec.
+func (r *jobRun) fetchSpec(ctx context.Context) error {
+	raw, err := r.st.Get(ctx, store.SpecKey(r.o.JobID))
 	if err != nil {
-		return nil, nil, inPhase(job.PhaseDownload, err)
+		return inPhase(job.PhaseDownload, err)
 	}
-	spec, err := job.DecodeSpec(raw)
-	if err != nil {
-		return nil, nil, inPhase(job.PhaseDownload, damagedJSON(o.JobID, "spec.json", raw, err))
+	if r.spec, err = job.DecodeSpec(raw); err != nil {
+		return inPhase(job.PhaseDownload, damagedJSON(r.o.JobID, "spec.json", raw, err))
 	}
-	work := filepath.Join(o.Workspace, "root")
-	outDir := filepath.Join(o.Workspace, "out")
-	dirs := []string{work, outDir}
-	if spec.Debug != nil {
-		o.TreeCache = "" // a debugger maps the job's own root
+	return nil
+}
+
+// makeDirs makes the shipped root (unless the tree lives in TreeDir or TreeCache) and
+// the output directory.
+func (r *jobRun) makeDirs(context.Context) error {
+	r.work = filepath.Join(r.o.Workspace, "root")
+	r.outDir = filepath.Join(r.o.Workspace, "out")
+	dirs := []string{r.work, r.outDir}
+	if r.spec.Debug != nil {
+		r.o.TreeCache = "" // a debugger maps the job's own root
 	}
-	if (o.TreeDir != "" || o.TreeCache != "") && spec.Workdir != nil && spec.Workdir.Format == job.FormatManifest {
+	if (r.o.TreeDir != "" || r.o.TreeCache != "") && r.spec.Workdir != nil && r.spec.Workdir.Format == job.FormatManifest {
 		dirs = dirs[1:] // the tree lives in TreeDir or TreeCache
 	}
 	for _, d := range dirs {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, nil, inPhase(job.PhaseDownload, err)
+			return inPhase(job.PhaseDownload, err)
 		}
 	}
-	var payloadPath string
-	switch spec.Kind {
+	return nil
+}
+
+// payload downloads and verifies a pickle's payload, or writes an entry's.
+func (r *jobRun) payload(ctx context.Context) error {
+	var err error
+	switch r.spec.Kind {
 	case job.KindPickle:
-		// download + verify
-		if payloadPath, err = fetchPayload(ctx, st, spec.Payload, o); err != nil {
-			return nil, nil, err
+		if r.payloadPath, err = fetchPayload(ctx, r.st, r.spec.Payload, r.o); err != nil {
+			return err
 		}
 	case job.KindEntry:
-		b, _ := json.Marshal(spec.Entry)
-		payloadPath = filepath.Join(o.Workspace, "entry.json")
-		if err := os.WriteFile(payloadPath, b, 0o600); err != nil {
-			return nil, nil, inPhase(job.PhaseDownload, err)
+		b, _ := json.Marshal(r.spec.Entry)
+		r.payloadPath = filepath.Join(r.o.Workspace, "entry.json")
+		if err := os.WriteFile(r.payloadPath, b, 0o600); err != nil {
+			return inPhase(job.PhaseDownload, err)
 		}
 	}
-	calltrace.Mark("run.payload", o.JobID)
-	// extract
-	if work, err = extractTree(ctx, st, spec.Workdir, o, work); err != nil {
-		return nil, nil, err
+	calltrace.Mark("run.payload", r.o.JobID)
+	return nil
+}
+
+// tree extracts the shipped tree.
+func (r *jobRun) tree(ctx context.Context) error {
+	var err error
+	if r.work, err = extractTree(ctx, r.st, r.spec.Workdir, r.o, r.work); err != nil {
+		return err
 	}
-	calltrace.Mark("run.tree", o.JobID)
-	var argsPath, dataMap string
-	if spec.ArgsInline != nil {
-		argsPath = filepath.Join(o.Workspace, "args.pkl")
-		if err := os.WriteFile(argsPath, spec.ArgsInline, 0o600); err != nil {
-			return nil, nil, inPhase(job.PhaseDownload, err)
-		}
-	} else if spec.Args != nil {
-		b, err := st.GetVerified(ctx, spec.Args.Key, spec.Args.SHA256)
-		if err != nil {
-			return nil, nil, inPhase(job.PhaseVerify, err)
-		}
-		argsPath = filepath.Join(o.Workspace, "args.pkl")
-		if err := os.WriteFile(argsPath, b, 0o600); err != nil {
-			return nil, nil, inPhase(job.PhaseDownload, err)
+	calltrace.Mark("run.tree", r.o.JobID)
+	return nil
+}
+
+// args writes the call's arguments, inline in the spec or fetched, to args.pkl.
+func (r *jobRun) args(ctx context.Context) error {
+	b := r.spec.ArgsInline
+	if b == nil && r.spec.Args == nil {
+		return nil
+	}
+	if b == nil {
+		var err error
+		if b, err = r.st.GetVerified(ctx, r.spec.Args.Key, r.spec.Args.SHA256); err != nil {
+			return inPhase(job.PhaseVerify, err)
 		}
 	}
-	// plan
-	cwd, err := within(work, spec.Cwd)
+	r.argsPath = filepath.Join(r.o.Workspace, "args.pkl")
+	if err := os.WriteFile(r.argsPath, b, 0o600); err != nil {
+		return inPhase(job.PhaseDownload, err)
+	}
+	return nil
+}
+
+// workingDir makes the call's working directory, inside the shipped root.
+func (r *jobRun) workingDir(context.Context) error {
+	var err error
+	if r.cwd, err = within(r.work, r.spec.Cwd); err != nil {
+		return inPhase(job.PhasePlan, err)
+	}
+	if err := os.MkdirAll(r.cwd, 0o755); err != nil {
+		return inPhase(job.PhasePlan, err)
+	}
+	return nil
+}
+
+// env builds the call's environment.
+func (r *jobRun) env(ctx context.Context) error {
+	var err error
+	if r.environ, err = buildEnv(ctx, r.st, r.spec, r.o); err != nil {
+		return inPhase(job.PhaseEnv, err)
+	}
+	return nil
+}
+
+// entry rewrites an entry's payload with its file inside the shipped root.
+func (r *jobRun) entry(context.Context) error {
+	if r.spec.Kind != job.KindEntry {
+		return nil
+	}
+	file, err := within(r.work, r.spec.Entry.File)
 	if err != nil {
-		return nil, nil, inPhase(job.PhasePlan, err)
+		return inPhase(job.PhasePlan, err)
 	}
-	if err := os.MkdirAll(cwd, 0o755); err != nil {
-		return nil, nil, inPhase(job.PhasePlan, err)
+	b, _ := json.Marshal(job.Entry{File: file, Func: r.spec.Entry.Func, Args: r.spec.Entry.Args, Kwargs: r.spec.Entry.Kwargs})
+	if err := os.WriteFile(r.payloadPath, b, 0o600); err != nil {
+		return inPhase(job.PhaseDownload, err)
 	}
-	// env
-	environ, err := buildEnv(ctx, st, spec, o)
-	if err != nil {
-		return nil, nil, inPhase(job.PhaseEnv, err)
+	return nil
+}
+
+// data materialises the call's Data.
+func (r *jobRun) data(ctx context.Context) error {
+	if len(r.spec.Data) == 0 {
+		return nil
 	}
-	if spec.Kind == job.KindCommand {
-		*called = time.Now().UTC()
-		cctx, cancel := callLimit(ctx, spec)
-		defer cancel()
-		return overLimit(cctx)(runCommand(cctx, spec, cwd, environ, out, o.Host, o.grace(), o.Session))
+	var err error
+	if r.dataMap, r.mounts, err = materializeData(ctx, r.st, r.spec, r.o, r.out); err != nil {
+		return inPhase(job.PhaseData, err)
 	}
-	if spec.Kind == job.KindEntry {
-		file, err := within(work, spec.Entry.File)
-		if err != nil {
-			return nil, nil, inPhase(job.PhasePlan, err)
-		}
-		b, _ := json.Marshal(job.Entry{File: file, Func: spec.Entry.Func, Args: spec.Entry.Args, Kwargs: spec.Entry.Kwargs})
-		if err := os.WriteFile(payloadPath, b, 0o600); err != nil {
-			return nil, nil, inPhase(job.PhaseDownload, err)
-		}
+	return nil
+}
+
+// interpreter is the Python environment of the call (built or reused for its
+// requirements).
+func (r *jobRun) interpreter(ctx context.Context) error {
+	var err error
+	if r.py, err = environment(ctx, r.spec, r.o, r.out); err != nil {
+		return inPhase(job.PhaseInstall, err)
 	}
-	var mounts []mountns.Mount
-	if len(spec.Data) > 0 {
-		if dataMap, mounts, err = materializeData(ctx, st, spec, o, out); err != nil {
-			return nil, nil, inPhase(job.PhaseData, err)
-		}
+	return nil
+}
+
+// installAtStart installs the requirements of a job on a prebuilt image.
+func (r *jobRun) installAtStart(ctx context.Context) error {
+	if !r.spec.InstallAtStart || len(r.spec.Requirements) == 0 {
+		return nil
 	}
-	py, err := environment(ctx, spec, o, out)
-	if err != nil {
-		return nil, nil, inPhase(job.PhaseInstall, err)
+	var err error
+	if r.environ, err = installAtStart(ctx, r.spec, r.py, r.o, r.environ, r.out); err != nil {
+		return inPhase(job.PhaseInstall, err)
 	}
-	if spec.InstallAtStart && len(spec.Requirements) > 0 {
-		if environ, err = installAtStart(ctx, spec, py, o, environ, out); err != nil {
-			return nil, nil, inPhase(job.PhaseInstall, err)
-		}
-	}
-	if dbg := newDebugSession(spec, o, outDir); dbg != nil {
-		environ = append(environ, dbg.env...)
+	return nil
+}
+
+// debugger starts a debug job's session (watched until run returns), or has a worker
+// host wait for the leader's debugger.
+func (r *jobRun) debugger(ctx context.Context) error {
+	if dbg := newDebugSession(r.spec, r.o, r.outDir); dbg != nil {
+		r.environ = append(r.environ, dbg.env...)
 		wctx, stop := context.WithCancel(ctx)
-		defer stop()
-		go dbg.watch(wctx, st, spec, o, work, cwd, out)
-	} else if spec.Debug != nil && o.Host != "0" {
-		if err := waitLeaderDebugger(ctx, st, spec, o, out); err != nil {
-			return nil, nil, err
-		}
+		r.stops = append(r.stops, stop)
+		go dbg.watch(wctx, r.st, r.spec, r.o, r.work, r.cwd, r.out)
+		return nil
 	}
+	if r.spec.Debug != nil && r.o.Host != "0" {
+		return waitLeaderDebugger(ctx, r.st, r.spec, r.o, r.out)
+	}
+	return nil
+}
+
+// callCommand runs a command job, within its time limit.
+func (r *jobRun) callCommand(ctx context.Context, called *time.Time) (*job.Envelope, *callValue, error) {
 	*called = time.Now().UTC()
-	calltrace.Mark("run.call", o.JobID)
-	cctx, cancel := callLimit(ctx, spec)
+	cctx, cancel := callLimit(ctx, r.spec)
 	defer cancel()
-	return overLimit(cctx)(runPython(cctx, spec, py, []string{payloadPath, outDir, work, cwd, argsPath, dataMap}, cwd, outDir, o, environ, out, mounts))
+	return overLimit(cctx)(runCommand(cctx, r.spec, r.cwd, r.environ, r.out, r.o.Host, r.o.grace(), r.o.Session))
+}
+
+// callPython runs the Python call, within its time limit.
+func (r *jobRun) callPython(ctx context.Context, called *time.Time) (*job.Envelope, *callValue, error) {
+	*called = time.Now().UTC()
+	calltrace.Mark("run.call", r.o.JobID)
+	cctx, cancel := callLimit(ctx, r.spec)
+	defer cancel()
+	rest := []string{r.payloadPath, r.outDir, r.work, r.cwd, r.argsPath, r.dataMap}
+	return overLimit(cctx)(runPython(cctx, r.spec, r.py, rest, r.cwd, r.outDir, r.o, r.environ, r.out, r.mounts))
 }
 
 // extractTree puts the shipped tree w (nil: none) at work, or in o.TreeDir when the
@@ -555,96 +724,140 @@ func runPython(ctx context.Context, spec *job.Spec, py string, rest []string, cw
 	if err != nil {
 		return nil, nil, inPhase(job.PhasePlan, err)
 	}
-	argv := append([]string{bs, spec.Kind}, rest...)
-	var runErr error
-	var got *handed
-	cold := true
-	// Debug jobs start cold: debugpy starts threads and an adapter process, which a
-	// child forked from the warm server (imports done, threads gone) is no place for.
-	// So do jobs with volumes: their mount namespace is made when the process starts.
-	if warmEnabled(o) && spec.Debug == nil && len(mounts) == 0 {
-		got, runErr = runWarm(ctx, o.WarmDir, o.warmIdle(), py, argv, cwd, environ, out, o.grace(), o.LeaseSpare)
-		if cold = errors.Is(runErr, errNoWarm); cold {
-			debugf(out, "starting Python cold: %v", runErr)
-		}
+	c := &pythonCall{spec: spec, py: py, argv: append([]string{bs, spec.Kind}, rest...), cwd: cwd, outDir: outDir, o: o, environ: environ, out: out, mounts: mounts, cold: true}
+	if err := c.start(ctx); err != nil {
+		return nil, nil, err
 	}
-	if cold {
-		cmd := exec.CommandContext(ctx, py, argv...)
-		cmd.Dir = cwd
-		cmd.Env = environ
-		cmd.Stdout, cmd.Stderr = out, out
-		var wrap func(*exec.Cmd) error
-		if o.Session {
-			wrap = ownSession
-		}
-		if len(mounts) > 0 {
-			var werr error
-			wrap = func(cmd *exec.Cmd) error {
-				werr = privateMounts(cmd, mounts, o.Workspace)
-				return werr
-			}
-			runErr = runGroup(cmd, o.grace(), wrap)
-			if werr != nil {
-				return nil, nil, inPhase(job.PhaseData, werr)
-			}
-		} else {
-			runErr = runGroup(cmd, o.grace(), wrap)
-		}
-	}
-	var raw []byte
-	if got != nil {
-		raw = got.envelope // handed back with the exit status: no file
-	} else {
-		raw, err = os.ReadFile(filepath.Join(outDir, "envelope.json"))
-	}
+	raw, err := c.envelopeBytes()
 	if err != nil {
-		// The interpreter died before it could report: a crash, a signal, or no python.
-		var ee *exec.ExitError
-		var we *waitError
-		switch {
-		case ctx.Err() != nil:
-			return nil, nil, inPhase(job.PhaseCall, stopped(ctx))
-		case errors.As(runErr, &ee) && len(mounts) > 0 && ee.ExitCode() == 126:
-			return nil, nil, inPhase(job.PhaseData, errors.New("the job's volumes could not be mounted (the output says why)"))
-		case errors.As(runErr, &ee):
-			return nil, nil, inPhase(job.PhaseCall, fmt.Errorf("python exited without a result (%s)%s", exitText(ee), fdLimitHint()))
-		case errors.As(runErr, &we):
-			return nil, nil, inPhase(job.PhaseCall, fmt.Errorf("python exited without a result (%s)%s", waitText(we.ws), fdLimitHint()))
-		case !cold && runErr != nil:
-			return nil, nil, inPhase(job.PhaseCall, fmt.Errorf("python exited without a result (%w)%s", runErr, fdLimitHint()))
-		case runErr != nil:
-			return nil, nil, inPhase(job.PhasePlan, fmt.Errorf("cannot start %s: %w (install Python 3, or set the interpreter with KINETIC_PYTHON or `kinetic profile` key python)", py, runErr))
-		default:
-			return nil, nil, inPhase(job.PhaseCall, errors.New("python exited without a result"+fdLimitHint()))
+		return nil, nil, c.noResult(ctx)
+	}
+	return c.result(raw)
+}
+
+// pythonCall is one run of the bootstrap: warm (a child of the warm server) or cold.
+type pythonCall struct {
+	spec    *job.Spec
+	py      string
+	argv    []string
+	cwd     string
+	outDir  string
+	o       Options
+	environ []string
+	out     io.Writer
+	mounts  []mountns.Mount
+
+	cold   bool
+	got    *handed // what a warm child handed back
+	runErr error   // how the process ended
+}
+
+// start runs the call, warm if it can. Debug jobs start cold: debugpy starts threads
+// and an adapter process, which a child forked from the warm server (imports done,
+// threads gone) is no place for. So do jobs with volumes: their mount namespace is
+// made when the process starts. The error is one of the job's volumes, not mounted.
+func (c *pythonCall) start(ctx context.Context) error {
+	o := c.o
+	if warmEnabled(o) && c.spec.Debug == nil && len(c.mounts) == 0 {
+		c.got, c.runErr = runWarm(ctx, o.WarmDir, o.warmIdle(), c.py, c.argv, c.cwd, c.environ, c.out, o.grace(), o.LeaseSpare)
+		if c.cold = errors.Is(c.runErr, errNoWarm); c.cold {
+			debugf(c.out, "starting Python cold: %v", c.runErr)
 		}
 	}
+	if !c.cold {
+		return nil
+	}
+	cmd := exec.CommandContext(ctx, c.py, c.argv...)
+	cmd.Dir = c.cwd
+	cmd.Env = c.environ
+	cmd.Stdout, cmd.Stderr = c.out, c.out
+	var wrap func(*exec.Cmd) error
+	if o.Session {
+		wrap = ownSession
+	}
+	if len(c.mounts) == 0 {
+		c.runErr = runGroup(cmd, o.grace(), wrap)
+		return nil
+	}
+	var werr error
+	wrap = func(cmd *exec.Cmd) error {
+		werr = privateMounts(cmd, c.mounts, o.Workspace)
+		return werr
+	}
+	c.runErr = runGroup(cmd, o.grace(), wrap)
+	if werr != nil {
+		return inPhase(job.PhaseData, werr)
+	}
+	return nil
+}
+
+// envelopeBytes is the envelope the call made: handed back with a warm child's exit
+// status (no file), else the file it wrote.
+func (c *pythonCall) envelopeBytes() ([]byte, error) {
+	if c.got != nil {
+		return c.got.envelope, nil
+	}
+	return os.ReadFile(filepath.Join(c.outDir, "envelope.json"))
+}
+
+// noResult says why the interpreter died before it could report: a crash, a signal, or
+// no python.
+func (c *pythonCall) noResult(ctx context.Context) error {
+	var ee *exec.ExitError
+	var we *waitError
+	switch {
+	case ctx.Err() != nil:
+		return inPhase(job.PhaseCall, stopped(ctx))
+	case errors.As(c.runErr, &ee) && len(c.mounts) > 0 && ee.ExitCode() == 126:
+		return inPhase(job.PhaseData, errors.New("the job's volumes could not be mounted (the output says why)"))
+	case errors.As(c.runErr, &ee):
+		return inPhase(job.PhaseCall, fmt.Errorf("python exited without a result (%s)%s", exitText(ee), fdLimitHint()))
+	case errors.As(c.runErr, &we):
+		return inPhase(job.PhaseCall, fmt.Errorf("python exited without a result (%s)%s", waitText(we.ws), fdLimitHint()))
+	case !c.cold && c.runErr != nil:
+		return inPhase(job.PhaseCall, fmt.Errorf("python exited without a result (%w)%s", c.runErr, fdLimitHint()))
+	case c.runErr != nil:
+		return inPhase(job.PhasePlan, fmt.Errorf("cannot start %s: %w (install Python 3, or set the interpreter with KINETIC_PYTHON or `kinetic profile` key python)", c.py, c.runErr))
+	}
+	return inPhase(job.PhaseCall, errors.New("python exited without a result"+fdLimitHint()))
+}
+
+// result reads the envelope raw and opens the call's value.
+func (c *pythonCall) result(raw []byte) (*job.Envelope, *callValue, error) {
 	var env job.Envelope
 	if err := json.Unmarshal(raw, &env); err != nil {
 		return nil, nil, inPhase(job.PhaseResult, fmt.Errorf("bootstrap envelope: %w", err))
 	}
 	if env.ExcType == noCloudpickleType {
-		return nil, nil, inPhase(job.PhaseUnpickle, noCloudpickle(spec, py))
+		return nil, nil, inPhase(job.PhaseUnpickle, noCloudpickle(c.spec, c.py))
 	}
 	var full struct {
 		Size int64 `json:"no_space_for_value"`
 	}
 	if json.Unmarshal(raw, &full) == nil && full.Size > 0 {
-		return nil, nil, inPhase(job.PhaseResult, noSpaceForValue(o, outDir, full.Size))
+		return nil, nil, inPhase(job.PhaseResult, noSpaceForValue(c.o, c.outDir, full.Size))
 	}
-	env.Host = o.Host
-	var value *callValue
-	switch {
-	case !env.HasValue:
-	case got != nil && got.value != nil:
-		value = &callValue{data: got.value}
-	default:
-		f, err := os.Open(filepath.Join(outDir, "result.pkl"))
-		if err != nil {
-			return nil, nil, inPhase(job.PhaseResult, err)
-		}
-		value = &callValue{f: f}
+	env.Host = c.o.Host
+	value, err := c.value(&env)
+	if err != nil {
+		return nil, nil, err
 	}
 	return &env, value, nil
+}
+
+// value is the call's value: none, handed back by a warm child, or its result file.
+func (c *pythonCall) value(env *job.Envelope) (*callValue, error) {
+	switch {
+	case !env.HasValue:
+		return nil, nil
+	case c.got != nil && c.got.value != nil:
+		return &callValue{data: c.got.value}, nil
+	}
+	f, err := os.Open(filepath.Join(c.outDir, "result.pkl"))
+	if err != nil {
+		return nil, inPhase(job.PhaseResult, err)
+	}
+	return &callValue{f: f}, nil
 }
 
 // callValue is a call's pickled value (or exception): the file the call wrote in its

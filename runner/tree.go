@@ -220,27 +220,13 @@ func scriptTag(name string, src []byte) string {
 // writeScript writes the Python script src named name (".py" added) as writeBootstrap
 // says, and returns its path.
 func writeScript(o Options, name string, src []byte) (string, error) {
-	dir := o.TreeDir
-	if o.WarmDir != "" {
-		// Absolute, as the warm server names it (it prepares these at its start).
-		if abs, err := filepath.Abs(o.WarmDir); err == nil {
-			dir = filepath.Join(abs, "boot")
-		} else {
-			dir = filepath.Join(o.WarmDir, "boot")
-		}
-		name += "_" + scriptTag(name, src)
-	}
+	dir, name := scriptPlace(o, name, src)
 	if dir == "" {
 		bs := filepath.Join(o.Workspace, name+".py")
 		return bs, os.WriteFile(bs, src, 0o600)
 	}
 	bs := filepath.Join(dir, name+".py")
-	// Written (or checked) by this process before, and not touched since: one stat.
-	fi, err := os.Stat(bs)
-	treeMu.Lock()
-	known, ok := bootstraps[bs]
-	treeMu.Unlock()
-	if err == nil && ok && fi.Size() == known.size && fi.ModTime().UnixNano() == known.mtime && ino(fi) == known.ino {
+	if scriptUnchanged(bs) {
 		return bs, nil
 	}
 	if b, err := os.ReadFile(bs); err != nil || string(b) != string(src) {
@@ -254,4 +240,29 @@ func writeScript(o Options, name string, src []byte) (string, error) {
 		treeMu.Unlock()
 	}
 	return bs, nil
+}
+
+// scriptPlace is the directory ("" for the workspace) and name of a script: the warm
+// server's boot directory, absolute as the server names it (it prepares these at its
+// start), with a tag of the script in the name; else the tree directory.
+func scriptPlace(o Options, name string, src []byte) (dir, file string) {
+	if o.WarmDir == "" {
+		return o.TreeDir, name
+	}
+	if abs, err := filepath.Abs(o.WarmDir); err == nil {
+		dir = filepath.Join(abs, "boot")
+	} else {
+		dir = filepath.Join(o.WarmDir, "boot")
+	}
+	return dir, name + "_" + scriptTag(name, src)
+}
+
+// scriptUnchanged says whether this process wrote (or checked) the script at bs before
+// and it has not been touched since: one stat.
+func scriptUnchanged(bs string) bool {
+	fi, err := os.Stat(bs)
+	treeMu.Lock()
+	known, ok := bootstraps[bs]
+	treeMu.Unlock()
+	return err == nil && ok && fi.Size() == known.size && fi.ModTime().UnixNano() == known.mtime && ino(fi) == known.ino
 }

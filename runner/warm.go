@@ -118,38 +118,71 @@ func warmFor(dir, py string, environ []string) (*warmServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	abs, err := exec.LookPath(py)
+	abs, real, fi, err := resolveInterpreter(py)
 	if err != nil {
 		return nil, err
-	}
-	if abs, err = filepath.Abs(abs); err != nil {
-		return nil, err
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return nil, err
-	}
-	fi, err := os.Stat(real)
-	if err != nil {
-		return nil, err
-	}
-	if f, err := os.Open(real); err == nil {
-		var head [2]byte
-		n, _ := io.ReadFull(f, head[:])
-		f.Close()
-		if n == 2 && string(head[:]) == "#!" {
-			// A wrapper script (a pyenv shim, say) may pick another interpreter per
-			// directory or environment; only a real interpreter can be kept warm.
-			return nil, fmt.Errorf("%s is a script, not an interpreter", real)
-		}
 	}
 	senv := warmServerEnv()
+	started := startupEnv(senv)
+	if err := sameStartup(environ, started); err != nil {
+		return nil, err
+	}
+	w := &warmServer{dir: dir, key: warmKey(abs, real, fi, started), py: abs, env: senv}
+	if n := len(w.file(".sock")); n > 107 {
+		return nil, fmt.Errorf("socket path %s is too long (%d bytes) for a unix socket", w.file(".sock"), n)
+	}
+	return w, nil
+}
+
+// resolveInterpreter finds py: its absolute path as the job would run it, the file it
+// is (symlinks resolved), and that file's stat. A wrapper script (a pyenv shim, say)
+// may pick another interpreter per directory or environment; only a real interpreter
+// can be kept warm.
+func resolveInterpreter(py string) (abs, real string, fi os.FileInfo, err error) {
+	if abs, err = exec.LookPath(py); err != nil {
+		return "", "", nil, err
+	}
+	if abs, err = filepath.Abs(abs); err != nil {
+		return "", "", nil, err
+	}
+	if real, err = filepath.EvalSymlinks(abs); err != nil {
+		return "", "", nil, err
+	}
+	if fi, err = os.Stat(real); err != nil {
+		return "", "", nil, err
+	}
+	if isScript(real) {
+		return "", "", nil, fmt.Errorf("%s is a script, not an interpreter", real)
+	}
+	return abs, real, fi, nil
+}
+
+// isScript reports whether the file at p starts with "#!".
+func isScript(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var head [2]byte
+	n, _ := io.ReadFull(f, head[:])
+	return n == 2 && string(head[:]) == "#!"
+}
+
+// startupEnv is the variables of env (KEY=VALUE lines) Python reads when it starts.
+func startupEnv(env []string) map[string]string {
 	started := map[string]string{}
-	for _, kv := range senv {
+	for _, kv := range env {
 		if k, v, ok := strings.Cut(kv, "="); ok && startupVar(k) {
 			started[k] = v
 		}
 	}
+	return started
+}
+
+// sameStartup says why the job environment environ cannot run in a child of a server
+// started with the startup variables started: it sets or unsets one.
+func sameStartup(environ []string, started map[string]string) error {
 	seen := map[string]bool{}
 	for _, kv := range environ {
 		k, v, _ := strings.Cut(kv, "=")
@@ -158,14 +191,20 @@ func warmFor(dir, py string, environ []string) (*warmServer, error) {
 		}
 		seen[k] = true
 		if sv, ok := started[k]; !ok || sv != v {
-			return nil, fmt.Errorf("the job sets %s, which Python reads only when it starts", k)
+			return fmt.Errorf("the job sets %s, which Python reads only when it starts", k)
 		}
 	}
 	for k := range started {
 		if !seen[k] {
-			return nil, fmt.Errorf("the job unsets %s, which Python reads only when it starts", k)
+			return fmt.Errorf("the job unsets %s, which Python reads only when it starts", k)
 		}
 	}
+	return nil
+}
+
+// warmKey names the server: its protocol, script, bootstrap, interpreter and startup
+// variables.
+func warmKey(abs, real string, fi os.FileInfo, started map[string]string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "kinetic-warm %d\n%x\n%x\n%s\n%s\n%d %d\n", warmProto, warmServerSum(), bootstrapSum(),
 		abs, real, fi.ModTime().UnixNano(), fi.Size())
@@ -177,11 +216,7 @@ func warmFor(dir, py string, environ []string) (*warmServer, error) {
 	for _, k := range keys {
 		fmt.Fprintf(h, "%s=%s\x00", k, started[k])
 	}
-	w := &warmServer{dir: dir, key: hex.EncodeToString(h.Sum(nil))[:20], py: abs, env: senv}
-	if n := len(w.file(".sock")); n > 107 {
-		return nil, fmt.Errorf("socket path %s is too long (%d bytes) for a unix socket", w.file(".sock"), n)
-	}
-	return w, nil
+	return hex.EncodeToString(h.Sum(nil))[:20]
 }
 
 // connect dials the server, starting it first if none is listening. Concurrent runners
@@ -381,114 +416,173 @@ type handed struct {
 // group. If this process dies, the server sees the connection close and kills the group.
 func runWarm(ctx context.Context, dir string, idle time.Duration, py string, argv []string, cwd string, environ []string, out io.Writer, grace time.Duration, lease bool) (*handed, error) {
 	w, err := warmFor(dir, py, environ)
-	if err == nil {
-		w.idle = idle
-	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNoWarm, err)
 	}
+	w.idle = idle
 	calltrace.Mark("warm.connect", "")
-	var conn *net.UnixConn
-	if lease {
-		conn = takeLease(w)
+	c := &warmCall{w: w, grace: grace}
+	if err := c.connect(ctx, lease); err != nil {
+		return nil, err
 	}
-	leased := conn != nil
-	if leased {
-		calltrace.Mark("warm.leased", "")
-	}
-	if conn == nil {
-		if conn, err = w.connect(ctx); err != nil {
-			return nil, fmt.Errorf("%w: %v", errNoWarm, err)
-		}
-	}
-	defer func() { conn.Close() }()
+	defer func() { c.conn.Close() }()
 	calltrace.Mark("warm.connected", "")
+	if err := c.startOutput(out); err != nil {
+		return nil, err
+	}
+	defer c.pr.Close()
+	if err := c.begin(ctx, warmRequest{V: warmProto, Argv: argv, Env: envMap(environ), Cwd: cwd}); err != nil {
+		return nil, err
+	}
+	calltrace.Mark("warm.pid", "")
+	c.wait(ctx)
+	syscall.Kill(-c.pid, syscall.SIGKILL) // a job's processes end with the job
+	c.drainOutput()
+	calltrace.Mark("warm.output.copied", "")
+	return c.got, c.result
+}
 
+// warmCall is one call run by a child of a warm server, in runWarm's stages: connect,
+// startOutput, begin, wait, drainOutput.
+type warmCall struct {
+	w      *warmServer
+	grace  time.Duration
+	conn   *net.UnixConn
+	leased bool // conn is a leased spare's
+
+	pr, pw *os.File      // the call's output pipe
+	copied chan struct{} // closed once the output is copied
+
+	pid     int
+	replies <-chan warmReply
+
+	lost   bool    // the server died: the call runs on, orphaned
+	got    *handed // the envelope and value handed back with the status
+	result error
+}
+
+// connect takes the spare leased for this call (with lease), else connects to the
+// server. An error wraps errNoWarm.
+func (c *warmCall) connect(ctx context.Context, lease bool) error {
+	if lease {
+		c.conn = takeLease(c.w)
+	}
+	if c.leased = c.conn != nil; c.leased {
+		calltrace.Mark("warm.leased", "")
+		return nil
+	}
+	var err error
+	if c.conn, err = c.w.connect(ctx); err != nil {
+		return fmt.Errorf("%w: %v", errNoWarm, err)
+	}
+	return nil
+}
+
+// startOutput makes the call's output pipe and copies what comes out of it to out.
+func (c *warmCall) startOutput(out io.Writer) error {
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errNoWarm, err)
+		return fmt.Errorf("%w: %v", errNoWarm, err)
 	}
-	copied := make(chan struct{})
+	c.pr, c.pw, c.copied = pr, pw, make(chan struct{})
 	go func() {
 		io.Copy(out, pr)
-		close(copied)
+		close(c.copied)
 	}()
-	defer pr.Close()
+	return nil
+}
+
+// envMap is environ (KEY=VALUE lines) as a map.
+func envMap(environ []string) map[string]string {
 	env := make(map[string]string, len(environ))
 	for _, kv := range environ {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	req := warmRequest{V: warmProto, Argv: argv, Env: env, Cwd: cwd}
-	pid, replies, err := beginWarm(conn, pw, req)
-	if err != nil && leased {
-		// The leased spare is gone (killed, or its server): nothing ran; ask the server.
-		conn.Close()
-		if conn, err = w.connect(ctx); err != nil {
-			pw.Close()
-			return nil, fmt.Errorf("%w: %v", errNoWarm, err)
-		}
-		pid, replies, err = beginWarm(conn, pw, req)
-	}
-	pw.Close()
-	if err != nil {
-		return nil, err
-	}
-	calltrace.Mark("warm.pid", "")
+	return env
+}
 
-	var result error
-	var got *handed
+// begin sends req and waits for the pid of the child that runs it. A leased spare that
+// is gone (killed, or its server) ran nothing: the server is asked instead.
+func (c *warmCall) begin(ctx context.Context, req warmRequest) error {
+	pid, replies, err := beginWarm(c.conn, c.pw, req)
+	if err != nil && c.leased {
+		c.conn.Close()
+		if c.conn, err = c.w.connect(ctx); err != nil {
+			c.pw.Close()
+			return fmt.Errorf("%w: %v", errNoWarm, err)
+		}
+		pid, replies, err = beginWarm(c.conn, c.pw, req)
+	}
+	c.pw.Close()
+	c.pid, c.replies = pid, replies
+	return err
+}
+
+// wait waits for the call's status. Cancellation is as for a cold start: ctx cancelled
+// → SIGTERM to the call's process group, SIGKILL after grace.
+func (c *warmCall) wait(ctx context.Context) {
 	done := ctx.Done()
 	var kill <-chan time.Time
-	lost := false
-wait:
 	for {
-		var poll <-chan time.Time
-		if lost {
-			poll = time.After(20 * time.Millisecond)
-		}
 		select {
-		case rep := <-replies:
-			switch {
-			case rep.Status != nil:
-				if ws := syscall.WaitStatus(*rep.Status); ws != 0 {
-					result = &waitError{ws}
-				}
-				if len(rep.Envelope) > 0 {
-					got = &handed{envelope: rep.Envelope, value: rep.Value}
-				}
-				calltrace.Mark("warm.status", "")
-				break wait
-			case rep.err != nil || rep.Error != "":
-				// The server died: the call runs on, orphaned. Wait for it by polling.
-				lost, result = true, errWarmLost
+		case rep := <-c.replies:
+			if c.reply(rep) {
+				return
 			}
-		case <-poll:
-			if syscall.Kill(pid, 0) == syscall.ESRCH {
-				break wait
+		case <-c.poll():
+			if syscall.Kill(c.pid, 0) == syscall.ESRCH {
+				return
 			}
 		case <-done:
 			done = nil
-			syscall.Kill(-pid, syscall.SIGTERM)
-			t := time.NewTimer(grace)
+			syscall.Kill(-c.pid, syscall.SIGTERM)
+			t := time.NewTimer(c.grace)
 			defer t.Stop()
 			kill = t.C
 		case <-kill:
 			kill = nil
-			syscall.Kill(-pid, syscall.SIGKILL)
+			syscall.Kill(-c.pid, syscall.SIGKILL)
 		}
 	}
-	syscall.Kill(-pid, syscall.SIGKILL) // a job's processes end with the job
-	// Output still in the pipe is copied; a descendant that left the group and keeps the
-	// pipe open gets grace, as with a cold start's WaitDelay.
-	select {
-	case <-copied:
-	case <-time.After(grace):
-		pr.Close()
-		<-copied
+}
+
+// poll ticks while the call is orphaned (its server died): it is waited for by polling.
+func (c *warmCall) poll() <-chan time.Time {
+	if !c.lost {
+		return nil
 	}
-	calltrace.Mark("warm.output.copied", "")
-	return got, result
+	return time.After(20 * time.Millisecond)
+}
+
+// reply takes one reply of the server; it reports whether the call has ended.
+func (c *warmCall) reply(rep warmReply) bool {
+	switch {
+	case rep.Status != nil:
+		if ws := syscall.WaitStatus(*rep.Status); ws != 0 {
+			c.result = &waitError{ws}
+		}
+		if len(rep.Envelope) > 0 {
+			c.got = &handed{envelope: rep.Envelope, value: rep.Value}
+		}
+		calltrace.Mark("warm.status", "")
+		return true
+	case rep.err != nil || rep.Error != "":
+		// The server died: the call runs on, orphaned. Wait for it by polling.
+		c.lost, c.result = true, errWarmLost
+	}
+	return false
+}
+
+// drainOutput waits for the output still in the pipe to be copied; a descendant that
+// left the group and keeps the pipe open gets grace, as with a cold start's WaitDelay.
+func (c *warmCall) drainOutput() {
+	select {
+	case <-c.copied:
+	case <-time.After(c.grace):
+		c.pr.Close()
+		<-c.copied
+	}
 }
 
 // beginWarm sends req on conn (a connection to the server, or to a leased spare) with
@@ -502,39 +596,39 @@ func beginWarm(conn *net.UnixConn, pw *os.File, req warmRequest) (int, <-chan wa
 		return 0, nil, fmt.Errorf("%w: sending the request: %v", errNoWarm, err)
 	}
 	replies := make(chan warmReply, 2)
-	go func() {
-		r := bufio.NewReader(conn)
-		for {
-			line, err := r.ReadBytes('\n')
-			if err != nil {
-				replies <- warmReply{err: err}
-				return
-			}
-			var rep warmReply
-			if err := json.Unmarshal(line, &rep); err != nil {
-				rep.err = fmt.Errorf("bad reply %q: %w", line, err)
-			}
-			replies <- rep
-			if rep.err != nil || rep.Status != nil || rep.Error != "" {
-				return
-			}
-		}
-	}()
+	go readReplies(conn, replies)
 	// Until the server (or the leased spare) says which child runs the call, nothing has
 	// started.
 	select {
 	case rep := <-replies:
-		switch {
-		case rep.err != nil:
-			return 0, nil, fmt.Errorf("%w: %v", errNoWarm, rep.err)
-		case rep.Error != "":
-			return 0, nil, fmt.Errorf("%w: server: %s", errNoWarm, rep.Error)
-		case rep.Pid <= 0:
-			return 0, nil, fmt.Errorf("%w: reply without a pid", errNoWarm)
+		pid, err := startedPid(rep)
+		if err != nil {
+			return 0, nil, err
 		}
-		return rep.Pid, replies, nil
+		return pid, replies, nil
 	case <-time.After(warmStartTimeout):
 		return 0, nil, fmt.Errorf("%w: no reply from the server within %s", errNoWarm, warmStartTimeout)
+	}
+}
+
+// readReplies sends the replies read from conn to replies, up to the last: a status, an
+// error, or a failure to read one.
+func readReplies(conn *net.UnixConn, replies chan<- warmReply) {
+	r := bufio.NewReader(conn)
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			replies <- warmReply{err: err}
+			return
+		}
+		var rep warmReply
+		if err := json.Unmarshal(line, &rep); err != nil {
+			rep.err = fmt.Errorf("bad reply %q: %w", line, err)
+		}
+		replies <- rep
+		if rep.err != nil || rep.Status != nil || rep.Error != "" {
+			return
+		}
 	}
 }
 
@@ -690,56 +784,68 @@ func startWarmProc(dir string, idle time.Duration, py string, argv []string, cwd
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNoWarm, err)
 	}
-	env := make(map[string]string, len(environ))
-	for _, kv := range environ {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
-	if err := sendWarmRequest(conn, out, warmRequest{V: warmProto, Argv: argv, Env: env, Cwd: cwd}, extra...); err != nil {
+	if err := sendWarmRequest(conn, out, warmRequest{V: warmProto, Argv: argv, Env: envMap(environ), Cwd: cwd}, extra...); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("%w: sending the request: %v", errNoWarm, err)
 	}
 	r := bufio.NewReader(conn)
 	conn.SetReadDeadline(time.Now().Add(warmStartTimeout))
+	pid, err := startedPid(readWarmReply(r))
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	conn.SetReadDeadline(time.Time{})
+	p := &warmProc{pid: pid, done: make(chan struct{})}
+	go p.follow(conn, r)
+	return p, nil
+}
+
+// readWarmReply reads one reply line; a failure to read or decode it is its err.
+func readWarmReply(r *bufio.Reader) warmReply {
 	line, err := r.ReadBytes('\n')
 	var rep warmReply
 	if err == nil {
 		err = json.Unmarshal(line, &rep)
 	}
+	rep.err = err
+	return rep
+}
+
+// startedPid is the pid of the child that runs a call, from the server's first reply;
+// an error wraps errNoWarm: nothing was started.
+func startedPid(rep warmReply) (int, error) {
 	switch {
-	case err != nil:
-		conn.Close()
-		return nil, fmt.Errorf("%w: %v", errNoWarm, err)
+	case rep.err != nil:
+		return 0, fmt.Errorf("%w: %v", errNoWarm, rep.err)
 	case rep.Error != "":
-		conn.Close()
-		return nil, fmt.Errorf("%w: server: %s", errNoWarm, rep.Error)
+		return 0, fmt.Errorf("%w: server: %s", errNoWarm, rep.Error)
 	case rep.Pid <= 0:
-		conn.Close()
-		return nil, fmt.Errorf("%w: reply without a pid", errNoWarm)
+		return 0, fmt.Errorf("%w: reply without a pid", errNoWarm)
 	}
-	conn.SetReadDeadline(time.Time{})
-	p := &warmProc{pid: rep.Pid, done: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		// Closing the connection tells the server to kill the process's group: only
-		// once it has ended.
-		defer conn.Close()
-		for {
-			line, err := r.ReadBytes('\n')
-			if err != nil {
-				break
-			}
-			var rep warmReply
-			if json.Unmarshal(line, &rep) == nil && rep.Status != nil {
-				ws := syscall.WaitStatus(*rep.Status)
-				p.ws = &ws
-				return
-			}
+	return rep.Pid, nil
+}
+
+// follow waits for the process's status on conn (read through r), then closes p.done.
+func (p *warmProc) follow(conn *net.UnixConn, r *bufio.Reader) {
+	defer close(p.done)
+	// Closing the connection tells the server to kill the process's group: only
+	// once it has ended.
+	defer conn.Close()
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			break
 		}
-		// The server died: the process runs on, orphaned, until it is gone.
-		for syscall.Kill(p.pid, 0) != syscall.ESRCH {
-			time.Sleep(20 * time.Millisecond)
+		var rep warmReply
+		if json.Unmarshal(line, &rep) == nil && rep.Status != nil {
+			ws := syscall.WaitStatus(*rep.Status)
+			p.ws = &ws
+			return
 		}
-	}()
-	return p, nil
+	}
+	// The server died: the process runs on, orphaned, until it is gone.
+	for syscall.Kill(p.pid, 0) != syscall.ESRCH {
+		time.Sleep(20 * time.Millisecond)
+	}
 }

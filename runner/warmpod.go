@@ -190,104 +190,162 @@ func (w *warmPod) serve(ln net.Listener, mark func(context.Context, string) erro
 // handed to it (Worker.WarmPodIdle). Each job gets a workspace of its own under the
 // worker's, a session of its own, and the pod's base environment plus its own.
 func runWarmPod(ctx context.Context, st *store.Store, w Worker, o Options) error {
-	base := o.Workspace
-	if base == "" {
-		base = "/tmp/kinetic"
+	p := newWarmPodRun(st, w, o)
+	if srv := p.serve(); srv != nil {
+		defer srv.Close()
 	}
-	port := w.WarmPodPort
-	if port == 0 {
-		port = DefaultWarmPodPort
+	for n, id := 0, o.JobID; ; n++ {
+		if stop, err := p.job(ctx, n, id); stop {
+			return err
+		}
+		next, ok := p.waitNext(ctx, id)
+		if !ok {
+			return nil
+		}
+		id = next
+	}
+}
+
+// warmPodRun is a warm pod's runner: one job, then the jobs handed to it.
+type warmPodRun struct {
+	st       *store.Store
+	w        Worker
+	o        Options
+	base     string // the worker's workspace: the jobs' are under it
+	port     int
+	pod      string
+	tmp0     map[string]bool // /tmp before the first job
+	mem0     memUse          // memory in use before the first job: the runner alone
+	memErr   error
+	wp       *warmPod
+	released chan struct{} // closed when the pod is released
+	once     sync.Once
+}
+
+// newWarmPodRun makes the runner this pod's reaper (else the pod is not kept warm) and
+// notes what is there before the first job.
+func newWarmPodRun(st *store.Store, w Worker, o Options) *warmPodRun {
+	p := &warmPodRun{st: st, w: w, o: o, base: o.Workspace, port: w.WarmPodPort, pod: os.Getenv("HOSTNAME"), wp: newWarmPod(), released: make(chan struct{})}
+	if p.base == "" {
+		p.base = "/tmp/kinetic"
+	}
+	if p.port == 0 {
+		p.port = DefaultWarmPodPort
 	}
 	if err := becomeSubreaper(); err != nil {
 		fmt.Fprintf(os.Stderr, "kinetic: this pod will not be kept warm: %v\n", err)
-		w.WarmPodIdle = 0
+		p.w.WarmPodIdle = 0
 	}
-	tmp0 := tmpEntries()
-	mem0, memErr := readMemUse() // before the first job: the runner alone
-	ln, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+	p.tmp0 = tmpEntries()
+	p.mem0, p.memErr = readMemUse()
+	return p
+}
+
+// serve listens for hand-overs while the pod is to be kept warm; nil when it is not.
+func (p *warmPodRun) serve() *http.Server {
+	ln, err := net.Listen("tcp", ":"+strconv.Itoa(p.port))
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "kinetic: this pod will not be kept warm: listen on port %d: %v\n", port, err)
-		w.WarmPodIdle = 0
+		fmt.Fprintf(os.Stderr, "kinetic: this pod will not be kept warm: listen on port %d: %v\n", p.port, err)
+		p.w.WarmPodIdle = 0
+		return nil
 	}
-	wp := newWarmPod()
-	released := make(chan struct{})
-	var once sync.Once
-	mark := func(ctx context.Context, id string) error {
-		b, _ := json.Marshal(map[string]string{"pod": os.Getenv("HOSTNAME"), "at": time.Now().UTC().Format(time.RFC3339Nano)})
-		return st.Put(ctx, WarmTakenKey(id), b)
-	}
-	if ln != nil && w.WarmPodIdle > 0 {
-		srv := wp.serve(ln, mark, func() { once.Do(func() { close(released) }) })
-		defer srv.Close()
-	} else if ln != nil {
+	if p.w.WarmPodIdle <= 0 {
 		ln.Close()
+		return nil
 	}
-	pod := os.Getenv("HOSTNAME")
-	id := o.JobID
-	for n := 0; ; n++ {
-		jo := o
-		jo.JobID = id
-		jo.Workspace = filepath.Join(base, id)
-		jo.Session = true
-		offered := false
-		if w.WarmPodIdle > 0 {
-			jo.BeforeResult = func() {
-				// Said before the result, so the engine that sees the result finds it.
-				nonce := newNonce()
-				since := time.Now()
-				until := since.Add(w.WarmPodIdle)
-				wp.offer(nonce, until)
-				rec, _ := json.Marshal(WarmRecord{Job: id, Pod: pod, Port: port, Key: w.WarmPodKey, Until: until.UTC(), Since: since.UTC(), Nonce: nonce})
-				offered = st.Put(context.WithoutCancel(ctx), WarmRecordKey(id), rec) == nil
-			}
-		}
-		if n > 0 {
-			fmt.Fprintf(os.Stderr, "kinetic: this warm pod takes job %s\n", id)
-			if AlreadyFinal(ctx, st, id) {
-				return nil // cancelled while handed over: its canceller deletes this pod
-			}
-		}
-		env, err := Run(ctx, jo)
-		if err != nil {
-			wp.close()
-			return err
-		}
-		clean := cleanAfterJob(jo.Workspace, tmp0)
-		if offered && clean == nil {
-			clean = memoryAfterJob(mem0, memErr, w.WarmMemoryGrowth)
-		}
-		if clean != nil {
-			fmt.Fprintf(os.Stderr, "kinetic: this pod is not kept for another job: %v\n", clean)
-		}
-		if !offered || clean != nil || ctx.Err() != nil {
-			wp.close()
-			if n == 0 && !env.Success {
-				return ErrJobFailed
-			}
-			return nil
-		}
-		wp.settle(true)
-		wp.mu.Lock()
-		until := wp.until
-		wp.mu.Unlock()
-		fmt.Fprintf(os.Stderr, "kinetic: job %s ended and was cleaned up after; this pod waits for the next job until %s\n", id, until.UTC().Format(time.RFC3339))
-		timer := time.NewTimer(time.Until(until))
-		select {
-		case id = <-wp.next:
-			timer.Stop()
-		case <-timer.C:
-			wp.close()
-			fmt.Fprintf(os.Stderr, "kinetic: no job came within %s; this warm pod exits\n", w.WarmPodIdle)
-			return nil
-		case <-released:
-			timer.Stop()
-			fmt.Fprintln(os.Stderr, "kinetic: released (enough idle pods of this kind); this warm pod exits")
-			return nil
-		case <-ctx.Done():
-			wp.close()
-			return nil
+	return p.wp.serve(ln, p.markTaken, func() { p.once.Do(func() { close(p.released) }) })
+}
+
+// markTaken records that this pod took job id.
+func (p *warmPodRun) markTaken(ctx context.Context, id string) error {
+	b, _ := json.Marshal(map[string]string{"pod": os.Getenv("HOSTNAME"), "at": time.Now().UTC().Format(time.RFC3339Nano)})
+	return p.st.Put(ctx, WarmTakenKey(id), b)
+}
+
+// job runs job id, the pod's nth; stop says the pod ends, with err.
+func (p *warmPodRun) job(ctx context.Context, n int, id string) (stop bool, err error) {
+	jo, offered := p.jobOptions(ctx, id)
+	if n > 0 {
+		fmt.Fprintf(os.Stderr, "kinetic: this warm pod takes job %s\n", id)
+		if AlreadyFinal(ctx, p.st, id) {
+			return true, nil // cancelled while handed over: its canceller deletes this pod
 		}
 	}
+	env, err := Run(ctx, jo)
+	if err != nil {
+		p.wp.close()
+		return true, err
+	}
+	if p.kept(ctx, jo.Workspace, *offered) {
+		return false, nil
+	}
+	p.wp.close()
+	if n == 0 && !env.Success {
+		return true, ErrJobFailed
+	}
+	return true, nil
+}
+
+// jobOptions are the options of job id; offered is set once the pod has offered itself
+// for the next job.
+func (p *warmPodRun) jobOptions(ctx context.Context, id string) (jo Options, offered *bool) {
+	jo = p.o
+	jo.JobID = id
+	jo.Workspace = filepath.Join(p.base, id)
+	jo.Session = true
+	offered = new(bool)
+	if p.w.WarmPodIdle > 0 {
+		// Said before the result, so the engine that sees the result finds it.
+		jo.BeforeResult = func() { *offered = p.offer(ctx, id) }
+	}
+	return jo, offered
+}
+
+// offer records that the pod takes another job after job id, until its idle time ends.
+func (p *warmPodRun) offer(ctx context.Context, id string) bool {
+	nonce := newNonce()
+	since := time.Now()
+	until := since.Add(p.w.WarmPodIdle)
+	p.wp.offer(nonce, until)
+	rec, _ := json.Marshal(WarmRecord{Job: id, Pod: p.pod, Port: p.port, Key: p.w.WarmPodKey, Until: until.UTC(), Since: since.UTC(), Nonce: nonce})
+	return p.st.Put(context.WithoutCancel(ctx), WarmRecordKey(id), rec) == nil
+}
+
+// kept cleans up after a job and says whether the pod takes another: offered, clean,
+// within its memory, and not stopped.
+func (p *warmPodRun) kept(ctx context.Context, workspace string, offered bool) bool {
+	clean := cleanAfterJob(workspace, p.tmp0)
+	if offered && clean == nil {
+		clean = memoryAfterJob(p.mem0, p.memErr, p.w.WarmMemoryGrowth)
+	}
+	if clean != nil {
+		fmt.Fprintf(os.Stderr, "kinetic: this pod is not kept for another job: %v\n", clean)
+	}
+	return offered && clean == nil && ctx.Err() == nil
+}
+
+// waitNext waits, after job ended, for the next job handed over; ok is false when the pod is to exit
+// (none came in time, it was released, or ctx ended).
+func (p *warmPodRun) waitNext(ctx context.Context, ended string) (id string, ok bool) {
+	p.wp.settle(true)
+	p.wp.mu.Lock()
+	until := p.wp.until
+	p.wp.mu.Unlock()
+	fmt.Fprintf(os.Stderr, "kinetic: job %s ended and was cleaned up after; this pod waits for the next job until %s\n", ended, until.UTC().Format(time.RFC3339))
+	timer := time.NewTimer(time.Until(until))
+	defer timer.Stop()
+	select {
+	case id = <-p.wp.next:
+		return id, true
+	case <-timer.C:
+		p.wp.close()
+		fmt.Fprintf(os.Stderr, "kinetic: no job came within %s; this warm pod exits\n", p.w.WarmPodIdle)
+	case <-p.released:
+		fmt.Fprintln(os.Stderr, "kinetic: released (enough idle pods of this kind); this warm pod exits")
+	case <-ctx.Done():
+		p.wp.close()
+	}
+	return "", false
 }
 
 // cleanAfterJob removes what a job left (its workspace, the /tmp entries that were not

@@ -89,37 +89,17 @@ func RunWorker(ctx context.Context, w Worker) error {
 	o := w.Options
 	o.Store = st // one store for the whole run
 	if w.Group != "" {
-		// A member of a batch's Indexed Job: find the child this index runs.
-		i, err := strconv.Atoi(os.Getenv(w.IndexEnv))
-		if err != nil {
-			return fmt.Errorf("runner: $%s = %q is not a batch index", w.IndexEnv, os.Getenv(w.IndexEnv))
-		}
-		o.JobID, err = layout.ResolveMember(ctx, st, w.Group, i, w.MemberWait)
-		if errors.Is(err, layout.ErrNotSubmitted) {
-			fmt.Fprintln(os.Stderr, "kinetic:", err)
-			return nil // nothing to run: not a failure of this index
-		}
-		if err != nil {
+		id, ok, err := w.member(ctx, st)
+		if !ok || err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "kinetic: batch %s input %d is job %s\n", w.Group, i, o.JobID)
+		o.JobID = id
 	}
 	if o.JobID == "" {
 		return errors.New("runner: --job or --group is required")
 	}
-	if w.Hold {
-		// A pod of a LeaderWorkerSet (restartPolicy Always): once the job has ended, the
-		// container must not, or the kubelet starts it again and the group restarts. An
-		// error (the store unreachable) does end it: the restart is then what reports
-		// the host.
-		if done, err := HostAlreadyRan(ctx, o); err != nil {
-			return err
-		} else if done {
-			Hold(ctx)
-			return nil
-		}
-	} else if AlreadyFinal(ctx, st, o.JobID) {
-		return nil
+	if skip, err := w.skip(ctx, st, o); skip || err != nil {
+		return err
 	}
 	if o.Workspace == "" {
 		o.Workspace = "/tmp/kinetic/" + o.JobID
@@ -128,6 +108,49 @@ func RunWorker(ctx context.Context, w Worker) error {
 	if w.WarmPodIdle > 0 && !w.Hold && w.Group == "" {
 		return runWarmPod(ctx, st, w, o)
 	}
+	return w.runJob(ctx, o)
+}
+
+// member finds the child a member of a batch's Indexed Job runs; ok is false when
+// there is nothing to run (not a failure of this index).
+func (w Worker) member(ctx context.Context, st *store.Store) (id string, ok bool, err error) {
+	i, err := strconv.Atoi(os.Getenv(w.IndexEnv))
+	if err != nil {
+		return "", false, fmt.Errorf("runner: $%s = %q is not a batch index", w.IndexEnv, os.Getenv(w.IndexEnv))
+	}
+	id, err = layout.ResolveMember(ctx, st, w.Group, i, w.MemberWait)
+	if errors.Is(err, layout.ErrNotSubmitted) {
+		fmt.Fprintln(os.Stderr, "kinetic:", err)
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	fmt.Fprintf(os.Stderr, "kinetic: batch %s input %d is job %s\n", w.Group, i, id)
+	return id, true, nil
+}
+
+// skip says whether there is nothing to run: the job is already final, or (with Hold)
+// this host already ran it, and then holds. With Hold, a pod of a LeaderWorkerSet
+// (restartPolicy Always): once the job has ended, the container must not, or the
+// kubelet starts it again and the group restarts. An error (the store unreachable) does
+// end it: the restart is then what reports the host.
+func (w Worker) skip(ctx context.Context, st *store.Store, o Options) (bool, error) {
+	if !w.Hold {
+		return AlreadyFinal(ctx, st, o.JobID), nil
+	}
+	done, err := HostAlreadyRan(ctx, o)
+	if err != nil {
+		return true, err
+	}
+	if done {
+		Hold(ctx)
+	}
+	return done, nil
+}
+
+// runJob runs the job, then holds (with Hold); ErrJobFailed when it failed.
+func (w Worker) runJob(ctx context.Context, o Options) error {
 	env, err := Run(ctx, o)
 	if err != nil {
 		return err

@@ -45,52 +45,81 @@ func captureEnv(patterns []string, environ map[string]string, warn func(string))
 		return nil, nil
 	}
 	if environ == nil {
-		environ = map[string]string{}
-		for _, kv := range os.Environ() {
-			if k, v, ok := strings.Cut(kv, "="); ok {
-				environ[k] = v
-			}
-		}
+		environ = osEnviron()
 	}
 	out := map[string]string{}
 	var skipped []string
 	for _, p := range patterns {
-		if !envName.MatchString(p) {
-			return nil, errs.Errorf(errs.InvalidArgument, "capture_env_vars: %q is not a variable name or a PREFIX* pattern", p)
+		s, err := capturePattern(p, environ, out)
+		if err != nil {
+			return nil, err
 		}
-		prefix, wild := strings.CutSuffix(p, "*")
-		for k, v := range environ {
-			switch {
-			case !wild && k == p:
-				out[k] = v
-			case wild && strings.HasPrefix(k, prefix) && !blocked(k):
-				out[k] = v
-			case wild && strings.HasPrefix(k, prefix):
-				skipped = append(skipped, k)
-			}
+		skipped = append(skipped, s...)
+	}
+	if warn != nil {
+		warnBlocked(out, skipped, warn)
+		warnSecrets(out, warn)
+	}
+	return out, nil
+}
+
+// osEnviron is this process's environment.
+func osEnviron() map[string]string {
+	environ := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			environ[k] = v
 		}
 	}
-	var left []string // blocked names a wildcard matched and no exact name took
+	return environ
+}
+
+// capturePattern adds to out the variables of environ pattern p names, and returns the
+// blocked ones its wildcard matched.
+func capturePattern(p string, environ, out map[string]string) (skipped []string, err error) {
+	if !envName.MatchString(p) {
+		return nil, errs.Errorf(errs.InvalidArgument, "capture_env_vars: %q is not a variable name or a PREFIX* pattern", p)
+	}
+	prefix, wild := strings.CutSuffix(p, "*")
+	for k, v := range environ {
+		switch {
+		case !wild && k == p:
+			out[k] = v
+		case wild && strings.HasPrefix(k, prefix) && !blocked(k):
+			out[k] = v
+		case wild && strings.HasPrefix(k, prefix):
+			skipped = append(skipped, k)
+		}
+	}
+	return skipped, nil
+}
+
+// warnBlocked warns of the blocked names a wildcard matched and no exact name took.
+func warnBlocked(out map[string]string, skipped []string, warn func(string)) {
+	var left []string
 	for _, k := range skipped {
 		if _, ok := out[k]; !ok && !slices.Contains(left, k) {
 			left = append(left, k)
 		}
 	}
-	if len(left) > 0 && warn != nil {
+	if len(left) > 0 {
 		sort.Strings(left)
 		warn(fmt.Sprintf("capture_env_vars: not capturing %s, matched by a wildcard: they describe this machine and would override the job's own values; name one exactly in capture_env_vars to send it anyway", strings.Join(left, ", ")))
 	}
+}
+
+// warnSecrets warns of the captured names that look like secrets.
+func warnSecrets(out map[string]string, warn func(string)) {
 	var secrets []string
 	for k := range out {
 		if secretName.MatchString(k) {
 			secrets = append(secrets, k)
 		}
 	}
-	if len(secrets) > 0 && warn != nil {
+	if len(secrets) > 0 {
 		sort.Strings(secrets)
 		warn(fmt.Sprintf("capturing %s, which look like secrets: their values travel with the job (never in logs, specs or handles)", strings.Join(secrets, ", ")))
 	}
-	return out, nil
 }
 
 // captureStep takes the captured environment values now, so a bad pattern writes

@@ -28,98 +28,149 @@ func imageStep(ctx context.Context, env Env, req *Request, p *Job) error {
 	if err != nil {
 		return err
 	}
+	if inContainer, err := p.inContainer(env, req, choice); err != nil || !inContainer {
+		return err
+	}
+	c := &imagePlan{env: env, req: req, p: p, choice: choice, category: p.acc.Category(), s: ImageSettings(p.Cfg)}
+	p.Spec.ImageMode = string(choice.Mode)
+	c.py = clientPython(env, req)
+	if choice.Mode == image.Custom {
+		return c.custom(ctx)
+	}
+	if err := image.CheckPython(c.py); err != nil {
+		return err
+	}
+	c.s.Python = c.py
+	if choice.Mode == image.Prebuilt {
+		return c.prebuilt(ctx)
+	}
+	return c.bundled(ctx)
+}
+
+// inContainer says whether the job runs in a container: always on a backend that runs
+// containers; on this machine only with a container engine, which it puts in the spec.
+func (p *Job) inContainer(env Env, req *Request, choice image.Choice) (bool, error) {
 	be := p.Cfg.Get(config.Backend)
 	if be == "" {
 		be = config.DefaultBackend
 	}
-	if backend.RunsOnThisMachine(be) {
-		engine, err := ContainerEngine(p.Cfg.Get(config.Container), p.Cfg.Source(config.Container))
-		if err != nil {
-			return err
-		}
-		if engine == "" {
-			if choice.Mode != image.Bundled {
-				env.NoticeOnce(fmt.Sprintf("kinetic: container_image=%q is used by backends that run containers; the %s backend runs this job in a local Python environment (set container=auto to run it with podman or docker)\n", req.ContainerImage, be))
-			}
-			return nil
-		}
-		p.Spec.Container = engine
+	if !backend.RunsOnThisMachine(be) {
+		return true, nil
 	}
-	category := p.acc.Category()
-	s := ImageSettings(p.Cfg)
-	p.Spec.ImageMode = string(choice.Mode)
-	py := clientPython(env, req)
-	switch choice.Mode {
-	case image.Custom:
-		p.Spec.Image, p.Spec.ContainerImage = choice.Ref.Name(), req.ContainerImage
-		if req.Kind == job.KindPickle {
-			customPythonWarning(ctx, env, choice.Ref, py)
-		}
-		if into, ok := s.RunnerRepository(choice.Ref); ok && !p.onHere {
-			// The user's image in Kinetic's registry: the runner goes into a copy of its
-			// manifest in Kinetic's repository (its layers mounted, not copied). An image
-			// elsewhere is used as is, and its pods copy the runner in.
-			if p.addRunner(ctx, env, choice.Ref, into) {
-				p.ContainerImage = req.ContainerImage
-			}
-		}
-		return nil
+	engine, err := ContainerEngine(p.Cfg.Get(config.Container), p.Cfg.Source(config.Container))
+	if err != nil {
+		return false, err
 	}
-	if err := image.CheckPython(py); err != nil {
-		return err
+	if engine == "" {
+		if choice.Mode != image.Bundled {
+			env.NoticeOnce(fmt.Sprintf("kinetic: container_image=%q is used by backends that run containers; the %s backend runs this job in a local Python environment (set container=auto to run it with podman or docker)\n", req.ContainerImage, be))
+		}
+		return false, nil
 	}
-	s.Python = py
-	if choice.Mode == image.Prebuilt {
-		ref, err := s.PrebuiltRef(category)
-		if err != nil {
-			return err
-		}
-		_, ok, err := (&image.Client{}).Lookup(ctx, ref)
-		if err != nil {
-			return withCode(errs.Unavailable, fmt.Errorf("prebuilt image %s: the registry could not be asked whether it exists: %w", ref, err))
-		}
-		if !ok {
-			return errs.Errorf(errs.FailedPrecondition, "prebuilt image %s does not exist: publish it with `kinetic build-image --repo %s --category %s --python %s` (prebuilt bases are per Python version; this client runs Python %s)", ref, s.BaseImageRepo, category, py, py)
-		}
-		p.Spec.Image = ref.Name()
-		p.Spec.InstallAtStart = len(p.Spec.Requirements) > 0
-		return nil
+	p.Spec.Container = engine
+	return true, nil
+}
+
+// imagePlan is the image of a job that runs in a container, being chosen: one method
+// per mode of image.Choice.
+type imagePlan struct {
+	env      Env
+	req      *Request
+	p        *Job
+	choice   image.Choice
+	category string
+	s        image.Settings
+	py       string // the client's Python minor version
+	key      string // a bundled image's environment key (deps.EnvKey)
+}
+
+// custom uses the user's image.
+func (c *imagePlan) custom(ctx context.Context) error {
+	p, ref := c.p, c.choice.Ref
+	p.Spec.Image, p.Spec.ContainerImage = ref.Name(), c.req.ContainerImage
+	if c.req.Kind == job.KindPickle {
+		customPythonWarning(ctx, c.env, ref, c.py)
 	}
-	base, err := s.Base(category)
+	if into, ok := c.s.RunnerRepository(ref); ok && !p.onHere {
+		// The user's image in Kinetic's registry: the runner goes into a copy of its
+		// manifest in Kinetic's repository (its layers mounted, not copied). An image
+		// elsewhere is used as is, and its pods copy the runner in.
+		if p.addRunner(ctx, c.env, ref, into) {
+			p.ContainerImage = c.req.ContainerImage
+		}
+	}
+	return nil
+}
+
+// prebuilt uses the published base of the job's category and Python, which must exist;
+// the requirements are installed when the job starts.
+func (c *imagePlan) prebuilt(ctx context.Context) error {
+	ref, err := c.s.PrebuiltRef(c.category)
 	if err != nil {
 		return err
 	}
-	// The runtime layer (jax for the hardware, keras, cloudpickle) joins the user's
-	// filtered requirements: one resolution, and part of the key.
+	_, ok, err := (&image.Client{}).Lookup(ctx, ref)
+	if err != nil {
+		return withCode(errs.Unavailable, fmt.Errorf("prebuilt image %s: the registry could not be asked whether it exists: %w", ref, err))
+	}
+	if !ok {
+		return errs.Errorf(errs.FailedPrecondition, "prebuilt image %s does not exist: publish it with `kinetic build-image --repo %s --category %s --python %s` (prebuilt bases are per Python version; this client runs Python %s)", ref, c.s.BaseImageRepo, c.category, c.py, c.py)
+	}
+	c.p.Spec.Image = ref.Name()
+	c.p.Spec.InstallAtStart = len(c.p.Spec.Requirements) > 0
+	return nil
+}
+
+// bundled looks up, or builds, the image of the job's requirements and runtime, keyed by
+// both, and has the runner added to it.
+func (c *imagePlan) bundled(ctx context.Context) error {
+	p := c.p
+	req, err := c.buildRequest()
+	if err != nil {
+		return err
+	}
+	res, err := c.env.EnsureImage(ctx, p.Cfg, req)
+	if err != nil {
+		return err
+	}
+	p.Spec.Image = res.Ref.Name()
+	p.Spec.EnvKey = c.key
+	if d, ok := res.Ref.(name.Digest); ok && !p.onHere {
+		// An image Kinetic built: the runner goes into it (a manifest over the same
+		// layers), so the backend's pods start it without copying it in.
+		p.addRunner(ctx, c.env, d, d.Context())
+	}
+	return nil
+}
+
+// buildRequest describes the bundled image. The runtime layer (jax for the hardware,
+// keras, cloudpickle) joins the user's filtered requirements: one resolution, and part
+// of the key.
+func (c *imagePlan) buildRequest() (*image.BuildRequest, error) {
+	p, py, category := c.p, c.py, c.category
+	base, err := c.s.Base(category)
+	if err != nil {
+		return nil, err
+	}
 	reqs, err := withRuntime(p, p.Reqs, category)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	key := deps.EnvKey(reqs, image.KeyBase(base.Name(), py), category, version.Version)
-	target, err := s.BundledRef(key)
+	c.key = key
+	target, err := c.s.BundledRef(key)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	dir := ""
 	if p.Spec.RequirementsSource != "" {
 		dir = filepath.Dir(p.Spec.RequirementsSource)
 	}
-	res, err := env.EnsureImage(ctx, p.Cfg, &image.BuildRequest{
+	return &image.BuildRequest{
 		Base: base, Target: target, Requirements: reqs.Lines(), Constraints: reqs.ConstraintLines(), Dir: dir,
-		Python: py, BaseSetting: s.BaseSetting(category), Runtime: runtimeProjects(p, category),
+		Python: py, BaseSetting: c.s.BaseSetting(category), Runtime: runtimeProjects(p, category),
 		Labels: map[string]string{image.LabelEnvKey: key, image.LabelVersion: version.Version, image.LabelCategory: category, image.LabelPython: py},
-	})
-	if err != nil {
-		return err
-	}
-	p.Spec.Image = res.Ref.Name()
-	p.Spec.EnvKey = key
-	if d, ok := res.Ref.(name.Digest); ok && !p.onHere {
-		// An image Kinetic built: the runner goes into it (a manifest over the same
-		// layers), so the backend's pods start it without copying it in.
-		p.addRunner(ctx, env, d, d.Context())
-	}
-	return nil
+	}, nil
 }
 
 // clientPython is the Python minor version of the client that made the call: the one it

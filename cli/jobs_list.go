@@ -82,29 +82,8 @@ type listRow struct {
 }
 
 func runJobsList(cmd *cobra.Command, g *Globals, f *listFlags) error {
-	if f.limit < 1 && !f.all {
-		return fmt.Errorf("--limit %d: give at least 1 (or --all for every job)", f.limit)
-	}
-	var since time.Duration
-	if f.since != "" {
-		d, err := parseAge(f.since)
-		if err != nil {
-			return usageErrorf("--since %q: %w", f.since, err)
-		}
-		since = d
-	}
-	want := map[job.State]bool{}
-	for _, s := range f.status {
-		st := job.State(strings.ToUpper(strings.TrimSpace(s)))
-		if !slices.Contains([]job.State{job.Pending, job.Running, job.Succeeded, job.Failed, job.NotFound, engine.ListError}, st) {
-			return fmt.Errorf("--status %q: not a state; give one or more of pending, running, succeeded, failed, error (comma-separated)", s)
-		}
-		want[st] = true
-	}
-	if f.watch && f.interval < 100*time.Millisecond {
-		return usageErrorf("--interval %s: give at least 100ms", f.interval)
-	}
-	if err := f.existingStore(); err != nil {
+	since, want, err := f.check()
+	if err != nil {
 		return err
 	}
 	e, err := newEngine(cmd, g, f.args())
@@ -123,20 +102,56 @@ func runJobsList(cmd *cobra.Command, g *Globals, f *listFlags) error {
 			return err
 		}
 		if f.asJSON {
-			if limit > 0 && len(rows) > limit {
-				rows = rows[:limit]
-			}
-			fillTimes(ctx, e, rows)
-			if rows == nil {
-				rows = []listRow{}
-			}
-			return writeJSON(w, rows)
+			return writeListJSON(ctx, e, w, rows, limit)
 		}
 		return printListTable(ctx, e, w, warn, rows, limit)
 	}
 	if !f.watch {
 		return render(cmd.OutOrStdout(), cmd.ErrOrStderr())
 	}
+	return watchList(cmd, f.interval, render)
+}
+
+// check checks the flags of jobs list: --since as an age, --status as the states wanted.
+func (f *listFlags) check() (since time.Duration, want map[job.State]bool, err error) {
+	if f.limit < 1 && !f.all {
+		return 0, nil, fmt.Errorf("--limit %d: give at least 1 (or --all for every job)", f.limit)
+	}
+	if f.since != "" {
+		if since, err = parseAge(f.since); err != nil {
+			return 0, nil, usageErrorf("--since %q: %w", f.since, err)
+		}
+	}
+	want = map[job.State]bool{}
+	for _, s := range f.status {
+		st := job.State(strings.ToUpper(strings.TrimSpace(s)))
+		if !slices.Contains([]job.State{job.Pending, job.Running, job.Succeeded, job.Failed, job.NotFound, engine.ListError}, st) {
+			return 0, nil, fmt.Errorf("--status %q: not a state; give one or more of pending, running, succeeded, failed, error (comma-separated)", s)
+		}
+		want[st] = true
+	}
+	if f.watch && f.interval < 100*time.Millisecond {
+		return 0, nil, usageErrorf("--interval %s: give at least 100ms", f.interval)
+	}
+	return since, want, f.existingStore()
+}
+
+// writeListJSON writes the first limit rows (all: 0) as JSON, their times filled.
+func writeListJSON(ctx context.Context, e *engine.Engine, w io.Writer, rows []listRow, limit int) error {
+	if limit > 0 && len(rows) > limit {
+		rows = rows[:limit]
+	}
+	fillTimes(ctx, e, rows)
+	if rows == nil {
+		rows = []listRow{}
+	}
+	return writeJSON(w, rows)
+}
+
+// watchList renders the list every interval until interrupted: redrawn in place on a
+// terminal.
+func watchList(cmd *cobra.Command, interval time.Duration, render func(w, warn io.Writer) error) error {
+	ctx := cmd.Context()
 	tty := isTerminal(cmd.OutOrStdout())
 	for {
 		var b bytes.Buffer
@@ -149,14 +164,14 @@ func runJobsList(cmd *cobra.Command, g *Globals, f *listFlags) error {
 		out := cmd.OutOrStdout()
 		if tty {
 			// Home, clear: the table redrawn in place.
-			fmt.Fprintf(out, "\x1b[H\x1b[2J%s\nEvery %s: kinetic jobs list (Ctrl-C to stop)\n", b.Bytes(), f.interval)
+			fmt.Fprintf(out, "\x1b[H\x1b[2J%s\nEvery %s: kinetic jobs list (Ctrl-C to stop)\n", b.Bytes(), interval)
 		} else {
 			fmt.Fprintf(out, "%s\n", b.Bytes())
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(f.interval):
+		case <-time.After(interval):
 		}
 	}
 }
@@ -258,48 +273,20 @@ type tableRow struct {
 	age, duration                        string
 }
 
+// listEntry is one printed entry: a job, or a batch with its children folded.
+type listEntry struct {
+	job   *listRow
+	group []*listRow
+}
+
 func printListTable(ctx context.Context, e *engine.Engine, w, warn io.Writer, rows []listRow, limit int) error {
-	// Fold batch children: one entry per batch, where its newest child stands.
-	type entry struct {
-		job   *listRow
-		group []*listRow
-	}
-	var entries []*entry
-	groups := map[string]*entry{}
-	for i := range rows {
-		r := &rows[i]
-		gid := r.Handle.GroupID
-		if gid == "" {
-			entries = append(entries, &entry{job: r})
-			continue
-		}
-		if en := groups[gid]; en != nil {
-			en.group = append(en.group, r)
-			continue
-		}
-		en := &entry{group: []*listRow{r}}
-		groups[gid] = en
-		entries = append(entries, en)
-	}
+	entries := foldEntries(rows)
 	more := 0
 	if limit > 0 && len(entries) > limit {
 		more = len(entries) - limit
 		entries = entries[:limit]
 	}
-	var shown []listRow
-	for _, en := range entries {
-		if en.job != nil {
-			shown = append(shown, *en.job)
-		}
-		for _, r := range en.group {
-			shown = append(shown, *r)
-		}
-	}
-	fillTimes(ctx, e, shown)
-	byID := map[string]*listRow{}
-	for i := range shown {
-		byID[shown[i].Handle.JobID] = &shown[i]
-	}
+	byID := shownRows(ctx, e, entries)
 	now := time.Now()
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tFUNCTION\tACCELERATOR\tBACKEND\tAGE\tDURATION")
@@ -308,20 +295,7 @@ func printListTable(ctx context.Context, e *engine.Engine, w, warn io.Writer, ro
 		var tr tableRow
 		if en.job != nil {
 			r := byID[en.job.Handle.JobID]
-			h := r.Handle
-			tr = tableRow{id: h.JobID, status: string(r.State), function: h.DisplayName, accel: h.Accelerator, backend: h.Backend, age: "-", duration: "-"}
-			if r.Collected {
-				tr.status += " (collected)"
-			}
-			if cancelled(r.Listed) {
-				tr.status += " (cancelled)"
-			}
-			if !r.created.IsZero() {
-				tr.age = humanDuration(now.Sub(r.created))
-			}
-			if r.DurationSeconds != nil {
-				tr.duration = humanDuration(seconds.Duration(*r.DurationSeconds))
-			}
+			tr = jobTableRow(r, now)
 			if r.State == engine.ListError {
 				damaged = append(damaged, r)
 			}
@@ -344,6 +318,66 @@ func printListTable(ctx context.Context, e *engine.Engine, w, warn io.Writer, ro
 		fmt.Fprintf(warn, "kinetic: warning: %s\n", r.Reason)
 	}
 	return nil
+}
+
+// foldEntries folds batch children: one entry per batch, where its newest child stands.
+func foldEntries(rows []listRow) []*listEntry {
+	var entries []*listEntry
+	groups := map[string]*listEntry{}
+	for i := range rows {
+		r := &rows[i]
+		gid := r.Handle.GroupID
+		if gid == "" {
+			entries = append(entries, &listEntry{job: r})
+			continue
+		}
+		if en := groups[gid]; en != nil {
+			en.group = append(en.group, r)
+			continue
+		}
+		en := &listEntry{group: []*listRow{r}}
+		groups[gid] = en
+		entries = append(entries, en)
+	}
+	return entries
+}
+
+// shownRows are the rows of entries, their times filled, by job ID.
+func shownRows(ctx context.Context, e *engine.Engine, entries []*listEntry) map[string]*listRow {
+	var shown []listRow
+	for _, en := range entries {
+		if en.job != nil {
+			shown = append(shown, *en.job)
+		}
+		for _, r := range en.group {
+			shown = append(shown, *r)
+		}
+	}
+	fillTimes(ctx, e, shown)
+	byID := map[string]*listRow{}
+	for i := range shown {
+		byID[shown[i].Handle.JobID] = &shown[i]
+	}
+	return byID
+}
+
+// jobTableRow is the printed row of a single job.
+func jobTableRow(r *listRow, now time.Time) tableRow {
+	h := r.Handle
+	tr := tableRow{id: h.JobID, status: string(r.State), function: h.DisplayName, accel: h.Accelerator, backend: h.Backend, age: "-", duration: "-"}
+	if r.Collected {
+		tr.status += " (collected)"
+	}
+	if cancelled(r.Listed) {
+		tr.status += " (cancelled)"
+	}
+	if !r.created.IsZero() {
+		tr.age = humanDuration(now.Sub(r.created))
+	}
+	if r.DurationSeconds != nil {
+		tr.duration = humanDuration(seconds.Duration(*r.DurationSeconds))
+	}
+	return tr
 }
 
 // foldBatch is the row of a batch: its state (RUNNING while any child runs, PENDING

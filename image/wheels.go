@@ -314,84 +314,127 @@ type wheelEntry struct {
 // REQUESTED in each .dist-info. Two wheels with the same file is errNotSimple (pip then
 // decides what wins).
 func wheelEntries(ws []wheelFile, site, pyVersion string) ([]wheelEntry, func(), error) {
-	var closers []io.Closer
-	closeAll := func() {
-		for _, c := range closers {
-			c.Close()
+	l := &wheelLayer{site: site, pyVersion: pyVersion, seen: map[string]bool{}}
+	for _, w := range ws {
+		if err := l.addWheel(w); err != nil {
+			l.close()
+			return nil, nil, err
 		}
 	}
-	seen := map[string]bool{}
-	var out []wheelEntry
-	add := func(e wheelEntry) error {
-		if seen[e.target] {
-			return errNotSimple
+	sort.Slice(l.out, func(i, j int) bool { return l.out[i].target < l.out[j].target })
+	return l.out, l.close, nil
+}
+
+// wheelLayer collects the entries of wheelEntries, and the open wheels they read from.
+type wheelLayer struct {
+	site, pyVersion string
+	closers         []io.Closer
+	seen            map[string]bool
+	out             []wheelEntry
+}
+
+func (l *wheelLayer) close() {
+	for _, c := range l.closers {
+		c.Close()
+	}
+}
+
+func (l *wheelLayer) add(e wheelEntry) error {
+	if l.seen[e.target] {
+		return errNotSimple
+	}
+	l.seen[e.target] = true
+	l.out = append(l.out, e)
+	return nil
+}
+
+// addWheel adds the files of wheel w (kept open: l.close closes it).
+func (l *wheelLayer) addWheel(w wheelFile) error {
+	zr, err := zip.OpenReader(w.path)
+	if err != nil {
+		return fmt.Errorf("wheel %s: %w", w.path, err)
+	}
+	l.closers = append(l.closers, zr)
+	for _, f := range zr.File {
+		if strings.HasSuffix(f.Name, "/") {
+			continue
 		}
-		seen[e.target] = true
-		out = append(out, e)
+		if err := l.addFile(w, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addFile adds file f of wheel w, and what pip makes of its .dist-info's METADATA and
+// entry_points.txt.
+func (l *wheelLayer) addFile(w wheelFile, f *zip.File) error {
+	if strings.HasPrefix(f.Name, "/") || slices.Contains(strings.Split(f.Name, "/"), "..") {
+		return errNotSimple // pip refuses it, with its own message
+	}
+	e, err := l.entry(w, f)
+	if err != nil {
+		return err
+	}
+	if err := l.add(e); err != nil {
+		return err
+	}
+	top, rest, _ := strings.Cut(f.Name, "/")
+	if !strings.HasSuffix(top, ".dist-info") {
 		return nil
 	}
-	fail := func(err error) ([]wheelEntry, func(), error) { closeAll(); return nil, nil, err }
-	for _, w := range ws {
-		zr, err := zip.OpenReader(w.path)
-		if err != nil {
-			return fail(fmt.Errorf("wheel %s: %w", w.path, err))
+	switch rest {
+	case "METADATA":
+		// What pip adds: INSTALLER, and REQUESTED (every pin was asked for).
+		for n, b := range map[string][]byte{"INSTALLER": []byte("kinetic\n"), "REQUESTED": {}} {
+			if err := l.add(wheelEntry{target: path.Join(l.site, top, n), data: b, mode: 0o644}); err != nil {
+				return err
+			}
 		}
-		closers = append(closers, zr)
-		for _, f := range zr.File {
-			if strings.HasSuffix(f.Name, "/") {
-				continue
-			}
-			if strings.HasPrefix(f.Name, "/") || slices.Contains(strings.Split(f.Name, "/"), "..") {
-				return fail(errNotSimple) // pip refuses it, with its own message
-			}
-			mode := int64(0o644)
-			if (f.ExternalAttrs>>16)&0o111 != 0 {
-				mode = 0o755
-			}
-			e := wheelEntry{zf: f, mode: mode}
-			top, rest, _ := strings.Cut(f.Name, "/")
-			switch {
-			case strings.HasSuffix(top, ".data"):
-				kind, p, _ := strings.Cut(rest, "/")
-				switch kind {
-				case "purelib", "platlib", "data":
-					e.target = path.Join(site, p)
-				case "scripts":
-					e.target, e.mode, e.script = path.Join(site, "bin", p), 0o755, true
-				case "headers":
-					e.target = path.Join(site, "include", "site", "python"+pyVersion, w.project, p)
-				default:
-					return fail(errNotSimple)
-				}
-			default:
-				e.target = path.Join(site, f.Name)
-			}
-			if err := add(e); err != nil {
-				return fail(err)
-			}
-			if strings.HasSuffix(top, ".dist-info") && rest == "METADATA" {
-				// What pip adds: INSTALLER, and REQUESTED (every pin was asked for).
-				for n, b := range map[string][]byte{"INSTALLER": []byte("kinetic\n"), "REQUESTED": {}} {
-					if err := add(wheelEntry{target: path.Join(site, top, n), data: b, mode: 0o644}); err != nil {
-						return fail(err)
-					}
-				}
-			}
-			if strings.HasSuffix(top, ".dist-info") && rest == "entry_points.txt" {
-				scripts, err := consoleScripts(f)
-				if err != nil {
-					return fail(fmt.Errorf("wheel %s: entry_points.txt: %w", w.path, err))
-				}
-				for _, sc := range scripts {
-					if err := add(wheelEntry{target: path.Join(site, "bin", sc.name), data: sc.body, mode: 0o755}); err != nil {
-						return fail(err)
-					}
-				}
-			}
+	case "entry_points.txt":
+		return l.addScripts(w, f)
+	}
+	return nil
+}
+
+// entry is where file f of wheel w goes, and its mode.
+func (l *wheelLayer) entry(w wheelFile, f *zip.File) (wheelEntry, error) {
+	mode := int64(0o644)
+	if (f.ExternalAttrs>>16)&0o111 != 0 {
+		mode = 0o755
+	}
+	e := wheelEntry{zf: f, mode: mode}
+	top, rest, _ := strings.Cut(f.Name, "/")
+	if !strings.HasSuffix(top, ".data") {
+		e.target = path.Join(l.site, f.Name)
+		return e, nil
+	}
+	kind, p, _ := strings.Cut(rest, "/")
+	switch kind {
+	case "purelib", "platlib", "data":
+		e.target = path.Join(l.site, p)
+	case "scripts":
+		e.target, e.mode, e.script = path.Join(l.site, "bin", p), 0o755, true
+	case "headers":
+		e.target = path.Join(l.site, "include", "site", "python"+l.pyVersion, w.project, p)
+	default:
+		return e, errNotSimple
+	}
+	return e, nil
+}
+
+// addScripts adds the console and GUI scripts of entry_points.txt f.
+func (l *wheelLayer) addScripts(w wheelFile, f *zip.File) error {
+	scripts, err := consoleScripts(f)
+	if err != nil {
+		return fmt.Errorf("wheel %s: entry_points.txt: %w", w.path, err)
+	}
+	for _, sc := range scripts {
+		if err := l.add(wheelEntry{target: path.Join(l.site, "bin", sc.name), data: sc.body, mode: 0o755}); err != nil {
+			return err
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].target < out[j].target })
-	return out, closeAll, nil
+	return nil
 }
 
 type script struct {

@@ -462,54 +462,75 @@ func (b *Backend) groupStatus(ctx context.Context, h *job.Handle, noStatus bool)
 		return s, r, true, err
 	}
 	if k, done := b.doneBy(gid, i); done {
-		// Its worker finished it, and had written its result.json (or kept it) before
-		// saying so. Read again: the first read may have come just before the worker
-		// wrote it and the look at done/ just after.
-		if s, r, ok, err := b.groupEnd(ctx, gid, i, h.JobID, noStatus); ok || err != nil {
-			return s, r, true, err
-		}
-		// The file is gone since, which its reason must name, not a worker.
-		if err := jobview.MissingEnvelope(ctx, b.st, h.JobID); err != nil {
-			return "", "", true, err
-		}
-		objs, err := b.st.List(ctx, store.JobPrefix(h.JobID))
-		if err != nil {
-			return "", "", true, err
-		}
-		if len(objs) == 0 {
-			// Nothing of it is left: removed (collected, cleaned up) and the marker
-			// that says so is gone, or removed by hand.
-			return "", "", true, job.DamagedError(fmt.Sprintf("job %s is damaged: its batch's worker finished it, but none of its objects is left, neither its %s nor the marker that it was removed (%s); `kinetic jobs cleanup %s` removes it", h.JobID, store.EnvelopeKey(h.JobID), store.GroupGoneKey(gid, i), h.JobID))
-		}
-		return "", "", true, job.Missing(h.JobID, store.ObjectName(h.JobID, store.EnvelopeKey(h.JobID)), fmt.Sprintf("the batch's worker finished this input and wrote it first, as %s says", filepath.Join(b.groupDir(gid), "done", k)))
+		s, r, err := b.finishedInputStatus(ctx, gid, i, h.JobID, k, noStatus)
+		return s, r, true, err
 	}
 	live, dead := b.workers(gid)
+	if s, r, ok, err := b.workerInputStatus(ctx, gid, i, h.JobID, live, dead); ok || err != nil {
+		return s, r, true, err
+	}
+	s, r, err := b.unservedInputStatus(ctx, gid, i, h.JobID, len(live) > 0)
+	return s, r, true, err
+}
+
+// finishedInputStatus is the state of input i its worker finished (done/k says so), and
+// had written its result.json (or kept it) before saying so. Read again: the first read
+// may have come just before the worker wrote it and the look at done/ just after.
+func (b *Backend) finishedInputStatus(ctx context.Context, gid string, i int, id, k string, noStatus bool) (job.State, string, error) {
+	if s, r, ok, err := b.groupEnd(ctx, gid, i, id, noStatus); ok || err != nil {
+		return s, r, err
+	}
+	// The file is gone since, which its reason must name, not a worker.
+	if err := jobview.MissingEnvelope(ctx, b.st, id); err != nil {
+		return "", "", err
+	}
+	objs, err := b.st.List(ctx, store.JobPrefix(id))
+	if err != nil {
+		return "", "", err
+	}
+	if len(objs) == 0 {
+		// Nothing of it is left: removed (collected, cleaned up) and the marker
+		// that says so is gone, or removed by hand.
+		return "", "", job.DamagedError(fmt.Sprintf("job %s is damaged: its batch's worker finished it, but none of its objects is left, neither its %s nor the marker that it was removed (%s); `kinetic jobs cleanup %s` removes it", id, store.EnvelopeKey(id), store.GroupGoneKey(gid, i), id))
+	}
+	return "", "", job.Missing(id, store.ObjectName(id, store.EnvelopeKey(id)), fmt.Sprintf("the batch's worker finished this input and wrote it first, as %s says", filepath.Join(b.groupDir(gid), "done", k)))
+}
+
+// workerInputStatus is the state of input i when a worker, live or dead, runs it (ok).
+func (b *Backend) workerInputStatus(ctx context.Context, gid string, i int, id string, live, dead []workerState) (job.State, string, bool, error) {
 	for _, w := range live {
 		if w.running == i {
 			return job.Running, "", true, nil
 		}
 	}
 	for _, w := range dead {
-		if w.running == i {
-			if s, r, ok, err := b.groupEnd(ctx, gid, i, h.JobID, false); ok || err != nil {
-				return s, r, true, err // it ended as its worker stopped
-			}
-			return job.Failed, fmt.Sprintf("the batch's worker (pid %d) stopped while it ran this input (killed, or the machine restarted); see %s", w.pid, filepath.Join(b.groupDir(gid), "workers")), true, nil
+		if w.running != i {
+			continue
 		}
+		if s, r, ok, err := b.groupEnd(ctx, gid, i, id, false); ok || err != nil {
+			return s, r, true, err // it ended as its worker stopped
+		}
+		return job.Failed, fmt.Sprintf("the batch's worker (pid %d) stopped while it ran this input (killed, or the machine restarted); see %s", w.pid, filepath.Join(b.groupDir(gid), "workers")), true, nil
 	}
+	return "", "", false, nil
+}
+
+// unservedInputStatus is the state of input i that no worker runs: claimed or waiting
+// while workers live; else it ended as the last one left, or the workers stopped first.
+func (b *Backend) unservedInputStatus(ctx context.Context, gid string, i int, id string, anyLive bool) (job.State, string, error) {
 	next, err := readClaimed(filepath.Join(b.groupDir(gid), "next"))
 	if err != nil {
-		return "", "", true, err
+		return "", "", err
 	}
 	switch {
-	case len(live) > 0 && i < next:
-		return job.Running, "", true, nil // claimed: about to run, or its result is being written
-	case len(live) > 0:
-		return job.Pending, "", true, nil
+	case anyLive && i < next:
+		return job.Running, "", nil // claimed: about to run, or its result is being written
+	case anyLive:
+		return job.Pending, "", nil
 	}
 	// No worker: read again (the last one may have finished it as it left).
-	if s, r, ok, err := b.groupEnd(ctx, gid, i, h.JobID, false); ok || err != nil {
-		return s, r, true, err
+	if s, r, ok, err := b.groupEnd(ctx, gid, i, id, false); ok || err != nil {
+		return s, r, err
 	}
 	// Not written down: the verdict follows from the workers' state each time it is
 	// asked, and a job cleaned up meanwhile is not made again by a status.json.
@@ -517,7 +538,7 @@ func (b *Backend) groupStatus(ctx context.Context, h *job.Handle, noStatus bool)
 	if i < next {
 		reason = fmt.Sprintf("the batch's worker stopped while it ran this input (killed, or the machine restarted); see %s", filepath.Join(b.groupDir(gid), "workers"))
 	}
-	return job.Failed, reason, true, nil
+	return job.Failed, reason, nil
 }
 
 // groupEnd is recordedEnd for input i of batch gid, or else the envelope its worker

@@ -509,19 +509,30 @@ func (b *Backend) Cancel(ctx context.Context, h *job.Handle) error {
 	if st.State.Terminal() {
 		return nil
 	}
-	if st.Local != nil && st.Local.Queue != "" {
-		if done, err := b.cancelQueued(ctx, h, st); done || err != nil {
-			return err
-		}
-	} else {
-		if alive, _ := supervisorAlive(st.Local); !alive {
-			_, _, err := b.Status(ctx, h) // records the dead supervisor
-			return err
-		}
-		if err := syscall.Kill(st.Local.SupervisorPID, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
-			return fmt.Errorf("cancel %s: %w", h.JobID, err)
-		}
+	if done, err := b.stopJob(ctx, h, st); done || err != nil {
+		return err
 	}
+	return b.waitStopped(ctx, h)
+}
+
+// stopJob takes a queued job out of its queue, or signals its supervisor; done when
+// nothing is left to wait for.
+func (b *Backend) stopJob(ctx context.Context, h *job.Handle, st *job.Status) (done bool, err error) {
+	if st.Local != nil && st.Local.Queue != "" {
+		return b.cancelQueued(ctx, h, st)
+	}
+	if alive, _ := supervisorAlive(st.Local); !alive {
+		_, _, err := b.Status(ctx, h) // records the dead supervisor
+		return true, err
+	}
+	if err := syscall.Kill(st.Local.SupervisorPID, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return true, fmt.Errorf("cancel %s: %w", h.JobID, err)
+	}
+	return false, nil
+}
+
+// waitStopped waits until h's status is final, for at most the grace period and 15 s.
+func (b *Backend) waitStopped(ctx context.Context, h *job.Handle) error {
 	deadline := time.Now().Add(b.o.Grace + 15*time.Second)
 	for pause := backoff.New(10*time.Millisecond, 250*time.Millisecond); time.Now().Before(deadline); {
 		state, _, err := b.Status(ctx, h)

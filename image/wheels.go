@@ -42,49 +42,67 @@ func pinnedLocalWheels(lines, constraints []string, t Target) ([]wheelFile, erro
 	if len(constraints) > 0 {
 		return nil, errNotSimple
 	}
-	var dirs []string
-	noIndex := false
-	pins := map[string]string{}
-	var order []string
+	p := pinSet{pins: map[string]string{}}
 	for _, l := range lines {
-		switch {
-		case l == "--no-index":
-			noIndex = true
-		case strings.HasPrefix(l, "--find-links "):
-			d := strings.Trim(strings.TrimPrefix(l, "--find-links "), `'"`)
-			if !filepath.IsAbs(d) {
-				return nil, errNotSimple
-			}
-			dirs = append(dirs, d)
-		case strings.HasPrefix(l, "-"):
-			return nil, errNotSimple
-		default:
-			r, err := deps.ParseRequirement(l)
-			if err != nil || len(r.Extras) > 0 || r.URL != "" || r.Marker != "" || len(r.Hashes) > 0 || !strings.HasPrefix(r.Specifier, "==") || strings.ContainsAny(r.Specifier[2:], ",*") {
-				return nil, errNotSimple
-			}
-			if _, dup := pins[r.Name]; dup {
-				return nil, errNotSimple
-			}
-			pins[r.Name] = r.Specifier[2:]
-			order = append(order, r.Name)
+		if err := p.add(l); err != nil {
+			return nil, err
 		}
 	}
-	if !noIndex || len(dirs) == 0 || len(pins) == 0 {
+	if !p.noIndex || len(p.dirs) == 0 || len(p.pins) == 0 {
 		return nil, errNotSimple
 	}
 	var out []wheelFile
-	for _, name := range order {
-		w, err := findWheel(dirs, name, pins[name], t)
+	for _, name := range p.order {
+		w, err := findWheel(p.dirs, name, p.pins[name], t)
 		if err != nil {
 			return nil, err
 		}
-		if err := checkWheelMetadata(w.path, pins, t); err != nil {
+		if err := checkWheelMetadata(w.path, p.pins, t); err != nil {
 			return nil, err
 		}
 		out = append(out, w)
 	}
 	return out, nil
+}
+
+// pinSet is what pinnedLocalWheels reads of the requirement lines.
+type pinSet struct {
+	dirs    []string          // --find-links directories
+	noIndex bool              // --no-index
+	pins    map[string]string // name: version
+	order   []string          // the names, in order
+}
+
+// add reads one requirement line; errNotSimple when it is not one of a closed set.
+func (p *pinSet) add(l string) error {
+	switch {
+	case l == "--no-index":
+		p.noIndex = true
+	case strings.HasPrefix(l, "--find-links "):
+		d := strings.Trim(strings.TrimPrefix(l, "--find-links "), `'"`)
+		if !filepath.IsAbs(d) {
+			return errNotSimple
+		}
+		p.dirs = append(p.dirs, d)
+	case strings.HasPrefix(l, "-"):
+		return errNotSimple
+	default:
+		r, err := deps.ParseRequirement(l)
+		if err != nil || !plainPin(r) {
+			return errNotSimple
+		}
+		if _, dup := p.pins[r.Name]; dup {
+			return errNotSimple
+		}
+		p.pins[r.Name] = r.Specifier[2:]
+		p.order = append(p.order, r.Name)
+	}
+	return nil
+}
+
+// plainPin says r is name==version and nothing more.
+func plainPin(r deps.Requirement) bool {
+	return len(r.Extras) == 0 && r.URL == "" && r.Marker == "" && len(r.Hashes) == 0 && strings.HasPrefix(r.Specifier, "==") && !strings.ContainsAny(r.Specifier[2:], ",*")
 }
 
 var wheelNameRE = regexp.MustCompile(`^([A-Za-z0-9_.]+)-([A-Za-z0-9_.!+]+)(?:-\d[^-]*)?-([^-]+)-([^-]+)-([^-]+)\.whl$`)
@@ -126,25 +144,29 @@ func compatible(t Target, pys, abis, plats string) bool {
 	for _, py := range strings.Split(pys, ".") {
 		for _, abi := range strings.Split(abis, ".") {
 			for _, plat := range strings.Split(plats, ".") {
-				if !platOK[plat] {
-					continue
-				}
-				switch {
-				case abi == "none" && (py == "py3" || py == "py"+nodot || py == "cp"+nodot):
+				if platOK[plat] && tagLoads(py, abi, nodot, minor) {
 					return true
-				case abi == "cp"+nodot && py == "cp"+nodot:
-					return true
-				case abi == "abi3" && strings.HasPrefix(py, "cp3"):
-					if y, err := strconv.Atoi(py[3:]); err == nil && y <= minor {
-						return true
-					}
-				case abi == "none" && strings.HasPrefix(py, "py3"):
-					if y, err := strconv.Atoi(py[3:]); err == nil && y <= minor {
-						return true
-					}
 				}
 			}
 		}
+	}
+	return false
+}
+
+// tagLoads reports whether Python tag py with ABI tag abi loads in CPython 3.minor
+// (nodot: "3" and minor).
+func tagLoads(py, abi, nodot string, minor int) bool {
+	switch {
+	case abi == "none" && (py == "py3" || py == "py"+nodot || py == "cp"+nodot):
+		return true
+	case abi == "cp"+nodot && py == "cp"+nodot:
+		return true
+	case abi == "abi3" && strings.HasPrefix(py, "cp3"):
+		y, err := strconv.Atoi(py[3:])
+		return err == nil && y <= minor
+	case abi == "none" && strings.HasPrefix(py, "py3"):
+		y, err := strconv.Atoi(py[3:])
+		return err == nil && y <= minor
 	}
 	return false
 }
@@ -160,18 +182,9 @@ func checkWheelMetadata(p string, pins map[string]string, t Target) error {
 		return fmt.Errorf("wheel %s: %w", p, err)
 	}
 	defer zr.Close()
-	var meta *zip.File
-	for _, f := range zr.File {
-		top, rest, _ := strings.Cut(f.Name, "/")
-		switch {
-		case strings.HasSuffix(top, ".dist-info") && rest == "METADATA":
-			meta = f
-		case strings.HasSuffix(top, ".data") && rest != "" && !knownDataDir(rest):
-			return errNotSimple
-		}
-	}
-	if meta == nil {
-		return errNotSimple
+	meta, err := metadataFile(zr.File)
+	if err != nil {
+		return err
 	}
 	rc, err := meta.Open()
 	if err != nil {
@@ -189,33 +202,67 @@ func checkWheelMetadata(p string, pins map[string]string, t Target) error {
 		if !ok {
 			continue
 		}
-		v = strings.TrimSpace(v)
-		switch strings.ToLower(k) {
-		case "requires-python":
-			if !satisfies(t.Python, v) {
-				return errNotSimple
-			}
-		case "requires-dist":
-			m := requiresRE.FindStringSubmatch(v)
-			if m == nil {
-				return errNotSimple
-			}
-			if m[4] != "" {
-				if extraOnlyRE.MatchString(m[4]) {
-					continue // only for extras nobody asked for
-				}
-				return errNotSimple
-			}
-			if m[2] != "" && strings.Trim(m[2], "[] ") != "" {
-				return errNotSimple
-			}
-			pin, ok := pins[normalize(m[1])]
-			if !ok || !satisfies(pin, strings.TrimSpace(m[3])) {
-				return errNotSimple
-			}
+		if err := checkMetadataField(strings.ToLower(k), strings.TrimSpace(v), pins, t); err != nil {
+			return err
 		}
 	}
 	return sc.Err()
+}
+
+// metadataFile is the wheel's .dist-info/METADATA; errNotSimple when it has none, or a
+// .data directory pip would place elsewhere.
+func metadataFile(files []*zip.File) (*zip.File, error) {
+	var meta *zip.File
+	for _, f := range files {
+		top, rest, _ := strings.Cut(f.Name, "/")
+		switch {
+		case strings.HasSuffix(top, ".dist-info") && rest == "METADATA":
+			meta = f
+		case strings.HasSuffix(top, ".data") && rest != "" && !knownDataDir(rest):
+			return nil, errNotSimple
+		}
+	}
+	if meta == nil {
+		return nil, errNotSimple
+	}
+	return meta, nil
+}
+
+// checkMetadataField checks one header of METADATA (k in lower case): Requires-Python
+// against t, Requires-Dist against the pins.
+func checkMetadataField(k, v string, pins map[string]string, t Target) error {
+	switch k {
+	case "requires-python":
+		if !satisfies(t.Python, v) {
+			return errNotSimple
+		}
+	case "requires-dist":
+		return checkRequiresDist(v, pins)
+	}
+	return nil
+}
+
+// checkRequiresDist checks that a dependency is pinned in the set and satisfied (one
+// only for extras nobody asked for is left out).
+func checkRequiresDist(v string, pins map[string]string) error {
+	m := requiresRE.FindStringSubmatch(v)
+	if m == nil {
+		return errNotSimple
+	}
+	if m[4] != "" {
+		if extraOnlyRE.MatchString(m[4]) {
+			return nil
+		}
+		return errNotSimple
+	}
+	if m[2] != "" && strings.Trim(m[2], "[] ") != "" {
+		return errNotSimple
+	}
+	pin, ok := pins[normalize(m[1])]
+	if !ok || !satisfies(pin, strings.TrimSpace(m[3])) {
+		return errNotSimple
+	}
+	return nil
 }
 
 // satisfies evaluates a specifier set on a version when both are plain numeric release

@@ -113,60 +113,99 @@ func judgePods(pods []corev1.Pod, now time.Time, g graces) verdict {
 	return v
 }
 
-// judgePod classifies one pod.
+// judgePod classifies one pod: the first of podChecks that knows, else PENDING.
 func judgePod(p *corev1.Pod, now time.Time, g graces) verdict {
-	switch p.Status.Phase {
-	case corev1.PodSucceeded:
-		return verdict{state: job.Succeeded}
-	case corev1.PodFailed:
-		return verdict{state: job.Failed, reason: podFailure(p)}
-	}
-	if p.DeletionTimestamp != nil {
-		if r := disruption(p); r != "" {
-			return verdict{state: job.Failed, reason: r}
-		}
-	}
-	// Waiting containers: image pulls that cannot succeed.
-	for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
-		if t := cs.State.Terminated; t != nil && t.Reason == "OOMKilled" {
-			return verdict{state: job.Failed, reason: oomReason(p, cs.Name)}
-		}
-		w := cs.State.Waiting
-		if w == nil {
-			continue
-		}
-		switch w.Reason {
-		case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable":
-			since := p.CreationTimestamp.Time
-			if permanentPull(w.Reason, w.Message) || now.Sub(since) > g.pull {
-				return verdict{state: job.Failed, stuck: true, reason: fmt.Sprintf("%s: cannot pull image %s for container %s: %s (check the image name and that the cluster can reach its registry)", w.Reason, imageOf(p, cs.Name), cs.Name, w.Message)}
-			}
-		case "CreateContainerConfigError", "CreateContainerError":
-			if now.Sub(p.CreationTimestamp.Time) > g.pull {
-				return verdict{state: job.Failed, stuck: true, reason: fmt.Sprintf("%s: container %s cannot start: %s", w.Reason, cs.Name, w.Message)}
-			}
-		}
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			since := c.LastTransitionTime.Time
-			if since.IsZero() {
-				since = p.CreationTimestamp.Time
-			}
-			if now.Sub(since) > g.unschedulable {
-				return verdict{state: job.Failed, stuck: true, reason: fmt.Sprintf("Unschedulable: no node can run the job's pod after %s: %s (check the accelerator and the cluster's node pools)", g.unschedulable.Round(time.Second), c.Message)}
-			}
-			return verdict{state: job.Pending, reason: "Unschedulable: " + c.Message}
-		}
-	}
-	if p.Status.Phase == corev1.PodRunning {
-		for _, cs := range p.Status.ContainerStatuses {
-			if cs.Name == "job" && cs.State.Running != nil {
-				return verdict{state: job.Running}
-			}
+	for _, check := range podChecks {
+		if v, ok := check(p, now, g); ok {
+			return v
 		}
 	}
 	return verdict{state: job.Pending}
+}
+
+// podCheck gives a pod's verdict when it knows it (ok).
+type podCheck func(p *corev1.Pod, now time.Time, g graces) (verdict, bool)
+
+// podChecks are judgePod's checks, in order.
+var podChecks = []podCheck{podEnded, podDisrupted, podContainers, podUnschedulable, podRunning}
+
+func podEnded(p *corev1.Pod, _ time.Time, _ graces) (verdict, bool) {
+	switch p.Status.Phase {
+	case corev1.PodSucceeded:
+		return verdict{state: job.Succeeded}, true
+	case corev1.PodFailed:
+		return verdict{state: job.Failed, reason: podFailure(p)}, true
+	}
+	return verdict{}, false
+}
+
+func podDisrupted(p *corev1.Pod, _ time.Time, _ graces) (verdict, bool) {
+	if p.DeletionTimestamp == nil {
+		return verdict{}, false
+	}
+	r := disruption(p)
+	return verdict{state: job.Failed, reason: r}, r != ""
+}
+
+// podContainers finds a container out of memory, or waiting on an image pull that
+// cannot succeed, or unable to start.
+func podContainers(p *corev1.Pod, now time.Time, g graces) (verdict, bool) {
+	for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		if v, ok := containerVerdict(p, cs, now, g); ok {
+			return v, true
+		}
+	}
+	return verdict{}, false
+}
+
+func containerVerdict(p *corev1.Pod, cs corev1.ContainerStatus, now time.Time, g graces) (verdict, bool) {
+	if t := cs.State.Terminated; t != nil && t.Reason == "OOMKilled" {
+		return verdict{state: job.Failed, reason: oomReason(p, cs.Name)}, true
+	}
+	w := cs.State.Waiting
+	if w == nil {
+		return verdict{}, false
+	}
+	switch w.Reason {
+	case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable":
+		if permanentPull(w.Reason, w.Message) || now.Sub(p.CreationTimestamp.Time) > g.pull {
+			return verdict{state: job.Failed, stuck: true, reason: fmt.Sprintf("%s: cannot pull image %s for container %s: %s (check the image name and that the cluster can reach its registry)", w.Reason, imageOf(p, cs.Name), cs.Name, w.Message)}, true
+		}
+	case "CreateContainerConfigError", "CreateContainerError":
+		if now.Sub(p.CreationTimestamp.Time) > g.pull {
+			return verdict{state: job.Failed, stuck: true, reason: fmt.Sprintf("%s: container %s cannot start: %s", w.Reason, cs.Name, w.Message)}, true
+		}
+	}
+	return verdict{}, false
+}
+
+func podUnschedulable(p *corev1.Pod, now time.Time, g graces) (verdict, bool) {
+	for _, c := range p.Status.Conditions {
+		if c.Type != corev1.PodScheduled || c.Status != corev1.ConditionFalse || c.Reason != corev1.PodReasonUnschedulable {
+			continue
+		}
+		since := c.LastTransitionTime.Time
+		if since.IsZero() {
+			since = p.CreationTimestamp.Time
+		}
+		if now.Sub(since) > g.unschedulable {
+			return verdict{state: job.Failed, stuck: true, reason: fmt.Sprintf("Unschedulable: no node can run the job's pod after %s: %s (check the accelerator and the cluster's node pools)", g.unschedulable.Round(time.Second), c.Message)}, true
+		}
+		return verdict{state: job.Pending, reason: "Unschedulable: " + c.Message}, true
+	}
+	return verdict{}, false
+}
+
+func podRunning(p *corev1.Pod, _ time.Time, _ graces) (verdict, bool) {
+	if p.Status.Phase != corev1.PodRunning {
+		return verdict{}, false
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == "job" && cs.State.Running != nil {
+			return verdict{state: job.Running}, true
+		}
+	}
+	return verdict{}, false
 }
 
 // permanentPull: the registry answered that the image does not exist, or the name is

@@ -411,17 +411,7 @@ func (b *Backend) warmRecord(ctx context.Context, id string) (*runner.WarmRecord
 // Job owns any more (their Job was cleaned up while they served others) are deleted on
 // the way.
 func (b *Backend) offerIdle(ctx context.Context, h *job.Handle) {
-	if !warmEligible(h) {
-		return
-	}
-	b.warmMu.Lock()
-	if b.offered == nil {
-		b.offered = map[string]bool{}
-	}
-	seen := b.offered[h.JobID]
-	b.offered[h.JobID] = true
-	b.warmMu.Unlock()
-	if seen {
+	if !warmEligible(h) || b.offeredBefore(h.JobID) {
 		return
 	}
 	rec, err := b.warmRecord(ctx, h.JobID)
@@ -430,12 +420,36 @@ func (b *Backend) offerIdle(ctx context.Context, h *job.Handle) {
 	}
 	cctx, cancel := ctxTimeout(ctx)
 	defer cancel()
-	list, err := b.cs.CoreV1().Pods(b.o.Namespace).List(cctx, metav1.ListOptions{LabelSelector: LabelWarm + "=" + rec.Key})
-	if err != nil {
+	mine, idle, err := b.warmPodsOf(cctx, ctx, rec)
+	if err != nil || !stillBusyWith(mine, h.JobID) {
+		return // not the pod that ran h, or taken again already
+	}
+	if idle >= b.o.WarmPods {
+		b.release(ctx, mine.Name, rec)
 		return
 	}
-	var mine *corev1.Pod
-	idle := 0
+	b.markIdle(cctx, mine, rec, h.JobID)
+}
+
+// offeredBefore says whether job id was offered already by this process (and marks it).
+func (b *Backend) offeredBefore(id string) bool {
+	b.warmMu.Lock()
+	defer b.warmMu.Unlock()
+	if b.offered == nil {
+		b.offered = map[string]bool{}
+	}
+	seen := b.offered[id]
+	b.offered[id] = true
+	return seen
+}
+
+// warmPodsOf lists rec's key's warm pods: rec's own, and how many are idle. Finished
+// ones without an owner are deleted on the way (under ctx).
+func (b *Backend) warmPodsOf(cctx, ctx context.Context, rec *runner.WarmRecord) (mine *corev1.Pod, idle int, err error) {
+	list, err := b.cs.CoreV1().Pods(b.o.Namespace).List(cctx, metav1.ListOptions{LabelSelector: LabelWarm + "=" + rec.Key})
+	if err != nil {
+		return nil, 0, err
+	}
 	for i := range list.Items {
 		p := &list.Items[i]
 		switch {
@@ -449,13 +463,17 @@ func (b *Backend) offerIdle(ctx context.Context, h *job.Handle) {
 			idle++
 		}
 	}
-	if mine == nil || mine.Labels[LabelJobID] != h.JobID || mine.Labels[LabelWarmState] != warmBusy || mine.DeletionTimestamp != nil {
-		return // not the pod that ran h, or taken again already
-	}
-	if idle >= b.o.WarmPods {
-		b.release(ctx, mine.Name, rec)
-		return
-	}
+	return mine, idle, nil
+}
+
+// stillBusyWith says p is the warm pod running job id, not taken again nor going.
+func stillBusyWith(p *corev1.Pod, id string) bool {
+	return p != nil && p.Labels[LabelJobID] == id && p.Labels[LabelWarmState] == warmBusy && p.DeletionTimestamp == nil
+}
+
+// markIdle labels mine idle (until rec.Until), trying again (at most three times) when
+// the pod changed since it was read.
+func (b *Backend) markIdle(ctx context.Context, mine *corev1.Pod, rec *runner.WarmRecord, id string) {
 	since := rec.Since
 	if since.IsZero() {
 		since = b.clock() // a runner older than the field
@@ -468,16 +486,15 @@ func (b *Backend) offerIdle(ctx context.Context, h *job.Handle) {
 		}
 		p.Annotations[AnnotationWarmUntil] = rec.Until.UTC().Format(time.RFC3339Nano)
 		p.Annotations[AnnotationWarmIdleSince] = since.UTC().Format(time.RFC3339Nano)
-		p.Annotations[AnnotationWarmRecord] = h.JobID
-		_, err := b.cs.CoreV1().Pods(b.o.Namespace).Update(cctx, p, metav1.UpdateOptions{})
+		p.Annotations[AnnotationWarmRecord] = id
+		_, err := b.cs.CoreV1().Pods(b.o.Namespace).Update(ctx, p, metav1.UpdateOptions{})
 		if !apierrors.IsConflict(err) || try == 2 {
 			return
 		}
 		// The pod changed since it was listed: its status, most often (the kubelet's
 		// updates move its resourceVersion too). Read it again: still busy with h, it is
 		// made idle; taken or going, someone else decided.
-		if mine, err = b.cs.CoreV1().Pods(b.o.Namespace).Get(cctx, mine.Name, metav1.GetOptions{}); err != nil ||
-			mine.Labels[LabelJobID] != h.JobID || mine.Labels[LabelWarmState] != warmBusy || mine.DeletionTimestamp != nil {
+		if mine, err = b.cs.CoreV1().Pods(b.o.Namespace).Get(ctx, mine.Name, metav1.GetOptions{}); err != nil || !stillBusyWith(mine, id) {
 			return
 		}
 	}

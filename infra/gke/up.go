@@ -214,32 +214,63 @@ func httpCode(err error) int {
 // stays in the chain (errors.Is/As, errs.CodeOf).
 func apiErr(what string, err error) error {
 	code, msg := describe(err)
-	var text string
-	switch {
-	case code == errs.Cancelled:
-		text = what + ": interrupted"
-	case quotaRE.MatchString(msg):
-		m := quotaRE.FindStringSubmatch(msg)
-		text = fmt.Sprintf("%s: quota %s in %s %s is used up (limit %s): ask for more in the console (IAM & Admin → Quotas, filter by %s), or choose a zone in another region", what, m[1], m[3], m[4], m[2], m[1])
-	case gkeQuotaRE.MatchString(msg):
-		m := gkeQuotaRE.FindStringSubmatch(msg)
-		text = fmt.Sprintf("%s: the project's %s quota of %s is used up (%s): ask for more in the console (IAM & Admin → Quotas, filter by %s), or choose a zone in another region", what, m[1], m[2], msg, m[2])
-	case strings.Contains(msg, "requires a quota project"):
-		text = fmt.Sprintf("%s: Google refuses user credentials without a quota project (%s): run `gcloud auth application-default set-quota-project PROJECT` with your project, then the command again", what, msg)
-	case strings.Contains(msg, "has not been used") || strings.Contains(msg, "SERVICE_DISABLED") || strings.Contains(msg, "it is disabled"):
-		text = fmt.Sprintf("%s: an API is disabled on the project (%s): run `kinetic up` (it enables the APIs it needs), or `gcloud services enable %s`", what, msg, strings.Join(RequiredAPIs, " "))
-	case code == errs.PermissionDenied:
-		text = fmt.Sprintf("%s: permission denied (%s): your account needs roles/container.admin, roles/artifactregistry.admin, roles/iam.serviceAccountAdmin, roles/storage.admin and roles/serviceusage.serviceUsageAdmin on the project; if the APIs are off, `gcloud services enable %s` (as an owner) turns them on", what, msg, strings.Join(RequiredAPIs, " "))
-	case strings.Contains(msg, "Unauthenticated") || strings.Contains(msg, "could not find default credentials") || strings.Contains(msg, "oauth2") || strings.Contains(msg, "invalid_grant"):
-		text = fmt.Sprintf("%s: not signed in to Google (%s): run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file", what, msg)
-	case code == errs.NotFound && strings.Contains(msg, "project"):
-		text = fmt.Sprintf("%s: no such project, or not visible to your account (%s): check --project", what, msg)
-	case code == errs.Unavailable || code == errs.DeadlineExceeded:
-		text = fmt.Sprintf("%s: Google's API did not answer (%s): check the network, then run the command again", what, msg)
-	default:
-		text = fmt.Sprintf("%s: %s", what, msg)
+	text := fmt.Sprintf("%s: %s", what, msg)
+	for _, r := range apiErrRules {
+		if r.match(code, msg) {
+			text = r.text(what, msg)
+			break
+		}
 	}
 	return &apiError{text: text, code: code, err: err}
+}
+
+// apiErrRule words the failures it matches.
+type apiErrRule struct {
+	match func(code errs.Code, msg string) bool
+	text  func(what, msg string) string
+}
+
+func msgHas(subs ...string) func(errs.Code, string) bool {
+	return func(_ errs.Code, msg string) bool {
+		return slices.ContainsFunc(subs, func(s string) bool { return strings.Contains(msg, s) })
+	}
+}
+
+func codeIs(codes ...errs.Code) func(errs.Code, string) bool {
+	return func(code errs.Code, _ string) bool { return slices.Contains(codes, code) }
+}
+
+// apiErrRules are apiErr's wordings, the first that matches wins.
+var apiErrRules = []apiErrRule{
+	{codeIs(errs.Cancelled), func(what, _ string) string { return what + ": interrupted" }},
+	{func(_ errs.Code, msg string) bool { return quotaRE.MatchString(msg) }, func(what, msg string) string {
+		m := quotaRE.FindStringSubmatch(msg)
+		return fmt.Sprintf("%s: quota %s in %s %s is used up (limit %s): ask for more in the console (IAM & Admin → Quotas, filter by %s), or choose a zone in another region", what, m[1], m[3], m[4], m[2], m[1])
+	}},
+	{func(_ errs.Code, msg string) bool { return gkeQuotaRE.MatchString(msg) }, func(what, msg string) string {
+		m := gkeQuotaRE.FindStringSubmatch(msg)
+		return fmt.Sprintf("%s: the project's %s quota of %s is used up (%s): ask for more in the console (IAM & Admin → Quotas, filter by %s), or choose a zone in another region", what, m[1], m[2], msg, m[2])
+	}},
+	{msgHas("requires a quota project"), func(what, msg string) string {
+		return fmt.Sprintf("%s: Google refuses user credentials without a quota project (%s): run `gcloud auth application-default set-quota-project PROJECT` with your project, then the command again", what, msg)
+	}},
+	{msgHas("has not been used", "SERVICE_DISABLED", "it is disabled"), func(what, msg string) string {
+		return fmt.Sprintf("%s: an API is disabled on the project (%s): run `kinetic up` (it enables the APIs it needs), or `gcloud services enable %s`", what, msg, strings.Join(RequiredAPIs, " "))
+	}},
+	{codeIs(errs.PermissionDenied), func(what, msg string) string {
+		return fmt.Sprintf("%s: permission denied (%s): your account needs roles/container.admin, roles/artifactregistry.admin, roles/iam.serviceAccountAdmin, roles/storage.admin and roles/serviceusage.serviceUsageAdmin on the project; if the APIs are off, `gcloud services enable %s` (as an owner) turns them on", what, msg, strings.Join(RequiredAPIs, " "))
+	}},
+	{msgHas("Unauthenticated", "could not find default credentials", "oauth2", "invalid_grant"), func(what, msg string) string {
+		return fmt.Sprintf("%s: not signed in to Google (%s): run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file", what, msg)
+	}},
+	{func(code errs.Code, msg string) bool {
+		return code == errs.NotFound && strings.Contains(msg, "project")
+	}, func(what, msg string) string {
+		return fmt.Sprintf("%s: no such project, or not visible to your account (%s): check --project", what, msg)
+	}},
+	{codeIs(errs.Unavailable, errs.DeadlineExceeded), func(what, msg string) string {
+		return fmt.Sprintf("%s: Google's API did not answer (%s): check the network, then run the command again", what, msg)
+	}},
 }
 
 // apiError is an API failure worded for a person.
@@ -265,34 +296,50 @@ func describe(err error) (errs.Code, string) {
 		if msg == "" {
 			msg = http.StatusText(ge.Code)
 		}
-		switch ge.Code {
-		case http.StatusForbidden:
-			return errs.PermissionDenied, msg
-		case http.StatusUnauthorized:
-			return errs.PermissionDenied, "Unauthenticated: " + msg
-		case http.StatusNotFound:
-			return errs.NotFound, msg
-		}
-		return errs.Unavailable, msg
+		w, ok := httpCodes[ge.Code]
+		return wordCode(w, ok, errs.Unavailable, msg)
 	}
 	if st, ok := status.FromError(err); ok {
-		switch st.Code() {
-		case codes.PermissionDenied:
-			return errs.PermissionDenied, st.Message()
-		case codes.Unauthenticated:
-			return errs.PermissionDenied, "Unauthenticated: " + st.Message()
-		case codes.NotFound:
-			return errs.NotFound, st.Message()
-		case codes.Unavailable:
-			return errs.Unavailable, st.Message()
-		case codes.DeadlineExceeded:
-			return errs.DeadlineExceeded, st.Message()
-		case codes.Canceled:
-			return errs.Cancelled, "interrupted"
-		}
-		return errs.Internal, st.Message()
+		w, ok := grpcCodes[st.Code()]
+		return wordCode(w, ok, errs.Internal, st.Message())
 	}
 	return errs.CodeOf(err), err.Error()
+}
+
+// codeWording is how a status of Google's reads: its code, and what goes before (or,
+// with replace, instead of) the message.
+type codeWording struct {
+	code    errs.Code
+	prefix  string
+	replace bool
+}
+
+// httpCodes and grpcCodes word the statuses describe knows; any other is unknown.
+var (
+	httpCodes = map[int]codeWording{
+		http.StatusForbidden:    {code: errs.PermissionDenied},
+		http.StatusUnauthorized: {code: errs.PermissionDenied, prefix: "Unauthenticated: "},
+		http.StatusNotFound:     {code: errs.NotFound},
+	}
+	grpcCodes = map[codes.Code]codeWording{
+		codes.PermissionDenied: {code: errs.PermissionDenied},
+		codes.Unauthenticated:  {code: errs.PermissionDenied, prefix: "Unauthenticated: "},
+		codes.NotFound:         {code: errs.NotFound},
+		codes.Unavailable:      {code: errs.Unavailable},
+		codes.DeadlineExceeded: {code: errs.DeadlineExceeded},
+		codes.Canceled:         {code: errs.Cancelled, prefix: "interrupted", replace: true},
+	}
+)
+
+// wordCode is w applied to msg; a status not known (!ok) is code other.
+func wordCode(w codeWording, ok bool, other errs.Code, msg string) (errs.Code, string) {
+	switch {
+	case !ok:
+		return other, msg
+	case w.replace:
+		return w.code, w.prefix
+	}
+	return w.code, w.prefix + msg
 }
 
 // firstLine is the first line of Google's message, at most 200 characters.

@@ -188,12 +188,7 @@ func listRows(ctx context.Context, e *engine.Engine, since time.Duration, want m
 	var rows []listRow
 	for _, l := range listed {
 		byID[l.Handle.JobID] = len(rows)
-		r := listRow{Listed: l}
-		if !l.FinishedAt.IsZero() {
-			fin := l.FinishedAt
-			r.FinishedAt = &fin
-		}
-		rows = append(rows, r)
+		rows = append(rows, listRow{Listed: l, FinishedAt: timeOrNil(l.FinishedAt)})
 	}
 	for _, t := range tombs {
 		cleaned := t.CleanedAt
@@ -201,28 +196,41 @@ func listRows(ctx context.Context, e *engine.Engine, since time.Duration, want m
 			rows[i].Collected, rows[i].CleanedAt = true, &cleaned
 			continue
 		}
-		h := &job.Handle{JobID: t.JobID, DisplayName: t.DisplayName, Accelerator: t.Accelerator, Backend: t.Backend, CreatedAt: t.CreatedAt, GroupID: t.GroupID, GroupIndex: t.GroupIndex}
-		r := listRow{Listed: engine.Listed{Handle: h, State: job.Succeeded}, Collected: true, CleanedAt: &cleaned}
-		if !t.FinishedAt.IsZero() {
-			fin := t.FinishedAt
-			r.FinishedAt = &fin
-		}
-		rows = append(rows, r)
+		rows = append(rows, tombstoneRow(t))
 	}
 	slices.SortStableFunc(rows, func(a, b listRow) int { return strings.Compare(b.Handle.JobID, a.Handle.JobID) })
 	out := rows[:0]
 	for _, r := range rows {
 		r.created = createdOf(r.Handle)
 		r.AgeSeconds = now.Sub(r.created).Seconds()
-		if since > 0 && !r.created.IsZero() && now.Sub(r.created) > since {
-			continue
+		if wanted(r, now, since, want) {
+			out = append(out, r)
 		}
-		if len(want) > 0 && !want[r.State] {
-			continue
-		}
-		out = append(out, r)
 	}
 	return out, nil
+}
+
+// timeOrNil is a copy of t, nil when it is zero.
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// tombstoneRow is the row of a job collected and cleaned up: SUCCEEDED.
+func tombstoneRow(t *job.Tombstone) listRow {
+	cleaned := t.CleanedAt
+	h := &job.Handle{JobID: t.JobID, DisplayName: t.DisplayName, Accelerator: t.Accelerator, Backend: t.Backend, CreatedAt: t.CreatedAt, GroupID: t.GroupID, GroupIndex: t.GroupIndex}
+	return listRow{Listed: engine.Listed{Handle: h, State: job.Succeeded}, Collected: true, CleanedAt: &cleaned, FinishedAt: timeOrNil(t.FinishedAt)}
+}
+
+// wanted says r passes --since and --status.
+func wanted(r listRow, now time.Time, since time.Duration, want map[job.State]bool) bool {
+	if since > 0 && !r.created.IsZero() && now.Sub(r.created) > since {
+		return false
+	}
+	return len(want) == 0 || want[r.State]
 }
 
 // createdOf is when the job was submitted: its handle's time, else its ID's.
@@ -387,54 +395,66 @@ func jobTableRow(r *listRow, now time.Time) tableRow {
 // total is how many inputs the batch has (its manifest's; 0 when unknown): the counts
 // are of every input, those not submitted (yet, or ever: fail_fast) included.
 func foldBatch(kids []*listRow, total int, now time.Time) tableRow {
-	first := kids[0]
-	h := first.Handle
-	n := map[job.State]int{}
-	var start, end time.Time
-	allFinal := true
+	h := kids[0].Handle
+	c := countKids(kids)
+	total = max(total, len(kids))
+	tr := tableRow{id: h.GroupID, status: c.status(total), function: h.DisplayName + " ×" + strconv.Itoa(total), accel: h.Accelerator, backend: h.Backend, age: "-", duration: "-"}
+	if !c.start.IsZero() {
+		tr.age = humanDuration(now.Sub(c.start))
+		if !c.allFinal {
+			tr.duration = humanDuration(now.Sub(c.start))
+		} else if !c.end.IsZero() {
+			tr.duration = humanDuration(c.end.Sub(c.start))
+		}
+	}
+	return tr
+}
+
+// kidCounts is what foldBatch counts of a batch's children: how many are in each state
+// (unreadable ones are FAILED), the first's creation and the last's end.
+type kidCounts struct {
+	n          map[job.State]int
+	start, end time.Time
+	allFinal   bool
+}
+
+func countKids(kids []*listRow) kidCounts {
+	c := kidCounts{n: map[job.State]int{}, allFinal: true}
 	for _, k := range kids {
 		st := k.State
 		if st == engine.ListError || st == job.NotFound {
 			st = job.Failed
 		}
-		n[st]++
-		if !k.created.IsZero() && (start.IsZero() || k.created.Before(start)) {
-			start = k.created
+		c.n[st]++
+		if !k.created.IsZero() && (c.start.IsZero() || k.created.Before(c.start)) {
+			c.start = k.created
 		}
 		if !st.Terminal() {
-			allFinal = false
-		} else if k.FinishedAt != nil && k.FinishedAt.After(end) {
-			end = *k.FinishedAt
+			c.allFinal = false
+		} else if k.FinishedAt != nil && k.FinishedAt.After(c.end) {
+			c.end = *k.FinishedAt
 		}
 	}
+	return c
+}
+
+// status is the batch's STATUS column, of total inputs.
+func (c kidCounts) status(total int) string {
+	n := c.n
 	done := n[job.Succeeded] + n[job.Failed]
-	if total < len(kids) {
-		total = len(kids)
-	}
-	var status string
 	switch {
 	case n[job.Running] > 0:
-		status = fmt.Sprintf("RUNNING %d/%d done", done, total)
+		return fmt.Sprintf("RUNNING %d/%d done", done, total)
 	case n[job.Pending] > 0:
-		status = fmt.Sprintf("PENDING %d/%d done", done, total)
+		return fmt.Sprintf("PENDING %d/%d done", done, total)
 	case n[job.Failed] > 0:
-		status = fmt.Sprintf("FAILED %d of %d", n[job.Failed], total)
+		status := fmt.Sprintf("FAILED %d of %d", n[job.Failed], total)
 		if ok := n[job.Succeeded]; ok > 0 {
 			status += fmt.Sprintf(", %d ok", ok)
 		}
-	default:
-		status = fmt.Sprintf("SUCCEEDED %d/%d", done, total)
+		return status
 	}
-	tr := tableRow{id: h.GroupID, status: status, function: h.DisplayName + " ×" + strconv.Itoa(total), accel: h.Accelerator, backend: h.Backend, age: "-", duration: "-"}
-	if !start.IsZero() {
-		tr.age = humanDuration(now.Sub(start))
-		if !allFinal {
-			tr.duration = humanDuration(now.Sub(start))
-		} else if !end.IsZero() {
-			tr.duration = humanDuration(end.Sub(start))
-		}
-	}
-	return tr
+	return fmt.Sprintf("SUCCEEDED %d/%d", done, total)
 }
 
 // cancelled reports whether a job ended because it was cancelled: FAILED with the

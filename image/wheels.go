@@ -503,28 +503,33 @@ func consoleScripts(f *zip.File) ([]script, error) {
 	sc := bufio.NewScanner(io.LimitReader(rc, 1<<20))
 	for sc.Scan() {
 		l := strings.TrimSpace(sc.Text())
-		if l == "" || strings.HasPrefix(l, "#") || strings.HasPrefix(l, ";") {
-			continue
-		}
-		if strings.HasPrefix(l, "[") {
+		switch {
+		case l == "" || strings.HasPrefix(l, "#") || strings.HasPrefix(l, ";"):
+		case strings.HasPrefix(l, "["):
 			section = strings.Trim(l, "[] ")
-			continue
+		case section == "console_scripts" || section == "gui_scripts":
+			s, err := entryScript(l)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, s)
 		}
-		if section != "console_scripts" && section != "gui_scripts" {
-			continue
-		}
-		name, ref, ok := strings.Cut(l, "=")
-		name = strings.TrimSpace(name)
-		m := entryRE.FindStringSubmatch(strings.TrimSpace(ref))
-		if !ok || m == nil || name == "" || strings.ContainsAny(name, "/\\") || name == "." || name == ".." {
-			return nil, fmt.Errorf("entry %q", l)
-		}
-		attr := m[2]
-		head, _, _ := strings.Cut(attr, ".")
-		body := fmt.Sprintf("#!/usr/bin/env python3\n# -*- coding: utf-8 -*-\nimport re\nimport sys\nfrom %s import %s\nif __name__ == \"__main__\":\n    sys.argv[0] = re.sub(r\"(-script\\.pyw|\\.exe)?$\", \"\", sys.argv[0])\n    sys.exit(%s())\n", m[1], head, attr)
-		out = append(out, script{name: name, body: []byte(body)})
 	}
 	return out, sc.Err()
+}
+
+// entryScript is pip's wrapper of entry point line l (NAME = MODULE:ATTR).
+func entryScript(l string) (script, error) {
+	name, ref, ok := strings.Cut(l, "=")
+	name = strings.TrimSpace(name)
+	m := entryRE.FindStringSubmatch(strings.TrimSpace(ref))
+	if !ok || m == nil || name == "" || strings.ContainsAny(name, "/\\") || name == "." || name == ".." {
+		return script{}, fmt.Errorf("entry %q", l)
+	}
+	attr := m[2]
+	head, _, _ := strings.Cut(attr, ".")
+	body := fmt.Sprintf("#!/usr/bin/env python3\n# -*- coding: utf-8 -*-\nimport re\nimport sys\nfrom %s import %s\nif __name__ == \"__main__\":\n    sys.argv[0] = re.sub(r\"(-script\\.pyw|\\.exe)?$\", \"\", sys.argv[0])\n    sys.exit(%s())\n", m[1], head, attr)
+	return script{name: name, body: []byte(body)}, nil
 }
 
 // rewriteShebang replaces a script's "#!python" (or pythonw) first line, which pip

@@ -82,19 +82,8 @@ func (b *Backend) StartGroup(ctx context.Context, g batchdriver.Group, template 
 		return fmt.Errorf("local backend: invalid group ID %q", g.ID)
 	}
 	dir := b.groupDir(g.ID)
-	for _, d := range []string{filepath.Join(dir, "workers"), filepath.Join(dir, "done")} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return StateDirError(b.o.StateDir, d, "the batch's local state", err)
-		}
-	}
-	iso := b.o.Isolation
-	if iso == "" {
-		iso = runner.IsolationWorker
-	}
-	// The inputs' envelopes go to logs in the store's ends/, made before any worker
-	// starts: a reader waiting for an input watches it from the first look (jobview).
-	if err := b.st.PrepareEnds(g.ID); err != nil {
-		return fmt.Errorf("local backend: %w", err)
+	if err := b.prepareGroup(dir, g.ID); err != nil {
+		return err
 	}
 	// The inputs stay closed (no next) until a worker surely serves the batch, and
 	// opener's lock is held until then: a worker waits on it, and if this process dies
@@ -108,17 +97,42 @@ func (b *Backend) StartGroup(ctx context.Context, g batchdriver.Group, template 
 	if err := filelock.Wait(opener, filelock.Exclusive); err != nil {
 		return fmt.Errorf("local backend: %w", err)
 	}
+	iso := b.o.Isolation
+	if iso == "" {
+		iso = runner.IsolationWorker
+	}
 	info, _ := json.Marshal(groupInfo{Store: b.st.URL(), Size: g.Size, Isolation: iso})
 	if err := os.WriteFile(filepath.Join(dir, "group.json"), info, 0o600); err != nil {
 		return StateDirError(b.o.StateDir, filepath.Join(dir, "group.json"), "the batch's local state", err)
 	}
+	return b.startWorkers(ctx, g, dir)
+}
+
+// prepareGroup makes the batch's local state directories and, in the store's ends/,
+// the logs its inputs' envelopes go to, before any worker starts: a reader waiting for
+// an input watches it from the first look (jobview).
+func (b *Backend) prepareGroup(dir, gid string) error {
+	for _, d := range []string{filepath.Join(dir, "workers"), filepath.Join(dir, "done")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return StateDirError(b.o.StateDir, d, "the batch's local state", err)
+		}
+	}
+	if err := b.st.PrepareEnds(gid); err != nil {
+		return fmt.Errorf("local backend: %w", err)
+	}
+	return nil
+}
+
+// startWorkers has the batch served by its workers: idle long-lived supervisors, and
+// processes started for the rest. The inputs open as soon as one worker surely serves
+// the batch: the others join it as they come, and a batch that started runs on without
+// this process.
+func (b *Backend) startWorkers(ctx context.Context, g batchdriver.Group, dir string) error {
 	n := max(1, min(g.Parallelism, b.o.Slots, g.Size))
 	left := make([]int, n)
 	for k := range left {
 		left[k] = k
 	}
-	// The inputs open as soon as one worker surely serves the batch: the others join
-	// it as they come, and a batch that started runs on without this process.
 	var once sync.Once
 	var openErr error
 	open := func() { once.Do(func() { openErr = openInputs(dir) }) }
@@ -127,22 +141,7 @@ func (b *Backend) StartGroup(ctx context.Context, g batchdriver.Group, template 
 		// runGroup); the workers none of them took within groupHandOff are started.
 		left = b.queueGroupWorkers(g.ID, n, open)
 	}
-	// The workers start side by side: each start is an exec of this binary, and the
-	// batch waits for the last of them otherwise. They are started before this returns
-	// (none comes late, after the others were judged gone).
-	errs := make([]error, len(left))
-	var wg sync.WaitGroup
-	for i, k := range left {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w := strconv.Itoa(k)
-			if errs[i] = b.spawn(ctx, filepath.Join(dir, "workers", w+".log"), "--group", g.ID, "--worker", w); errs[i] == nil {
-				open()
-			}
-		}()
-	}
-	wg.Wait()
+	errs := b.spawnGroupWorkers(ctx, g.ID, dir, left, open)
 	started := len(left) < n // served by the supervisors that took it
 	for _, err := range errs {
 		started = started || err == nil // the ones that started serve the batch
@@ -152,6 +151,27 @@ func (b *Backend) StartGroup(ctx context.Context, g batchdriver.Group, template 
 	}
 	open()
 	return openErr
+}
+
+// spawnGroupWorkers starts workers ks side by side: each start is an exec of this
+// binary, and the batch waits for the last of them otherwise. They are started before
+// this returns (none comes late, after the others were judged gone); open is called as
+// each starts.
+func (b *Backend) spawnGroupWorkers(ctx context.Context, gid, dir string, ks []int, open func()) []error {
+	errs := make([]error, len(ks))
+	var wg sync.WaitGroup
+	for i, k := range ks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := strconv.Itoa(k)
+			if errs[i] = b.spawn(ctx, filepath.Join(dir, "workers", w+".log"), "--group", gid, "--worker", w); errs[i] == nil {
+				open()
+			}
+		}()
+	}
+	wg.Wait()
+	return errs
 }
 
 // openerName is the file StartGroup holds locked until the batch's inputs are open.
@@ -258,9 +278,10 @@ func (b *Backend) queueGroupWorkers(gid string, n int, open func()) []int {
 	if err := os.MkdirAll(filepath.Join(q, "workers"), 0o700); err != nil {
 		return all
 	}
+	entry := func(k int) string { return filepath.Join(q, groupEntry(gid, k)) }
 	var left, queued []int
 	for _, k := range all {
-		if os.WriteFile(filepath.Join(q, groupEntry(gid, k)), nil, 0o644) == nil {
+		if os.WriteFile(entry(k), nil, 0o644) == nil {
 			queued = append(queued, k)
 		} else {
 			left = append(left, k)
@@ -268,14 +289,29 @@ func (b *Backend) queueGroupWorkers(gid string, n int, open func()) []int {
 	}
 	if err := b.ensureFresh(q, b.o.Slots); err != nil {
 		for _, k := range queued {
-			os.Remove(filepath.Join(q, groupEntry(gid, k)))
+			os.Remove(entry(k))
 		}
 		return all
 	}
+	for _, k := range awaitTaken(queued, entry, open) {
+		// Still queued: removed here, it is ours to start (a supervisor that read the
+		// entry already and takes the lock first makes the started one give way).
+		if os.Remove(entry(k)) == nil {
+			left = append(left, k)
+		} else {
+			open() // taken as the wait ended
+		}
+	}
+	return left
+}
+
+// awaitTaken waits up to groupHandOff for supervisors to take the queued workers
+// (their entry files removed), calling open once one is, and returns those left.
+func awaitTaken(queued []int, entry func(int) string, open func()) []int {
 	for deadline := time.Now().Add(groupHandOff); len(queued) > 0; time.Sleep(time.Millisecond) {
 		var waiting []int
 		for _, k := range queued {
-			if _, err := os.Stat(filepath.Join(q, groupEntry(gid, k))); err == nil {
+			if _, err := os.Stat(entry(k)); err == nil {
 				waiting = append(waiting, k)
 			}
 		}
@@ -287,16 +323,7 @@ func (b *Backend) queueGroupWorkers(gid string, n int, open func()) []int {
 			break
 		}
 	}
-	for _, k := range queued {
-		// Still queued: removed here, it is ours to start (a supervisor that read the
-		// entry already and takes the lock first makes the started one give way).
-		if os.Remove(filepath.Join(q, groupEntry(gid, k))) == nil {
-			left = append(left, k)
-		} else {
-			open() // taken as the wait ended
-		}
-	}
-	return left
+	return queued
 }
 
 // GroupWatch implements batchdriver.Waker: a watch of the batch's done/, where each

@@ -79,16 +79,7 @@ func workGroup(ctx context.Context, o GroupWorkOptions, sig <-chan os.Signal, st
 		}
 		defer st.Close()
 	}
-	gw.mu.Lock()
-	gw.st = st
-	gw.mu.Unlock()
-	// The envelopes go to a log of this worker's (a file store), not a file each.
-	ends, err := st.OpenEndsLog(o.Group, w)
-	if err != nil {
-		return gw.failAll(ctx, err)
-	}
-	gw.ends = ends
-	if err := gw.load(ctx); err != nil {
+	if err := gw.open(ctx, st, w); err != nil {
 		return gw.failAll(ctx, err)
 	}
 	if slot == nil {
@@ -100,6 +91,38 @@ func workGroup(ctx context.Context, o GroupWorkOptions, sig <-chan os.Signal, st
 	}
 	tree := filepath.Join(dir, "workers", w+".tree")
 	defer os.RemoveAll(tree) // the shipped tree: this worker's copy, for this batch only
+	if err := gw.prepare(ctx, tree); err != nil {
+		return gw.failAll(ctx, err)
+	}
+	defer func() {
+		if gw.x != nil {
+			gw.x.Close()
+		}
+	}()
+	var err error
+	if gw.next, err = awaitOpen(dir); err != nil {
+		return gw.failAll(ctx, err)
+	}
+	return gw.serve(ctx)
+}
+
+// open takes st as the worker's store, opens its envelopes' log (a log of this worker
+// w's on a file store, not a file each) and loads the batch.
+func (gw *groupWorker) open(ctx context.Context, st *store.Store, w string) error {
+	gw.mu.Lock()
+	gw.st = st
+	gw.mu.Unlock()
+	ends, err := st.OpenEndsLog(gw.o.Group, w)
+	if err != nil {
+		return err
+	}
+	gw.ends = ends
+	return gw.load(ctx)
+}
+
+// prepare prepares the batch's runs, its shipped tree at tree.
+func (gw *groupWorker) prepare(ctx context.Context, tree string) error {
+	o := gw.o
 	batch, err := runner.PrepareBatch(ctx, gw.st, gw.t.Spec, gw.env, gw.isolation, runner.Options{
 		Store: gw.st, StoreURL: o.StoreURL, JobID: job.ChildID(o.Group, 0), TreeDir: tree,
 		Python: o.Python.Interpreter, EnvDir: filepath.Join(o.StateDir, "envs"), Grace: o.Grace,
@@ -107,17 +130,14 @@ func workGroup(ctx context.Context, o GroupWorkOptions, sig <-chan os.Signal, st
 		WarmDir: o.warmDir(), WarmIdle: o.Python.WarmIdle,
 	}, os.Stderr)
 	if err != nil {
-		return gw.failAll(ctx, err)
+		return err
 	}
 	gw.batch = batch
-	defer func() {
-		if gw.x != nil {
-			gw.x.Close()
-		}
-	}()
-	if gw.next, err = awaitOpen(dir); err != nil {
-		return gw.failAll(ctx, err)
-	}
+	return nil
+}
+
+// serve runs the inputs it claims until none is left, or it is told to stop.
+func (gw *groupWorker) serve(ctx context.Context) error {
 	for {
 		i, ok, err := claim(gw.next, gw.size)
 		if err != nil {

@@ -611,21 +611,7 @@ func (b *Backend) cancelQueued(ctx context.Context, h *job.Handle, s *job.Status
 	if s.State == job.Pending {
 		lock, err := lockFile(filepath.Join(p.Workspace, "supervisor.lock"), false)
 		if err == nil {
-			defer lock.Close()
-			cur, err := ReadStatus(ctx, b.st, h.JobID)
-			if store.IsNotFound(err) {
-				if readClaim(lock) != nil { // its worker died: Status records that
-					lock.Close()
-					_, _, err := b.Status(ctx, h)
-					return true, err
-				}
-				cur, err = &job.Status{State: job.Pending}, nil // still only queued
-			}
-			if err != nil || cur.State != job.Pending {
-				return true, err
-			}
-			os.Remove(filepath.Join(p.Queue, h.JobID))
-			return true, WriteStatus(ctx, b.st, h.JobID, &job.Status{State: job.Failed, Reason: "cancelled while pending", Local: p})
+			return true, b.cancelUnclaimed(ctx, h, p, lock)
 		}
 		// Claimed by a worker right now: cancel it as a running child.
 		if c := claimOf(p.Workspace); c != nil {
@@ -635,21 +621,46 @@ func (b *Backend) cancelQueued(ctx context.Context, h *job.Handle, s *job.Status
 	if err := os.WriteFile(filepath.Join(p.Workspace, "cancel"), nil, 0o600); err != nil {
 		return false, err
 	}
-	// Claimed a moment ago: its worker records itself in the claim before it starts the
-	// child; wait for that, or the request is never signalled and the child runs to its end.
+	if p = b.awaitClaimer(ctx, h, p); p != nil && p.SupervisorPID > 0 {
+		syscall.Kill(p.SupervisorPID, syscall.SIGUSR1)
+	}
+	return false, nil
+}
+
+// cancelUnclaimed marks a queued child cancelled, its lock held (and closed here), and
+// takes it out of its queue; one whose worker died is judged by Status.
+func (b *Backend) cancelUnclaimed(ctx context.Context, h *job.Handle, p *job.LocalProcess, lock *os.File) error {
+	defer lock.Close()
+	cur, err := ReadStatus(ctx, b.st, h.JobID)
+	if store.IsNotFound(err) {
+		if readClaim(lock) != nil { // its worker died: Status records that
+			lock.Close()
+			_, _, err := b.Status(ctx, h)
+			return err
+		}
+		cur, err = &job.Status{State: job.Pending}, nil // still only queued
+	}
+	if err != nil || cur.State != job.Pending {
+		return err
+	}
+	os.Remove(filepath.Join(p.Queue, h.JobID))
+	return WriteStatus(ctx, b.st, h.JobID, &job.Status{State: job.Failed, Reason: "cancelled while pending", Local: p})
+}
+
+// awaitClaimer is the claim of a child claimed a moment ago: its worker records itself
+// in the claim before it starts the child; wait for that, or the request is never
+// signalled and the child runs to its end. nil when the child ended meanwhile.
+func (b *Backend) awaitClaimer(ctx context.Context, h *job.Handle, p *job.LocalProcess) *job.LocalProcess {
 	for i := 0; p.SupervisorPID <= 0 && i < 500; i++ {
 		time.Sleep(10 * time.Millisecond)
 		if cur, err := ReadStatus(ctx, b.st, h.JobID); err == nil && cur.State.Terminal() {
-			return false, nil
+			return nil
 		}
 		if c := claimOf(p.Workspace); c != nil {
 			p = c
 		}
 	}
-	if p.SupervisorPID > 0 {
-		syscall.Kill(p.SupervisorPID, syscall.SIGUSR1)
-	}
-	return false, nil
+	return p
 }
 
 // queuedInGrace judges a queued child whose pool no worker holds (poolServed false): it

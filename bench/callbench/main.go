@@ -687,6 +687,27 @@ func column(ph phase, samples []any) string {
 }
 
 func report(w io.Writer, vs []*variant, raws []*rawTimes, execs []time.Duration, n int) {
+	reportCalls(w, vs, n)
+	fmt.Fprintf(w, "\n| floor, same run (%d each) | p50 | p90 |\n|---|---|---|\n", n)
+	rs := make([]any, len(raws))
+	for i, r := range raws {
+		rs[i] = r
+	}
+	for _, ph := range rawPhases {
+		fmt.Fprintf(w, "| %s | %s |\n", ph.name, column(ph, rs))
+	}
+	var rawTotals []time.Duration
+	for _, r := range raws {
+		rawTotals = append(rawTotals, r.total())
+	}
+	if len(execs) > 0 {
+		fmt.Fprintf(w, "| **exec `python3 -c 'print(1+2)'` into a running pod (client-go remotecommand, SPDY)** | %s | %s |\n", ms(pct(execs, 0.5)), ms(pct(execs, 0.9)))
+	}
+	reportRatios(w, vs, pct(rawTotals, 0.5), execs)
+}
+
+// reportCalls prints the table of the calls' phases, a column pair per variant.
+func reportCalls(w io.Writer, vs []*variant, n int) {
 	fmt.Fprintf(w, "| phase (%d calls each, interleaved) |", n)
 	for _, v := range vs {
 		fmt.Fprintf(w, " %s p50 | %s p90 |", v.name, v.name)
@@ -707,22 +728,10 @@ func report(w io.Writer, vs []*variant, raws []*rawTimes, execs []time.Duration,
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "\n| floor, same run (%d each) | p50 | p90 |\n|---|---|---|\n", n)
-	rs := make([]any, len(raws))
-	for i, r := range raws {
-		rs[i] = r
-	}
-	for _, ph := range rawPhases {
-		fmt.Fprintf(w, "| %s | %s |\n", ph.name, column(ph, rs))
-	}
-	var rawTotals []time.Duration
-	for _, r := range raws {
-		rawTotals = append(rawTotals, r.total())
-	}
-	if len(execs) > 0 {
-		fmt.Fprintf(w, "| **exec `python3 -c 'print(1+2)'` into a running pod (client-go remotecommand, SPDY)** | %s | %s |\n", ms(pct(execs, 0.5)), ms(pct(execs, 0.9)))
-	}
-	raw50 := pct(rawTotals, 0.5)
+}
+
+// reportRatios prints each variant's p50 against the raw pod's (raw50) and the exec's.
+func reportRatios(w io.Writer, vs []*variant, raw50 time.Duration, execs []time.Duration) {
 	fmt.Fprintf(w, "\n| ratio of p50s | against the raw pod |")
 	if len(execs) > 0 {
 		fmt.Fprintf(w, " against the exec |")

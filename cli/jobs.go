@@ -149,14 +149,7 @@ func newJobsStatusCmd(g *Globals) *cobra.Command {
 				}
 			}
 			if gone != nil || errors.As(err, &gone) {
-				// Collected and cleaned up: the API says NOT_FOUND, a person is told more.
-				t := gone.Tombstone
-				if f.asJSON {
-					return writeJSON(cmd.OutOrStdout(), map[string]any{"handle": &job.Handle{JobID: t.JobID, DisplayName: t.DisplayName, Accelerator: t.Accelerator, Backend: t.Backend, CreatedAt: t.CreatedAt, GroupID: t.GroupID, GroupIndex: t.GroupIndex},
-						"status": t.State, "collected": true, "collected_by": t.CollectedBy, "finished_at": t.FinishedAt, "cleaned_at": t.CleanedAt, "removed": t.Removed})
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", t.State, strings.TrimPrefix(t.Summary(), "succeeded; "))
-				return nil
+				return printCollected(cmd, gone.Tombstone, f.asJSON)
 			}
 			if err != nil {
 				return err
@@ -166,19 +159,35 @@ func newJobsStatusCmd(g *Globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if f.asJSON {
-				return writeJSON(cmd.OutOrStdout(), engine.Listed{Handle: j.Handle, State: state, Reason: reason})
-			}
-			if reason != "" {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", state, reason)
-			} else {
-				fmt.Fprintln(cmd.OutOrStdout(), state)
-			}
-			return nil
+			return printStatus(cmd, engine.Listed{Handle: j.Handle, State: state, Reason: reason}, f.asJSON)
 		},
 	}
 	f.add(cmd)
 	return cmd
+}
+
+// printCollected prints the status of a job collected and cleaned up: the API says
+// NOT_FOUND, a person is told more.
+func printCollected(cmd *cobra.Command, t *job.Tombstone, asJSON bool) error {
+	if asJSON {
+		return writeJSON(cmd.OutOrStdout(), map[string]any{"handle": &job.Handle{JobID: t.JobID, DisplayName: t.DisplayName, Accelerator: t.Accelerator, Backend: t.Backend, CreatedAt: t.CreatedAt, GroupID: t.GroupID, GroupIndex: t.GroupIndex},
+			"status": t.State, "collected": true, "collected_by": t.CollectedBy, "finished_at": t.FinishedAt, "cleaned_at": t.CleanedAt, "removed": t.Removed})
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", t.State, strings.TrimPrefix(t.Summary(), "succeeded; "))
+	return nil
+}
+
+// printStatus prints a job's state, and its reason when there is one.
+func printStatus(cmd *cobra.Command, l engine.Listed, asJSON bool) error {
+	if asJSON {
+		return writeJSON(cmd.OutOrStdout(), l)
+	}
+	if l.Reason != "" {
+		fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", l.State, l.Reason)
+	} else {
+		fmt.Fprintln(cmd.OutOrStdout(), l.State)
+	}
+	return nil
 }
 
 func newJobsLogsCmd(g *Globals) *cobra.Command {
@@ -267,7 +276,7 @@ func (r *jobsResult) run(cmd *cobra.Command, id string) error {
 	if err != nil && res == nil {
 		return err
 	}
-	if env := res.Envelope; env != nil && env.Success && env.HasValue && env.ValueRepr == "" && !r.f.asJSON {
+	if !r.f.asJSON && reprMissing(res.Envelope) {
 		// Its result.json, which holds the value's repr, is gone (jobview.ResultOf
 		// read the value's presence from result.pkl alone): nothing to print, and
 		// not a success to clean up with the one copy of a value nobody received.
@@ -277,11 +286,18 @@ func (r *jobsResult) run(cmd *cobra.Command, id string) error {
 	perr := printResult(cmd, j.Handle.JobID, res, err, r.f.asJSON)
 	// Only once the value is printed (perr is nil for a success whose value
 	// reached stdout): a value that could not be written is kept in the store.
-	if r.cleanup && !r.noCleanup && perr == nil && res.Envelope != nil && res.Envelope.Success {
+	if r.cleanup && !r.noCleanup && perr == nil && succeeded(res.Envelope) {
 		r.clean(cmd, j)
 	}
 	return perr
 }
+
+// reprMissing says env is a success with a value but without its printable form.
+func reprMissing(env *job.Envelope) bool {
+	return succeeded(env) && env.HasValue && env.ValueRepr == ""
+}
+
+func succeeded(env *job.Envelope) bool { return env != nil && env.Success }
 
 // wait waits for j's result, for at most --timeout.
 func (r *jobsResult) wait(cmd *cobra.Command, j *engine.Job) (*engine.Result, error) {

@@ -510,24 +510,15 @@ func parseAge(s string) (time.Duration, error) {
 	if strings.HasPrefix(s, "-") {
 		return 0, fmt.Errorf("a negative duration: give how long, like 30m, 2h or 7d (without the minus)")
 	}
-	var days time.Duration
-	if i := strings.IndexByte(s, 'd'); i > 0 {
-		n, err := strconv.Atoi(s[:i])
-		if err != nil || n < 0 {
-			return 0, fmt.Errorf("write a duration like 30m, 2h or 7d")
-		}
-		if time.Duration(n) > maxFlagDuration/(24*time.Hour) {
-			return 0, fmt.Errorf("at most %d days", maxFlagDuration/(24*time.Hour))
-		}
-		days, s = time.Duration(n)*24*time.Hour, s[i+1:]
+	days, s, err := parseDays(s)
+	if err != nil {
+		return 0, err
 	}
 	var rest time.Duration
 	if s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil {
+		if rest, err = time.ParseDuration(s); err != nil {
 			return 0, fmt.Errorf("write a duration like 30m, 2h or 7d")
 		}
-		rest = d
 	}
 	d := days + rest
 	if rest < 0 || rest > maxFlagDuration || d > maxFlagDuration {
@@ -537,4 +528,20 @@ func parseAge(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("give a positive duration like 30m, 2h or 7d")
 	}
 	return d, nil
+}
+
+// parseDays reads the leading "Nd" of s, if any, and returns the rest.
+func parseDays(s string) (time.Duration, string, error) {
+	i := strings.IndexByte(s, 'd')
+	if i <= 0 {
+		return 0, s, nil
+	}
+	n, err := strconv.Atoi(s[:i])
+	if err != nil || n < 0 {
+		return 0, "", fmt.Errorf("write a duration like 30m, 2h or 7d")
+	}
+	if time.Duration(n) > maxFlagDuration/(24*time.Hour) {
+		return 0, "", fmt.Errorf("at most %d days", maxFlagDuration/(24*time.Hour))
+	}
+	return time.Duration(n) * 24 * time.Hour, s[i+1:], nil
 }

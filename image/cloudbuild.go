@@ -161,24 +161,7 @@ func uploadContext(ctx context.Context, dir, bucketURL, object string) error {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, p)
-		h, err := tar.FileInfoHeader(fi, "")
-		if err != nil {
-			return err
-		}
-		h.Name = filepath.ToSlash(rel)
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if fi.Mode().IsRegular() {
-			f, err := os.Open(p)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			_, err = io.Copy(tw, f)
-			return err
-		}
-		return nil
+		return tarEntry(tw, p, filepath.ToSlash(rel), fi)
 	})
 	if err == nil {
 		err = tw.Close()
@@ -189,5 +172,27 @@ func uploadContext(ctx context.Context, dir, bucketURL, object string) error {
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
+	return err
+}
+
+// tarEntry writes p (fi) into tw as name, with its content when it is a regular file.
+func tarEntry(tw *tar.Writer, p, name string, fi os.FileInfo) error {
+	h, err := tar.FileInfoHeader(fi, "")
+	if err != nil {
+		return err
+	}
+	h.Name = name
+	if err := tw.WriteHeader(h); err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(tw, f)
 	return err
 }

@@ -276,27 +276,32 @@ func satisfies(version, spec string) bool {
 		return true
 	}
 	for _, clause := range strings.Split(spec, ",") {
-		clause = strings.TrimSpace(clause)
-		op := ""
-		for _, o := range []string{"===", "==", "!=", ">=", "<=", "~=", ">", "<"} {
-			if strings.HasPrefix(clause, o) {
-				op = o
-				break
-			}
-		}
-		if op == "" || op == "===" || op == "~=" || strings.Contains(clause, "*") {
-			return false
-		}
-		w, ok := numeric(strings.TrimSpace(clause[len(op):]))
-		if !ok {
-			return false
-		}
-		c := cmpVersions(v, w)
-		if !map[string]bool{"==": c == 0, "!=": c != 0, ">=": c >= 0, "<=": c <= 0, ">": c > 0, "<": c < 0}[op] {
+		if !clauseHolds(v, strings.TrimSpace(clause)) {
 			return false
 		}
 	}
 	return true
+}
+
+// clauseHolds evaluates one clause (OP VERSION) of a specifier set on version v; false
+// for anything it cannot judge.
+func clauseHolds(v []int, clause string) bool {
+	op := ""
+	for _, o := range []string{"===", "==", "!=", ">=", "<=", "~=", ">", "<"} {
+		if strings.HasPrefix(clause, o) {
+			op = o
+			break
+		}
+	}
+	if op == "" || op == "===" || op == "~=" || strings.Contains(clause, "*") {
+		return false
+	}
+	w, ok := numeric(strings.TrimSpace(clause[len(op):]))
+	if !ok {
+		return false
+	}
+	c := cmpVersions(v, w)
+	return map[string]bool{"==": c == 0, "!=": c != 0, ">=": c >= 0, "<=": c <= 0, ">": c > 0, "<": c < 0}[op]
 }
 
 func numeric(s string) ([]int, bool) {

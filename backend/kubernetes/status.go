@@ -38,17 +38,7 @@ func judgeJob(j *batchv1.Job, pods []corev1.Pod, now time.Time, g graces) verdic
 		case batchv1.JobComplete, batchv1.JobSuccessCriteriaMet:
 			return verdict{state: job.Succeeded}
 		case batchv1.JobFailed, batchv1.JobFailureTarget:
-			v := judgePods(pods, now, g)
-			if v.state == job.Failed {
-				return v
-			}
-			// The Job's own reasons (deadline, failure policy) delete the pods themselves.
-			if c.Reason == "BackoffLimitExceeded" {
-				if r, pod := deletedReason(pods); r != "" {
-					return verdict{state: job.Failed, reason: r, pod: pod}
-				}
-			}
-			return verdict{state: job.Failed, reason: jobFailedReason(c)}
+			return judgeFailedJob(c, pods, now, g)
 		}
 	}
 	if j.Status.Succeeded > 0 {
@@ -64,6 +54,21 @@ func judgeJob(j *batchv1.Job, pods []corev1.Pod, now time.Time, g graces) verdic
 		return verdict{state: job.Failed, reason: "the job's pod failed"}
 	}
 	return judgePods(pods, now, g)
+}
+
+// judgeFailedJob is the verdict on a Job whose condition c says it failed: its pods'
+// failure, else (the Job's own reasons, deadline or failure policy, delete the pods
+// themselves) why a pod was deleted, else the condition's reason.
+func judgeFailedJob(c batchv1.JobCondition, pods []corev1.Pod, now time.Time, g graces) verdict {
+	if v := judgePods(pods, now, g); v.state == job.Failed {
+		return v
+	}
+	if c.Reason == "BackoffLimitExceeded" {
+		if r, pod := deletedReason(pods); r != "" {
+			return verdict{state: job.Failed, reason: r, pod: pod}
+		}
+	}
+	return verdict{state: job.Failed, reason: jobFailedReason(c)}
 }
 
 // judgeIndex is the verdict on index i of an Indexed Job.
@@ -235,26 +240,30 @@ func podFailure(p *corev1.Pod) string {
 		return "timeout: the pod ran past its deadline (the job's timeout plus the start-up allowance): " + p.Status.Message
 	}
 	for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
-		t := cs.State.Terminated
-		if t == nil || t.ExitCode == 0 {
-			continue
+		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+			return exitReason(p, cs.Name, t)
 		}
-		if t.Reason == "OOMKilled" {
-			return oomReason(p, cs.Name)
-		}
-		r := fmt.Sprintf("container %s exited with code %d", cs.Name, t.ExitCode)
-		if t.Reason != "" && t.Reason != "Error" {
-			r += " (" + t.Reason + ")"
-		}
-		if t.Message != "" {
-			r += ": " + strings.TrimSpace(t.Message)
-		}
-		return r
 	}
 	if p.Status.Message != "" {
 		return p.Status.Reason + ": " + p.Status.Message
 	}
 	return "the job's pod failed"
+}
+
+// exitReason words container name's exit t: out of memory, or its code, reason and
+// message.
+func exitReason(p *corev1.Pod, name string, t *corev1.ContainerStateTerminated) string {
+	if t.Reason == "OOMKilled" {
+		return oomReason(p, name)
+	}
+	r := fmt.Sprintf("container %s exited with code %d", name, t.ExitCode)
+	if t.Reason != "" && t.Reason != "Error" {
+		r += " (" + t.Reason + ")"
+	}
+	if t.Message != "" {
+		r += ": " + strings.TrimSpace(t.Message)
+	}
+	return r
 }
 
 // disruption reports a pod ended by the cluster rather than by the job: preemption of

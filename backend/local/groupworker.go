@@ -202,12 +202,16 @@ func (gw *groupWorker) load(ctx context.Context) error {
 	if gw.env, err = batchlayout.ReadEnv(ctx, gw.st, gw.o.Group, gw.t); err != nil {
 		return err
 	}
-	// inputs.bin is read whole unless it is large (then each input with ranged reads:
-	// every worker holding a batch of big arrays would not fit in memory).
+	return gw.loadInputs(ctx)
+}
+
+// loadInputs reads inputs.bin whole unless it is large (then each input is read with
+// ranged reads: every worker holding a batch of big arrays would not fit in memory).
+func (gw *groupWorker) loadInputs(ctx context.Context) error {
 	if n, err := gw.st.Size(ctx, store.GroupInputsKey(gw.o.Group)); err == nil && n > maxInputsInMemory {
 		return nil
 	}
-	raw, err = gw.st.Get(ctx, store.GroupInputsKey(gw.o.Group))
+	raw, err := gw.st.Get(ctx, store.GroupInputsKey(gw.o.Group))
 	if err != nil {
 		return fmt.Errorf("batch %s: read its inputs: %w", gw.o.Group, err)
 	}
@@ -272,32 +276,38 @@ var selfPID = os.Getpid()
 // the worker.
 func (gw *groupWorker) signals(sig <-chan os.Signal) {
 	for s := range sig {
-		// SIGUSR1 with the batch's stop file: stop (CleanupGroup), as SIGTERM does.
-		stopFile := false
-		if s == syscall.SIGUSR1 {
-			_, err := os.Stat(filepath.Join(gw.dir, stopName))
-			stopFile = err == nil
+		gw.signal(s)
+	}
+}
+
+// signal handles one signal: SIGTERM (or SIGUSR1 with the batch's stop file, from
+// CleanupGroup) stops the worker and kills the input running; SIGUSR1 alone kills the
+// input running when a cancel recorded its end.
+func (gw *groupWorker) signal(s os.Signal) {
+	stopFile := false
+	if s == syscall.SIGUSR1 {
+		_, err := os.Stat(filepath.Join(gw.dir, stopName))
+		stopFile = err == nil
+	}
+	gw.mu.Lock()
+	cur, x, st := gw.current, gw.x, gw.st
+	stop := s != syscall.SIGUSR1 || stopFile
+	if stop {
+		gw.stopped = true
+		select {
+		case gw.term <- s:
+		default:
 		}
+	}
+	gw.mu.Unlock()
+	if cur < 0 || x == nil {
+		return
+	}
+	if stop || st != nil && jobview.FinalStatus(context.Background(), st, job.ChildID(gw.o.Group, cur)) != nil {
 		gw.mu.Lock()
-		cur, x, st := gw.current, gw.x, gw.st
-		stop := s != syscall.SIGUSR1 || stopFile
-		if stop {
-			gw.stopped = true
-			select {
-			case gw.term <- s:
-			default:
-			}
-		}
+		gw.killed = true
 		gw.mu.Unlock()
-		if cur < 0 || x == nil {
-			continue
-		}
-		if stop || st != nil && jobview.FinalStatus(context.Background(), st, job.ChildID(gw.o.Group, cur)) != nil {
-			gw.mu.Lock()
-			gw.killed = true
-			gw.mu.Unlock()
-			x.Kill()
-		}
+		x.Kill()
 	}
 }
 

@@ -141,31 +141,7 @@ func (s *sampler) stop() map[string]float64 {
 
 func (s *sampler) sample() {
 	me := os.Getpid()
-	ents, _ := os.ReadDir("/proc")
-	ppid := map[int]int{}
-	stats := map[int][]string{}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		i := strings.LastIndexByte(string(b), ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+2:])) // f[0] is field 3 (state)
-		if len(f) < 15 {
-			continue
-		}
-		pp, _ := strconv.Atoi(f[1])
-		ppid[pid] = pp
-		stats[pid] = f
-	}
-	tick := 100.0 // USER_HZ
+	ppid, stats := readProcStats()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for pid, p := range s.last {
@@ -175,27 +151,68 @@ func (s *sampler) sample() {
 		}
 	}
 	for pid, f := range stats {
-		under := false
-		for p, n := ppid[pid], 0; p > 1 && n < 64; p, n = ppid[p], n+1 {
-			if p == me {
-				under = true
-				break
-			}
-		}
-		if !under {
+		if !descendant(ppid, pid, me) {
 			continue
 		}
-		num := func(i int) float64 { v, _ := strconv.ParseFloat(f[i], 64); return v / tick }
 		name := procName(pid)
 		if name == "" {
-			if old, ok := s.last[pid]; ok {
-				name = old.name
-			} else {
+			old, ok := s.last[pid]
+			if !ok {
 				continue
 			}
+			name = old.name
 		}
+		const tick = 100.0 // USER_HZ
+		num := func(i int) float64 { v, _ := strconv.ParseFloat(f[i], 64); return v / tick }
 		s.last[pid] = procSample{name: name, ppid: ppid[pid], alive: true, user: num(11), sys: num(12), cuser: num(13), csys: num(14)}
 	}
+}
+
+// readProcStats reads every process's parent and the fields of its /proc/PID/stat from
+// field 3 (state) on.
+func readProcStats() (ppid map[int]int, stats map[int][]string) {
+	ents, _ := os.ReadDir("/proc")
+	ppid, stats = map[int]int{}, map[int][]string{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if f := procStat(e.Name()); f != nil {
+			pp, _ := strconv.Atoi(f[1])
+			ppid[pid] = pp
+			stats[pid] = f
+		}
+	}
+	return ppid, stats
+}
+
+// procStat is the fields of /proc/PID/stat from field 3 (state) on; nil when it cannot
+// be read.
+func procStat(pid string) []string {
+	b, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+	if err != nil {
+		return nil
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return nil
+	}
+	f := strings.Fields(string(b[i+2:]))
+	if len(f) < 15 {
+		return nil
+	}
+	return f
+}
+
+// descendant says pid descends from me (at most 64 generations up).
+func descendant(ppid map[int]int, pid, me int) bool {
+	for p, n := ppid[pid], 0; p > 1 && n < 64; p, n = ppid[p], n+1 {
+		if p == me {
+			return true
+		}
+	}
+	return false
 }
 
 // procName names a process by its role: the kinetic subcommand, or the Python script.

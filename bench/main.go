@@ -105,106 +105,158 @@ sdk = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 print(json.dumps({"batch": batch, "batches": maps, "bare": bare, "bare_cloudpickle": barecp, "sdk_rss": sdk, "engine_rss": hwm}))
 `
 
-func main() {
-	bin := flag.String("bin", "bin/kinetic", "kinetic binary")
-	n := flag.Int("n", 30, "samples per measurement")
-	mapN := flag.Int("map", 1000, "inputs of the batch measurement (0 = skip)")
-	python := flag.String("python", defaultPython(), "Python with cloudpickle")
-	cpu := flag.Bool("cpu", false, "measure the CPU time per batch input (all processes) instead")
-	cpuBase := flag.Int("cpu-base", 20, "with -cpu, the small batch whose cost is taken as fixed")
-	compare := flag.String("compare", "", "another kinetic binary (say, the build before a change): both are measured, interleaved in rounds")
-	rounds := flag.Int("rounds", 3, "with -compare, how many rounds alternate the two binaries")
-	bareMap := flag.Int("bare-map", 0, "how many bare interpreters time the map's anchor (scaled to -map; 0: -map)")
-	mapRounds := flag.Int("map-rounds", 5, "maps measured (the median is reported), in turns with the bare interpreters")
-	trace := flag.Bool("trace", false, "also print where the sync calls' time goes, phase by phase (KINETIC_TRACE marks of every process)")
+// benchFlags are the command's flags.
+type benchFlags struct {
+	bin, python, compare              string
+	n, mapN, cpuBase, rounds, bareMap int
+	mapRounds                         int
+	cpu, trace                        bool
+}
+
+func parseFlags() benchFlags {
+	var f benchFlags
+	flag.StringVar(&f.bin, "bin", "bin/kinetic", "kinetic binary")
+	flag.IntVar(&f.n, "n", 30, "samples per measurement")
+	flag.IntVar(&f.mapN, "map", 1000, "inputs of the batch measurement (0 = skip)")
+	flag.StringVar(&f.python, "python", defaultPython(), "Python with cloudpickle")
+	flag.BoolVar(&f.cpu, "cpu", false, "measure the CPU time per batch input (all processes) instead")
+	flag.IntVar(&f.cpuBase, "cpu-base", 20, "with -cpu, the small batch whose cost is taken as fixed")
+	flag.StringVar(&f.compare, "compare", "", "another kinetic binary (say, the build before a change): both are measured, interleaved in rounds")
+	flag.IntVar(&f.rounds, "rounds", 3, "with -compare, how many rounds alternate the two binaries")
+	flag.IntVar(&f.bareMap, "bare-map", 0, "how many bare interpreters time the map's anchor (scaled to -map; 0: -map)")
+	flag.IntVar(&f.mapRounds, "map-rounds", 5, "maps measured (the median is reported), in turns with the bare interpreters")
+	flag.BoolVar(&f.trace, "trace", false, "also print where the sync calls' time goes, phase by phase (KINETIC_TRACE marks of every process)")
 	flag.Parse()
-	abs, err := filepath.Abs(*bin)
-	check(err)
-	repo, err := os.Getwd()
-	check(err)
+	return f
+}
 
-	home, err := os.MkdirTemp("", "kinetic-bench-")
-	check(err)
-	defer os.RemoveAll(home)
-	// The home's long-lived supervisors and warm servers stay idle for a while after
-	// the last call: stopped here, or they run beside the next bench run.
-	defer func() {
-		for _, pid := range testproc.Under(home) {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}()
-	proj := filepath.Join(home, "proj")
-	check(os.MkdirAll(proj, 0o755))
-	check(os.WriteFile(filepath.Join(proj, "bench_sync.py"), []byte(syncScript), 0o644))
-	check(os.WriteFile(filepath.Join(proj, "bench_batch.py"), []byte(batchScript), 0o644))
-	check(os.WriteFile(filepath.Join(proj, "requirements.txt"), nil, 0o644))
+// benchRun is one run of the command: its flags, and the home and project its
+// measurements run in.
+type benchRun struct {
+	f                     benchFlags
+	abs, repo, home, proj string
+	tracePath             string
+}
 
-	tracePath := ""
-	if *trace {
-		tracePath = filepath.Join(home, "trace")
-	}
-	runWith := func(bin, data, script string, arg int, v any, extra ...string) {
-		cmd := exec.Command(*python, append([]string{script, fmt.Sprint(arg)}, extra...)...)
-		cmd.Dir = proj
-		// The SDK of the binary's own tree (BIN/../../python), if it has one: a build
-		// compared with -compare runs with its own SDK.
-		sdk := filepath.Join(filepath.Dir(filepath.Dir(bin)), "python")
-		if _, err := os.Stat(filepath.Join(sdk, "kinetic")); err != nil {
-			sdk = filepath.Join(repo, "python")
-		}
-		cmd.Env = append(os.Environ(), "KINETIC_TRACE="+tracePath, "KINETIC_BIN="+bin, "KINETIC_HOME="+filepath.Join(home, data), "KINETIC_WARM_IDLE=5s",
-			"PYTHONPATH="+sdk, "KINETIC_PROFILES_FILE="+filepath.Join(home, "profiles.json"))
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, os.Stderr
-		check(cmd.Run())
-		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-		check(json.Unmarshal([]byte(lines[len(lines)-1]), v))
-	}
-	run := func(script string, arg int, v any, extra ...string) { runWith(abs, "data", script, arg, v, extra...) }
-	if *compare != "" {
-		other, err := filepath.Abs(*compare)
+func main() {
+	b := newBenchRun(parseFlags())
+	defer b.cleanup()
+	f := b.f
+	switch {
+	case f.compare != "":
+		other, err := filepath.Abs(f.compare)
 		check(err)
-		compareBench(runWith, other, abs, *n, *mapN, *rounds, *bareMap, *python)
-		return
-	}
-	if *cpu {
+		compareBench(b.runWith, other, b.abs, f.n, f.mapN, f.rounds, f.bareMap, f.python)
+	case f.cpu:
 		cpuBench(func(n int) float64 {
 			var batch struct{ Batch, Bare float64 }
-			run("bench_batch.py", n, &batch, "nobare")
+			b.run("bench_batch.py", n, &batch, "nobare")
 			return batch.Batch
-		}, *mapN, *cpuBase)
-		return
+		}, f.mapN, f.cpuBase)
+	default:
+		b.syncAndMap()
 	}
-	var res struct {
-		SDK, Bare   []float64
-		BareCPickle []float64 `json:"bare_cloudpickle"`
-	}
-	run("bench_sync.py", *n, &res)
-	if *trace {
-		defer phaseTable(tracePath)
-	}
-	var batch struct {
-		Batch, Bare float64
-		Batches     []float64
-		BareCPickle float64 `json:"bare_cloudpickle"`
-		SDKRSS      float64 `json:"sdk_rss"`
-		EngineRSS   float64 `json:"engine_rss"`
-	}
-	if *mapN > 0 {
-		var extra []string
-		if *bareMap > 0 {
-			extra = []string{fmt.Sprint(*bareMap)}
-		}
-		os.Setenv("BENCH_MAP_ROUNDS", strconv.Itoa(max(1, *mapRounds)))
-		run("bench_batch.py", *mapN, &batch, extra...)
-		if *trace {
-			defer mapTable(tracePath)
-		}
-	}
+}
 
+// newBenchRun makes the home and the project with the scripts.
+func newBenchRun(f benchFlags) *benchRun {
+	b := &benchRun{f: f}
+	var err error
+	b.abs, err = filepath.Abs(f.bin)
+	check(err)
+	b.repo, err = os.Getwd()
+	check(err)
+	b.home, err = os.MkdirTemp("", "kinetic-bench-")
+	check(err)
+	b.proj = filepath.Join(b.home, "proj")
+	check(os.MkdirAll(b.proj, 0o755))
+	check(os.WriteFile(filepath.Join(b.proj, "bench_sync.py"), []byte(syncScript), 0o644))
+	check(os.WriteFile(filepath.Join(b.proj, "bench_batch.py"), []byte(batchScript), 0o644))
+	check(os.WriteFile(filepath.Join(b.proj, "requirements.txt"), nil, 0o644))
+	if f.trace {
+		b.tracePath = filepath.Join(b.home, "trace")
+	}
+	return b
+}
+
+// cleanup stops the home's long-lived supervisors and warm servers, which stay idle for
+// a while after the last call (or they run beside the next bench run), and removes it.
+func (b *benchRun) cleanup() {
+	for _, pid := range testproc.Under(b.home) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	os.RemoveAll(b.home)
+}
+
+// runWith runs script with arg (and extra) through bin, its data in the home's data
+// directory, and decodes the last line it prints into v.
+func (b *benchRun) runWith(bin, data, script string, arg int, v any, extra ...string) {
+	cmd := exec.Command(b.f.python, append([]string{script, fmt.Sprint(arg)}, extra...)...)
+	cmd.Dir = b.proj
+	// The SDK of the binary's own tree (BIN/../../python), if it has one: a build
+	// compared with -compare runs with its own SDK.
+	sdk := filepath.Join(filepath.Dir(filepath.Dir(bin)), "python")
+	if _, err := os.Stat(filepath.Join(sdk, "kinetic")); err != nil {
+		sdk = filepath.Join(b.repo, "python")
+	}
+	cmd.Env = append(os.Environ(), "KINETIC_TRACE="+b.tracePath, "KINETIC_BIN="+bin, "KINETIC_HOME="+filepath.Join(b.home, data), "KINETIC_WARM_IDLE=5s",
+		"PYTHONPATH="+sdk, "KINETIC_PROFILES_FILE="+filepath.Join(b.home, "profiles.json"))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	check(cmd.Run())
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	check(json.Unmarshal([]byte(lines[len(lines)-1]), v))
+}
+
+func (b *benchRun) run(script string, arg int, v any, extra ...string) {
+	b.runWith(b.abs, "data", script, arg, v, extra...)
+}
+
+// syncResult is what bench_sync.py prints.
+type syncResult struct {
+	SDK, Bare   []float64
+	BareCPickle []float64 `json:"bare_cloudpickle"`
+}
+
+// mapResult is what bench_batch.py prints.
+type mapResult struct {
+	Batch, Bare float64
+	Batches     []float64
+	BareCPickle float64 `json:"bare_cloudpickle"`
+	SDKRSS      float64 `json:"sdk_rss"`
+	EngineRSS   float64 `json:"engine_rss"`
+}
+
+// syncAndMap measures the sync calls, then the map (unless -map 0), and prints them.
+func (b *benchRun) syncAndMap() {
+	f := b.f
+	var res syncResult
+	b.run("bench_sync.py", f.n, &res)
+	if f.trace {
+		defer phaseTable(b.tracePath)
+	}
+	var batch mapResult
+	if f.mapN > 0 {
+		var extra []string
+		if f.bareMap > 0 {
+			extra = []string{fmt.Sprint(f.bareMap)}
+		}
+		os.Setenv("BENCH_MAP_ROUNDS", strconv.Itoa(max(1, f.mapRounds)))
+		b.run("bench_batch.py", f.mapN, &batch, extra...)
+		if f.trace {
+			defer mapTable(b.tracePath)
+		}
+	}
+	printSync(f, res)
+	if f.mapN > 0 {
+		printMap(f.mapN, batch)
+	}
+}
+
+func printSync(f benchFlags, res syncResult) {
 	sdk, bare, barecp := stats(res.SDK), stats(res.Bare), stats(res.BareCPickle)
-	fmt.Printf("Machine: %s, %d cores, %s, %s; load average %s\n\n", cpuModel(), runtime.NumCPU(), runtime.Version(), pythonVersion(*python), loadAvg())
-	fmt.Printf("Command: `go run ./bench -bin %s -n %d -map %d -map-rounds %d -python %s`\n\n", *bin, *n, *mapN, *mapRounds, *python)
+	fmt.Printf("Machine: %s, %d cores, %s, %s; load average %s\n\n", cpuModel(), runtime.NumCPU(), runtime.Version(), pythonVersion(f.python), loadAvg())
+	fmt.Printf("Command: `go run ./bench -bin %s -n %d -map %d -map-rounds %d -python %s`\n\n", f.bin, f.n, f.mapN, f.mapRounds, f.python)
 	fmt.Println("| measurement | median | p10 | p90 |")
 	fmt.Println("|---|---|---|---|")
 	row := func(name string, s [3]float64) {
@@ -215,20 +267,21 @@ func main() {
 	row("bare `python3 -c` that imports cloudpickle, then runs the no-op", barecp)
 	fmt.Printf("| **overhead (median − median of bare)** | **%.1f ms** | | |\n", (sdk[0]-bare[0])*1e3)
 	fmt.Printf("| **call ÷ bare with cloudpickle (medians)** | **%.2f×** | | |\n", sdk[0]/barecp[0])
-	fmt.Printf("\nTargets: at most 150 ms of overhead at the median; the call at most 0.2× the bare interpreter that imports cloudpickle (issue 29). Samples: %d each, interleaved.\n", *n)
-	if *mapN > 0 {
-		rate, rateBare, rateCP := float64(*mapN)/batch.Batch, float64(*mapN)/batch.Bare, float64(*mapN)/batch.BareCPickle
-		fmt.Println()
-		fmt.Println("| batch of no-op inputs | inputs | wall time | inputs per second |")
-		fmt.Println("|---|---|---|---|")
-		lo, hi := slices.Max(batch.Batches), slices.Min(batch.Batches)
-		fmt.Printf("| `run_async_map(...).results()`, local backend (median of %d maps; %.0f–%.0f/s) | %d | %.2f s | **%.0f/s** |\n", len(batch.Batches), float64(*mapN)/lo, float64(*mapN)/hi, *mapN, batch.Batch, rate)
-		fmt.Printf("| the same calls as bare `python3 -c`, one after another | %d | %.2f s | %.1f/s |\n", *mapN, batch.Bare, rateBare)
-		fmt.Printf("| the same as bare `python3 -c` importing cloudpickle (a tenth of them, scaled) | %d | %.2f s | %.1f/s |\n", *mapN, batch.BareCPickle, rateCP)
-		fmt.Printf("\nRatios: the map runs at **%.0f×** the bare interpreter's rate and **%.0f×** the rate of one that imports cloudpickle.\n", rate/rateBare, rate/rateCP)
-		fmt.Printf("\nPeak RSS while it ran: the SDK's process %.0f MB, the engine's %.0f MB (%d results held by results()).\n", batch.SDKRSS, batch.EngineRSS, *mapN)
-		fmt.Println("\nTargets: at least 100 inputs per second; at least 200× the bare interpreter's rate (issue 29).")
-	}
+	fmt.Printf("\nTargets: at most 150 ms of overhead at the median; the call at most 0.2× the bare interpreter that imports cloudpickle (issue 29). Samples: %d each, interleaved.\n", f.n)
+}
+
+func printMap(mapN int, batch mapResult) {
+	rate, rateBare, rateCP := float64(mapN)/batch.Batch, float64(mapN)/batch.Bare, float64(mapN)/batch.BareCPickle
+	fmt.Println()
+	fmt.Println("| batch of no-op inputs | inputs | wall time | inputs per second |")
+	fmt.Println("|---|---|---|---|")
+	lo, hi := slices.Max(batch.Batches), slices.Min(batch.Batches)
+	fmt.Printf("| `run_async_map(...).results()`, local backend (median of %d maps; %.0f–%.0f/s) | %d | %.2f s | **%.0f/s** |\n", len(batch.Batches), float64(mapN)/lo, float64(mapN)/hi, mapN, batch.Batch, rate)
+	fmt.Printf("| the same calls as bare `python3 -c`, one after another | %d | %.2f s | %.1f/s |\n", mapN, batch.Bare, rateBare)
+	fmt.Printf("| the same as bare `python3 -c` importing cloudpickle (a tenth of them, scaled) | %d | %.2f s | %.1f/s |\n", mapN, batch.BareCPickle, rateCP)
+	fmt.Printf("\nRatios: the map runs at **%.0f×** the bare interpreter's rate and **%.0f×** the rate of one that imports cloudpickle.\n", rate/rateBare, rate/rateCP)
+	fmt.Printf("\nPeak RSS while it ran: the SDK's process %.0f MB, the engine's %.0f MB (%d results held by results()).\n", batch.SDKRSS, batch.EngineRSS, mapN)
+	fmt.Println("\nTargets: at least 100 inputs per second; at least 200× the bare interpreter's rate (issue 29).")
 }
 
 func loadAvg() string {

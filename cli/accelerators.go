@@ -87,35 +87,7 @@ func liveAccelerators(cmd *cobra.Command, g *Globals, args map[config.Key]string
 	if err != nil {
 		return err
 	}
-	var rows []liveRow
-	at := map[string]int{}
-	for _, n := range nodes {
-		for _, a := range n.Accelerators {
-			// A node offers an accelerator when it carries its labels and holds as many
-			// devices as one host of it needs (a 4-GPU node offers l4x4, not l4x8).
-			if spec, err := accel.Parse(a); err == nil && spec.ResourcesPerHost > 0 && int64(spec.ResourcesPerHost) > n.Allocatable {
-				continue
-			}
-			i, ok := at[a]
-			if !ok {
-				i = len(rows)
-				at[a] = i
-				rows = append(rows, liveRow{Name: a})
-			}
-			r := &rows[i]
-			r.Nodes++
-			if n.Ready {
-				r.Ready++
-			}
-			switch {
-			case r.Free < 0:
-			case n.Used < 0:
-				r.Free = -1
-			default:
-				r.Free += n.Allocatable - n.Used
-			}
-		}
-	}
+	rows := liveRows(nodes)
 	if asJSON {
 		if rows == nil {
 			rows = []liveRow{}
@@ -138,6 +110,49 @@ func liveAccelerators(cmd *cobra.Command, g *Globals, args map[config.Key]string
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", r.Name, r.Nodes, r.Ready, free)
 	}
 	return tw.Flush()
+}
+
+// liveRows sums the nodes by the accelerators they offer, in the order first seen.
+func liveRows(nodes []infra.Node) []liveRow {
+	var rows []liveRow
+	at := map[string]int{}
+	for _, n := range nodes {
+		for _, a := range n.Accelerators {
+			if !offers(n, a) {
+				continue
+			}
+			i, ok := at[a]
+			if !ok {
+				i = len(rows)
+				at[a] = i
+				rows = append(rows, liveRow{Name: a})
+			}
+			rows[i].add(n)
+		}
+	}
+	return rows
+}
+
+// offers says node n offers accelerator a: it carries its labels and holds as many
+// devices as one host of it needs (a 4-GPU node offers l4x4, not l4x8).
+func offers(n infra.Node, a string) bool {
+	spec, err := accel.Parse(a)
+	return err != nil || spec.ResourcesPerHost <= 0 || int64(spec.ResourcesPerHost) <= n.Allocatable
+}
+
+// add counts node n in r.
+func (r *liveRow) add(n infra.Node) {
+	r.Nodes++
+	if n.Ready {
+		r.Ready++
+	}
+	switch {
+	case r.Free < 0:
+	case n.Used < 0:
+		r.Free = -1
+	default:
+		r.Free += n.Allocatable - n.Used
+	}
 }
 
 // livePool is one accelerator node pool of a GKE cluster, as --live shows it.

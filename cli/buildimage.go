@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"slices"
 	"strings"
@@ -17,15 +18,43 @@ import (
 	"github.com/kinetic-run/kinetic/version"
 )
 
+// buildImage is one `kinetic build-image`: its flags, then what its steps find.
+type buildImage struct {
+	g          *Globals
+	r          engine.BuildImageRequest
+	categories []string
+	dockerfile string
+	creds      bool // --configure-docker
+	login      bool // --update-credentials
+	yes        bool
+	asJSON     bool
+	where      *gkeFlags
+
+	cmd    *cobra.Command
+	cats   []string
+	e      *engine.Engine
+	tty    bool
+	repo   name.Repository
+	tag    string
+	stderr io.Writer
+}
+
+// buildImageSteps are build-image's steps, in order; the first error stops it.
+var buildImageSteps = []func(b *buildImage) error{
+	(*buildImage).checkFlags,
+	(*buildImage).openEngine,
+	(*buildImage).repository,
+	(*buildImage).python,
+	(*buildImage).showPlan,
+	(*buildImage).reenter,
+	(*buildImage).confirm,
+	(*buildImage).configureDocker,
+	(*buildImage).dockerfileBase,
+	(*buildImage).build,
+}
+
 func newBuildImageCmd(g *Globals) *cobra.Command {
-	var (
-		r                 engine.BuildImageRequest
-		categories        []string
-		dockerfile        string
-		creds, login, yes bool
-		asJSON            bool
-		where             *gkeFlags
-	)
+	b := &buildImage{g: g}
 	cmd := &cobra.Command{
 		Use:   "build-image [--repo REPO] [--category cpu|gpu|tpu]... [--tag TAG]",
 		Short: "Publish prebuilt base images (for container_image=\"prebuilt\")",
@@ -48,139 +77,189 @@ auth configure-docker does) before pushing.`,
 			"  kinetic build-image --repo 127.0.0.1:5000/kinetic --category cpu --dockerfile ./Dockerfile --json",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cats, err := buildCategories(categories)
-			if err != nil {
-				return err
-			}
-			if dockerfile != "" && r.Base != "" {
-				return errors.New("--dockerfile and --base both say what the base starts from: give one")
-			}
-			e, err := newEngine(cmd, g, keyFlagArgs(where.vals))
-			if err != nil {
-				return err
-			}
-			defer e.Close()
-			stderr := cmd.ErrOrStderr()
-			tty := isTerminal(cmd.InOrStdin())
-			if r.Repo == "" {
-				r.Repo = e.Config().Get(config.BaseImageRepo)
-			}
-			if r.Repo == "" {
-				if !tty {
-					return errors.New("no repository to publish to: give --repo REGISTRY/PATH (or set base_image_repo: KINETIC_BASE_IMAGE_REPO or `kinetic profile set base_image_repo=...`)")
+			b.cmd, b.stderr, b.tty, b.e = cmd, cmd.ErrOrStderr(), isTerminal(cmd.InOrStdin()), nil
+			defer func() {
+				if b.e != nil {
+					b.e.Close()
 				}
-				if r.Repo, err = newPrompter(cmd.InOrStdin(), stderr).ask("repository to publish to (REGISTRY/PATH, e.g. us-docker.pkg.dev/my-project/kinetic)", ""); err != nil {
+			}()
+			for _, step := range buildImageSteps {
+				if err := step(b); err != nil {
 					return err
 				}
-			}
-			repo, err := image.ParseRepository(r.Repo)
-			if err != nil {
-				return fmt.Errorf("--repo %s: %w", r.Repo, err)
-			}
-			tag := r.Tag
-			if tag == "" {
-				tag = version.Version
-			}
-			if r.Python == "" {
-				// The Python jobs from this machine's python3 will ask for.
-				r.Python = image.DefaultPython
-				if v, err := pyenv.MinorVersion(cmd.Context(), "python3"); err == nil && v != "" {
-					r.Python = v
-				}
-			}
-			if err := image.CheckPython(r.Python); err != nil {
-				return fmt.Errorf("--python: %w", err)
-			}
-			fmt.Fprintln(stderr, "kinetic build-image will build and push:")
-			for _, c := range cats {
-				t, err := image.BaseTag(repo, c, tag, r.Python)
-				if err != nil {
-					return fmt.Errorf("--tag %s: %w", tag, err)
-				}
-				from := r.Base
-				switch {
-				case dockerfile != "":
-					from = "the image " + dockerfile + " builds"
-				case from == "":
-					from = "base_image_" + c
-				}
-				fmt.Fprintf(stderr, "  %s  (from %s)\n", t, from)
-			}
-			if creds {
-				fmt.Fprintf(stderr, "  and make gcloud the credential helper of %s\n", repo.RegistryStr())
-			}
-			if login {
-				if err := reenterCredentials(cmd, repo, tty); err != nil {
-					return err
-				}
-			}
-			if tty && !yes {
-				ok, err := newPrompter(cmd.InOrStdin(), stderr).confirm("build and push?")
-				if err != nil {
-					return err
-				}
-				if !ok {
-					return errors.New("nothing built")
-				}
-			}
-			if creds {
-				if err := updateCredentials(cmd, repo); err != nil {
-					return err
-				}
-			}
-			if dockerfile != "" {
-				if r.Base, err = e.BaseFromDockerfile(cmd.Context(), r.Repo, r.Tag, dockerfile); err != nil {
-					return err
-				}
-			}
-			var results []*engine.BuildImageResult
-			var failed []string
-			for _, c := range cats {
-				one := r
-				one.Category = c
-				res, err := e.BuildImage(cmd.Context(), one)
-				if err != nil {
-					fmt.Fprintf(stderr, "kinetic: %s: %v\n", c, err)
-					failed = append(failed, c)
-					continue
-				}
-				results = append(results, res)
-				if !asJSON {
-					fmt.Fprintln(cmd.OutOrStdout(), res.Image)
-				}
-			}
-			if asJSON {
-				if err := writeJSON(cmd.OutOrStdout(), results); err != nil {
-					return err
-				}
-			}
-			if len(failed) > 0 {
-				done := "none was published"
-				if len(results) > 0 {
-					var ok []string
-					for _, res := range results {
-						ok = append(ok, res.Category)
-					}
-					done = strings.Join(ok, ", ") + " published"
-				}
-				return fmt.Errorf("the base of %s could not be built (above); %s", strings.Join(failed, ", "), done)
 			}
 			return nil
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&r.Repo, "repo", "", "repository to publish to (REGISTRY/PATH; default: base_image_repo)")
-	f.StringSliceVar(&categories, "category", nil, "accelerator category: cpu, gpu or tpu (repeatable; default: all three)")
-	f.StringVar(&r.Tag, "tag", "", "tag (default: this kinetic's version)")
-	f.StringVar(&r.Base, "base", "", "image to start from (default: base_image_CATEGORY, else python:PYTHON-slim)")
-	f.StringVar(&r.Python, "python", "", "the Python minor version of the base, e.g. 3.12: jobs from clients on that Python use it (default: that of python3 on PATH)")
-	f.StringVar(&dockerfile, "dockerfile", "", "build the image to start from with this Dockerfile (podman or docker; its directory is the context)")
-	f.BoolVar(&creds, "configure-docker", false, "make gcloud the Docker credential helper of the repository's host (Artifact Registry, Container Registry), as gcloud auth configure-docker does")
-	f.BoolVar(&login, "update-credentials", false, "enter the registry's credentials again (docker or podman login), even if some are stored; no effect for Artifact Registry and Container Registry, which take your Application Default Credentials")
-	f.BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
-	f.BoolVar(&asJSON, "json", false, "print the results as a JSON list")
-	where = addGKEFlags(cmd) // as the reference's: the project whose registry is the default
+	f.StringVar(&b.r.Repo, "repo", "", "repository to publish to (REGISTRY/PATH; default: base_image_repo)")
+	f.StringSliceVar(&b.categories, "category", nil, "accelerator category: cpu, gpu or tpu (repeatable; default: all three)")
+	f.StringVar(&b.r.Tag, "tag", "", "tag (default: this kinetic's version)")
+	f.StringVar(&b.r.Base, "base", "", "image to start from (default: base_image_CATEGORY, else python:PYTHON-slim)")
+	f.StringVar(&b.r.Python, "python", "", "the Python minor version of the base, e.g. 3.12: jobs from clients on that Python use it (default: that of python3 on PATH)")
+	f.StringVar(&b.dockerfile, "dockerfile", "", "build the image to start from with this Dockerfile (podman or docker; its directory is the context)")
+	f.BoolVar(&b.creds, "configure-docker", false, "make gcloud the Docker credential helper of the repository's host (Artifact Registry, Container Registry), as gcloud auth configure-docker does")
+	f.BoolVar(&b.login, "update-credentials", false, "enter the registry's credentials again (docker or podman login), even if some are stored; no effect for Artifact Registry and Container Registry, which take your Application Default Credentials")
+	f.BoolVarP(&b.yes, "yes", "y", false, "do not ask for confirmation")
+	f.BoolVar(&b.asJSON, "json", false, "print the results as a JSON list")
+	b.where = addGKEFlags(cmd) // as the reference's: the project whose registry is the default
 	return cmd
+}
+
+func (b *buildImage) checkFlags() (err error) {
+	if b.cats, err = buildCategories(b.categories); err != nil {
+		return err
+	}
+	if b.dockerfile != "" && b.r.Base != "" {
+		return errors.New("--dockerfile and --base both say what the base starts from: give one")
+	}
+	return nil
+}
+
+func (b *buildImage) openEngine() (err error) {
+	b.e, err = newEngine(b.cmd, b.g, keyFlagArgs(b.where.vals))
+	return err
+}
+
+// repository is --repo, base_image_repo, or asked for on a terminal; and the tag.
+func (b *buildImage) repository() (err error) {
+	r := &b.r
+	if r.Repo == "" {
+		r.Repo = b.e.Config().Get(config.BaseImageRepo)
+	}
+	if r.Repo == "" {
+		if !b.tty {
+			return errors.New("no repository to publish to: give --repo REGISTRY/PATH (or set base_image_repo: KINETIC_BASE_IMAGE_REPO or `kinetic profile set base_image_repo=...`)")
+		}
+		if r.Repo, err = newPrompter(b.cmd.InOrStdin(), b.stderr).ask("repository to publish to (REGISTRY/PATH, e.g. us-docker.pkg.dev/my-project/kinetic)", ""); err != nil {
+			return err
+		}
+	}
+	if b.repo, err = image.ParseRepository(r.Repo); err != nil {
+		return fmt.Errorf("--repo %s: %w", r.Repo, err)
+	}
+	b.tag = r.Tag
+	if b.tag == "" {
+		b.tag = version.Version
+	}
+	return nil
+}
+
+// python is --python, or the Python jobs from this machine's python3 will ask for.
+func (b *buildImage) python() error {
+	if b.r.Python == "" {
+		b.r.Python = image.DefaultPython
+		if v, err := pyenv.MinorVersion(b.cmd.Context(), "python3"); err == nil && v != "" {
+			b.r.Python = v
+		}
+	}
+	if err := image.CheckPython(b.r.Python); err != nil {
+		return fmt.Errorf("--python: %w", err)
+	}
+	return nil
+}
+
+// showPlan prints what will be built and pushed.
+func (b *buildImage) showPlan() error {
+	fmt.Fprintln(b.stderr, "kinetic build-image will build and push:")
+	for _, c := range b.cats {
+		t, err := image.BaseTag(b.repo, c, b.tag, b.r.Python)
+		if err != nil {
+			return fmt.Errorf("--tag %s: %w", b.tag, err)
+		}
+		from := b.r.Base
+		switch {
+		case b.dockerfile != "":
+			from = "the image " + b.dockerfile + " builds"
+		case from == "":
+			from = "base_image_" + c
+		}
+		fmt.Fprintf(b.stderr, "  %s  (from %s)\n", t, from)
+	}
+	if b.creds {
+		fmt.Fprintf(b.stderr, "  and make gcloud the credential helper of %s\n", b.repo.RegistryStr())
+	}
+	return nil
+}
+
+func (b *buildImage) reenter() error {
+	if !b.login {
+		return nil
+	}
+	return reenterCredentials(b.cmd, b.repo, b.tty)
+}
+
+// confirm asks on a terminal (unless -y).
+func (b *buildImage) confirm() error {
+	if !b.tty || b.yes {
+		return nil
+	}
+	ok, err := newPrompter(b.cmd.InOrStdin(), b.stderr).confirm("build and push?")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errors.New("nothing built")
+	}
+	return nil
+}
+
+func (b *buildImage) configureDocker() error {
+	if !b.creds {
+		return nil
+	}
+	return updateCredentials(b.cmd, b.repo)
+}
+
+// dockerfileBase builds the image to start from with --dockerfile.
+func (b *buildImage) dockerfileBase() (err error) {
+	if b.dockerfile == "" {
+		return nil
+	}
+	b.r.Base, err = b.e.BaseFromDockerfile(b.cmd.Context(), b.r.Repo, b.r.Tag, b.dockerfile)
+	return err
+}
+
+// build builds and pushes each category's base; a failed one does not stop the others.
+func (b *buildImage) build() error {
+	var results []*engine.BuildImageResult
+	var failed []string
+	for _, c := range b.cats {
+		one := b.r
+		one.Category = c
+		res, err := b.e.BuildImage(b.cmd.Context(), one)
+		if err != nil {
+			fmt.Fprintf(b.stderr, "kinetic: %s: %v\n", c, err)
+			failed = append(failed, c)
+			continue
+		}
+		results = append(results, res)
+		if !b.asJSON {
+			fmt.Fprintln(b.cmd.OutOrStdout(), res.Image)
+		}
+	}
+	if b.asJSON {
+		if err := writeJSON(b.cmd.OutOrStdout(), results); err != nil {
+			return err
+		}
+	}
+	return buildFailures(failed, results)
+}
+
+// buildFailures says which categories failed, and which were published.
+func buildFailures(failed []string, results []*engine.BuildImageResult) error {
+	if len(failed) == 0 {
+		return nil
+	}
+	done := "none was published"
+	if len(results) > 0 {
+		var ok []string
+		for _, res := range results {
+			ok = append(ok, res.Category)
+		}
+		done = strings.Join(ok, ", ") + " published"
+	}
+	return fmt.Errorf("the base of %s could not be built (above); %s", strings.Join(failed, ", "), done)
 }
 
 // buildCategories checks the --category values ("" means all), in the catalog's order.

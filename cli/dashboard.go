@@ -17,84 +17,104 @@ import (
 	"github.com/kinetic-run/kinetic/infra/gke"
 )
 
+// dashboardCmd is one `kinetic dashboard`: its flags.
+type dashboardCmd struct {
+	g      *Globals
+	f      jobFlags
+	port   int
+	host   string
+	openIt bool
+}
+
 func newDashboardCmd(g *Globals) *cobra.Command {
-	var (
-		f      jobFlags
-		port   int
-		host   string
-		openIt bool
-	)
+	d := &dashboardCmd{g: g}
 	cmd := &cobra.Command{
 		Use:   "dashboard [--port P] [--open]",
 		Short: "Serve a web dashboard of the store's jobs and batches (on 127.0.0.1, with an access token in the URL)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if port < 0 || port > 65535 {
-				return fmt.Errorf("--port %d: give a TCP port from 1 to 65535 (or 0 for any free port)", port)
-			}
-			e, err := f.engine(cmd, g)
-			if err != nil {
-				return err
-			}
-			defer e.Close()
-			token, err := dashboard.NewToken()
-			if err != nil {
-				return err
-			}
-			o := dashboard.Options{Token: token, Store: e.Config().Get(config.Store), Backend: e.Config().Get(config.Backend)}
-			if o.Backend != "" && !backend.RunsOnThisMachine(o.Backend) {
-				t, _, kerr, err := k8sTarget(g, nil)
-				if err != nil {
-					return err
-				}
-				o.Cluster, o.ClusterErr = t, kerr
-				if kerr != nil {
-					o.Cluster = nil
-				}
-			}
-			if o.Backend == kubernetes.GKEName {
-				// What `kinetic status` reads: the cluster and its node pools, from Google.
-				o.GKE = func(ctx context.Context) (*gke.Status, error) {
-					c, cfg, _, err := gkeSetup(ctx, g, &gkeFlags{}, map[config.Key]string{config.Store: f.store})
-					if err != nil {
-						return nil, err
-					}
-					defer c.Close()
-					return gke.GetStatus(ctx, c, cfg)
-				}
-			}
-			srv, err := dashboard.New(e, o)
-			if err != nil {
-				return err
-			}
-			ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
-			if err != nil {
-				return fmt.Errorf("--port %d: cannot listen on %s (%v); choose another port, or --port 0 for any free one", port, host, err)
-			}
-			url := fmt.Sprintf("http://%s/?token=%s", ln.Addr().String(), token)
-			fmt.Fprintln(cmd.OutOrStdout(), url)
-			fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: dashboard of %s; anyone with this URL can read and cancel its jobs; Ctrl-C stops it\n", o.Store)
-			if host != "127.0.0.1" && host != "localhost" && host != "::1" {
-				fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: warning: listening on %s, not only this machine: the token is all that keeps others out, and the connection is not encrypted\n", host)
-			}
-			if openIt {
-				// The opener's command line is readable by every local user (ps): it
-				// gets a one-time URL, never the token.
-				once, err := srv.OneTimeURL("http://" + ln.Addr().String())
-				if err != nil {
-					return err
-				}
-				openBrowser(once)
-			}
-			return srv.Serve(cmd.Context(), ln)
-		},
+		RunE:  func(cmd *cobra.Command, _ []string) error { return d.run(cmd) },
 	}
-	f.add(cmd)
-	cmd.Flags().IntVar(&port, "port", 0, "TCP port to serve on (0: any free port)")
-	cmd.Flags().StringVar(&host, "address", "127.0.0.1", "address to listen on (127.0.0.1: only this machine)")
-	cmd.Flags().BoolVar(&openIt, "open", false, "open the dashboard in the browser")
+	d.f.add(cmd)
+	cmd.Flags().IntVar(&d.port, "port", 0, "TCP port to serve on (0: any free port)")
+	cmd.Flags().StringVar(&d.host, "address", "127.0.0.1", "address to listen on (127.0.0.1: only this machine)")
+	cmd.Flags().BoolVar(&d.openIt, "open", false, "open the dashboard in the browser")
 	cmd.Flags().MarkHidden("json")
 	return cmd
+}
+
+func (d *dashboardCmd) run(cmd *cobra.Command) error {
+	if d.port < 0 || d.port > 65535 {
+		return fmt.Errorf("--port %d: give a TCP port from 1 to 65535 (or 0 for any free port)", d.port)
+	}
+	e, err := d.f.engine(cmd, d.g)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	token, err := dashboard.NewToken()
+	if err != nil {
+		return err
+	}
+	o, err := d.options(token, e.Config().Get(config.Store), e.Config().Get(config.Backend))
+	if err != nil {
+		return err
+	}
+	srv, err := dashboard.New(e, o)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(d.host, strconv.Itoa(d.port)))
+	if err != nil {
+		return fmt.Errorf("--port %d: cannot listen on %s (%v); choose another port, or --port 0 for any free one", d.port, d.host, err)
+	}
+	d.announce(cmd, ln.Addr().String(), token, o.Store)
+	if d.openIt {
+		// The opener's command line is readable by every local user (ps): it
+		// gets a one-time URL, never the token.
+		once, err := srv.OneTimeURL("http://" + ln.Addr().String())
+		if err != nil {
+			return err
+		}
+		openBrowser(once)
+	}
+	return srv.Serve(cmd.Context(), ln)
+}
+
+// options are the dashboard's: the store, and the cluster (and Google's view of it on
+// GKE) of a backend that runs elsewhere.
+func (d *dashboardCmd) options(token, store, backendName string) (dashboard.Options, error) {
+	o := dashboard.Options{Token: token, Store: store, Backend: backendName}
+	if o.Backend != "" && !backend.RunsOnThisMachine(o.Backend) {
+		t, _, kerr, err := k8sTarget(d.g, nil)
+		if err != nil {
+			return o, err
+		}
+		o.Cluster, o.ClusterErr = t, kerr
+		if kerr != nil {
+			o.Cluster = nil
+		}
+	}
+	if o.Backend == kubernetes.GKEName {
+		// What `kinetic status` reads: the cluster and its node pools, from Google.
+		o.GKE = func(ctx context.Context) (*gke.Status, error) {
+			c, cfg, _, err := gkeSetup(ctx, d.g, &gkeFlags{}, map[config.Key]string{config.Store: d.f.store})
+			if err != nil {
+				return nil, err
+			}
+			defer c.Close()
+			return gke.GetStatus(ctx, c, cfg)
+		}
+	}
+	return o, nil
+}
+
+// announce prints the URL (with its token) and what it gives access to.
+func (d *dashboardCmd) announce(cmd *cobra.Command, addr, token, store string) {
+	fmt.Fprintln(cmd.OutOrStdout(), fmt.Sprintf("http://%s/?token=%s", addr, token))
+	fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: dashboard of %s; anyone with this URL can read and cancel its jobs; Ctrl-C stops it\n", store)
+	if d.host != "127.0.0.1" && d.host != "localhost" && d.host != "::1" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: warning: listening on %s, not only this machine: the token is all that keeps others out, and the connection is not encrypted\n", d.host)
+	}
 }
 
 // openBrowser opens url in the desktop's browser, if there is one; the URL is printed

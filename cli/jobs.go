@@ -149,15 +149,7 @@ func newJobsStatusCmd(g *Globals) *cobra.Command {
 				}
 			}
 			if gone != nil || errors.As(err, &gone) {
-				// Collected and cleaned up: the API says NOT_FOUND, a person is told more.
-				t := gone.Tombstone
-				if f.asJSON {
-					return writeJSON(cmd.OutOrStdout(), map[string]any{"handle": &job.Handle{JobID: t.JobID, DisplayName: t.DisplayName, Accelerator: t.Accelerator, Backend: t.Backend, CreatedAt: t.CreatedAt, GroupID: t.GroupID, GroupIndex: t.GroupIndex},
-						"status": t.State, "collected": true, "collected_by": t.CollectedBy, "finished_at": t.FinishedAt, "cleaned_at": t.CleanedAt, "removed": t.Removed})
-				}
-				p := painter(colourOn(cmd, cmd.OutOrStdout()))
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", p.status(string(t.State)), strings.TrimPrefix(t.Summary(), "succeeded; "))
-				return nil
+				return printCollected(cmd, gone.Tombstone, f.asJSON)
 			}
 			if err != nil {
 				return err
@@ -167,20 +159,37 @@ func newJobsStatusCmd(g *Globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if f.asJSON {
-				return writeJSON(cmd.OutOrStdout(), engine.Listed{Handle: j.Handle, State: state, Reason: reason})
-			}
-			shown := painter(colourOn(cmd, cmd.OutOrStdout())).state(state, reason)
-			if reason != "" {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", shown, reason)
-			} else {
-				fmt.Fprintln(cmd.OutOrStdout(), shown)
-			}
-			return nil
+			return printStatus(cmd, engine.Listed{Handle: j.Handle, State: state, Reason: reason}, f.asJSON)
 		},
 	}
 	f.add(cmd)
 	return cmd
+}
+
+// printCollected prints the status of a job collected and cleaned up: the API says
+// NOT_FOUND, a person is told more.
+func printCollected(cmd *cobra.Command, t *job.Tombstone, asJSON bool) error {
+	if asJSON {
+		return writeJSON(cmd.OutOrStdout(), map[string]any{"handle": &job.Handle{JobID: t.JobID, DisplayName: t.DisplayName, Accelerator: t.Accelerator, Backend: t.Backend, CreatedAt: t.CreatedAt, GroupID: t.GroupID, GroupIndex: t.GroupIndex},
+			"status": t.State, "collected": true, "collected_by": t.CollectedBy, "finished_at": t.FinishedAt, "cleaned_at": t.CleanedAt, "removed": t.Removed})
+	}
+	p := painter(colourOn(cmd, cmd.OutOrStdout()))
+	fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", p.status(string(t.State)), strings.TrimPrefix(t.Summary(), "succeeded; "))
+	return nil
+}
+
+// printStatus prints a job's state, and its reason when there is one.
+func printStatus(cmd *cobra.Command, l engine.Listed, asJSON bool) error {
+	if asJSON {
+		return writeJSON(cmd.OutOrStdout(), l)
+	}
+	shown := painter(colourOn(cmd, cmd.OutOrStdout())).state(l.State, l.Reason)
+	if l.Reason != "" {
+		fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", shown, l.Reason)
+	} else {
+		fmt.Fprintln(cmd.OutOrStdout(), shown)
+	}
+	return nil
 }
 
 func newJobsLogsCmd(g *Globals) *cobra.Command {
@@ -229,13 +238,17 @@ func newJobsLogsCmd(g *Globals) *cobra.Command {
 	return cmd
 }
 
+// jobsResult is one `kinetic jobs result`: its flags.
+type jobsResult struct {
+	g                  *Globals
+	f                  jobFlags
+	cf                 cleanupFlags
+	timeout            time.Duration
+	cleanup, noCleanup bool
+}
+
 func newJobsResultCmd(g *Globals) *cobra.Command {
-	var (
-		f                  jobFlags
-		cf                 cleanupFlags
-		timeout            time.Duration
-		cleanup, noCleanup bool
-	)
+	r := &jobsResult{g: g}
 	cmd := &cobra.Command{
 		Use:   "result JOB_ID",
 		Short: "Wait for a job and print its return value (repr) or its failure",
@@ -245,55 +258,74 @@ nothing: the job stays, so it can be read again. --cleanup then cleans up a succ
 backend resources and store artifacts, as JobHandle.result() does by default; a tombstone
 says it succeeded) and says so.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			e, j, err := f.attach(cmd, g, args[0])
-			if err != nil {
-				return err
-			}
-			defer e.Close()
-			ctx := cmd.Context()
-			if timeout > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, timeout)
-				defer cancel()
-			}
-			res, err := j.Result(ctx, jobview.ValueTo{})
-			if err != nil && res == nil {
-				if errors.Is(err, context.DeadlineExceeded) && cmd.Context().Err() == nil {
-					return fmt.Errorf("job %s did not finish within %s; it keeps running: run this again to wait, or `kinetic jobs cancel %s`", j.Handle.JobID, timeout, j.Handle.JobID)
-				}
-				return err
-			}
-			clean := cleanup && !noCleanup
-			if env := res.Envelope; env != nil && env.Success && env.HasValue && env.ValueRepr == "" && !f.asJSON {
-				// Its result.json, which holds the value's repr, is gone (jobview.ResultOf
-				// read the value's presence from result.pkl alone): nothing to print, and
-				// not a success to clean up with the one copy of a value nobody received.
-				id := j.Handle.JobID
-				return &ExitError{Code: 1, Err: fmt.Errorf("job %s succeeded, but its %s, which holds the printable form of its value, is missing; the value itself is whole in its %s: kinetic.attach(%q).result() in Python returns it (the job is kept)", id, store.ObjectName(id, store.EnvelopeKey(id)), store.ObjectName(id, store.ResultKey(id)), id)}
-			}
-			perr := printResult(cmd, j.Handle.JobID, res, err, f.asJSON)
-			// Only once the value is printed (perr is nil for a success whose value
-			// reached stdout): a value that could not be written is kept in the store.
-			if clean && perr == nil && res.Envelope != nil && res.Envelope.Success {
-				cctx, cancel := cf.ctx(cmd.Context())
-				err := cf.err(cmd.Context(), collectAndClean(cctx, j), "the cleanup", j.Handle.JobID)
-				cancel()
-				if err != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: warning: %v; the job is kept (`kinetic jobs cleanup %s` removes it)\n", err, j.Handle.JobID)
-				} else {
-					fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: cleaned up job %s (its logs, result and backend resources; without --cleanup, `kinetic jobs result` keeps them)\n", j.Handle.JobID)
-				}
-			}
-			return perr
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return r.run(cmd, args[0]) },
 	}
-	f.add(cmd)
-	durationFlag(cmd.Flags(), &timeout, "timeout", 0, "stop waiting after this long, in seconds or as a duration (60, 10m); the job keeps running")
-	cmd.Flags().BoolVar(&cleanup, "cleanup", false, "clean up a success after printing its value (as JobHandle.result() does by default)")
-	cmd.Flags().BoolVar(&noCleanup, "no-cleanup", false, "keep the job after printing its value (the default; kept for scripts that say it)")
-	cf.add(cmd)
+	r.f.add(cmd)
+	durationFlag(cmd.Flags(), &r.timeout, "timeout", 0, "stop waiting after this long, in seconds or as a duration (60, 10m); the job keeps running")
+	cmd.Flags().BoolVar(&r.cleanup, "cleanup", false, "clean up a success after printing its value (as JobHandle.result() does by default)")
+	cmd.Flags().BoolVar(&r.noCleanup, "no-cleanup", false, "keep the job after printing its value (the default; kept for scripts that say it)")
+	r.cf.add(cmd)
 	return cmd
+}
+
+func (r *jobsResult) run(cmd *cobra.Command, id string) error {
+	e, j, err := r.f.attach(cmd, r.g, id)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	res, err := r.wait(cmd, j)
+	if err != nil && res == nil {
+		return err
+	}
+	if !r.f.asJSON && reprMissing(res.Envelope) {
+		// Its result.json, which holds the value's repr, is gone (jobview.ResultOf
+		// read the value's presence from result.pkl alone): nothing to print, and
+		// not a success to clean up with the one copy of a value nobody received.
+		id := j.Handle.JobID
+		return &ExitError{Code: 1, Err: fmt.Errorf("job %s succeeded, but its %s, which holds the printable form of its value, is missing; the value itself is whole in its %s: kinetic.attach(%q).result() in Python returns it (the job is kept)", id, store.ObjectName(id, store.EnvelopeKey(id)), store.ObjectName(id, store.ResultKey(id)), id)}
+	}
+	perr := printResult(cmd, j.Handle.JobID, res, err, r.f.asJSON)
+	// Only once the value is printed (perr is nil for a success whose value
+	// reached stdout): a value that could not be written is kept in the store.
+	if r.cleanup && !r.noCleanup && perr == nil && succeeded(res.Envelope) {
+		r.clean(cmd, j)
+	}
+	return perr
+}
+
+// reprMissing says env is a success with a value but without its printable form.
+func reprMissing(env *job.Envelope) bool {
+	return succeeded(env) && env.HasValue && env.ValueRepr == ""
+}
+
+func succeeded(env *job.Envelope) bool { return env != nil && env.Success }
+
+// wait waits for j's result, for at most --timeout.
+func (r *jobsResult) wait(cmd *cobra.Command, j *engine.Job) (*engine.Result, error) {
+	ctx := cmd.Context()
+	if r.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.timeout)
+		defer cancel()
+	}
+	res, err := j.Result(ctx, jobview.ValueTo{})
+	if err != nil && res == nil && errors.Is(err, context.DeadlineExceeded) && cmd.Context().Err() == nil {
+		return nil, fmt.Errorf("job %s did not finish within %s; it keeps running: run this again to wait, or `kinetic jobs cancel %s`", j.Handle.JobID, r.timeout, j.Handle.JobID)
+	}
+	return res, err
+}
+
+// clean cleans up the success j (--cleanup); a failure only warns.
+func (r *jobsResult) clean(cmd *cobra.Command, j *engine.Job) {
+	cctx, cancel := r.cf.ctx(cmd.Context())
+	err := r.cf.err(cmd.Context(), collectAndClean(cctx, j), "the cleanup", j.Handle.JobID)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: warning: %v; the job is kept (`kinetic jobs cleanup %s` removes it)\n", err, j.Handle.JobID)
+	} else {
+		fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: cleaned up job %s (its logs, result and backend resources; without --cleanup, `kinetic jobs result` keeps them)\n", j.Handle.JobID)
+	}
 }
 
 // collectAndClean claims j's result for this command (batch.Collect: its tombstone, and
@@ -344,69 +376,27 @@ func newJobsCancelCmd(g *Globals) *cobra.Command {
 	return cmd
 }
 
+// jobsCleanup is one `kinetic jobs cleanup`: its flags.
+type jobsCleanup struct {
+	g             *Globals
+	f             jobFlags
+	cf            cleanupFlags
+	keepBackend   bool
+	keepArtifacts bool
+}
+
 func newJobsCleanupCmd(g *Globals) *cobra.Command {
-	var (
-		f             jobFlags
-		cf            cleanupFlags
-		keepBackend   bool
-		keepArtifacts bool
-	)
+	c := &jobsCleanup{g: g}
 	cmd := &cobra.Command{
 		Use:   "cleanup JOB_ID",
 		Short: "Remove a job's backend resources and store artifacts (outputs are kept)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			e, j, err := f.attach(cmd, g, args[0])
-			var gone *engine.CleanedUpError
-			if errors.As(err, &gone) && !keepArtifacts {
-				// Collected and cleaned up before: only its tombstone is left.
-				if err := f.removeTombstone(cmd, g, args[0]); err != nil {
-					return err
-				}
-				if f.asJSON {
-					return writeJSON(cmd.OutOrStdout(), map[string]any{"job_id": args[0], "backend": false, "store": true, "tombstone": true})
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: removed the tombstone of %s (its result was collected and the job cleaned up at %s)\n", args[0], gone.Tombstone.CleanedAt.Local().Format(time.DateTime))
-				return nil
-			}
-			if errors.Is(err, job.ErrDamaged) || errors.Is(err, engine.ErrNotFound) {
-				// A damaged job, or what a stopped submitter left: remove its objects.
-				if removed, rerr := f.removeUnreadable(cmd, g, args[0]); rerr != nil || removed {
-					if rerr == nil {
-						fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: removed the store objects of %s (it could not be read, so no backend resources were looked for)\n", args[0])
-					}
-					return rerr
-				}
-				if errors.Is(err, job.ErrTombstoneDamaged) && !keepArtifacts {
-					// Nothing of it is left but its tombstone, which cannot be read.
-					if rerr := f.removeTombstone(cmd, g, args[0]); rerr != nil {
-						return rerr
-					}
-					fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: removed the damaged tombstone of %s\n", args[0])
-					return nil
-				}
-			}
-			if err != nil {
-				return err
-			}
-			defer e.Close()
-			cctx, cancel := cf.ctx(cmd.Context())
-			err = cf.err(cmd.Context(), j.Cleanup(cctx, !keepBackend, !keepArtifacts), "the cleanup", j.Handle.JobID)
-			cancel()
-			if err != nil {
-				return err
-			}
-			if f.asJSON {
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"job_id": j.Handle.JobID, "backend": !keepBackend, "store": !keepArtifacts})
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: cleaned up %s\n", j.Handle.JobID)
-			return nil
-		},
+		RunE:  func(cmd *cobra.Command, args []string) error { return c.run(cmd, args[0]) },
 	}
-	f.add(cmd)
-	cf.add(cmd)
-	cmd.Flags().BoolVar(&keepBackend, "keep-backend", false, "keep the backend's resources (the same as --no-k8s)")
-	cmd.Flags().BoolVar(&keepArtifacts, "keep-artifacts", false, "keep the store artifacts (the same as --no-gcs)")
+	c.f.add(cmd)
+	c.cf.add(cmd)
+	cmd.Flags().BoolVar(&c.keepBackend, "keep-backend", false, "keep the backend's resources (the same as --no-k8s)")
+	cmd.Flags().BoolVar(&c.keepArtifacts, "keep-artifacts", false, "keep the store artifacts (the same as --no-gcs)")
 	// JobHandle.cleanup(k8s=..., gcs=...)'s names, as flags.
 	var k8s, gcs, noK8s, noGCS bool
 	cmd.Flags().BoolVar(&k8s, "k8s", true, "remove the backend's resources (cleanup(k8s=True))")
@@ -414,9 +404,71 @@ func newJobsCleanupCmd(g *Globals) *cobra.Command {
 	cmd.Flags().BoolVar(&noK8s, "no-k8s", false, "keep the backend's resources")
 	cmd.Flags().BoolVar(&noGCS, "no-gcs", false, "keep the store artifacts")
 	cmd.PreRunE = func(cmd *cobra.Command, args []string) error {
-		keepBackend = keepBackend || noK8s || !k8s
-		keepArtifacts = keepArtifacts || noGCS || !gcs
+		c.keepBackend = c.keepBackend || noK8s || !k8s
+		c.keepArtifacts = c.keepArtifacts || noGCS || !gcs
 		return nil
 	}
 	return cmd
+}
+
+func (c *jobsCleanup) run(cmd *cobra.Command, id string) error {
+	f := &c.f
+	e, j, err := f.attach(cmd, c.g, id)
+	var gone *engine.CleanedUpError
+	if errors.As(err, &gone) && !c.keepArtifacts {
+		return c.removeCollected(cmd, id, gone)
+	}
+	if errors.Is(err, job.ErrDamaged) || errors.Is(err, engine.ErrNotFound) {
+		if done, rerr := c.removeUnreadable(cmd, id, err); done || rerr != nil {
+			return rerr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	cctx, cancel := c.cf.ctx(cmd.Context())
+	err = c.cf.err(cmd.Context(), j.Cleanup(cctx, !c.keepBackend, !c.keepArtifacts), "the cleanup", j.Handle.JobID)
+	cancel()
+	if err != nil {
+		return err
+	}
+	if f.asJSON {
+		return writeJSON(cmd.OutOrStdout(), map[string]any{"job_id": j.Handle.JobID, "backend": !c.keepBackend, "store": !c.keepArtifacts})
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: cleaned up %s\n", j.Handle.JobID)
+	return nil
+}
+
+// removeCollected removes the tombstone of a job collected and cleaned up before: only
+// it is left.
+func (c *jobsCleanup) removeCollected(cmd *cobra.Command, id string, gone *engine.CleanedUpError) error {
+	if err := c.f.removeTombstone(cmd, c.g, id); err != nil {
+		return err
+	}
+	if c.f.asJSON {
+		return writeJSON(cmd.OutOrStdout(), map[string]any{"job_id": id, "backend": false, "store": true, "tombstone": true})
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: removed the tombstone of %s (its result was collected and the job cleaned up at %s)\n", id, gone.Tombstone.CleanedAt.Local().Format(time.DateTime))
+	return nil
+}
+
+// removeUnreadable removes the objects of a damaged job, or of what a stopped submitter
+// left, or a damaged tombstone when nothing else is left (done).
+func (c *jobsCleanup) removeUnreadable(cmd *cobra.Command, id string, err error) (done bool, _ error) {
+	if removed, rerr := c.f.removeUnreadable(cmd, c.g, id); rerr != nil || removed {
+		if rerr == nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: removed the store objects of %s (it could not be read, so no backend resources were looked for)\n", id)
+		}
+		return true, rerr
+	}
+	if !errors.Is(err, job.ErrTombstoneDamaged) || c.keepArtifacts {
+		return false, nil
+	}
+	// Nothing of it is left but its tombstone, which cannot be read.
+	if rerr := c.f.removeTombstone(cmd, c.g, id); rerr != nil {
+		return true, rerr
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "kinetic: removed the damaged tombstone of %s\n", id)
+	return true, nil
 }

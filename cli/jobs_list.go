@@ -82,29 +82,8 @@ type listRow struct {
 }
 
 func runJobsList(cmd *cobra.Command, g *Globals, f *listFlags) error {
-	if f.limit < 1 && !f.all {
-		return fmt.Errorf("--limit %d: give at least 1 (or --all for every job)", f.limit)
-	}
-	var since time.Duration
-	if f.since != "" {
-		d, err := parseAge(f.since)
-		if err != nil {
-			return usageErrorf("--since %q: %w", f.since, err)
-		}
-		since = d
-	}
-	want := map[job.State]bool{}
-	for _, s := range f.status {
-		st := job.State(strings.ToUpper(strings.TrimSpace(s)))
-		if !slices.Contains([]job.State{job.Pending, job.Running, job.Succeeded, job.Failed, job.NotFound, engine.ListError}, st) {
-			return fmt.Errorf("--status %q: not a state; give one or more of pending, running, succeeded, failed, error (comma-separated)", s)
-		}
-		want[st] = true
-	}
-	if f.watch && f.interval < 100*time.Millisecond {
-		return usageErrorf("--interval %s: give at least 100ms", f.interval)
-	}
-	if err := f.existingStore(); err != nil {
+	since, want, err := f.check()
+	if err != nil {
 		return err
 	}
 	e, err := newEngine(cmd, g, f.args())
@@ -123,20 +102,56 @@ func runJobsList(cmd *cobra.Command, g *Globals, f *listFlags) error {
 			return err
 		}
 		if f.asJSON {
-			if limit > 0 && len(rows) > limit {
-				rows = rows[:limit]
-			}
-			fillTimes(ctx, e, rows)
-			if rows == nil {
-				rows = []listRow{}
-			}
-			return writeJSON(w, rows)
+			return writeListJSON(ctx, e, w, rows, limit)
 		}
 		return printListTable(ctx, e, w, warn, rows, limit, painter(colourOn(cmd, cmd.OutOrStdout())))
 	}
 	if !f.watch {
 		return render(cmd.OutOrStdout(), cmd.ErrOrStderr())
 	}
+	return watchList(cmd, f.interval, render)
+}
+
+// check checks the flags of jobs list: --since as an age, --status as the states wanted.
+func (f *listFlags) check() (since time.Duration, want map[job.State]bool, err error) {
+	if f.limit < 1 && !f.all {
+		return 0, nil, fmt.Errorf("--limit %d: give at least 1 (or --all for every job)", f.limit)
+	}
+	if f.since != "" {
+		if since, err = parseAge(f.since); err != nil {
+			return 0, nil, usageErrorf("--since %q: %w", f.since, err)
+		}
+	}
+	want = map[job.State]bool{}
+	for _, s := range f.status {
+		st := job.State(strings.ToUpper(strings.TrimSpace(s)))
+		if !slices.Contains([]job.State{job.Pending, job.Running, job.Succeeded, job.Failed, job.NotFound, engine.ListError}, st) {
+			return 0, nil, fmt.Errorf("--status %q: not a state; give one or more of pending, running, succeeded, failed, error (comma-separated)", s)
+		}
+		want[st] = true
+	}
+	if f.watch && f.interval < 100*time.Millisecond {
+		return 0, nil, usageErrorf("--interval %s: give at least 100ms", f.interval)
+	}
+	return since, want, f.existingStore()
+}
+
+// writeListJSON writes the first limit rows (all: 0) as JSON, their times filled.
+func writeListJSON(ctx context.Context, e *engine.Engine, w io.Writer, rows []listRow, limit int) error {
+	if limit > 0 && len(rows) > limit {
+		rows = rows[:limit]
+	}
+	fillTimes(ctx, e, rows)
+	if rows == nil {
+		rows = []listRow{}
+	}
+	return writeJSON(w, rows)
+}
+
+// watchList renders the list every interval until interrupted: redrawn in place on a
+// terminal.
+func watchList(cmd *cobra.Command, interval time.Duration, render func(w, warn io.Writer) error) error {
+	ctx := cmd.Context()
 	tty := isTerminal(cmd.OutOrStdout())
 	for {
 		var b bytes.Buffer
@@ -149,14 +164,14 @@ func runJobsList(cmd *cobra.Command, g *Globals, f *listFlags) error {
 		out := cmd.OutOrStdout()
 		if tty {
 			// Home, clear: the table redrawn in place.
-			fmt.Fprintf(out, "\x1b[H\x1b[2J%s\nEvery %s: kinetic jobs list (Ctrl-C to stop)\n", b.Bytes(), f.interval)
+			fmt.Fprintf(out, "\x1b[H\x1b[2J%s\nEvery %s: kinetic jobs list (Ctrl-C to stop)\n", b.Bytes(), interval)
 		} else {
 			fmt.Fprintf(out, "%s\n", b.Bytes())
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(f.interval):
+		case <-time.After(interval):
 		}
 	}
 }
@@ -173,12 +188,7 @@ func listRows(ctx context.Context, e *engine.Engine, since time.Duration, want m
 	var rows []listRow
 	for _, l := range listed {
 		byID[l.Handle.JobID] = len(rows)
-		r := listRow{Listed: l}
-		if !l.FinishedAt.IsZero() {
-			fin := l.FinishedAt
-			r.FinishedAt = &fin
-		}
-		rows = append(rows, r)
+		rows = append(rows, listRow{Listed: l, FinishedAt: timeOrNil(l.FinishedAt)})
 	}
 	for _, t := range tombs {
 		cleaned := t.CleanedAt
@@ -186,28 +196,41 @@ func listRows(ctx context.Context, e *engine.Engine, since time.Duration, want m
 			rows[i].Collected, rows[i].CleanedAt = true, &cleaned
 			continue
 		}
-		h := &job.Handle{JobID: t.JobID, DisplayName: t.DisplayName, Accelerator: t.Accelerator, Backend: t.Backend, CreatedAt: t.CreatedAt, GroupID: t.GroupID, GroupIndex: t.GroupIndex}
-		r := listRow{Listed: engine.Listed{Handle: h, State: job.Succeeded}, Collected: true, CleanedAt: &cleaned}
-		if !t.FinishedAt.IsZero() {
-			fin := t.FinishedAt
-			r.FinishedAt = &fin
-		}
-		rows = append(rows, r)
+		rows = append(rows, tombstoneRow(t))
 	}
 	slices.SortStableFunc(rows, func(a, b listRow) int { return strings.Compare(b.Handle.JobID, a.Handle.JobID) })
 	out := rows[:0]
 	for _, r := range rows {
 		r.created = createdOf(r.Handle)
 		r.AgeSeconds = now.Sub(r.created).Seconds()
-		if since > 0 && !r.created.IsZero() && now.Sub(r.created) > since {
-			continue
+		if wanted(r, now, since, want) {
+			out = append(out, r)
 		}
-		if len(want) > 0 && !want[r.State] {
-			continue
-		}
-		out = append(out, r)
 	}
 	return out, nil
+}
+
+// timeOrNil is a copy of t, nil when it is zero.
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// tombstoneRow is the row of a job collected and cleaned up: SUCCEEDED.
+func tombstoneRow(t *job.Tombstone) listRow {
+	cleaned := t.CleanedAt
+	h := &job.Handle{JobID: t.JobID, DisplayName: t.DisplayName, Accelerator: t.Accelerator, Backend: t.Backend, CreatedAt: t.CreatedAt, GroupID: t.GroupID, GroupIndex: t.GroupIndex}
+	return listRow{Listed: engine.Listed{Handle: h, State: job.Succeeded}, Collected: true, CleanedAt: &cleaned, FinishedAt: timeOrNil(t.FinishedAt)}
+}
+
+// wanted says r passes --since and --status.
+func wanted(r listRow, now time.Time, since time.Duration, want map[job.State]bool) bool {
+	if since > 0 && !r.created.IsZero() && now.Sub(r.created) > since {
+		return false
+	}
+	return len(want) == 0 || want[r.State]
 }
 
 // createdOf is when the job was submitted: its handle's time, else its ID's.
@@ -258,48 +281,20 @@ type tableRow struct {
 	age, duration                        string
 }
 
+// listEntry is one printed entry: a job, or a batch with its children folded.
+type listEntry struct {
+	job   *listRow
+	group []*listRow
+}
+
 func printListTable(ctx context.Context, e *engine.Engine, w, warn io.Writer, rows []listRow, limit int, p painter) error {
-	// Fold batch children: one entry per batch, where its newest child stands.
-	type entry struct {
-		job   *listRow
-		group []*listRow
-	}
-	var entries []*entry
-	groups := map[string]*entry{}
-	for i := range rows {
-		r := &rows[i]
-		gid := r.Handle.GroupID
-		if gid == "" {
-			entries = append(entries, &entry{job: r})
-			continue
-		}
-		if en := groups[gid]; en != nil {
-			en.group = append(en.group, r)
-			continue
-		}
-		en := &entry{group: []*listRow{r}}
-		groups[gid] = en
-		entries = append(entries, en)
-	}
+	entries := foldEntries(rows)
 	more := 0
 	if limit > 0 && len(entries) > limit {
 		more = len(entries) - limit
 		entries = entries[:limit]
 	}
-	var shown []listRow
-	for _, en := range entries {
-		if en.job != nil {
-			shown = append(shown, *en.job)
-		}
-		for _, r := range en.group {
-			shown = append(shown, *r)
-		}
-	}
-	fillTimes(ctx, e, shown)
-	byID := map[string]*listRow{}
-	for i := range shown {
-		byID[shown[i].Handle.JobID] = &shown[i]
-	}
+	byID := shownRows(ctx, e, entries)
 	now := time.Now()
 	var trs []tableRow
 	var damaged []*listRow
@@ -307,20 +302,7 @@ func printListTable(ctx context.Context, e *engine.Engine, w, warn io.Writer, ro
 		var tr tableRow
 		if en.job != nil {
 			r := byID[en.job.Handle.JobID]
-			h := r.Handle
-			tr = tableRow{id: h.JobID, status: string(r.State), function: h.DisplayName, accel: h.Accelerator, backend: h.Backend, age: "-", duration: "-"}
-			if r.Collected {
-				tr.status += " (collected)"
-			}
-			if cancelled(r.Listed) {
-				tr.status += " (cancelled)"
-			}
-			if !r.created.IsZero() {
-				tr.age = humanDuration(now.Sub(r.created))
-			}
-			if r.DurationSeconds != nil {
-				tr.duration = humanDuration(seconds.Duration(*r.DurationSeconds))
-			}
+			tr = jobTableRow(r, now)
 			if r.State == engine.ListError {
 				damaged = append(damaged, r)
 			}
@@ -343,6 +325,66 @@ func printListTable(ctx context.Context, e *engine.Engine, w, warn io.Writer, ro
 		fmt.Fprintf(warn, "kinetic: warning: %s\n", r.Reason)
 	}
 	return nil
+}
+
+// foldEntries folds batch children: one entry per batch, where its newest child stands.
+func foldEntries(rows []listRow) []*listEntry {
+	var entries []*listEntry
+	groups := map[string]*listEntry{}
+	for i := range rows {
+		r := &rows[i]
+		gid := r.Handle.GroupID
+		if gid == "" {
+			entries = append(entries, &listEntry{job: r})
+			continue
+		}
+		if en := groups[gid]; en != nil {
+			en.group = append(en.group, r)
+			continue
+		}
+		en := &listEntry{group: []*listRow{r}}
+		groups[gid] = en
+		entries = append(entries, en)
+	}
+	return entries
+}
+
+// shownRows are the rows of entries, their times filled, by job ID.
+func shownRows(ctx context.Context, e *engine.Engine, entries []*listEntry) map[string]*listRow {
+	var shown []listRow
+	for _, en := range entries {
+		if en.job != nil {
+			shown = append(shown, *en.job)
+		}
+		for _, r := range en.group {
+			shown = append(shown, *r)
+		}
+	}
+	fillTimes(ctx, e, shown)
+	byID := map[string]*listRow{}
+	for i := range shown {
+		byID[shown[i].Handle.JobID] = &shown[i]
+	}
+	return byID
+}
+
+// jobTableRow is the printed row of a single job.
+func jobTableRow(r *listRow, now time.Time) tableRow {
+	h := r.Handle
+	tr := tableRow{id: h.JobID, status: string(r.State), function: h.DisplayName, accel: h.Accelerator, backend: h.Backend, age: "-", duration: "-"}
+	if r.Collected {
+		tr.status += " (collected)"
+	}
+	if cancelled(r.Listed) {
+		tr.status += " (cancelled)"
+	}
+	if !r.created.IsZero() {
+		tr.age = humanDuration(now.Sub(r.created))
+	}
+	if r.DurationSeconds != nil {
+		tr.duration = humanDuration(seconds.Duration(*r.DurationSeconds))
+	}
+	return tr
 }
 
 // writeTable writes the rows as an aligned table, their statuses coloured by p.
@@ -369,54 +411,66 @@ func writeTable(w io.Writer, rows []tableRow, p painter) error {
 // total is how many inputs the batch has (its manifest's; 0 when unknown): the counts
 // are of every input, those not submitted (yet, or ever: fail_fast) included.
 func foldBatch(kids []*listRow, total int, now time.Time) tableRow {
-	first := kids[0]
-	h := first.Handle
-	n := map[job.State]int{}
-	var start, end time.Time
-	allFinal := true
+	h := kids[0].Handle
+	c := countKids(kids)
+	total = max(total, len(kids))
+	tr := tableRow{id: h.GroupID, status: c.status(total), function: h.DisplayName + " ×" + strconv.Itoa(total), accel: h.Accelerator, backend: h.Backend, age: "-", duration: "-"}
+	if !c.start.IsZero() {
+		tr.age = humanDuration(now.Sub(c.start))
+		if !c.allFinal {
+			tr.duration = humanDuration(now.Sub(c.start))
+		} else if !c.end.IsZero() {
+			tr.duration = humanDuration(c.end.Sub(c.start))
+		}
+	}
+	return tr
+}
+
+// kidCounts is what foldBatch counts of a batch's children: how many are in each state
+// (unreadable ones are FAILED), the first's creation and the last's end.
+type kidCounts struct {
+	n          map[job.State]int
+	start, end time.Time
+	allFinal   bool
+}
+
+func countKids(kids []*listRow) kidCounts {
+	c := kidCounts{n: map[job.State]int{}, allFinal: true}
 	for _, k := range kids {
 		st := k.State
 		if st == engine.ListError || st == job.NotFound {
 			st = job.Failed
 		}
-		n[st]++
-		if !k.created.IsZero() && (start.IsZero() || k.created.Before(start)) {
-			start = k.created
+		c.n[st]++
+		if !k.created.IsZero() && (c.start.IsZero() || k.created.Before(c.start)) {
+			c.start = k.created
 		}
 		if !st.Terminal() {
-			allFinal = false
-		} else if k.FinishedAt != nil && k.FinishedAt.After(end) {
-			end = *k.FinishedAt
+			c.allFinal = false
+		} else if k.FinishedAt != nil && k.FinishedAt.After(c.end) {
+			c.end = *k.FinishedAt
 		}
 	}
+	return c
+}
+
+// status is the batch's STATUS column, of total inputs.
+func (c kidCounts) status(total int) string {
+	n := c.n
 	done := n[job.Succeeded] + n[job.Failed]
-	if total < len(kids) {
-		total = len(kids)
-	}
-	var status string
 	switch {
 	case n[job.Running] > 0:
-		status = fmt.Sprintf("RUNNING %d/%d done", done, total)
+		return fmt.Sprintf("RUNNING %d/%d done", done, total)
 	case n[job.Pending] > 0:
-		status = fmt.Sprintf("PENDING %d/%d done", done, total)
+		return fmt.Sprintf("PENDING %d/%d done", done, total)
 	case n[job.Failed] > 0:
-		status = fmt.Sprintf("FAILED %d of %d", n[job.Failed], total)
+		status := fmt.Sprintf("FAILED %d of %d", n[job.Failed], total)
 		if ok := n[job.Succeeded]; ok > 0 {
 			status += fmt.Sprintf(", %d ok", ok)
 		}
-	default:
-		status = fmt.Sprintf("SUCCEEDED %d/%d", done, total)
+		return status
 	}
-	tr := tableRow{id: h.GroupID, status: status, function: h.DisplayName + " ×" + strconv.Itoa(total), accel: h.Accelerator, backend: h.Backend, age: "-", duration: "-"}
-	if !start.IsZero() {
-		tr.age = humanDuration(now.Sub(start))
-		if !allFinal {
-			tr.duration = humanDuration(now.Sub(start))
-		} else if !end.IsZero() {
-			tr.duration = humanDuration(end.Sub(start))
-		}
-	}
-	return tr
+	return fmt.Sprintf("SUCCEEDED %d/%d", done, total)
 }
 
 // cancelled reports whether a job ended because it was cancelled: FAILED with the
@@ -472,24 +526,15 @@ func parseAge(s string) (time.Duration, error) {
 	if strings.HasPrefix(s, "-") {
 		return 0, fmt.Errorf("a negative duration: give how long, like 30m, 2h or 7d (without the minus)")
 	}
-	var days time.Duration
-	if i := strings.IndexByte(s, 'd'); i > 0 {
-		n, err := strconv.Atoi(s[:i])
-		if err != nil || n < 0 {
-			return 0, fmt.Errorf("write a duration like 30m, 2h or 7d")
-		}
-		if time.Duration(n) > maxFlagDuration/(24*time.Hour) {
-			return 0, fmt.Errorf("at most %d days", maxFlagDuration/(24*time.Hour))
-		}
-		days, s = time.Duration(n)*24*time.Hour, s[i+1:]
+	days, s, err := parseDays(s)
+	if err != nil {
+		return 0, err
 	}
 	var rest time.Duration
 	if s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil {
+		if rest, err = time.ParseDuration(s); err != nil {
 			return 0, fmt.Errorf("write a duration like 30m, 2h or 7d")
 		}
-		rest = d
 	}
 	d := days + rest
 	if rest < 0 || rest > maxFlagDuration || d > maxFlagDuration {
@@ -499,4 +544,20 @@ func parseAge(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("give a positive duration like 30m, 2h or 7d")
 	}
 	return d, nil
+}
+
+// parseDays reads the leading "Nd" of s, if any, and returns the rest.
+func parseDays(s string) (time.Duration, string, error) {
+	i := strings.IndexByte(s, 'd')
+	if i <= 0 {
+		return 0, s, nil
+	}
+	n, err := strconv.Atoi(s[:i])
+	if err != nil || n < 0 {
+		return 0, "", fmt.Errorf("write a duration like 30m, 2h or 7d")
+	}
+	if time.Duration(n) > maxFlagDuration/(24*time.Hour) {
+		return 0, "", fmt.Errorf("at most %d days", maxFlagDuration/(24*time.Hour))
+	}
+	return time.Duration(n) * 24 * time.Hour, s[i+1:], nil
 }

@@ -59,65 +59,74 @@ func (s *Server) clusterPage(w http.ResponseWriter, r *http.Request) {
 			v.Error = s.o.ClusterErr.Error()
 		}
 	default:
-		v.Context = s.o.Cluster.Context
-		if s.o.Cluster.Config != nil {
-			v.Server = s.o.Cluster.Config.Host
-		}
-		nodes, err := infra.Nodes(r.Context(), s.o.Cluster)
-		if err != nil {
-			v.Error = err.Error()
-			break
-		}
-		v.Nodes = nodes
-		v.Namespace, v.Now = s.o.Cluster.Namespace, time.Now()
-		if v.Warm, err = infra.ListWarmPods(r.Context(), s.o.Cluster); err != nil {
-			v.WarmErr = err.Error()
-		}
-		byName := map[string]*Pool{}
-		for _, n := range nodes {
-			name := n.Pool
-			if name == "" {
-				name = "(no pool label)"
-			}
-			p := byName[name]
-			if p == nil {
-				p = &Pool{Name: name, UsedKnown: true}
-				byName[name] = p
-				v.Pools = append(v.Pools, Pool{})
-			}
-			p.Nodes++
-			if n.Ready {
-				p.Ready++
-			}
-			p.Allocatable += n.Allocatable
-			if n.Used < 0 {
-				p.UsedKnown = false
-			} else {
-				p.Used += n.Used
-			}
-			if n.Resource != "" {
-				p.HasDevice = true
-			}
-			for _, a := range n.Accelerators {
-				if !contains(p.Accelerators, a) {
-					p.Accelerators = append(p.Accelerators, a)
-				}
-			}
-		}
-		v.Pools = v.Pools[:0]
-		seen := map[string]bool{}
-		for _, n := range nodes {
-			name := n.Pool
-			if name == "" {
-				name = "(no pool label)"
-			}
-			if !seen[name] {
-				seen[name] = true
-				v.Pools = append(v.Pools, *byName[name])
-			}
-		}
+		s.readCluster(r, v)
 	}
 	s.page(w, http.StatusOK, "cluster.html", "Cluster", "cluster", v)
+}
+
+// readCluster fills v from the cluster: its nodes, their pools and the warm pods.
+func (s *Server) readCluster(r *http.Request, v *ClusterView) {
+	v.Context = s.o.Cluster.Context
+	if s.o.Cluster.Config != nil {
+		v.Server = s.o.Cluster.Config.Host
+	}
+	nodes, err := infra.Nodes(r.Context(), s.o.Cluster)
+	if err != nil {
+		v.Error = err.Error()
+		return
+	}
+	v.Nodes = nodes
+	v.Namespace, v.Now = s.o.Cluster.Namespace, time.Now()
+	if v.Warm, err = infra.ListWarmPods(r.Context(), s.o.Cluster); err != nil {
+		v.WarmErr = err.Error()
+	}
+	v.Pools = poolsOf(nodes)
+}
+
+// poolsOf sums nodes by pool, in the order the pools first appear.
+func poolsOf(nodes []infra.Node) []Pool {
+	byName := map[string]*Pool{}
+	var order []string
+	for _, n := range nodes {
+		name := n.Pool
+		if name == "" {
+			name = "(no pool label)"
+		}
+		p := byName[name]
+		if p == nil {
+			p = &Pool{Name: name, UsedKnown: true}
+			byName[name] = p
+			order = append(order, name)
+		}
+		p.add(n)
+	}
+	var pools []Pool
+	for _, name := range order {
+		pools = append(pools, *byName[name])
+	}
+	return pools
+}
+
+// add counts node n in p.
+func (p *Pool) add(n infra.Node) {
+	p.Nodes++
+	if n.Ready {
+		p.Ready++
+	}
+	p.Allocatable += n.Allocatable
+	if n.Used < 0 {
+		p.UsedKnown = false
+	} else {
+		p.Used += n.Used
+	}
+	if n.Resource != "" {
+		p.HasDevice = true
+	}
+	for _, a := range n.Accelerators {
+		if !contains(p.Accelerators, a) {
+			p.Accelerators = append(p.Accelerators, a)
+		}
+	}
 }
 
 func contains(xs []string, x string) bool {

@@ -105,66 +105,92 @@ func (s *Server) jobView(ctx context.Context, id string) (*JobView, error) {
 // (handle.submitted_at), the runner's start (download, install: the environment), the
 // call and its end (result.json), or the backend's last state change (status.json).
 func timeline(h *job.Handle, state job.State, reason string, t jobTimes, now time.Time) *Timeline {
-	created := createdAt(h)
-	submitted, _ := time.Parse(time.RFC3339Nano, h.SubmittedAt)
-	if submitted.IsZero() {
-		submitted = created
+	tb := timelineBuild{state: state, final: state.Terminal(), t: t, created: createdAt(h), end: t.End}
+	tb.submitted, _ = time.Parse(time.RFC3339Nano, h.SubmittedAt)
+	if tb.submitted.IsZero() {
+		tb.submitted = tb.created
 	}
-	end := t.End
-	final := state.Terminal()
-	if !final {
-		end = now
+	if !tb.final {
+		tb.end = now
 	}
-	var segs []Segment
-	seg := func(label, class, detail string, a, b time.Time) {
-		if a.IsZero() || b.IsZero() || b.Before(a) {
-			return
-		}
-		segs = append(segs, Segment{Label: label, Class: class, Detail: detail, Start: a, End: b})
+	tb.seg("upload", "upload", "working tree, data and payload to the store", tb.created, tb.submitted)
+	tb.pending(reason)
+	tb.running()
+	return tb.draw()
+}
+
+// timelineBuild collects a timeline's segments.
+type timelineBuild struct {
+	state                   job.State
+	final                   bool
+	t                       jobTimes
+	created, submitted, end time.Time
+	runningFrom             time.Time // when the job started running, as far as the store knows
+	segs                    []Segment
+}
+
+func (tb *timelineBuild) seg(label, class, detail string, a, b time.Time) {
+	if a.IsZero() || b.IsZero() || b.Before(a) {
+		return
 	}
-	seg("upload", "upload", "working tree, data and payload to the store", created, submitted)
-	// When the job started running, as far as the store knows.
-	runningFrom := t.Start
-	if runningFrom.IsZero() && t.Status != nil && t.Status.State == job.Running {
-		runningFrom = t.Status.UpdatedAt
+	tb.segs = append(tb.segs, Segment{Label: label, Class: class, Detail: detail, Start: a, End: b})
+}
+
+// pending is the wait from submission to the start.
+func (tb *timelineBuild) pending(reason string) {
+	t := tb.t
+	tb.runningFrom = t.Start
+	if tb.runningFrom.IsZero() && t.Status != nil && t.Status.State == job.Running {
+		tb.runningFrom = t.Status.UpdatedAt
 	}
-	pendingTo := runningFrom
+	pendingTo := tb.runningFrom
 	if pendingTo.IsZero() {
-		if state == job.Pending || final {
-			pendingTo = end
+		if tb.state == job.Pending || tb.final {
+			pendingTo = tb.end
 		} else {
-			pendingTo = submitted // running, start not recorded (a batch child on a worker)
+			pendingTo = tb.submitted // running, start not recorded (a batch child on a worker)
 		}
 	}
 	pendingDetail := "waiting for a slot or a node"
-	if state == job.Pending && reason != "" {
+	if tb.state == job.Pending && reason != "" {
 		pendingDetail = reason
 	}
-	seg("pending", "pending", pendingDetail, submitted, pendingTo)
-	if !t.Start.IsZero() && !t.Called.IsZero() {
-		seg("environment", "env", "download, verify, materialise, install", t.Start, t.Called)
-		seg("running", "run", "the function or command", t.Called, end)
-	} else if !t.Start.IsZero() && final && t.Called.IsZero() {
-		seg("environment", "env", "failed before the call", t.Start, end)
-	} else if state == job.Running || (final && !runningFrom.IsZero()) {
-		seg("running", "run", "", maxTime(runningFrom, submitted), end)
+	tb.seg("pending", "pending", pendingDetail, tb.submitted, pendingTo)
+}
+
+// running is the environment's set-up and the call, as far as the store knows.
+func (tb *timelineBuild) running() {
+	t := tb.t
+	switch {
+	case !t.Start.IsZero() && !t.Called.IsZero():
+		tb.seg("environment", "env", "download, verify, materialise, install", t.Start, t.Called)
+		tb.seg("running", "run", "the function or command", t.Called, tb.end)
+	case !t.Start.IsZero() && tb.final && t.Called.IsZero():
+		tb.seg("environment", "env", "failed before the call", t.Start, tb.end)
+	case tb.state == job.Running || (tb.final && !tb.runningFrom.IsZero()):
+		tb.seg("running", "run", "", maxTime(tb.runningFrom, tb.submitted), tb.end)
 	}
-	tl := &Timeline{Start: created, End: end}
-	if !end.After(created) {
-		tl.End = created.Add(time.Second)
+}
+
+// draw places the segments, the end's mark and the ticks on a 1000-wide axis.
+func (tb *timelineBuild) draw() *Timeline {
+	tl := &Timeline{Start: tb.created, End: tb.end}
+	if !tb.end.After(tb.created) {
+		tl.End = tb.created.Add(time.Second)
 	}
 	span := tl.End.Sub(tl.Start).Seconds()
 	x := func(at time.Time) float64 { return 1000 * at.Sub(tl.Start).Seconds() / span }
+	segs := tb.segs
 	for i := range segs {
 		segs[i].X = x(segs[i].Start)
 		segs[i].W = max(x(segs[i].End)-segs[i].X, 2)
 		segs[i].Row = i
 	}
 	tl.Segments = segs
-	if final {
-		tl.Marks = append(tl.Marks, Mark{Label: string(state), Class: stateClass(state), X: x(end)})
+	if tb.final {
+		tl.Marks = append(tl.Marks, Mark{Label: string(tb.state), Class: stateClass(tb.state), X: x(tb.end)})
 	} else {
-		tl.Marks = append(tl.Marks, Mark{Label: "now", Class: "now", X: x(end)})
+		tl.Marks = append(tl.Marks, Mark{Label: "now", Class: "now", X: x(tb.end)})
 	}
 	tl.Ticks = ticks(span, x, tl.Start)
 	return tl

@@ -109,32 +109,34 @@ func (f Filter) needsBatches() bool { return f.Tag != "" || f.Batch != "" }
 
 func (f Filter) match(l engine.Listed, bs map[string]batch.Manifest) bool {
 	h := l.Handle
-	if f.Status != "" && string(l.State) != f.Status {
+	return (f.Status == "" || string(l.State) == f.Status) && f.matchName(h) && f.matchBatch(h, bs) && f.matchTag(h, bs)
+}
+
+// matchName: the display name, function or job ID holds f.Name (any case).
+func (f Filter) matchName(h *job.Handle) bool {
+	return f.Name == "" || containsFold(h.DisplayName, f.Name) || containsFold(h.FuncName, f.Name) || containsFold(h.JobID, f.Name)
+}
+
+// matchBatch: h is a batch child whose batch's ID or name holds f.Batch (any case).
+func (f Filter) matchBatch(h *job.Handle, bs map[string]batch.Manifest) bool {
+	if f.Batch == "" {
+		return true
+	}
+	return h.GroupID != "" && (containsFold(h.GroupID, f.Batch) || (bs != nil && containsFold(bs[h.GroupID].Name, f.Batch)))
+}
+
+// matchTag: h's batch has tag f.Tag (KEY, or KEY=VALUE).
+func (f Filter) matchTag(h *job.Handle, bs map[string]batch.Manifest) bool {
+	if f.Tag == "" {
+		return true
+	}
+	m, ok := bs[h.GroupID]
+	if !ok {
 		return false
 	}
-	if f.Name != "" && !containsFold(h.DisplayName, f.Name) && !containsFold(h.FuncName, f.Name) && !containsFold(h.JobID, f.Name) {
-		return false
-	}
-	if f.Batch != "" {
-		if h.GroupID == "" {
-			return false
-		}
-		if !containsFold(h.GroupID, f.Batch) && !(bs != nil && containsFold(bs[h.GroupID].Name, f.Batch)) {
-			return false
-		}
-	}
-	if f.Tag != "" {
-		m, ok := bs[h.GroupID]
-		if !ok {
-			return false
-		}
-		k, v, hasValue := strings.Cut(f.Tag, "=")
-		got, ok := m.Tags[k]
-		if !ok || (hasValue && got != v) {
-			return false
-		}
-	}
-	return true
+	k, v, hasValue := strings.Cut(f.Tag, "=")
+	got, ok := m.Tags[k]
+	return ok && (!hasValue || got == v)
 }
 
 func containsFold(s, sub string) bool {

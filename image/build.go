@@ -148,53 +148,21 @@ func (d *Daemonless) Build(ctx context.Context, req *BuildRequest) (name.Digest,
 		return name.Digest{}, err
 	}
 	defer os.RemoveAll(work)
-
-	var adds []mutate.Addendum
-	env := cf.Config.Env
-	var t Target
-	if len(req.Requirements) > 0 || req.Python != "" {
-		var ok bool
-		if t, ok = targetFromConfig(cf); !ok {
-			say(req.Progress, "reading the layers of %s to find its Python (set the label %s to skip this)", req.Base, LabelPython)
-			if t, err = targetFromLayers(base, t); err != nil {
-				return name.Digest{}, fmt.Errorf("base image %s: %w: bundled images need a base with python3 on PATH (use a python image, or set its PYTHON_VERSION env or %s label)", req.Base, err, LabelPython)
-			}
-		}
-		if err := req.checkPython(t.Python); err != nil {
-			return name.Digest{}, err
-		}
+	t, err := buildTarget(req, base, cf)
+	if err != nil {
+		return name.Digest{}, err
 	}
+	adds, env := []mutate.Addendum(nil), cf.Config.Env
 	if len(req.Requirements) > 0 {
 		ls, err := d.requirementsLayer(ctx, req, t, work, mt)
 		if err != nil {
 			return name.Digest{}, err
 		}
-		for i, l := range ls {
-			by := "kinetic: pip install --target " + SitePackages
-			if len(ls) > 1 && i == 0 {
-				by = "kinetic: the runtime layer (" + strings.Join(req.Runtime, ", ") + ") at " + SitePackages
-			}
-			adds = append(adds, mutate.Addendum{Layer: l, History: v1.History{CreatedBy: by, Created: v1.Time{Time: time.Unix(0, 0)}}})
-		}
+		adds = requirementsAddenda(req, ls)
 		env = setPathEnv(env, "PYTHONPATH", SitePackages)
 	}
-	img, err := mutate.Append(base, adds...)
+	img, err := finishImage(base, adds, env, req.Labels)
 	if err != nil {
-		return name.Digest{}, err
-	}
-	cf2, err := img.ConfigFile()
-	if err != nil {
-		return name.Digest{}, err
-	}
-	cf2 = cf2.DeepCopy()
-	cf2.Config.Env = env
-	if cf2.Config.Labels == nil {
-		cf2.Config.Labels = map[string]string{}
-	}
-	for k, v := range req.Labels {
-		cf2.Config.Labels[k] = v
-	}
-	if img, err = mutate.ConfigFile(img, cf2); err != nil {
 		return name.Digest{}, err
 	}
 	dg, err := push(ctx, d.Client, req.Target, img, req.Progress)
@@ -203,6 +171,58 @@ func (d *Daemonless) Build(ctx context.Context, req *BuildRequest) (name.Digest,
 	}
 	say(req.Progress, "built %s in %s", dg, time.Since(start).Round(10*time.Millisecond))
 	return dg, nil
+}
+
+// buildTarget is the base's Python and platform, when the build needs them (it installs
+// requirements, or req asks for a Python).
+func buildTarget(req *BuildRequest, base v1.Image, cf *v1.ConfigFile) (Target, error) {
+	var t Target
+	if len(req.Requirements) == 0 && req.Python == "" {
+		return t, nil
+	}
+	t, ok := targetFromConfig(cf)
+	if !ok {
+		var err error
+		say(req.Progress, "reading the layers of %s to find its Python (set the label %s to skip this)", req.Base, LabelPython)
+		if t, err = targetFromLayers(base, t); err != nil {
+			return t, fmt.Errorf("base image %s: %w: bundled images need a base with python3 on PATH (use a python image, or set its PYTHON_VERSION env or %s label)", req.Base, err, LabelPython)
+		}
+	}
+	return t, req.checkPython(t.Python)
+}
+
+// requirementsAddenda are the requirements layers with their history.
+func requirementsAddenda(req *BuildRequest, ls []*fileLayer) []mutate.Addendum {
+	var adds []mutate.Addendum
+	for i, l := range ls {
+		by := "kinetic: pip install --target " + SitePackages
+		if len(ls) > 1 && i == 0 {
+			by = "kinetic: the runtime layer (" + strings.Join(req.Runtime, ", ") + ") at " + SitePackages
+		}
+		adds = append(adds, mutate.Addendum{Layer: l, History: v1.History{CreatedBy: by, Created: v1.Time{Time: time.Unix(0, 0)}}})
+	}
+	return adds
+}
+
+// finishImage is base with adds, its environment env and labels added.
+func finishImage(base v1.Image, adds []mutate.Addendum, env []string, labels map[string]string) (v1.Image, error) {
+	img, err := mutate.Append(base, adds...)
+	if err != nil {
+		return nil, err
+	}
+	cf2, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf2 = cf2.DeepCopy()
+	cf2.Config.Env = env
+	if cf2.Config.Labels == nil {
+		cf2.Config.Labels = map[string]string{}
+	}
+	for k, v := range labels {
+		cf2.Config.Labels[k] = v
+	}
+	return mutate.ConfigFile(img, cf2)
 }
 
 func (d *Daemonless) python() string {

@@ -17,25 +17,9 @@ import (
 // local --find-links directories copied in (their lines rewritten to the copies), and
 // the runner binary.
 func buildContext(ctx context.Context, c *Client, req *BuildRequest, dir string) error {
-	lines := make([]string, 0, len(req.Requirements))
-	nlinks := 0
-	for _, l := range req.Requirements {
-		opt, val, ok := strings.Cut(l, " ")
-		val = strings.Trim(strings.TrimSpace(val), `'"`)
-		if ok && opt == "--find-links" && filepath.IsAbs(val) {
-			if fi, err := os.Stat(val); err == nil && fi.IsDir() {
-				dst := filepath.Join(dir, "links", fmt.Sprint(nlinks))
-				if err := copyDir(val, dst); err != nil {
-					return fmt.Errorf("copy --find-links %s into the build context: %w", val, err)
-				}
-				l = fmt.Sprintf("--find-links /kinetic/build/links/%d", nlinks)
-				nlinks++
-			}
-		}
-		lines = append(lines, l)
-	}
-	if nlinks == 0 {
-		os.MkdirAll(filepath.Join(dir, "links"), 0o755)
+	lines, err := contextRequirements(req.Requirements, dir)
+	if err != nil {
+		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "requirements.txt"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		return err
@@ -64,6 +48,41 @@ func buildContext(ctx context.Context, c *Client, req *BuildRequest, dir string)
 		fmt.Fprintf(&df, "LABEL %q=%q\n", k, req.Labels[k])
 	}
 	return os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(df.String()), 0o644)
+}
+
+// contextRequirements are the requirement lines with local --find-links directories
+// copied into dir/links (their lines rewritten to the copies); dir/links is made
+// either way.
+func contextRequirements(reqs []string, dir string) ([]string, error) {
+	lines := make([]string, 0, len(reqs))
+	nlinks := 0
+	for _, l := range reqs {
+		if val, ok := localFindLinks(l); ok {
+			dst := filepath.Join(dir, "links", fmt.Sprint(nlinks))
+			if err := copyDir(val, dst); err != nil {
+				return nil, fmt.Errorf("copy --find-links %s into the build context: %w", val, err)
+			}
+			l = fmt.Sprintf("--find-links /kinetic/build/links/%d", nlinks)
+			nlinks++
+		}
+		lines = append(lines, l)
+	}
+	if nlinks == 0 {
+		os.MkdirAll(filepath.Join(dir, "links"), 0o755)
+	}
+	return lines, nil
+}
+
+// localFindLinks is the directory of a "--find-links DIR" line whose DIR is an
+// absolute path to a directory here.
+func localFindLinks(l string) (string, bool) {
+	opt, val, ok := strings.Cut(l, " ")
+	val = strings.Trim(strings.TrimSpace(val), `'"`)
+	if !ok || opt != "--find-links" || !filepath.IsAbs(val) {
+		return "", false
+	}
+	fi, err := os.Stat(val)
+	return val, err == nil && fi.IsDir()
 }
 
 // basePythonPath is the base image's PYTHONPATH ("" when unset or unknown).

@@ -58,18 +58,33 @@ func (e *Ensurer) ensure(ctx context.Context, req *BuildRequest) (Result, error)
 		return r, err
 	}
 	if e.LockDir != "" {
-		unlock, err := filelock.LockContext(ctx, filepath.Join(e.LockDir, lockName(req.Target)), func() {
-			say(req.Progress, "waiting for another build of %s on this machine", req.Target)
-		})
-		if err != nil {
-			return Result{}, fmt.Errorf("lock the build of %s: %w", req.Target, err)
-		}
-		defer unlock()
-		// Another process may have built it while this one waited.
-		if r, ok, err := e.lookup(ctx, req.Target); err != nil || ok {
+		unlock, r, done, err := e.lockBuild(ctx, req)
+		if done {
 			return r, err
 		}
+		defer unlock()
 	}
+	return e.build(ctx, req)
+}
+
+// lockBuild takes this machine's lock of req's build; done (and the lock given back)
+// when it failed, or another process built the image while this one waited.
+func (e *Ensurer) lockBuild(ctx context.Context, req *BuildRequest) (unlock func(), r Result, done bool, err error) {
+	unlock, err = filelock.LockContext(ctx, filepath.Join(e.LockDir, lockName(req.Target)), func() {
+		say(req.Progress, "waiting for another build of %s on this machine", req.Target)
+	})
+	if err != nil {
+		return nil, Result{}, true, fmt.Errorf("lock the build of %s: %w", req.Target, err)
+	}
+	if r, ok, err := e.lookup(ctx, req.Target); err != nil || ok {
+		unlock()
+		return nil, r, true, err
+	}
+	return unlock, Result{}, false, nil
+}
+
+// build builds req with the Builder (the Fallback when a wheel is missing).
+func (e *Ensurer) build(ctx context.Context, req *BuildRequest) (Result, error) {
 	b := e.Builder
 	if b == nil {
 		b = &Daemonless{Client: e.Client}

@@ -183,64 +183,71 @@ func writeLayer(out string, files []layerFile, mt types.MediaType) (*fileLayer, 
 		return nil, err
 	}
 	defer w.f.Close()
-	tw, dirs := w.tw, w.dirs
-	addDirs := w.parents
 	for _, lf := range files {
 		fi, err := os.Stat(lf.Source)
 		if err != nil {
 			return nil, err
 		}
-		if !fi.IsDir() {
-			if err := addDirs(lf.Target); err != nil {
-				return nil, err
-			}
-			if err := addFile(tw, lf.Target, lf.Source, fi, lf.Mode); err != nil {
-				return nil, err
-			}
-			continue
+		if fi.IsDir() {
+			err = w.addTree(lf)
+		} else if err = w.parents(lf.Target); err == nil {
+			err = addFile(w.tw, lf.Target, lf.Source, fi, lf.Mode)
 		}
-		var paths []string
-		if err := filepath.WalkDir(lf.Source, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			paths = append(paths, p)
-			return nil
-		}); err != nil {
+		if err != nil {
 			return nil, err
-		}
-		sort.Strings(paths)
-		for _, p := range paths {
-			rel, _ := filepath.Rel(lf.Source, p)
-			target := path.Join(lf.Target, filepath.ToSlash(rel))
-			fi, err := os.Lstat(p)
-			if err != nil {
-				return nil, err
-			}
-			if err := addDirs(target); err != nil {
-				return nil, err
-			}
-			switch {
-			case fi.IsDir():
-				if dirs[target] {
-					continue
-				}
-				dirs[target] = true
-				err = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: target[1:] + "/", Mode: 0o755, ModTime: epoch, Format: tar.FormatPAX})
-			case fi.Mode()&fs.ModeSymlink != 0:
-				var link string
-				if link, err = os.Readlink(p); err == nil {
-					err = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: target[1:], Linkname: link, Mode: 0o777, ModTime: epoch, Format: tar.FormatPAX})
-				}
-			case fi.Mode().IsRegular():
-				err = addFile(tw, target, p, fi, 0)
-			}
-			if err != nil {
-				return nil, err
-			}
 		}
 	}
 	return w.close()
+}
+
+// addTree adds the tree lf.Source at lf.Target, in the order of its sorted paths.
+func (w *layerWriter) addTree(lf layerFile) error {
+	var paths []string
+	if err := filepath.WalkDir(lf.Source, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		paths = append(paths, p)
+		return nil
+	}); err != nil {
+		return err
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		rel, _ := filepath.Rel(lf.Source, p)
+		if err := w.addPath(p, path.Join(lf.Target, filepath.ToSlash(rel))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addPath adds the directory, symbolic link or regular file p at target.
+func (w *layerWriter) addPath(p, target string) error {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return err
+	}
+	if err := w.parents(target); err != nil {
+		return err
+	}
+	switch {
+	case fi.IsDir():
+		if w.dirs[target] {
+			return nil
+		}
+		w.dirs[target] = true
+		return w.tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: target[1:] + "/", Mode: 0o755, ModTime: epoch, Format: tar.FormatPAX})
+	case fi.Mode()&fs.ModeSymlink != 0:
+		link, err := os.Readlink(p)
+		if err != nil {
+			return err
+		}
+		return w.tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: target[1:], Linkname: link, Mode: 0o777, ModTime: epoch, Format: tar.FormatPAX})
+	case fi.Mode().IsRegular():
+		return addFile(w.tw, target, p, fi, 0)
+	}
+	return nil
 }
 
 func addFile(tw *tar.Writer, target, src string, fi fs.FileInfo, mode int64) error {

@@ -66,46 +66,62 @@ func (c *Client) Options(ctx context.Context, extra ...remote.Option) []remote.O
 // transport (a ping, a token, the HEAD). Not found is (false, nil); anything else that
 // goes wrong is an error naming the registry.
 func (c *Client) Lookup(ctx context.Context, ref name.Reference) (v1.Hash, bool, error) {
-	reg := ref.Context().Registry
-	u := fmt.Sprintf("%s://%s/v2/%s/manifests/%s", reg.Scheme(), reg.RegistryStr(), ref.Context().RepositoryStr(), ref.Identifier())
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	h, found, done, err := c.headAnonymous(ctx, ref)
+	if done || err != nil {
+		return h, found, err
+	}
+	// Credentials needed, or a registry that leaves the digest out: ask properly.
+	d, err := remote.Head(ref, c.Options(ctx)...)
+	if err != nil {
+		return v1.Hash{}, false, lookupError(ref, err)
+	}
+	return d.Digest, true, nil
+}
+
+// headAnonymous is Lookup's one HEAD of the manifest, without credentials: done when it
+// answers (found or not); not done when it asks for credentials, or leaves the digest
+// out.
+func (c *Client) headAnonymous(ctx context.Context, ref name.Reference) (h v1.Hash, found, done bool, err error) {
+	reg := ref.Context().Registry
+	u := fmt.Sprintf("%s://%s/v2/%s/manifests/%s", reg.Scheme(), reg.RegistryStr(), ref.Context().RepositoryStr(), ref.Identifier())
 	req, err := http.NewRequestWithContext(ctx, http.MethodHead, u, nil)
 	if err != nil {
-		return v1.Hash{}, false, err
+		return v1.Hash{}, false, true, err
 	}
 	req.Header.Set("Accept", manifestAccept)
 	resp, err := (&http.Client{Transport: c.transport()}).Do(req)
 	if err != nil {
-		return v1.Hash{}, false, unreachable(reg, err)
+		return v1.Hash{}, false, true, unreachable(reg, err)
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusOK:
-		if h, err := v1.NewHash(resp.Header.Get("Docker-Content-Digest")); err == nil {
-			return h, true, nil
-		}
-		// A registry that leaves the digest out: ask properly.
+		h, err := v1.NewHash(resp.Header.Get("Docker-Content-Digest"))
+		return h, err == nil, err == nil, nil
 	case http.StatusNotFound:
-		return v1.Hash{}, false, nil
+		return v1.Hash{}, false, true, nil
 	case http.StatusUnauthorized, http.StatusForbidden:
-		// Credentials needed: the authenticated path below.
-	default:
-		return v1.Hash{}, false, fmt.Errorf("look up %s: registry answered %s", ref, resp.Status)
+		return v1.Hash{}, false, false, nil
 	}
-	d, err := remote.Head(ref, c.Options(ctx)...)
-	if err != nil {
-		var te *transport.Error
-		if errors.As(err, &te) && te.StatusCode == http.StatusNotFound {
-			return v1.Hash{}, false, nil
-		}
-		if errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden) {
-			return v1.Hash{}, false, fmt.Errorf("look up %s: %w: %w (%s)", ref, ErrDenied, err, DeniedFix(reg.RegistryStr()))
-		}
-		return v1.Hash{}, false, fmt.Errorf("look up %s: %w", ref, err)
+	return v1.Hash{}, false, true, fmt.Errorf("look up %s: registry answered %s", ref, resp.Status)
+}
+
+// lookupError words the authenticated HEAD's failure; not found is no error.
+func lookupError(ref name.Reference, err error) error {
+	var te *transport.Error
+	if !errors.As(err, &te) {
+		return fmt.Errorf("look up %s: %w", ref, err)
 	}
-	return d.Digest, true, nil
+	switch te.StatusCode {
+	case http.StatusNotFound:
+		return nil
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return fmt.Errorf("look up %s: %w: %w (%s)", ref, ErrDenied, err, DeniedFix(ref.Context().Registry.RegistryStr()))
+	}
+	return fmt.Errorf("look up %s: %w", ref, err)
 }
 
 func unreachable(reg name.Registry, err error) error {

@@ -183,11 +183,16 @@ func BaseTag(repo name.Repository, category, version, python string) (name.Tag, 
 	}
 	t := []byte(version)
 	for i, c := range t {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
+		if !tagByte(c) {
 			t[i] = '-'
 		}
 	}
 	return name.NewTag(repo.String()+"/base-"+category+":"+string(t), nameOpts(repo.Registry)...)
+}
+
+// tagByte says c may be in an image tag.
+func tagByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-'
 }
 
 func nameOpts(r name.Registry) []name.Option {

@@ -218,56 +218,75 @@ const ModulePath = "github.com/kinetic-run/kinetic"
 
 // Binaries returns platform → binary for every RunnerPlatforms entry.
 func (s RunnerSource) Binaries(ctx context.Context) (map[string]string, error) {
-	exe := s.Exe
-	if exe == "" {
-		if p, err := os.Executable(); err == nil {
-			exe, _ = filepath.EvalSymlinks(p)
-		}
-	}
+	exe := s.exe()
 	if exe != "" {
 		if bins, ok := prebuilt(filepath.Dir(exe)); ok {
 			return bins, nil
 		}
 	}
-	src := s.SourceDir
-	if src == "" {
-		src = os.Getenv("KINETIC_SOURCE_DIR")
-	}
-	if src == "" {
-		wd, _ := os.Getwd()
-		for _, start := range []string{filepath.Dir(exe), wd} {
-			if d := moduleRoot(start); d != "" {
-				src = d
-				break
-			}
-		}
-	}
+	src := s.sourceDir(exe)
 	if src == "" || moduleRoot(src) != filepath.Clean(src) {
 		return nil, fmt.Errorf("%w: put kinetic-runner-linux-amd64 and kinetic-runner-linux-arm64 (from a kinetic release, or `make runner-cross`) next to %s, or point KINETIC_SOURCE_DIR at a checkout of %s with Go installed to build them, or set runner_image to a published runner image", ErrNoRunnerBinaries, orDash(exe), ModulePath)
 	}
 	if _, err := exec.LookPath("go"); err != nil {
 		return nil, fmt.Errorf("%w: building them from %s needs the Go toolchain on PATH (or set runner_image)", ErrNoRunnerBinaries, src)
 	}
-	dir := s.CacheDir
-	if dir != "" && exe != "" {
-		if fi, err := os.Stat(exe); err == nil {
-			h := sha256.Sum256([]byte(fmt.Sprintf("%s|%s|%d|%d", src, exe, fi.Size(), fi.ModTime().UnixNano())))
-			dir = filepath.Join(dir, hex.EncodeToString(h[:8]))
-			if bins, ok := prebuilt(dir); ok {
-				return bins, nil
-			}
-		}
-	} else {
-		d, err := os.MkdirTemp("", "kinetic-runner-")
-		if err != nil {
-			return nil, err
-		}
-		dir = d
+	dir, bins, err := s.buildDir(src, exe)
+	if err != nil || bins != nil {
+		return bins, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	return BuildRunners(ctx, src, dir, RunnerPlatforms, s.Progress)
+}
+
+// exe is s.Exe, else this executable (its links resolved).
+func (s RunnerSource) exe() string {
+	if s.Exe != "" {
+		return s.Exe
+	}
+	exe := ""
+	if p, err := os.Executable(); err == nil {
+		exe, _ = filepath.EvalSymlinks(p)
+	}
+	return exe
+}
+
+// sourceDir is the module to build the runners from: s.SourceDir, $KINETIC_SOURCE_DIR,
+// or the module that holds exe or the working directory.
+func (s RunnerSource) sourceDir(exe string) string {
+	if s.SourceDir != "" {
+		return s.SourceDir
+	}
+	if src := os.Getenv("KINETIC_SOURCE_DIR"); src != "" {
+		return src
+	}
+	wd, _ := os.Getwd()
+	for _, start := range []string{filepath.Dir(exe), wd} {
+		if d := moduleRoot(start); d != "" {
+			return d
+		}
+	}
+	return ""
+}
+
+// buildDir is where the runners are built: in the cache, by source and executable
+// (bins when they were built there before), else a new temporary directory.
+func (s RunnerSource) buildDir(src, exe string) (dir string, bins map[string]string, err error) {
+	if s.CacheDir == "" || exe == "" {
+		d, err := os.MkdirTemp("", "kinetic-runner-")
+		return d, nil, err
+	}
+	dir = s.CacheDir
+	if fi, err := os.Stat(exe); err == nil {
+		h := sha256.Sum256([]byte(fmt.Sprintf("%s|%s|%d|%d", src, exe, fi.Size(), fi.ModTime().UnixNano())))
+		dir = filepath.Join(dir, hex.EncodeToString(h[:8]))
+		if bins, ok := prebuilt(dir); ok {
+			return dir, bins, nil
+		}
+	}
+	return dir, nil, nil
 }
 
 // RunnerBuildFlags are the go build flags of every runner binary (the Makefile's

@@ -34,12 +34,16 @@ func splitRuntime(ws []wheelFile, roots []string) (runtime, rest []wheelFile, er
 		byName[w.project] = w
 	}
 	in := map[string]bool{}
-	queue := []string{}
-	for _, r := range roots {
-		if _, ok := byName[normalize(r)]; ok && !in[normalize(r)] {
-			in[normalize(r)] = true
-			queue = append(queue, normalize(r))
+	var queue []string
+	// add queues chosen project n once.
+	add := func(n string) {
+		if _, ok := byName[n]; ok && !in[n] {
+			in[n] = true
+			queue = append(queue, n)
 		}
+	}
+	for _, r := range roots {
+		add(normalize(r))
 	}
 	for len(queue) > 0 {
 		n := queue[0]
@@ -49,10 +53,7 @@ func splitRuntime(ws []wheelFile, roots []string) (runtime, rest []wheelFile, er
 			return nil, nil, err
 		}
 		for _, d := range deps {
-			if _, ok := byName[d]; ok && !in[d] {
-				in[d] = true
-				queue = append(queue, d)
-			}
+			add(d)
 		}
 	}
 	for _, w := range ws {

@@ -42,49 +42,67 @@ func pinnedLocalWheels(lines, constraints []string, t Target) ([]wheelFile, erro
 	if len(constraints) > 0 {
 		return nil, errNotSimple
 	}
-	var dirs []string
-	noIndex := false
-	pins := map[string]string{}
-	var order []string
+	p := pinSet{pins: map[string]string{}}
 	for _, l := range lines {
-		switch {
-		case l == "--no-index":
-			noIndex = true
-		case strings.HasPrefix(l, "--find-links "):
-			d := strings.Trim(strings.TrimPrefix(l, "--find-links "), `'"`)
-			if !filepath.IsAbs(d) {
-				return nil, errNotSimple
-			}
-			dirs = append(dirs, d)
-		case strings.HasPrefix(l, "-"):
-			return nil, errNotSimple
-		default:
-			r, err := deps.ParseRequirement(l)
-			if err != nil || len(r.Extras) > 0 || r.URL != "" || r.Marker != "" || len(r.Hashes) > 0 || !strings.HasPrefix(r.Specifier, "==") || strings.ContainsAny(r.Specifier[2:], ",*") {
-				return nil, errNotSimple
-			}
-			if _, dup := pins[r.Name]; dup {
-				return nil, errNotSimple
-			}
-			pins[r.Name] = r.Specifier[2:]
-			order = append(order, r.Name)
+		if err := p.add(l); err != nil {
+			return nil, err
 		}
 	}
-	if !noIndex || len(dirs) == 0 || len(pins) == 0 {
+	if !p.noIndex || len(p.dirs) == 0 || len(p.pins) == 0 {
 		return nil, errNotSimple
 	}
 	var out []wheelFile
-	for _, name := range order {
-		w, err := findWheel(dirs, name, pins[name], t)
+	for _, name := range p.order {
+		w, err := findWheel(p.dirs, name, p.pins[name], t)
 		if err != nil {
 			return nil, err
 		}
-		if err := checkWheelMetadata(w.path, pins, t); err != nil {
+		if err := checkWheelMetadata(w.path, p.pins, t); err != nil {
 			return nil, err
 		}
 		out = append(out, w)
 	}
 	return out, nil
+}
+
+// pinSet is what pinnedLocalWheels reads of the requirement lines.
+type pinSet struct {
+	dirs    []string          // --find-links directories
+	noIndex bool              // --no-index
+	pins    map[string]string // name: version
+	order   []string          // the names, in order
+}
+
+// add reads one requirement line; errNotSimple when it is not one of a closed set.
+func (p *pinSet) add(l string) error {
+	switch {
+	case l == "--no-index":
+		p.noIndex = true
+	case strings.HasPrefix(l, "--find-links "):
+		d := strings.Trim(strings.TrimPrefix(l, "--find-links "), `'"`)
+		if !filepath.IsAbs(d) {
+			return errNotSimple
+		}
+		p.dirs = append(p.dirs, d)
+	case strings.HasPrefix(l, "-"):
+		return errNotSimple
+	default:
+		r, err := deps.ParseRequirement(l)
+		if err != nil || !plainPin(r) {
+			return errNotSimple
+		}
+		if _, dup := p.pins[r.Name]; dup {
+			return errNotSimple
+		}
+		p.pins[r.Name] = r.Specifier[2:]
+		p.order = append(p.order, r.Name)
+	}
+	return nil
+}
+
+// plainPin says r is name==version and nothing more.
+func plainPin(r deps.Requirement) bool {
+	return len(r.Extras) == 0 && r.URL == "" && r.Marker == "" && len(r.Hashes) == 0 && strings.HasPrefix(r.Specifier, "==") && !strings.ContainsAny(r.Specifier[2:], ",*")
 }
 
 var wheelNameRE = regexp.MustCompile(`^([A-Za-z0-9_.]+)-([A-Za-z0-9_.!+]+)(?:-\d[^-]*)?-([^-]+)-([^-]+)-([^-]+)\.whl$`)
@@ -126,25 +144,29 @@ func compatible(t Target, pys, abis, plats string) bool {
 	for _, py := range strings.Split(pys, ".") {
 		for _, abi := range strings.Split(abis, ".") {
 			for _, plat := range strings.Split(plats, ".") {
-				if !platOK[plat] {
-					continue
-				}
-				switch {
-				case abi == "none" && (py == "py3" || py == "py"+nodot || py == "cp"+nodot):
+				if platOK[plat] && tagLoads(py, abi, nodot, minor) {
 					return true
-				case abi == "cp"+nodot && py == "cp"+nodot:
-					return true
-				case abi == "abi3" && strings.HasPrefix(py, "cp3"):
-					if y, err := strconv.Atoi(py[3:]); err == nil && y <= minor {
-						return true
-					}
-				case abi == "none" && strings.HasPrefix(py, "py3"):
-					if y, err := strconv.Atoi(py[3:]); err == nil && y <= minor {
-						return true
-					}
 				}
 			}
 		}
+	}
+	return false
+}
+
+// tagLoads reports whether Python tag py with ABI tag abi loads in CPython 3.minor
+// (nodot: "3" and minor).
+func tagLoads(py, abi, nodot string, minor int) bool {
+	switch {
+	case abi == "none" && (py == "py3" || py == "py"+nodot || py == "cp"+nodot):
+		return true
+	case abi == "cp"+nodot && py == "cp"+nodot:
+		return true
+	case abi == "abi3" && strings.HasPrefix(py, "cp3"):
+		y, err := strconv.Atoi(py[3:])
+		return err == nil && y <= minor
+	case abi == "none" && strings.HasPrefix(py, "py3"):
+		y, err := strconv.Atoi(py[3:])
+		return err == nil && y <= minor
 	}
 	return false
 }
@@ -160,18 +182,9 @@ func checkWheelMetadata(p string, pins map[string]string, t Target) error {
 		return fmt.Errorf("wheel %s: %w", p, err)
 	}
 	defer zr.Close()
-	var meta *zip.File
-	for _, f := range zr.File {
-		top, rest, _ := strings.Cut(f.Name, "/")
-		switch {
-		case strings.HasSuffix(top, ".dist-info") && rest == "METADATA":
-			meta = f
-		case strings.HasSuffix(top, ".data") && rest != "" && !knownDataDir(rest):
-			return errNotSimple
-		}
-	}
-	if meta == nil {
-		return errNotSimple
+	meta, err := metadataFile(zr.File)
+	if err != nil {
+		return err
 	}
 	rc, err := meta.Open()
 	if err != nil {
@@ -189,33 +202,67 @@ func checkWheelMetadata(p string, pins map[string]string, t Target) error {
 		if !ok {
 			continue
 		}
-		v = strings.TrimSpace(v)
-		switch strings.ToLower(k) {
-		case "requires-python":
-			if !satisfies(t.Python, v) {
-				return errNotSimple
-			}
-		case "requires-dist":
-			m := requiresRE.FindStringSubmatch(v)
-			if m == nil {
-				return errNotSimple
-			}
-			if m[4] != "" {
-				if extraOnlyRE.MatchString(m[4]) {
-					continue // only for extras nobody asked for
-				}
-				return errNotSimple
-			}
-			if m[2] != "" && strings.Trim(m[2], "[] ") != "" {
-				return errNotSimple
-			}
-			pin, ok := pins[normalize(m[1])]
-			if !ok || !satisfies(pin, strings.TrimSpace(m[3])) {
-				return errNotSimple
-			}
+		if err := checkMetadataField(strings.ToLower(k), strings.TrimSpace(v), pins, t); err != nil {
+			return err
 		}
 	}
 	return sc.Err()
+}
+
+// metadataFile is the wheel's .dist-info/METADATA; errNotSimple when it has none, or a
+// .data directory pip would place elsewhere.
+func metadataFile(files []*zip.File) (*zip.File, error) {
+	var meta *zip.File
+	for _, f := range files {
+		top, rest, _ := strings.Cut(f.Name, "/")
+		switch {
+		case strings.HasSuffix(top, ".dist-info") && rest == "METADATA":
+			meta = f
+		case strings.HasSuffix(top, ".data") && rest != "" && !knownDataDir(rest):
+			return nil, errNotSimple
+		}
+	}
+	if meta == nil {
+		return nil, errNotSimple
+	}
+	return meta, nil
+}
+
+// checkMetadataField checks one header of METADATA (k in lower case): Requires-Python
+// against t, Requires-Dist against the pins.
+func checkMetadataField(k, v string, pins map[string]string, t Target) error {
+	switch k {
+	case "requires-python":
+		if !satisfies(t.Python, v) {
+			return errNotSimple
+		}
+	case "requires-dist":
+		return checkRequiresDist(v, pins)
+	}
+	return nil
+}
+
+// checkRequiresDist checks that a dependency is pinned in the set and satisfied (one
+// only for extras nobody asked for is left out).
+func checkRequiresDist(v string, pins map[string]string) error {
+	m := requiresRE.FindStringSubmatch(v)
+	if m == nil {
+		return errNotSimple
+	}
+	if m[4] != "" {
+		if extraOnlyRE.MatchString(m[4]) {
+			return nil
+		}
+		return errNotSimple
+	}
+	if m[2] != "" && strings.Trim(m[2], "[] ") != "" {
+		return errNotSimple
+	}
+	pin, ok := pins[normalize(m[1])]
+	if !ok || !satisfies(pin, strings.TrimSpace(m[3])) {
+		return errNotSimple
+	}
+	return nil
 }
 
 // satisfies evaluates a specifier set on a version when both are plain numeric release
@@ -229,27 +276,32 @@ func satisfies(version, spec string) bool {
 		return true
 	}
 	for _, clause := range strings.Split(spec, ",") {
-		clause = strings.TrimSpace(clause)
-		op := ""
-		for _, o := range []string{"===", "==", "!=", ">=", "<=", "~=", ">", "<"} {
-			if strings.HasPrefix(clause, o) {
-				op = o
-				break
-			}
-		}
-		if op == "" || op == "===" || op == "~=" || strings.Contains(clause, "*") {
-			return false
-		}
-		w, ok := numeric(strings.TrimSpace(clause[len(op):]))
-		if !ok {
-			return false
-		}
-		c := cmpVersions(v, w)
-		if !map[string]bool{"==": c == 0, "!=": c != 0, ">=": c >= 0, "<=": c <= 0, ">": c > 0, "<": c < 0}[op] {
+		if !clauseHolds(v, strings.TrimSpace(clause)) {
 			return false
 		}
 	}
 	return true
+}
+
+// clauseHolds evaluates one clause (OP VERSION) of a specifier set on version v; false
+// for anything it cannot judge.
+func clauseHolds(v []int, clause string) bool {
+	op := ""
+	for _, o := range []string{"===", "==", "!=", ">=", "<=", "~=", ">", "<"} {
+		if strings.HasPrefix(clause, o) {
+			op = o
+			break
+		}
+	}
+	if op == "" || op == "===" || op == "~=" || strings.Contains(clause, "*") {
+		return false
+	}
+	w, ok := numeric(strings.TrimSpace(clause[len(op):]))
+	if !ok {
+		return false
+	}
+	c := cmpVersions(v, w)
+	return map[string]bool{"==": c == 0, "!=": c != 0, ">=": c >= 0, "<=": c <= 0, ">": c > 0, "<": c < 0}[op]
 }
 
 func numeric(s string) ([]int, bool) {
@@ -314,84 +366,127 @@ type wheelEntry struct {
 // REQUESTED in each .dist-info. Two wheels with the same file is errNotSimple (pip then
 // decides what wins).
 func wheelEntries(ws []wheelFile, site, pyVersion string) ([]wheelEntry, func(), error) {
-	var closers []io.Closer
-	closeAll := func() {
-		for _, c := range closers {
-			c.Close()
+	l := &wheelLayer{site: site, pyVersion: pyVersion, seen: map[string]bool{}}
+	for _, w := range ws {
+		if err := l.addWheel(w); err != nil {
+			l.close()
+			return nil, nil, err
 		}
 	}
-	seen := map[string]bool{}
-	var out []wheelEntry
-	add := func(e wheelEntry) error {
-		if seen[e.target] {
-			return errNotSimple
+	sort.Slice(l.out, func(i, j int) bool { return l.out[i].target < l.out[j].target })
+	return l.out, l.close, nil
+}
+
+// wheelLayer collects the entries of wheelEntries, and the open wheels they read from.
+type wheelLayer struct {
+	site, pyVersion string
+	closers         []io.Closer
+	seen            map[string]bool
+	out             []wheelEntry
+}
+
+func (l *wheelLayer) close() {
+	for _, c := range l.closers {
+		c.Close()
+	}
+}
+
+func (l *wheelLayer) add(e wheelEntry) error {
+	if l.seen[e.target] {
+		return errNotSimple
+	}
+	l.seen[e.target] = true
+	l.out = append(l.out, e)
+	return nil
+}
+
+// addWheel adds the files of wheel w (kept open: l.close closes it).
+func (l *wheelLayer) addWheel(w wheelFile) error {
+	zr, err := zip.OpenReader(w.path)
+	if err != nil {
+		return fmt.Errorf("wheel %s: %w", w.path, err)
+	}
+	l.closers = append(l.closers, zr)
+	for _, f := range zr.File {
+		if strings.HasSuffix(f.Name, "/") {
+			continue
 		}
-		seen[e.target] = true
-		out = append(out, e)
+		if err := l.addFile(w, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addFile adds file f of wheel w, and what pip makes of its .dist-info's METADATA and
+// entry_points.txt.
+func (l *wheelLayer) addFile(w wheelFile, f *zip.File) error {
+	if strings.HasPrefix(f.Name, "/") || slices.Contains(strings.Split(f.Name, "/"), "..") {
+		return errNotSimple // pip refuses it, with its own message
+	}
+	e, err := l.entry(w, f)
+	if err != nil {
+		return err
+	}
+	if err := l.add(e); err != nil {
+		return err
+	}
+	top, rest, _ := strings.Cut(f.Name, "/")
+	if !strings.HasSuffix(top, ".dist-info") {
 		return nil
 	}
-	fail := func(err error) ([]wheelEntry, func(), error) { closeAll(); return nil, nil, err }
-	for _, w := range ws {
-		zr, err := zip.OpenReader(w.path)
-		if err != nil {
-			return fail(fmt.Errorf("wheel %s: %w", w.path, err))
+	switch rest {
+	case "METADATA":
+		// What pip adds: INSTALLER, and REQUESTED (every pin was asked for).
+		for n, b := range map[string][]byte{"INSTALLER": []byte("kinetic\n"), "REQUESTED": {}} {
+			if err := l.add(wheelEntry{target: path.Join(l.site, top, n), data: b, mode: 0o644}); err != nil {
+				return err
+			}
 		}
-		closers = append(closers, zr)
-		for _, f := range zr.File {
-			if strings.HasSuffix(f.Name, "/") {
-				continue
-			}
-			if strings.HasPrefix(f.Name, "/") || slices.Contains(strings.Split(f.Name, "/"), "..") {
-				return fail(errNotSimple) // pip refuses it, with its own message
-			}
-			mode := int64(0o644)
-			if (f.ExternalAttrs>>16)&0o111 != 0 {
-				mode = 0o755
-			}
-			e := wheelEntry{zf: f, mode: mode}
-			top, rest, _ := strings.Cut(f.Name, "/")
-			switch {
-			case strings.HasSuffix(top, ".data"):
-				kind, p, _ := strings.Cut(rest, "/")
-				switch kind {
-				case "purelib", "platlib", "data":
-					e.target = path.Join(site, p)
-				case "scripts":
-					e.target, e.mode, e.script = path.Join(site, "bin", p), 0o755, true
-				case "headers":
-					e.target = path.Join(site, "include", "site", "python"+pyVersion, w.project, p)
-				default:
-					return fail(errNotSimple)
-				}
-			default:
-				e.target = path.Join(site, f.Name)
-			}
-			if err := add(e); err != nil {
-				return fail(err)
-			}
-			if strings.HasSuffix(top, ".dist-info") && rest == "METADATA" {
-				// What pip adds: INSTALLER, and REQUESTED (every pin was asked for).
-				for n, b := range map[string][]byte{"INSTALLER": []byte("kinetic\n"), "REQUESTED": {}} {
-					if err := add(wheelEntry{target: path.Join(site, top, n), data: b, mode: 0o644}); err != nil {
-						return fail(err)
-					}
-				}
-			}
-			if strings.HasSuffix(top, ".dist-info") && rest == "entry_points.txt" {
-				scripts, err := consoleScripts(f)
-				if err != nil {
-					return fail(fmt.Errorf("wheel %s: entry_points.txt: %w", w.path, err))
-				}
-				for _, sc := range scripts {
-					if err := add(wheelEntry{target: path.Join(site, "bin", sc.name), data: sc.body, mode: 0o755}); err != nil {
-						return fail(err)
-					}
-				}
-			}
+	case "entry_points.txt":
+		return l.addScripts(w, f)
+	}
+	return nil
+}
+
+// entry is where file f of wheel w goes, and its mode.
+func (l *wheelLayer) entry(w wheelFile, f *zip.File) (wheelEntry, error) {
+	mode := int64(0o644)
+	if (f.ExternalAttrs>>16)&0o111 != 0 {
+		mode = 0o755
+	}
+	e := wheelEntry{zf: f, mode: mode}
+	top, rest, _ := strings.Cut(f.Name, "/")
+	if !strings.HasSuffix(top, ".data") {
+		e.target = path.Join(l.site, f.Name)
+		return e, nil
+	}
+	kind, p, _ := strings.Cut(rest, "/")
+	switch kind {
+	case "purelib", "platlib", "data":
+		e.target = path.Join(l.site, p)
+	case "scripts":
+		e.target, e.mode, e.script = path.Join(l.site, "bin", p), 0o755, true
+	case "headers":
+		e.target = path.Join(l.site, "include", "site", "python"+l.pyVersion, w.project, p)
+	default:
+		return e, errNotSimple
+	}
+	return e, nil
+}
+
+// addScripts adds the console and GUI scripts of entry_points.txt f.
+func (l *wheelLayer) addScripts(w wheelFile, f *zip.File) error {
+	scripts, err := consoleScripts(f)
+	if err != nil {
+		return fmt.Errorf("wheel %s: entry_points.txt: %w", w.path, err)
+	}
+	for _, sc := range scripts {
+		if err := l.add(wheelEntry{target: path.Join(l.site, "bin", sc.name), data: sc.body, mode: 0o755}); err != nil {
+			return err
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].target < out[j].target })
-	return out, closeAll, nil
+	return nil
 }
 
 type script struct {
@@ -413,28 +508,33 @@ func consoleScripts(f *zip.File) ([]script, error) {
 	sc := bufio.NewScanner(io.LimitReader(rc, 1<<20))
 	for sc.Scan() {
 		l := strings.TrimSpace(sc.Text())
-		if l == "" || strings.HasPrefix(l, "#") || strings.HasPrefix(l, ";") {
-			continue
-		}
-		if strings.HasPrefix(l, "[") {
+		switch {
+		case l == "" || strings.HasPrefix(l, "#") || strings.HasPrefix(l, ";"):
+		case strings.HasPrefix(l, "["):
 			section = strings.Trim(l, "[] ")
-			continue
+		case section == "console_scripts" || section == "gui_scripts":
+			s, err := entryScript(l)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, s)
 		}
-		if section != "console_scripts" && section != "gui_scripts" {
-			continue
-		}
-		name, ref, ok := strings.Cut(l, "=")
-		name = strings.TrimSpace(name)
-		m := entryRE.FindStringSubmatch(strings.TrimSpace(ref))
-		if !ok || m == nil || name == "" || strings.ContainsAny(name, "/\\") || name == "." || name == ".." {
-			return nil, fmt.Errorf("entry %q", l)
-		}
-		attr := m[2]
-		head, _, _ := strings.Cut(attr, ".")
-		body := fmt.Sprintf("#!/usr/bin/env python3\n# -*- coding: utf-8 -*-\nimport re\nimport sys\nfrom %s import %s\nif __name__ == \"__main__\":\n    sys.argv[0] = re.sub(r\"(-script\\.pyw|\\.exe)?$\", \"\", sys.argv[0])\n    sys.exit(%s())\n", m[1], head, attr)
-		out = append(out, script{name: name, body: []byte(body)})
 	}
 	return out, sc.Err()
+}
+
+// entryScript is pip's wrapper of entry point line l (NAME = MODULE:ATTR).
+func entryScript(l string) (script, error) {
+	name, ref, ok := strings.Cut(l, "=")
+	name = strings.TrimSpace(name)
+	m := entryRE.FindStringSubmatch(strings.TrimSpace(ref))
+	if !ok || m == nil || name == "" || strings.ContainsAny(name, "/\\") || name == "." || name == ".." {
+		return script{}, fmt.Errorf("entry %q", l)
+	}
+	attr := m[2]
+	head, _, _ := strings.Cut(attr, ".")
+	body := fmt.Sprintf("#!/usr/bin/env python3\n# -*- coding: utf-8 -*-\nimport re\nimport sys\nfrom %s import %s\nif __name__ == \"__main__\":\n    sys.argv[0] = re.sub(r\"(-script\\.pyw|\\.exe)?$\", \"\", sys.argv[0])\n    sys.exit(%s())\n", m[1], head, attr)
+	return script{name: name, body: []byte(body)}, nil
 }
 
 // rewriteShebang replaces a script's "#!python" (or pythonw) first line, which pip

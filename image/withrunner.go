@@ -202,18 +202,7 @@ func (c *Client) platformImage(ctx context.Context, ref name.Digest, plat v1.Pla
 		return nil, fmt.Errorf("read the runner image %s: %w", ref, err)
 	}
 	if !desc.MediaType.IsIndex() {
-		img, err := desc.Image()
-		if err != nil {
-			return nil, fmt.Errorf("read the runner image %s: %w", ref, err)
-		}
-		cf, err := img.ConfigFile()
-		if err != nil {
-			return nil, fmt.Errorf("read the configuration of the runner image %s: %w", ref, err)
-		}
-		if (cf.OS != "" && cf.OS != plat.OS) || (cf.Architecture != "" && cf.Architecture != plat.Architecture) {
-			return nil, fmt.Errorf("%w: the runner image %s is for %s/%s, the job's image for %s", ErrRunnerNotAdded, ref, cf.OS, cf.Architecture, plat.String())
-		}
-		return img, nil
+		return singlePlatformImage(desc, ref, plat)
 	}
 	idx, err := desc.ImageIndex()
 	if err != nil {
@@ -224,19 +213,42 @@ func (c *Client) platformImage(ctx context.Context, ref name.Digest, plat v1.Pla
 		return nil, fmt.Errorf("read the runner image %s: %w", ref, err)
 	}
 	for _, m := range im.Manifests {
-		p := v1.Platform{OS: "linux", Architecture: "amd64"} // a child without one, as go-containerregistry reads it
-		if m.Platform != nil {
-			p = *m.Platform
+		if !platformMatches(m.Platform, plat) {
+			continue
 		}
-		if p.OS == plat.OS && p.Architecture == plat.Architecture && (plat.Variant == "" || p.Variant == plat.Variant) {
-			img, err := idx.Image(m.Digest)
-			if err != nil {
-				return nil, fmt.Errorf("read the runner image %s for %s: %w", ref, plat.String(), err)
-			}
-			return img, nil
+		img, err := idx.Image(m.Digest)
+		if err != nil {
+			return nil, fmt.Errorf("read the runner image %s for %s: %w", ref, plat.String(), err)
 		}
+		return img, nil
 	}
 	return nil, fmt.Errorf("%w: the runner image %s has no image for %s", ErrRunnerNotAdded, ref, plat.String())
+}
+
+// singlePlatformImage is the image desc, when it is for plat.
+func singlePlatformImage(desc *remote.Descriptor, ref name.Digest, plat v1.Platform) (v1.Image, error) {
+	img, err := desc.Image()
+	if err != nil {
+		return nil, fmt.Errorf("read the runner image %s: %w", ref, err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("read the configuration of the runner image %s: %w", ref, err)
+	}
+	if (cf.OS != "" && cf.OS != plat.OS) || (cf.Architecture != "" && cf.Architecture != plat.Architecture) {
+		return nil, fmt.Errorf("%w: the runner image %s is for %s/%s, the job's image for %s", ErrRunnerNotAdded, ref, cf.OS, cf.Architecture, plat.String())
+	}
+	return img, nil
+}
+
+// platformMatches says an index's child of platform p (nil: linux/amd64, as
+// go-containerregistry reads it) is for plat.
+func platformMatches(p *v1.Platform, plat v1.Platform) bool {
+	got := v1.Platform{OS: "linux", Architecture: "amd64"}
+	if p != nil {
+		got = *p
+	}
+	return got.OS == plat.OS && got.Architecture == plat.Architecture && (plat.Variant == "" || got.Variant == plat.Variant)
 }
 
 // mountOnly is an image whose layers in a registry (remote.MountableLayer) are found or

@@ -236,83 +236,113 @@ func (b *Backend) UnwrittenStatus(ctx context.Context, h *job.Handle) (job.State
 // ended: five requests per child on a store that had nothing of it.
 func (b *Backend) clusterStatus(ctx context.Context, h *job.Handle, read time.Time) (job.State, string, error) {
 	inStore := !read.IsZero()
-	name := h.K8sName
-	if name == "" {
-		name = h.JobID
+	l := clusterLook{h: h, name: h.K8sName, index: -1}
+	if l.name == "" {
+		l.name = h.JobID
 	}
-	index, isMember := member(h)
-	if !isMember {
-		index = -1
+	if index, ok := member(h); ok {
+		l.index, l.isMember = index, true
 	}
-	j, pods, seen, err := b.observe(ctx, name, isMember, index)
-	if apierrors.IsNotFound(err) && !isMember {
-		// No Job: the job may run on a warm pod it was handed (warm.go).
-		v, ok, werr := b.warmStatus(ctx, h)
-		if werr != nil {
-			return "", "", fmt.Errorf("status of %s: %w", h.JobID, werr)
-		}
-		if ok && v.state != job.Pending {
-			if s, reason, ok, err := b.storedIf(ctx, h, inStore); err != nil || ok {
-				return s, reason, err
-			}
-			if v.state == job.Failed {
-				return job.Failed, v.reason, b.record(ctx, h, v.reason)
-			}
-			return v.state, v.reason, nil
-		}
-	}
+	j, pods, seen, err := b.observe(ctx, l.name, l.isMember, l.index)
 	if apierrors.IsNotFound(err) {
-		// The runner may have finished between our two looks.
-		if s, reason, ok, err := b.storedIf(ctx, h, inStore); err != nil || ok {
-			return s, reason, err
-		}
-		created, _ := time.Parse(time.RFC3339Nano, h.CreatedAt)
-		if time.Since(created) < NotCreatedGrace {
-			return job.Pending, "", nil
-		}
-		reason := fmt.Sprintf("the Kubernetes Job %s is gone from namespace %s and the job left no result: it was deleted, or the job was never started because its submitter stopped", name, b.o.Namespace)
-		return job.Failed, reason, b.record(ctx, h, reason)
+		return b.noJobStatus(ctx, l, inStore)
 	}
 	if err != nil {
 		return "", "", fmt.Errorf("status of %s: %w", h.JobID, err)
 	}
+	v := b.judgeCluster(ctx, l, j, pods)
+	// The runner writes the envelope before it exits: read it for the last word, unless
+	// the store was read after the cluster was seen (then that read had it).
+	reread := inStore && !seen.Before(read)
+	return b.verdictStatus(ctx, l, v, reread)
+}
+
+// clusterLook is what clusterStatus looks at: h's Job name, and its index in a batch's
+// Indexed Job (isMember; -1 otherwise).
+type clusterLook struct {
+	h        *job.Handle
+	name     string
+	index    int
+	isMember bool
+}
+
+// noJobStatus judges h when its Job is not there: a warm pod may run it (warm.go), the
+// runner may have finished between our two looks, a new Job may not be made yet.
+func (b *Backend) noJobStatus(ctx context.Context, l clusterLook, inStore bool) (job.State, string, error) {
+	h := l.h
+	if !l.isMember {
+		if s, reason, ok, err := b.warmJobStatus(ctx, h, inStore); err != nil || ok {
+			return s, reason, err
+		}
+	}
+	if s, reason, ok, err := b.storedIf(ctx, h, inStore); err != nil || ok {
+		return s, reason, err
+	}
+	created, _ := time.Parse(time.RFC3339Nano, h.CreatedAt)
+	if time.Since(created) < NotCreatedGrace {
+		return job.Pending, "", nil
+	}
+	reason := fmt.Sprintf("the Kubernetes Job %s is gone from namespace %s and the job left no result: it was deleted, or the job was never started because its submitter stopped", l.name, b.o.Namespace)
+	return job.Failed, reason, b.record(ctx, h, reason)
+}
+
+// warmJobStatus judges h on the warm pod it was handed, if any (ok).
+func (b *Backend) warmJobStatus(ctx context.Context, h *job.Handle, inStore bool) (job.State, string, bool, error) {
+	v, ok, werr := b.warmStatus(ctx, h)
+	if werr != nil {
+		return "", "", true, fmt.Errorf("status of %s: %w", h.JobID, werr)
+	}
+	if !ok || v.state == job.Pending {
+		return "", "", false, nil
+	}
+	if s, reason, ok, err := b.storedIf(ctx, h, inStore); err != nil || ok {
+		return s, reason, true, err
+	}
+	if v.state == job.Failed {
+		return job.Failed, v.reason, true, b.record(ctx, h, v.reason)
+	}
+	return v.state, v.reason, true, nil
+}
+
+// judgeCluster is the verdict on h's Job (or its index) and pods, its nodes and the
+// autoscaler's view included.
+func (b *Backend) judgeCluster(ctx context.Context, l clusterLook, j *batchv1.Job, pods []corev1.Pod) verdict {
 	g := graces{unschedulable: b.o.UnschedulableGrace, pull: b.o.PullGrace}
 	var v verdict
-	if isMember {
-		v = judgeIndex(j, index, pods, time.Now(), g)
+	if l.isMember {
+		v = judgeIndex(j, l.index, pods, time.Now(), g)
 	} else {
 		v = judgeJob(j, pods, time.Now(), g)
 	}
 	// A pod on a node that stopped reporting shows Running for ever: judge the node.
 	v = b.nodeLost(ctx, v, pods, b.o.NodeLostGrace)
 	// A pod waiting for a node GKE's autoscaler cannot add (quota, stockout).
-	v = b.scaleUp(ctx, h, v)
-	// The runner writes the envelope before it exits: read it for the last word, unless
-	// the store was read after the cluster was seen (then that read had it).
-	reread := inStore && !seen.Before(read)
-	switch v.state {
-	case job.Succeeded:
-		if s, reason, ok, err := b.storedIf(ctx, h, reread); err != nil || ok {
-			return s, reason, err
-		}
-		return job.Succeeded, "", nil
-	case job.Failed:
-		if s, reason, ok, err := b.storedIf(ctx, h, reread); err != nil || ok {
-			return s, reason, err
-		}
-		reason := v.reason
-		if t := b.logTail(ctx, h, v.pod, 10); t != "" {
-			reason += "\nlast lines of output:\n" + t
-		}
-		if err := b.record(ctx, h, reason); err != nil {
-			return "", "", err
-		}
-		if v.stuck {
-			b.stop(ctx, h, name, isMember, v.pod)
-		}
-		return job.Failed, reason, nil
+	return b.scaleUp(ctx, l.h, v)
+}
+
+// verdictStatus is h's state from v; an end is read from the store first (reread).
+func (b *Backend) verdictStatus(ctx context.Context, l clusterLook, v verdict, reread bool) (job.State, string, error) {
+	h := l.h
+	if v.state != job.Succeeded && v.state != job.Failed {
+		return v.state, v.reason, nil
 	}
-	return v.state, v.reason, nil
+	if s, reason, ok, err := b.storedIf(ctx, h, reread); err != nil || ok {
+		return s, reason, err
+	}
+	if v.state == job.Succeeded {
+		return job.Succeeded, "", nil
+	}
+	reason := v.reason
+	if t := b.logTail(ctx, h, v.pod, 10); t != "" {
+		reason += "\nlast lines of output:\n" + t
+	}
+	if err := b.record(ctx, h, reason); err != nil {
+		return "", "", err
+	}
+	if v.stuck {
+		b.stop(ctx, h, l.name, l.isMember, v.pod)
+	}
+	return job.Failed, reason, nil
 }
 
 // stored reads the job's final state from the store: a status.json written by cancel or

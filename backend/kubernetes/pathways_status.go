@@ -21,37 +21,22 @@ import (
 // leader's envelope, then any other host's failure envelope (so a worker that raises
 // fails the job while the leader still runs); then the LeaderWorkerSet's pods.
 func (p *Pathways) Status(ctx context.Context, h *job.Handle) (job.State, string, error) {
-	if s, reason, ok, err := p.b.stored(ctx, h); err != nil || ok {
-		return s, reason, err
-	}
 	name := h.K8sName
 	if name == "" {
 		name = h.JobID
 	}
-	if reason, ok, err := p.hostFailure(ctx, h); err != nil {
-		return "", "", err
-	} else if ok {
-		return p.fail(ctx, h, name, reason, "")
+	if s, reason, ok, err := p.storedOrHostFailure(ctx, h, name); err != nil || ok {
+		return s, reason, err
 	}
 	cctx, cancel := ctxTimeout(ctx)
 	_, err := p.dyn.Resource(LWSResource).Namespace(p.b.o.Namespace).Get(cctx, name, metav1.GetOptions{})
 	cancel()
-	if meta.IsNoMatchError(err) {
+	switch {
+	case meta.IsNoMatchError(err):
 		return "", "", fmt.Errorf("status of %s: %w: the cluster has no LeaderWorkerSet API: %v", h.JobID, backend.ErrUnavailable, err)
-	}
-	if apierrors.IsNotFound(err) {
-		// The leader may have finished between our looks.
-		if s, reason, ok, err := p.b.stored(ctx, h); err != nil || ok {
-			return s, reason, err
-		}
-		created, _ := time.Parse(time.RFC3339Nano, h.CreatedAt)
-		if time.Since(created) < NotCreatedGrace {
-			return job.Pending, "", nil
-		}
-		reason := fmt.Sprintf("the LeaderWorkerSet %s is gone from namespace %s and the job left no result: it was deleted, or the job was never started because its submitter stopped", name, p.b.o.Namespace)
-		return job.Failed, reason, p.b.record(ctx, h, reason)
-	}
-	if err != nil {
+	case apierrors.IsNotFound(err):
+		return p.goneStatus(ctx, h, name)
+	case err != nil:
 		return "", "", fmt.Errorf("status of %s: %w", h.JobID, err)
 	}
 	pods, err := p.pods(ctx, h)
@@ -63,15 +48,38 @@ func (p *Pathways) Status(ctx context.Context, h *job.Handle) (job.State, string
 		return v.state, v.reason, nil
 	}
 	// A host's runner may have written the better explanation meanwhile.
+	if s, reason, ok, err := p.storedOrHostFailure(ctx, h, name); err != nil || ok {
+		return s, reason, err
+	}
+	return p.fail(ctx, h, name, v.reason, v.pod)
+}
+
+// storedOrHostFailure is the store's word on h (ok): a recorded verdict or the leader's
+// envelope, else a failed host's envelope (then the job fails).
+func (p *Pathways) storedOrHostFailure(ctx context.Context, h *job.Handle, name string) (job.State, string, bool, error) {
+	if s, reason, ok, err := p.b.stored(ctx, h); err != nil || ok {
+		return s, reason, true, err
+	}
+	reason, ok, err := p.hostFailure(ctx, h)
+	if err != nil || !ok {
+		return "", "", err != nil, err
+	}
+	s, reason, err := p.fail(ctx, h, name, reason, "")
+	return s, reason, true, err
+}
+
+// goneStatus judges h when its LeaderWorkerSet is not there: the leader may have
+// finished between our looks; a new one may not be made yet.
+func (p *Pathways) goneStatus(ctx context.Context, h *job.Handle, name string) (job.State, string, error) {
 	if s, reason, ok, err := p.b.stored(ctx, h); err != nil || ok {
 		return s, reason, err
 	}
-	if reason, ok, err := p.hostFailure(ctx, h); err != nil {
-		return "", "", err
-	} else if ok {
-		return p.fail(ctx, h, name, reason, "")
+	created, _ := time.Parse(time.RFC3339Nano, h.CreatedAt)
+	if time.Since(created) < NotCreatedGrace {
+		return job.Pending, "", nil
 	}
-	return p.fail(ctx, h, name, v.reason, v.pod)
+	reason := fmt.Sprintf("the LeaderWorkerSet %s is gone from namespace %s and the job left no result: it was deleted, or the job was never started because its submitter stopped", name, p.b.o.Namespace)
+	return job.Failed, reason, p.b.record(ctx, h, reason)
 }
 
 // fail records a FAILED verdict (with the last lines of pod's output, if any) and stops

@@ -51,6 +51,36 @@ func (b *Backend) scaleUp(ctx context.Context, h *job.Handle, v verdict) verdict
 
 // judgeScaleUp is scaleUp's verdict from the pod's events.
 func judgeScaleUp(v verdict, accelerator string, spot bool, evs []corev1.Event) verdict {
+	last := lastScaleUpEvent(evs)
+	if last == nil {
+		return v
+	}
+	what := acceleratorWords(accelerator)
+	zone := "the cluster's zone"
+	if m := zonesRE.FindStringSubmatch(last.Message); m != nil {
+		zone = "zone " + m[1]
+	}
+	msg := strings.TrimSpace(last.Message)
+	var r string
+	switch {
+	case last.Reason == "FailedScaleUp" && strings.Contains(strings.ToLower(msg), "quota"):
+		return verdict{state: job.Failed, stuck: true, pod: v.pod, reason: fmt.Sprintf(
+			"FailedScaleUp: GKE could not add a node for %s in %s: the project's quota for it is used up (%s). Ask for more of %s in that region (console: IAM & Admin → Quotas), or use a reservation you hold; the job was stopped",
+			what, zone, msg, quotaName(accelerator, spot))}
+	case last.Reason == "FailedScaleUp" && (strings.Contains(msg, "out of resources") || strings.Contains(msg, "ZONE_RESOURCE_POOL_EXHAUSTED") || strings.Contains(msg, "stockout")):
+		r = fmt.Sprintf("FailedScaleUp: GKE could not add a node for %s in %s: Google has none free there now (a stockout: %s). The autoscaler keeps trying; or use another zone, a reservation, or spot capacity", what, zone, msg)
+		return scaleUpVerdict(v, r, r+"; gave up after the unschedulable grace")
+	case last.Reason == "FailedScaleUp":
+		r = fmt.Sprintf("FailedScaleUp: GKE could not add a node for %s in %s: %s", what, zone, msg)
+	default:
+		r = fmt.Sprintf("NotTriggerScaleUp: no node pool can grow to run %s: %s (check `kinetic pool list`: a pool of this accelerator, its --max-nodes)", what, msg)
+	}
+	return scaleUpVerdict(v, r, r)
+}
+
+// lastScaleUpEvent is the newest of the autoscaler's FailedScaleUp and NotTriggerScaleUp
+// events, nil if none.
+func lastScaleUpEvent(evs []corev1.Event) *corev1.Event {
 	var last *corev1.Event
 	for i := range evs {
 		e := &evs[i]
@@ -61,38 +91,16 @@ func judgeScaleUp(v verdict, accelerator string, spot bool, evs []corev1.Event) 
 			last = e
 		}
 	}
-	if last == nil {
-		return v
-	}
-	what := acceleratorWords(accelerator)
-	zone := "the cluster's zone"
-	if m := zonesRE.FindStringSubmatch(last.Message); m != nil {
-		zone = "zone " + m[1]
-	}
-	msg := strings.TrimSpace(last.Message)
-	switch {
-	case last.Reason == "FailedScaleUp" && strings.Contains(strings.ToLower(msg), "quota"):
-		return verdict{state: job.Failed, stuck: true, pod: v.pod, reason: fmt.Sprintf(
-			"FailedScaleUp: GKE could not add a node for %s in %s: the project's quota for it is used up (%s). Ask for more of %s in that region (console: IAM & Admin → Quotas), or use a reservation you hold; the job was stopped",
-			what, zone, msg, quotaName(accelerator, spot))}
-	case last.Reason == "FailedScaleUp" && (strings.Contains(msg, "out of resources") || strings.Contains(msg, "ZONE_RESOURCE_POOL_EXHAUSTED") || strings.Contains(msg, "stockout")):
-		r := fmt.Sprintf("FailedScaleUp: GKE could not add a node for %s in %s: Google has none free there now (a stockout: %s). The autoscaler keeps trying; or use another zone, a reservation, or spot capacity", what, zone, msg)
-		if v.state == job.Failed {
-			return verdict{state: job.Failed, stuck: true, pod: v.pod, reason: r + "; gave up after the unschedulable grace"}
-		}
-		return verdict{state: job.Pending, pod: v.pod, reason: r}
-	case last.Reason == "FailedScaleUp":
-		r := fmt.Sprintf("FailedScaleUp: GKE could not add a node for %s in %s: %s", what, zone, msg)
-		if v.state == job.Failed {
-			return verdict{state: job.Failed, stuck: true, pod: v.pod, reason: r}
-		}
-		return verdict{state: job.Pending, pod: v.pod, reason: r}
-	}
-	r := fmt.Sprintf("NotTriggerScaleUp: no node pool can grow to run %s: %s (check `kinetic pool list`: a pool of this accelerator, its --max-nodes)", what, msg)
+	return last
+}
+
+// scaleUpVerdict is PENDING for reason while v waits; FAILED (stuck) for failed once v
+// has given up.
+func scaleUpVerdict(v verdict, reason, failed string) verdict {
 	if v.state == job.Failed {
-		return verdict{state: job.Failed, stuck: true, pod: v.pod, reason: r}
+		return verdict{state: job.Failed, stuck: true, pod: v.pod, reason: failed}
 	}
-	return verdict{state: job.Pending, pod: v.pod, reason: r}
+	return verdict{state: job.Pending, pod: v.pod, reason: reason}
 }
 
 func eventTime(e *corev1.Event) time.Time {

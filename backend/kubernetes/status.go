@@ -38,17 +38,7 @@ func judgeJob(j *batchv1.Job, pods []corev1.Pod, now time.Time, g graces) verdic
 		case batchv1.JobComplete, batchv1.JobSuccessCriteriaMet:
 			return verdict{state: job.Succeeded}
 		case batchv1.JobFailed, batchv1.JobFailureTarget:
-			v := judgePods(pods, now, g)
-			if v.state == job.Failed {
-				return v
-			}
-			// The Job's own reasons (deadline, failure policy) delete the pods themselves.
-			if c.Reason == "BackoffLimitExceeded" {
-				if r, pod := deletedReason(pods); r != "" {
-					return verdict{state: job.Failed, reason: r, pod: pod}
-				}
-			}
-			return verdict{state: job.Failed, reason: jobFailedReason(c)}
+			return judgeFailedJob(c, pods, now, g)
 		}
 	}
 	if j.Status.Succeeded > 0 {
@@ -64,6 +54,21 @@ func judgeJob(j *batchv1.Job, pods []corev1.Pod, now time.Time, g graces) verdic
 		return verdict{state: job.Failed, reason: "the job's pod failed"}
 	}
 	return judgePods(pods, now, g)
+}
+
+// judgeFailedJob is the verdict on a Job whose condition c says it failed: its pods'
+// failure, else (the Job's own reasons, deadline or failure policy, delete the pods
+// themselves) why a pod was deleted, else the condition's reason.
+func judgeFailedJob(c batchv1.JobCondition, pods []corev1.Pod, now time.Time, g graces) verdict {
+	if v := judgePods(pods, now, g); v.state == job.Failed {
+		return v
+	}
+	if c.Reason == "BackoffLimitExceeded" {
+		if r, pod := deletedReason(pods); r != "" {
+			return verdict{state: job.Failed, reason: r, pod: pod}
+		}
+	}
+	return verdict{state: job.Failed, reason: jobFailedReason(c)}
 }
 
 // judgeIndex is the verdict on index i of an Indexed Job.
@@ -113,60 +118,99 @@ func judgePods(pods []corev1.Pod, now time.Time, g graces) verdict {
 	return v
 }
 
-// judgePod classifies one pod.
+// judgePod classifies one pod: the first of podChecks that knows, else PENDING.
 func judgePod(p *corev1.Pod, now time.Time, g graces) verdict {
-	switch p.Status.Phase {
-	case corev1.PodSucceeded:
-		return verdict{state: job.Succeeded}
-	case corev1.PodFailed:
-		return verdict{state: job.Failed, reason: podFailure(p)}
-	}
-	if p.DeletionTimestamp != nil {
-		if r := disruption(p); r != "" {
-			return verdict{state: job.Failed, reason: r}
-		}
-	}
-	// Waiting containers: image pulls that cannot succeed.
-	for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
-		if t := cs.State.Terminated; t != nil && t.Reason == "OOMKilled" {
-			return verdict{state: job.Failed, reason: oomReason(p, cs.Name)}
-		}
-		w := cs.State.Waiting
-		if w == nil {
-			continue
-		}
-		switch w.Reason {
-		case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable":
-			since := p.CreationTimestamp.Time
-			if permanentPull(w.Reason, w.Message) || now.Sub(since) > g.pull {
-				return verdict{state: job.Failed, stuck: true, reason: fmt.Sprintf("%s: cannot pull image %s for container %s: %s (check the image name and that the cluster can reach its registry)", w.Reason, imageOf(p, cs.Name), cs.Name, w.Message)}
-			}
-		case "CreateContainerConfigError", "CreateContainerError":
-			if now.Sub(p.CreationTimestamp.Time) > g.pull {
-				return verdict{state: job.Failed, stuck: true, reason: fmt.Sprintf("%s: container %s cannot start: %s", w.Reason, cs.Name, w.Message)}
-			}
-		}
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			since := c.LastTransitionTime.Time
-			if since.IsZero() {
-				since = p.CreationTimestamp.Time
-			}
-			if now.Sub(since) > g.unschedulable {
-				return verdict{state: job.Failed, stuck: true, reason: fmt.Sprintf("Unschedulable: no node can run the job's pod after %s: %s (check the accelerator and the cluster's node pools)", g.unschedulable.Round(time.Second), c.Message)}
-			}
-			return verdict{state: job.Pending, reason: "Unschedulable: " + c.Message}
-		}
-	}
-	if p.Status.Phase == corev1.PodRunning {
-		for _, cs := range p.Status.ContainerStatuses {
-			if cs.Name == "job" && cs.State.Running != nil {
-				return verdict{state: job.Running}
-			}
+	for _, check := range podChecks {
+		if v, ok := check(p, now, g); ok {
+			return v
 		}
 	}
 	return verdict{state: job.Pending}
+}
+
+// podCheck gives a pod's verdict when it knows it (ok).
+type podCheck func(p *corev1.Pod, now time.Time, g graces) (verdict, bool)
+
+// podChecks are judgePod's checks, in order.
+var podChecks = []podCheck{podEnded, podDisrupted, podContainers, podUnschedulable, podRunning}
+
+func podEnded(p *corev1.Pod, _ time.Time, _ graces) (verdict, bool) {
+	switch p.Status.Phase {
+	case corev1.PodSucceeded:
+		return verdict{state: job.Succeeded}, true
+	case corev1.PodFailed:
+		return verdict{state: job.Failed, reason: podFailure(p)}, true
+	}
+	return verdict{}, false
+}
+
+func podDisrupted(p *corev1.Pod, _ time.Time, _ graces) (verdict, bool) {
+	if p.DeletionTimestamp == nil {
+		return verdict{}, false
+	}
+	r := disruption(p)
+	return verdict{state: job.Failed, reason: r}, r != ""
+}
+
+// podContainers finds a container out of memory, or waiting on an image pull that
+// cannot succeed, or unable to start.
+func podContainers(p *corev1.Pod, now time.Time, g graces) (verdict, bool) {
+	for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		if v, ok := containerVerdict(p, cs, now, g); ok {
+			return v, true
+		}
+	}
+	return verdict{}, false
+}
+
+func containerVerdict(p *corev1.Pod, cs corev1.ContainerStatus, now time.Time, g graces) (verdict, bool) {
+	if t := cs.State.Terminated; t != nil && t.Reason == "OOMKilled" {
+		return verdict{state: job.Failed, reason: oomReason(p, cs.Name)}, true
+	}
+	w := cs.State.Waiting
+	if w == nil {
+		return verdict{}, false
+	}
+	switch w.Reason {
+	case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable":
+		if permanentPull(w.Reason, w.Message) || now.Sub(p.CreationTimestamp.Time) > g.pull {
+			return verdict{state: job.Failed, stuck: true, reason: fmt.Sprintf("%s: cannot pull image %s for container %s: %s (check the image name and that the cluster can reach its registry)", w.Reason, imageOf(p, cs.Name), cs.Name, w.Message)}, true
+		}
+	case "CreateContainerConfigError", "CreateContainerError":
+		if now.Sub(p.CreationTimestamp.Time) > g.pull {
+			return verdict{state: job.Failed, stuck: true, reason: fmt.Sprintf("%s: container %s cannot start: %s", w.Reason, cs.Name, w.Message)}, true
+		}
+	}
+	return verdict{}, false
+}
+
+func podUnschedulable(p *corev1.Pod, now time.Time, g graces) (verdict, bool) {
+	for _, c := range p.Status.Conditions {
+		if c.Type != corev1.PodScheduled || c.Status != corev1.ConditionFalse || c.Reason != corev1.PodReasonUnschedulable {
+			continue
+		}
+		since := c.LastTransitionTime.Time
+		if since.IsZero() {
+			since = p.CreationTimestamp.Time
+		}
+		if now.Sub(since) > g.unschedulable {
+			return verdict{state: job.Failed, stuck: true, reason: fmt.Sprintf("Unschedulable: no node can run the job's pod after %s: %s (check the accelerator and the cluster's node pools)", g.unschedulable.Round(time.Second), c.Message)}, true
+		}
+		return verdict{state: job.Pending, reason: "Unschedulable: " + c.Message}, true
+	}
+	return verdict{}, false
+}
+
+func podRunning(p *corev1.Pod, _ time.Time, _ graces) (verdict, bool) {
+	if p.Status.Phase != corev1.PodRunning {
+		return verdict{}, false
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == "job" && cs.State.Running != nil {
+			return verdict{state: job.Running}, true
+		}
+	}
+	return verdict{}, false
 }
 
 // permanentPull: the registry answered that the image does not exist, or the name is
@@ -196,26 +240,30 @@ func podFailure(p *corev1.Pod) string {
 		return "timeout: the pod ran past its deadline (the job's timeout plus the start-up allowance): " + p.Status.Message
 	}
 	for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
-		t := cs.State.Terminated
-		if t == nil || t.ExitCode == 0 {
-			continue
+		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+			return exitReason(p, cs.Name, t)
 		}
-		if t.Reason == "OOMKilled" {
-			return oomReason(p, cs.Name)
-		}
-		r := fmt.Sprintf("container %s exited with code %d", cs.Name, t.ExitCode)
-		if t.Reason != "" && t.Reason != "Error" {
-			r += " (" + t.Reason + ")"
-		}
-		if t.Message != "" {
-			r += ": " + strings.TrimSpace(t.Message)
-		}
-		return r
 	}
 	if p.Status.Message != "" {
 		return p.Status.Reason + ": " + p.Status.Message
 	}
 	return "the job's pod failed"
+}
+
+// exitReason words container name's exit t: out of memory, or its code, reason and
+// message.
+func exitReason(p *corev1.Pod, name string, t *corev1.ContainerStateTerminated) string {
+	if t.Reason == "OOMKilled" {
+		return oomReason(p, name)
+	}
+	r := fmt.Sprintf("container %s exited with code %d", name, t.ExitCode)
+	if t.Reason != "" && t.Reason != "Error" {
+		r += " (" + t.Reason + ")"
+	}
+	if t.Message != "" {
+		r += ": " + strings.TrimSpace(t.Message)
+	}
+	return r
 }
 
 // disruption reports a pod ended by the cluster rather than by the job: preemption of

@@ -156,27 +156,38 @@ const reportWait = 2 * time.Second
 // than a new pod. It returns the pod once it can be claimed, or nothing.
 func (b *Backend) awaitReported(ctx context.Context, list []corev1.Pod, key string) []corev1.Pod {
 	for _, p := range list {
-		if p.Labels[LabelWarm] != key || p.Labels[LabelWarmState] != warmIdle || p.DeletionTimestamp != nil ||
-			p.Status.Phase != corev1.PodPending || p.Annotations[AnnotationWarmRecord] == "" {
-			continue
+		if awaitingReport(&p, key) {
+			return b.awaitClaimable(ctx, p.Name, key) // one wait per submission
 		}
-		for deadline := b.clock().Add(reportWait); b.clock().Before(deadline); {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(100 * time.Millisecond):
-			}
-			cctx, cancel := ctxTimeout(ctx)
-			fresh, err := b.cs.CoreV1().Pods(b.o.Namespace).Get(cctx, p.Name, metav1.GetOptions{})
-			cancel()
-			if err != nil || fresh.Labels[LabelWarmState] != warmIdle || fresh.DeletionTimestamp != nil {
-				return nil
-			}
-			if got := candidates([]corev1.Pod{*fresh}, key, b.clock()); len(got) == 1 {
-				return got
-			}
+	}
+	return nil
+}
+
+// awaitingReport says p is an idle pod of key whose runner waits for a job but whose
+// address the kubelet has not reported yet.
+func awaitingReport(p *corev1.Pod, key string) bool {
+	return p.Labels[LabelWarm] == key && p.Labels[LabelWarmState] == warmIdle && p.DeletionTimestamp == nil &&
+		p.Status.Phase == corev1.PodPending && p.Annotations[AnnotationWarmRecord] != ""
+}
+
+// awaitClaimable reads pod name again every 100 ms, up to reportWait, until it can be
+// claimed (then it is returned) or is no longer idle.
+func (b *Backend) awaitClaimable(ctx context.Context, name, key string) []corev1.Pod {
+	for deadline := b.clock().Add(reportWait); b.clock().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(100 * time.Millisecond):
 		}
-		return nil // one wait per submission
+		cctx, cancel := ctxTimeout(ctx)
+		fresh, err := b.cs.CoreV1().Pods(b.o.Namespace).Get(cctx, name, metav1.GetOptions{})
+		cancel()
+		if err != nil || fresh.Labels[LabelWarmState] != warmIdle || fresh.DeletionTimestamp != nil {
+			return nil
+		}
+		if got := candidates([]corev1.Pod{*fresh}, key, b.clock()); len(got) == 1 {
+			return got
+		}
 	}
 	return nil
 }
@@ -282,19 +293,7 @@ func (b *Backend) tryWarm(ctx context.Context, h *job.Handle, key string) bool {
 		if i == 3 {
 			break // a crowd claims the same pods: a new pod is quicker
 		}
-		c, err := b.cs.CoreV1().Pods(b.o.Namespace).Update(cctx, claimed(&p, h), metav1.UpdateOptions{})
-		if apierrors.IsConflict(err) {
-			// Changed since it was listed: taken by another claimer, or labelled idle a
-			// moment ago by the engine that saw its last job end (a `kinetic run` that
-			// exits right after the result sends that update on its way out). Claim it
-			// as it is now if it may still be claimed.
-			if fresh, gerr := b.cs.CoreV1().Pods(b.o.Namespace).Get(cctx, p.Name, metav1.GetOptions{}); gerr == nil {
-				if again := candidates([]corev1.Pod{*fresh}, key, b.clock()); len(again) == 1 {
-					p = again[0]
-					c, err = b.cs.CoreV1().Pods(b.o.Namespace).Update(cctx, claimed(&p, h), metav1.UpdateOptions{})
-				}
-			}
-		}
+		c, p, err := b.claimPod(cctx, p, h, key)
 		if err != nil {
 			continue // another claimer won (Conflict), or the pod went: the next one
 		}
@@ -317,6 +316,26 @@ func (b *Backend) tryWarm(ctx context.Context, h *job.Handle, key string) bool {
 		}
 	}
 	return false
+}
+
+// claimPod claims pod p for h. A pod changed since it was listed (taken by another
+// claimer, or labelled idle a moment ago by the engine that saw its last job end: a
+// `kinetic run` that exits right after the result sends that update on its way out) is
+// claimed as it is now if it may still be claimed; p is then the pod as read again.
+func (b *Backend) claimPod(ctx context.Context, p corev1.Pod, h *job.Handle, key string) (*corev1.Pod, corev1.Pod, error) {
+	c, err := b.cs.CoreV1().Pods(b.o.Namespace).Update(ctx, claimed(&p, h), metav1.UpdateOptions{})
+	if !apierrors.IsConflict(err) {
+		return c, p, err
+	}
+	fresh, gerr := b.cs.CoreV1().Pods(b.o.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+	if gerr != nil {
+		return c, p, err
+	}
+	if again := candidates([]corev1.Pod{*fresh}, key, b.clock()); len(again) == 1 {
+		p = again[0]
+		c, err = b.cs.CoreV1().Pods(b.o.Namespace).Update(ctx, claimed(&p, h), metav1.UpdateOptions{})
+	}
+	return c, p, err
 }
 
 // disown gives up pod c, claimed for job id and not taken by its runner: its labels and
@@ -411,17 +430,7 @@ func (b *Backend) warmRecord(ctx context.Context, id string) (*runner.WarmRecord
 // Job owns any more (their Job was cleaned up while they served others) are deleted on
 // the way.
 func (b *Backend) offerIdle(ctx context.Context, h *job.Handle) {
-	if !warmEligible(h) {
-		return
-	}
-	b.warmMu.Lock()
-	if b.offered == nil {
-		b.offered = map[string]bool{}
-	}
-	seen := b.offered[h.JobID]
-	b.offered[h.JobID] = true
-	b.warmMu.Unlock()
-	if seen {
+	if !warmEligible(h) || b.offeredBefore(h.JobID) {
 		return
 	}
 	rec, err := b.warmRecord(ctx, h.JobID)
@@ -430,12 +439,36 @@ func (b *Backend) offerIdle(ctx context.Context, h *job.Handle) {
 	}
 	cctx, cancel := ctxTimeout(ctx)
 	defer cancel()
-	list, err := b.cs.CoreV1().Pods(b.o.Namespace).List(cctx, metav1.ListOptions{LabelSelector: LabelWarm + "=" + rec.Key})
-	if err != nil {
+	mine, idle, err := b.warmPodsOf(cctx, ctx, rec)
+	if err != nil || !stillBusyWith(mine, h.JobID) {
+		return // not the pod that ran h, or taken again already
+	}
+	if idle >= b.o.WarmPods {
+		b.release(ctx, mine.Name, rec)
 		return
 	}
-	var mine *corev1.Pod
-	idle := 0
+	b.markIdle(cctx, mine, rec, h.JobID)
+}
+
+// offeredBefore says whether job id was offered already by this process (and marks it).
+func (b *Backend) offeredBefore(id string) bool {
+	b.warmMu.Lock()
+	defer b.warmMu.Unlock()
+	if b.offered == nil {
+		b.offered = map[string]bool{}
+	}
+	seen := b.offered[id]
+	b.offered[id] = true
+	return seen
+}
+
+// warmPodsOf lists rec's key's warm pods: rec's own, and how many are idle. Finished
+// ones without an owner are deleted on the way (under ctx).
+func (b *Backend) warmPodsOf(cctx, ctx context.Context, rec *runner.WarmRecord) (mine *corev1.Pod, idle int, err error) {
+	list, err := b.cs.CoreV1().Pods(b.o.Namespace).List(cctx, metav1.ListOptions{LabelSelector: LabelWarm + "=" + rec.Key})
+	if err != nil {
+		return nil, 0, err
+	}
 	for i := range list.Items {
 		p := &list.Items[i]
 		switch {
@@ -449,13 +482,17 @@ func (b *Backend) offerIdle(ctx context.Context, h *job.Handle) {
 			idle++
 		}
 	}
-	if mine == nil || mine.Labels[LabelJobID] != h.JobID || mine.Labels[LabelWarmState] != warmBusy || mine.DeletionTimestamp != nil {
-		return // not the pod that ran h, or taken again already
-	}
-	if idle >= b.o.WarmPods {
-		b.release(ctx, mine.Name, rec)
-		return
-	}
+	return mine, idle, nil
+}
+
+// stillBusyWith says p is the warm pod running job id, not taken again nor going.
+func stillBusyWith(p *corev1.Pod, id string) bool {
+	return p != nil && p.Labels[LabelJobID] == id && p.Labels[LabelWarmState] == warmBusy && p.DeletionTimestamp == nil
+}
+
+// markIdle labels mine idle (until rec.Until), trying again (at most three times) when
+// the pod changed since it was read.
+func (b *Backend) markIdle(ctx context.Context, mine *corev1.Pod, rec *runner.WarmRecord, id string) {
 	since := rec.Since
 	if since.IsZero() {
 		since = b.clock() // a runner older than the field
@@ -468,16 +505,15 @@ func (b *Backend) offerIdle(ctx context.Context, h *job.Handle) {
 		}
 		p.Annotations[AnnotationWarmUntil] = rec.Until.UTC().Format(time.RFC3339Nano)
 		p.Annotations[AnnotationWarmIdleSince] = since.UTC().Format(time.RFC3339Nano)
-		p.Annotations[AnnotationWarmRecord] = h.JobID
-		_, err := b.cs.CoreV1().Pods(b.o.Namespace).Update(cctx, p, metav1.UpdateOptions{})
+		p.Annotations[AnnotationWarmRecord] = id
+		_, err := b.cs.CoreV1().Pods(b.o.Namespace).Update(ctx, p, metav1.UpdateOptions{})
 		if !apierrors.IsConflict(err) || try == 2 {
 			return
 		}
 		// The pod changed since it was listed: its status, most often (the kubelet's
 		// updates move its resourceVersion too). Read it again: still busy with h, it is
 		// made idle; taken or going, someone else decided.
-		if mine, err = b.cs.CoreV1().Pods(b.o.Namespace).Get(cctx, mine.Name, metav1.GetOptions{}); err != nil ||
-			mine.Labels[LabelJobID] != h.JobID || mine.Labels[LabelWarmState] != warmBusy || mine.DeletionTimestamp != nil {
+		if mine, err = b.cs.CoreV1().Pods(b.o.Namespace).Get(ctx, mine.Name, metav1.GetOptions{}); err != nil || !stillBusyWith(mine, id) {
 			return
 		}
 	}

@@ -49,27 +49,7 @@ func runInContainer(ctx context.Context, st *store.Store, o SuperviseOptions, id
 		return nil, err
 	}
 	name := "kinetic-" + id
-	args := []string{"run", "--rm", "--name", name, "--network=host", "--pull=missing",
-		"-v", storeDir + ":" + storeDir, "-v", exe + ":" + runnerInImage + ":ro",
-		"-e", "KINETIC_HOST_INDEX=0"}
-	if spec.OutputDir != "" && filepath.IsAbs(spec.OutputDir) && !strings.HasPrefix(spec.OutputDir, storeDir+"/") {
-		os.MkdirAll(spec.OutputDir, 0o700)
-		args = append(args, "-v", spec.OutputDir+":"+spec.OutputDir)
-	}
-	// Local --find-links directories (prebuilt images install at start) at their paths.
-	if spec.InstallAtStart {
-		for _, l := range spec.Requirements {
-			if v, ok := strings.CutPrefix(l, "--find-links "); ok {
-				v = strings.Trim(v, `'"`)
-				if fi, err := os.Stat(v); err == nil && fi.IsDir() && filepath.IsAbs(v) {
-					args = append(args, "-v", v+":"+v+":ro")
-				}
-			}
-		}
-	}
-	if spec.Container != "docker" && plainHTTP(spec.Image) {
-		args = append(args, "--tls-verify=false")
-	}
+	args := containerArgs(spec, name, storeDir, exe)
 	args = append(args, "--entrypoint", runnerInImage, spec.Image,
 		"runner", "--store", storeURL, "--job", id, "--workspace", "/tmp/kinetic/"+id)
 	fmt.Fprintf(log, "kinetic: %s %s\n", spec.Container, strings.Join(args, " "))
@@ -80,17 +60,7 @@ func runInContainer(ctx context.Context, st *store.Store, o SuperviseOptions, id
 	if err := cmd.Start(); err != nil {
 		return failed(ctx, st, id, fmt.Sprintf("%s could not start: %v", spec.Container, err)), nil
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var runErr error
-	select {
-	case runErr = <-done:
-	case <-ctx.Done():
-		// Cancelled: stop the container (SIGTERM, SIGKILL after the grace period).
-		grace := int(o.Grace / time.Second)
-		exec.Command(spec.Container, "stop", "--time", strconv.Itoa(grace), name).Run()
-		runErr = <-done
-	}
+	runErr := waitContainer(ctx, cmd, spec.Container, name, o.Grace)
 	b, err := st.Get(context.WithoutCancel(ctx), store.EnvelopeKey(id))
 	if err == nil {
 		env, derr := job.DecodeEnvelope(b)
@@ -106,6 +76,55 @@ func runInContainer(ctx context.Context, st *store.Store, o SuperviseOptions, id
 		t = "…" + t[len(t)-2000:]
 	}
 	return failed(ctx, st, id, fmt.Sprintf("the container of image %s ended without a result (%v): %s", spec.Image, runErr, strings.TrimSpace(t))), nil
+}
+
+// containerArgs are the container engine's arguments up to the entrypoint: the store,
+// this binary as the runner, the output directory and local --find-links directories
+// (prebuilt images install at start) at their paths.
+func containerArgs(spec *job.Spec, name, storeDir, exe string) []string {
+	args := []string{"run", "--rm", "--name", name, "--network=host", "--pull=missing",
+		"-v", storeDir + ":" + storeDir, "-v", exe + ":" + runnerInImage + ":ro",
+		"-e", "KINETIC_HOST_INDEX=0"}
+	if spec.OutputDir != "" && filepath.IsAbs(spec.OutputDir) && !strings.HasPrefix(spec.OutputDir, storeDir+"/") {
+		os.MkdirAll(spec.OutputDir, 0o700)
+		args = append(args, "-v", spec.OutputDir+":"+spec.OutputDir)
+	}
+	if spec.InstallAtStart {
+		for _, l := range spec.Requirements {
+			if v, ok := findLinksDir(l); ok {
+				args = append(args, "-v", v+":"+v+":ro")
+			}
+		}
+	}
+	if spec.Container != "docker" && plainHTTP(spec.Image) {
+		args = append(args, "--tls-verify=false")
+	}
+	return args
+}
+
+// findLinksDir is the local directory of a "--find-links DIR" requirement line.
+func findLinksDir(line string) (string, bool) {
+	v, ok := strings.CutPrefix(line, "--find-links ")
+	if !ok {
+		return "", false
+	}
+	v = strings.Trim(v, `'"`)
+	fi, err := os.Stat(v)
+	return v, err == nil && fi.IsDir() && filepath.IsAbs(v)
+}
+
+// waitContainer waits for the container engine's process; cancelled, it stops the
+// container (SIGTERM, SIGKILL after the grace period).
+func waitContainer(ctx context.Context, cmd *exec.Cmd, engine, name string, grace time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		exec.Command(engine, "stop", "--time", strconv.Itoa(int(grace/time.Second)), name).Run()
+		return <-done
+	}
 }
 
 // failed records and returns an envelope for a job whose container never ran it.

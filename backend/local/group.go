@@ -82,19 +82,8 @@ func (b *Backend) StartGroup(ctx context.Context, g driver.Group, template *job.
 		return fmt.Errorf("local backend: invalid group ID %q", g.ID)
 	}
 	dir := b.groupDir(g.ID)
-	for _, d := range []string{filepath.Join(dir, "workers"), filepath.Join(dir, "done")} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return StateDirError(b.o.StateDir, d, "the batch's local state", err)
-		}
-	}
-	iso := b.o.Isolation
-	if iso == "" {
-		iso = runner.IsolationWorker
-	}
-	// The inputs' envelopes go to logs in the store's ends/, made before any worker
-	// starts: a reader waiting for an input watches it from the first look (jobview).
-	if err := b.st.PrepareEnds(g.ID); err != nil {
-		return fmt.Errorf("local backend: %w", err)
+	if err := b.prepareGroup(dir, g.ID); err != nil {
+		return err
 	}
 	// The inputs stay closed (no next) until a worker surely serves the batch, and
 	// opener's lock is held until then: a worker waits on it, and if this process dies
@@ -108,17 +97,42 @@ func (b *Backend) StartGroup(ctx context.Context, g driver.Group, template *job.
 	if err := filelock.Wait(opener, filelock.Exclusive); err != nil {
 		return fmt.Errorf("local backend: %w", err)
 	}
+	iso := b.o.Isolation
+	if iso == "" {
+		iso = runner.IsolationWorker
+	}
 	info, _ := json.Marshal(groupInfo{Store: b.st.URL(), Size: g.Size, Isolation: iso})
 	if err := os.WriteFile(filepath.Join(dir, "group.json"), info, 0o600); err != nil {
 		return StateDirError(b.o.StateDir, filepath.Join(dir, "group.json"), "the batch's local state", err)
 	}
+	return b.startWorkers(ctx, g, dir)
+}
+
+// prepareGroup makes the batch's local state directories and, in the store's ends/,
+// the logs its inputs' envelopes go to, before any worker starts: a reader waiting for
+// an input watches it from the first look (jobview).
+func (b *Backend) prepareGroup(dir, gid string) error {
+	for _, d := range []string{filepath.Join(dir, "workers"), filepath.Join(dir, "done")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return StateDirError(b.o.StateDir, d, "the batch's local state", err)
+		}
+	}
+	if err := b.st.PrepareEnds(gid); err != nil {
+		return fmt.Errorf("local backend: %w", err)
+	}
+	return nil
+}
+
+// startWorkers has the batch served by its workers: idle long-lived supervisors, and
+// processes started for the rest. The inputs open as soon as one worker surely serves
+// the batch: the others join it as they come, and a batch that started runs on without
+// this process.
+func (b *Backend) startWorkers(ctx context.Context, g driver.Group, dir string) error {
 	n := max(1, min(g.Parallelism, b.o.Slots, g.Size))
 	left := make([]int, n)
 	for k := range left {
 		left[k] = k
 	}
-	// The inputs open as soon as one worker surely serves the batch: the others join
-	// it as they come, and a batch that started runs on without this process.
 	var once sync.Once
 	var openErr error
 	open := func() { once.Do(func() { openErr = openInputs(dir) }) }
@@ -127,22 +141,7 @@ func (b *Backend) StartGroup(ctx context.Context, g driver.Group, template *job.
 		// runGroup); the workers none of them took within groupHandOff are started.
 		left = b.queueGroupWorkers(g.ID, n, open)
 	}
-	// The workers start side by side: each start is an exec of this binary, and the
-	// batch waits for the last of them otherwise. They are started before this returns
-	// (none comes late, after the others were judged gone).
-	errs := make([]error, len(left))
-	var wg sync.WaitGroup
-	for i, k := range left {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w := strconv.Itoa(k)
-			if errs[i] = b.spawn(ctx, filepath.Join(dir, "workers", w+".log"), "--group", g.ID, "--worker", w); errs[i] == nil {
-				open()
-			}
-		}()
-	}
-	wg.Wait()
+	errs := b.spawnGroupWorkers(ctx, g.ID, dir, left, open)
 	started := len(left) < n // served by the supervisors that took it
 	for _, err := range errs {
 		started = started || err == nil // the ones that started serve the batch
@@ -152,6 +151,27 @@ func (b *Backend) StartGroup(ctx context.Context, g driver.Group, template *job.
 	}
 	open()
 	return openErr
+}
+
+// spawnGroupWorkers starts workers ks side by side: each start is an exec of this
+// binary, and the batch waits for the last of them otherwise. They are started before
+// this returns (none comes late, after the others were judged gone); open is called as
+// each starts.
+func (b *Backend) spawnGroupWorkers(ctx context.Context, gid, dir string, ks []int, open func()) []error {
+	errs := make([]error, len(ks))
+	var wg sync.WaitGroup
+	for i, k := range ks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := strconv.Itoa(k)
+			if errs[i] = b.spawn(ctx, filepath.Join(dir, "workers", w+".log"), "--group", gid, "--worker", w); errs[i] == nil {
+				open()
+			}
+		}()
+	}
+	wg.Wait()
+	return errs
 }
 
 // openerName is the file StartGroup holds locked until the batch's inputs are open.
@@ -258,9 +278,10 @@ func (b *Backend) queueGroupWorkers(gid string, n int, open func()) []int {
 	if err := os.MkdirAll(filepath.Join(q, "workers"), 0o700); err != nil {
 		return all
 	}
+	entry := func(k int) string { return filepath.Join(q, groupEntry(gid, k)) }
 	var left, queued []int
 	for _, k := range all {
-		if os.WriteFile(filepath.Join(q, groupEntry(gid, k)), nil, 0o644) == nil {
+		if os.WriteFile(entry(k), nil, 0o644) == nil {
 			queued = append(queued, k)
 		} else {
 			left = append(left, k)
@@ -268,14 +289,29 @@ func (b *Backend) queueGroupWorkers(gid string, n int, open func()) []int {
 	}
 	if err := b.ensureFresh(q, b.o.Slots); err != nil {
 		for _, k := range queued {
-			os.Remove(filepath.Join(q, groupEntry(gid, k)))
+			os.Remove(entry(k))
 		}
 		return all
 	}
+	for _, k := range awaitTaken(queued, entry, open) {
+		// Still queued: removed here, it is ours to start (a supervisor that read the
+		// entry already and takes the lock first makes the started one give way).
+		if os.Remove(entry(k)) == nil {
+			left = append(left, k)
+		} else {
+			open() // taken as the wait ended
+		}
+	}
+	return left
+}
+
+// awaitTaken waits up to groupHandOff for supervisors to take the queued workers
+// (their entry files removed), calling open once one is, and returns those left.
+func awaitTaken(queued []int, entry func(int) string, open func()) []int {
 	for deadline := time.Now().Add(groupHandOff); len(queued) > 0; time.Sleep(time.Millisecond) {
 		var waiting []int
 		for _, k := range queued {
-			if _, err := os.Stat(filepath.Join(q, groupEntry(gid, k))); err == nil {
+			if _, err := os.Stat(entry(k)); err == nil {
 				waiting = append(waiting, k)
 			}
 		}
@@ -287,16 +323,7 @@ func (b *Backend) queueGroupWorkers(gid string, n int, open func()) []int {
 			break
 		}
 	}
-	for _, k := range queued {
-		// Still queued: removed here, it is ours to start (a supervisor that read the
-		// entry already and takes the lock first makes the started one give way).
-		if os.Remove(filepath.Join(q, groupEntry(gid, k))) == nil {
-			left = append(left, k)
-		} else {
-			open() // taken as the wait ended
-		}
-	}
-	return left
+	return queued
 }
 
 // GroupWatch implements driver.Waker: a watch of the batch's done/, where each
@@ -462,54 +489,75 @@ func (b *Backend) groupStatus(ctx context.Context, h *job.Handle, noStatus bool)
 		return s, r, true, err
 	}
 	if k, done := b.doneBy(gid, i); done {
-		// Its worker finished it, and had written its result.json (or kept it) before
-		// saying so. Read again: the first read may have come just before the worker
-		// wrote it and the look at done/ just after.
-		if s, r, ok, err := b.groupEnd(ctx, gid, i, h.JobID, noStatus); ok || err != nil {
-			return s, r, true, err
-		}
-		// The file is gone since, which its reason must name, not a worker.
-		if err := jobview.MissingEnvelope(ctx, b.st, h.JobID); err != nil {
-			return "", "", true, err
-		}
-		objs, err := b.st.List(ctx, store.JobPrefix(h.JobID))
-		if err != nil {
-			return "", "", true, err
-		}
-		if len(objs) == 0 {
-			// Nothing of it is left: removed (collected, cleaned up) and the marker
-			// that says so is gone, or removed by hand.
-			return "", "", true, job.DamagedError(fmt.Sprintf("job %s is damaged: its batch's worker finished it, but none of its objects is left, neither its %s nor the marker that it was removed (%s); `kinetic jobs cleanup %s` removes it", h.JobID, store.EnvelopeKey(h.JobID), store.GroupGoneKey(gid, i), h.JobID))
-		}
-		return "", "", true, job.Missing(h.JobID, store.ObjectName(h.JobID, store.EnvelopeKey(h.JobID)), fmt.Sprintf("the batch's worker finished this input and wrote it first, as %s says", filepath.Join(b.groupDir(gid), "done", k)))
+		s, r, err := b.finishedInputStatus(ctx, gid, i, h.JobID, k, noStatus)
+		return s, r, true, err
 	}
 	live, dead := b.workers(gid)
+	if s, r, ok, err := b.workerInputStatus(ctx, gid, i, h.JobID, live, dead); ok || err != nil {
+		return s, r, true, err
+	}
+	s, r, err := b.unservedInputStatus(ctx, gid, i, h.JobID, len(live) > 0)
+	return s, r, true, err
+}
+
+// finishedInputStatus is the state of input i its worker finished (done/k says so), and
+// had written its result.json (or kept it) before saying so. Read again: the first read
+// may have come just before the worker wrote it and the look at done/ just after.
+func (b *Backend) finishedInputStatus(ctx context.Context, gid string, i int, id, k string, noStatus bool) (job.State, string, error) {
+	if s, r, ok, err := b.groupEnd(ctx, gid, i, id, noStatus); ok || err != nil {
+		return s, r, err
+	}
+	// The file is gone since, which its reason must name, not a worker.
+	if err := jobview.MissingEnvelope(ctx, b.st, id); err != nil {
+		return "", "", err
+	}
+	objs, err := b.st.List(ctx, store.JobPrefix(id))
+	if err != nil {
+		return "", "", err
+	}
+	if len(objs) == 0 {
+		// Nothing of it is left: removed (collected, cleaned up) and the marker
+		// that says so is gone, or removed by hand.
+		return "", "", job.DamagedError(fmt.Sprintf("job %s is damaged: its batch's worker finished it, but none of its objects is left, neither its %s nor the marker that it was removed (%s); `kinetic jobs cleanup %s` removes it", id, store.EnvelopeKey(id), store.GroupGoneKey(gid, i), id))
+	}
+	return "", "", job.Missing(id, store.ObjectName(id, store.EnvelopeKey(id)), fmt.Sprintf("the batch's worker finished this input and wrote it first, as %s says", filepath.Join(b.groupDir(gid), "done", k)))
+}
+
+// workerInputStatus is the state of input i when a worker, live or dead, runs it (ok).
+func (b *Backend) workerInputStatus(ctx context.Context, gid string, i int, id string, live, dead []workerState) (job.State, string, bool, error) {
 	for _, w := range live {
 		if w.running == i {
 			return job.Running, "", true, nil
 		}
 	}
 	for _, w := range dead {
-		if w.running == i {
-			if s, r, ok, err := b.groupEnd(ctx, gid, i, h.JobID, false); ok || err != nil {
-				return s, r, true, err // it ended as its worker stopped
-			}
-			return job.Failed, fmt.Sprintf("the batch's worker (pid %d) stopped while it ran this input (killed, or the machine restarted); see %s", w.pid, filepath.Join(b.groupDir(gid), "workers")), true, nil
+		if w.running != i {
+			continue
 		}
+		if s, r, ok, err := b.groupEnd(ctx, gid, i, id, false); ok || err != nil {
+			return s, r, true, err // it ended as its worker stopped
+		}
+		return job.Failed, fmt.Sprintf("the batch's worker (pid %d) stopped while it ran this input (killed, or the machine restarted); see %s", w.pid, filepath.Join(b.groupDir(gid), "workers")), true, nil
 	}
+	return "", "", false, nil
+}
+
+// unservedInputStatus is the state of input i that no worker runs: claimed or waiting
+// while workers live; else it ended as the last one left, or the workers stopped first.
+func (b *Backend) unservedInputStatus(ctx context.Context, gid string, i int, id string, anyLive bool) (job.State, string, error) {
 	next, err := readClaimed(filepath.Join(b.groupDir(gid), "next"))
 	if err != nil {
-		return "", "", true, err
+		return "", "", err
 	}
 	switch {
-	case len(live) > 0 && i < next:
-		return job.Running, "", true, nil // claimed: about to run, or its result is being written
-	case len(live) > 0:
-		return job.Pending, "", true, nil
+	case anyLive && i < next:
+		return job.Running, "", nil // claimed: about to run, or its result is being written
+	case anyLive:
+		return job.Pending, "", nil
 	}
 	// No worker: read again (the last one may have finished it as it left).
-	if s, r, ok, err := b.groupEnd(ctx, gid, i, h.JobID, false); ok || err != nil {
-		return s, r, true, err
+	if s, r, ok, err := b.groupEnd(ctx, gid, i, id, false); ok || err != nil {
+		return s, r, err
 	}
 	// Not written down: the verdict follows from the workers' state each time it is
 	// asked, and a job cleaned up meanwhile is not made again by a status.json.
@@ -517,7 +565,7 @@ func (b *Backend) groupStatus(ctx context.Context, h *job.Handle, noStatus bool)
 	if i < next {
 		reason = fmt.Sprintf("the batch's worker stopped while it ran this input (killed, or the machine restarted); see %s", filepath.Join(b.groupDir(gid), "workers"))
 	}
-	return job.Failed, reason, true, nil
+	return job.Failed, reason, nil
 }
 
 // groupEnd is recordedEnd for input i of batch gid, or else the envelope its worker

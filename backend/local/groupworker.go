@@ -79,16 +79,7 @@ func workGroup(ctx context.Context, o GroupWorkOptions, sig <-chan os.Signal, st
 		}
 		defer st.Close()
 	}
-	gw.mu.Lock()
-	gw.st = st
-	gw.mu.Unlock()
-	// The envelopes go to a log of this worker's (a file store), not a file each.
-	ends, err := st.OpenEndsLog(o.Group, w)
-	if err != nil {
-		return gw.failAll(ctx, err)
-	}
-	gw.ends = ends
-	if err := gw.load(ctx); err != nil {
+	if err := gw.open(ctx, st, w); err != nil {
 		return gw.failAll(ctx, err)
 	}
 	if slot == nil {
@@ -100,6 +91,38 @@ func workGroup(ctx context.Context, o GroupWorkOptions, sig <-chan os.Signal, st
 	}
 	tree := filepath.Join(dir, "workers", w+".tree")
 	defer os.RemoveAll(tree) // the shipped tree: this worker's copy, for this batch only
+	if err := gw.prepare(ctx, tree); err != nil {
+		return gw.failAll(ctx, err)
+	}
+	defer func() {
+		if gw.x != nil {
+			gw.x.Close()
+		}
+	}()
+	var err error
+	if gw.next, err = awaitOpen(dir); err != nil {
+		return gw.failAll(ctx, err)
+	}
+	return gw.serve(ctx)
+}
+
+// open takes st as the worker's store, opens its envelopes' log (a log of this worker
+// w's on a file store, not a file each) and loads the batch.
+func (gw *groupWorker) open(ctx context.Context, st *store.Store, w string) error {
+	gw.mu.Lock()
+	gw.st = st
+	gw.mu.Unlock()
+	ends, err := st.OpenEndsLog(gw.o.Group, w)
+	if err != nil {
+		return err
+	}
+	gw.ends = ends
+	return gw.load(ctx)
+}
+
+// prepare prepares the batch's runs, its shipped tree at tree.
+func (gw *groupWorker) prepare(ctx context.Context, tree string) error {
+	o := gw.o
 	batch, err := runner.PrepareBatch(ctx, gw.st, gw.t.Spec, gw.env, gw.isolation, runner.Options{
 		Store: gw.st, StoreURL: o.StoreURL, JobID: job.ChildID(o.Group, 0), TreeDir: tree,
 		Python: o.Python.Interpreter, EnvDir: filepath.Join(o.StateDir, "envs"), Grace: o.Grace,
@@ -107,17 +130,14 @@ func workGroup(ctx context.Context, o GroupWorkOptions, sig <-chan os.Signal, st
 		WarmDir: o.warmDir(), WarmIdle: o.Python.WarmIdle,
 	}, os.Stderr)
 	if err != nil {
-		return gw.failAll(ctx, err)
+		return err
 	}
 	gw.batch = batch
-	defer func() {
-		if gw.x != nil {
-			gw.x.Close()
-		}
-	}()
-	if gw.next, err = awaitOpen(dir); err != nil {
-		return gw.failAll(ctx, err)
-	}
+	return nil
+}
+
+// serve runs the inputs it claims until none is left, or it is told to stop.
+func (gw *groupWorker) serve(ctx context.Context) error {
 	for {
 		i, ok, err := claim(gw.next, gw.size)
 		if err != nil {
@@ -182,12 +202,16 @@ func (gw *groupWorker) load(ctx context.Context) error {
 	if gw.env, err = layout.ReadEnv(ctx, gw.st, gw.o.Group, gw.t); err != nil {
 		return err
 	}
-	// inputs.bin is read whole unless it is large (then each input with ranged reads:
-	// every worker holding a batch of big arrays would not fit in memory).
+	return gw.loadInputs(ctx)
+}
+
+// loadInputs reads inputs.bin whole unless it is large (then each input is read with
+// ranged reads: every worker holding a batch of big arrays would not fit in memory).
+func (gw *groupWorker) loadInputs(ctx context.Context) error {
 	if n, err := gw.st.Size(ctx, store.GroupInputsKey(gw.o.Group)); err == nil && n > maxInputsInMemory {
 		return nil
 	}
-	raw, err = gw.st.Get(ctx, store.GroupInputsKey(gw.o.Group))
+	raw, err := gw.st.Get(ctx, store.GroupInputsKey(gw.o.Group))
 	if err != nil {
 		return fmt.Errorf("batch %s: read its inputs: %w", gw.o.Group, err)
 	}
@@ -252,32 +276,38 @@ var selfPID = os.Getpid()
 // the worker.
 func (gw *groupWorker) signals(sig <-chan os.Signal) {
 	for s := range sig {
-		// SIGUSR1 with the batch's stop file: stop (CleanupGroup), as SIGTERM does.
-		stopFile := false
-		if s == syscall.SIGUSR1 {
-			_, err := os.Stat(filepath.Join(gw.dir, stopName))
-			stopFile = err == nil
+		gw.signal(s)
+	}
+}
+
+// signal handles one signal: SIGTERM (or SIGUSR1 with the batch's stop file, from
+// CleanupGroup) stops the worker and kills the input running; SIGUSR1 alone kills the
+// input running when a cancel recorded its end.
+func (gw *groupWorker) signal(s os.Signal) {
+	stopFile := false
+	if s == syscall.SIGUSR1 {
+		_, err := os.Stat(filepath.Join(gw.dir, stopName))
+		stopFile = err == nil
+	}
+	gw.mu.Lock()
+	cur, x, st := gw.current, gw.x, gw.st
+	stop := s != syscall.SIGUSR1 || stopFile
+	if stop {
+		gw.stopped = true
+		select {
+		case gw.term <- s:
+		default:
 		}
+	}
+	gw.mu.Unlock()
+	if cur < 0 || x == nil {
+		return
+	}
+	if stop || st != nil && jobview.FinalStatus(context.Background(), st, job.ChildID(gw.o.Group, cur)) != nil {
 		gw.mu.Lock()
-		cur, x, st := gw.current, gw.x, gw.st
-		stop := s != syscall.SIGUSR1 || stopFile
-		if stop {
-			gw.stopped = true
-			select {
-			case gw.term <- s:
-			default:
-			}
-		}
+		gw.killed = true
 		gw.mu.Unlock()
-		if cur < 0 || x == nil {
-			continue
-		}
-		if stop || st != nil && jobview.FinalStatus(context.Background(), st, job.ChildID(gw.o.Group, cur)) != nil {
-			gw.mu.Lock()
-			gw.killed = true
-			gw.mu.Unlock()
-			x.Kill()
-		}
+		x.Kill()
 	}
 }
 
@@ -318,15 +348,30 @@ func (gw *groupWorker) run(ctx context.Context, i int) error {
 		return gw.finish(ctx, id, runner.FailureEnvelope(err), time.Now(), time.Time{})
 	}
 	started := time.Now().UTC()
-	if gw.x == nil {
-		x, err := gw.batch.Start(os.Stderr)
-		if err != nil {
-			return gw.finish(ctx, id, runner.FailureEnvelope(err), started, time.Time{})
-		}
-		gw.mu.Lock()
-		gw.x = x
-		gw.mu.Unlock()
+	if err := gw.ensureExecutor(); err != nil {
+		return gw.finish(ctx, id, runner.FailureEnvelope(err), started, time.Time{})
 	}
+	return gw.runInput(ctx, i, args, started)
+}
+
+// ensureExecutor starts the batch's executor when none runs.
+func (gw *groupWorker) ensureExecutor() error {
+	if gw.x != nil {
+		return nil
+	}
+	x, err := gw.batch.Start(os.Stderr)
+	if err != nil {
+		return err
+	}
+	gw.mu.Lock()
+	gw.x = x
+	gw.mu.Unlock()
+	return nil
+}
+
+// runInput calls input i (its arguments args) in the executor, and records its end.
+func (gw *groupWorker) runInput(ctx context.Context, i int, args []byte, started time.Time) error {
+	id := job.ChildID(gw.o.Group, i)
 	h := gw.t.ChildHandle(gw.o.Group, i)
 	in := runner.Input{JobID: id}
 	if filepath.IsAbs(h.OutputDir) {
@@ -334,11 +379,7 @@ func (gw *groupWorker) run(ctx context.Context, i int) error {
 	}
 	log := &lossyWriter{w: gw.st.NewAppender(ctx, store.LogChunkKey(id, 0))}
 	defer log.Close()
-	gw.mu.Lock()
-	gw.current, gw.killed = i, false
-	x := gw.x
-	gw.mu.Unlock()
-	gw.setRunning(i)
+	x := gw.begin(i)
 	// A cancel records the status first and then looks at the running files: one of the
 	// two sees the other. So does a stop (CleanupGroup) that came while nothing ran.
 	if gw.stopping() || jobview.FinalStatus(ctx, gw.st, id) != nil {
@@ -355,6 +396,43 @@ func (gw *groupWorker) run(ctx context.Context, i int) error {
 		}
 		in.Made = true
 	}
+	c := gw.call(x, in, args, log)
+	// workers/K.running still names i, which ended: readers look for an input's end
+	// before they look there, and the next input's setRunning, or close, overwrites it
+	// (one write an input fewer).
+	if ownOut {
+		// Left empty, it waits there for the next input's Make (renamed to its name) or
+		// the worker's end (removed): no empty directory outlives the worker's turn.
+		gw.outs.Reclaim(in.OutDir)
+	}
+	env, recorded := gw.judge(ctx, id, c)
+	if recorded {
+		return nil // cancelled: status.json says so
+	}
+	return gw.finish(ctx, id, gw.keepValue(ctx, id, env, c.value), started, c.called)
+}
+
+// begin makes input i the one running and returns the executor to run it in.
+func (gw *groupWorker) begin(i int) *runner.Executor {
+	gw.mu.Lock()
+	gw.current, gw.killed = i, false
+	x := gw.x
+	gw.mu.Unlock()
+	gw.setRunning(i)
+	return x
+}
+
+// inputCall is how one call of an input in the executor ended.
+type inputCall struct {
+	env          *job.Envelope
+	value        []byte
+	err          error
+	called       time.Time
+	killed, late bool
+}
+
+// call runs in in x, killed at the spec's timeout.
+func (gw *groupWorker) call(x *runner.Executor, in runner.Input, args []byte, log io.Writer) inputCall {
 	var timer *time.Timer
 	timedOut := false
 	if s := gw.t.Spec.TimeoutSeconds; s > 0 {
@@ -365,49 +443,55 @@ func (gw *groupWorker) run(ctx context.Context, i int) error {
 			x.Kill()
 		})
 	}
-	called := time.Now().UTC()
-	calltrace.Mark("group.input.call", id)
-	env, value, runErr := x.Run(in, args, log)
-	calltrace.Mark("group.input.returned", id)
+	c := inputCall{called: time.Now().UTC()}
+	calltrace.Mark("group.input.call", in.JobID)
+	c.env, c.value, c.err = x.Run(in, args, log)
+	calltrace.Mark("group.input.returned", in.JobID)
 	if timer != nil {
 		timer.Stop()
 	}
 	gw.mu.Lock()
 	gw.current = -1
-	killed, late := gw.killed, timedOut
-	if runErr != nil {
+	c.killed, c.late = gw.killed, timedOut
+	if c.err != nil {
 		gw.x = nil // dead: the next input starts another
 	}
 	gw.mu.Unlock()
-	// workers/K.running still names i, which ended: readers look for an input's end
-	// before they look there, and the next input's setRunning, or close, overwrites it
-	// (one write an input fewer).
-	if ownOut {
-		// Left empty, it waits there for the next input's Make (renamed to its name) or
-		// the worker's end (removed): no empty directory outlives the worker's turn.
-		gw.outs.Reclaim(in.OutDir)
-	}
+	return c
+}
+
+// judge is the envelope that records how c ended; recorded when a cancel's status.json
+// already says so.
+func (gw *groupWorker) judge(ctx context.Context, id string, c inputCall) (env *job.Envelope, recorded bool) {
 	switch {
-	case late:
-		env = runner.TimeoutEnvelope(seconds.Whole(int64(gw.t.Spec.TimeoutSeconds)))
-	case killed && jobview.FinalStatus(ctx, gw.st, id) != nil:
-		return nil // cancelled: status.json says so
-	case killed:
-		env = runner.FailureEnvelope(errors.New("stopped: the batch was cleaned up while this input ran"))
-	case runErr != nil:
-		env = runner.FailureEnvelope(runErr)
+	case c.late:
+		return runner.TimeoutEnvelope(seconds.Whole(int64(gw.t.Spec.TimeoutSeconds))), false
+	case c.killed && jobview.FinalStatus(ctx, gw.st, id) != nil:
+		return nil, true
+	case c.killed:
+		return runner.FailureEnvelope(errors.New("stopped: the batch was cleaned up while this input ran")), false
+	case c.err != nil:
+		return runner.FailureEnvelope(c.err), false
 	}
-	if env.HasValue && len(value) > 0 && len(value) <= envelopeValueMax {
+	return c.env, false
+}
+
+// keepValue puts the input's value in its envelope when small, else in its own object.
+func (gw *groupWorker) keepValue(ctx context.Context, id string, env *job.Envelope, value []byte) *job.Envelope {
+	if !env.HasValue {
+		return env
+	}
+	if len(value) > 0 && len(value) <= envelopeValueMax {
 		env.Value = value // one object for the input, not two
-	} else if env.HasValue {
-		// No one reads the value before the envelope written after it says it is there.
-		if err := gw.st.PutInPlace(ctx, store.ResultKey(id), value); NoSpace(err) {
-			env = runner.FailureEnvelope(errors.New(NoSpaceReason(gw.st.URL(), "the input's result")))
-		} else if err != nil {
-			env = runner.FailureEnvelope(fmt.Errorf("store the result: %w", err))
-		}
+		return env
 	}
-	return gw.finish(ctx, id, env, started, called)
+	// No one reads the value before the envelope written after it says it is there.
+	if err := gw.st.PutInPlace(ctx, store.ResultKey(id), value); NoSpace(err) {
+		return runner.FailureEnvelope(errors.New(NoSpaceReason(gw.st.URL(), "the input's result")))
+	} else if err != nil {
+		return runner.FailureEnvelope(fmt.Errorf("store the result: %w", err))
+	}
+	return env
 }
 
 // envelopeValueMax is the largest value an input's envelope carries itself (job.Envelope

@@ -228,106 +228,204 @@ func (b *Backend) spawn(ctx context.Context, logPath string, args ...string) err
 }
 
 // Status implements backend.Backend: status.json, corrected by a liveness check of the
-// supervisor's lock.
+// supervisor's lock. Each rule of statusRules (or noStatusRules, when status.json is
+// not there) may settle the answer; the first that does gives it.
 func (b *Backend) Status(ctx context.Context, h *job.Handle) (job.State, string, error) {
 	st, err := ReadStatus(ctx, b.st, h.JobID)
-	if store.IsNotFound(err) {
-		// An input of a batch run by executors (group.go).
-		if s, r, ok, err := b.groupStatus(ctx, h, true); ok || err != nil {
-			return s, r, err
-		}
-		if _, _, derived := job.ParseChildID(h.JobID); derived {
-			// Its batch's state was pruned: what it left in the store says it all.
-			if s, r, ok, err := b.recordedEnd(ctx, h.JobID, true); ok || err != nil {
-				return s, r, err
-			}
-			if err := jobview.MissingEnvelope(ctx, b.st, h.JobID); err != nil {
-				return "", "", err
-			}
-			return job.NotFound, "", nil
-		}
-		if h.GroupID != "" && job.ValidName(h.JobID) {
-			// A batch child run by a worker: RUNNING is its claim (see claimedStatus).
-			s, ok, err := b.claimedStatus(ctx, h, b.workspace(h.JobID))
-			if err != nil {
-				return "", "", err
-			}
-			if ok {
-				return s.State, s.Reason, nil
-			}
-			// Queued: the entry is written after the handle, so the job exists.
-			if p := b.queuedProcess(h); p != nil {
-				return b.queuedStatus(ctx, h, &job.Status{State: job.Pending, Local: p})
-			}
-		}
-		raw, err := b.st.Get(ctx, store.HandleKey(h.JobID))
-		if err != nil {
-			return job.NotFound, "", nil
-		}
-		// status.json lost (deleted, or a crash between the envelope and the status):
-		// the runner's envelope still says how the job ended.
-		if envRaw, err := b.st.Get(ctx, store.EnvelopeKey(h.JobID)); err == nil {
-			if env, err := job.DecodeEnvelope(envRaw); err == nil {
-				final := outcome(env, nil, false)
-				b.record(ctx, h.JobID, final)
-				return final.State, final.Reason, nil
-			}
-		}
-		if p := b.queuedProcess(h); p != nil {
-			st = &job.Status{State: job.Pending, Local: p}
-			return b.queuedStatus(ctx, h, st)
-		}
-		// Written, but never handed to us: its submitter stopped in between. Submit
-		// records a status within milliseconds, so a minute is a generous grace.
-		if hh, err := job.DecodeHandle(raw); err == nil {
-			if t, err := time.Parse(time.RFC3339Nano, hh.CreatedAt); err == nil && time.Since(t) > NeverSubmittedGrace {
-				reason := "the job was written but never started: the process that submitted it stopped first; submit it again"
-				b.record(ctx, h.JobID, &job.Status{State: job.Failed, Reason: reason})
-				return job.Failed, reason, nil
-			}
-		}
-		return job.Pending, "", nil
-	}
-	if err != nil {
+	rules := statusRules()
+	switch {
+	case store.IsNotFound(err):
+		rules = noStatusRules()
+	case err != nil:
 		return "", "", err
 	}
-	if st.State.Terminal() {
-		return st.State, st.Reason, nil
-	}
-	if st.State == job.Pending && st.Local != nil && st.Local.Queue != "" {
-		return b.queuedStatus(ctx, h, st)
-	}
-	if st.State == job.Running {
-		// The runner's envelope is its last write, and one that says success is the
-		// job's end: its supervisor's final status says the same a moment later (see
-		// outcome). A waiter is woken by the envelope (jobview.Wait), so a call's value
-		// is on its way back while that status is being written; the cleanup that may
-		// follow waits for the supervisor (CleanupEnded).
-		if raw, err := b.st.Get(ctx, store.EnvelopeKey(h.JobID)); err == nil {
-			if env, err := job.DecodeEnvelope(raw); err == nil && env.Success {
-				return job.Succeeded, "", nil
-			}
+	for _, rule := range rules {
+		if s, r, ok, err := rule(b, ctx, h, st); ok || err != nil {
+			return s, r, err
 		}
-	}
-	// A final status kept in the workspace is the job's end, whatever the supervisor
-	// does now: a long-lived one runs on to serve its queue.
-	if st.Local != nil {
-		if kept := keptFinal(st.Local.Workspace); kept != nil {
-			b.record(ctx, h.JobID, kept)
-			return kept.State, kept.Reason, nil
-		}
-	}
-	if alive, known := supervisorAlive(st.Local); known && !alive {
-		// Read again: the supervisor writes its final status before releasing the lock.
-		st2, err := ReadStatus(ctx, b.st, h.JobID)
-		if err == nil && st2.State.Terminal() {
-			return st2.State, st2.Reason, nil
-		}
-		reason := fmt.Sprintf("the job's supervisor (pid %d) stopped without reporting a result: it was killed or the machine restarted; see %s", st.Local.SupervisorPID, filepath.Join(st.Local.Workspace, "supervisor.log"))
-		b.record(ctx, h.JobID, &job.Status{State: job.Failed, Reason: reason})
-		return job.Failed, reason, nil
 	}
 	return st.State, st.Reason, nil
+}
+
+// statusRule settles a job's state (ok), or leaves it to the next rule. st is nil for
+// noStatusRules.
+type statusRule func(b *Backend, ctx context.Context, h *job.Handle, st *job.Status) (job.State, string, bool, error)
+
+// noStatusRules answer for a job without status.json; the last always answers.
+func noStatusRules() []statusRule {
+	return []statusRule{
+		(*Backend).groupInputStatus,
+		(*Backend).prunedChildStatus,
+		(*Backend).workerChildStatus,
+		(*Backend).recordsStatus,
+	}
+}
+
+// statusRules correct a job's status.json; when none answers, it stands.
+func statusRules() []statusRule {
+	return []statusRule{
+		func(_ *Backend, _ context.Context, _ *job.Handle, st *job.Status) (job.State, string, bool, error) {
+			return st.State, st.Reason, st.State.Terminal(), nil
+		},
+		(*Backend).queueStatus,
+		(*Backend).succeededStatus,
+		(*Backend).keptStatus,
+		(*Backend).lostSupervisorStatus,
+	}
+}
+
+// groupInputStatus answers for an input of a batch run by executors (group.go).
+func (b *Backend) groupInputStatus(ctx context.Context, h *job.Handle, _ *job.Status) (job.State, string, bool, error) {
+	return b.groupStatus(ctx, h, true)
+}
+
+// prunedChildStatus answers for a derived child whose batch's state was pruned: what
+// it left in the store says it all.
+func (b *Backend) prunedChildStatus(ctx context.Context, h *job.Handle, _ *job.Status) (job.State, string, bool, error) {
+	if _, _, derived := job.ParseChildID(h.JobID); !derived {
+		return "", "", false, nil
+	}
+	if s, r, ok, err := b.recordedEnd(ctx, h.JobID, true); ok || err != nil {
+		return s, r, true, err
+	}
+	if err := jobview.MissingEnvelope(ctx, b.st, h.JobID); err != nil {
+		return "", "", true, err
+	}
+	return job.NotFound, "", true, nil
+}
+
+// workerChildStatus answers for a batch child run by a worker: RUNNING is its claim
+// (see claimedStatus); queued: the entry is written after the handle, so the job
+// exists.
+func (b *Backend) workerChildStatus(ctx context.Context, h *job.Handle, _ *job.Status) (job.State, string, bool, error) {
+	if h.GroupID == "" || !job.ValidName(h.JobID) {
+		return "", "", false, nil
+	}
+	s, ok, err := b.claimedStatus(ctx, h, b.workspace(h.JobID))
+	if err != nil {
+		return "", "", true, err
+	}
+	if ok {
+		return s.State, s.Reason, true, nil
+	}
+	return b.queuedProcessStatus(ctx, h)
+}
+
+// queuedProcessStatus answers for a job a queue holds.
+func (b *Backend) queuedProcessStatus(ctx context.Context, h *job.Handle) (job.State, string, bool, error) {
+	p := b.queuedProcess(h)
+	if p == nil {
+		return "", "", false, nil
+	}
+	s, r, err := b.queuedStatus(ctx, h, &job.Status{State: job.Pending, Local: p})
+	return s, r, true, err
+}
+
+// recordsStatus answers for a job with no status from what the store holds: no handle
+// is not found; the envelope says how it ended; a queue may hold it; else it is pending,
+// or was never submitted.
+func (b *Backend) recordsStatus(ctx context.Context, h *job.Handle, _ *job.Status) (job.State, string, bool, error) {
+	raw, err := b.st.Get(ctx, store.HandleKey(h.JobID))
+	if err != nil {
+		return job.NotFound, "", true, nil
+	}
+	if final := b.envelopeEnd(ctx, h.JobID); final != nil {
+		return final.State, final.Reason, true, nil
+	}
+	if s, r, ok, err := b.queuedProcessStatus(ctx, h); ok || err != nil {
+		return s, r, ok, err
+	}
+	s, r := b.unsubmittedStatus(ctx, h.JobID, raw)
+	return s, r, true, nil
+}
+
+// envelopeEnd is the end the runner's envelope records (and records it) when
+// status.json was lost (deleted, or a crash between the envelope and the status).
+func (b *Backend) envelopeEnd(ctx context.Context, id string) *job.Status {
+	envRaw, err := b.st.Get(ctx, store.EnvelopeKey(id))
+	if err != nil {
+		return nil
+	}
+	env, err := job.DecodeEnvelope(envRaw)
+	if err != nil {
+		return nil
+	}
+	final := outcome(env, nil, false)
+	b.record(ctx, id, final)
+	return final
+}
+
+// unsubmittedStatus is pending, or failed for a job written but never handed to us: its
+// submitter stopped in between. Submit records a status within milliseconds, so a
+// minute is a generous grace.
+func (b *Backend) unsubmittedStatus(ctx context.Context, id string, handle []byte) (job.State, string) {
+	hh, err := job.DecodeHandle(handle)
+	if err != nil {
+		return job.Pending, ""
+	}
+	if t, err := time.Parse(time.RFC3339Nano, hh.CreatedAt); err == nil && time.Since(t) > NeverSubmittedGrace {
+		reason := "the job was written but never started: the process that submitted it stopped first; submit it again"
+		b.record(ctx, id, &job.Status{State: job.Failed, Reason: reason})
+		return job.Failed, reason
+	}
+	return job.Pending, ""
+}
+
+// queueStatus answers for a job pending in a queue.
+func (b *Backend) queueStatus(ctx context.Context, h *job.Handle, st *job.Status) (job.State, string, bool, error) {
+	if st.State != job.Pending || st.Local == nil || st.Local.Queue == "" {
+		return "", "", false, nil
+	}
+	s, r, err := b.queuedStatus(ctx, h, st)
+	return s, r, true, err
+}
+
+// succeededStatus answers for a running job whose envelope says success. The runner's
+// envelope is its last write, and one that says success is the job's end: its
+// supervisor's final status says the same a moment later (see outcome). A waiter is
+// woken by the envelope (jobview.Wait), so a call's value is on its way back while that
+// status is being written; the cleanup that may follow waits for the supervisor
+// (CleanupEnded).
+func (b *Backend) succeededStatus(ctx context.Context, h *job.Handle, st *job.Status) (job.State, string, bool, error) {
+	if st.State != job.Running {
+		return "", "", false, nil
+	}
+	raw, err := b.st.Get(ctx, store.EnvelopeKey(h.JobID))
+	if err != nil {
+		return "", "", false, nil
+	}
+	env, err := job.DecodeEnvelope(raw)
+	ok := err == nil && env.Success
+	return job.Succeeded, "", ok, nil
+}
+
+// keptStatus answers with a final status kept in the workspace: it is the job's end,
+// whatever the supervisor does now (a long-lived one runs on to serve its queue).
+func (b *Backend) keptStatus(ctx context.Context, h *job.Handle, st *job.Status) (job.State, string, bool, error) {
+	if st.Local == nil {
+		return "", "", false, nil
+	}
+	kept := keptFinal(st.Local.Workspace)
+	if kept == nil {
+		return "", "", false, nil
+	}
+	b.record(ctx, h.JobID, kept)
+	return kept.State, kept.Reason, true, nil
+}
+
+// lostSupervisorStatus answers for a job whose supervisor is known to be gone.
+func (b *Backend) lostSupervisorStatus(ctx context.Context, h *job.Handle, st *job.Status) (job.State, string, bool, error) {
+	if alive, known := supervisorAlive(st.Local); !known || alive {
+		return "", "", false, nil
+	}
+	// Read again: the supervisor writes its final status before releasing the lock.
+	st2, err := ReadStatus(ctx, b.st, h.JobID)
+	if err == nil && st2.State.Terminal() {
+		return st2.State, st2.Reason, true, nil
+	}
+	reason := fmt.Sprintf("the job's supervisor (pid %d) stopped without reporting a result: it was killed or the machine restarted; see %s", st.Local.SupervisorPID, filepath.Join(st.Local.Workspace, "supervisor.log"))
+	b.record(ctx, h.JobID, &job.Status{State: job.Failed, Reason: reason})
+	return job.Failed, reason, true, nil
 }
 
 // supervisorAlive checks the supervisor's lock. known is false when the job ran on
@@ -411,19 +509,30 @@ func (b *Backend) Cancel(ctx context.Context, h *job.Handle) error {
 	if st.State.Terminal() {
 		return nil
 	}
-	if st.Local != nil && st.Local.Queue != "" {
-		if done, err := b.cancelQueued(ctx, h, st); done || err != nil {
-			return err
-		}
-	} else {
-		if alive, _ := supervisorAlive(st.Local); !alive {
-			_, _, err := b.Status(ctx, h) // records the dead supervisor
-			return err
-		}
-		if err := syscall.Kill(st.Local.SupervisorPID, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
-			return fmt.Errorf("cancel %s: %w", h.JobID, err)
-		}
+	if done, err := b.stopJob(ctx, h, st); done || err != nil {
+		return err
 	}
+	return b.waitStopped(ctx, h)
+}
+
+// stopJob takes a queued job out of its queue, or signals its supervisor; done when
+// nothing is left to wait for.
+func (b *Backend) stopJob(ctx context.Context, h *job.Handle, st *job.Status) (done bool, err error) {
+	if st.Local != nil && st.Local.Queue != "" {
+		return b.cancelQueued(ctx, h, st)
+	}
+	if alive, _ := supervisorAlive(st.Local); !alive {
+		_, _, err := b.Status(ctx, h) // records the dead supervisor
+		return true, err
+	}
+	if err := syscall.Kill(st.Local.SupervisorPID, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return true, fmt.Errorf("cancel %s: %w", h.JobID, err)
+	}
+	return false, nil
+}
+
+// waitStopped waits until h's status is final, for at most the grace period and 15 s.
+func (b *Backend) waitStopped(ctx context.Context, h *job.Handle) error {
 	deadline := time.Now().Add(b.o.Grace + 15*time.Second)
 	for pause := backoff.New(10*time.Millisecond, 250*time.Millisecond); time.Now().Before(deadline); {
 		state, _, err := b.Status(ctx, h)

@@ -129,18 +129,11 @@ func Work(ctx context.Context, o WorkOptions) error {
 		return nil // a twin started first
 	}
 	defer wl.Close()
-	pool, err := os.OpenFile(filepath.Join(o.Queue, "pool.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	pool, err := joinPool(o)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	if err := filelock.Wait(pool, filelock.Shared); err != nil {
-		return err
-	}
-	if o.Ready != nil {
-		o.Ready.WriteString("ready\n")
-		o.Ready.Close()
-	}
 	// SIGUSR1: "look for cancel requests"; SIGTERM: cancel the current child and stop.
 	usr := make(chan os.Signal, 8)
 	signal.Notify(usr, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
@@ -151,9 +144,36 @@ func Work(ctx context.Context, o WorkOptions) error {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
-	idleSince := time.Now()
 	w := &worker{o: o, st: st, sigs: sigs}
 	defer w.releaseSlot()
+	if again := w.serve(ctx, wl, pool); again {
+		return Work(ctx, o) // take the locks again (or give way to a new worker)
+	}
+	return nil
+}
+
+// joinPool takes the pool's lock shared (down takes it exclusive) and says ready.
+func joinPool(o WorkOptions) (*os.File, error) {
+	pool, err := os.OpenFile(filepath.Join(o.Queue, "pool.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := filelock.Wait(pool, filelock.Shared); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if o.Ready != nil {
+		o.Ready.WriteString("ready\n")
+		o.Ready.Close()
+	}
+	return pool, nil
+}
+
+// serve runs children until told to stop or idle for o.Idle; again when it left the
+// pool but an entry was queued meanwhile.
+func (w *worker) serve(ctx context.Context, wl, pool *os.File) (again bool) {
+	o, sigs := w.o, w.sigs
+	idleSince := time.Now()
 	// The tree kept for the next single job goes with the worker (while it still holds
 	// its lock: the next worker K may be using the directory right after).
 	left := false
@@ -169,16 +189,13 @@ func Work(ctx context.Context, o WorkOptions) error {
 	if wake != nil && isSingleQueue(o.Queue) {
 		pause.Max = 500 * time.Millisecond // a long-lived supervisor waits for minutes
 	}
-	for {
-		if sigs.stopping() {
-			return nil // told to stop: a job queued now goes to a new worker
-		}
+	for !sigs.stopping() { // told to stop: a job queued now goes to a new worker
 		ran, err := w.once(ctx)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "kinetic worker:", err)
 		}
 		if sigs.stopping() {
-			return nil
+			return false
 		}
 		if ran {
 			idleSince = time.Now()
@@ -188,20 +205,22 @@ func Work(ctx context.Context, o WorkOptions) error {
 		// Nothing to run: give the slot back for others while we wait.
 		w.releaseSlot()
 		if time.Since(idleSince) > o.Idle {
-			// Leave the pool, then look once more: an entry queued meanwhile either is
-			// seen now or its submitter saw our lock free and started a new worker.
-			runner.DropTree(w.treeDir())
 			left = true
-			filelock.Unlock(pool)
-			wl.Close()
-			if ents, _ := pending(o.Queue); len(ents) == 0 {
-				return nil
-			}
-			wake.Close()
-			return Work(ctx, o) // take the locks again (or give way to a new worker)
+			return w.leave(wl, pool)
 		}
 		wake.Sleep(sigs.ctx, pause.Next())
 	}
+	return false
+}
+
+// leave leaves the pool, then looks once more: an entry queued meanwhile either is seen
+// now (again) or its submitter saw our lock free and started a new worker.
+func (w *worker) leave(wl, pool *os.File) (again bool) {
+	runner.DropTree(w.treeDir())
+	filelock.Unlock(pool)
+	wl.Close()
+	ents, _ := pending(w.o.Queue)
+	return len(ents) != 0
 }
 
 // signalRouter owns a worker's signals for its whole life. A signal to stop (SIGTERM,
@@ -310,11 +329,10 @@ func (w *worker) treeDir() string {
 
 // once claims and runs the first unclaimed entry; ran says whether it found one.
 func (w *worker) once(ctx context.Context) (bool, error) {
-	o := w.o
 	// The queue is read again only once the entries seen last time are used up: with a
 	// thousand entries, reading it per child would cost more than running the child.
 	if len(w.seen) == 0 {
-		ids, err := pending(o.Queue)
+		ids, err := pending(w.o.Queue)
 		if err != nil {
 			return false, err
 		}
@@ -323,89 +341,117 @@ func (w *worker) once(ctx context.Context) (bool, error) {
 	for len(w.seen) > 0 {
 		id := w.seen[0]
 		w.seen = w.seen[1:]
-		if gid, k, ok := parseGroupEntry(id); ok {
-			if !isSingleQueue(o.Queue) {
-				os.Remove(filepath.Join(o.Queue, id)) // only long-lived supervisors serve batches
-				continue
-			}
-			return true, w.runGroup(ctx, id, gid, k)
+		if done, ran, err := w.tryEntry(ctx, id); done {
+			return ran, err
 		}
-		calltrace.Mark("sup.seen", id)
-		ws := filepath.Join(o.StateDir, "jobs", id)
-		lockPath := filepath.Join(ws, "supervisor.lock")
-		lock, err := lockFile(lockPath, false)
-		if err != nil {
-			if stateDirFault(err) {
-				// Never claimable here: fail it now rather than leave it queued.
-				w.failUnclaimed(ctx, id, StateDirError(o.StateDir, lockPath, "the job's lock file", err))
-			}
-			continue // another worker has it, or it is being cancelled
-		}
-		s, err := ReadStatus(ctx, w.st, id)
-		if store.IsNotFound(err) {
-			s, err = &job.Status{State: job.Pending}, nil // queued: no status yet
-		}
-		if err == nil && !s.State.Terminal() {
-			if c := readClaim(lock); c != nil {
-				// Claimed before by a worker that died while it ran: it must not run twice.
-				s = &job.Status{State: job.Failed, Reason: deadWorkerReason(c), Local: c}
-				err = WriteStatus(ctx, w.st, id, s)
-			}
-		}
-		if err != nil || s.State != job.Pending {
-			// Cancelled while queued, cleaned up, or its worker died.
-			os.Remove(filepath.Join(o.Queue, id))
-			lock.Close()
-			continue
-		}
-		if w.slot == nil {
-			if w.slot, err = acquireSlot(filepath.Join(o.StateDir, "slots"), o.Slots, nil); err != nil {
-				lock.Close()
-				return false, err
-			}
-		}
-		if w.sigs.stopping() {
-			// Told to stop while it looked: the job stays queued, unclaimed, for the
-			// next worker (a claimed job would have to run or fail).
-			lock.Close()
-			return false, nil
-		}
-		proc := &job.LocalProcess{BootID: bootID(), SupervisorPID: os.Getpid(), LockPath: lockPath, Workspace: ws, Queue: o.Queue}
-		// RUNNING is the claim written into the child's lock file (which we hold), not a
-		// store object: see claimedStatus.
-		if err := writeClaim(lock, proc); err != nil {
-			lock.Close()
-			if stateDirFault(err) {
-				// A full or read-only state directory: every try would fail the same way
-				// and the job would wait "for a free slot" for ever. It fails now, saying
-				// why, in the store (which is elsewhere, or this write fails too).
-				w.failUnclaimed(ctx, id, StateDirError(o.StateDir, lockPath, "the job's claim", err))
-				return true, nil
-			}
-			return false, err
-		}
-		calltrace.Mark("sup.claimed", id)
-		cancel := make(chan os.Signal, 1)
-		w.sigs.route(relayCancel(ws, cancel))
-		// A batch's children share the worker's tree; a single job gets its own
-		// workspace, as under a per-job supervisor, and starts in the tree this worker
-		// kept from its last job when it ships the same one, unchanged (TreeCache).
-		treeDir, treeCache := w.treeDir(), ""
-		if isSingleQueue(o.Queue) {
-			treeDir, treeCache = "", w.treeDir()
-		}
-		err = runOne(ctx, w.st, o.SuperviseOptions, id, proc, cancel, treeDir, treeCache)
-		if treeCache != "" && o.warmDir() != "" {
-			// The job has ended and its status says so: the next call's spare is
-			// leased now, off any call's path (runner.LeaseAhead).
-			runner.LeaseAhead()
-		}
-		w.sigs.route(nil)
-		os.Remove(filepath.Join(o.Queue, id))
-		lock.Close()
-		return true, err
 	}
 	return false, nil
+}
+
+// tryEntry tries queue entry id: done is false when it was skipped (taken, cancelled,
+// unclaimable), and the next entry is tried.
+func (w *worker) tryEntry(ctx context.Context, id string) (done, ran bool, err error) {
+	o := w.o
+	if gid, k, ok := parseGroupEntry(id); ok {
+		if !isSingleQueue(o.Queue) {
+			os.Remove(filepath.Join(o.Queue, id)) // only long-lived supervisors serve batches
+			return false, false, nil
+		}
+		return true, true, w.runGroup(ctx, id, gid, k)
+	}
+	calltrace.Mark("sup.seen", id)
+	ws := filepath.Join(o.StateDir, "jobs", id)
+	lockPath := filepath.Join(ws, "supervisor.lock")
+	lock, err := lockFile(lockPath, false)
+	if err != nil {
+		if stateDirFault(err) {
+			// Never claimable here: fail it now rather than leave it queued.
+			w.failUnclaimed(ctx, id, StateDirError(o.StateDir, lockPath, "the job's lock file", err))
+		}
+		return false, false, nil // another worker has it, or it is being cancelled
+	}
+	if !w.stillPending(ctx, id, lock) {
+		// Cancelled while queued, cleaned up, or its worker died.
+		os.Remove(filepath.Join(o.Queue, id))
+		lock.Close()
+		return false, false, nil
+	}
+	proc := &job.LocalProcess{BootID: bootID(), SupervisorPID: os.Getpid(), LockPath: lockPath, Workspace: ws, Queue: o.Queue}
+	ran, err = w.claimAndRun(ctx, id, lock, proc)
+	return true, ran, err
+}
+
+// stillPending says whether entry id's job still waits to run (its lock held in lock). A
+// job claimed before by a worker that died while it ran must not run twice: it is
+// recorded failed.
+func (w *worker) stillPending(ctx context.Context, id string, lock *os.File) bool {
+	s, err := ReadStatus(ctx, w.st, id)
+	if store.IsNotFound(err) {
+		s, err = &job.Status{State: job.Pending}, nil // queued: no status yet
+	}
+	if err == nil && !s.State.Terminal() {
+		if c := readClaim(lock); c != nil {
+			s = &job.Status{State: job.Failed, Reason: deadWorkerReason(c), Local: c}
+			err = WriteStatus(ctx, w.st, id, s)
+		}
+	}
+	return err == nil && s.State == job.Pending
+}
+
+// claimAndRun takes a slot, claims job id in its held lock and runs it.
+func (w *worker) claimAndRun(ctx context.Context, id string, lock *os.File, proc *job.LocalProcess) (bool, error) {
+	o := w.o
+	defer lock.Close()
+	if w.slot == nil {
+		var err error
+		if w.slot, err = acquireSlot(filepath.Join(o.StateDir, "slots"), o.Slots, nil); err != nil {
+			return false, err
+		}
+	}
+	if w.sigs.stopping() {
+		// Told to stop while it looked: the job stays queued, unclaimed, for the
+		// next worker (a claimed job would have to run or fail).
+		return false, nil
+	}
+	// RUNNING is the claim written into the child's lock file (which we hold), not a
+	// store object: see claimedStatus.
+	if err := writeClaim(lock, proc); err != nil {
+		if stateDirFault(err) {
+			// A full or read-only state directory: every try would fail the same way
+			// and the job would wait "for a free slot" for ever. It fails now, saying
+			// why, in the store (which is elsewhere, or this write fails too).
+			lock.Close()
+			w.failUnclaimed(ctx, id, StateDirError(o.StateDir, proc.LockPath, "the job's claim", err))
+			return true, nil
+		}
+		return false, err
+	}
+	calltrace.Mark("sup.claimed", id)
+	err := w.runClaimed(ctx, id, proc)
+	os.Remove(filepath.Join(o.Queue, id))
+	return true, err
+}
+
+// runClaimed runs claimed job id, its cancel requests relayed to it.
+func (w *worker) runClaimed(ctx context.Context, id string, proc *job.LocalProcess) error {
+	o := w.o
+	cancel := make(chan os.Signal, 1)
+	w.sigs.route(relayCancel(proc.Workspace, cancel))
+	defer w.sigs.route(nil)
+	// A batch's children share the worker's tree; a single job gets its own
+	// workspace, as under a per-job supervisor, and starts in the tree this worker
+	// kept from its last job when it ships the same one, unchanged (TreeCache).
+	treeDir, treeCache := w.treeDir(), ""
+	if isSingleQueue(o.Queue) {
+		treeDir, treeCache = "", w.treeDir()
+	}
+	err := runOne(ctx, w.st, o.SuperviseOptions, id, proc, cancel, treeDir, treeCache)
+	if treeCache != "" && o.warmDir() != "" {
+		// The job has ended and its status says so: the next call's spare is
+		// leased now, off any call's path (runner.LeaseAhead).
+		runner.LeaseAhead()
+	}
+	return err
 }
 
 // failUnclaimed records queued job id FAILED for why, which no worker could claim, and
@@ -565,21 +611,7 @@ func (b *Backend) cancelQueued(ctx context.Context, h *job.Handle, s *job.Status
 	if s.State == job.Pending {
 		lock, err := lockFile(filepath.Join(p.Workspace, "supervisor.lock"), false)
 		if err == nil {
-			defer lock.Close()
-			cur, err := ReadStatus(ctx, b.st, h.JobID)
-			if store.IsNotFound(err) {
-				if readClaim(lock) != nil { // its worker died: Status records that
-					lock.Close()
-					_, _, err := b.Status(ctx, h)
-					return true, err
-				}
-				cur, err = &job.Status{State: job.Pending}, nil // still only queued
-			}
-			if err != nil || cur.State != job.Pending {
-				return true, err
-			}
-			os.Remove(filepath.Join(p.Queue, h.JobID))
-			return true, WriteStatus(ctx, b.st, h.JobID, &job.Status{State: job.Failed, Reason: "cancelled while pending", Local: p})
+			return true, b.cancelUnclaimed(ctx, h, p, lock)
 		}
 		// Claimed by a worker right now: cancel it as a running child.
 		if c := claimOf(p.Workspace); c != nil {
@@ -589,21 +621,46 @@ func (b *Backend) cancelQueued(ctx context.Context, h *job.Handle, s *job.Status
 	if err := os.WriteFile(filepath.Join(p.Workspace, "cancel"), nil, 0o600); err != nil {
 		return false, err
 	}
-	// Claimed a moment ago: its worker records itself in the claim before it starts the
-	// child; wait for that, or the request is never signalled and the child runs to its end.
+	if p = b.awaitClaimer(ctx, h, p); p != nil && p.SupervisorPID > 0 {
+		syscall.Kill(p.SupervisorPID, syscall.SIGUSR1)
+	}
+	return false, nil
+}
+
+// cancelUnclaimed marks a queued child cancelled, its lock held (and closed here), and
+// takes it out of its queue; one whose worker died is judged by Status.
+func (b *Backend) cancelUnclaimed(ctx context.Context, h *job.Handle, p *job.LocalProcess, lock *os.File) error {
+	defer lock.Close()
+	cur, err := ReadStatus(ctx, b.st, h.JobID)
+	if store.IsNotFound(err) {
+		if readClaim(lock) != nil { // its worker died: Status records that
+			lock.Close()
+			_, _, err := b.Status(ctx, h)
+			return err
+		}
+		cur, err = &job.Status{State: job.Pending}, nil // still only queued
+	}
+	if err != nil || cur.State != job.Pending {
+		return err
+	}
+	os.Remove(filepath.Join(p.Queue, h.JobID))
+	return WriteStatus(ctx, b.st, h.JobID, &job.Status{State: job.Failed, Reason: "cancelled while pending", Local: p})
+}
+
+// awaitClaimer is the claim of a child claimed a moment ago: its worker records itself
+// in the claim before it starts the child; wait for that, or the request is never
+// signalled and the child runs to its end. nil when the child ended meanwhile.
+func (b *Backend) awaitClaimer(ctx context.Context, h *job.Handle, p *job.LocalProcess) *job.LocalProcess {
 	for i := 0; p.SupervisorPID <= 0 && i < 500; i++ {
 		time.Sleep(10 * time.Millisecond)
 		if cur, err := ReadStatus(ctx, b.st, h.JobID); err == nil && cur.State.Terminal() {
-			return false, nil
+			return nil
 		}
 		if c := claimOf(p.Workspace); c != nil {
 			p = c
 		}
 	}
-	if p.SupervisorPID > 0 {
-		syscall.Kill(p.SupervisorPID, syscall.SIGUSR1)
-	}
-	return false, nil
+	return p
 }
 
 // queuedInGrace judges a queued child whose pool no worker holds (poolServed false): it

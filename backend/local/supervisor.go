@@ -117,13 +117,12 @@ func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string,
 		}
 		calltrace.Mark("sup.running.written", id)
 	}
-	ws := proc.Workspace
 	// The runner's copy of the output: a file per job for a single job; a batch child's
 	// goes to its worker's log (the store has every job's own logs either way).
 	var runLog io.Writer = os.Stderr
 	if treeDir == "" {
 		// Made at the first byte: a job that prints nothing costs no file.
-		f := &lazyFile{path: filepath.Join(ws, "runner.log")}
+		f := &lazyFile{path: filepath.Join(proc.Workspace, "runner.log")}
 		defer f.Close()
 		runLog = f
 	}
@@ -131,9 +130,30 @@ func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string,
 	// of. The job's own processes form a process group that dies with us.
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
-	var cancelled atomic.Bool
-	stop := make(chan struct{})
+	cancelled, stop := watchCancel(cancel, rcancel)
 	defer close(stop)
+	r := oneRun{st: st, o: o, id: id, ws: proc.Workspace, treeDir: treeDir, treeCache: treeCache, log: runLog}
+	env, runErr := r.execute(ctx, rctx)
+	final := finalStatus(st, env, runErr, cancelled.Load())
+	final.Local = proc
+	calltrace.Mark("sup.runner.done", id)
+	err := WriteStatus(ctx, st, id, final)
+	calltrace.Mark("sup.final.written", id)
+	if err != nil {
+		// The store is full (or gone): keep how the job ended here, where Status looks
+		// before it calls this supervisor killed.
+		if NoSpace(err) && final.State == job.Failed && !cancelled.Load() && !raisedInCall(env) && strings.Contains(final.Reason, "no space left on device") && !strings.HasPrefix(final.Reason, "no space left on device in the store") {
+			final.Reason = NoSpaceReason(st.URL(), "the job's output, logs or result")
+		}
+		keepFinal(proc.Workspace, final)
+	}
+	return err
+}
+
+// watchCancel calls rcancel at a value on cancel (and says so in cancelled), until stop
+// is closed.
+func watchCancel(cancel <-chan os.Signal, rcancel context.CancelFunc) (cancelled *atomic.Bool, stop chan struct{}) {
+	cancelled, stop = new(atomic.Bool), make(chan struct{})
 	go func() {
 		select {
 		case _, ok := <-cancel:
@@ -144,56 +164,62 @@ func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string,
 		case <-stop:
 		}
 	}()
-	var env *job.Envelope
-	var runErr error
-	var spec *job.Spec
-	inContainer := false
-	if treeDir == "" { // batch children in the worker pool never run in containers
-		spec, inContainer = containerSpec(ctx, st, id)
+	return cancelled, stop
+}
+
+// oneRun is what runOne's runner needs.
+type oneRun struct {
+	st                 *store.Store
+	o                  SuperviseOptions
+	id, ws             string
+	treeDir, treeCache string
+	log                io.Writer
+}
+
+// execute runs the job in its container, or the runner in this process, under rctx
+// (which a cancel request ends).
+func (r oneRun) execute(ctx, rctx context.Context) (*job.Envelope, error) {
+	if r.treeDir == "" { // batch children in the worker pool never run in containers
+		if spec, inContainer := containerSpec(ctx, r.st, r.id); inContainer {
+			return runInContainer(rctx, r.st, r.o, r.id, spec, r.log)
+		}
 	}
-	if inContainer {
-		env, runErr = runInContainer(rctx, st, o, id, spec, runLog)
-	} else {
-		env, runErr = runner.Run(rctx, runner.Options{
-			StoreURL: o.StoreURL, Store: st, JobID: id, Workspace: ws, Stdout: runLog,
-			WarmDir:     o.warmDir(),
-			WarmIdle:    o.Python.WarmIdle,
-			Python:      o.Python.Interpreter,
-			EnvDir:      filepath.Join(o.StateDir, "envs"),
-			InPlaceData: true,
-			// Volumes in the job's own mount namespace: this machine's paths are never
-			// touched (internal/mountns).
-			PrivateMounts: true,
-			TreeDir:       treeDir,
-			TreeCache:     treeCache,
-			// A long-lived supervisor's single jobs: the next call's spare is leased.
-			LeaseSpare: treeCache != "",
-			Grace:      o.Grace,
-		})
-	}
-	final := outcome(env, runErr, cancelled.Load())
-	final.Local = proc
-	raised := env != nil && !env.Success && env.Phase == job.PhaseCall
+	o := r.o
+	return runner.Run(rctx, runner.Options{
+		StoreURL: o.StoreURL, Store: r.st, JobID: r.id, Workspace: r.ws, Stdout: r.log,
+		WarmDir:     o.warmDir(),
+		WarmIdle:    o.Python.WarmIdle,
+		Python:      o.Python.Interpreter,
+		EnvDir:      filepath.Join(o.StateDir, "envs"),
+		InPlaceData: true,
+		// Volumes in the job's own mount namespace: this machine's paths are never
+		// touched (internal/mountns).
+		PrivateMounts: true,
+		TreeDir:       r.treeDir,
+		TreeCache:     r.treeCache,
+		// A long-lived supervisor's single jobs: the next call's spare is leased.
+		LeaseSpare: r.treeCache != "",
+		Grace:      o.Grace,
+	})
+}
+
+// raisedInCall says the function itself raised.
+func raisedInCall(env *job.Envelope) bool {
+	return env != nil && !env.Success && env.Phase == job.PhaseCall
+}
+
+// finalStatus is the job's end (outcome), with a full store's reason.
+func finalStatus(st *store.Store, env *job.Envelope, runErr error, cancelled bool) *job.Status {
+	final := outcome(env, runErr, cancelled)
 	if final.State == job.Failed && NoSpace(runErr) {
 		final.Reason = NoSpaceReason(st.URL(), "the job's result")
-		if raised {
+		if raisedInCall(env) {
 			// The function raised (an OSError of its own on the full disk, say): that
 			// is how it ended; only its pickled exception could not be stored.
 			final.Reason = EnvelopeReason(env) + "; " + NoSpaceReason(st.URL(), "its exception and traceback")
 		}
 	}
-	calltrace.Mark("sup.runner.done", id)
-	err := WriteStatus(ctx, st, id, final)
-	calltrace.Mark("sup.final.written", id)
-	if err != nil {
-		// The store is full (or gone): keep how the job ended here, where Status looks
-		// before it calls this supervisor killed.
-		if NoSpace(err) && final.State == job.Failed && !cancelled.Load() && !raised && strings.Contains(final.Reason, "no space left on device") && !strings.HasPrefix(final.Reason, "no space left on device in the store") {
-			final.Reason = NoSpaceReason(st.URL(), "the job's output, logs or result")
-		}
-		keepFinal(ws, final)
-	}
-	return err
+	return final
 }
 
 // outcome turns the runner's envelope into the job's final status.

@@ -89,8 +89,45 @@ type variant struct {
 	calls  []*callTimes
 }
 
+// callBench is one run of the benchmark: what its phases share.
+type callBench struct {
+	n        int
+	withExec bool
+	ctx      context.Context
+	closers  []func() // undone in reverse order at the end
+	vs       []*variant
+	c        *kubetest.Cluster
+	st       *store.Store
+	storeURL string
+	cfg      *rest.Config
+	cs       *kubernetes.Clientset
+	w        *watcher
+	dir      string
+	raws     []*rawTimes
+	execs    []time.Duration
+}
+
 func run(bin, before string, n int, withExec, warm bool) error {
-	ctx := context.Background()
+	b := &callBench{n: n, withExec: withExec, ctx: context.Background(), vs: variants(bin, before, warm)}
+	defer b.close()
+	phases := []func() error{b.findRunners, b.startCluster, b.pushRunners, b.openStore, b.watch, b.workdir, b.warmUp, b.measure, b.execCalls}
+	for _, phase := range phases {
+		if err := phase(); err != nil {
+			return err
+		}
+	}
+	report(os.Stdout, b.vs, b.raws, b.execs, n)
+	return nil
+}
+
+func (b *callBench) close() {
+	for i := len(b.closers) - 1; i >= 0; i-- {
+		b.closers[i]()
+	}
+}
+
+// variants are the binaries under test: -before and -bin, or -bin cold and warm.
+func variants(bin, before string, warm bool) []*variant {
 	var vs []*variant
 	if before != "" {
 		vs = append(vs, &variant{name: "before", bin: before})
@@ -106,7 +143,12 @@ func run(bin, before string, n int, withExec, warm bool) error {
 		vs[len(vs)-1].name = "cold"
 		vs = append(vs, &variant{name: "warm", bin: bin, env: []string{"KINETIC_WARM_PODS=2", "KINETIC_WARM_POD_IDLE=60s"}, keep: true})
 	}
-	for _, v := range vs {
+	return vs
+}
+
+// findRunners checks each binary has its runner beside it.
+func (b *callBench) findRunners() error {
+	for _, v := range b.vs {
 		abs, err := filepath.Abs(v.bin)
 		if err != nil {
 			return err
@@ -116,112 +158,143 @@ func run(bin, before string, n int, withExec, warm bool) error {
 			return fmt.Errorf("no runner beside %s (build it: make runner, or make test-tools): %w", abs, err)
 		}
 	}
+	return nil
+}
 
-	c, err := kubetest.Start(ctx, kubetest.Options{Log: os.Stderr})
+func (b *callBench) startCluster() error {
+	c, err := kubetest.Start(b.ctx, kubetest.Options{Log: os.Stderr})
 	if err != nil {
 		return err
 	}
-	defer c.Stop()
-	if err := c.PushPythonImage(ctx); err != nil {
-		return err
-	}
-	for _, v := range vs {
+	b.c = c
+	b.closers = append(b.closers, func() { c.Stop() })
+	return c.PushPythonImage(b.ctx)
+}
+
+// pushRunners makes each binary's runner image.
+func (b *callBench) pushRunners() error {
+	for _, v := range b.vs {
 		v.runner = kubetest.RegistryURL + "/kinetic-bench/runner:" + v.name
 		src := filepath.Join(filepath.Dir(v.bin), "kinetic-runner-linux-amd64")
-		if err := kubetest.PushFiles(ctx, v.runner, []kubetest.File{{Path: strings.TrimPrefix(job.RunnerPath, "/"), Source: src, Mode: 0o755}}, []string{job.RunnerPath}, nil); err != nil {
+		if err := kubetest.PushFiles(b.ctx, v.runner, []kubetest.File{{Path: strings.TrimPrefix(job.RunnerPath, "/"), Source: src, Mode: 0o755}}, []string{job.RunnerPath}, nil); err != nil {
 			return err
 		}
 	}
-	if err := c.GCS.MakeBucket("bench"); err != nil {
-		return err
-	}
-	storeURL := "gs://bench?endpoint=" + c.GCS.URL()
-	st, err := store.Open(ctx, storeURL)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	w := newWatcher(ctx, cs)
-	defer w.stop()
+	return nil
+}
 
-	dir, err := os.MkdirTemp("", "callbench-")
-	if err != nil {
+func (b *callBench) openStore() (err error) {
+	if err := b.c.GCS.MakeBucket("bench"); err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	if err := os.WriteFile(filepath.Join(dir, "m.py"), []byte("def add(a, b):\n    return a + b\n"), 0o644); err != nil {
+	b.storeURL = "gs://bench?endpoint=" + b.c.GCS.URL()
+	if b.st, err = store.Open(b.ctx, b.storeURL); err != nil {
 		return err
 	}
-	for _, v := range vs {
-		if v.home, err = os.MkdirTemp(dir, "home-"); err != nil {
+	b.closers = append(b.closers, func() { b.st.Close() })
+	return nil
+}
+
+// watch starts the watch of Jobs and pods.
+func (b *callBench) watch() (err error) {
+	if b.cfg, err = clientcmd.BuildConfigFromFlags("", b.c.Kubeconfig); err != nil {
+		return err
+	}
+	if b.cs, err = kubernetes.NewForConfig(b.cfg); err != nil {
+		return err
+	}
+	b.w = newWatcher(b.ctx, b.cs)
+	b.closers = append(b.closers, b.w.stop)
+	return nil
+}
+
+// workdir makes the directory of m.py, and each variant's home.
+func (b *callBench) workdir() (err error) {
+	if b.dir, err = os.MkdirTemp("", "callbench-"); err != nil {
+		return err
+	}
+	b.closers = append(b.closers, func() { os.RemoveAll(b.dir) })
+	if err := os.WriteFile(filepath.Join(b.dir, "m.py"), []byte("def add(a, b):\n    return a + b\n"), 0o644); err != nil {
+		return err
+	}
+	for _, v := range b.vs {
+		if v.home, err = os.MkdirTemp(b.dir, "home-"); err != nil {
 			return err
 		}
 	}
-	env := func(v *variant) []string {
-		var e []string
-		for _, kv := range os.Environ() {
-			if !strings.HasPrefix(kv, "KINETIC_") {
-				e = append(e, kv)
-			}
-		}
-		e = append(e, "KINETIC_HOME="+v.home, "KINETIC_PROFILES_FILE="+filepath.Join(v.home, "profiles.json"),
-			"KINETIC_BIN="+v.bin, "KINETIC_BACKEND=k8s", "KINETIC_STORE="+storeURL, "KUBECONFIG="+c.Kubeconfig,
-			"KINETIC_RUNNER_IMAGE="+v.runner, "KINETIC_IMAGE_REGISTRY="+kubetest.RegistryURL+"/kinetic-bench",
-			"KINETIC_BASE_IMAGE_CPU="+kubetest.PythonImage, "KINETIC_BASE_IMAGE_GPU="+kubetest.PythonImage,
-			"KINETIC_RUNTIME_LAYER=none", // the call's own cost, as before the runtime layer
-			"KINETIC_POD_CPU="+podCPU, "KINETIC_UNSCHEDULABLE_GRACE=5s", "KINETIC_IMAGE_PULL_GRACE=20s")
-		return append(e, v.env...)
-	}
+	return nil
+}
 
-	// Warm-up: every image on the node, every cache of the user's home filled.
-	for _, v := range vs {
-		if _, err := kineticCall(ctx, cs, st, w, dir, v.bin, env(v), v.keep); err != nil {
+// env is the environment of v's calls: this one's without KINETIC_*, then the bench's.
+func (b *callBench) env(v *variant) []string {
+	var e []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "KINETIC_") {
+			e = append(e, kv)
+		}
+	}
+	e = append(e, "KINETIC_HOME="+v.home, "KINETIC_PROFILES_FILE="+filepath.Join(v.home, "profiles.json"),
+		"KINETIC_BIN="+v.bin, "KINETIC_BACKEND=k8s", "KINETIC_STORE="+b.storeURL, "KUBECONFIG="+b.c.Kubeconfig,
+		"KINETIC_RUNNER_IMAGE="+v.runner, "KINETIC_IMAGE_REGISTRY="+kubetest.RegistryURL+"/kinetic-bench",
+		"KINETIC_BASE_IMAGE_CPU="+kubetest.PythonImage, "KINETIC_BASE_IMAGE_GPU="+kubetest.PythonImage,
+		"KINETIC_RUNTIME_LAYER=none", // the call's own cost, as before the runtime layer
+		"KINETIC_POD_CPU="+podCPU, "KINETIC_UNSCHEDULABLE_GRACE=5s", "KINETIC_IMAGE_PULL_GRACE=20s")
+	return append(e, v.env...)
+}
+
+func (b *callBench) call(v *variant) (*callTimes, error) {
+	return kineticCall(b.ctx, b.cs, b.st, b.w, b.dir, v.bin, b.env(v), v.keep)
+}
+
+// warmUp puts every image on the node and fills every cache of the user's home.
+func (b *callBench) warmUp() error {
+	for _, v := range b.vs {
+		if _, err := b.call(v); err != nil {
 			return fmt.Errorf("warm-up (%s): %w", v.name, err)
 		}
 	}
-	if _, err := rawPod(ctx, cs, w, "raw-warmup"); err != nil {
+	if _, err := rawPod(b.ctx, b.cs, b.w, "raw-warmup"); err != nil {
 		return fmt.Errorf("warm-up raw pod: %w", err)
 	}
-	var raws []*rawTimes
-	for i := 0; i < n; i++ {
+	return nil
+}
+
+// measure makes n calls of each variant and n raw pods, interleaved.
+func (b *callBench) measure() error {
+	for i := 0; i < b.n; i++ {
 		// Alternate the order, so neither binary always runs right after the raw pod.
-		order := vs
+		order := b.vs
 		if i%2 == 1 {
-			order = reversed(vs)
+			order = reversed(b.vs)
 		}
 		for _, v := range order {
-			t, err := kineticCall(ctx, cs, st, w, dir, v.bin, env(v), v.keep)
+			t, err := b.call(v)
 			if err != nil {
 				return fmt.Errorf("call %d (%s): %w", i, v.name, err)
 			}
 			v.calls = append(v.calls, t)
 		}
-		r, err := rawPod(ctx, cs, w, fmt.Sprintf("raw-%d", i))
+		r, err := rawPod(b.ctx, b.cs, b.w, fmt.Sprintf("raw-%d", i))
 		if err != nil {
 			return fmt.Errorf("raw pod %d: %w", i, err)
 		}
-		raws = append(raws, r)
-		fmt.Fprintf(os.Stderr, "callbench: %d/%d:", i+1, n)
-		for _, v := range vs {
+		b.raws = append(b.raws, r)
+		fmt.Fprintf(os.Stderr, "callbench: %d/%d:", i+1, b.n)
+		for _, v := range b.vs {
 			fmt.Fprintf(os.Stderr, " %s %s", v.name, ms(v.calls[i].total()))
 		}
 		fmt.Fprintf(os.Stderr, " raw %s\n", ms(r.total()))
 	}
-	var execTimes []time.Duration
-	if withExec {
-		if execTimes, err = execCalls(ctx, cfg, cs, n); err != nil {
-			return fmt.Errorf("exec: %w", err)
-		}
+	return nil
+}
+
+func (b *callBench) execCalls() (err error) {
+	if !b.withExec {
+		return nil
 	}
-	report(os.Stdout, vs, raws, execTimes, n)
+	if b.execs, err = execCalls(b.ctx, b.cfg, b.cs, b.n); err != nil {
+		return fmt.Errorf("exec: %w", err)
+	}
 	return nil
 }
 
@@ -614,6 +687,27 @@ func column(ph phase, samples []any) string {
 }
 
 func report(w io.Writer, vs []*variant, raws []*rawTimes, execs []time.Duration, n int) {
+	reportCalls(w, vs, n)
+	fmt.Fprintf(w, "\n| floor, same run (%d each) | p50 | p90 |\n|---|---|---|\n", n)
+	rs := make([]any, len(raws))
+	for i, r := range raws {
+		rs[i] = r
+	}
+	for _, ph := range rawPhases {
+		fmt.Fprintf(w, "| %s | %s |\n", ph.name, column(ph, rs))
+	}
+	var rawTotals []time.Duration
+	for _, r := range raws {
+		rawTotals = append(rawTotals, r.total())
+	}
+	if len(execs) > 0 {
+		fmt.Fprintf(w, "| **exec `python3 -c 'print(1+2)'` into a running pod (client-go remotecommand, SPDY)** | %s | %s |\n", ms(pct(execs, 0.5)), ms(pct(execs, 0.9)))
+	}
+	reportRatios(w, vs, pct(rawTotals, 0.5), execs)
+}
+
+// reportCalls prints the table of the calls' phases, a column pair per variant.
+func reportCalls(w io.Writer, vs []*variant, n int) {
 	fmt.Fprintf(w, "| phase (%d calls each, interleaved) |", n)
 	for _, v := range vs {
 		fmt.Fprintf(w, " %s p50 | %s p90 |", v.name, v.name)
@@ -634,22 +728,10 @@ func report(w io.Writer, vs []*variant, raws []*rawTimes, execs []time.Duration,
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "\n| floor, same run (%d each) | p50 | p90 |\n|---|---|---|\n", n)
-	rs := make([]any, len(raws))
-	for i, r := range raws {
-		rs[i] = r
-	}
-	for _, ph := range rawPhases {
-		fmt.Fprintf(w, "| %s | %s |\n", ph.name, column(ph, rs))
-	}
-	var rawTotals []time.Duration
-	for _, r := range raws {
-		rawTotals = append(rawTotals, r.total())
-	}
-	if len(execs) > 0 {
-		fmt.Fprintf(w, "| **exec `python3 -c 'print(1+2)'` into a running pod (client-go remotecommand, SPDY)** | %s | %s |\n", ms(pct(execs, 0.5)), ms(pct(execs, 0.9)))
-	}
-	raw50 := pct(rawTotals, 0.5)
+}
+
+// reportRatios prints each variant's p50 against the raw pod's (raw50) and the exec's.
+func reportRatios(w io.Writer, vs []*variant, raw50 time.Duration, execs []time.Duration) {
 	fmt.Fprintf(w, "\n| ratio of p50s | against the raw pod |")
 	if len(execs) > 0 {
 		fmt.Fprintf(w, " against the exec |")

@@ -112,50 +112,113 @@ func rssKB() int64 {
 	return 0
 }
 
+// kubeBench is one run of the benchmark: what its phases share and measure.
+type kubeBench struct {
+	n, nodes, parallel, singles int
+	rawFirst                    bool
+
+	ctx      context.Context
+	closers  []func() // undone in reverse order at the end
+	c        *kubetest.Cluster
+	cfg      *rest.Config
+	e        *engine.Engine
+	st       *store.Store
+	storeURL string
+	dir      string
+
+	rss      rssPeak
+	rssStart int64
+	stopRSS  chan struct{}
+	mapStart time.Time
+	m        mapResult
+	raw      rawResult
+}
+
+// mapResult is what the map phase measured.
+type mapResult struct {
+	gid                                   string
+	writes                                int64
+	storeObjects                          int
+	submitted, watched, done, clusterDone time.Duration
+	watchReads, watchWrites, watchStore   int64
+	ourPod                                int
+}
+
+// rawResult is what the raw phases measured.
+type rawResult struct {
+	before, after, indexed time.Duration
+	pod                    int
+	n                      int
+	store, perObject       time.Duration
+}
+
 func run(n, nodes, parallel, singles int, rawFirst bool) error {
-	ctx := context.Background()
+	k := &kubeBench{n: n, nodes: nodes, parallel: parallel, singles: singles, rawFirst: rawFirst, ctx: context.Background()}
+	defer k.close()
+	phases := []func() error{k.startCluster, k.startEngine, k.rawBeforeMap, k.submitMap, k.watchMap, k.rawLimits, k.report, k.singleJobs}
+	for _, phase := range phases {
+		if err := phase(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (k *kubeBench) close() {
+	for i := len(k.closers) - 1; i >= 0; i-- {
+		k.closers[i]()
+	}
+}
+
+// startCluster starts the control plane with its kwok nodes; pods go to kwok's nodes
+// only.
+func (k *kubeBench) startCluster() error {
+	ctx := k.ctx
 	c, err := kubetest.Start(ctx, kubetest.Options{Log: os.Stderr, Kwok: true})
 	if err != nil {
 		return err
 	}
-	defer c.Stop()
+	k.c = c
+	k.closers = append(k.closers, func() { c.Stop() })
 	cs, err := c.Client()
 	if err != nil {
 		return err
 	}
-	// Pods go to kwok's nodes only.
 	if _, err := cs.CoreV1().Nodes().Patch(ctx, kubetest.NodeName, types.MergePatchType, []byte(`{"spec":{"unschedulable":true}}`), metav1.PatchOptions{}); err != nil {
 		return err
 	}
 	t0 := time.Now()
 	g := new(errgroup.Group)
 	g.SetLimit(16)
-	for i := 0; i < nodes; i++ {
+	for i := 0; i < k.nodes; i++ {
 		g.Go(func() error { return c.AddFakeNode(ctx, kubetest.FakeNode{Name: fmt.Sprintf("kwok-%d", i)}) })
 	}
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "kubebench: %d kwok nodes in %s\n", nodes, round(time.Since(t0)))
-	if err := c.GCS.MakeBucket("bench"); err != nil {
-		return err
-	}
-	// The engine reaches the store through a counting proxy: its requests per child.
-	storeProxy, err := countingProxy(c.GCS.URL())
+	fmt.Fprintf(os.Stderr, "kubebench: %d kwok nodes in %s\n", k.nodes, round(time.Since(t0)))
+	return c.GCS.MakeBucket("bench")
+}
+
+// startEngine makes the engine, which reaches the store through a counting proxy (its
+// requests per child) and the cluster through a counting transport.
+func (k *kubeBench) startEngine() error {
+	storeProxy, err := countingProxy(k.c.GCS.URL())
 	if err != nil {
 		return err
 	}
-	storeURL := "gs://bench?endpoint=" + storeProxy
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
-	if err != nil {
+	k.storeURL = "gs://bench?endpoint=" + storeProxy
+	if k.cfg, err = clientcmd.BuildConfigFromFlags("", k.c.Kubeconfig); err != nil {
 		return err
 	}
+	cfg := k.cfg
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return counting{rt} }
-	e, err := engine.New(config.Options{Args: map[config.Key]string{config.Backend: kubernetes.K8sName, config.Store: storeURL, kubernetes.KeyKubeconfig: c.Kubeconfig}, Getenv: func(string) string { return "" }, ProfilesFile: os.DevNull}, engine.WithUnwritten(batch.Unwritten{}))
+	e, err := engine.New(config.Options{Args: map[config.Key]string{config.Backend: kubernetes.K8sName, config.Store: k.storeURL, kubernetes.KeyKubeconfig: k.c.Kubeconfig}, Getenv: func(string) string { return "" }, ProfilesFile: os.DevNull}, engine.WithUnwritten(batch.Unwritten{}))
 	if err != nil {
 		return err
 	}
-	defer e.Close()
+	k.e = e
+	k.closers = append(k.closers, func() { e.Close() })
 	e.RegisterBackend(kubernetes.K8sName, func(_ *engine.Engine, st *store.Store) (backend.Backend, error) {
 		b, err := kubernetes.New(st, kubernetes.Options{Name: kubernetes.K8sName, Namespace: "default", Config: cfg, Image: kubetest.PythonImage, RunnerImage: kubetest.PythonImage})
 		if err != nil || !bundled {
@@ -163,58 +226,68 @@ func run(n, nodes, parallel, singles int, rawFirst bool) error {
 		}
 		return bundledImage{b}, nil
 	})
-	st, err := e.Store(ctx, storeURL)
-	if err != nil {
+	if k.st, err = e.Store(k.ctx, k.storeURL); err != nil {
 		return err
 	}
-	dir, _ := os.MkdirTemp("", "kubebench-")
-	defer os.RemoveAll(dir)
+	k.dir, _ = os.MkdirTemp("", "kubebench-")
+	k.closers = append(k.closers, func() { os.RemoveAll(k.dir) })
+	return nil
+}
 
-	var rawBefore time.Duration
-	if rawFirst {
-		if rawBefore, err = rawIndexedJob(ctx, c, cfg, "raw-before", n, parallel); err != nil {
-			return err
-		}
-		fmt.Fprintf(os.Stderr, "kubebench: raw Indexed Job before the map: %s\n", round(rawBefore))
-		if err := clearJob(ctx, cfg, "raw-before"); err != nil {
-			return err
-		}
+// rawBeforeMap runs a raw Indexed Job before the map (-raw-first).
+func (k *kubeBench) rawBeforeMap() (err error) {
+	if !k.rawFirst {
+		return nil
 	}
+	if k.raw.before, err = rawIndexedJob(k.ctx, k.c, k.cfg, "raw-before", k.n, k.parallel); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "kubebench: raw Indexed Job before the map: %s\n", round(k.raw.before))
+	return clearJob(k.ctx, k.cfg, "raw-before")
+}
 
-	var rss rssPeak
-	stop := make(chan struct{})
-	go rss.sample(stop)
-	rssStart := rssKB()
-
-	// 1. One map of n inputs: submitted (store and cluster), then watched to the end.
-	inputs := make([][]byte, n)
+// submitMap submits one map of n inputs (store and cluster).
+func (k *kubeBench) submitMap() error {
+	ctx := k.ctx
+	k.stopRSS = make(chan struct{})
+	go k.rss.sample(k.stopRSS)
+	k.rssStart = rssKB()
+	inputs := make([][]byte, k.n)
 	for i := range inputs {
 		inputs[i] = []byte(fmt.Sprintf("input %d", i))
 	}
-	before, err := st.List(ctx, "")
+	before, err := k.st.List(ctx, "")
 	if err != nil {
 		return err
 	}
 	writes.Store(0)
-	t0 = time.Now()
-	b, err := batch.Map(ctx, e, &batch.MapRequest{Template: engine.SubmitRequest{Kind: job.KindPickle, Payload: []byte("function"), FuncName: "noop", Cwd: dir, Accelerator: "cpu", ContainerImage: kubetest.PythonImage}, Inputs: inputs, MaxConcurrent: parallel})
+	k.mapStart = time.Now()
+	t0 := k.mapStart
+	b, err := batch.Map(ctx, k.e, &batch.MapRequest{Template: engine.SubmitRequest{Kind: job.KindPickle, Payload: []byte("function"), FuncName: "noop", Cwd: k.dir, Accelerator: "cpu", ContainerImage: kubetest.PythonImage}, Inputs: inputs, MaxConcurrent: k.parallel})
 	if err != nil {
 		return err
 	}
 	<-b.Done()
-	submitted := time.Since(t0)
-	mapWrites := writes.Load()
-	after, err := st.List(ctx, "")
+	k.m.submitted = time.Since(t0)
+	k.m.writes = writes.Load()
+	k.m.gid = b.GroupID()
+	after, err := k.st.List(ctx, "")
 	if err != nil {
 		return err
 	}
-	storeObjects := len(after) - len(before)
-	inputs = nil
-	// When the cluster itself counted every index of our Job succeeded (a client of its
-	// own, outside the counted requests): the watch's lag after it is the engine's.
+	k.m.storeObjects = len(after) - len(before)
+	return nil
+}
+
+// watchMap watches the map to its end, and times when the cluster itself counted every
+// index of its Job succeeded (a client of its own, outside the counted requests): the
+// watch's lag after it is the engine's.
+func (k *kubeBench) watchMap() error {
+	ctx := k.ctx
+	t0 := k.mapStart
 	jobDone := make(chan time.Duration, 1)
 	go func() {
-		if err := waitJobs(ctx, c, kubernetes.LabelGroupID+"="+b.GroupID(), 1, func(j *batchv1.Job) int { return int(j.Status.Succeeded) }, n); err != nil {
+		if err := waitJobs(ctx, k.c, kubernetes.LabelGroupID+"="+k.m.gid, 1, func(j *batchv1.Job) int { return int(j.Status.Succeeded) }, k.n); err != nil {
 			jobDone <- -1
 			return
 		}
@@ -224,73 +297,80 @@ func run(n, nodes, parallel, singles int, rawFirst bool) error {
 	storeRequests.Store(0)
 	tw := time.Now()
 	ended := 0
-	if err := batch.Watch(ctx, e, b.GroupID(), storeURL, func(batch.ChildStatus) { ended++ }); err != nil {
+	if err := batch.Watch(ctx, k.e, k.m.gid, k.storeURL, func(batch.ChildStatus) { ended++ }); err != nil {
 		return err
 	}
-	watched := time.Since(tw)
-	mapDone := time.Since(t0)
-	clusterDone := <-jobDone
-	watchReads, watchWrites := reads.Load(), writes.Load()-mapWrites
-	watchStore := storeRequests.Load()
-	close(stop)
-	if ended != n {
-		return fmt.Errorf("the watch saw %d of %d children end", ended, n)
+	k.m.watched = time.Since(tw)
+	k.m.done = time.Since(t0)
+	k.m.clusterDone = <-jobDone
+	k.m.watchReads, k.m.watchWrites = reads.Load(), writes.Load()-k.m.writes
+	k.m.watchStore = storeRequests.Load()
+	close(k.stopRSS)
+	if ended != k.n {
+		return fmt.Errorf("the watch saw %d of %d children end", ended, k.n)
 	}
+	k.m.ourPod = podBytes(ctx, k.cfg, k.m.gid)
+	return clearJob(ctx, k.cfg, k.m.gid)
+}
 
-	ourPod := podBytes(ctx, cfg, b.GroupID())
-	if err := clearJob(ctx, cfg, b.GroupID()); err != nil {
+// rawLimits measures the physical limits in the same run: one raw Indexed Job of n
+// completions, and raw small object writes to the store (what a child's entry, spec and
+// handle each cost in the design that wrote them at submission).
+func (k *kubeBench) rawLimits() (err error) {
+	ctx := k.ctx
+	if k.raw.after, err = rawIndexedJob(ctx, k.c, k.cfg, "raw-indexed", k.n, k.parallel); err != nil {
 		return err
 	}
-	// The physical limits in the same run: one raw Indexed Job of n completions, and
-	// raw small object writes to the store (what a child's entry, spec and handle each
-	// cost in the design that wrote them at submission).
-	rawIndexed, err := rawIndexedJob(ctx, c, cfg, "raw-indexed", n, parallel)
-	if err != nil {
-		return err
+	k.raw.indexed = k.raw.after
+	k.raw.pod = podBytes(ctx, k.cfg, "raw-indexed")
+	if k.rawFirst {
+		k.raw.indexed = (k.raw.before + k.raw.after) / 2
 	}
-	rawAfter := rawIndexed
-	rawPod := podBytes(ctx, cfg, "raw-indexed")
-	if rawFirst {
-		rawIndexed = (rawBefore + rawAfter) / 2
-	}
-	rawN := min(3*n, 3000)
-	t0 = time.Now()
-	g = new(errgroup.Group)
+	k.raw.n = min(3*k.n, 3000)
+	t0 := time.Now()
+	g := new(errgroup.Group)
 	g.SetLimit(16)
-	for i := 0; i < rawN; i++ {
-		g.Go(func() error { return st.Put(ctx, fmt.Sprintf("bench/raw/%08d.json", i), []byte(`{"raw": true}`)) })
+	for i := 0; i < k.raw.n; i++ {
+		g.Go(func() error { return k.st.Put(ctx, fmt.Sprintf("bench/raw/%08d.json", i), []byte(`{"raw": true}`)) })
 	}
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	rawStore := time.Since(t0)
-	perObject := rawStore / time.Duration(rawN)
+	k.raw.store = time.Since(t0)
+	k.raw.perObject = k.raw.store / time.Duration(k.raw.n)
+	return nil
+}
 
-	fmt.Printf("| %d inputs, %d kwok nodes, parallelism %d | API writes | store objects written | until fully submitted | until the watch saw all end |\n|---|---|---|---|---|\n", n, nodes, parallel)
-	fmt.Printf("| `run_async_map` (one Indexed Job, derived children) | %d | %d | %s | %s (watch: %s; its Job counted all succeeded at %s) |\n", mapWrites, storeObjects, round(submitted), round(mapDone), round(watched), round(clusterDone))
-	if rawFirst {
-		fmt.Printf("| raw: one Indexed Job of %d completions, client-go, before and after the map (mean) | 1 | 0 | — | %s, %s (%s) |\n", n, round(rawBefore), round(rawAfter), round(rawIndexed))
+// report prints the tables.
+func (k *kubeBench) report() error {
+	n, m, raw := k.n, k.m, k.raw
+	fmt.Printf("| %d inputs, %d kwok nodes, parallelism %d | API writes | store objects written | until fully submitted | until the watch saw all end |\n|---|---|---|---|---|\n", n, k.nodes, k.parallel)
+	fmt.Printf("| `run_async_map` (one Indexed Job, derived children) | %d | %d | %s | %s (watch: %s; its Job counted all succeeded at %s) |\n", m.writes, m.storeObjects, round(m.submitted), round(m.done), round(m.watched), round(m.clusterDone))
+	if k.rawFirst {
+		fmt.Printf("| raw: one Indexed Job of %d completions, client-go, before and after the map (mean) | 1 | 0 | — | %s, %s (%s) |\n", n, round(raw.before), round(raw.after), round(raw.indexed))
 	} else {
-		fmt.Printf("| raw: one Indexed Job of %d completions, client-go | 1 | 0 | — | %s |\n", n, round(rawIndexed))
+		fmt.Printf("| raw: one Indexed Job of %d completions, client-go | 1 | 0 | — | %s |\n", n, round(raw.indexed))
 	}
 	kind := "a user-given `container_image`: an init container copies the runner in"
 	if bundled {
 		kind = "an image Kinetic built: the runner is in it"
 	}
-	fmt.Printf("\nour pods run %s; one pod is %d bytes in JSON without its managed fields, a raw pod %d (%.2f×)\n", kind, ourPod, rawPod, float64(ourPod)/float64(max(rawPod, 1)))
-	fmt.Printf("\nratio to the raw Indexed Job: %.2f× (the watch), %.2f× (our Job's own count)\n\n", mapDone.Seconds()/rawIndexed.Seconds(), clusterDone.Seconds()/rawIndexed.Seconds())
-	fmt.Printf("| raw: %d small store writes, 16 at a time (%s each: %d inputs × 3 would take %s) | 0 | %d | %s | — |\n\n", rawN, perObject.Round(10*time.Microsecond), n, round(perObject*time.Duration(3*n)), rawN, round(rawStore))
+	fmt.Printf("\nour pods run %s; one pod is %d bytes in JSON without its managed fields, a raw pod %d (%.2f×)\n", kind, m.ourPod, raw.pod, float64(m.ourPod)/float64(max(raw.pod, 1)))
+	fmt.Printf("\nratio to the raw Indexed Job: %.2f× (the watch), %.2f× (our Job's own count)\n\n", m.done.Seconds()/raw.indexed.Seconds(), m.clusterDone.Seconds()/raw.indexed.Seconds())
+	fmt.Printf("| raw: %d small store writes, 16 at a time (%s each: %d inputs × 3 would take %s) | 0 | %d | %s | — |\n\n", raw.n, raw.perObject.Round(10*time.Microsecond), n, round(raw.perObject*time.Duration(3*n)), raw.n, round(raw.store))
 	fmt.Printf("| the engine while it watched | value |\n|---|---|\n")
-	fmt.Printf("| API requests of the watch | %d reads, %d writes in %s: %.1f per second for %d children |\n", watchReads, watchWrites, round(watched), float64(watchReads+watchWrites)/watched.Seconds(), n)
-	fmt.Printf("| store requests of the watch | %d: %.1f per child |\n", watchStore, float64(watchStore)/float64(n))
-	fmt.Printf("| peak RSS of the engine's process (map and watch) | %.0f MB (%.0f MB at start) |\n", float64(rss.peak.Load())/1024, float64(rssStart)/1024)
-
-	if singles > 0 {
-		if err := loop(ctx, c, e, cfg, dir, singles); err != nil {
-			return err
-		}
-	}
+	fmt.Printf("| API requests of the watch | %d reads, %d writes in %s: %.1f per second for %d children |\n", m.watchReads, m.watchWrites, round(m.watched), float64(m.watchReads+m.watchWrites)/m.watched.Seconds(), n)
+	fmt.Printf("| store requests of the watch | %d: %.1f per child |\n", m.watchStore, float64(m.watchStore)/float64(n))
+	fmt.Printf("| peak RSS of the engine's process (map and watch) | %.0f MB (%.0f MB at start) |\n", float64(k.rss.peak.Load())/1024, float64(k.rssStart)/1024)
 	return nil
+}
+
+// singleJobs is the loop of single jobs against raw Job creates (-singles).
+func (k *kubeBench) singleJobs() error {
+	if k.singles <= 0 {
+		return nil
+	}
+	return loop(k.ctx, k.c, k.e, k.cfg, k.dir, k.singles)
 }
 
 // bundledImage starts each batch as on an image Kinetic built, which holds the runner

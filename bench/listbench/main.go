@@ -43,7 +43,6 @@ func main() {
 }
 
 func run(n, runs int, bin string, gcs bool) error {
-	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "listbench-")
 	if err != nil {
 		return err
@@ -63,97 +62,148 @@ func run(n, runs int, bin string, gcs bool) error {
 	}
 	fmt.Printf("| %d final jobs | store | median | min | max |\n|---|---|---|---|---|\n", n)
 	for _, url := range urls {
-		kind := strings.SplitN(url, ":", 2)[0]
-		st, err := store.Open(ctx, url)
-		if err != nil {
+		b := &listBench{ctx: context.Background(), n: n, runs: runs, bin: bin, dir: dir, url: url, kind: strings.SplitN(url, ":", 2)[0]}
+		if err := b.measure(); err != nil {
 			return err
 		}
-		t0 := time.Now()
-		if _, err := storefill.Jobs(ctx, st, n); err != nil {
-			return err
-		}
-		fmt.Fprintf(os.Stderr, "%s: wrote %d jobs in %s (%.2f ms per object)\n", kind, n, time.Since(t0).Round(time.Millisecond), float64(time.Since(t0).Microseconds())/1000/float64(3*n))
-		env := map[string]string{"KINETIC_STORE": url, "KINETIC_BACKEND": "local", "KINETIC_HOME": filepath.Join(dir, "home")}
-		e, err := engine.New(config.Options{Getenv: func(k string) string { return env[k] }, ProfilesFile: filepath.Join(dir, "profiles.json")}, engine.WithUnwritten(batch.Unwritten{}))
-		if err != nil {
-			return err
-		}
-		var floor, cold, warm, cli []time.Duration
-		for i := 0; i < runs; i++ {
-			floor = append(floor, readAll(ctx, st))
-			if err := st.Delete(ctx, store.ListIndexKey); err != nil && !store.IsNotFound(err) {
-				return err
-			}
-			d, rows, err := timed(func() (int, error) { l, err := e.List(ctx, url); return len(l), err })
-			if err != nil || rows != n {
-				return fmt.Errorf("list: %d rows, %v", rows, err)
-			}
-			cold = append(cold, d)
-			d, rows, err = timed(func() (int, error) { l, err := e.List(ctx, url); return len(l), err })
-			if err != nil || rows != n {
-				return fmt.Errorf("list: %d rows, %v", rows, err)
-			}
-			warm = append(warm, d)
-			if bin != "" {
-				t := time.Now()
-				cmd := exec.Command(bin, "jobs", "list", "--all", "--json")
-				cmd.Env = append(os.Environ(), "KINETIC_STORE="+url, "KINETIC_BACKEND=local", "KINETIC_HOME="+env["KINETIC_HOME"], "KINETIC_PROFILES_FILE="+filepath.Join(dir, "profiles.json"))
-				out, err := cmd.Output()
-				if err != nil {
-					return fmt.Errorf("kinetic jobs list: %v", err)
-				}
-				cli = append(cli, time.Since(t))
-				if c := strings.Count(string(out), `"job_id"`); c != n {
-					return fmt.Errorf("kinetic jobs list --json: %d rows, want %d", c, n)
-				}
-			}
-		}
-		row := func(what string, ds []time.Duration) {
-			if len(ds) == 0 {
-				return
-			}
-			sort.Slice(ds, func(a, b int) bool { return ds[a] < ds[b] })
-			fmt.Printf("| %s | %s | %s | %s | %s |\n", what, kind, ms(ds[len(ds)/2]), ms(ds[0]), ms(ds[len(ds)-1]))
-		}
-		// A batch of n inputs beside the n jobs: batch status reads the manifest and its
-		// children.
-		gid, err := storefill.Batch(ctx, st, n)
-		if err != nil {
-			return err
-		}
-		var bstat, bcli []time.Duration
-		for i := 0; i < runs; i++ {
-			d, rows, err := timed(func() (int, error) {
-				v, err := batch.Read(ctx, e, gid, url, true)
-				if err != nil {
-					return 0, err
-				}
-				return len(v.Statuses), nil
-			})
-			if err != nil || rows != n {
-				return fmt.Errorf("batch read: %d children, %v", rows, err)
-			}
-			bstat = append(bstat, d)
-			if bin != "" {
-				t := time.Now()
-				cmd := exec.Command(bin, "batch", "status", gid, "--json")
-				cmd.Env = append(os.Environ(), "KINETIC_STORE="+url, "KINETIC_BACKEND=local", "KINETIC_HOME="+env["KINETIC_HOME"], "KINETIC_PROFILES_FILE="+filepath.Join(dir, "profiles.json"))
-				if out, err := cmd.CombinedOutput(); err != nil {
-					return fmt.Errorf("kinetic batch status: %v\n%s", err, out)
-				}
-				bcli = append(bcli, time.Since(t))
-			}
-		}
-		row("floor: list jobs/ and read every handle.json and status.json (16 at a time)", floor)
-		row("engine.List, no index (the first listing writes it)", cold)
-		row("engine.List, index present", warm)
-		row("`kinetic jobs list --all --json` (a new process), index present", cli)
-		row(fmt.Sprintf("batch.Read of a %d-input batch, every child's status", n), bstat)
-		row("`kinetic batch status G --json` (a new process)", bcli)
-		e.Close()
-		st.Close()
 	}
 	return nil
+}
+
+// listBench measures one store.
+type listBench struct {
+	ctx       context.Context
+	n, runs   int
+	bin, dir  string
+	url, kind string
+	st        *store.Store
+	e         *engine.Engine
+	home      string
+
+	floor, cold, warm, cli, bstat, bcli []time.Duration
+}
+
+// measure fills the store, measures listing its jobs and reading a batch, and prints
+// the rows.
+func (b *listBench) measure() (err error) {
+	if b.st, err = store.Open(b.ctx, b.url); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if _, err := storefill.Jobs(b.ctx, b.st, b.n); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "%s: wrote %d jobs in %s (%.2f ms per object)\n", b.kind, b.n, time.Since(t0).Round(time.Millisecond), float64(time.Since(t0).Microseconds())/1000/float64(3*b.n))
+	b.home = filepath.Join(b.dir, "home")
+	env := map[string]string{"KINETIC_STORE": b.url, "KINETIC_BACKEND": "local", "KINETIC_HOME": b.home}
+	if b.e, err = engine.New(config.Options{Getenv: func(k string) string { return env[k] }, ProfilesFile: filepath.Join(b.dir, "profiles.json")}, engine.WithUnwritten(batch.Unwritten{})); err != nil {
+		return err
+	}
+	for i := 0; i < b.runs; i++ {
+		if err := b.listOnce(); err != nil {
+			return err
+		}
+	}
+	// A batch of n inputs beside the n jobs: batch status reads the manifest and its
+	// children.
+	gid, err := storefill.Batch(b.ctx, b.st, b.n)
+	if err != nil {
+		return err
+	}
+	for i := 0; i < b.runs; i++ {
+		if err := b.batchOnce(gid); err != nil {
+			return err
+		}
+	}
+	b.print()
+	b.e.Close()
+	b.st.Close()
+	return nil
+}
+
+func (b *listBench) list() (int, error) {
+	l, err := b.e.List(b.ctx, b.url)
+	return len(l), err
+}
+
+// listOnce measures the floor, a listing without the index and one with it, and
+// `kinetic jobs list` (with -bin).
+func (b *listBench) listOnce() error {
+	b.floor = append(b.floor, readAll(b.ctx, b.st))
+	if err := b.st.Delete(b.ctx, store.ListIndexKey); err != nil && !store.IsNotFound(err) {
+		return err
+	}
+	d, rows, err := timed(b.list)
+	if err != nil || rows != b.n {
+		return fmt.Errorf("list: %d rows, %v", rows, err)
+	}
+	b.cold = append(b.cold, d)
+	d, rows, err = timed(b.list)
+	if err != nil || rows != b.n {
+		return fmt.Errorf("list: %d rows, %v", rows, err)
+	}
+	b.warm = append(b.warm, d)
+	if b.bin == "" {
+		return nil
+	}
+	t := time.Now()
+	out, err := b.command("jobs", "list", "--all", "--json").Output()
+	if err != nil {
+		return fmt.Errorf("kinetic jobs list: %v", err)
+	}
+	b.cli = append(b.cli, time.Since(t))
+	if c := strings.Count(string(out), `"job_id"`); c != b.n {
+		return fmt.Errorf("kinetic jobs list --json: %d rows, want %d", c, b.n)
+	}
+	return nil
+}
+
+// batchOnce measures batch.Read of batch gid, and `kinetic batch status` (with -bin).
+func (b *listBench) batchOnce(gid string) error {
+	d, rows, err := timed(func() (int, error) {
+		v, err := batch.Read(b.ctx, b.e, gid, b.url, true)
+		if err != nil {
+			return 0, err
+		}
+		return len(v.Statuses), nil
+	})
+	if err != nil || rows != b.n {
+		return fmt.Errorf("batch read: %d children, %v", rows, err)
+	}
+	b.bstat = append(b.bstat, d)
+	if b.bin == "" {
+		return nil
+	}
+	t := time.Now()
+	if out, err := b.command("batch", "status", gid, "--json").CombinedOutput(); err != nil {
+		return fmt.Errorf("kinetic batch status: %v\n%s", err, out)
+	}
+	b.bcli = append(b.bcli, time.Since(t))
+	return nil
+}
+
+// command is the kinetic binary -bin on this store.
+func (b *listBench) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(b.bin, args...)
+	cmd.Env = append(os.Environ(), "KINETIC_STORE="+b.url, "KINETIC_BACKEND=local", "KINETIC_HOME="+b.home, "KINETIC_PROFILES_FILE="+filepath.Join(b.dir, "profiles.json"))
+	return cmd
+}
+
+// print prints a row of each measure taken: median, min, max.
+func (b *listBench) print() {
+	row := func(what string, ds []time.Duration) {
+		if len(ds) == 0 {
+			return
+		}
+		sort.Slice(ds, func(a, c int) bool { return ds[a] < ds[c] })
+		fmt.Printf("| %s | %s | %s | %s | %s |\n", what, b.kind, ms(ds[len(ds)/2]), ms(ds[0]), ms(ds[len(ds)-1]))
+	}
+	row("floor: list jobs/ and read every handle.json and status.json (16 at a time)", b.floor)
+	row("engine.List, no index (the first listing writes it)", b.cold)
+	row("engine.List, index present", b.warm)
+	row("`kinetic jobs list --all --json` (a new process), index present", b.cli)
+	row(fmt.Sprintf("batch.Read of a %d-input batch, every child's status", b.n), b.bstat)
+	row("`kinetic batch status G --json` (a new process)", b.bcli)
 }
 
 func timed(f func() (int, error)) (time.Duration, int, error) {

@@ -90,30 +90,29 @@ func ParseEndpoints(s string) (Endpoints, error) {
 		if part == "" {
 			continue
 		}
-		k, v, ok := strings.Cut(part, "=")
-		if !ok {
-			return e, fmt.Errorf("gcp_endpoints %q: want SERVICE=URL,... (services: container, artifactregistry, iam, compute, serviceusage)", s)
-		}
-		u, err := url.Parse(v)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return e, fmt.Errorf("gcp_endpoints: %s=%q is not an http(s)://HOST:PORT URL", k, v)
-		}
-		switch k {
-		case "container":
-			e.Container = v
-		case "artifactregistry":
-			e.ArtifactRegistry = v
-		case "iam":
-			e.IAM = v
-		case "compute":
-			e.Compute = v
-		case "serviceusage":
-			e.ServiceUsage = v
-		default:
-			return e, fmt.Errorf("gcp_endpoints: unknown service %q (services: container, artifactregistry, iam, compute, serviceusage)", k)
+		if err := e.set(s, part); err != nil {
+			return e, err
 		}
 	}
 	return e, nil
+}
+
+// set reads one SERVICE=URL part of the setting s.
+func (e *Endpoints) set(s, part string) error {
+	k, v, ok := strings.Cut(part, "=")
+	if !ok {
+		return fmt.Errorf("gcp_endpoints %q: want SERVICE=URL,... (services: container, artifactregistry, iam, compute, serviceusage)", s)
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("gcp_endpoints: %s=%q is not an http(s)://HOST:PORT URL", k, v)
+	}
+	field := map[string]*string{"container": &e.Container, "artifactregistry": &e.ArtifactRegistry, "iam": &e.IAM, "compute": &e.Compute, "serviceusage": &e.ServiceUsage}[k]
+	if field == nil {
+		return fmt.Errorf("gcp_endpoints: unknown service %q (services: container, artifactregistry, iam, compute, serviceusage)", k)
+	}
+	*field = v
+	return nil
 }
 
 // Clients are the Google API clients provisioning uses.

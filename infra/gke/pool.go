@@ -38,23 +38,54 @@ type PoolOptions struct {
 // GKE itself labels the nodes with what the pod specs select (cloud.google.com/gke-
 // accelerator, gke-tpu-accelerator, gke-tpu-topology, gke-spot).
 func NodePoolFor(o PoolOptions) (*containerpb.NodePool, accel.Spec, error) {
+	sp, err := poolAccelerator(&o)
+	if err != nil {
+		return nil, sp, err
+	}
+	name, err := poolName(o, sp)
+	if err != nil {
+		return nil, sp, err
+	}
+	minN, maxN, err := poolBounds(o, sp)
+	if err != nil {
+		return nil, sp, err
+	}
+	np := &containerpb.NodePool{
+		Name: name, Config: poolNodeConfig(o, sp, name), InitialNodeCount: int32(minN),
+		Autoscaling: &containerpb.NodePoolAutoscaling{Enabled: true, MinNodeCount: int32(minN), MaxNodeCount: int32(maxN)},
+		Management:  &containerpb.NodeManagement{AutoRepair: true, AutoUpgrade: true},
+	}
+	if sp.MultiHost() {
+		np.PlacementPolicy = &containerpb.NodePool_PlacementPolicy{Type: containerpb.NodePool_PlacementPolicy_COMPACT, TpuTopology: sp.Topology}
+	}
+	return np, sp, nil
+}
+
+// poolAccelerator is the catalog entry of o.Accelerator (a ":spot" suffix sets o.Spot),
+// which must be a GPU or TPU.
+func poolAccelerator(o *PoolOptions) (accel.Spec, error) {
 	sp, err := accel.Parse(o.Accelerator)
 	if err != nil {
-		return nil, sp, fmt.Errorf("--accelerator: %w", err)
+		return sp, fmt.Errorf("--accelerator: %w", err)
 	}
 	if sp.Spot {
 		o.Spot = true
 		base, _ := strings.CutSuffix(sp.Name, ":spot")
 		if sp, err = accel.Parse(base); err != nil {
-			return nil, sp, err
+			return sp, err
 		}
 	}
 	if sp.Kind == accel.CPU || sp.MachineType == "" {
-		return nil, sp, fmt.Errorf("--accelerator %s: pool add makes GPU and TPU pools; CPU jobs run on the system pool (see `kinetic accelerators`)", o.Accelerator)
+		return sp, fmt.Errorf("--accelerator %s: pool add makes GPU and TPU pools; CPU jobs run on the system pool (see `kinetic accelerators`)", o.Accelerator)
 	}
 	if o.Spot && o.Reservation != "" {
-		return nil, sp, errors.New("--spot and --reservation exclude each other: a reservation is on-demand capacity you hold; spot is capacity you may lose")
+		return sp, errors.New("--spot and --reservation exclude each other: a reservation is on-demand capacity you hold; spot is capacity you may lose")
 	}
+	return sp, nil
+}
+
+// poolName is o.Name, or the accelerator's name (with -spot).
+func poolName(o PoolOptions, sp accel.Spec) (string, error) {
 	name := o.Name
 	if name == "" {
 		name = sp.Name
@@ -63,46 +94,46 @@ func NodePoolFor(o PoolOptions) (*containerpb.NodePool, accel.Spec, error) {
 		}
 	}
 	if !validPoolName(name) {
-		return nil, sp, fmt.Errorf("pool name %q: use lowercase letters, digits and dashes, at most 40, starting with a letter", name)
+		return "", fmt.Errorf("pool name %q: use lowercase letters, digits and dashes, at most 40, starting with a letter", name)
 	}
-	minN, maxN := o.MinNodes, o.MaxNodes
+	return name, nil
+}
+
+// poolBounds are the autoscaler's minimum and maximum nodes.
+func poolBounds(o PoolOptions, sp accel.Spec) (minN, maxN int, err error) {
+	minN, maxN = o.MinNodes, o.MaxNodes
 	if !o.MaxSet {
-		maxN = sp.Hosts
-		if sp.Kind == accel.GPU {
-			// A GPU pool grows by up to GPUScaleUp nodes over its minimum, as the
-			// reference's GPU pools do: several GPU jobs at once each get a node.
-			maxN = minN + GPUScaleUp
-		}
-		if maxN < minN {
-			maxN = minN
-		}
+		maxN = defaultMaxNodes(minN, sp)
 	}
 	if minN < 0 || maxN < 1 || minN > maxN {
-		return nil, sp, fmt.Errorf("--min-nodes %d --max-nodes %d: want 0 ≤ min ≤ max and max ≥ 1", minN, maxN)
+		return 0, 0, fmt.Errorf("--min-nodes %d --max-nodes %d: want 0 ≤ min ≤ max and max ≥ 1", minN, maxN)
 	}
-	if sp.MultiHost() {
-		// A multi-host slice is scheduled whole: its pool has 0 or Hosts nodes.
-		if (minN != 0 && minN != sp.Hosts) || maxN != sp.Hosts {
-			return nil, sp, fmt.Errorf("%s is one slice of %d hosts: its pool scales between 0 and %d nodes together (use --min-nodes 0 or %d and --max-nodes %d; add another pool for another slice)", sp.Name, sp.Hosts, sp.Hosts, sp.Hosts, sp.Hosts)
-		}
+	// A multi-host slice is scheduled whole: its pool has 0 or Hosts nodes.
+	if sp.MultiHost() && ((minN != 0 && minN != sp.Hosts) || maxN != sp.Hosts) {
+		return 0, 0, fmt.Errorf("%s is one slice of %d hosts: its pool scales between 0 and %d nodes together (use --min-nodes 0 or %d and --max-nodes %d; add another pool for another slice)", sp.Name, sp.Hosts, sp.Hosts, sp.Hosts, sp.Hosts)
 	}
+	return minN, maxN, nil
+}
+
+// defaultMaxNodes is the slice's hosts; a GPU pool grows by up to GPUScaleUp nodes over
+// its minimum, as the reference's GPU pools do: several GPU jobs at once each get a node.
+func defaultMaxNodes(minN int, sp accel.Spec) int {
+	maxN := sp.Hosts
+	if sp.Kind == accel.GPU {
+		maxN = minN + GPUScaleUp
+	}
+	return max(maxN, minN)
+}
+
+// poolNodeConfig is the nodes' machine, labels, taints, GPUs and reservation.
+func poolNodeConfig(o PoolOptions, sp accel.Spec, name string) *containerpb.NodeConfig {
 	nc := &containerpb.NodeConfig{
 		MachineType:            sp.MachineType,
 		OauthScopes:            []string{"https://www.googleapis.com/auth/cloud-platform"},
 		Spot:                   o.Spot,
 		Labels:                 map[string]string{LabelAccelerator: sp.Name, "kinetic.dev/pool": name},
 		WorkloadMetadataConfig: &containerpb.WorkloadMetadataConfig{Mode: containerpb.WorkloadMetadataConfig_GKE_METADATA},
-	}
-	tol := sp.Tolerations
-	if o.Spot {
-		tol = append(tol, accel.Toleration{Key: accel.LabelSpot, Operator: "Equal", Value: "true", Effect: "NoSchedule"})
-	}
-	for _, t := range tol {
-		v := t.Value
-		if v == "" {
-			v = "present"
-		}
-		nc.Taints = append(nc.Taints, &containerpb.NodeTaint{Key: t.Key, Value: v, Effect: containerpb.NodeTaint_NO_SCHEDULE})
+		Taints:                 poolTaints(o, sp),
 	}
 	if sp.Kind == accel.GPU {
 		nc.Accelerators = []*containerpb.AcceleratorConfig{{
@@ -114,15 +145,24 @@ func NodePoolFor(o PoolOptions) (*containerpb.NodePool, accel.Spec, error) {
 		nc.ReservationAffinity = &containerpb.ReservationAffinity{ConsumeReservationType: containerpb.ReservationAffinity_SPECIFIC_RESERVATION,
 			Key: "compute.googleapis.com/reservation-name", Values: []string{o.Reservation}}
 	}
-	np := &containerpb.NodePool{
-		Name: name, Config: nc, InitialNodeCount: int32(minN),
-		Autoscaling: &containerpb.NodePoolAutoscaling{Enabled: true, MinNodeCount: int32(minN), MaxNodeCount: int32(maxN)},
-		Management:  &containerpb.NodeManagement{AutoRepair: true, AutoUpgrade: true},
+	return nc
+}
+
+// poolTaints are the taints the catalog's tolerations (and spot's) match.
+func poolTaints(o PoolOptions, sp accel.Spec) []*containerpb.NodeTaint {
+	tol := sp.Tolerations
+	if o.Spot {
+		tol = append(tol, accel.Toleration{Key: accel.LabelSpot, Operator: "Equal", Value: "true", Effect: "NoSchedule"})
 	}
-	if sp.MultiHost() {
-		np.PlacementPolicy = &containerpb.NodePool_PlacementPolicy{Type: containerpb.NodePool_PlacementPolicy_COMPACT, TpuTopology: sp.Topology}
+	var taints []*containerpb.NodeTaint
+	for _, t := range tol {
+		v := t.Value
+		if v == "" {
+			v = "present"
+		}
+		taints = append(taints, &containerpb.NodeTaint{Key: t.Key, Value: v, Effect: containerpb.NodeTaint_NO_SCHEDULE})
 	}
-	return np, sp, nil
+	return taints
 }
 
 func validPoolName(n string) bool {

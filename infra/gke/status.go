@@ -38,41 +38,70 @@ func GetStatus(ctx context.Context, c *Clients, cfg Config) (*Status, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	bucket, endpoint := cfg.Bucket()
+	bucket, _ := cfg.Bucket()
 	s := &Status{Project: cfg.Project, Zone: cfg.Zone, Cluster: cfg.Cluster, ClusterStatus: "NOT_FOUND", Bucket: "gs://" + bucket}
-	cl, err := c.Cluster.GetCluster(ctx, &containerpb.GetClusterRequest{Name: cfg.clusterName()})
-	if err != nil && !notFound(err) {
-		return nil, apiErr("read the cluster "+cfg.clusterName(), err)
-	}
-	if err == nil {
-		s.ClusterStatus = cl.GetStatus().String()
-		s.Version, s.Endpoint = cl.GetCurrentMasterVersion(), cl.GetEndpoint()
-		s.WorkloadPool = cl.GetWorkloadIdentityConfig().GetWorkloadPool()
-		s.GCSFuse = cl.GetAddonsConfig().GetGcsFuseCsiDriverConfig().GetEnabled()
-		for _, np := range cl.GetNodePools() {
-			s.Pools = append(s.Pools, poolInfo(np))
+	for _, read := range []func(context.Context, *Clients, *Config, *Status) error{readClusterStatus, readRepositoryStatus, readBucketStatus, readAccountStatus} {
+		if err := read(ctx, c, &cfg, s); err != nil {
+			return nil, err
 		}
 	}
-	if _, err := c.Registry.GetRepository(ctx, &artifactregistrypb.GetRepositoryRequest{Name: cfg.repoName()}); err == nil {
-		s.Repository = cfg.RepoHost()
-	} else if !notFound(err) {
-		return nil, apiErr("read the repository", err)
+	return s, nil
+}
+
+func readClusterStatus(ctx context.Context, c *Clients, cfg *Config, s *Status) error {
+	cl, err := c.Cluster.GetCluster(ctx, &containerpb.GetClusterRequest{Name: cfg.clusterName()})
+	if notFound(err) {
+		return nil
 	}
+	if err != nil {
+		return apiErr("read the cluster "+cfg.clusterName(), err)
+	}
+	s.ClusterStatus = cl.GetStatus().String()
+	s.Version, s.Endpoint = cl.GetCurrentMasterVersion(), cl.GetEndpoint()
+	s.WorkloadPool = cl.GetWorkloadIdentityConfig().GetWorkloadPool()
+	s.GCSFuse = cl.GetAddonsConfig().GetGcsFuseCsiDriverConfig().GetEnabled()
+	for _, np := range cl.GetNodePools() {
+		s.Pools = append(s.Pools, poolInfo(np))
+	}
+	return nil
+}
+
+func readRepositoryStatus(ctx context.Context, c *Clients, cfg *Config, s *Status) error {
+	_, err := c.Registry.GetRepository(ctx, &artifactregistrypb.GetRepositoryRequest{Name: cfg.repoName()})
+	switch {
+	case err == nil:
+		s.Repository = cfg.RepoHost()
+	case !notFound(err):
+		return apiErr("read the repository", err)
+	}
+	return nil
+}
+
+func readBucketStatus(ctx context.Context, _ *Clients, cfg *Config, s *Status) error {
+	bucket, endpoint := cfg.Bucket()
 	st, err := storageService(ctx, endpoint)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if _, err := st.Buckets.Get(bucket).Context(ctx).Do(); err == nil {
+	_, err = st.Buckets.Get(bucket).Context(ctx).Do()
+	switch {
+	case err == nil:
 		s.BucketExists = true
-	} else if httpCode(err) != http.StatusNotFound {
-		return nil, apiErr("read the bucket", err)
+	case httpCode(err) != http.StatusNotFound:
+		return apiErr("read the bucket", err)
 	}
-	if _, err := c.IAM.GetServiceAccount(ctx, &adminpb.GetServiceAccountRequest{Name: cfg.accountName()}); err == nil {
+	return nil
+}
+
+func readAccountStatus(ctx context.Context, c *Clients, cfg *Config, s *Status) error {
+	_, err := c.IAM.GetServiceAccount(ctx, &adminpb.GetServiceAccountRequest{Name: cfg.accountName()})
+	switch {
+	case err == nil:
 		s.ServiceAccount = cfg.AccountEmail()
-	} else if !notFound(err) {
-		return nil, apiErr("read the service account", err)
+	case !notFound(err):
+		return apiErr("read the service account", err)
 	}
-	return s, nil
+	return nil
 }
 
 // Print writes the status for a person: ✓/✗ lines and the pools.

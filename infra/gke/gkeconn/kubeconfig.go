@@ -79,24 +79,10 @@ func WriteKubeconfig(po *clientcmd.PathOptions, cl Cluster, in Info) (Kubeconfig
 	want := clientcmdapi.Cluster{Server: "https://" + in.Endpoint, CertificateAuthorityData: in.CA}
 	wantUser := clientcmdapi.ExecConfig{APIVersion: "client.authentication.k8s.io/v1beta1", Command: AuthPlugin,
 		InstallHint: authPluginHint, ProvideClusterInfo: true, InteractiveMode: clientcmdapi.IfAvailableExecInteractiveMode}
-	old, oldUser, oldCtx := cfg.Clusters[name], cfg.AuthInfos[name], cfg.Contexts[name]
-	res.Changed = cfg.CurrentContext != name ||
-		old == nil || old.Server != want.Server || !bytes.Equal(old.CertificateAuthorityData, want.CertificateAuthorityData) ||
-		oldUser == nil || oldUser.Exec == nil || oldUser.Exec.Command != AuthPlugin || oldUser.Exec.APIVersion != wantUser.APIVersion || oldUser.Token != "" ||
-		oldCtx == nil || oldCtx.Cluster != name || oldCtx.AuthInfo != name || !written(oldCtx)
+	res.Changed = cfg.CurrentContext != name || clusterDiffers(cfg.Clusters[name], want) ||
+		userDiffers(cfg.AuthInfos[name], wantUser) || contextDiffers(cfg.Contexts[name], name)
 	if res.Changed {
-		c := clientcmdapi.NewCluster()
-		c.Server, c.CertificateAuthorityData = want.Server, want.CertificateAuthorityData
-		u := clientcmdapi.NewAuthInfo()
-		u.Exec = &wantUser
-		x := clientcmdapi.NewContext()
-		x.Cluster, x.AuthInfo = name, name
-		if oldCtx != nil {
-			x.Namespace = oldCtx.Namespace // a namespace the user chose stays
-		}
-		x.Extensions[Extension] = &runtime.Unknown{Raw: []byte(`"kinetic"`), ContentType: runtime.ContentTypeJSON}
-		cfg.Clusters[name], cfg.AuthInfos[name], cfg.Contexts[name] = c, u, x
-		cfg.CurrentContext = name
+		setContext(cfg, name, want, wantUser)
 		if err := clientcmd.ModifyConfig(po, *cfg, false); err != nil {
 			return res, fmt.Errorf("write the kubeconfig %s: %v (check that its directory is writable, or set KUBECONFIG to another file)", res.Path, err)
 		}
@@ -105,6 +91,35 @@ func WriteKubeconfig(po *clientcmd.PathOptions, cl Cluster, in Info) (Kubeconfig
 		return res, fmt.Errorf("make the kubeconfig %s readable by you alone: %v", res.Path, err)
 	}
 	return res, nil
+}
+
+func clusterDiffers(old *clientcmdapi.Cluster, want clientcmdapi.Cluster) bool {
+	return old == nil || old.Server != want.Server || !bytes.Equal(old.CertificateAuthorityData, want.CertificateAuthorityData)
+}
+
+func userDiffers(old *clientcmdapi.AuthInfo, want clientcmdapi.ExecConfig) bool {
+	return old == nil || old.Exec == nil || old.Exec.Command != AuthPlugin || old.Exec.APIVersion != want.APIVersion || old.Token != ""
+}
+
+func contextDiffers(old *clientcmdapi.Context, name string) bool {
+	return old == nil || old.Cluster != name || old.AuthInfo != name || !written(old)
+}
+
+// setContext writes context, cluster and user name into cfg and makes the context the
+// current one; a namespace the user chose for it stays.
+func setContext(cfg *clientcmdapi.Config, name string, want clientcmdapi.Cluster, wantUser clientcmdapi.ExecConfig) {
+	c := clientcmdapi.NewCluster()
+	c.Server, c.CertificateAuthorityData = want.Server, want.CertificateAuthorityData
+	u := clientcmdapi.NewAuthInfo()
+	u.Exec = &wantUser
+	x := clientcmdapi.NewContext()
+	x.Cluster, x.AuthInfo = name, name
+	if oldCtx := cfg.Contexts[name]; oldCtx != nil {
+		x.Namespace = oldCtx.Namespace
+	}
+	x.Extensions[Extension] = &runtime.Unknown{Raw: []byte(`"kinetic"`), ContentType: runtime.ContentTypeJSON}
+	cfg.Clusters[name], cfg.AuthInfos[name], cfg.Contexts[name] = c, u, x
+	cfg.CurrentContext = name
 }
 
 // Written reports whether kinetic wrote the context name of the kubeconfig at path

@@ -69,7 +69,7 @@ auth configure-docker does) before pushing.`,
 				if !tty {
 					return errors.New("no repository to publish to: give --repo REGISTRY/PATH (or set base_image_repo: KINETIC_BASE_IMAGE_REPO or `kinetic profile set base_image_repo=...`)")
 				}
-				if r.Repo, err = newPrompter(cmd.InOrStdin(), stderr).ask("repository to publish to (REGISTRY/PATH, e.g. us-docker.pkg.dev/my-project/kinetic)", ""); err != nil {
+				if r.Repo, err = newPrompter(cmd.InOrStdin(), stderr).Ask("repository to publish to (REGISTRY/PATH, e.g. us-docker.pkg.dev/my-project/kinetic)", ""); err != nil {
 					return err
 				}
 			}
@@ -115,7 +115,7 @@ auth configure-docker does) before pushing.`,
 				}
 			}
 			if tty && !yes {
-				ok, err := newPrompter(cmd.InOrStdin(), stderr).confirm("build and push?")
+				ok, err := newPrompter(cmd.InOrStdin(), stderr).Confirm("build and push?")
 				if err != nil {
 					return err
 				}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"os/exec"
@@ -11,10 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kinetic-run/kinetic/backend"
-	"github.com/kinetic-run/kinetic/backend/kubernetes"
+	"github.com/kinetic-run/kinetic/backend/kubernetes/setup"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/dashboard"
-	"github.com/kinetic-run/kinetic/infra/gke"
 )
 
 func newDashboardCmd(g *Globals) *cobra.Command {
@@ -43,24 +41,9 @@ func newDashboardCmd(g *Globals) *cobra.Command {
 			}
 			o := dashboard.Options{Token: token, Store: e.Config().Get(config.Store), Backend: e.Config().Get(config.Backend)}
 			if o.Backend != "" && !backend.RunsOnThisMachine(o.Backend) {
-				t, _, kerr, err := k8sTarget(g, nil)
-				if err != nil {
+				var err error
+				if o.Cluster, o.ClusterErr, o.GKE, err = setup.Dashboard(g.Profile, o.Backend, f.store); err != nil {
 					return err
-				}
-				o.Cluster, o.ClusterErr = t, kerr
-				if kerr != nil {
-					o.Cluster = nil
-				}
-			}
-			if o.Backend == kubernetes.GKEName {
-				// What `kinetic status` reads: the cluster and its node pools, from Google.
-				o.GKE = func(ctx context.Context) (*gke.Status, error) {
-					c, cfg, _, err := gkeSetup(ctx, g, &gkeFlags{}, map[config.Key]string{config.Store: f.store})
-					if err != nil {
-						return nil, err
-					}
-					defer c.Close()
-					return gke.GetStatus(ctx, c, cfg)
 				}
 			}
 			srv, err := dashboard.New(e, o)

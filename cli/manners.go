@@ -352,7 +352,7 @@ func backendReason(cmd *cobra.Command, g *Globals) string {
 // machine: "" for the local backend.
 func BackendReason(res *config.Resolved) string {
 	b, src := res.Get(config.Backend), res.Source(config.Backend)
-	if b == "" || b == config.DefaultBackend {
+	if b == "" || b == config.DefaultBackend() {
 		return ""
 	}
 	stay := "; pass --backend local to run on this machine instead"

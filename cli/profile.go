@@ -271,7 +271,7 @@ func askProfile(pr *prompter) (config.Profile, error) {
 	backends := config.Backends()
 	def := 0
 	for i, b := range backends {
-		if b == config.DefaultBackend {
+		if b == config.DefaultBackend() {
 			def = i
 		}
 	}
@@ -279,14 +279,14 @@ func askProfile(pr *prompter) (config.Profile, error) {
 	if err != nil {
 		return nil, err
 	}
-	if backends[i] != config.DefaultBackend {
+	if backends[i] != config.DefaultBackend() {
 		p[string(config.Backend)] = backends[i]
 	}
 	questions := []struct {
 		key config.Key
 		q   string
 	}{{config.Store, "store URL (file:// path, gs://bucket, s3://bucket)"}}
-	if backends[i] != config.DefaultBackend {
+	if backends[i] != config.DefaultBackend() {
 		questions = append([]struct {
 			key config.Key
 			q   string

@@ -29,7 +29,7 @@ func imageStep(ctx context.Context, env Env, req *Request, p *Job) error {
 	}
 	be := p.Cfg.Get(config.Backend)
 	if be == "" {
-		be = config.DefaultBackend
+		be = config.DefaultBackend()
 	}
 	if backend.RunsOnThisMachine(be) {
 		engine, err := ContainerEngine(p.Cfg.Get(config.Container), p.Cfg.Source(config.Container))

@@ -69,7 +69,7 @@ func placement(ctx context.Context, env Env, req *Request, p *Job) error {
 func unconfiguredAccelerator(cfg *config.Resolved, acc accel.Spec) error {
 	name := cfg.Get(config.Backend)
 	if name == "" {
-		name = config.DefaultBackend
+		name = config.DefaultBackend()
 	}
 	if acc.Kind == accel.CPU || cfg.Source(config.Backend) != config.SourceDefault || !backend.RunsOnThisMachine(name) {
 		return nil
@@ -96,7 +96,7 @@ func gkeProject(cfg *config.Resolved) error {
 func Backend(cfg *config.Resolved, acc accel.Spec) (*job.Handle, error) {
 	name := cfg.Get(config.Backend)
 	if name == "" {
-		name = config.DefaultBackend
+		name = config.DefaultBackend()
 	}
 	h := &job.Handle{Backend: name, Project: cfg.Get(config.Project), ClusterName: cfg.Get(config.Cluster),
 		Zone: cfg.Get(config.Zone), Namespace: cfg.Get(config.Namespace), KubeContext: cfg.Get(config.KubeContext)}

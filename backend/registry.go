@@ -24,6 +24,16 @@ type Settings interface {
 	Get(key string) string
 }
 
+// SourceOf is where s's value of key came from ("env KINETIC_BACKEND", "profile dev"),
+// when s says (a resolved configuration does), else "the configuration": for errors that
+// name it.
+func SourceOf(s Settings, key string) string {
+	if ss, ok := s.(interface{ Source(key string) string }); ok {
+		return ss.Source(key)
+	}
+	return "the configuration"
+}
+
 // Env is what a factory builds a backend from.
 type Env struct {
 	// Handle says where the job runs: the backend name the factory was looked up by

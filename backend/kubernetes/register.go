@@ -10,6 +10,7 @@ import (
 	"github.com/kinetic-run/kinetic/accel"
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/infra/gke/gkeconn"
 	"github.com/kinetic-run/kinetic/job"
@@ -215,6 +216,11 @@ func (factory) Traits() backend.Traits { return backend.Traits{ObjectsNamedAfter
 // current context, or ClusterOf would take a Pathways handle with a project for a GKE
 // cluster's context.
 func (f factory) Plan(h *job.Handle, acc accel.Spec, s backend.Settings) error {
+	if f.name == GKEName && h.Project == "" {
+		// The project first, before the store's bucket or the registry need one: the
+		// rest follows from it.
+		return errs.Errorf(errs.InvalidArgument, "backend gke (from %s) needs a Google Cloud project: pass --project P, or set KINETIC_PROJECT, GOOGLE_CLOUD_PROJECT or a profile's project; `kinetic up --project P` creates the cluster there", backend.SourceOf(s, string(config.Backend)))
+	}
 	if !acc.MultiHost() {
 		return nil
 	}

@@ -73,6 +73,13 @@ type Factory interface {
 	Traits() Traits
 }
 
+// Preflighter is a Factory that checks, before a job is planned, the one thing its
+// backends cannot work without (a kubeconfig that names a cluster), so that a person
+// meets that error first, not one about a registry or a store (`kinetic run`).
+type Preflighter interface {
+	Preflight(s Settings) error
+}
+
 // Traits are what a factory says about the jobs its backends run.
 type Traits struct {
 	// OnThisMachine: jobs run on the submitting machine, in a local Python environment

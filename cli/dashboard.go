@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kinetic-run/kinetic/backend"
-	"github.com/kinetic-run/kinetic/backend/kubernetes/setup"
+	"github.com/kinetic-run/kinetic/backend/provision"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/dashboard"
 )
@@ -41,8 +41,7 @@ func newDashboardCmd(g *Globals) *cobra.Command {
 			}
 			o := dashboard.Options{Token: token, Store: e.Config().Get(config.Store), Backend: e.Config().Get(config.Backend)}
 			if o.Backend != "" && !backend.RunsOnThisMachine(o.Backend) {
-				var err error
-				if o.Cluster, o.ClusterErr, o.GKE, err = setup.Dashboard(g.Profile, o.Backend, f.store); err != nil {
+				if err := dashboardCluster(g, &o, f.store); err != nil {
 					return err
 				}
 			}
@@ -94,3 +93,20 @@ func openBrowser(url string) {
 		}
 	}
 }
+
+// dashboardCluster fills the cluster page's sources from the backend's provisioner
+// (provision.ClusterSource), when it has them.
+func dashboardCluster(g *Globals, o *dashboard.Options, store string) error {
+	p, ok := provision.Lookup(o.Backend)
+	if !ok {
+		return nil
+	}
+	cs, ok := p.(provision.ClusterSource)
+	if !ok {
+		return nil
+	}
+	dc, err := cs.DashboardCluster(g.Profile, o.Backend, store)
+	o.Cluster, o.ClusterErr, o.Cloud = dc.Target, dc.Err, dc.Cloud
+	return err
+}
+

@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -231,4 +232,23 @@ func (f factory) Plan(h *job.Handle, acc accel.Spec, s backend.Settings) error {
 	return nil
 }
 
-var _ backend.Factory = factory{}
+// Preflight checks a backend reached through a kubeconfig (k8s, or gke/pathways with a
+// kube_context): a kubeconfig that names a cluster.
+func (f factory) Preflight(s backend.Settings) error {
+	if f.name != K8sName && s.Get(string(config.KubeContext)) == "" {
+		return nil
+	}
+	src := backend.SourceOf(s, string(config.Backend))
+	if _, err := RESTConfig(s.Get(string(KeyKubeconfig)), s.Get(string(config.KubeContext))); err != nil {
+		if strings.Contains(err.Error(), "no configuration has been provided") {
+			return fmt.Errorf("backend %s (%s) runs jobs on a Kubernetes cluster, and no kubeconfig names one here (KUBECONFIG, ~/.kube/config, or kubeconfig in the profile): `gcloud container clusters get-credentials CLUSTER` or your cluster's own tool writes one; `kinetic up --backend k8s` then joins it", f.name, src)
+		}
+		return fmt.Errorf("backend %s (%s) runs jobs on a Kubernetes cluster, and %w; `kinetic up --backend k8s` joins the current kubectl context", f.name, src, err)
+	}
+	return nil
+}
+
+var (
+	_ backend.Factory     = factory{}
+	_ backend.Preflighter = factory{}
+)

@@ -19,7 +19,10 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/kinetic-run/kinetic/infra"
 )
 
 // The setup commands a Provisioner defines flags for (Flags' command).
@@ -149,6 +152,24 @@ func CheckFlags(command string, c *Call) error {
 		}
 	}
 	return nil
+}
+
+// ClusterSource is a Provisioner whose backends run jobs on a Kubernetes cluster: the
+// dashboard's cluster page reads it (nodes, pools, warm pods) and, where the cloud
+// describes the cluster, what `kinetic status` shows.
+type ClusterSource interface {
+	// DashboardCluster is the cluster of backend be in profile's configuration (store:
+	// the dashboard's --store, "" for the configured one).
+	DashboardCluster(profile, be, store string) (DashboardCluster, error)
+}
+
+// DashboardCluster is what the dashboard's cluster page reads of a cluster backend.
+type DashboardCluster struct {
+	// Target is the cluster (nil when it cannot be reached: Err says why).
+	Target *infra.Target
+	Err    error
+	// Cloud, if set, reads the cluster as its cloud describes it (*gke.Status on GKE).
+	Cloud func(ctx context.Context) (any, error)
 }
 
 // Info is how a provisioner is registered.
@@ -296,6 +317,27 @@ func WriteJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+var commands []func() *cobra.Command
+
+// RegisterCommand adds a command a backend's own processes run (hidden: the local
+// backend's supervise) to every program's root (Commands). Call it from an init.
+func RegisterCommand(make func() *cobra.Command) {
+	mu.Lock()
+	defer mu.Unlock()
+	commands = append(commands, make)
+}
+
+// Commands makes the registered commands, for a new root.
+func Commands() []*cobra.Command {
+	mu.RLock()
+	defer mu.RUnlock()
+	cs := make([]*cobra.Command, len(commands))
+	for i, m := range commands {
+		cs[i] = m()
+	}
+	return cs
 }
 
 // NoFlags is an empty flag set, for a Call made by code rather than a command.

@@ -109,4 +109,3 @@ func dashboardCluster(g *Globals, o *dashboard.Options, store string) error {
 	o.Cluster, o.ClusterErr, o.Cloud = dc.Target, dc.Err, dc.Cloud
 	return err
 }
-

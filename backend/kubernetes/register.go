@@ -256,8 +256,6 @@ func locationOf(h *job.Handle) clusterLocation {
 	return clusterLocation{Project: h.Project, Zone: h.Zone, Cluster: h.ClusterName, Namespace: h.Namespace, KubeContext: h.KubeContext}
 }
 
-
-
 // Preflight checks a backend reached through a kubeconfig (k8s, or gke/pathways with a
 // kube_context): a kubeconfig that names a cluster.
 func (f factory) Preflight(s backend.Settings) error {

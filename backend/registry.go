@@ -24,6 +24,16 @@ type Settings interface {
 	Get(key string) string
 }
 
+// SourceOf is where s's value of key came from ("env KINETIC_BACKEND", "profile dev"),
+// when s says (a resolved configuration does), else "the configuration": for errors that
+// name it.
+func SourceOf(s Settings, key string) string {
+	if ss, ok := s.(interface{ Source(key string) string }); ok {
+		return ss.Source(key)
+	}
+	return "the configuration"
+}
+
 // Env is what a factory builds a backend from.
 type Env struct {
 	// Handle says where the job runs: the backend name the factory was looked up by
@@ -61,6 +71,13 @@ type Factory interface {
 	Plan(h *job.Handle, acc accel.Spec, s Settings) error
 	// Traits are the facts about the backends of this name the engine plans with.
 	Traits() Traits
+}
+
+// Preflighter is a Factory that checks, before a job is planned, the one thing its
+// backends cannot work without (a kubeconfig that names a cluster), so that a person
+// meets that error first, not one about a registry or a store (`kinetic run`).
+type Preflighter interface {
+	Preflight(s Settings) error
 }
 
 // Traits are what a factory says about the jobs its backends run.

@@ -131,7 +131,7 @@ func (b *buildImage) repository() (err error) {
 		if !b.tty {
 			return errors.New("no repository to publish to: give --repo REGISTRY/PATH (or set base_image_repo: KINETIC_BASE_IMAGE_REPO or `kinetic profile set base_image_repo=...`)")
 		}
-		if r.Repo, err = newPrompter(b.cmd.InOrStdin(), b.stderr).ask("repository to publish to (REGISTRY/PATH, e.g. us-docker.pkg.dev/my-project/kinetic)", ""); err != nil {
+		if r.Repo, err = newPrompter(b.cmd.InOrStdin(), b.stderr).Ask("repository to publish to (REGISTRY/PATH, e.g. us-docker.pkg.dev/my-project/kinetic)", ""); err != nil {
 			return err
 		}
 	}
@@ -194,7 +194,7 @@ func (b *buildImage) confirm() error {
 	if !b.tty || b.yes {
 		return nil
 	}
-	ok, err := newPrompter(b.cmd.InOrStdin(), b.stderr).confirm("build and push?")
+	ok, err := newPrompter(b.cmd.InOrStdin(), b.stderr).Confirm("build and push?")
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"os/exec"
@@ -11,10 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kinetic-run/kinetic/backend"
-	"github.com/kinetic-run/kinetic/backend/kubernetes"
+	"github.com/kinetic-run/kinetic/backend/provision"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/dashboard"
-	"github.com/kinetic-run/kinetic/infra/gke"
 )
 
 // dashboardCmd is one `kinetic dashboard`: its flags.
@@ -85,27 +83,27 @@ func (d *dashboardCmd) run(cmd *cobra.Command) error {
 func (d *dashboardCmd) options(token, store, backendName string) (dashboard.Options, error) {
 	o := dashboard.Options{Token: token, Store: store, Backend: backendName}
 	if o.Backend != "" && !backend.RunsOnThisMachine(o.Backend) {
-		t, _, kerr, err := k8sTarget(d.g, nil)
-		if err != nil {
+		if err := dashboardCluster(d.g, &o, d.f.store); err != nil {
 			return o, err
-		}
-		o.Cluster, o.ClusterErr = t, kerr
-		if kerr != nil {
-			o.Cluster = nil
-		}
-	}
-	if o.Backend == kubernetes.GKEName {
-		// What `kinetic status` reads: the cluster and its node pools, from Google.
-		o.GKE = func(ctx context.Context) (*gke.Status, error) {
-			c, cfg, _, err := gkeSetup(ctx, d.g, &gkeFlags{}, map[config.Key]string{config.Store: d.f.store})
-			if err != nil {
-				return nil, err
-			}
-			defer c.Close()
-			return gke.GetStatus(ctx, c, cfg)
 		}
 	}
 	return o, nil
+}
+
+// dashboardCluster fills the cluster page's sources from the backend's provisioner
+// (provision.ClusterSource), when it has them.
+func dashboardCluster(g *Globals, o *dashboard.Options, store string) error {
+	p, ok := provision.Lookup(o.Backend)
+	if !ok {
+		return nil
+	}
+	cs, ok := p.(provision.ClusterSource)
+	if !ok {
+		return nil
+	}
+	dc, err := cs.DashboardCluster(g.Profile, o.Backend, store)
+	o.Cluster, o.ClusterErr, o.Cloud = dc.Target, dc.Err, dc.Cloud
+	return err
 }
 
 // announce prints the URL (with its token) and what it gives access to.

@@ -1,15 +1,14 @@
 package cli
 
-import "errors"
+import (
+	"errors"
 
-// ExitError carries a specific process exit code out of a command.
-type ExitError struct {
-	Code int
-	Err  error
-}
+	"github.com/kinetic-run/kinetic/backend/provision"
+)
 
-func (e *ExitError) Error() string { return e.Err.Error() }
-func (e *ExitError) Unwrap() error { return e.Err }
+// ExitError carries a specific process exit code out of a command (the provisioners'
+// type: a setup command's error keeps its code).
+type ExitError = provision.ExitError
 
 // ExitCode maps an error returned by a command to the process exit code: 1 unless the
 // error says otherwise.

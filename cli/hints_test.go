@@ -12,7 +12,7 @@ import (
 // resolves to a command whose flags parse.
 func TestHintsNameCommandsThatExist(t *testing.T) {
 	_, err := image.Settings{}.BundledRef("k")
-	hints := []string{err.Error(), initUsageFix}
+	hints := []string{err.Error(), initUsageFix()}
 	re := regexp.MustCompile("`(kinetic [^`]*)`")
 	n := 0
 	for _, h := range hints {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kinetic-run/kinetic/backend/provision"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/errs"
@@ -19,7 +20,7 @@ import (
 // ExitUsage is the exit code of a command called the wrong way (a missing or extra
 // argument, an unknown command or flag, a bad flag value), as getopt-style tools use it;
 // 1 stays for a job that failed or a command that could not do its work.
-const ExitUsage = 2
+const ExitUsage = provision.ExitUsage
 
 // usageError is a mistake in how a command was called: exit code ExitUsage.
 func usageError(err error) error {
@@ -351,7 +352,7 @@ func backendReason(cmd *cobra.Command, g *Globals) string {
 // machine: "" for the local backend.
 func BackendReason(res *config.Resolved) string {
 	b, src := res.Get(config.Backend), res.Source(config.Backend)
-	if b == "" || b == config.DefaultBackend {
+	if b == "" || b == config.DefaultBackend() {
 		return ""
 	}
 	stay := "; pass --backend local to run on this machine instead"

@@ -203,7 +203,7 @@ func newProfileRemoveCmd() *cobra.Command {
 				if !isTerminal(cmd.InOrStdin()) {
 					return fmt.Errorf("profile rm %s: give --yes to delete it without asking (there is no terminal to ask on)", args[0])
 				}
-				ok, err := newPrompter(cmd.InOrStdin(), cmd.ErrOrStderr()).confirm(fmt.Sprintf("delete profile %s?", args[0]))
+				ok, err := newPrompter(cmd.InOrStdin(), cmd.ErrOrStderr()).Confirm(fmt.Sprintf("delete profile %s?", args[0]))
 				if err != nil {
 					return err
 				}
@@ -271,22 +271,22 @@ func askProfile(pr *prompter) (config.Profile, error) {
 	backends := config.Backends()
 	def := 0
 	for i, b := range backends {
-		if b == config.DefaultBackend {
+		if b == config.DefaultBackend() {
 			def = i
 		}
 	}
-	i, err := pr.choose("backend: where jobs run", backends, def)
+	i, err := pr.Choose("backend: where jobs run", backends, def)
 	if err != nil {
 		return nil, err
 	}
-	if backends[i] != config.DefaultBackend {
+	if backends[i] != config.DefaultBackend() {
 		p[string(config.Backend)] = backends[i]
 	}
 	questions := []struct {
 		key config.Key
 		q   string
 	}{{config.Store, "store URL (file:// path, gs://bucket, s3://bucket)"}}
-	if backends[i] != config.DefaultBackend {
+	if backends[i] != config.DefaultBackend() {
 		questions = append([]struct {
 			key config.Key
 			q   string
@@ -299,7 +299,7 @@ func askProfile(pr *prompter) (config.Profile, error) {
 	}
 	for _, q := range questions {
 		defVal := config.Default(q.key)
-		a, err := pr.askOptional(q.q, defVal)
+		a, err := pr.AskOptional(q.q, defVal)
 		if err != nil {
 			return nil, err
 		}
@@ -319,7 +319,7 @@ func profileName(cmd *cobra.Command, args []string) (string, error) {
 	if !isTerminal(cmd.InOrStdin()) {
 		return "", errors.New("give the profile's name: kinetic profile create NAME [--project P] [--zone Z] [--cluster C]")
 	}
-	name, err := newPrompter(cmd.InOrStdin(), cmd.ErrOrStderr()).ask("Profile name", "")
+	name, err := newPrompter(cmd.InOrStdin(), cmd.ErrOrStderr()).Ask("Profile name", "")
 	if err != nil {
 		return "", err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kinetic-run/kinetic/backend/provision"
 	"github.com/kinetic-run/kinetic/version"
 )
 
@@ -91,10 +92,10 @@ func NewRoot() *cobra.Command {
 		// The engine for the SDKs, and the worker side.
 		newServeCmd(g),
 		newRunnerCmd(g),
-		newSuperviseCmd(g),
 		newInstallRunnerCmd(g),
 		newVersionCmd(g),
 	)
+	root.AddCommand(provision.Commands()...) // a backend's own (the local backend's supervise)
 	withManners(root)
 	withBackendReason(root, g)
 	withCompletion(root, g)

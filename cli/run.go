@@ -16,9 +16,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kinetic-run/kinetic/backend/kubernetes"
+	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
+	"github.com/kinetic-run/kinetic/engine/plan"
 	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
@@ -219,19 +220,16 @@ func printResult(cmd *cobra.Command, id string, res *engine.Result, resErr error
 	return &ExitError{Code: code, Err: fmt.Errorf("job failed in phase %s: %s: %s", env.Phase, env.ExcType, env.ExcMessage)}
 }
 
-// clusterFirst checks the fundamental thing of a Kubernetes backend reached through a
-// kubeconfig (k8s, or gke/pathways with a kube_context) before anything else is asked
-// for (an image registry, a store): a kubeconfig that names a cluster.
+// clusterFirst checks the fundamental thing of the configured backend (a kubeconfig
+// that names a cluster, for a Kubernetes backend reached through one) before anything
+// else is asked for (an image registry, a store): backend.Preflighter.
 func clusterFirst(res *config.Resolved) error {
-	b := res.Get(config.Backend)
-	if b != kubernetes.K8sName && !((b == kubernetes.GKEName || b == kubernetes.PathwaysName) && res.Get(config.KubeContext) != "") {
+	f, ok := backend.Lookup(res.Get(config.Backend))
+	if !ok {
 		return nil
 	}
-	if _, err := kubernetes.RESTConfig(res.Get(kubernetes.KeyKubeconfig), res.Get(config.KubeContext)); err != nil {
-		if strings.Contains(err.Error(), "no configuration has been provided") {
-			return fmt.Errorf("backend %s (%s) runs jobs on a Kubernetes cluster, and no kubeconfig names one here (KUBECONFIG, ~/.kube/config, or kubeconfig in the profile): `gcloud container clusters get-credentials CLUSTER` or your cluster's own tool writes one; `kinetic up --backend k8s` then joins it", b, res.Source(config.Backend))
-		}
-		return fmt.Errorf("backend %s (%s) runs jobs on a Kubernetes cluster, and %w; `kinetic up --backend k8s` joins the current kubectl context", b, res.Source(config.Backend), err)
+	if pf, ok := f.(backend.Preflighter); ok {
+		return pf.Preflight(plan.Settings{C: res})
 	}
 	return nil
 }

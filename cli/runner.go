@@ -2,12 +2,9 @@ package cli
 
 import (
 	"errors"
-	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kinetic-run/kinetic/backend/local"
 	"github.com/kinetic-run/kinetic/runner"
 )
 
@@ -43,44 +40,4 @@ func newInstallRunnerCmd(g *Globals) *cobra.Command {
 		Args:   cobra.ExactArgs(1),
 		RunE:   func(cmd *cobra.Command, args []string) error { return runner.InstallSelf(args[0]) },
 	}
-}
-
-func newSuperviseCmd(g *Globals) *cobra.Command {
-	var o local.SuperviseOptions
-	var queue, group string
-	var worker int
-	var idle time.Duration
-	cmd := &cobra.Command{
-		Use:    "supervise --store URL --job ID --state-dir DIR",
-		Short:  "Supervise one local job (started by the local backend)",
-		Hidden: true,
-		Args:   cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.Ready = os.NewFile(3, "ready")
-			defer profile("supervise")()
-			var err error
-			if group != "" {
-				err = local.WorkGroup(cmd.Context(), local.GroupWorkOptions{SuperviseOptions: o, Group: group, Worker: worker})
-			} else if queue != "" {
-				err = local.Work(cmd.Context(), local.WorkOptions{SuperviseOptions: o, Queue: queue, Worker: worker, Idle: idle})
-			} else {
-				err = local.Supervise(cmd.Context(), o)
-			}
-			local.SayStartupError(o.Ready, err)
-			return err
-		},
-	}
-	cmd.Flags().StringVar(&o.StoreURL, "store", "", "store URL")
-	cmd.Flags().StringVar(&o.JobID, "job", "", "job ID")
-	cmd.Flags().StringVar(&o.StateDir, "state-dir", "", "local backend state directory")
-	cmd.Flags().StringVar(&queue, "queue", "", "serve this batch queue instead of one job")
-	cmd.Flags().StringVar(&group, "group", "", "serve this batch's inputs with an executor (its children derived) instead of one job")
-	cmd.Flags().DurationVar(&idle, "idle", 0, "with --queue, how long a worker waits for another job before it exits (0: a few seconds)")
-	cmd.Flags().IntVar(&worker, "worker", 0, "worker number within the queue's pool, or the batch's workers")
-	cmd.Flags().IntVar(&o.Slots, "slots", 2, "concurrent jobs on this machine")
-	cmd.Flags().DurationVar(&o.Grace, "grace", runner.DefaultGrace, "time between SIGTERM and SIGKILL on cancel")
-	cmd.Flags().BoolVar(&o.Python.Cold, "cold", false, "start every Python call in a new interpreter (no warm workers)")
-	cmd.Flags().DurationVar(&o.Python.WarmIdle, "warm-idle", runner.DefaultWarmIdle, "how long an idle warm worker server lives")
-	cmd.Flags().StringVar(&o.Python.Interpreter, "python", "", "the interpreter Python jobs run with (default: the job's own)")
-	return cmd
 }

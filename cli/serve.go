@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kinetic-run/kinetic/internal/cpuprofile"
 	"github.com/kinetic-run/kinetic/server"
 )
 
@@ -20,7 +21,7 @@ func newServeCmd(g *Globals) *cobra.Command {
 			if !stdio {
 				return errors.New("only --stdio is supported")
 			}
-			defer profile("serve")()
+			defer cpuprofile.Start("serve")()
 			e, err := newEngine(cmd, g, nil)
 			if err != nil {
 				return err

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kinetic-run/kinetic/config/backendnames"
@@ -14,6 +15,45 @@ func init() {
 	for _, n := range []string{"local", "gke", "k8s", "pathways"} {
 		backendnames.Add(n)
 	}
+}
+
+// The defaults the kinetic binary's backends give config's keys (backend/local: backend
+// local; backend/kubernetes: with a project set, backend gke with
+// up's bucket and repository), declared by the tests in their words, so the resolution
+// order around them is tested here; backend/kubernetes/setup's TestGKEDefaults checks
+// the real declarations.
+func init() {
+	DeclareDefault(KeyDefault{Key: Backend, Owner: "backend local", Value: "local"})
+	chosen := func(e Entry) bool {
+		return e.Value != "" && (e.Source == SourceArgument || e.Source == "env KINETIC_PROJECT" ||
+			e.Source == "env GOOGLE_CLOUD_PROJECT" || strings.HasPrefix(e.Source, "profile "))
+	}
+	onGKE := func(prev map[Key]Entry) bool {
+		b := prev[Backend].Value
+		return (b == "gke" || b == "pathways") && prev[Project].Value != ""
+	}
+	DeclareDefault(KeyDefault{Key: Backend, Owner: "backend kubernetes", Derive: func(prev map[Key]Entry) (string, string) {
+		if p := prev[Project]; chosen(p) {
+			return "gke", "default: project set (" + p.Source + ")"
+		}
+		return "", ""
+	}})
+	DeclareDefault(KeyDefault{Key: Store, Owner: "backend kubernetes", Derive: func(prev map[Key]Entry) (string, string) {
+		if !onGKE(prev) {
+			return "", ""
+		}
+		p, c := prev[Project].Value, prev[Cluster].Value
+		return "gs://" + p + "-kn-" + c + "-jobs", "default: the bucket `kinetic up` makes for cluster " + c + " of project " + p
+	}})
+	DeclareDefault(KeyDefault{Key: ImageRegistry, Owner: "backend kubernetes", Derive: func(prev map[Key]Entry) (string, string) {
+		z := prev[Zone].Value
+		if !onGKE(prev) || strings.Count(z, "-") != 2 {
+			return "", ""
+		}
+		region := z[:strings.LastIndex(z, "-")]
+		p, c := prev[Project].Value, prev[Cluster].Value
+		return region + "-docker.pkg.dev/" + p + "/kn-" + c, "default: the repository `kinetic up` makes for cluster " + c + " of project " + p + " in " + region
+	}})
 }
 
 // Settings a backend would declare, declared by the tests (config's tests link no

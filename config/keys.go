@@ -2,10 +2,7 @@ package config
 
 import (
 	"os"
-	"slices"
 	"strings"
-
-	"github.com/kinetic-run/kinetic/infra/gke/gkename"
 )
 
 // Key names one setting. Its string form is the key used in the profiles file and in
@@ -82,18 +79,22 @@ func fromEnv(name string) func(func(string) string) (string, string) {
 	}
 }
 
+// DefaultCluster is the cluster key's default, the reference's (and the name `kinetic up`
+// gives a cluster: infra/gke/gkename.DefaultCluster, checked by the setup tests).
+const DefaultCluster = "kinetic-cluster"
+
 // keyTable is config's own keys in display order: the order of Keys, Entries and
 // "kinetic config show", which list the declared keys after them.
 var keyTable = []keyInfo{
 	{key: Project, help: "Google Cloud project", fallback: fromEnv("GOOGLE_CLOUD_PROJECT")},
 	{key: Zone, help: "compute zone of the cluster", fallback: fixed("us-central1-a")},
-	{key: Cluster, help: "Kubernetes cluster name", fallback: fixed(gkename.DefaultCluster)},
+	{key: Cluster, help: "Kubernetes cluster name", fallback: fixed(DefaultCluster)},
 	{key: Namespace, help: "Kubernetes namespace for jobs", fallback: fixed("default"), check: checkNamespace},
-	{key: Backend, help: "where jobs run", choices: Backends, derive: gkeBackend, fallback: fixed(DefaultBackend), check: checkBackend},
-	{key: Store, help: "store URL (file://, mem://, gs://, s3://) or an absolute path", derive: gkeStore, fallback: defaultStore, check: checkStore},
+	{key: Backend, help: "where jobs run", choices: Backends, check: checkBackend},
+	{key: Store, help: "store URL (file://, mem://, gs://, s3://) or an absolute path", fallback: defaultStore, check: checkStore},
 	{key: OutputDir, help: "directory a job's outputs are written to"},
 	{key: BaseImageRepo, help: "repository of the prebuilt base images"},
-	{key: ImageRegistry, help: "registry bundled images are pushed to (HOST/PATH)", derive: gkeRegistry},
+	{key: ImageRegistry, help: "registry bundled images are pushed to (HOST/PATH)"},
 	{key: BaseImageCPU, help: "base image of bundled builds for CPU jobs"},
 	{key: BaseImageGPU, help: "base image of bundled builds for GPU jobs"},
 	{key: BaseImageTPU, help: "base image of bundled builds for TPU jobs"},
@@ -110,54 +111,6 @@ var keyTable = []keyInfo{
 	{key: PackageRoot, help: "the directory shipped as the job's working directory, instead of the detected project root (absolute, relative to the call's working directory, or ~/...)", check: checkLocalPath},
 	{key: NoDefaultExcludes, help: "ship files the default excludes leave out (.git, __pycache__, virtualenvs …)", fallback: fixed("false"), check: checkBool},
 	{key: ContextSizeWarnMB, help: "warn when the shipped working directory is larger than this many MiB (0: never)", fallback: fixed("100"), check: checkSizeMB},
-}
-
-// projectChosen reports whether a project was set: by argument, KINETIC_PROJECT, a
-// profile or GOOGLE_CLOUD_PROJECT (the reference reads it after KINETIC_PROJECT and the
-// profile, and any project it finds means GKE: issue 44). The backend's source then
-// names which, so every error the choice causes can say why (docs/configuration.md).
-func projectChosen(e Entry) bool {
-	return e.Value != "" && (e.Source == SourceArgument || e.Source == "env "+Project.EnvVar() ||
-		e.Source == "env GOOGLE_CLOUD_PROJECT" || strings.HasPrefix(e.Source, "profile "))
-}
-
-// gkeBackend: with a project configured for Kinetic and no backend set anywhere, jobs
-// go to GKE (the reference's configuration: a project, zone and cluster, GKE implied).
-// A program that links no gke backend stays local.
-func gkeBackend(prev map[Key]Entry) (string, string) {
-	p := prev[Project]
-	if !projectChosen(p) || !slices.Contains(Backends(), "gke") {
-		return "", ""
-	}
-	return "gke", "default: project set (" + p.Source + ")"
-}
-
-// onGKE reports whether the backend resolved to a GKE one with a project.
-func onGKE(prev map[Key]Entry) bool {
-	b := prev[Backend].Value
-	return (b == "gke" || b == "pathways") && prev[Project].Value != ""
-}
-
-// gkeStore: on GKE with a project and no store set, the bucket `kinetic up` makes for it.
-func gkeStore(prev map[Key]Entry) (string, string) {
-	if !onGKE(prev) {
-		return "", ""
-	}
-	p, c := prev[Project].Value, prev[Cluster].Value
-	return gkename.Store(p, c), "default: the bucket `kinetic up` makes for cluster " + c + " of project " + p
-}
-
-// gkeRegistry: on GKE with a project and zone and no registry set, the repository
-// `kinetic up` makes for them.
-func gkeRegistry(prev map[Key]Entry) (string, string) {
-	if !onGKE(prev) {
-		return "", ""
-	}
-	r := gkename.Registry(prev[Project].Value, prev[Zone].Value, prev[Cluster].Value)
-	if r == "" {
-		return "", ""
-	}
-	return r, "default: the repository `kinetic up` makes for cluster " + prev[Cluster].Value + " of project " + prev[Project].Value + " in " + gkename.Region(prev[Zone].Value)
 }
 
 // emulatorHost falls back to STORAGE_EMULATOR_HOST, the Google client's variable, which

@@ -34,9 +34,10 @@ type Resolved struct {
 }
 
 // Resolve computes every key: argument > KINETIC_<KEY> > active profile > default.
-// Some defaults follow other keys (keyInfo.derive): with a project set (argument,
-// KINETIC_PROJECT, a profile or GOOGLE_CLOUD_PROJECT) the backend is gke, and
-// on GKE the store and image_registry are what `kinetic up` makes for the project.
+// Some defaults follow other keys (keyInfo.derive), as the linked backends declare them
+// (DeclareDefault): with the Kubernetes backend linked and a project set (argument,
+// KINETIC_PROJECT, a profile or GOOGLE_CLOUD_PROJECT) the backend is gke, and on GKE the
+// store and image_registry are what `kinetic up` makes for the project.
 // Values are trimmed, validated and normalised (a store path becomes a file:// URL).
 // It fails on an unknown key in Args, an invalid value (naming its source), a named
 // profile that does not exist, or a corrupt profiles file.

@@ -21,9 +21,6 @@ import (
 // into this program (backend.Register), sorted.
 func Backends() []string { return backendnames.List() }
 
-// DefaultBackend is the backend key's default: the local backend (backend/local.Name).
-const DefaultBackend = "local"
-
 // RuntimeLayers are the accepted values of runtime_layer: jax (the default) or none.
 var RuntimeLayers = []string{"jax", "none"}
 

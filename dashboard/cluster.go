@@ -42,12 +42,12 @@ type Pool struct {
 
 func (s *Server) clusterPage(w http.ResponseWriter, r *http.Request) {
 	v := &ClusterView{Backend: s.o.Backend, CPUs: runtime.NumCPU()}
-	if s.o.GKE != nil {
-		st, err := s.o.GKE(r.Context())
+	if s.o.Cloud != nil {
+		st, err := s.o.Cloud(r.Context())
 		if err != nil {
 			v.GKEErr = err.Error()
-		} else {
-			v.GKE = st
+		} else if g, ok := st.(*gke.Status); ok {
+			v.GKE = g
 		}
 	}
 	switch {

@@ -53,7 +53,7 @@ func TestClusterGKE(t *testing.T) {
 	}
 	defer e.Close()
 	tok, _ := NewToken()
-	srv, err := New(e, Options{Token: tok, Backend: "gke", GKE: func(ctx context.Context) (*gke.Status, error) { return gke.GetStatus(ctx, c, cfg) }})
+	srv, err := New(e, Options{Token: tok, Backend: "gke", Cloud: func(ctx context.Context) (any, error) { return gke.GetStatus(ctx, c, cfg) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestClusterGKE(t *testing.T) {
 		}
 	}
 	// A failure to read says so, and the page still answers.
-	srv.o.GKE = func(context.Context) (*gke.Status, error) {
+	srv.o.Cloud = func(context.Context) (any, error) {
 		return nil, errString("GKE API: permission denied on project p")
 	}
 	w = httptest.NewRecorder()

@@ -29,7 +29,6 @@ import (
 
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/infra"
-	"github.com/kinetic-run/kinetic/infra/gke"
 	"github.com/kinetic-run/kinetic/job"
 )
 
@@ -55,9 +54,10 @@ type Options struct {
 	// when the backend is a Kubernetes one.
 	Cluster    *infra.Target
 	ClusterErr error
-	// GKE, if set, reads the GKE cluster of the configured profile through Google's
-	// APIs (infra/gke.GetStatus, what `kinetic status` prints): its state and node pools.
-	GKE func(ctx context.Context) (*gke.Status, error)
+	// Cloud, if set, reads the cluster of the configured profile as its cloud describes
+	// it: on GKE a *gke.Status through Google's APIs (infra/gke.GetStatus, what `kinetic
+	// status` prints): its state and node pools.
+	Cloud func(ctx context.Context) (any, error)
 	// Fresh is how long one store listing is reused by the requests that follow it
 	// (default 1s): a page and its polls share one listing.
 	Fresh time.Duration

@@ -175,7 +175,7 @@ func (e *Engine) Close() error {
 func (e *Engine) backendFor(h *job.Handle, st *store.Store) (backend.Backend, error) {
 	name := h.Backend
 	if name == "" {
-		name = config.DefaultBackend // handles older than the backend field
+		name = config.DefaultBackend() // handles older than the backend field
 	}
 	e.mu.Lock()
 	f := e.factories[name]

@@ -176,8 +176,9 @@ func TestClusterOfFollowsTheHandle(t *testing.T) {
 
 	// No context recorded and no kubeconfig with GKE's get-credentials context for the
 	// handle's cluster: a direct connection to the handle's cluster (GKE API and ADC).
+	// (A handle of the previous version: no location, the cluster in its flat fields.)
 	h2 := *h
-	h2.KubeContext = ""
+	h2.KubeContext, h2.Location = "", ""
 	if got := clusterOf(&h2); got.KubeContext != "" || !got.GKEDirect || got.GKECluster().Path() != "projects/pa/locations/europe-west4-a/clusters/ca" {
 		t.Errorf("no context recorded: %+v, want a direct connection to pa/europe-west4-a/ca", got)
 	}

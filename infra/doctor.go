@@ -45,6 +45,9 @@ type Report struct {
 
 func (r *Report) add(c Check) { r.Checks = append(r.Checks, c) }
 
+// Passed reports whether a job could run (OK): a provision.Report.
+func (r *Report) Passed() bool { return r.OK }
+
 // Print writes one ✓/✗ line per check, and the fix under each ✗.
 func (r *Report) Print(w io.Writer) {
 	for _, c := range r.Checks {

@@ -41,6 +41,9 @@ type Handle struct {
 	// holds the job, whatever profile is active when someone attaches
 	// (kubernetes.ClusterOf).
 	KubeContext string `json:"kube_context,omitempty"`
+	// Location is the backend's own record of where the job is (SetLocation,
+	// LocationOf: location.go); "" on handles written before it.
+	Location string `json:"location,omitempty"`
 	// ShippedRoot is the submitter's shipped root (absolute, on the submitting machine):
 	// the localRoot of a debugger's path mappings.
 	ShippedRoot string `json:"shipped_root,omitempty"`

@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"github.com/kinetic-run/kinetic/accel"
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/infra/gke/gkeconn"
 	"github.com/kinetic-run/kinetic/job"
@@ -67,8 +69,9 @@ type Cluster struct {
 // clusters get-credentials` wrote one (not kinetic: HasGcloudContext) (it may carry a proxy or a private endpoint the
 // user chose); else a direct connection (GKEDirect: GKE API and ADC, no kubeconfig).
 func ClusterOf(h *job.Handle, kubeconfig string) Cluster {
-	c := Cluster{Backend: h.Backend, Project: h.Project, Zone: h.Zone, Cluster: h.ClusterName, Namespace: h.Namespace,
-		KubeContext: h.KubeContext, Kubeconfig: kubeconfig}
+	l := locationOf(h)
+	c := Cluster{Backend: h.Backend, Project: l.Project, Zone: l.Zone, Cluster: l.Cluster, Namespace: l.Namespace,
+		KubeContext: l.KubeContext, Kubeconfig: kubeconfig}
 	if c.KubeContext == "" && IsGKE(h.Backend) && c.Project != "" && c.Zone != "" && c.Cluster != "" {
 		if ctx := GKEContext(c.Project, c.Zone, c.Cluster); HasGcloudContext(kubeconfig, ctx) {
 			c.KubeContext = ctx
@@ -215,14 +218,61 @@ func (factory) Traits() backend.Traits { return backend.Traits{ObjectsNamedAfter
 // current context, or ClusterOf would take a Pathways handle with a project for a GKE
 // cluster's context.
 func (f factory) Plan(h *job.Handle, acc accel.Spec, s backend.Settings) error {
-	if !acc.MultiHost() {
+	if f.name == GKEName && h.Project == "" {
+		// The project first, before the store's bucket or the registry need one: the
+		// rest follows from it.
+		return errs.Errorf(errs.InvalidArgument, "backend gke (from %s) needs a Google Cloud project: pass --project P, or set KINETIC_PROJECT, GOOGLE_CLOUD_PROJECT or a profile's project; `kinetic up --project P` creates the cluster there", backend.SourceOf(s, string(config.Backend)))
+	}
+	if acc.MultiHost() {
+		h.Backend = PathwaysName
+		if f.name == K8sName && h.KubeContext == "" {
+			h.KubeContext = CurrentContext(s.Get(string(KeyKubeconfig)))
+		}
+	}
+	return h.SetLocation(locationVersion, clusterLocation{Project: h.Project, Zone: h.Zone, Cluster: h.ClusterName, Namespace: h.Namespace, KubeContext: h.KubeContext})
+}
+
+// locationVersion is the version of clusterLocation this package writes.
+const locationVersion = 1
+
+// clusterLocation is where a job of these backends is (job.Handle.Location, version 1):
+// the cluster it was submitted to. Handles written before it carry the same facts in
+// their flat fields, which ClusterOf reads when there is no location.
+type clusterLocation struct {
+	Project     string `json:"project,omitempty"`
+	Zone        string `json:"zone,omitempty"`
+	Cluster     string `json:"cluster,omitempty"`
+	Namespace   string `json:"namespace,omitempty"`
+	KubeContext string `json:"kube_context,omitempty"`
+}
+
+// locationOf is where h's job is: its location when it has one this package reads,
+// else (a handle written before locations, or a listing's) its flat fields.
+func locationOf(h *job.Handle) clusterLocation {
+	var l clusterLocation
+	if v, err := h.LocationOf(&l); err == nil && v >= 1 {
+		return l
+	}
+	return clusterLocation{Project: h.Project, Zone: h.Zone, Cluster: h.ClusterName, Namespace: h.Namespace, KubeContext: h.KubeContext}
+}
+
+// Preflight checks a backend reached through a kubeconfig (k8s, or gke/pathways with a
+// kube_context): a kubeconfig that names a cluster.
+func (f factory) Preflight(s backend.Settings) error {
+	if f.name != K8sName && s.Get(string(config.KubeContext)) == "" {
 		return nil
 	}
-	h.Backend = PathwaysName
-	if f.name == K8sName && h.KubeContext == "" {
-		h.KubeContext = CurrentContext(s.Get(string(KeyKubeconfig)))
+	src := backend.SourceOf(s, string(config.Backend))
+	if _, err := RESTConfig(s.Get(string(KeyKubeconfig)), s.Get(string(config.KubeContext))); err != nil {
+		if strings.Contains(err.Error(), "no configuration has been provided") {
+			return fmt.Errorf("backend %s (%s) runs jobs on a Kubernetes cluster, and no kubeconfig names one here (KUBECONFIG, ~/.kube/config, or kubeconfig in the profile): `gcloud container clusters get-credentials CLUSTER` or your cluster's own tool writes one; `kinetic up --backend k8s` then joins it", f.name, src)
+		}
+		return fmt.Errorf("backend %s (%s) runs jobs on a Kubernetes cluster, and %w; `kinetic up --backend k8s` joins the current kubectl context", f.name, src, err)
 	}
 	return nil
 }
 
-var _ backend.Factory = factory{}
+var (
+	_ backend.Factory     = factory{}
+	_ backend.Preflighter = factory{}
+)

@@ -127,3 +127,29 @@ func TestTraits(t *testing.T) {
 		}
 	}
 }
+
+// TestLocation: a job planned now records its cluster in the handle's location, which
+// ClusterOf reads (not the flat fields, the public view); a handle written by the
+// previous version (no location: the cluster in the flat fields) still finds its cluster.
+func TestLocation(t *testing.T) {
+	f, _ := backend.Lookup(GKEName)
+	h := &job.Handle{JobID: "job-1a2b3c4d", Backend: GKEName, Project: "p", Zone: "z", ClusterName: "c", Namespace: "ns", KubeContext: "ctx"}
+	if err := f.Plan(h, accel.Spec{Kind: accel.CPU, Hosts: 1}, settings{}); err != nil {
+		t.Fatal(err)
+	}
+	h2, err := job.DecodeHandle(h.Encode())
+	if err != nil || h2.Location == "" {
+		t.Fatalf("planned handle has no location: %v %+v", err, h2)
+	}
+	h2.ClusterName, h2.Namespace = "shown-elsewhere", "other" // the public view; the backend reads its own
+	if c := ClusterOf(h2, ""); c.Cluster != "c" || c.Namespace != "ns" || c.KubeContext != "ctx" || c.Project != "p" {
+		t.Errorf("ClusterOf a planned handle = %+v, want cluster c, namespace ns from the location", c)
+	}
+	old, err := job.DecodeHandle([]byte(`{"job_id":"job-1a2b3c4d","backend":"gke","project":"p","zone":"z","cluster_name":"c","namespace":"ns","kube_context":"ctx","k8s_name":"job-1a2b3c4d"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := ClusterOf(old, ""); c.Cluster != "c" || c.Namespace != "ns" || c.KubeContext != "ctx" || c.Project != "p" || c.Zone != "z" {
+		t.Errorf("ClusterOf a handle of the previous version = %+v", c)
+	}
+}

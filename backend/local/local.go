@@ -34,7 +34,7 @@ import (
 	"github.com/kinetic-run/kinetic/store"
 )
 
-// Name is the backend's name in handles (and config.DefaultBackend).
+// Name is the backend's name in handles (and config.DefaultBackend()).
 const Name = "local"
 
 // NeverSubmittedGrace is how long a job with a handle but no status is taken to be on

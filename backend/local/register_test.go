@@ -19,8 +19,8 @@ func TestRegistered(t *testing.T) {
 	if !ok || !slices.Contains(backend.Names(), local.Name) || !slices.Contains(config.Backends(), local.Name) {
 		t.Fatalf("%s is not registered (names %v)", local.Name, backend.Names())
 	}
-	if config.DefaultBackend != local.Name {
-		t.Errorf("config.DefaultBackend = %q, want %q", config.DefaultBackend, local.Name)
+	if config.DefaultBackend() != local.Name {
+		t.Errorf("config.DefaultBackend() = %q, want %q", config.DefaultBackend(), local.Name)
 	}
 	if !backend.RunsOnThisMachine(local.Name) {
 		t.Error("local does not run on this machine")

@@ -30,3 +30,8 @@ var (
 	KeyWarmIdle = config.Declare(config.Setting{Key: "warm_idle", Owner: owner, Default: "10m", Check: config.CheckDuration,
 		Doc: "how long a warm worker server waits without work before it exits"})
 )
+
+// The local backend is the backend when nothing else is said (config.DefaultBackend).
+func init() {
+	config.DeclareDefault(config.KeyDefault{Key: config.Backend, Owner: owner, Value: Name})
+}

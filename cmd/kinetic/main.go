@@ -13,9 +13,10 @@ import (
 
 	// The backends this binary runs jobs on: each registers its names in an init
 	// (backend.Register), and engine and config know only the registered ones.
-	_ "github.com/kinetic-run/kinetic/backend/kubernetes" // gke, k8s, pathways
-	_ "github.com/kinetic-run/kinetic/backend/local"      // local
-	_ "github.com/kinetic-run/kinetic/backend/slurm"      // slurm
+	_ "github.com/kinetic-run/kinetic/backend/kubernetes"       // gke, k8s, pathways
+	_ "github.com/kinetic-run/kinetic/backend/kubernetes/setup" // their up, down, status, pool, init, doctor
+	_ "github.com/kinetic-run/kinetic/backend/local"            // local
+	_ "github.com/kinetic-run/kinetic/backend/slurm"            // slurm
 	"github.com/kinetic-run/kinetic/cli"
 	"github.com/kinetic-run/kinetic/errs"
 	// The store drivers beyond file:// and mem://, which store itself links.

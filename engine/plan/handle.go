@@ -46,7 +46,7 @@ func handle(ctx context.Context, env Env, req *Request, p *Job) error {
 		FuncName: name, DisplayName: display, CreatedAt: time.Now().UTC().Format(time.RFC3339Nano),
 		Debug: strconv.FormatBool(req.Debug), Store: st.URL(), OutputDir: outDir,
 		Spot: strconv.FormatBool(p.acc.Spot), KubeContext: w.KubeContext, ShippedRoot: p.Root,
-		RunnerInImage: p.RunnerInImage, ContainerImage: p.ContainerImage,
+		RunnerInImage: p.RunnerInImage, ContainerImage: p.ContainerImage, Location: w.Location,
 	}
 	if p.Spec.TimeoutSeconds > 0 {
 		p.Handle.TimeoutSeconds = strconv.Itoa(p.Spec.TimeoutSeconds)

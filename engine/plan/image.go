@@ -52,7 +52,7 @@ func imageStep(ctx context.Context, env Env, req *Request, p *Job) error {
 func (p *Job) inContainer(env Env, req *Request, choice image.Choice) (bool, error) {
 	be := p.Cfg.Get(config.Backend)
 	if be == "" {
-		be = config.DefaultBackend
+		be = config.DefaultBackend()
 	}
 	if !backend.RunsOnThisMachine(be) {
 		return true, nil

@@ -15,9 +15,10 @@ import (
 )
 
 // placement decides where the job runs: the configured backend, as its factory settles
-// it (Factory.Plan: the Kubernetes backends send a slice over several hosts to
-// Pathways; the local backend refuses it), and on this machine whether in a container
-// and with which interpreter.
+// it (Factory.Plan: a backend may send the job to another (a slice over several hosts
+// to a multi-host backend), refuse it (the local backend runs one host; a cloud backend
+// without its project)), and on this machine whether in a container and with which
+// interpreter.
 func placement(ctx context.Context, env Env, req *Request, p *Job) error {
 	// A malformed container_image is refused here, before the store is opened (and
 	// created) by the steps after this one; the image step uses it.
@@ -27,9 +28,6 @@ func placement(ctx context.Context, env Env, req *Request, p *Job) error {
 		}
 	}
 	if err := unconfiguredAccelerator(p.Cfg, p.acc); err != nil {
-		return err
-	}
-	if err := gkeProject(p.Cfg); err != nil {
 		return err
 	}
 	where, err := Backend(p.Cfg, p.acc)
@@ -69,7 +67,7 @@ func placement(ctx context.Context, env Env, req *Request, p *Job) error {
 func unconfiguredAccelerator(cfg *config.Resolved, acc accel.Spec) error {
 	name := cfg.Get(config.Backend)
 	if name == "" {
-		name = config.DefaultBackend
+		name = config.DefaultBackend()
 	}
 	if acc.Kind == accel.CPU || cfg.Source(config.Backend) != config.SourceDefault || !backend.RunsOnThisMachine(name) {
 		return nil
@@ -81,22 +79,13 @@ func unconfiguredAccelerator(cfg *config.Resolved, acc accel.Spec) error {
 		acc.Name, kind, acc.Name)
 }
 
-// gkeProject refuses the gke backend without a project before anything else needs one
-// (the store's bucket, the image registry): the project is what the rest follows from.
-func gkeProject(cfg *config.Resolved) error {
-	if cfg.Get(config.Backend) != "gke" || cfg.Get(config.Project) != "" {
-		return nil
-	}
-	return errs.Errorf(errs.InvalidArgument, "backend gke (from %s) needs a Google Cloud project: pass --project P, or set KINETIC_PROJECT, GOOGLE_CLOUD_PROJECT or a profile's project; `kinetic up --project P` creates the cluster there", cfg.Source(config.Backend))
-}
-
 // Backend returns where a job with accelerator acc runs: a handle with the backend's
 // name and the cluster fields of cfg, as the factory of the configured backend settles
 // them (Factory.Plan).
 func Backend(cfg *config.Resolved, acc accel.Spec) (*job.Handle, error) {
 	name := cfg.Get(config.Backend)
 	if name == "" {
-		name = config.DefaultBackend
+		name = config.DefaultBackend()
 	}
 	h := &job.Handle{Backend: name, Project: cfg.Get(config.Project), ClusterName: cfg.Get(config.Cluster),
 		Zone: cfg.Get(config.Zone), Namespace: cfg.Get(config.Namespace), KubeContext: cfg.Get(config.KubeContext)}
@@ -115,6 +104,9 @@ type Settings struct{ C *config.Resolved }
 
 // Get implements backend.Settings.
 func (s Settings) Get(key string) string { return s.C.Get(config.Key(key)) }
+
+// Source says where key's value came from (backend.SourceOf).
+func (s Settings) Source(key string) string { return s.C.Source(config.Key(key)) }
 
 // Clip shortens a user's input echoed in an error: a 100 KB argument must not fill the
 // terminal.

@@ -38,7 +38,7 @@ func TestPlacementBackend(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := config.Resolve(config.Options{Args: map[config.Key]string{config.Backend: c.backend, config.Store: "mem://", kubernetes.KeyKubeconfig: os.DevNull},
+			cfg, err := config.Resolve(config.Options{Args: map[config.Key]string{config.Backend: c.backend, config.Project: "p", config.Store: "mem://", kubernetes.KeyKubeconfig: os.DevNull},
 				Getenv: func(string) string { return "" }, ProfilesFile: os.DevNull})
 			if err != nil {
 				t.Fatal(err)

@@ -148,7 +148,7 @@ func TestMake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Handle.JobID != p.Spec.JobID || !job.ValidName(p.Handle.JobID) || p.Handle.Store != "mem://" || p.Handle.Backend != config.DefaultBackend {
+	if p.Handle.JobID != p.Spec.JobID || !job.ValidName(p.Handle.JobID) || p.Handle.Store != "mem://" || p.Handle.Backend != config.DefaultBackend() {
 		t.Errorf("handle %+v, spec %+v", p.Handle, p.Spec)
 	}
 	if string(p.Payload) != "pickle" || p.Manifest != nil || p.Root != "" {

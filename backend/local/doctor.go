@@ -1,4 +1,4 @@
-package cli
+package local
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/infra"
 	"github.com/kinetic-run/kinetic/pack"
@@ -23,15 +22,6 @@ import (
 // minFree is the free space below which the state directory or a file store is reported
 // as full: a job writes its workspace, logs and status there.
 const minFree = 64 << 20
-
-// onThisMachine reports whether res's backend runs jobs on this machine.
-func onThisMachine(res *config.Resolved) bool {
-	b := res.Get(config.Backend)
-	if b == "" {
-		b = config.DefaultBackend
-	}
-	return backend.RunsOnThisMachine(b)
-}
 
 // localDoctor checks what a job on the local backend needs: the interpreter, the state
 // directory, the store, the slots and, when chosen, the container runtime. A ✗ means a
@@ -54,7 +44,7 @@ func localDoctor(ctx context.Context, res *config.Resolved) *infra.Report {
 func localBackendCheck(_ context.Context, res *config.Resolved) []infra.Check {
 	b := res.Get(config.Backend)
 	if b == "" {
-		b = config.DefaultBackend
+		b = Name
 	}
 	return []infra.Check{{Name: "backend", OK: true, Info: true, Detail: fmt.Sprintf("%s (%s): jobs run on this machine", b, res.Source(config.Backend))}}
 }

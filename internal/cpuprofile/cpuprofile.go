@@ -1,4 +1,6 @@
-package cli
+// Package cpuprofile writes a CPU profile of the process when KINETIC_CPUPROFILE names a
+// directory (the engine's serve, the local backend's supervisor).
+package cpuprofile
 
 import (
 	"fmt"
@@ -7,9 +9,9 @@ import (
 	"runtime/pprof"
 )
 
-// profile writes a CPU profile of this process to $KINETIC_CPUPROFILE/NAME-PID.pprof when
+// Start writes a CPU profile of this process to $KINETIC_CPUPROFILE/NAME-PID.pprof when
 // that variable is set (for finding where a batch's time goes); call the result to stop.
-func profile(name string) func() {
+func Start(name string) func() {
 	dir := os.Getenv("KINETIC_CPUPROFILE")
 	if dir == "" {
 		return func() {}

@@ -7,10 +7,12 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/kinetic-run/kinetic/errs"
 )
 
 // ErrNoAnswer is a prompt that got end of input instead of an answer.
-var ErrNoAnswer = errors.New("no answer (end of input): nothing was changed")
+var ErrNoAnswer = errs.New(errs.FailedPrecondition, "no answer (end of input): nothing was changed")
 
 // Prompter asks questions on a terminal: plain lines, an answer per line, so it works
 // over any terminal (and in tmux) with no raw mode.

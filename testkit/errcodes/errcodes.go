@@ -19,10 +19,10 @@ import (
 // Exempt are the variables (package directory, relative to the module, and name) that
 // cannot carry a code, and why.
 var Exempt = map[string]string{
-	"job.ErrDamaged":                     "job links the standard library only (TestImportRules): no errs",
-	"job.ErrTombstoneDamaged":            "job links the standard library only (TestImportRules): no errs",
-	"batch/driver.ErrUnsupported": "batch/driver links job only (TestImportRules): no errs",
-	"internal/atomicfile.ErrExists":      "it is fs.ErrExist itself, so that errors.Is(err, fs.ErrExist) holds for what the OS returns",
+	"job.ErrDamaged":                "job links the standard library only (TestImportRules): no errs",
+	"job.ErrTombstoneDamaged":       "job links the standard library only (TestImportRules): no errs",
+	"batch/driver.ErrUnsupported":   "batch/driver links job only (TestImportRules): no errs",
+	"internal/atomicfile.ErrExists": "it is fs.ErrExist itself, so that errors.Is(err, fs.ErrExist) holds for what the OS returns",
 }
 
 // Finding is one exported Err… variable made without a code.

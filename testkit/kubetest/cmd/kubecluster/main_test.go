@@ -6,6 +6,12 @@ import (
 
 	"github.com/kinetic-run/kinetic/cli"
 	"github.com/kinetic-run/kinetic/config"
+
+	// The backends and provisioners cmd/kinetic links, whose settings and flags the
+	// printed lines use.
+	_ "github.com/kinetic-run/kinetic/backend/kubernetes"
+	_ "github.com/kinetic-run/kinetic/backend/kubernetes/setup"
+	_ "github.com/kinetic-run/kinetic/backend/local"
 )
 
 // TestUserSetupWorksAsPrinted: every variable printed is one kinetic reads, and every

@@ -35,6 +35,9 @@ type SubmitRequest = plan.Request
 // DataArg is one Data(...) of a call.
 type DataArg = plan.DataArg
 
+// UploadSize is what a job would upload (SubmitRequest.ConfirmUpload is asked about it).
+type UploadSize = plan.UploadSize
+
 // DefaultDebugWait is how long a debug job waits for a debugger, as the reference does.
 const DefaultDebugWait = plan.DefaultDebugWait
 

@@ -70,6 +70,10 @@ type Request struct {
 	Data []DataArg
 	// NoWorkdir skips shipping the working directory.
 	NoWorkdir bool
+	// ConfirmUpload, if set, is asked before a job whose working directory and local
+	// Data are larger than upload_confirm_mb is written (kinetic run: a prompt, or
+	// --yes); an error stops the submission with nothing written.
+	ConfirmUpload func(ctx context.Context, u UploadSize) error
 
 	// Config are per-call arguments (project, zone, cluster, namespace, backend, store).
 	Config map[config.Key]string
@@ -166,6 +170,7 @@ var steps = []step{
 	{"environment capture", captureStep},
 	{"data", dataStep},
 	{"tree", tree},
+	{"upload size", confirmUpload},
 	{"dependencies", dependencies},
 	{"image", imageStep},
 	{"handle", handle},

@@ -26,7 +26,7 @@ how much it freed:
   - tombstones of results collected longer ago than --older-than;
   - empty output directories of ended jobs (a file:// store);
   - content blobs (working directories, payloads) and uploaded Data that no job in the
-    store references (by its spec or its batch's template), once older than
+    store uses (by its spec or its batch's template), once older than
     --older-than and at least an hour (a job being submitted uploads them first).
 
 Never a job that has not ended, never what a job still in the store uses (running, or

@@ -87,7 +87,7 @@ default) are uploaded only when the person at the terminal says yes, or with --y
 // flags registers run's own flags.
 func (o *runOpts) flags(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVarP(&o.acc, "accelerator", "a", "cpu", "accelerator, e.g. cpu, gpu-l4, tpu-v6e-8 (see: kinetic accelerators)")
+	f.StringVarP(&o.acc, "accelerator", "a", engine.DefaultAccelerator, "accelerator, e.g. cpu, gpu-l4, tpu-v6e-8 (see: kinetic accelerators); left out, with nothing configured (no backend, project or profile), the job runs on this machine's CPU")
 	f.StringVar(&o.image, "container-image", "", `"bundled" (default), "prebuilt", or an image URI`)
 	f.StringVar(&o.python, "python", "", "Python interpreter for the local backend (default: python3 on PATH)")
 	f.StringArrayVar(&o.capture, "capture-env", nil, "environment variable (NAME or PREFIX*) to send with the job; repeatable")
@@ -103,7 +103,7 @@ func (o *runOpts) flags(cmd *cobra.Command) {
 
 // request is the job the arguments ask for: FILE.py::FUNC [ARGS...] or -- CMD.
 func (o *runOpts) request(cmd *cobra.Command, args []string) (*engine.SubmitRequest, error) {
-	req := &engine.SubmitRequest{Accelerator: o.acc, ContainerImage: o.image, Python: o.python, CaptureEnv: o.capture, Spot: o.spot,
+	req := &engine.SubmitRequest{Accelerator: o.acc, AcceleratorDefault: !cmd.Flags().Changed("accelerator"), ContainerImage: o.image, Python: o.python, CaptureEnv: o.capture, Spot: o.spot,
 		Debug: o.debug, DebugWait: o.debugWait.Seconds(), Timeout: o.timeout, ConfirmUpload: o.confirmUpload(cmd)}
 	if dash := cmd.ArgsLenAtDash(); dash >= 0 {
 		if dash != 0 {

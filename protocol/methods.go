@@ -112,12 +112,15 @@ type SubmitRequest struct {
 	// server's PATH, else 3.11 (the images' Python before this field).
 	PythonVersion string `json:"python_version,omitempty"`
 
-	Accelerator    string            `json:"accelerator,omitempty"`
-	ContainerImage string            `json:"container_image,omitempty"`
-	CaptureEnv     []string          `json:"capture_env_vars,omitempty"`
-	Environ        map[string]string `json:"environ,omitempty"`
-	OutputDir      string            `json:"output_dir,omitempty"`
-	Spot           bool              `json:"spot,omitempty"`
+	Accelerator string `json:"accelerator,omitempty"`
+	// AcceleratorDefault says Accelerator is the documented default, not one the
+	// caller named: with nothing configured the job then runs on this machine's CPU.
+	AcceleratorDefault bool              `json:"accelerator_default,omitempty"`
+	ContainerImage     string            `json:"container_image,omitempty"`
+	CaptureEnv         []string          `json:"capture_env_vars,omitempty"`
+	Environ            map[string]string `json:"environ,omitempty"`
+	OutputDir          string            `json:"output_dir,omitempty"`
+	Spot               bool              `json:"spot,omitempty"`
 	// Timeout limits the call, in seconds (0 = none).
 	Timeout float64 `json:"timeout,omitempty"`
 	Debug   bool    `json:"debug,omitempty"`

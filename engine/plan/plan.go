@@ -52,12 +52,16 @@ type Request struct {
 	// of the python3 on PATH, else image.DefaultPython.
 	PythonVersion string
 
-	Accelerator    string
-	ContainerImage string
-	CaptureEnv     []string
-	Environ        map[string]string // the submitter's environment, for CaptureEnv
-	OutputDir      string
-	Spot           bool
+	Accelerator string
+	// AcceleratorDefault says Accelerator is the documented default (DefaultAccelerator,
+	// the SDK's and kinetic run's), not one the caller named: with nothing configured
+	// (no backend, project or profile) the job runs on this machine's CPU, and says so.
+	AcceleratorDefault bool
+	ContainerImage     string
+	CaptureEnv         []string
+	Environ            map[string]string // the submitter's environment, for CaptureEnv
+	OutputDir          string
+	Spot               bool
 	// Timeout limits the call (0 = none): the job is stopped after it and FAILS with a
 	// reason starting "timeout:" (docs/jobs.md).
 	Timeout time.Duration

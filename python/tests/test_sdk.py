@@ -394,14 +394,21 @@ def plus_one(x):
 
 def test_bare_decorator_and_remote_callable():
     """`@kinetic.run` without parentheses decorates with the defaults, and what it returns
-    is a kinetic.RemoteCallable (the API reference's name); its default accelerator is a
-    TPU, which with nothing configured is refused with the fixes named rather than run on
-    this machine's CPU (issue 44); classmethod and staticmethod objects are refused when
-    decorating."""
+    is a kinetic.RemoteCallable (the API reference's name); its default accelerator is
+    the documented tpu-v5e-1, which with nothing configured runs on this machine's CPU, as
+    `kinetic run` without --accelerator does; the same TPU named on purpose is refused
+    with the fixes named (issues 44 and 46); classmethod and staticmethod objects are
+    refused when decorating."""
     assert isinstance(plus_one, kinetic.RemoteCallable)
     assert plus_one._options["accelerator"] == "tpu-v5e-1"
+    h = plus_one.run_async(1)
+    assert h.accelerator == "cpu"
+    assert h.result() == 2
+    named = kinetic.run(accelerator="tpu-v5e-1")(lambda x: x)
     with pytest.raises(kinetic.KineticError, match=r"kinetic up --accelerator tpu-v5litepod-1.*backend=\"local\""):
-        plus_one(1)
+        named(1)
+    on_local = kinetic.run(backend="local")(lambda x: x)
+    assert on_local.run_async(1).accelerator == "tpu-v5litepod-1"
     with pytest.raises(TypeError, match="classmethod"):
         kinetic.run(accelerator="cpu")(classmethod(lambda cls: 1))
     with pytest.raises(TypeError, match="staticmethod"):

@@ -79,6 +79,8 @@ class BatchHandle:
         self._total = total
         self._complete = False
         self._statuses: List[Optional[JobStatus]] = []
+        # The reason of each child's last status ("cancelled" after cancel()).
+        self._reasons: Dict[int, str] = {}
         self._submission_errors: Dict[int, Exception] = {}
         self._local_failures = dict(local_failures or {})
         self._cached_failures: Optional[List[JobHandle]] = None
@@ -125,6 +127,7 @@ class BatchHandle:
                 # A child cleaned up after its result was collected may have lost its
                 # handle; its status (NOT_FOUND) is still reported, as the API says.
                 statuses[i] = JobStatus(c["status"])
+                self._reasons[i] = c.get("reason") or ""
             if c.get("submission_error") and not c.get("handle"):
                 self._submission_errors[i] = self._local_failures.get(i) or SubmissionError(c["submission_error"])
         for i, e in self._local_failures.items():
@@ -327,6 +330,7 @@ class BatchHandle:
         if c.get("handle"):
             self._jobs[i] = JobHandle.from_dict(c["handle"])
             self._statuses[i] = JobStatus(c["status"])
+            self._reasons[i] = c.get("reason") or ""
             if c.get("result") is not None:
                 self._watched_results[i] = (c["handle"].get("job_id"), c["result"])
         elif c.get("submission_error"):
@@ -446,10 +450,14 @@ class BatchHandle:
         return [i for i, e in self._collected[1].items() if _transient(e)]
 
     def failures(self) -> List[JobHandle]:
-        """Handles of the jobs that FAILED (cached by results(), which may clean up)."""
+        """Handles of the jobs that FAILED (cached by results(), which may clean up). A job
+        cancel() stopped is not one: it reads FAILED with the reason "cancelled" in
+        statuses(), and is left out here, as the reference leaves out its cancelled jobs
+        (NOT_FOUND there) (docs/parity.md)."""
         if self._cached_failures is not None:
             return list(self._cached_failures)
-        return [self._jobs[i] for i, s in self.statuses() if s == JobStatus.FAILED]
+        return [self._jobs[i] for i, s in self.statuses()
+                if s == JobStatus.FAILED and not self._reasons.get(i, "").startswith("cancelled")]
 
     def cancel(self) -> None:
         """Stop submitting and cancel every unfinished job."""

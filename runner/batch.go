@@ -89,7 +89,7 @@ func PrepareBatch(ctx context.Context, st *store.Store, spec *job.Spec, env map[
 	if err := os.MkdirAll(b.cwd, 0o700); err != nil {
 		return nil, inPhase(job.PhasePlan, err)
 	}
-	b.environ = callEnv(env, map[string]string{"KINETIC_HOST_INDEX": "0"}) // KINETIC_JOB_ID: per input
+	b.environ = callEnv(env, map[string]string{"KINETIC_HOST_INDEX": "0"}, o.MinimalEnv) // KINETIC_JOB_ID: per input
 	if b.py, err = environment(ctx, spec, o, out); err != nil {
 		return nil, inPhase(job.PhaseInstall, err)
 	}

@@ -498,3 +498,29 @@ def test_failed_result_with_cleanup_removes_resources_keeps_evidence(kinetic_hom
         h2.result(timeout=60, cleanup=False)
     time.sleep(1)
     assert os.path.exists(os.path.join(str(kinetic_home), "local", "jobs", h2.job_id))
+
+
+def test_local_job_sees_a_pods_environment(run_script, monkeypatch):
+    """A local job sees this machine's essentials (PATH, HOME, ...) and what
+    capture_env_vars captured, not the rest of the submitter's environment: a job that
+    reads a variable it was not given fails here as it would in a pod (issue 46)."""
+    monkeypatch.setenv("NC_APP_SETTING", "from-the-shell")
+    monkeypatch.setenv("KERAS_BACKEND", "torch")
+    p = run_script("""
+import os, kinetic
+
+@kinetic.run(accelerator="cpu")
+def read():
+    return (os.environ.get("NC_APP_SETTING"), os.environ.get("KERAS_BACKEND"), bool(os.environ.get("PATH")),
+            bool(os.environ.get("HOME")), os.environ.get("KINETIC_JOB_ID", "")[:4])
+
+@kinetic.run(accelerator="cpu", capture_env_vars=["NC_APP_SETTING"])
+def captured():
+    return os.environ.get("NC_APP_SETTING")
+
+print(read())
+print(captured())
+""")
+    lines = p.stdout.strip().splitlines()
+    assert lines[-2] == "(None, 'jax', True, True, 'job-')", p.stdout + p.stderr
+    assert lines[-1] == "from-the-shell", p.stdout + p.stderr

@@ -188,6 +188,10 @@ type JobRequest struct {
 	Store   string  `json:"store,omitempty"`
 	Timeout float64 `json:"timeout,omitempty"`
 	NoWait  bool    `json:"no_wait,omitempty"`
+	// PollInterval is the longest pause, in seconds, between two checks that a job told
+	// to stop has stopped (cancel, cleanup: the SDK's cleanup_poll_interval; 0: the
+	// backend's own).
+	PollInterval float64 `json:"poll_interval,omitempty"`
 	// Config are the configuration values that say where the job is when Store is not
 	// given (attach(job_id, project=, cluster=)): the store of the profile of the cluster
 	// they name, else the configured one.

@@ -524,3 +524,43 @@ print(captured())
     lines = p.stdout.strip().splitlines()
     assert lines[-2] == "(None, 'jax', True, True, 'job-')", p.stdout + p.stderr
     assert lines[-1] == "from-the-shell", p.stdout + p.stderr
+
+
+@kinetic.run(accelerator="cpu")
+def slow_to_stop(ready, marker):
+    """Sleeps (ready once it listens for SIGTERM); on SIGTERM writes marker, takes 3 s
+    to stop, then exits."""
+    import signal, sys, time
+
+    def stop(*_):
+        open(marker, "w").close()
+        time.sleep(3)
+        sys.exit(1)
+    signal.signal(signal.SIGTERM, stop)
+    open(ready, "w").close()
+    time.sleep(300)
+
+
+def test_cancel_honours_cleanup_poll_interval(tmp_path):
+    """cancel(cleanup_poll_interval=X): the checks that the job stopped are at most X
+    apart (at once, then backing off up to X), as the reference polls every X: a job that
+    takes 3 s to stop is seen stopped within X of stopping, and no sooner than the first
+    check after it with X=2 (issue 47)."""
+    timings = {}
+    for poll in (2, 0.05):
+        ready, marker = str(tmp_path / ("ready-%s" % poll)), str(tmp_path / ("term-%s" % poll))
+        h = slow_to_stop.run_async(ready, marker)
+        deadline = time.time() + 600  # the session's first job may build its environment
+        while not os.path.exists(ready):
+            assert time.time() < deadline, "the job never started: %s %s %s" % (h.status(), h.status_reason(), h.tail(20))
+            time.sleep(0.05)
+        t = time.time()
+        h.cancel(cleanup_poll_interval=poll)
+        timings[poll] = time.time() - t
+        assert os.path.exists(marker), "the job was not told to stop gracefully"
+        assert h.status() == JobStatus.FAILED
+        h.cleanup()
+    # Checks at 0.01, 0.03, ..., 1.27, 2.55 s, then every 2 s: the stop (3 s after the
+    # signal) is seen at the check at 4.55 s or later; every 50 ms, at 3.05 s or so.
+    assert timings[2] >= 4.0, timings
+    assert timings[0.05] < timings[2], timings

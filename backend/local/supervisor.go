@@ -156,8 +156,7 @@ func runOne(ctx context.Context, st *store.Store, o SuperviseOptions, id string,
 	} else {
 		env, runErr = runner.Run(rctx, runner.Options{
 			StoreURL: o.StoreURL, Store: st, JobID: id, Workspace: ws, Stdout: runLog,
-			WarmDir:     o.warmDir(),
-			WarmIdle:    o.Python.WarmIdle,
+			WarmDir: o.warmDir(), WarmIdle: o.Python.WarmIdle,
 			MinimalEnv:  true, // as a pod's: docs/local-backend.md, "The environment"
 			Python:      o.Python.Interpreter,
 			EnvDir:      filepath.Join(o.StateDir, "envs"),

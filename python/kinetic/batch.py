@@ -534,9 +534,21 @@ def normalise_input(x, mode):
     raise ValueError("input_mode must be 'auto', 'single', 'args' or 'kwargs', not %r" % (mode,))
 
 
+def _dur(secs):
+    """A duration as the bar shows it: 45s, 3m12s, 1h4m."""
+    secs = int(secs)
+    if secs < 60:
+        return "%ds" % secs
+    if secs < 3600:
+        return "%dm%ds" % (secs // 60, secs % 60)
+    return "%dh%dm" % (secs // 3600, secs % 3600 // 60)
+
+
 class _Bar:
     """A one-line progress bar on stderr while results() waits, on a terminal only (in a
-    pipe or a log it says nothing). KINETIC_QUIET=1 turns it off."""
+    pipe or a log it says nothing), in Kinetic's one style (the CLI's and the engine's,
+    internal/bar): "kinetic: WHAT: N ok, M failed  50% |████    | (5/10) [2s:2s]", the
+    time so far and the time left. KINETIC_QUIET=1 turns it off."""
 
     WIDTH = 24
 
@@ -544,6 +556,7 @@ class _Bar:
         self._what, self._total = what, total
         self._on = sys.stderr.isatty() and os.environ.get("KINETIC_QUIET", "") in ("", "0")
         self._last = 0.0
+        self._start = time.time()
         self._failed = 0
         self._drawn = False
 
@@ -563,9 +576,14 @@ class _Bar:
             return
         self._last = now
         fill = int(self.WIDTH * done / max(total, 1))
-        extra = ", %d failed" % self._failed if self._failed else ""
-        sys.stderr.write("\r\x1b[2Kkinetic: %s [%s%s] %d/%d done%s" % (
-            self._what, "#" * fill, "-" * (self.WIDTH - fill), done, total, extra))
+        what = self._what
+        if done:
+            what = "%s: %d ok, %d failed" % (what, done - self._failed, self._failed)
+        elapsed = now - self._start
+        left = elapsed * (total - done) / done if done else 0
+        sys.stderr.write("\r\x1b[2Kkinetic: %s %3d%% |%s%s| (%d/%d) [%s:%s]" % (
+            what, 100 * done // max(total, 1), "█" * fill, " " * (self.WIDTH - fill), done, total,
+            _dur(elapsed), _dur(left)))
         sys.stderr.flush()
         self._drawn = True
 

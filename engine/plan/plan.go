@@ -2,7 +2,7 @@
 // steps, each a function of its own file with its own test, the way jobset writes one
 // file per policy: settings → accelerator → placement (backend, this machine or a
 // container) → call (payload, command, debug, time limit, working directory) →
-// environment capture → data → tree → dependencies → image → handle. Bad input fails
+// environment capture → data → tree → upload size → dependencies → image → handle. Bad input fails
 // in the step that owns it, before anything is written. The engine writes and submits
 // what Make returns; it is asked for what planning needs through Env.
 package plan

@@ -36,6 +36,27 @@ func (Unwritten) Tombstone(ctx context.Context, st *store.Store, id string) (*jo
 	return derivedTombstone(ctx, st, id)
 }
 
+// Templates implements engine.Unwritten: the spec of every batch in st run from a
+// template (a unit's template.json), for prune's walk of what the store's jobs use.
+func (Unwritten) Templates(ctx context.Context, st *store.Store) ([]*job.Spec, error) {
+	gids, err := st.ListDirs(ctx, "groups/")
+	if err != nil {
+		return nil, err
+	}
+	var specs []*job.Spec
+	for _, gid := range gids {
+		t, err := layout.ReadTemplate(ctx, st, strings.TrimSuffix(gid, "/"))
+		if store.IsNotFound(err) {
+			continue // a batch with a job per input (their specs are read), or gone
+		}
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, t.Spec)
+	}
+	return specs, nil
+}
+
 // writeDerived writes the template of batch gid and its inputs: every child's job is
 // then derived instead of written. It plans nothing: the template's call as planned
 // once (engine.Template.WriteShared, which also stores the function once).

@@ -9,12 +9,12 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/kinetic-run/kinetic/batch"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/internal/backoff"
+	"github.com/kinetic-run/kinetic/internal/bar"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/store"
@@ -88,7 +88,7 @@ func finished(v *batch.View) (done, total int) {
 // a terminal (never into files and pipes). The bar is redrawn with the final counts
 // before it is cleared, so it never shows a count behind the description.
 func watch(ctx context.Context, e *engine.Engine, gid, store string, stderr io.Writer) (*batch.View, error) {
-	var bar *progressbar.ProgressBar
+	var b *bar.Bar
 	tty := isTerminal(stderr)
 	pause := backoff.New(50*time.Millisecond, time.Second)
 	for {
@@ -97,17 +97,17 @@ func watch(ctx context.Context, e *engine.Engine, gid, store string, stderr io.W
 			return nil, err
 		}
 		done, total := finished(v)
-		if bar == nil && tty {
-			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(stderr), progressbar.OptionSetWidth(30),
-				progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100*time.Millisecond))
+		if b == nil && tty {
+			b = bar.New(stderr, int64(total), "batch "+gid, bar.Options{})
 		}
-		if bar != nil {
-			bar.Describe(countsLine(counts(v)))
-			bar.Set(done)
+		if b != nil {
+			c := counts(v)
+			b.Counts(c[string(job.Succeeded)], c[string(job.Failed)]+c["SUBMIT_FAILED"])
+			b.Set(int64(done), int64(total))
 		}
 		if v.SubmissionComplete && done >= len(v.Children) {
-			if bar != nil {
-				bar.Finish()
+			if b != nil {
+				b.Finish()
 			}
 			return v, nil
 		}

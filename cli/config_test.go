@@ -136,6 +136,7 @@ func TestConfigShowTable(t *testing.T) {
 		"package_root           -                 unset\n" +
 		"no_default_excludes    false             default\n" +
 		"context_size_warn_mb   100               default\n" +
+		"upload_confirm_mb      1024              default\n" +
 		"service_account        -                 unset\n" +
 		"kubeconfig             -                 unset\n" +
 		"cluster_type           -                 unset\n" +

@@ -24,9 +24,15 @@ how much it freed:
   - workspaces of local jobs that ended (or were cleaned up) longer ago than --older-than;
   - local Python environments no kept job uses and no job used for --older-than;
   - tombstones of results collected longer ago than --older-than;
-  - empty output directories of ended jobs (a file:// store).
+  - empty output directories of ended jobs (a file:// store);
+  - content blobs (working directories, payloads) and uploaded Data that no job in the
+    store uses (by its spec or its batch's template), once older than
+    --older-than and at least an hour (a job being submitted uploads them first).
 
-Never a job that has not ended, and never an output directory with anything in it.`,
+Never a job that has not ended, never what a job still in the store uses (running, or
+ended and not cleaned up), and never an output directory with anything in it. A job's
+content goes once the job is cleaned up or its result collected. --dry-run removes
+nothing; without it, prune removes.`,
 		Example: `  kinetic prune --dry-run
   kinetic prune --older-than 1d`,
 		Args: cobra.NoArgs,
@@ -111,6 +117,9 @@ func plural(kind string, n int) string {
 	}
 	if kind == "output directory" {
 		return "output directories"
+	}
+	if kind == "data" {
+		return "uploaded Data"
 	}
 	return kind + "s"
 }

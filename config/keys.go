@@ -41,6 +41,7 @@ const (
 	PackageRoot       Key = "package_root"         // the shipped root, instead of the one detected
 	NoDefaultExcludes Key = "no_default_excludes"  // ship what the default excludes would leave out
 	ContextSizeWarnMB Key = "context_size_warn_mb" // warn when the shipped root is larger (MiB; 0: never)
+	UploadConfirmMB   Key = "upload_confirm_mb"    // kinetic run asks (or needs --yes) above this upload (MiB; 0: never)
 )
 
 // keyInfo is everything the package knows about one key. Keeping it in one table means a
@@ -111,6 +112,7 @@ var keyTable = []keyInfo{
 	{key: PackageRoot, help: "the directory shipped as the job's working directory, instead of the detected project root (absolute, relative to the call's working directory, or ~/...)", check: checkLocalPath},
 	{key: NoDefaultExcludes, help: "ship files the default excludes leave out (.git, __pycache__, virtualenvs …)", fallback: fixed("false"), check: checkBool},
 	{key: ContextSizeWarnMB, help: "warn when the shipped working directory is larger than this many MiB (0: never)", fallback: fixed("100"), check: checkSizeMB},
+	{key: UploadConfirmMB, help: "kinetic run asks before uploading a working directory and local Data larger than this many MiB together (on a terminal; elsewhere it needs --yes); 0: never ask. The SDK does not ask", fallback: fixed("1024"), check: checkSizeMB},
 }
 
 // emulatorHost falls back to STORAGE_EMULATOR_HOST, the Google client's variable, which

@@ -147,7 +147,7 @@ func TestResolveEveryKeyEveryLayer(t *testing.T) {
 			return map[string]string{"arg": "false", "env": "true", "profile": "false"}[layer]
 		case widgetSlots:
 			return map[string]string{"arg": "1", "env": "2", "profile": "3"}[layer]
-		case ContextSizeWarnMB:
+		case ContextSizeWarnMB, UploadConfirmMB:
 			return map[string]string{"arg": "0", "env": "1.5", "profile": "200"}[layer]
 		case Python, BuildPython:
 			return map[string]string{"arg": "sh", "env": "true", "profile": "false"}[layer]
@@ -223,6 +223,7 @@ func TestResolveEntries(t *testing.T) {
 		{PackageRoot, "", "unset"},
 		{NoDefaultExcludes, "false", "default"},
 		{ContextSizeWarnMB, "100", "default"},
+		{UploadConfirmMB, "1024", "default"},
 		// The declared keys, after config's own, in the order they were declared.
 		{widgetConfig, "", "unset"},
 		{widgetKind, "", "unset"},

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -88,12 +89,14 @@ func TestPythonResultsBar(t *testing.T) {
 	envs := []string{"KINETIC_HOME=" + filepath.Join(e.home, "data"), "KINETIC_PROFILES_FILE=" + filepath.Join(e.home, "profiles.json"), "HOME=" + e.home,
 		"PATH=" + os.Getenv("PATH"), "KINETIC_BIN=" + e.bin, "PYTHONPATH=" + filepath.Join(repoRoot(), "python")}
 	tm := tmuxtest.Start(t, e.dir, envs, py, "mapit.py")
-	s := tm.WaitFor("/40 done", 90*time.Second)
-	if !strings.Contains(s, "kinetic: batch grp-") || !strings.Contains(s, "[#") && !strings.Contains(s, "[-") {
-		t.Errorf("no bar while results() waits:\n%s", s)
+	s := tm.WaitFor("/40) [", 90*time.Second)
+	// Kinetic's one bar style (internal/bar): what, ok and failed counts, a bar, the
+	// count, the time so far and the time left.
+	if !regexp.MustCompile(`kinetic: batch grp-\S+: \d+ ok, 0 failed +\d+% \|[█ ]{24}\| \(\d+/40\) \[\d+s:\d+s\]`).MatchString(s) {
+		t.Errorf("no bar (with ok/failed counts and the time left) while results() waits:\n%s", s)
 	}
 	s = tm.WaitFor("SUM 780", 90*time.Second)
-	if strings.Contains(s, "/40 done") {
+	if strings.Contains(s, "/40) [") {
 		t.Errorf("the bar was left on the screen:\n%s", s)
 	}
 	// In a pipe: nothing.
@@ -101,7 +104,7 @@ func TestPythonResultsBar(t *testing.T) {
 	cmd.Dir = e.dir
 	cmd.Env = append(os.Environ(), envs...)
 	out, err := cmd.CombinedOutput()
-	if err != nil || strings.Contains(string(out), "done") || !strings.Contains(string(out), "SUM 780") {
+	if err != nil || strings.Contains(string(out), "kinetic: batch") || !strings.Contains(string(out), "SUM 780") {
 		t.Errorf("results() in a pipe: %v\n%s", err, out)
 	}
 }

@@ -7,10 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
 	"github.com/kinetic-run/kinetic/backend"
+	barpkg "github.com/kinetic-run/kinetic/internal/bar"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/pack"
 )
@@ -39,7 +39,7 @@ func (e *Engine) progress(what string) (func(done, total int64), func(wrote int6
 	}
 	var (
 		mu    sync.Mutex
-		bar   *progressbar.ProgressBar
+		bar   *barpkg.Bar
 		start = time.Now()
 		last  int64
 	)
@@ -51,13 +51,10 @@ func (e *Engine) progress(what string) (func(done, total int64), func(wrote int6
 			return
 		}
 		if bar == nil && time.Since(start) >= barDelay && done < t {
-			bar = progressbar.NewOptions64(t, progressbar.OptionSetWriter(e.Notice), progressbar.OptionSetDescription("kinetic: "+what),
-				progressbar.OptionShowBytes(true), progressbar.OptionSetWidth(24), progressbar.OptionThrottle(100*time.Millisecond),
-				progressbar.OptionClearOnFinish())
+			bar = barpkg.New(e.Notice, t, what, barpkg.Options{Bytes: true})
 		}
 		if bar != nil {
-			bar.ChangeMax64(t)
-			bar.Set64(done)
+			bar.Set(done, t)
 		}
 	}
 	finish := func(wrote int64) {

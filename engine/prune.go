@@ -19,7 +19,8 @@ import (
 // Prune removes what no job needs any more (`kinetic prune`): what the backends that
 // keep state on this machine say they can free (backend.Pruner: the local backend's
 // workspaces and environments), tombstones of jobs collected more than o.OlderThan ago,
-// and, in a file:// store, the empty output directories of jobs that ended or are gone.
+// in a file:// store, the empty output directories of jobs that ended or are gone, and
+// the content blobs and uploaded Data no job in the store references (pruneContent).
 // Outputs with anything in them are never removed. With o.DryRun nothing is removed.
 func (e *Engine) Prune(ctx context.Context, storeURL string, o backend.PruneOptions) ([]backend.Freed, error) {
 	if storeURL == "" {
@@ -72,7 +73,13 @@ func (e *Engine) Prune(ctx context.Context, storeURL string, o backend.PruneOpti
 			return freed, err
 		}
 	}
-	return freed, nil
+	// Content last: what the jobs removed above referenced is then unreferenced.
+	var templates templateReader
+	if e.unwritten != nil {
+		templates = e.unwritten.Templates
+	}
+	f, err := pruneContent(ctx, st, o, templates)
+	return append(freed, f...), err
 }
 
 // pruneEmptyOutputs removes the empty outputs/ID directories of jobs that are final or

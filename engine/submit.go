@@ -35,6 +35,12 @@ type SubmitRequest = plan.Request
 // DataArg is one Data(...) of a call.
 type DataArg = plan.DataArg
 
+// DefaultAccelerator is the accelerator of a call that names none (SDK and CLI).
+const DefaultAccelerator = plan.DefaultAccelerator
+
+// UploadSize is what a job would upload (SubmitRequest.ConfirmUpload is asked about it).
+type UploadSize = plan.UploadSize
+
 // DefaultDebugWait is how long a debug job waits for a debugger, as the reference does.
 const DefaultDebugWait = plan.DefaultDebugWait
 

@@ -22,6 +22,9 @@ type Unwritten interface {
 	// Tombstone is the tombstone of job id recorded by its batch when its result was
 	// collected (nil when there is none).
 	Tombstone(ctx context.Context, st *store.Store, id string) (*job.Tombstone, error)
+	// Templates are the specs of the batches in st whose jobs are made from a template
+	// rather than written one by one: what they use, prune keeps.
+	Templates(ctx context.Context, st *store.Store) ([]*job.Spec, error)
 }
 
 // Option sets up an engine as New makes it.

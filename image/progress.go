@@ -4,39 +4,35 @@ import (
 	"fmt"
 	"io"
 
+	"strings"
+
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/schollz/progressbar/v3"
+
+	"github.com/kinetic-run/kinetic/internal/bar"
 )
 
 // trackPush returns a channel for remote.WithProgress that draws a byte progress bar
-// on w (nothing when w is nil), and a function that waits for the channel to close.
+// (Kinetic's one style, internal/bar) on w (nothing when w is nil), and a function that
+// waits for the channel to close. desc is what is pushed ("image: pushing ...").
 func trackPush(w io.Writer, desc string) (chan v1.Update, func()) {
 	ch := make(chan v1.Update, 64)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		var bar *progressbar.ProgressBar
+		var b *bar.Bar
 		for u := range ch {
 			if w == nil || u.Error != nil {
 				continue
 			}
-			if bar == nil && u.Total > 0 {
-				bar = progressbar.NewOptions64(u.Total,
-					progressbar.OptionSetWriter(w),
-					progressbar.OptionSetDescription(desc),
-					progressbar.OptionShowBytes(true),
-					progressbar.OptionSetWidth(24),
-					progressbar.OptionThrottle(100_000_000),
-					progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }),
-				)
+			if b == nil && u.Total > 0 {
+				b = bar.New(w, u.Total, strings.TrimPrefix(desc, "kinetic: "), bar.Options{Bytes: true, Keep: true})
 			}
-			if bar != nil {
-				bar.ChangeMax64(u.Total)
-				bar.Set64(u.Complete)
+			if b != nil {
+				b.Set(u.Complete, u.Total)
 			}
 		}
-		if bar != nil && !bar.IsFinished() {
-			bar.Finish()
+		if b != nil {
+			b.Finish()
 		}
 	}()
 	return ch, func() { <-done }

@@ -112,12 +112,15 @@ type SubmitRequest struct {
 	// server's PATH, else 3.11 (the images' Python before this field).
 	PythonVersion string `json:"python_version,omitempty"`
 
-	Accelerator    string            `json:"accelerator,omitempty"`
-	ContainerImage string            `json:"container_image,omitempty"`
-	CaptureEnv     []string          `json:"capture_env_vars,omitempty"`
-	Environ        map[string]string `json:"environ,omitempty"`
-	OutputDir      string            `json:"output_dir,omitempty"`
-	Spot           bool              `json:"spot,omitempty"`
+	Accelerator string `json:"accelerator,omitempty"`
+	// AcceleratorDefault says Accelerator is the documented default, not one the
+	// caller named: with nothing configured the job then runs on this machine's CPU.
+	AcceleratorDefault bool              `json:"accelerator_default,omitempty"`
+	ContainerImage     string            `json:"container_image,omitempty"`
+	CaptureEnv         []string          `json:"capture_env_vars,omitempty"`
+	Environ            map[string]string `json:"environ,omitempty"`
+	OutputDir          string            `json:"output_dir,omitempty"`
+	Spot               bool              `json:"spot,omitempty"`
 	// Timeout limits the call, in seconds (0 = none).
 	Timeout float64 `json:"timeout,omitempty"`
 	Debug   bool    `json:"debug,omitempty"`
@@ -185,6 +188,10 @@ type JobRequest struct {
 	Store   string  `json:"store,omitempty"`
 	Timeout float64 `json:"timeout,omitempty"`
 	NoWait  bool    `json:"no_wait,omitempty"`
+	// PollInterval is the longest pause, in seconds, between two checks that a job told
+	// to stop has stopped (cancel, cleanup: the SDK's cleanup_poll_interval; 0: the
+	// backend's own).
+	PollInterval float64 `json:"poll_interval,omitempty"`
 	// Config are the configuration values that say where the job is when Store is not
 	// given (attach(job_id, project=, cluster=)): the store of the profile of the cluster
 	// they name, else the configured one.

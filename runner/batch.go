@@ -132,7 +132,7 @@ func (p *batchPrep) workingDir(context.Context) error {
 // interpreter sets the inputs' environment (KINETIC_JOB_ID is per input) and the
 // interpreter.
 func (p *batchPrep) interpreter(ctx context.Context) error {
-	p.b.environ = callEnv(p.env, map[string]string{"KINETIC_HOST_INDEX": "0"}) // KINETIC_JOB_ID: per input
+	p.b.environ = callEnv(p.env, map[string]string{"KINETIC_HOST_INDEX": "0"}, p.o.MinimalEnv) // KINETIC_JOB_ID: per input
 	var err error
 	if p.b.py, err = environment(ctx, p.b.spec, p.o, p.out); err != nil {
 		return inPhase(job.PhaseInstall, err)

@@ -60,6 +60,12 @@ type Options struct {
 	// WarmIdle is how long a warm worker server started for this job waits without work
 	// before it exits (0 means DefaultWarmIdle).
 	WarmIdle time.Duration
+	// MinimalEnv gives the call only this machine's essentials of the runner's own
+	// environment (LocalEnvKept: PATH, HOME, the locale, TMPDIR, what the interpreter
+	// reads at start, Kinetic's own KINETIC_*), then the captured variables and what the
+	// runner sets: a job on this machine sees what a pod would (the local backend sets
+	// it; a pod's runner passes the pod's environment whole).
+	MinimalEnv bool
 	// Python, if set, is the interpreter Python jobs run with (the setting python),
 	// instead of the one the job recorded (the SDK's) or python3.
 	Python string
@@ -672,17 +678,17 @@ func buildEnv(ctx context.Context, st *store.Store, spec *job.Spec, o Options) (
 			}
 		}
 	}
-	return callEnv(captured, set), nil
+	return callEnv(captured, set, o.MinimalEnv), nil
 }
 
 // callEnv is the environment of a call: this process's, the captured variables over it
 // (they override the image's), then set, with PYTHONUNBUFFERED, and KERAS_BACKEND=jax
 // when none of those names a Keras backend (the runtime layer's Keras runs on its JAX;
 // a pod has it from its spec, a local job from here); sorted.
-func callEnv(captured, set map[string]string) []string {
+func callEnv(captured, set map[string]string, minimal bool) []string {
 	env := map[string]string{}
 	for _, kv := range os.Environ() {
-		if k, v, ok := strings.Cut(kv, "="); ok {
+		if k, v, ok := strings.Cut(kv, "="); ok && (!minimal || LocalEnvKept(k)) {
 			env[k] = v
 		}
 	}

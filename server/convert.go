@@ -17,7 +17,7 @@ func submitRequest(p *protocol.SubmitRequest) *engine.SubmitRequest {
 	r := &engine.SubmitRequest{
 		Kind: p.Kind, Payload: p.Payload, PayloadPath: p.PayloadPath, Command: p.Command,
 		FuncName: p.FuncName, DisplayName: p.DisplayName, SourceFile: p.SourceFile, Cwd: p.Cwd, Python: p.Python, PythonVersion: p.PythonVersion,
-		Accelerator: p.Accelerator, ContainerImage: p.ContainerImage, CaptureEnv: p.CaptureEnv, Environ: p.Environ,
+		Accelerator: p.Accelerator, AcceleratorDefault: p.AcceleratorDefault, ContainerImage: p.ContainerImage, CaptureEnv: p.CaptureEnv, Environ: p.Environ,
 		OutputDir: p.OutputDir, Spot: p.Spot, Debug: p.Debug, DebugWait: p.DebugWait, NoWorkdir: p.NoWorkdir,
 	}
 	if d, ok := seconds.Limit(p.Timeout); ok {

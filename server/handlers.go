@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/batch"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/data"
@@ -115,6 +116,15 @@ func withTimeout(ctx context.Context, secs float64) (context.Context, context.Ca
 		return context.WithCancel(ctx)
 	}
 	return context.WithTimeout(ctx, d)
+}
+
+// pollCtx is ctx carrying a request's poll interval (seconds; the SDK's
+// cleanup_poll_interval) for the backend's checks that a stopped job has stopped.
+func pollCtx(ctx context.Context, secs float64) context.Context {
+	if d, ok := seconds.Limit(secs); ok {
+		return backend.WithPollInterval(ctx, d)
+	}
+	return ctx
 }
 
 // notYet is the Timeout of a request with no_wait (Python's timeout=0) whose job is not
@@ -430,6 +440,7 @@ func (s *Server) cancel(c *call, r *protocol.JobRequest) (*protocol.StatusRespon
 	if err != nil {
 		return nil, err
 	}
+	ctx := pollCtx(c, r.PollInterval)
 	if r.NoWait {
 		// Python's cleanup_timeout=0: the job is told to stop and the reply does not wait
 		// for it to stop (the stop goes on here; the server waits for it before it exits).
@@ -441,14 +452,14 @@ func (s *Server) cancel(c *call, r *protocol.JobRequest) (*protocol.StatusRespon
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
-				if err := j.Cancel(context.WithoutCancel(c)); err != nil {
+				if err := j.Cancel(context.WithoutCancel(ctx)); err != nil {
 					fmt.Fprintf(os.Stderr, "kinetic: warning: cancel of %s: %v\n", j.Handle.JobID, errs.Message(err))
 				}
 			}()
 		}
 		return &protocol.StatusResponse{Status: string(state), Reason: reason}, nil
 	}
-	cctx, cancel := withTimeout(c, r.Timeout)
+	cctx, cancel := withTimeout(ctx, r.Timeout)
 	defer cancel()
 	if err := j.Cancel(cctx); err != nil {
 		return nil, timedOut(err, r.Timeout, "job "+j.Handle.JobID+" did not stop", "it was told to: check its status, or cancel it again")
@@ -505,7 +516,7 @@ func (s *Server) cleanup(c *call, r *protocol.CleanupRequest) (*protocol.Empty, 
 		}
 		return nil, j.Cleanup(c, r.K8s, r.GCS)
 	}
-	cctx, cancel := withTimeout(c, r.Timeout)
+	cctx, cancel := withTimeout(pollCtx(c, r.PollInterval), r.Timeout)
 	defer cancel()
 	return nil, timedOut(j.Cleanup(cctx, r.K8s, r.GCS), r.Timeout, "the cleanup of job "+j.Handle.JobID+" did not finish", "run it again")
 }

@@ -127,7 +127,7 @@ func (gw *groupWorker) prepare(ctx context.Context, tree string) error {
 		Store: gw.st, StoreURL: o.StoreURL, JobID: job.ChildID(o.Group, 0), TreeDir: tree,
 		Python: o.Python.Interpreter, EnvDir: filepath.Join(o.StateDir, "envs"), Grace: o.Grace,
 		// The executor is a child of the warm server, as a single job's call is.
-		WarmDir: o.warmDir(), WarmIdle: o.Python.WarmIdle,
+		WarmDir: o.warmDir(), WarmIdle: o.Python.WarmIdle, MinimalEnv: true,
 	}, os.Stderr)
 	if err != nil {
 		return err

@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/internal/backoff"
 	"github.com/kinetic-run/kinetic/internal/filelock"
@@ -534,7 +535,9 @@ func (b *Backend) stopJob(ctx context.Context, h *job.Handle, st *job.Status) (d
 // waitStopped waits until h's status is final, for at most the grace period and 15 s.
 func (b *Backend) waitStopped(ctx context.Context, h *job.Handle) error {
 	deadline := time.Now().Add(b.o.Grace + 15*time.Second)
-	for pause := backoff.New(10*time.Millisecond, 250*time.Millisecond); time.Now().Before(deadline); {
+	// Checked at once, then backing off up to the caller's poll interval
+	// (cleanup_poll_interval), 250 ms when none is given.
+	for pause := backoff.New(10*time.Millisecond, backend.PollInterval(ctx, 250*time.Millisecond)); time.Now().Before(deadline); {
 		state, _, err := b.Status(ctx, h)
 		if err != nil {
 			return err

@@ -18,17 +18,41 @@ import (
 )
 
 // Prune implements backend.Pruner: workspaces of jobs that ended (or are gone from the
-// store) more than o.OlderThan ago and whose supervisor no longer runs, then the Python
+// store) more than o.OlderThan ago and whose supervisor no longer runs, the state of
+// batches no worker runs, kept trees of supervisors that are gone, then the Python
 // environments no remaining workspace's job uses and that no job used for o.OlderThan.
 func (b *Backend) Prune(ctx context.Context, o backend.PruneOptions) ([]backend.Freed, error) {
-	cutoff := time.Now().Add(-o.OlderThan)
+	p := &pruning{cutoff: time.Now().Add(-o.OlderThan), dryRun: o.DryRun, inUse: map[string]bool{}}
 	var freed []backend.Freed
-	inUse := map[string]bool{} // environment keys of the workspaces kept
+	// In order: the environments go last, once the workspaces and batches kept have said
+	// which they use.
+	for _, step := range []func(context.Context, *pruning) ([]backend.Freed, error){b.pruneWorkspaces, b.pruneGroups, b.pruneKept, b.pruneEnvs} {
+		f, err := step(ctx, p)
+		freed = append(freed, f...)
+		if err != nil {
+			return freed, err
+		}
+	}
+	sort.Slice(freed, func(i, j int) bool { return freed[i].Path < freed[j].Path })
+	return freed, nil
+}
+
+// pruning is one Prune: what it removes, and the environment keys of what it keeps.
+type pruning struct {
+	cutoff time.Time
+	dryRun bool
+	inUse  map[string]bool
+}
+
+// pruneWorkspaces removes the workspaces of jobs that are done (workspaceDone) and
+// notes the environments of the others.
+func (b *Backend) pruneWorkspaces(ctx context.Context, p *pruning) ([]backend.Freed, error) {
 	dir := filepath.Join(b.o.StateDir, "jobs")
 	ents, err := os.ReadDir(dir)
 	if err != nil && !os.IsNotExist(err) {
 		return nil, err
 	}
+	var freed []backend.Freed
 	for _, e := range ents {
 		if err := ctx.Err(); err != nil {
 			return freed, err
@@ -38,15 +62,11 @@ func (b *Backend) Prune(ctx context.Context, o backend.PruneOptions) ([]backend.
 		if !e.IsDir() || !job.ValidName(id) {
 			continue
 		}
-		if !b.workspaceDone(ctx, id, ws, cutoff) {
-			if spec, err := b.st.Get(ctx, store.SpecKey(id)); err == nil {
-				if s, err := job.DecodeSpec(spec); err == nil && s.EnvKey != "" {
-					inUse[s.EnvKey] = true
-				}
-			}
+		if !b.workspaceDone(ctx, id, ws, p.cutoff) {
+			b.noteEnv(ctx, id, p.inUse)
 			continue
 		}
-		size, ok, err := removeDir(ws, o.DryRun)
+		size, ok, err := removeDir(ws, p.dryRun)
 		if err != nil {
 			return freed, err
 		}
@@ -54,34 +74,33 @@ func (b *Backend) Prune(ctx context.Context, o backend.PruneOptions) ([]backend.
 			freed = append(freed, backend.Freed{Kind: "workspace", Path: ws, Bytes: size})
 		}
 	}
+	return freed, nil
+}
 
-	// The state of batches run by executors: once no worker is left and nothing changed
-	// since cutoff (their inputs' results are in the store).
-	groups := filepath.Join(b.o.StateDir, "groups")
-	ents, err = os.ReadDir(groups)
-	if err != nil && !os.IsNotExist(err) {
-		return freed, err
+// noteEnv marks the environment job id uses as in use.
+func (b *Backend) noteEnv(ctx context.Context, id string, inUse map[string]bool) {
+	if spec, err := b.st.Get(ctx, store.SpecKey(id)); err == nil {
+		if s, err := job.DecodeSpec(spec); err == nil && s.EnvKey != "" {
+			inUse[s.EnvKey] = true
+		}
 	}
+}
+
+// pruneGroups removes the state of batches run by executors once no worker is left and
+// nothing changed since cutoff (their inputs' results are in the store).
+func (b *Backend) pruneGroups(ctx context.Context, p *pruning) ([]backend.Freed, error) {
+	groups := filepath.Join(b.o.StateDir, "groups")
+	ents, err := os.ReadDir(groups)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	var freed []backend.Freed
 	for _, e := range ents {
 		g := filepath.Join(groups, e.Name())
-		fi, err := os.Stat(g)
-		if !e.IsDir() || !job.ValidName(e.Name()) || err != nil {
+		if !e.IsDir() || !job.ValidName(e.Name()) || !b.groupDone(ctx, e.Name(), g, p) {
 			continue
 		}
-		if len(b.liveWorkers(e.Name())) > 0 {
-			// Running: its environment is in use however long ago it was built.
-			if t, err := layout.ReadTemplate(ctx, b.st, e.Name()); err == nil && t.Spec.EnvKey != "" {
-				inUse[t.Spec.EnvKey] = true
-			}
-			continue
-		}
-		if fi.ModTime().After(cutoff) {
-			continue
-		}
-		if done, err := os.Stat(filepath.Join(g, "done")); err == nil && done.ModTime().After(cutoff) {
-			continue
-		}
-		size, ok, err := removeDir(g, o.DryRun)
+		size, ok, err := removeDir(g, p.dryRun)
 		if err != nil {
 			return freed, err
 		}
@@ -89,31 +108,57 @@ func (b *Backend) Prune(ctx context.Context, o backend.PruneOptions) ([]backend.
 			freed = append(freed, backend.Freed{Kind: "batch state", Path: g, Bytes: size})
 		}
 	}
+	return freed, nil
+}
 
-	kept, err := pruneKeptTrees(filepath.Join(b.o.StateDir, "queues"), cutoff, o.DryRun)
-	freed = append(freed, kept...)
+// groupDone reports whether batch gid's state g may go: no worker runs it (a running
+// batch's environment is noted in use, however long ago it was built) and neither it nor
+// its done mark changed since cutoff.
+func (b *Backend) groupDone(ctx context.Context, gid, g string, p *pruning) bool {
+	fi, err := os.Stat(g)
 	if err != nil {
-		return freed, err
+		return false
 	}
+	if len(b.liveWorkers(gid)) > 0 {
+		if t, err := layout.ReadTemplate(ctx, b.st, gid); err == nil && t.Spec.EnvKey != "" {
+			p.inUse[t.Spec.EnvKey] = true
+		}
+		return false
+	}
+	if fi.ModTime().After(p.cutoff) {
+		return false
+	}
+	done, err := os.Stat(filepath.Join(g, "done"))
+	return err != nil || !done.ModTime().After(p.cutoff)
+}
 
+// pruneKept removes the trees long-lived supervisors kept (pruneKeptTrees).
+func (b *Backend) pruneKept(_ context.Context, p *pruning) ([]backend.Freed, error) {
+	return pruneKeptTrees(filepath.Join(b.o.StateDir, "queues"), p.cutoff, p.dryRun)
+}
+
+// pruneEnvs removes the Python environments no kept job uses and no job used since
+// cutoff.
+func (b *Backend) pruneEnvs(ctx context.Context, p *pruning) ([]backend.Freed, error) {
 	envs := filepath.Join(b.o.StateDir, "envs")
-	ents, err = os.ReadDir(envs)
+	ents, err := os.ReadDir(envs)
 	if err != nil && !os.IsNotExist(err) {
-		return freed, err
+		return nil, err
 	}
+	var freed []backend.Freed
 	for _, e := range ents {
 		key := e.Name()
 		env := filepath.Join(envs, key)
-		if !e.IsDir() || inUse[key] || key == "pip-cache" {
+		if !e.IsDir() || p.inUse[key] || key == "pip-cache" {
 			continue
 		}
 		used, ok := pyenv.LastUsed(env)
-		if !ok || used.After(cutoff) {
+		if !ok || used.After(p.cutoff) {
 			continue // being built, or used recently
 		}
 		size := dirSize(env)
-		if !o.DryRun {
-			removed, err := pyenv.Remove(ctx, envs, key, cutoff)
+		if !p.dryRun {
+			removed, err := pyenv.Remove(ctx, envs, key, p.cutoff)
 			if err != nil {
 				return freed, err
 			}
@@ -123,7 +168,6 @@ func (b *Backend) Prune(ctx context.Context, o backend.PruneOptions) ([]backend.
 		}
 		freed = append(freed, backend.Freed{Kind: "environment", Path: env, Bytes: size})
 	}
-	sort.Slice(freed, func(i, j int) bool { return freed[i].Path < freed[j].Path })
 	return freed, nil
 }
 

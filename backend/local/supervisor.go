@@ -189,6 +189,7 @@ func (r oneRun) execute(ctx, rctx context.Context) (*job.Envelope, error) {
 		StoreURL: o.StoreURL, Store: r.st, JobID: r.id, Workspace: r.ws, Stdout: r.log,
 		WarmDir:     o.warmDir(),
 		WarmIdle:    o.Python.WarmIdle,
+		MinimalEnv:  true, // as a pod's: docs/local-backend.md, "The environment"
 		Python:      o.Python.Interpreter,
 		EnvDir:      filepath.Join(o.StateDir, "envs"),
 		InPlaceData: true,

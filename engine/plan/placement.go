@@ -65,11 +65,7 @@ func placement(ctx context.Context, env Env, req *Request, p *Job) error {
 // CPU here, and says so once (placement's notice) — the way to try a TPU script on a
 // laptop (docs/configuration.md, "Where a job runs").
 func unconfiguredAccelerator(cfg *config.Resolved, acc accel.Spec) error {
-	name := cfg.Get(config.Backend)
-	if name == "" {
-		name = config.DefaultBackend()
-	}
-	if acc.Kind == accel.CPU || cfg.Source(config.Backend) != config.SourceDefault || !backend.RunsOnThisMachine(name) {
+	if acc.Kind == accel.CPU || !defaultHere(cfg) {
 		return nil
 	}
 	kind := strings.ToUpper(string(acc.Kind))
@@ -77,6 +73,16 @@ func unconfiguredAccelerator(cfg *config.Resolved, acc accel.Spec) error {
 		"Run `kinetic up --accelerator %s` to make a GKE cluster with one, or set KINETIC_PROJECT (or `kinetic profile use NAME`) for a cluster you have; "+
 		"to run it here on the CPU anyway, choose the local backend explicitly (kinetic run --backend local, kinetic.run(backend=\"local\") or KINETIC_BACKEND=local)",
 		acc.Name, kind, acc.Name)
+}
+
+// defaultHere reports whether nothing chose where jobs run (no argument,
+// KINETIC_BACKEND, profile or project) and the default backend runs them here.
+func defaultHere(cfg *config.Resolved) bool {
+	name := cfg.Get(config.Backend)
+	if name == "" {
+		name = config.DefaultBackend()
+	}
+	return cfg.Source(config.Backend) == config.SourceDefault && backend.RunsOnThisMachine(name)
 }
 
 // Backend returns where a job with accelerator acc runs: a handle with the backend's

@@ -2,7 +2,7 @@
 // steps, each a function of its own file with its own test, the way jobset writes one
 // file per policy: settings → accelerator → placement (backend, this machine or a
 // container) → call (payload, command, debug, time limit, working directory) →
-// environment capture → data → tree → dependencies → image → handle. Bad input fails
+// environment capture → data → tree → upload size → dependencies → image → handle. Bad input fails
 // in the step that owns it, before anything is written. The engine writes and submits
 // what Make returns; it is asked for what planning needs through Env.
 package plan
@@ -52,12 +52,16 @@ type Request struct {
 	// of the python3 on PATH, else image.DefaultPython.
 	PythonVersion string
 
-	Accelerator    string
-	ContainerImage string
-	CaptureEnv     []string
-	Environ        map[string]string // the submitter's environment, for CaptureEnv
-	OutputDir      string
-	Spot           bool
+	Accelerator string
+	// AcceleratorDefault says Accelerator is the documented default (DefaultAccelerator,
+	// the SDK's and kinetic run's), not one the caller named: with nothing configured
+	// (no backend, project or profile) the job runs on this machine's CPU, and says so.
+	AcceleratorDefault bool
+	ContainerImage     string
+	CaptureEnv         []string
+	Environ            map[string]string // the submitter's environment, for CaptureEnv
+	OutputDir          string
+	Spot               bool
 	// Timeout limits the call (0 = none): the job is stopped after it and FAILS with a
 	// reason starting "timeout:" (docs/jobs.md).
 	Timeout time.Duration
@@ -70,6 +74,10 @@ type Request struct {
 	Data []DataArg
 	// NoWorkdir skips shipping the working directory.
 	NoWorkdir bool
+	// ConfirmUpload, if set, is asked before a job whose working directory and local
+	// Data are larger than upload_confirm_mb is written (kinetic run: a prompt, or
+	// --yes); an error stops the submission with nothing written.
+	ConfirmUpload func(ctx context.Context, u UploadSize) error
 
 	// Config are per-call arguments (project, zone, cluster, namespace, backend, store).
 	Config map[config.Key]string
@@ -166,6 +174,7 @@ var steps = []step{
 	{"environment capture", captureStep},
 	{"data", dataStep},
 	{"tree", tree},
+	{"upload size", confirmUpload},
 	{"dependencies", dependencies},
 	{"image", imageStep},
 	{"handle", handle},

@@ -135,7 +135,7 @@ func TestMakeStopsAtTheFirstBadStep(t *testing.T) {
 	for _, s := range steps {
 		names = append(names, s.name)
 	}
-	want := "settings accelerator placement call environment capture data tree dependencies image handle"
+	want := "settings accelerator placement call environment capture data tree upload size dependencies image handle"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("steps %q, want %q", got, want)
 	}

@@ -566,3 +566,43 @@ func TestCaptureLeavesTheRuntimeDefaults(t *testing.T) {
 		t.Errorf("exact names (-want +got):\n%s", d)
 	}
 }
+
+// TestDefaultAccelerator: the default accelerator (the SDK's and kinetic run's, a call
+// that names none) is the CPU here with nothing configured, said once; with a backend
+// chosen it is DefaultAccelerator; the same TPU named on purpose is refused (issue 46).
+func TestDefaultAccelerator(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		args    map[config.Key]string
+		named   bool
+		want    string
+		refused bool
+	}{
+		{"default, nothing configured", nil, false, "cpu", false},
+		{"default, local chosen", map[config.Key]string{config.Backend: "local"}, false, "tpu-v5litepod-1", false},
+		{"named, nothing configured", nil, true, "", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req := pickleRequest()
+			req.Accelerator, req.AcceleratorDefault = DefaultAccelerator, !c.named
+			env := newEnv(t, c.args)
+			p, err := upTo(t, env, req, "placement")
+			if c.refused {
+				if err == nil || !strings.Contains(err.Error(), "kinetic up --accelerator") {
+					t.Fatalf("a TPU named with nothing configured: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.acc.Name != c.want {
+				t.Errorf("accelerator %s, want %s", p.acc.Name, c.want)
+			}
+			said := strings.Join(env.notices, "")
+			if cpu := strings.Contains(said, "the job runs on this machine's CPU; the default accelerator, tpu-v5e-1"); cpu != (c.want == "cpu") {
+				t.Errorf("notices %q", said)
+			}
+		})
+	}
+}

@@ -241,7 +241,8 @@ class RemoteFunction:
             "python": sys.executable,
             # The image's Python is the client's: a pickle loads in the minor version that made it.
             "python_version": "%d.%d" % sys.version_info[:2],
-            "accelerator": o["accelerator"],
+            "accelerator": str(o["accelerator"]),
+            **({"accelerator_default": True} if isinstance(o["accelerator"], _DefaultAccelerator) else {}),
             "container_image": o.get("container_image") or "",
             "capture_env_vars": o.get("capture_env_vars") or [],
             "output_dir": o.get("output_dir") or "",
@@ -456,7 +457,18 @@ class _BoundRemote:
                                  cancel_running_on_fail, name, tags, project, cluster)
 
 
-def run(accelerator: str = "tpu-v5e-1", container_image: Optional[str] = None,
+class _DefaultAccelerator(str):
+    """The documented default accelerator, told apart from the same name given on purpose:
+    with nothing configured (no backend, project or profile), a call that names no
+    accelerator runs on this machine's CPU, as `kinetic run` without --accelerator does
+    (docs/configuration.md, "Where a job runs")."""
+    __slots__ = ()
+
+
+_DEFAULT_ACCELERATOR = _DefaultAccelerator("tpu-v5e-1")
+
+
+def run(accelerator: str = _DEFAULT_ACCELERATOR, container_image: Optional[str] = None,
         base_image_repo: Optional[str] = None, zone: Optional[str] = None, project: Optional[str] = None,
         capture_env_vars: Optional[List[str]] = None, cluster: Optional[str] = None,
         backend: Optional[str] = None, namespace: Optional[str] = None,

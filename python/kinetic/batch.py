@@ -79,6 +79,8 @@ class BatchHandle:
         self._total = total
         self._complete = False
         self._statuses: List[Optional[JobStatus]] = []
+        # The reason of each child's last status ("cancelled" after cancel()).
+        self._reasons: Dict[int, str] = {}
         self._submission_errors: Dict[int, Exception] = {}
         self._local_failures = dict(local_failures or {})
         self._cached_failures: Optional[List[JobHandle]] = None
@@ -125,6 +127,7 @@ class BatchHandle:
                 # A child cleaned up after its result was collected may have lost its
                 # handle; its status (NOT_FOUND) is still reported, as the API says.
                 statuses[i] = JobStatus(c["status"])
+                self._reasons[i] = c.get("reason") or ""
             if c.get("submission_error") and not c.get("handle"):
                 self._submission_errors[i] = self._local_failures.get(i) or SubmissionError(c["submission_error"])
         for i, e in self._local_failures.items():
@@ -327,6 +330,7 @@ class BatchHandle:
         if c.get("handle"):
             self._jobs[i] = JobHandle.from_dict(c["handle"])
             self._statuses[i] = JobStatus(c["status"])
+            self._reasons[i] = c.get("reason") or ""
             if c.get("result") is not None:
                 self._watched_results[i] = (c["handle"].get("job_id"), c["result"])
         elif c.get("submission_error"):
@@ -446,10 +450,14 @@ class BatchHandle:
         return [i for i, e in self._collected[1].items() if _transient(e)]
 
     def failures(self) -> List[JobHandle]:
-        """Handles of the jobs that FAILED (cached by results(), which may clean up)."""
+        """Handles of the jobs that FAILED (cached by results(), which may clean up). A job
+        cancel() stopped is not one: it reads FAILED with the reason "cancelled" in
+        statuses(), and is left out here, as the reference leaves out its cancelled jobs
+        (NOT_FOUND there) (docs/parity.md)."""
         if self._cached_failures is not None:
             return list(self._cached_failures)
-        return [self._jobs[i] for i, s in self.statuses() if s == JobStatus.FAILED]
+        return [self._jobs[i] for i, s in self.statuses()
+                if s == JobStatus.FAILED and not self._reasons.get(i, "").startswith("cancelled")]
 
     def cancel(self) -> None:
         """Stop submitting and cancel every unfinished job."""
@@ -539,9 +547,21 @@ def normalise_input(x, mode):
     raise ValueError("input_mode must be 'auto', 'single', 'args' or 'kwargs', not %r" % (mode,))
 
 
+def _dur(secs):
+    """A duration as the bar shows it: 45s, 3m12s, 1h4m."""
+    secs = int(secs)
+    if secs < 60:
+        return "%ds" % secs
+    if secs < 3600:
+        return "%dm%ds" % (secs // 60, secs % 60)
+    return "%dh%dm" % (secs // 3600, secs % 3600 // 60)
+
+
 class _Bar:
     """A one-line progress bar on stderr while results() waits, on a terminal only (in a
-    pipe or a log it says nothing). KINETIC_QUIET=1 turns it off."""
+    pipe or a log it says nothing), in Kinetic's one style (the CLI's and the engine's,
+    internal/bar): "kinetic: WHAT: N ok, M failed  50% |████    | (5/10) [2s:2s]", the
+    time so far and the time left. KINETIC_QUIET=1 turns it off."""
 
     WIDTH = 24
 
@@ -549,6 +569,7 @@ class _Bar:
         self._what, self._total = what, total
         self._on = sys.stderr.isatty() and os.environ.get("KINETIC_QUIET", "") in ("", "0")
         self._last = 0.0
+        self._start = time.time()
         self._failed = 0
         self._drawn = False
 
@@ -568,9 +589,14 @@ class _Bar:
             return
         self._last = now
         fill = int(self.WIDTH * done / max(total, 1))
-        extra = ", %d failed" % self._failed if self._failed else ""
-        sys.stderr.write("\r\x1b[2Kkinetic: %s [%s%s] %d/%d done%s" % (
-            self._what, "#" * fill, "-" * (self.WIDTH - fill), done, total, extra))
+        what = self._what
+        if done:
+            what = "%s: %d ok, %d failed" % (what, done - self._failed, self._failed)
+        elapsed = now - self._start
+        left = elapsed * (total - done) / done if done else 0
+        sys.stderr.write("\r\x1b[2Kkinetic: %s %3d%% |%s%s| (%d/%d) [%s:%s]" % (
+            what, 100 * done // max(total, 1), "█" * fill, " " * (self.WIDTH - fill), done, total,
+            _dur(elapsed), _dur(left)))
         sys.stderr.flush()
         self._drawn = True
 

@@ -5,6 +5,7 @@ import errno
 import dataclasses
 import getpass
 import io
+import math
 import os
 import pickle
 import signal
@@ -252,8 +253,8 @@ class JobHandle:
         waiting up to ``cleanup_timeout`` seconds for it to stop (None, ``inf`` or more
         than a century: no limit; 0: the job is told to stop and this returns at once)."""
         cleanup_timeout = seconds(cleanup_timeout, "cancel", "cleanup_timeout")
-        seconds(cleanup_poll_interval, "cancel", "cleanup_poll_interval")
-        engine().call("cancel", self._params(**limit(cleanup_timeout)))
+        poll = seconds(cleanup_poll_interval, "cancel", "cleanup_poll_interval")
+        engine().call("cancel", self._params(**limit(cleanup_timeout), **_poll(poll)))
 
     def cleanup(self, k8s: bool = True, gcs: bool = True, cleanup_timeout: float = 180,
                 cleanup_poll_interval: float = 2) -> None:
@@ -262,14 +263,23 @@ class JobHandle:
         (None, ``inf`` or more than a century: no limit; 0: a job still running is left
         as it is and TimeoutError raised at once)."""
         cleanup_timeout = seconds(cleanup_timeout, "cleanup", "cleanup_timeout")
-        seconds(cleanup_poll_interval, "cleanup", "cleanup_poll_interval")
+        poll = seconds(cleanup_poll_interval, "cleanup", "cleanup_poll_interval")
         _check.boolean(k8s, "cleanup", "k8s")
         _check.boolean(gcs, "cleanup", "gcs")
-        engine().call("cleanup", self._params(k8s=k8s, gcs=gcs, **limit(cleanup_timeout)))
+        engine().call("cleanup", self._params(k8s=k8s, gcs=gcs, **limit(cleanup_timeout), **_poll(poll)))
 
     def __repr__(self):
         return "JobHandle(job_id=%r, func_name=%r, accelerator=%r, backend=%r)" % (
             self.job_id, self.func_name, self.accelerator, self.backend)
+
+
+def _poll(interval):
+    """The poll_interval parameter of a cancel or cleanup: cleanup_poll_interval, the
+    longest pause between two checks that the job stopped (None or inf: the backend's own
+    pace; 0: as often as the backend checks at its quickest)."""
+    if interval is None or interval == math.inf or interval <= 0:
+        return {}
+    return {"poll_interval": float(interval)}
 
 
 def _result_events(on_status_change):

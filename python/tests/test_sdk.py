@@ -394,14 +394,21 @@ def plus_one(x):
 
 def test_bare_decorator_and_remote_callable():
     """`@kinetic.run` without parentheses decorates with the defaults, and what it returns
-    is a kinetic.RemoteCallable (the API reference's name); its default accelerator is a
-    TPU, which with nothing configured is refused with the fixes named rather than run on
-    this machine's CPU (issue 44); classmethod and staticmethod objects are refused when
-    decorating."""
+    is a kinetic.RemoteCallable (the API reference's name); its default accelerator is
+    the documented tpu-v5e-1, which with nothing configured runs on this machine's CPU, as
+    `kinetic run` without --accelerator does; the same TPU named on purpose is refused
+    with the fixes named (issues 44 and 46); classmethod and staticmethod objects are
+    refused when decorating."""
     assert isinstance(plus_one, kinetic.RemoteCallable)
     assert plus_one._options["accelerator"] == "tpu-v5e-1"
+    h = plus_one.run_async(1)
+    assert h.accelerator == "cpu"
+    assert h.result() == 2
+    named = kinetic.run(accelerator="tpu-v5e-1")(lambda x: x)
     with pytest.raises(kinetic.KineticError, match=r"kinetic up --accelerator tpu-v5litepod-1.*backend=\"local\""):
-        plus_one(1)
+        named(1)
+    on_local = kinetic.run(backend="local")(lambda x: x)
+    assert on_local.run_async(1).accelerator == "tpu-v5litepod-1"
     with pytest.raises(TypeError, match="classmethod"):
         kinetic.run(accelerator="cpu")(classmethod(lambda cls: 1))
     with pytest.raises(TypeError, match="staticmethod"):
@@ -491,3 +498,69 @@ def test_failed_result_with_cleanup_removes_resources_keeps_evidence(kinetic_hom
         h2.result(timeout=60, cleanup=False)
     time.sleep(1)
     assert os.path.exists(os.path.join(str(kinetic_home), "local", "jobs", h2.job_id))
+
+
+def test_local_job_sees_a_pods_environment(run_script, monkeypatch):
+    """A local job sees this machine's essentials (PATH, HOME, ...) and what
+    capture_env_vars captured, not the rest of the submitter's environment: a job that
+    reads a variable it was not given fails here as it would in a pod (issue 46)."""
+    monkeypatch.setenv("NC_APP_SETTING", "from-the-shell")
+    monkeypatch.setenv("KERAS_BACKEND", "torch")
+    p = run_script("""
+import os, kinetic
+
+@kinetic.run(accelerator="cpu")
+def read():
+    return (os.environ.get("NC_APP_SETTING"), os.environ.get("KERAS_BACKEND"), bool(os.environ.get("PATH")),
+            bool(os.environ.get("HOME")), os.environ.get("KINETIC_JOB_ID", "")[:4])
+
+@kinetic.run(accelerator="cpu", capture_env_vars=["NC_APP_SETTING"])
+def captured():
+    return os.environ.get("NC_APP_SETTING")
+
+print(read())
+print(captured())
+""")
+    lines = p.stdout.strip().splitlines()
+    assert lines[-2] == "(None, 'jax', True, True, 'job-')", p.stdout + p.stderr
+    assert lines[-1] == "from-the-shell", p.stdout + p.stderr
+
+
+@kinetic.run(accelerator="cpu")
+def slow_to_stop(ready, marker):
+    """Sleeps (ready once it listens for SIGTERM); on SIGTERM writes marker, takes 3 s
+    to stop, then exits."""
+    import signal, sys, time
+
+    def stop(*_):
+        open(marker, "w").close()
+        time.sleep(3)
+        sys.exit(1)
+    signal.signal(signal.SIGTERM, stop)
+    open(ready, "w").close()
+    time.sleep(300)
+
+
+def test_cancel_honours_cleanup_poll_interval(tmp_path):
+    """cancel(cleanup_poll_interval=X): the checks that the job stopped are at most X
+    apart (at once, then backing off up to X), as the reference polls every X: a job that
+    takes 3 s to stop is seen stopped within X of stopping, and no sooner than the first
+    check after it with X=2 (issue 47)."""
+    timings = {}
+    for poll in (2, 0.05):
+        ready, marker = str(tmp_path / ("ready-%s" % poll)), str(tmp_path / ("term-%s" % poll))
+        h = slow_to_stop.run_async(ready, marker)
+        deadline = time.time() + 600  # the session's first job may build its environment
+        while not os.path.exists(ready):
+            assert time.time() < deadline, "the job never started: %s %s %s" % (h.status(), h.status_reason(), h.tail(20))
+            time.sleep(0.05)
+        t = time.time()
+        h.cancel(cleanup_poll_interval=poll)
+        timings[poll] = time.time() - t
+        assert os.path.exists(marker), "the job was not told to stop gracefully"
+        assert h.status() == JobStatus.FAILED
+        h.cleanup()
+    # Checks at 0.01, 0.03, ..., 1.27, 2.55 s, then every 2 s: the stop (3 s after the
+    # signal) is seen at the check at 4.55 s or later; every 50 ms, at 3.05 s or so.
+    assert timings[2] >= 4.0, timings
+    assert timings[0.05] < timings[2], timings

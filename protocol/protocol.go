@@ -80,13 +80,23 @@ const (
 	NoResult Class = "NoResult"
 	// Cancelled: the request was cancelled (cancel_request). Python: KeyboardInterrupt.
 	Cancelled Class = "Cancelled"
-	// Internal: anything else, e.g. a store or cluster that cannot be reached.
-	// Python: kinetic.KineticError.
+	// PermissionDenied: the store, registry or cluster refused this machine's
+	// credentials (a bucket's IAM, a read-only file system). Python:
+	// kinetic.PermissionDeniedError, a PermissionError.
+	PermissionDenied Class = "PermissionDenied"
+	// ResourceExhausted: a disk, quota or limit is full (a full store, a quota of the
+	// cloud). Python: kinetic.ResourceExhaustedError.
+	ResourceExhausted Class = "ResourceExhausted"
+	// Unavailable: a service did not answer (a store or registry down or unreachable);
+	// trying again later may work. Python: kinetic.UnavailableError, a ConnectionError.
+	Unavailable Class = "Unavailable"
+	// Internal: anything else (a bug, an error without a code). Python:
+	// kinetic.KineticError.
 	Internal Class = "Internal"
 )
 
 // Classes lists every error class.
-var Classes = []Class{InvalidArgument, NotFound, Timeout, NoResult, Cancelled, Internal}
+var Classes = []Class{InvalidArgument, NotFound, Timeout, NoResult, Cancelled, PermissionDenied, ResourceExhausted, Unavailable, Internal}
 
 // Event names. An event carries the ID of the request it belongs to and arrives before
 // that request's response.

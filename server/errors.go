@@ -23,8 +23,7 @@ func invalidf(format string, args ...any) error {
 // the one place codes become the protocol's classes. An error without a code is
 // Internal (a store or cluster that cannot be reached, a bug: nothing the caller's
 // arguments can fix). Codes without a class of their own take the closest:
-// FailedPrecondition is InvalidArgument (the caller must change something first);
-// Unavailable, PermissionDenied and ResourceExhausted are Internal, as before codes.
+// FailedPrecondition is InvalidArgument (the caller must change something first).
 func classify(err error) protocol.Class {
 	switch errs.CodeOf(err) {
 	case errs.InvalidArgument, errs.FailedPrecondition:
@@ -37,7 +36,13 @@ func classify(err error) protocol.Class {
 		return protocol.NoResult
 	case errs.Cancelled:
 		return protocol.Cancelled
-	default: // Internal, Unavailable, PermissionDenied, ResourceExhausted
+	case errs.PermissionDenied:
+		return protocol.PermissionDenied
+	case errs.ResourceExhausted:
+		return protocol.ResourceExhausted
+	case errs.Unavailable:
+		return protocol.Unavailable
+	default: // Internal, and an error without a code
 		return protocol.Internal
 	}
 }

@@ -104,7 +104,7 @@ func TestClassify(t *testing.T) {
 		// image
 		{"image.ErrBadReference", must("image.ParseReference", imageRef), protocol.InvalidArgument},
 		{"image.ParseChoice", must("image.ParseChoice", imageChoice), protocol.InvalidArgument},
-		{"image.ErrUnreachable", image.ErrUnreachable, protocol.Internal},
+		{"image.ErrUnreachable", image.ErrUnreachable, protocol.Unavailable},
 		// pack
 		{"pack ignore pattern", must("pack.Scan", packIgnore), protocol.InvalidArgument},
 		// context
@@ -117,6 +117,10 @@ func TestClassify(t *testing.T) {
 		// no code
 		{"store outage", errors.New("dial tcp: connection refused"), protocol.Internal},
 		{"anything else", errors.New("boom"), protocol.Internal},
+		// the codes of a store, registry or cluster that refused or did not answer
+		{"errs.PermissionDenied", errs.New(errs.PermissionDenied, "bucket b: 403"), protocol.PermissionDenied},
+		{"errs.ResourceExhausted", errs.New(errs.ResourceExhausted, "no space left"), protocol.ResourceExhausted},
+		{"errs.Unavailable", errs.New(errs.Unavailable, "503"), protocol.Unavailable},
 	} {
 		err := fmt.Errorf("call: %w", c.err)
 		if got := toError(err).Class; got != c.want {
@@ -171,7 +175,7 @@ func TestHandleAdapter(t *testing.T) {
 	}
 }
 
-// TestStoreOutage: a store that cannot be opened is Internal, not the caller's
+// TestStoreOutage: a store that cannot be opened is Unavailable, not the caller's
 // InvalidArgument, and an unknown job is still found to be unknown only when the store
 // answers.
 func TestStoreOutage(t *testing.T) {
@@ -200,8 +204,8 @@ func TestStoreOutage(t *testing.T) {
 			t.Errorf("%s on %s: no error", req.Method, bad)
 			continue
 		}
-		if got := classify(err); got != protocol.Internal {
-			t.Errorf("%s on %s: class %s (%v), want Internal", req.Method, bad, got, err)
+		if got := classify(err); got != protocol.Unavailable {
+			t.Errorf("%s on %s: class %s (%v), want Unavailable", req.Method, bad, got, err)
 		}
 	}
 }

@@ -17,8 +17,9 @@ from ._decorator import RemoteFunction, run
 
 # The documented name of what @kinetic.run returns; RemoteFunction is the same class.
 RemoteCallable = RemoteFunction
-from .exceptions import (EngineDiedError, InvalidArgumentError, JobNotFoundError, KineticError, RemoteError,
-                         ResultCollectedError, ResultUnreadableError)
+from .exceptions import (EngineDiedError, InvalidArgumentError, JobNotFoundError, KineticError, PermissionDeniedError,
+                         RemoteError, ResourceExhaustedError, ResultCollectedError, ResultUnreadableError,
+                         UnavailableError)
 from .job_status import JobStatus
 from .batch import BatchError, BatchHandle, attach_batch
 from .data import Data
@@ -28,4 +29,5 @@ __version__ = "0.1.0"
 
 __all__ = ["run", "attach", "attach_batch", "list_jobs", "JobHandle", "BatchHandle", "BatchError", "Data",
            "JobStatus", "RemoteCallable", "RemoteFunction", "KineticError", "InvalidArgumentError", "EngineDiedError",
-           "JobNotFoundError", "ResultCollectedError", "ResultUnreadableError", "RemoteError", "job_status", "debug", "collections"]
+           "JobNotFoundError", "ResultCollectedError", "ResultUnreadableError", "RemoteError",
+           "PermissionDeniedError", "ResourceExhaustedError", "UnavailableError", "job_status", "debug", "collections"]

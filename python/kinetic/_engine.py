@@ -13,7 +13,8 @@ import subprocess
 import sys
 import threading
 
-from .exceptions import EngineDiedError, InvalidArgumentError, JobNotFoundError, KineticError, ResultCollectedError
+from .exceptions import (EngineDiedError, InvalidArgumentError, JobNotFoundError, KineticError, PermissionDeniedError,
+                         ResourceExhaustedError, ResultCollectedError, UnavailableError)
 
 PROTOCOL = 2
 
@@ -267,7 +268,15 @@ def _exception(err):
         return KeyboardInterrupt(msg)
     if typ == "InvalidArgument":
         return InvalidArgumentError(msg)
-    return KineticError(msg)
+    # A class this SDK does not know is Internal (protocol.Class).
+    return _CLASSES.get(typ, KineticError)(msg)
+
+
+_CLASSES = {
+    "PermissionDenied": PermissionDeniedError,
+    "ResourceExhausted": ResourceExhaustedError,
+    "Unavailable": UnavailableError,
+}
 
 
 _engine = None

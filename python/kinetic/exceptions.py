@@ -3,6 +3,10 @@
     KineticError                      anything Kinetic reports (bad input, unreachable store, ...)
       InvalidArgumentError (ValueError) a value the engine refused (an unknown accelerator or
                                       backend, a bad store URL, namespace, image, ...)
+      PermissionDeniedError (PermissionError) the store, registry or cluster refused the
+                                      credentials (a bucket's IAM, a read-only directory)
+      ResourceExhaustedError          a disk, quota or limit is full (a full store, a cloud quota)
+      UnavailableError (ConnectionError) a service did not answer; trying later may work
       EngineDiedError                 the engine exited during a call; a job it had submitted
                                       runs on (job_id names it: collect it with attach)
       JobNotFoundError (LookupError)  the job ID names no job in the store
@@ -27,6 +31,22 @@ class InvalidArgumentError(KineticError, ValueError):
     protocol's InvalidArgument): an unknown accelerator or backend, a bad store URL,
     namespace, container image, ... It is a ValueError, as the SDK's own checks of a
     parameter raise."""
+
+
+class PermissionDeniedError(KineticError, PermissionError):
+    """The store, image registry or cluster refused this machine's credentials (the
+    protocol's PermissionDenied): a bucket's IAM, a read-only file store. The message
+    names what refused and the fix."""
+
+
+class ResourceExhaustedError(KineticError):
+    """A disk, quota or limit is full (the protocol's ResourceExhausted): a full store
+    directory, a cloud quota. The message names which."""
+
+
+class UnavailableError(KineticError, ConnectionError):
+    """A service did not answer (the protocol's Unavailable): a store or registry that is
+    down or cannot be reached. Trying again later may work."""
 
 
 class EngineDiedError(KineticError):

@@ -395,3 +395,45 @@ def test_seconds_saturate():
         with pytest.raises(ValueError) as exc:
             seconds(bad, "f", "t")
         assert "f(t=" in str(exc.value) and len(str(exc.value)) < 200, exc.value
+
+
+def _mount_tmpfs(path, options):
+    p = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True, text=True)
+    if p.returncode != 0:
+        pytest.skip("mounting a tmpfs needs root: %s" % p.stderr.strip())
+
+
+def test_store_refusals_have_their_own_exceptions(tmp_path, run_script, monkeypatch):
+    """A full store is ResourceExhaustedError, a read-only one PermissionDeniedError
+    (a PermissionError), a store that does not answer UnavailableError (a
+    ConnectionError); all are KineticErrors whose message names the store."""
+    store = tmp_path / "store"
+    store.mkdir()
+    _mount_tmpfs(store, "size=256k")
+    try:
+        script = """
+import sys, kinetic
+kind = sys.argv[1] if len(sys.argv) > 1 else ""
+@kinetic.run(accelerator="cpu")
+def f(blob):
+    return len(blob)
+try:
+    f(b"x" * 2_000_000)
+except kinetic.KineticError as e:
+    print(type(e).__name__, isinstance(e, PermissionError), isinstance(e, ConnectionError))
+    print(e)
+"""
+        monkeypatch.setenv("KINETIC_STORE", "file://%s" % store)
+        out = run_script(script).stdout.splitlines()
+        assert out[0] == "ResourceExhaustedError False False", out
+        assert str(store) in "\n".join(out), out
+
+        subprocess.run(["mount", "-o", "remount,ro", str(store)], check=True)
+        out = run_script(script).stdout.splitlines()
+        assert out[0] == "PermissionDeniedError True False", out
+    finally:
+        subprocess.run(["umount", "-l", str(store)])
+
+    monkeypatch.setenv("KINETIC_STORE", "gs://kinetic-no-answer?endpoint=http://127.0.0.1:9")
+    out = run_script(script, timeout=180).stdout.splitlines()
+    assert out[0] == "UnavailableError False True", out

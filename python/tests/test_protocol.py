@@ -17,7 +17,8 @@ import time
 import pytest
 
 from kinetic import _engine
-from kinetic.exceptions import InvalidArgumentError, JobNotFoundError, KineticError
+from kinetic.exceptions import (InvalidArgumentError, JobNotFoundError, KineticError, PermissionDeniedError,
+                                ResourceExhaustedError, UnavailableError)
 
 from conftest import REPO
 
@@ -29,6 +30,8 @@ PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 EXCEPTIONS = {
     "InvalidArgument": InvalidArgumentError, "NotFound": JobNotFoundError, "Timeout": TimeoutError,
     "NoResult": RuntimeError, "Cancelled": KeyboardInterrupt, "Internal": KineticError,
+    "PermissionDenied": PermissionDeniedError, "ResourceExhausted": ResourceExhaustedError,
+    "Unavailable": UnavailableError,
 }
 
 

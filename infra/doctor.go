@@ -75,131 +75,217 @@ func (r *Report) Print(w io.Writer) {
 }
 
 // Doctor checks that a job can run on t. It makes no change but the store check's
-// objects and the check Job (deleted after).
+// objects and the check Job (deleted after). Each check is a step of doctorChecks.
 func Doctor(ctx context.Context, t *Target, kubeErr error) *Report {
-	r := &Report{OK: true}
-	fail := func(c Check) { c.OK = false; r.add(c); r.OK = false }
-	if kubeErr != nil {
-		fail(Check{Name: "kubeconfig", Detail: kubeErr.Error(), Fix: "point KUBECONFIG (or the profile's kubeconfig / kube_context) at a cluster: e.g. `gcloud container clusters get-credentials CLUSTER` or `kubectl config use-context NAME`"})
-		return r
+	d := &doctorRun{t: t, r: &Report{OK: true}, kubeErr: kubeErr}
+	for _, check := range doctorChecks {
+		if !check(d, ctx) {
+			break
+		}
 	}
-	r.add(Check{Name: "kubeconfig", OK: true, Detail: fmt.Sprintf("context %s, server %s", orNone(t.Context), t.Config.Host)})
-	cs, err := t.clientset()
+	return d.r
+}
+
+// doctorRun is what Doctor's checks share: each may read what an earlier one found.
+type doctorRun struct {
+	t       *Target
+	r       *Report
+	kubeErr error
+	cs      kubernetes.Interface
+	user    string
+	lws     bool
+	// missing are the permissions the user lacks ("create jobs.batch").
+	missing []string
+	// storeHere: the store was read and written from this machine.
+	storeHere   bool
+	runnerImage string
+}
+
+func (d *doctorRun) fail(c Check) { c.OK = false; d.r.add(c); d.r.OK = false }
+
+// doctorChecks are Doctor's checks in order; one that returns false ends the run
+// (nothing after it can be checked).
+var doctorChecks = []func(d *doctorRun, ctx context.Context) bool{
+	(*doctorRun).kubeconfig,
+	(*doctorRun).reachable,
+	(*doctorRun).permissions,
+	(*doctorRun).store,
+	(*doctorRun).registryPush,
+	(*doctorRun).runnerImageCheck,
+	(*doctorRun).storeFromPod,
+	(*doctorRun).info,
+}
+
+func (d *doctorRun) kubeconfig(context.Context) bool {
+	if d.kubeErr != nil {
+		d.fail(Check{Name: "kubeconfig", Detail: d.kubeErr.Error(), Fix: "point KUBECONFIG (or the profile's kubeconfig / kube_context) at a cluster: e.g. `gcloud container clusters get-credentials CLUSTER` or `kubectl config use-context NAME`"})
+		return false
+	}
+	d.r.add(Check{Name: "kubeconfig", OK: true, Detail: fmt.Sprintf("context %s, server %s", orNone(d.t.Context), d.t.Config.Host)})
+	return true
+}
+
+func (d *doctorRun) reachable(context.Context) bool {
+	cs, err := d.t.clientset()
 	if err == nil {
 		_, err = cs.Discovery().ServerVersion()
 	}
 	if err != nil {
-		fail(Check{Name: "cluster reachable", Detail: err.Error(), Fix: "check the network path to " + t.Config.Host + " and that the credentials in the kubeconfig are current"})
-		return r
+		d.fail(Check{Name: "cluster reachable", Detail: err.Error(), Fix: "check the network path to " + d.t.Config.Host + " and that the credentials in the kubeconfig are current"})
+		return false
 	}
+	d.cs = cs
 	v, _ := cs.Discovery().ServerVersion()
-	r.add(Check{Name: "cluster reachable", OK: true, Detail: "Kubernetes " + v.GitVersion})
+	d.r.add(Check{Name: "cluster reachable", OK: true, Detail: "Kubernetes " + v.GitVersion})
+	return true
+}
 
-	user := ""
+func (d *doctorRun) permissions(ctx context.Context) bool {
+	cs, t := d.cs, d.t
 	if ssr, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{}); err == nil {
-		user = ssr.Status.UserInfo.Username
+		d.user = ssr.Status.UserInfo.Username
 	}
-	lws := HasLWS(cs)
-	var missing []string
-	for _, rule := range EngineRules(lws) {
-		for _, verb := range rule.Verbs {
-			rev, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{
-				ResourceAttributes: &authzv1.ResourceAttributes{Namespace: t.Namespace, Verb: verb, Group: rule.Group, Resource: rule.Resource, Subresource: rule.Subresource}}}, metav1.CreateOptions{})
-			if err != nil || !rev.Status.Allowed {
-				res := rule.Resource
-				if rule.Subresource != "" {
-					res += "/" + rule.Subresource
-				}
-				if rule.Group != "" {
-					res += "." + rule.Group
-				}
-				missing = append(missing, verb+" "+res)
-			}
-		}
+	d.lws = HasLWS(cs)
+	for _, rule := range EngineRules(d.lws) {
+		d.missing = append(d.missing, deniedVerbs(ctx, cs, t.Namespace, rule)...)
 	}
-	who := user
+	who := d.user
 	if who == "" {
 		who = "you"
 	}
-	if len(missing) > 0 {
-		fix := fmt.Sprintf("a cluster admin runs `kinetic up --backend k8s --namespace %s` (it makes the role %s) and then %s", t.Namespace, Name, bindCommand(t.Namespace, user))
-		if user == "system:serviceaccount:"+t.Namespace+":"+Name {
-			fix = fmt.Sprintf("a cluster admin runs `kinetic up --backend k8s --namespace %s`: it makes the role %s and binds it to this service account (role binding %s)", t.Namespace, Name, Name)
-		}
-		fail(Check{Name: "permissions", Detail: fmt.Sprintf("%s cannot %s in namespace %s", who, strings.Join(missing, ", "), t.Namespace), Fix: fix})
-	} else {
-		r.add(Check{Name: "permissions", OK: true, Detail: fmt.Sprintf("%s may manage jobs, pods, logs and port-forwards%s in namespace %s", who, map[bool]string{true: " and LeaderWorkerSets"}[lws], t.Namespace)})
+	if len(d.missing) == 0 {
+		d.r.add(Check{Name: "permissions", OK: true, Detail: fmt.Sprintf("%s may manage jobs, pods, logs and port-forwards%s in namespace %s", who, map[bool]string{true: " and LeaderWorkerSets"}[d.lws], t.Namespace)})
+		return true
 	}
+	fix := fmt.Sprintf("a cluster admin runs `kinetic up --backend k8s --namespace %s` (it makes the role %s) and then %s", t.Namespace, Name, bindCommand(t.Namespace, d.user))
+	if d.user == "system:serviceaccount:"+t.Namespace+":"+Name {
+		fix = fmt.Sprintf("a cluster admin runs `kinetic up --backend k8s --namespace %s`: it makes the role %s and binds it to this service account (role binding %s)", t.Namespace, Name, Name)
+	}
+	d.fail(Check{Name: "permissions", Detail: fmt.Sprintf("%s cannot %s in namespace %s", who, strings.Join(d.missing, ", "), t.Namespace), Fix: fix})
+	return true
+}
 
-	storeHere := true
+// deniedVerbs are rule's verbs the caller may not use in ns ("create jobs.batch").
+func deniedVerbs(ctx context.Context, cs kubernetes.Interface, ns string, rule Rule) []string {
+	var missing []string
+	for _, verb := range rule.Verbs {
+		rev, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authzv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: rule.Group, Resource: rule.Resource, Subresource: rule.Subresource}}}, metav1.CreateOptions{})
+		if err != nil || !rev.Status.Allowed {
+			res := rule.Resource
+			if rule.Subresource != "" {
+				res += "/" + rule.Subresource
+			}
+			if rule.Group != "" {
+				res += "." + rule.Group
+			}
+			missing = append(missing, verb+" "+res)
+		}
+	}
+	return missing
+}
+
+func (d *doctorRun) store(ctx context.Context) bool {
+	t := d.t
 	if !store.FromPods(t.Store) {
-		storeHere = false
-		fail(Check{Name: "store", Detail: fmt.Sprintf("%q cannot be reached from pods", t.Store), Fix: "use a store of one of " + store.PodSchemes() + ": `kinetic up --backend k8s --store gs://BUCKET` (create one with `kinetic store create`)"})
+		d.fail(Check{Name: "store", Detail: fmt.Sprintf("%q cannot be reached from pods", t.Store), Fix: "use a store of one of " + store.PodSchemes() + ": `kinetic up --backend k8s --store gs://BUCKET` (create one with `kinetic store create`)"})
 	} else if err := CheckStoreHere(ctx, t.Store); err != nil {
-		storeHere = false
-		fail(Check{Name: "store from here", Detail: err.Error(), Fix: "check the bucket exists and your credentials may write to it (`gcloud auth application-default login`, AWS_PROFILE)"})
+		d.fail(Check{Name: "store from here", Detail: err.Error(), Fix: "check the bucket exists and your credentials may write to it (`gcloud auth application-default login`, AWS_PROFILE)"})
 	} else {
-		r.add(Check{Name: "store from here", OK: true, Detail: "read and write " + t.Store})
+		d.storeHere = true
+		d.r.add(Check{Name: "store from here", OK: true, Detail: "read and write " + t.Store})
 	}
+	return true
+}
 
-	runnerImage := t.RunnerImage
-	if t.Registry != "" {
-		repo, err := image.ParseRepository(strings.TrimSuffix(t.Registry, "/") + "/" + image.RunnerRepoName)
-		if err == nil {
-			err = remote.CheckPushPermission(repo.Tag("check"), t.Images.Credentials(), t.Images.RoundTripper())
+func (d *doctorRun) registryPush(context.Context) bool {
+	t := d.t
+	d.runnerImage = t.RunnerImage
+	if t.Registry == "" {
+		if t.RunnerImage == "" {
+			d.fail(Check{Name: "registry push", Detail: "no image_registry", Fix: "`kinetic up --backend k8s --registry HOST/PATH` with a registry the nodes can pull from"})
 		}
+		return true
+	}
+	repo, err := image.ParseRepository(strings.TrimSuffix(t.Registry, "/") + "/" + image.RunnerRepoName)
+	if err == nil {
+		err = remote.CheckPushPermission(repo.Tag("check"), t.Images.Credentials(), t.Images.RoundTripper())
+	}
+	if err != nil {
+		d.fail(Check{Name: "registry push", Detail: err.Error(), Fix: fmt.Sprintf("log in to the registry (`gcloud auth configure-docker %s`, `podman login %s`) or set image_registry to one you may push to", registryHost(t.Registry), registryHost(t.Registry))})
+	} else {
+		d.r.add(Check{Name: "registry push", OK: true, Detail: t.Registry})
+	}
+	return true
+}
+
+func (d *doctorRun) runnerImageCheck(ctx context.Context) bool {
+	t := d.t
+	if d.runnerImage != "" {
+		d.r.add(Check{Name: "runner image", OK: true, Detail: d.runnerImage + " (runner_image)"})
+		return true
+	}
+	if t.Registry == "" {
+		return true
+	}
+	repo, _, tag, err := t.runnerTag(ctx)
+	if err != nil {
+		d.fail(Check{Name: "runner image", Detail: err.Error(), Fix: "see the message; or set runner_image"})
+		return true
+	}
+	h, ok, err := t.Images.Lookup(ctx, repo.Tag(tag))
+	if err != nil || !ok {
+		detail := repo.Tag(tag).Name() + " is not in the registry"
 		if err != nil {
-			fail(Check{Name: "registry push", Detail: err.Error(), Fix: fmt.Sprintf("log in to the registry (`gcloud auth configure-docker %s`, `podman login %s`) or set image_registry to one you may push to", registryHost(t.Registry), registryHost(t.Registry))})
-		} else {
-			r.add(Check{Name: "registry push", OK: true, Detail: t.Registry})
+			detail = err.Error()
 		}
-	} else if t.RunnerImage == "" {
-		fail(Check{Name: "registry push", Detail: "no image_registry", Fix: "`kinetic up --backend k8s --registry HOST/PATH` with a registry the nodes can pull from"})
+		d.fail(Check{Name: "runner image", Detail: detail, Fix: "`kinetic up --backend k8s` publishes it (so does the first job)"})
+		return true
 	}
-	if runnerImage == "" && t.Registry != "" {
-		if repo, _, tag, err := t.runnerTag(ctx); err != nil {
-			fail(Check{Name: "runner image", Detail: err.Error(), Fix: "see the message; or set runner_image"})
-		} else if h, ok, err := t.Images.Lookup(ctx, repo.Tag(tag)); err != nil || !ok {
-			detail := repo.Tag(tag).Name() + " is not in the registry"
-			if err != nil {
-				detail = err.Error()
-			}
-			fail(Check{Name: "runner image", Detail: detail, Fix: "`kinetic up --backend k8s` publishes it (so does the first job)"})
-		} else {
-			runnerImage = repo.Digest(h.String()).Name()
-			r.add(Check{Name: "runner image", OK: true, Detail: runnerImage})
-		}
-	} else if runnerImage != "" {
-		r.add(Check{Name: "runner image", OK: true, Detail: runnerImage + " (runner_image)"})
-	}
+	d.runnerImage = repo.Digest(h.String()).Name()
+	d.r.add(Check{Name: "runner image", OK: true, Detail: d.runnerImage})
+	return true
+}
 
-	if storeHere && runnerImage != "" && len(missing) == 0 {
-		if err := CheckStoreFromPod(ctx, t, runnerImage); err != nil {
-			fix := "pods must reach the store with their own credentials: on GKE bind the job's service account with Workload Identity (roles/storage.objectUser on the bucket); elsewhere create a Secret with key.json or credentials and set store_secret"
-			if h := loopbackEndpoint(t.Store); h != "" {
-				fix = fmt.Sprintf("the store's endpoint %s is this machine's loopback address: inside a pod it is the pod itself. Use an address of the store the pods reach (`kinetic up --backend k8s --store 'gs://BUCKET?endpoint=http://ADDRESS:PORT'`), or a real gs:// or s3:// bucket", h)
-			} else if unreachable(err) {
-				fix = "pods cannot reach the store's address: use a store address the pods resolve and reach (`kinetic up --backend k8s --store URL`), or allow the pods' egress to it"
-			}
-			if strings.Contains(err.Error(), "ImagePull") || strings.Contains(err.Error(), "cannot start") {
-				fix = "the nodes cannot pull " + runnerImage + ": give them pull access to the registry (on GKE: roles/artifactregistry.reader for the node service account)"
-			}
-			fail(Check{Name: "store from a pod", Detail: err.Error(), Fix: fix})
-		} else {
-			r.add(Check{Name: "store from a pod", OK: true, Detail: "a pod in " + t.Namespace + " read and wrote " + t.Store})
-		}
+func (d *doctorRun) storeFromPod(ctx context.Context) bool {
+	t := d.t
+	if !d.storeHere || d.runnerImage == "" || len(d.missing) > 0 {
+		return true
 	}
-
-	if lws {
-		r.add(Check{Name: "LeaderWorkerSet", OK: true, Info: true, Detail: "installed (multi-host jobs can run)"})
+	if err := CheckStoreFromPod(ctx, t, d.runnerImage); err != nil {
+		d.fail(Check{Name: "store from a pod", Detail: err.Error(), Fix: podStoreFix(t, d.runnerImage, err)})
 	} else {
-		r.add(Check{Name: "LeaderWorkerSet", OK: true, Info: true, Detail: "not installed: multi-host jobs cannot run (https://lws.sigs.k8s.io/docs/installation/)"})
+		d.r.add(Check{Name: "store from a pod", OK: true, Detail: "a pod in " + t.Namespace + " read and wrote " + t.Store})
 	}
-	r.add(Check{Name: "accelerators", OK: true, Info: true, Detail: accelerators(ctx, cs)})
-	warm, werr := listWarmPods(ctx, cs, t.Namespace)
-	r.WarmPods = warm
-	r.add(Check{Name: "warm pods", OK: true, Info: true, Detail: warmPodsDetail(warm, werr, t.Namespace, time.Now())})
-	return r
+	return true
+}
+
+// podStoreFix is what to do when a pod could not reach the store (err).
+func podStoreFix(t *Target, runnerImage string, err error) string {
+	if strings.Contains(err.Error(), "ImagePull") || strings.Contains(err.Error(), "cannot start") {
+		return "the nodes cannot pull " + runnerImage + ": give them pull access to the registry (on GKE: roles/artifactregistry.reader for the node service account)"
+	}
+	if h := loopbackEndpoint(t.Store); h != "" {
+		return fmt.Sprintf("the store's endpoint %s is this machine's loopback address: inside a pod it is the pod itself. Use an address of the store the pods reach (`kinetic up --backend k8s --store 'gs://BUCKET?endpoint=http://ADDRESS:PORT'`), or a real gs:// or s3:// bucket", h)
+	}
+	if unreachable(err) {
+		return "pods cannot reach the store's address: use a store address the pods resolve and reach (`kinetic up --backend k8s --store URL`), or allow the pods' egress to it"
+	}
+	return "pods must reach the store with their own credentials: on GKE bind the job's service account with Workload Identity (roles/storage.objectUser on the bucket); elsewhere create a Secret with key.json or credentials and set store_secret"
+}
+
+// info are the checks that report and never fail: LeaderWorkerSet, accelerators, warm pods.
+func (d *doctorRun) info(ctx context.Context) bool {
+	if d.lws {
+		d.r.add(Check{Name: "LeaderWorkerSet", OK: true, Info: true, Detail: "installed (multi-host jobs can run)"})
+	} else {
+		d.r.add(Check{Name: "LeaderWorkerSet", OK: true, Info: true, Detail: "not installed: multi-host jobs cannot run (https://lws.sigs.k8s.io/docs/installation/)"})
+	}
+	d.r.add(Check{Name: "accelerators", OK: true, Info: true, Detail: accelerators(ctx, d.cs)})
+	warm, werr := listWarmPods(ctx, d.cs, d.t.Namespace)
+	d.r.WarmPods = warm
+	d.r.add(Check{Name: "warm pods", OK: true, Info: true, Detail: warmPodsDetail(warm, werr, d.t.Namespace, time.Now())})
+	return true
 }
 
 // accelerators names the catalog accelerators whose node selectors some node matches.

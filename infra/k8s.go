@@ -159,6 +159,7 @@ func (p *Plan) Print(w io.Writer) {
 }
 
 // PlanUp computes what up would do: only reads (GETs, discovery, one registry HEAD).
+// Each resource is a step of upSteps, in the order apply makes them.
 func PlanUp(ctx context.Context, t *Target) (*Plan, error) {
 	cs, err := t.clientset()
 	if err != nil {
@@ -168,106 +169,144 @@ func PlanUp(ctx context.Context, t *Target) (*Plan, error) {
 		return nil, fmt.Errorf("the cluster at %s is not reachable: %w (check the kubeconfig and context)", t.host(), err)
 	}
 	p := &Plan{target: t, Server: t.host(), LWS: HasLWS(cs)}
-	ns := t.Namespace
-	core := cs.CoreV1()
-	rb := cs.RbacV1()
+	u := &upPlan{t: t, p: p, cs: cs, ns: t.Namespace}
+	for _, step := range upSteps {
+		s, err := step(u, ctx)
+		if err != nil {
+			return nil, err
+		}
+		p.Steps = append(p.Steps, s)
+	}
+	return p, nil
+}
 
-	if _, err := core.Namespaces().Get(ctx, ns, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		p.Steps = append(p.Steps, Step{What: "namespace " + ns, Action: "create", apply: func(ctx context.Context) error {
+// upPlan is what PlanUp's steps share.
+type upPlan struct {
+	t  *Target
+	p  *Plan
+	cs kubernetes.Interface
+	ns string
+}
+
+// upSteps are the resources up makes sure of, in order: each reads its resource and
+// returns the step (ok, create, update or publish).
+var upSteps = []func(u *upPlan, ctx context.Context) (Step, error){
+	(*upPlan).namespace,
+	(*upPlan).serviceAccount,
+	(*upPlan).role,
+	(*upPlan).roleBinding,
+	(*upPlan).runnerImage,
+}
+
+func (u *upPlan) namespace(ctx context.Context) (Step, error) {
+	core, ns := u.cs.CoreV1(), u.ns
+	_, err := core.Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return Step{What: "namespace " + ns, Action: "create", apply: func(ctx context.Context) error {
 			_, err := core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels()}}, metav1.CreateOptions{})
 			return ignoreExists(err)
-		}})
-	} else if err != nil {
-		return nil, fmt.Errorf("namespace %s: %w", ns, err)
-	} else {
-		p.Steps = append(p.Steps, Step{What: "namespace " + ns, Action: "ok"})
+		}}, nil
+	case err != nil:
+		return Step{}, fmt.Errorf("namespace %s: %w", ns, err)
 	}
+	return Step{What: "namespace " + ns, Action: "ok"}, nil
+}
 
+func (u *upPlan) serviceAccount(ctx context.Context) (Step, error) {
+	core, ns := u.cs.CoreV1(), u.ns
 	what := fmt.Sprintf("service account %s/%s (job pods; no API permissions)", ns, Name)
-	if _, err := core.ServiceAccounts(ns).Get(ctx, Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		p.Steps = append(p.Steps, Step{What: what, Action: "create", apply: func(ctx context.Context) error {
+	_, err := core.ServiceAccounts(ns).Get(ctx, Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return Step{What: what, Action: "create", apply: func(ctx context.Context) error {
 			_, err := core.ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: Name, Labels: labels()}}, metav1.CreateOptions{})
 			return ignoreExists(err)
-		}})
-	} else if err != nil {
-		return nil, fmt.Errorf("service account %s/%s: %w", ns, Name, err)
-	} else {
-		p.Steps = append(p.Steps, Step{What: what, Action: "ok"})
+		}}, nil
+	case err != nil:
+		return Step{}, fmt.Errorf("service account %s/%s: %w", ns, Name, err)
 	}
+	return Step{What: what, Action: "ok"}, nil
+}
 
-	want := policyRules(EngineRules(p.LWS))
-	what = fmt.Sprintf("role %s/%s (what the engine needs: jobs, pods, pods/log, pods/proxy, pods/portforward, events%s)", ns, Name, map[bool]string{true: ", leaderworkersets"}[p.LWS])
+func (u *upPlan) role(ctx context.Context) (Step, error) {
+	rb, ns := u.cs.RbacV1(), u.ns
+	want := policyRules(EngineRules(u.p.LWS))
+	what := fmt.Sprintf("role %s/%s (what the engine needs: jobs, pods, pods/log, pods/proxy, pods/portforward, events%s)", ns, Name, map[bool]string{true: ", leaderworkersets"}[u.p.LWS])
 	switch role, err := rb.Roles(ns).Get(ctx, Name, metav1.GetOptions{}); {
 	case apierrors.IsNotFound(err):
-		p.Steps = append(p.Steps, Step{What: what, Action: "create", apply: func(ctx context.Context) error {
+		return Step{What: what, Action: "create", apply: func(ctx context.Context) error {
 			_, err := rb.Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: Name, Labels: labels()}, Rules: want}, metav1.CreateOptions{})
 			return ignoreExists(err)
-		}})
+		}}, nil
 	case err != nil:
-		return nil, fmt.Errorf("role %s/%s: %w", ns, Name, err)
+		return Step{}, fmt.Errorf("role %s/%s: %w", ns, Name, err)
 	case !reflect.DeepEqual(role.Rules, want):
-		p.Steps = append(p.Steps, Step{What: what, Action: "update", apply: func(ctx context.Context) error {
+		return Step{What: what, Action: "update", apply: func(ctx context.Context) error {
 			role.Rules = want
 			_, err := rb.Roles(ns).Update(ctx, role, metav1.UpdateOptions{})
 			return err
-		}})
-	default:
-		p.Steps = append(p.Steps, Step{What: what, Action: "ok"})
+		}}, nil
 	}
+	return Step{What: what, Action: "ok"}, nil
+}
 
+func (u *upPlan) roleBinding(ctx context.Context) (Step, error) {
+	rb, ns := u.cs.RbacV1(), u.ns
 	subj := []rbacv1.Subject{{Kind: "ServiceAccount", Name: Name, Namespace: ns}}
 	ref := rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: Name}
-	what = fmt.Sprintf("role binding %s/%s (role %s → service account %s, for submitters inside the cluster)", ns, Name, Name, Name)
+	create := func(ctx context.Context) error {
+		_, err := rb.RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: Name, Labels: labels()}, Subjects: subj, RoleRef: ref}, metav1.CreateOptions{})
+		return err
+	}
+	what := fmt.Sprintf("role binding %s/%s (role %s → service account %s, for submitters inside the cluster)", ns, Name, Name, Name)
 	switch b, err := rb.RoleBindings(ns).Get(ctx, Name, metav1.GetOptions{}); {
 	case apierrors.IsNotFound(err):
-		p.Steps = append(p.Steps, Step{What: what, Action: "create", apply: func(ctx context.Context) error {
-			_, err := rb.RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: Name, Labels: labels()}, Subjects: subj, RoleRef: ref}, metav1.CreateOptions{})
-			return ignoreExists(err)
-		}})
+		return Step{What: what, Action: "create", apply: func(ctx context.Context) error { return ignoreExists(create(ctx)) }}, nil
 	case err != nil:
-		return nil, fmt.Errorf("role binding %s/%s: %w", ns, Name, err)
+		return Step{}, fmt.Errorf("role binding %s/%s: %w", ns, Name, err)
 	case !reflect.DeepEqual(b.Subjects, subj) || b.RoleRef != ref:
-		p.Steps = append(p.Steps, Step{What: what, Action: "update", apply: func(ctx context.Context) error {
+		return Step{What: what, Action: "update", apply: func(ctx context.Context) error {
 			if b.RoleRef != ref { // immutable: replace
 				if err := rb.RoleBindings(ns).Delete(ctx, Name, metav1.DeleteOptions{}); err != nil {
 					return err
 				}
-				_, err := rb.RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: Name, Labels: labels()}, Subjects: subj, RoleRef: ref}, metav1.CreateOptions{})
-				return err
+				return create(ctx)
 			}
 			b.Subjects = subj
 			_, err := rb.RoleBindings(ns).Update(ctx, b, metav1.UpdateOptions{})
 			return err
-		}})
-	default:
-		p.Steps = append(p.Steps, Step{What: what, Action: "ok"})
+		}}, nil
 	}
+	return Step{What: what, Action: "ok"}, nil
+}
 
+// runnerImage is the runner_image as given, or the published runner image when the
+// registry holds it, else its publication.
+func (u *upPlan) runnerImage(ctx context.Context) (Step, error) {
+	t, p := u.t, u.p
 	if t.RunnerImage != "" {
 		p.RunnerImage = t.RunnerImage
-		p.Steps = append(p.Steps, Step{What: "runner image " + t.RunnerImage + " (runner_image)", Action: "ok"})
-		return p, nil
+		return Step{What: "runner image " + t.RunnerImage + " (runner_image)", Action: "ok"}, nil
 	}
 	repo, bins, tag, err := t.runnerTag(ctx)
 	if err != nil {
-		return nil, err
+		return Step{}, err
 	}
-	ref2 := repo.Tag(tag)
-	h, ok, err := t.Images.Lookup(ctx, ref2)
+	ref := repo.Tag(tag)
+	h, ok, err := t.Images.Lookup(ctx, ref)
 	if err != nil {
-		return nil, err
+		return Step{}, err
 	}
 	if ok {
 		p.RunnerImage = repo.Digest(h.String()).Name()
-		p.Steps = append(p.Steps, Step{What: "runner image " + p.RunnerImage, Action: "ok"})
-	} else {
-		p.Steps = append(p.Steps, Step{What: "runner image " + ref2.Name() + " (linux/amd64, linux/arm64)", Action: "publish", apply: func(ctx context.Context) error {
-			d, err := t.Images.PublishRunner(ctx, repo, bins, nil)
-			p.RunnerImage = d.Name()
-			return err
-		}})
+		return Step{What: "runner image " + p.RunnerImage, Action: "ok"}, nil
 	}
-	return p, nil
+	return Step{What: "runner image " + ref.Name() + " (linux/amd64, linux/arm64)", Action: "publish", apply: func(ctx context.Context) error {
+		d, err := t.Images.PublishRunner(ctx, repo, bins, nil)
+		p.RunnerImage = d.Name()
+		return err
+	}}, nil
 }
 
 func (t *Target) runnerTag(ctx context.Context) (repoOut name.Repository, bins map[string]string, tag string, err error) {

@@ -342,7 +342,7 @@ func submitCmd(t *testing.T, st *store.Store, env []string, argv ...string) stri
 // submitRun runs `kinetic run --async --json ARGS...` and returns the job's ID.
 func submitRun(t *testing.T, st *store.Store, env []string, args ...string) string {
 	t.Helper()
-	out, errOut, err := kinetic(t, st, env, append([]string{"run", "--async", "--json"}, args...)...)
+	out, errOut, err := kinetic(t, st, env, append([]string{"run", "--async", "--json", "--accelerator", "cpu"}, args...)...)
 	if err != nil {
 		t.Fatalf("kinetic run: %v\n%s\n%s", err, out, errOut)
 	}
@@ -621,7 +621,7 @@ func TestDebugOnTheNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func(args ...string) (string, string, error) { return runIn(t, st, dir, nil, kineticBin, args...) }
-	out, errOut, err := run("run", "--async", "--debug", "--debug-wait", "3m", "--container-image", kubetest.DebugPythonImage, "m.py::f", "21")
+	out, errOut, err := run("run", "--async", "--accelerator", "cpu", "--debug", "--debug-wait", "3m", "--container-image", kubetest.DebugPythonImage, "m.py::f", "21")
 	if err != nil {
 		t.Fatalf("submit: %v\n%s\n%s", err, out, errOut)
 	}

@@ -91,7 +91,7 @@ var warmEnv = []string{"KINETIC_WARM_PODS=2", "KINETIC_WARM_POD_IDLE=60s"}
 func runWarm(t *testing.T, st *store.Store, dir string, env []string, fn string, args ...string) (string, time.Duration) {
 	t.Helper()
 	t0 := time.Now()
-	out, errOut, err := runIn(t, st, dir, append(append([]string{}, warmEnv...), env...), kineticBin, append([]string{"run", "m.py::" + fn}, args...)...)
+	out, errOut, err := runIn(t, st, dir, append(append([]string{}, warmEnv...), env...), kineticBin, append([]string{"run", "--accelerator", "cpu", "m.py::" + fn}, args...)...)
 	d := time.Since(t0)
 	if err != nil {
 		t.Fatalf("kinetic run m.py::%s: %v\n%s\n%s", fn, err, out, errOut)
@@ -198,7 +198,7 @@ func TestWarmPodCancelAndIdle(t *testing.T) {
 	got, _ := runWarm(t, st, dir, nil, "probe")
 	pod, _, _ := strings.Cut(got, " ")
 
-	out, errOut, err := runIn(t, st, dir, warmEnv, kineticBin, "run", "--async", "m.py::sleepy")
+	out, errOut, err := runIn(t, st, dir, warmEnv, kineticBin, "run", "--async", "--accelerator", "cpu", "m.py::sleepy")
 	if err != nil {
 		t.Fatalf("run --async: %v\n%s\n%s", err, out, errOut)
 	}

@@ -136,7 +136,7 @@ func TestDebugWithDebugpy(t *testing.T) {
 		cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
 		return cmd
 	}
-	out, err := kinetic("run", "--python", py, "--async", "--debug", "--debug-wait", "2m", "m.py::f", "21").Output()
+	out, err := kinetic("run", "--accelerator", "cpu", "--python", py, "--async", "--debug", "--debug-wait", "2m", "m.py::f", "21").Output()
 	if err != nil {
 		t.Fatalf("submit: %v %s", err, out)
 	}

@@ -219,7 +219,7 @@ func TestGKEFromZero(t *testing.T) {
 	// 2. A function on the cluster, from the CLI: a warm submission (the cache up
 	// wrote) makes no GKE API call.
 	fake.Reset()
-	out, stderr := must(nil, "run", "m.py::add", "1", "2")
+	out, stderr := must(nil, "run", "--accelerator", "cpu", "m.py::add", "1", "2")
 	if strings.TrimSpace(out) != "3" {
 		t.Errorf("kinetic run m.py::add 1 2 printed %q, want 3\n%s", out, stderr)
 	}
@@ -231,7 +231,7 @@ func TestGKEFromZero(t *testing.T) {
 	// server; the run reads the cluster again once, goes on, and caches what GKE says.
 	writeCache(t, cache, kubetest.HostIP+":"+kubetest.APIPort, selfSignedCA(t))
 	fake.Reset()
-	out, stderr = must(nil, "run", "m.py::add", "2", "3")
+	out, stderr = must(nil, "run", "--accelerator", "cpu", "m.py::add", "2", "3")
 	if strings.TrimSpace(out) != "5" || fake.Count(getCluster) != 1 || !bytes.Equal(readCache(t, cache).CA, ca) {
 		t.Errorf("after a CA change: printed %q, GetCluster %d times (want 1), cache holds the new CA %v\n%s", out, fake.Count(getCluster), bytes.Equal(readCache(t, cache).CA, ca), stderr)
 	}
@@ -243,7 +243,7 @@ func TestGKEFromZero(t *testing.T) {
 	bad.MasterAuth.ClusterCaCertificate = base64.StdEncoding.EncodeToString(selfSignedCA(t))
 	fake.PutCluster(clusterPath, bad)
 	writeCache(t, cache, kubetest.HostIP+":"+kubetest.APIPort, selfSignedCA(t))
-	_, stderr, err = kinetic(nil, "run", "m.py::add", "2", "3")
+	_, stderr, err = kinetic(nil, "run", "--accelerator", "cpu", "m.py::add", "2", "3")
 	if err == nil || !strings.Contains(stderr, "presents a certificate that the cluster's CA from GKE does not verify") || !strings.Contains(stderr, "kinetic status") {
 		t.Errorf("a certificate GKE's CA does not verify: %v\n%s", err, stderr)
 	}
@@ -332,7 +332,7 @@ func TestGKEFromZero(t *testing.T) {
 		t.Errorf("through the written context: %v (%v)", err, nodes.Name)
 	}
 	// kinetic itself goes on connecting directly: the binary has no plugin on its PATH.
-	out, stderr = must(nil, "run", "m.py::add", "5", "6")
+	out, stderr = must(nil, "run", "--accelerator", "cpu", "m.py::add", "5", "6")
 	if strings.TrimSpace(out) != "11" {
 		t.Errorf("run with kinetic's kubeconfig context and no plugin printed %q, want 11\n%s", out, stderr)
 	}

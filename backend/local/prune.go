@@ -12,6 +12,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/batch/layout"
+	"github.com/kinetic-run/kinetic/internal/dirsize"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/pyenv"
 	"github.com/kinetic-run/kinetic/store"
@@ -156,7 +157,7 @@ func (b *Backend) pruneEnvs(ctx context.Context, p *pruning) ([]backend.Freed, e
 		if !ok || used.After(p.cutoff) {
 			continue // being built, or used recently
 		}
-		size := dirSize(env)
+		size := dirsize.Of(env)
 		if !p.dryRun {
 			removed, err := pyenv.Remove(ctx, envs, key, p.cutoff)
 			if err != nil {
@@ -201,7 +202,7 @@ func (b *Backend) workspaceDone(ctx context.Context, id, ws string, cutoff time.
 // two prunes removing the same directory one does, and the other reports nothing.
 func removeDir(dir string, dryRun bool) (size int64, removed bool, err error) {
 	if dryRun {
-		return dirSize(dir), true, nil
+		return dirsize.Of(dir), true, nil
 	}
 	claimed := filepath.Join(filepath.Dir(dir), fmt.Sprintf(".pruning-%d-%s", os.Getpid(), filepath.Base(dir)))
 	if err := os.Rename(dir, claimed); errors.Is(err, fs.ErrNotExist) {
@@ -209,7 +210,7 @@ func removeDir(dir string, dryRun bool) (size int64, removed bool, err error) {
 	} else if err != nil {
 		return 0, false, err
 	}
-	size = dirSize(claimed)
+	size = dirsize.Of(claimed)
 	if err := os.RemoveAll(claimed); err != nil {
 		return size, true, err
 	}
@@ -246,7 +247,7 @@ func pruneKeptTrees(queues string, cutoff time.Time, dryRun bool) ([]backend.Fre
 					continue
 				}
 				if dryRun {
-					freed = append(freed, backend.Freed{Kind: "kept tree", Path: t, Bytes: dirSize(t)})
+					freed = append(freed, backend.Freed{Kind: "kept tree", Path: t, Bytes: dirsize.Of(t)})
 					continue
 				}
 				aside := filepath.Join(workers, w.Name(), fmt.Sprintf(".pruning-%d-%s", os.Getpid(), filepath.Base(t)))
@@ -256,7 +257,7 @@ func pruneKeptTrees(queues string, cutoff time.Time, dryRun bool) ([]backend.Fre
 			}
 			lock.Close()
 			for i := 0; i < len(claimed); i += 2 {
-				size := dirSize(claimed[i+1])
+				size := dirsize.Of(claimed[i+1])
 				if err := os.RemoveAll(claimed[i+1]); err != nil {
 					return freed, err
 				}
@@ -265,18 +266,4 @@ func pruneKeptTrees(queues string, cutoff time.Time, dryRun bool) ([]backend.Fre
 		}
 	}
 	return freed, nil
-}
-
-// dirSize is the bytes of the regular files under dir.
-func dirSize(dir string) int64 {
-	var n int64
-	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			if fi, err := d.Info(); err == nil {
-				n += fi.Size()
-			}
-		}
-		return nil
-	})
-	return n
 }

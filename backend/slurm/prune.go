@@ -3,12 +3,12 @@ package slurm
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/kinetic-run/kinetic/backend"
+	"github.com/kinetic-run/kinetic/internal/dirsize"
 	"github.com/kinetic-run/kinetic/pyenv"
 )
 
@@ -34,7 +34,7 @@ func (b *Backend) Prune(ctx context.Context, o backend.PruneOptions) ([]backend.
 			continue
 		}
 		env := pyenv.Path(b.o.EnvDir, key)
-		size := dirSize(env)
+		size := dirsize.Of(env)
 		if !o.DryRun {
 			removed, err := pyenv.Remove(ctx, b.o.EnvDir, key, cutoff)
 			if err != nil {
@@ -95,18 +95,4 @@ func (b *Backend) envsInUse(ctx context.Context) (map[string]bool, error) {
 		}
 	}
 	return keys, nil
-}
-
-// dirSize is the bytes of the regular files under dir.
-func dirSize(dir string) int64 {
-	var n int64
-	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			if fi, err := d.Info(); err == nil {
-				n += fi.Size()
-			}
-		}
-		return nil
-	})
-	return n
 }

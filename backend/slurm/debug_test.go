@@ -127,6 +127,11 @@ func TestDebugWithDebugpy(t *testing.T) {
 		t.Skipf("%s has no debugpy (%v: %s): apt-get install python3-debugpy", py, err, out)
 	}
 	_, env := slurmHome(t, c)
+	// A node runs other jobs: another debug job (or anything) may hold debugpy's usual
+	// port there. The job takes a free one, which its marker records.
+	if l, err := net.Listen("tcp", "127.0.0.1:5678"); err == nil {
+		defer l.Close()
+	}
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "m.py"), []byte("def f(x):\n    y = x * 2\n    return y\n"), 0o644); err != nil {
 		t.Fatal(err)

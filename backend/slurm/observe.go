@@ -17,9 +17,9 @@ import (
 
 var _ backend.Observer = (*Backend)(nil)
 
-// listFormat is what parseList reads: the job's name and its array task's index (squeue
-// -r: one line per task).
-const listFormat = "%j|%K"
+// listFormat is what parseList reads: the job's name, its array task's index (squeue
+// -r: one line per task) and its state.
+const listFormat = "%j|%K|%T"
 
 // List implements backend.Observer: this user's Slurm jobs that slurmctld remembers
 // (pending, running, or ended less than MinJobAge ago) and that Kinetic named (a job's
@@ -34,11 +34,46 @@ func (b *Backend) List(ctx context.Context) ([]*job.Handle, error) {
 	if err != nil {
 		return nil, err
 	}
-	hs := parseList(out)
-	for _, h := range hs {
+	all, ended := parseListStates(out)
+	hs := make([]*job.Handle, 0, len(all))
+	for _, h := range all {
+		// slurmctld keeps an ended job for MinJobAge whatever Kinetic did; one whose
+		// output Cleanup removed is no longer the backend's.
+		if ended[h.JobID] && !exists(b.outputPath(h)) {
+			continue
+		}
 		h.Backend, h.ClusterName = Name, cluster
+		hs = append(hs, h)
 	}
 	return hs, nil
+}
+
+// exists reports whether the file at path is there.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// finalStates are the states squeue shows for a job that has ended.
+var finalStates = map[string]bool{
+	"COMPLETED": true, "CANCELLED": true, "FAILED": true, "TIMEOUT": true, "NODE_FAIL": true,
+	"PREEMPTED": true, "BOOT_FAIL": true, "DEADLINE": true, "OUT_OF_MEMORY": true,
+}
+
+// parseListStates is parseList, and which of the jobs have ended (a final state in the
+// line's third field).
+func parseListStates(out string) ([]*job.Handle, map[string]bool) {
+	ended := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Split(strings.TrimSpace(line), "|")
+		if len(f) < 3 || !finalStates[f[2]] {
+			continue
+		}
+		if h := listedHandle(f[0], f[1]); h != nil {
+			ended[h.JobID] = true
+		}
+	}
+	return parseList(out), ended
 }
 
 // parseList parses squeue -h -r -o listFormat into the handles of the jobs Kinetic
@@ -48,7 +83,8 @@ func parseList(out string) []*job.Handle {
 	seen := map[string]bool{}
 	var hs []*job.Handle
 	for _, line := range strings.Split(out, "\n") {
-		name, task, _ := strings.Cut(strings.TrimSpace(line), "|")
+		name, rest, _ := strings.Cut(strings.TrimSpace(line), "|")
+		task, _, _ := strings.Cut(rest, "|")
 		h := listedHandle(name, task)
 		if h == nil || seen[h.JobID] {
 			continue

@@ -185,3 +185,20 @@ func TestParseList(t *testing.T) {
 		t.Errorf("parseList (-want +got):\n%s", d)
 	}
 }
+
+// TestParseListStates: a job in a final state is marked ended (List then leaves it out
+// once Cleanup removed its output); a running or completing one is not.
+func TestParseListStates(t *testing.T) {
+	const gid = "grp-0123456789abcdefghijklm"
+	const id = "job-0123456789abcdefghijklm"
+	const other = "job-0123456789abcdefghijkln"
+	out := id + "|N/A|CANCELLED\n" + gid + "|0|RUNNING\n" + gid + "|1|COMPLETED\n" + other + "|N/A|COMPLETING\n"
+	hs, ended := parseListStates(out)
+	if len(hs) != 4 {
+		t.Fatalf("%d handles, want 4", len(hs))
+	}
+	want := map[string]bool{id: true, job.ChildID(gid, 1): true}
+	if d := cmp.Diff(want, ended); d != "" {
+		t.Errorf("ended (-want +got):\n%s", d)
+	}
+}

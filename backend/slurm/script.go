@@ -110,6 +110,9 @@ exit $rc
 // runnerCommand is the script's command line that runs the runner on the node.
 func (b *Backend) runnerCommand(h *job.Handle, runnerArgs []string) string {
 	argv := append([]string{b.o.Kinetic, "runner", "--store", h.Store}, runnerArgs...)
+	// A node runs many jobs side by side (unlike a pod): debugpy takes any free port,
+	// which the job's debug marker records for DebugEndpoint's relay.
+	argv = append(argv, "--debug-port", "0")
 	if b.o.EnvDir != "" {
 		argv = append(argv, "--env-dir", b.o.EnvDir)
 	}

@@ -113,7 +113,7 @@ func TestScript(t *testing.T) {
 		t.Fatalf("the script ended with %v; want the runner's exit code 3", err)
 	}
 	raw, _ := os.ReadFile(args)
-	want := "runner\n--store\nfile:///a b\n--job\njob-x\n--workspace\n" + dir + "/kinetic-slurm-77\n"
+	want := "runner\n--store\nfile:///a b\n--job\njob-x\n--debug-port\n0\n--workspace\n" + dir + "/kinetic-slurm-77\n"
 	if string(raw) != want {
 		t.Fatalf("the runner's arguments:\n%s\nwant\n%s", raw, want)
 	}

@@ -235,6 +235,12 @@ func makeFixture(ctx context.Context, home, bin string) (*fixture, error) {
 	if f.running2, err = cmd("train-2", grow); err != nil {
 		return f, err
 	}
+	// Both running before any test looks (a test run alone would find them PENDING).
+	for _, id := range []string{f.running, f.running2} {
+		if err := awaitRunning(ctx, e, st, id, deadline); err != nil {
+			return f, err
+		}
+	}
 	f.token, _ = NewToken()
 	f.srv, err = New(e, Options{Token: f.token, Store: st, Backend: "local", Poll: 500 * time.Millisecond})
 	if err != nil {
@@ -255,4 +261,26 @@ func (f *fixture) url(path string, auth bool) string {
 		u += sep + "token=" + f.token
 	}
 	return u
+}
+
+// awaitRunning waits until job id is RUNNING, or fails at deadline.
+func awaitRunning(ctx context.Context, e *engine.Engine, st, id string, deadline time.Time) error {
+	j, err := e.Attach(ctx, id, st)
+	if err != nil {
+		return err
+	}
+	for {
+		s, reason, err := j.Status(ctx)
+		switch {
+		case err != nil:
+			return err
+		case s == job.Running:
+			return nil
+		case s.Terminal():
+			return fmt.Errorf("job %s ended (%s %s) before the tests", id, s, reason)
+		case time.Now().After(deadline):
+			return fmt.Errorf("job %s is still %s", id, s)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

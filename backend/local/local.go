@@ -564,7 +564,13 @@ func (b *Backend) Cleanup(ctx context.Context, h *job.Handle) error {
 	} else if err != nil {
 		return err
 	}
-	return removeWorkspace(ctx, h.JobID, b.workspace(h.JobID))
+	// A job is final once its envelope is stored, before its supervisor's last writes
+	// (the log's tail, the final status): the engine removes the store's objects after
+	// this returns, so it waits for that supervisor to let go of the job first, or an
+	// object written after them would be left as a damaged job.
+	ws := b.workspace(h.JobID)
+	awaitSupervisor(ctx, filepath.Join(ws, "supervisor.lock"), supervisorFinishGrace)
+	return removeWorkspace(ctx, h.JobID, ws)
 }
 
 // CleanupEnded implements backend.EndedCleaner: Cleanup for a job known to have ended

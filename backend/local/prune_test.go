@@ -228,3 +228,49 @@ func TestPruneKeptTrees(t *testing.T) {
 		t.Errorf("left in the dead worker's directory: %v", ents)
 	}
 }
+
+// A final job's cleanup waits for its supervisor to let go of the job (its lock, held
+// here by the test as the supervisor's last writes would) before it returns, since the
+// engine removes the store's objects right after: a log written after them was left as
+// a damaged job (the dashboard's cleaned-up job answered 422, not 404).
+func TestCleanupWaitsForFinishingSupervisor(t *testing.T) {
+	ctx := context.Background()
+	st, b, state := pruneBackend(t)
+	id := "job-0000000000cleanupwait1"
+	ws := filepath.Join(state, "jobs", id)
+	if err := os.MkdirAll(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := local.WriteStatus(ctx, st, id, &job.Status{State: job.Succeeded}); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := filelock.Open(filepath.Join(ws, "supervisor.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := filelock.Try(lock, filelock.Exclusive); err != nil {
+		t.Fatal(err)
+	}
+	released := make(chan time.Time, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		released <- time.Now()
+		filelock.Unlock(lock)
+	}()
+	if err := b.Cleanup(ctx, &job.Handle{JobID: id}); err != nil {
+		t.Fatal(err)
+	}
+	returned := time.Now()
+	select {
+	case at := <-released:
+		if returned.Before(at) {
+			t.Fatal("cleanup returned while the supervisor still held the job")
+		}
+	default:
+		t.Fatal("cleanup returned while the supervisor still held the job")
+	}
+	if _, err := os.Stat(ws); !os.IsNotExist(err) {
+		t.Fatalf("the workspace is left: %v", err)
+	}
+}

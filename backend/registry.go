@@ -80,21 +80,30 @@ type Preflighter interface {
 	Preflight(s Settings) error
 }
 
-// Traits are what a factory says about the jobs its backends run.
+// Traits are what a factory says about the jobs its backends run, as two independent
+// facts the engine plans from (so that a backend of a kind already known adds no engine
+// code: docs/architecture.md, "Adding a backend"):
+//
+//	                   SharesFiles  ThisMachinesHardware
+//	local              yes          yes
+//	slurm              yes          no   (nodes that mount this machine's paths)
+//	gke, k8s, pathways no           no   (pods from a container image)
 type Traits struct {
-	// OnThisMachine: jobs run on the submitting machine, in a local Python environment
-	// unless the job asks for container isolation: the engine then builds no image, and
-	// uses a local Data(..., fuse=True) directory in place instead of uploading it.
-	OnThisMachine bool
-	// SharedFileSystem: jobs run on other machines (a Slurm cluster's nodes) that share
-	// this machine's file systems, so the engine plans them as OnThisMachine's (a local
-	// Python environment, no image built unless the job asks for a container, Data used
-	// in place), but their hardware is theirs: a GPU job gets a GPU there, and the engine
-	// does not say it runs on this machine's CPU.
-	SharedFileSystem bool
+	// SharesFiles: the machines the jobs run on see this machine's file systems (this
+	// machine itself, or nodes that mount the same paths). The engine builds no image
+	// for such a job unless it asks for a container (container=): its Python
+	// environment is a virtualenv on those files, and a Data(..., fuse=True) directory
+	// is used in place instead of uploaded. Without it, jobs run from a container image.
+	SharesFiles bool
+	// ThisMachinesHardware: the jobs run with this machine's hardware, so a GPU or TPU
+	// job runs on its CPU (the engine says so once), its virtualenv gets the CPU's
+	// runtime layer, and a job waits for this machine's slots. Without it, a job's
+	// machines have the accelerator it asks for, and its environment gets that
+	// accelerator's runtime layer (jax for CUDA on a GPU).
+	ThisMachinesHardware bool
 	// ObjectsNamedAfterJob: the backend names what it makes for a job in a cluster (a
-	// Kubernetes Job, its pods) after the job's ID, which the engine records in the
-	// handle's k8s_name.
+	// Kubernetes Job, its pods, a Slurm job) after the job's ID, which the engine
+	// records in the handle's k8s_name.
 	ObjectsNamedAfterJob bool
 }
 
@@ -136,10 +145,10 @@ func TraitsOf(name string) Traits {
 	return f.Traits()
 }
 
-// RunsOnThisMachine reports whether the backend registered as name runs jobs on this
-// machine or on machines that share its file systems (Traits.OnThisMachine or
-// SharedFileSystem): such jobs are planned alike.
-func RunsOnThisMachine(name string) bool {
-	t := TraitsOf(name)
-	return t.OnThisMachine || t.SharedFileSystem
-}
+// SharesFiles reports whether the backend registered as name runs jobs on machines that
+// share this machine's file systems (Traits.SharesFiles): planned without an image.
+func SharesFiles(name string) bool { return TraitsOf(name).SharesFiles }
+
+// OnThisMachinesHardware reports whether the backend registered as name runs jobs with
+// this machine's hardware (Traits.ThisMachinesHardware).
+func OnThisMachinesHardware(name string) bool { return TraitsOf(name).ThisMachinesHardware }

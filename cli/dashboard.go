@@ -82,7 +82,7 @@ func (d *dashboardCmd) run(cmd *cobra.Command) error {
 // GKE) of a backend that runs elsewhere.
 func (d *dashboardCmd) options(token, store, backendName string) (dashboard.Options, error) {
 	o := dashboard.Options{Token: token, Store: store, Backend: backendName}
-	if o.Backend != "" && !backend.RunsOnThisMachine(o.Backend) {
+	if o.Backend != "" && !backend.SharesFiles(o.Backend) {
 		if err := dashboardCluster(d.g, &o, d.f.store); err != nil {
 			return o, err
 		}

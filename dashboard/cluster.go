@@ -51,7 +51,7 @@ func (s *Server) clusterPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	switch {
-	case s.o.Backend == "" || backend.RunsOnThisMachine(s.o.Backend):
+	case s.o.Backend == "" || backend.SharesFiles(s.o.Backend):
 		v.Local = true
 	case s.o.Cluster == nil:
 		v.Error = "no cluster is configured for this backend"

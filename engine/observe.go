@@ -273,7 +273,7 @@ func (e *Engine) listJobs(ctx context.Context, cfg *config.Resolved, st *store.S
 // Kubernetes backends, by label: the API reference's list_jobs), else the jobs in the store.
 func (e *Engine) listIDs(ctx context.Context, cfg *config.Resolved, st *store.Store) ([]string, error) {
 	name := cfg.Get(config.Backend)
-	if name != "" && !backend.RunsOnThisMachine(name) {
+	if name != "" && !backend.SharesFiles(name) {
 		where := &job.Handle{Backend: name, Namespace: cfg.Get(config.Namespace), Project: cfg.Get(config.Project),
 			Zone: cfg.Get(config.Zone), ClusterName: cfg.Get(config.Cluster), KubeContext: cfg.Get(config.KubeContext)}
 		be, err := e.backendFor(where, st)

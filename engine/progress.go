@@ -97,7 +97,7 @@ func (e *Engine) NoticeWhilePending(ctx context.Context, j *Job) {
 		}
 		why := reason
 		if why == "" {
-			if backend.RunsOnThisMachine(j.Handle.Backend) {
+			if backend.OnThisMachinesHardware(j.Handle.Backend) {
 				// local_slots is the local backend's setting (local.KeySlots), named here
 				// for the message only: the engine links no backend.
 				why = fmt.Sprintf("waiting for a free slot: this machine runs %s jobs at once (the setting local_slots); `kinetic jobs list --status RUNNING` shows what holds them", e.cfg.Get("local_slots"))

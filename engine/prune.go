@@ -32,7 +32,7 @@ func (e *Engine) Prune(ctx context.Context, storeURL string, o backend.PruneOpti
 	}
 	var freed []backend.Freed
 	for _, name := range backend.Names() {
-		if !backend.RunsOnThisMachine(name) {
+		if !backend.SharesFiles(name) {
 			continue
 		}
 		be, err := e.backendFor(&job.Handle{Backend: name}, st)

@@ -182,7 +182,7 @@ func (e *Engine) uploadData(ctx context.Context, p *planned) error {
 	}
 	for i := range p.Spec.Data {
 		r := &p.Spec.Data[i]
-		if r.Fuse && backend.RunsOnThisMachine(p.Handle.Backend) && p.Spec.Container == "" {
+		if r.Fuse && backend.SharesFiles(p.Handle.Backend) && p.Spec.Container == "" {
 			continue // used in place on this machine
 		}
 		update, finish := e.progress(fmt.Sprintf("uploading Data(%q)", r.Source))

@@ -62,7 +62,7 @@ func (w *Worker) Flags() *flag.FlagSet {
 	fs.StringVar(&w.IndexEnv, "index-env", "JOB_COMPLETION_INDEX", "environment variable holding the batch index")
 	fs.DurationVar(&w.MemberWait, "member-wait", 15*time.Minute, "how long a batch member waits for its child to be written")
 	fs.StringVar(&w.Workspace, "workspace", "", "private working directory")
-	fs.StringVar(&w.EnvDir, "env-dir", "", "build the environments of jobs with requirements here, once per environment key (a directory the Slurm nodes share); unset: the requirements are in the image")
+	fs.StringVar(&w.EnvDir, "env-dir", "", "build the environments of jobs with requirements here, once per environment key (on a file system every machine that runs jobs shares); unset: the requirements are in the image")
 	fs.StringVar(&w.Host, "host", os.Getenv("KINETIC_HOST_INDEX"), "host index in a multi-host job")
 	hosts, _ := strconv.Atoi(os.Getenv("KINETIC_NUM_HOSTS"))
 	fs.IntVar(&w.Hosts, "hosts", hosts, "number of hosts of a multi-host job: the leader (host 0) ends the job once every host has ended")

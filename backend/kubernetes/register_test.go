@@ -22,7 +22,7 @@ func TestRegistered(t *testing.T) {
 		if _, ok := backend.Lookup(n); !ok || !slices.Contains(backend.Names(), n) {
 			t.Errorf("%s is not registered", n)
 		}
-		if backend.RunsOnThisMachine(n) {
+		if backend.SharesFiles(n) {
 			t.Errorf("%s runs on this machine", n)
 		}
 	}

@@ -22,10 +22,10 @@ func TestRegistered(t *testing.T) {
 	if config.DefaultBackend() != local.Name {
 		t.Errorf("config.DefaultBackend() = %q, want %q", config.DefaultBackend(), local.Name)
 	}
-	if !backend.RunsOnThisMachine(local.Name) {
+	if !backend.SharesFiles(local.Name) {
 		t.Error("local does not run on this machine")
 	}
-	if tr := f.Traits(); tr != (backend.Traits{OnThisMachine: true}) {
+	if tr := f.Traits(); tr != (backend.Traits{SharesFiles: true, ThisMachinesHardware: true}) {
 		t.Errorf("Traits = %+v: local jobs run here, and it makes no cluster objects", tr)
 	}
 	pl := f

@@ -63,7 +63,7 @@ func (factory) New(env backend.Env) (backend.Backend, error) {
 // lies (docs/slurm.md, "Shared file systems"); but they run on the nodes' hardware, not
 // this machine's. The Slurm jobs are named after the jobs.
 func (factory) Traits() backend.Traits {
-	return backend.Traits{SharedFileSystem: true, ObjectsNamedAfterJob: true}
+	return backend.Traits{SharesFiles: true, ObjectsNamedAfterJob: true}
 }
 
 // Plan implements backend.Factory: it refuses what one Slurm batch job cannot be (a TPU,

@@ -94,10 +94,7 @@ func TestFactoryNew(t *testing.T) {
 // do not run on this machine (no "this machine's CPU" for a GPU job).
 func TestTraits(t *testing.T) {
 	tr := backend.TraitsOf(Name)
-	if tr.OnThisMachine || !tr.SharedFileSystem || !tr.ObjectsNamedAfterJob {
-		t.Errorf("traits %+v: want SharedFileSystem and ObjectsNamedAfterJob, not OnThisMachine", tr)
-	}
-	if !backend.RunsOnThisMachine(Name) {
-		t.Error("RunsOnThisMachine(slurm) is false: its jobs would be built into images")
+	if tr.ThisMachinesHardware || !tr.SharesFiles || !tr.ObjectsNamedAfterJob {
+		t.Errorf("traits %+v: want SharesFiles and ObjectsNamedAfterJob, not ThisMachinesHardware", tr)
 	}
 }

@@ -21,7 +21,7 @@ func dataStep(ctx context.Context, env Env, req *Request, p *Job) error {
 		return err
 	}
 	p.Spec.Data = refs
-	if p.onHere && p.Cfg.Get(config.Container) == "" {
+	if p.filesShared && p.Cfg.Get(config.Container) == "" {
 		return volumesHere(refs)
 	}
 	return nil

@@ -50,11 +50,11 @@ func dependencies(ctx context.Context, env Env, req *Request, p *Job) error {
 	return nil
 }
 
-// venvCategory is the runtime layer a virtualenv gets: the CPU's on this machine, the
-// job's hardware's on a backend whose nodes share this machine's files and have their
-// own hardware (Traits.SharedFileSystem: a Slurm GPU job gets jax for CUDA).
+// venvCategory is the runtime layer a virtualenv gets: the CPU's on a backend that runs
+// jobs with this machine's hardware, else the accelerator's the job asks for
+// (Traits.ThisMachinesHardware: a GPU job on nodes of their own gets jax for CUDA).
 func venvCategory(p *Job) string {
-	if p.where != nil && backend.TraitsOf(p.where.Backend).SharedFileSystem {
+	if p.where != nil && !backend.OnThisMachinesHardware(p.where.Backend) {
 		return p.acc.Category()
 	}
 	return "cpu"

@@ -54,7 +54,7 @@ func (p *Job) inContainer(env Env, req *Request, choice image.Choice) (bool, err
 	if be == "" {
 		be = config.DefaultBackend()
 	}
-	if !backend.RunsOnThisMachine(be) {
+	if !backend.SharesFiles(be) {
 		return true, nil
 	}
 	engine, err := ContainerEngine(p.Cfg.Get(config.Container), p.Cfg.Source(config.Container))
@@ -91,7 +91,7 @@ func (c *imagePlan) custom(ctx context.Context) error {
 	if c.req.Kind == job.KindPickle {
 		customPythonWarning(ctx, c.env, ref, c.py)
 	}
-	if into, ok := c.s.RunnerRepository(ref); ok && !p.onHere {
+	if into, ok := c.s.RunnerRepository(ref); ok && !p.filesShared {
 		// The user's image in Kinetic's registry: the runner goes into a copy of its
 		// manifest in Kinetic's repository (its layers mounted, not copied). An image
 		// elsewhere is used as is, and its pods copy the runner in.
@@ -135,7 +135,7 @@ func (c *imagePlan) bundled(ctx context.Context) error {
 	}
 	p.Spec.Image = res.Ref.Name()
 	p.Spec.EnvKey = c.key
-	if d, ok := res.Ref.(name.Digest); ok && !p.onHere {
+	if d, ok := res.Ref.(name.Digest); ok && !p.filesShared {
 		// An image Kinetic built: the runner goes into it (a manifest over the same
 		// layers), so the backend's pods start it without copying it in.
 		p.addRunner(ctx, c.env, d, d.Context())

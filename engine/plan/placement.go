@@ -35,14 +35,14 @@ func placement(ctx context.Context, env Env, req *Request, p *Job) error {
 		return err
 	}
 	p.where = where
-	p.onHere = backend.RunsOnThisMachine(where.Backend)
+	p.filesShared = backend.SharesFiles(where.Backend)
 	container := p.Cfg.Get(config.Container)
-	if req.Python == "" && req.Kind != job.KindCommand && p.onHere && container == "" && p.Cfg.Get(config.Python) == "" {
+	if req.Python == "" && req.Kind != job.KindCommand && p.filesShared && container == "" && p.Cfg.Get(config.Python) == "" {
 		// kinetic run FILE.py::FUNC: the python3 on PATH, resolved through a shim
 		// (pyenv's is a shell script, which warm workers cannot be made of).
 		req.Python = env.PathPython()
 	}
-	if req.Python != "" && p.onHere && container == "" {
+	if req.Python != "" && p.filesShared && container == "" {
 		// On this machine the interpreter must be the one asked for: falling back to
 		// another Python would run the job with other packages, silently.
 		if fi, err := os.Stat(req.Python); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
@@ -50,8 +50,8 @@ func placement(ctx context.Context, env Env, req *Request, p *Job) error {
 		}
 	}
 	p.Spec.Python = req.Python
-	p.InContainer = !p.onHere || container != ""
-	if p.onHere && p.acc.Kind != accel.CPU && backend.TraitsOf(where.Backend).OnThisMachine {
+	p.InContainer = !p.filesShared || container != ""
+	if p.filesShared && p.acc.Kind != accel.CPU && backend.OnThisMachinesHardware(where.Backend) {
 		env.NoticeOnce(fmt.Sprintf("kinetic: the %s backend runs %s jobs on this machine's CPU: no %s is attached here (a cluster backend runs them on one: see kinetic up)\n",
 			where.Backend, p.acc.Name, strings.ToUpper(string(p.acc.Kind))))
 	}
@@ -82,7 +82,7 @@ func defaultHere(cfg *config.Resolved) bool {
 	if name == "" {
 		name = config.DefaultBackend()
 	}
-	return cfg.Source(config.Backend) == config.SourceDefault && backend.RunsOnThisMachine(name)
+	return cfg.Source(config.Backend) == config.SourceDefault && backend.SharesFiles(name)
 }
 
 // Backend returns where a job with accelerator acc runs: a handle with the backend's

@@ -57,19 +57,21 @@ func TestPlacementBackend(t *testing.T) {
 	}
 }
 
-// sharedFS is a backend whose jobs run on machines sharing this one's file systems (as
-// Slurm's do): registered for TestSharedFileSystemPlacement.
+// sharedFS is a backend whose jobs run on machines that share this one's file systems
+// but have hardware of their own (Slurm's kind), known to the engine by its traits
+// alone: registered for the tests below, which prove that a backend of that kind plans
+// right with no engine code of its own.
 type sharedFS struct{}
 
 func (sharedFS) Key(backend.Env) string                               { return "" }
 func (sharedFS) New(backend.Env) (backend.Backend, error)             { return nil, errors.New("not in this test") }
 func (sharedFS) Plan(*job.Handle, accel.Spec, backend.Settings) error { return nil }
-func (sharedFS) Traits() backend.Traits                               { return backend.Traits{SharedFileSystem: true} }
+func (sharedFS) Traits() backend.Traits                               { return backend.Traits{SharesFiles: true} }
 
 func init() { backend.Register("sharedfs-test", sharedFS{}) }
 
 // TestSharedFileSystemPlacement: a backend whose nodes share this machine's file systems
-// (Traits.SharedFileSystem: Slurm) is planned as a local one (no container, the caller's
+// (Traits.SharesFiles without ThisMachinesHardware: Slurm's kind) is planned as a local one (no container, the caller's
 // interpreter), but a GPU job there is not told it runs on this machine's CPU, as it is
 // on the local backend.
 func TestSharedFileSystemPlacement(t *testing.T) {
@@ -85,8 +87,8 @@ func TestSharedFileSystemPlacement(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !p.onHere || p.InContainer {
-				t.Errorf("onHere %v, InContainer %v: want a job planned as a local one", p.onHere, p.InContainer)
+			if !p.filesShared || p.InContainer {
+				t.Errorf("filesShared %v, InContainer %v: want a job planned as a local one", p.filesShared, p.InContainer)
 			}
 			said := strings.Contains(strings.Join(env.notices, ""), "this machine's CPU")
 			if said != c.notice {
@@ -98,7 +100,7 @@ func TestSharedFileSystemPlacement(t *testing.T) {
 
 // TestSharedFileSystemRuntime: the virtualenv of a GPU job with requirements gets the
 // GPU runtime layer (jax for CUDA) on a backend whose nodes have their own hardware
-// (Traits.SharedFileSystem), and the CPU's on the local backend.
+// (no Traits.ThisMachinesHardware), and the CPU's on the local backend.
 func TestSharedFileSystemRuntime(t *testing.T) {
 	root := t.TempDir()
 	os.WriteFile(filepath.Join(root, "requirements.txt"), []byte("numpy\n"), 0o644)

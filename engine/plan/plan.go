@@ -155,7 +155,7 @@ type Job struct {
 	id     string      // the job's ID
 	acc    accel.Spec  // the accelerator
 	where  *job.Handle // the backend and cluster it runs on
-	onHere bool        // its backend runs jobs on this machine
+	filesShared bool        // its backend runs jobs on this machine
 	cwd    string      // the submitter's working directory
 }
 

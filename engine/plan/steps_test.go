@@ -114,8 +114,8 @@ func TestPlacement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !p.onHere || p.InContainer || p.where.Backend != "local" {
-		t.Errorf("onHere %v, in a container %v, backend %q: want this machine, no container", p.onHere, p.InContainer, p.where.Backend)
+	if !p.filesShared || p.InContainer || p.where.Backend != "local" {
+		t.Errorf("filesShared %v, in a container %v, backend %q: want this machine, no container", p.filesShared, p.InContainer, p.where.Backend)
 	}
 	if len(env.notices) != 1 || !strings.Contains(env.notices[0], "CPU") {
 		t.Errorf("notices %q: want one saying a GPU job runs on the CPU here", env.notices)

@@ -86,3 +86,52 @@ func CheckDirs(root string, dirs ...string) ([]Finding, error) {
 	}
 	return out, nil
 }
+
+// Mentions returns where the non-test Go files of the module at root, outside the
+// backend package dir (say "backend/slurm") and testkit (the tests' own kits), import that package or spell word in a
+// string literal (case-insensitive, as a part: "slurm_partition"): the product code that
+// knows the backend other than through its registries. Comments are not code.
+func Mentions(root, dir, word string) ([]Finding, error) {
+	fset := token.NewFileSet()
+	pkg := Module + "/" + dir
+	word = strings.ToLower(word)
+	var out []Finding
+	err := filepath.WalkDir(root, func(path string, e os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if e.IsDir() {
+			if rel == dir || rel == "testkit" || (rel != "." && strings.HasPrefix(e.Name(), ".")) || e.Name() == "testdata" || e.Name() == "node_modules" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		f, err := parser.ParseFile(fset, rel, src, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			v, _ := strconv.Unquote(lit.Value)
+			if v == pkg || strings.HasPrefix(v, pkg+"/") {
+				out = append(out, Finding{fset.Position(lit.Pos()), "imports " + v})
+			} else if strings.Contains(strings.ToLower(v), word) {
+				out = append(out, Finding{fset.Position(lit.Pos()), "names " + lit.Value})
+			}
+			return true
+		})
+		return nil
+	})
+	return out, err
+}

@@ -53,3 +53,27 @@ func checkFinds(t *testing.T) {
 		}
 	}
 }
+
+// TestSlurmContained: the product's Go code outside backend/slurm knows Slurm only by
+// the blank import that registers it (issue 48: a backend written inside its own
+// package plus registration). The engine plans its jobs from its traits
+// (backend.Traits: SharesFiles without ThisMachinesHardware), the CLI's setup commands
+// reach it through backend/provision, and its settings are declared in its package.
+func TestSlurmContained(t *testing.T) {
+	found, err := Mentions("../..", "backend/slurm", "slurm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range found {
+		got = append(got, f.Pos.Filename+": "+f.What)
+	}
+	want := []string{"cmd/kinetic/main.go: imports " + Module + "/backend/slurm"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("Go code outside backend/slurm that names Slurm:\n%s\nwant only:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The check finds what it should: the Kubernetes backend is named far and wide.
+	if k, err := Mentions("../..", "backend/kubernetes", "kubernetes"); err != nil || len(k) < 5 {
+		t.Errorf("the check found %d mentions of the Kubernetes backend (%v): it finds nothing", len(k), err)
+	}
+}

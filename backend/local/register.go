@@ -38,7 +38,9 @@ func (factory) New(env backend.Env) (backend.Backend, error) {
 }
 
 // Traits implements backend.Factory: jobs run on this machine.
-func (factory) Traits() backend.Traits { return backend.Traits{SharesFiles: true, ThisMachinesHardware: true} }
+func (factory) Traits() backend.Traits {
+	return backend.Traits{SharesFiles: true, ThisMachinesHardware: true}
+}
 
 // Plan implements backend.Factory: the local backend runs one process on this machine,
 // so it refuses a slice over several hosts rather than pretend to be several hosts.

@@ -152,11 +152,11 @@ type Job struct {
 	// the runner added (the handle's container_image).
 	ContainerImage string
 
-	id     string      // the job's ID
-	acc    accel.Spec  // the accelerator
-	where  *job.Handle // the backend and cluster it runs on
+	id          string      // the job's ID
+	acc         accel.Spec  // the accelerator
+	where       *job.Handle // the backend and cluster it runs on
 	filesShared bool        // its backend runs jobs on this machine
-	cwd    string      // the submitter's working directory
+	cwd         string      // the submitter's working directory
 }
 
 // step is one named step of planning.

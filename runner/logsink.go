@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/kinetic-run/kinetic/pack"
 	"github.com/kinetic-run/kinetic/store"
 )
 
@@ -25,9 +27,16 @@ type LogSink struct {
 	// logs no longer fit). After an ENOSPC the sink drops output instead of buffering
 	// it: the space left belongs to the job's final records.
 	onError func(err error, lost int)
+	// writeFinal, if set, runs the last write of the output kept from a full disk (the
+	// disk guard's: once more after its reserve is given back, if that write finds no
+	// space).
+	writeFinal func(write func() error) error
 
 	mu       sync.Mutex
 	dropping bool
+	kept     []byte // the head of the first chunk a full disk refused
+	keptSeq  int    // that chunk's number
+	lost     int64  // bytes of output dropped after the kept head
 	buf      bytes.Buffer
 	seq      int
 	err      error
@@ -38,6 +47,11 @@ type LogSink struct {
 
 // maxChunk is the size at which a chunk is flushed at once.
 const maxChunk = 1 << 20
+
+// keepOnFull is how much of the chunk a full disk refused is kept, to be written once
+// the job has stopped (its first lines: what it did before its output filled the disk);
+// small beside the disk guard's reserve, which the final records need.
+const keepOnFull = 16 << 10
 
 // NewLogSink starts a sink that flushes to the store until Close.
 func NewLogSink(ctx context.Context, st *store.Store, jobID string, firstSeq int) *LogSink {
@@ -56,6 +70,7 @@ func (s *LogSink) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	if s.dropping {
 		err := s.err
+		s.lost += int64(len(p))
 		s.mu.Unlock()
 		if s.onError != nil {
 			s.onError(err, len(p))
@@ -95,6 +110,7 @@ func (s *LogSink) loop(ctx context.Context) {
 		case <-s.done:
 			t.Stop()
 			s.flush(context.WithoutCancel(ctx))
+			s.flushKept(context.WithoutCancel(ctx))
 			return
 		}
 		t.Stop()
@@ -118,14 +134,41 @@ func (s *LogSink) flush(ctx context.Context) {
 		if s.err == nil {
 			s.err = err
 		}
-		if errors.Is(err, syscall.ENOSPC) {
+		if errors.Is(err, syscall.ENOSPC) && !s.dropping {
 			s.dropping = true
 			s.buf.Reset()
+			s.kept, s.keptSeq = data[:min(len(data), keepOnFull)], seq
+			s.lost += int64(len(data) - len(s.kept))
 		}
 		s.mu.Unlock()
 		if s.onError != nil {
 			s.onError(err, len(data))
 		}
+	}
+}
+
+// flushKept writes the head kept from the chunk a full disk refused, in that chunk's
+// place (no chunk came after it), with a line that says how much output was lost: the
+// log then starts as the job's output did and says where it stops being whole.
+func (s *LogSink) flushKept(ctx context.Context) {
+	s.mu.Lock()
+	kept, seq, lost := s.kept, s.keptSeq, s.lost
+	s.mu.Unlock()
+	if kept == nil {
+		return
+	}
+	data := append(bytes.Clone(kept), fmt.Sprintf("\n[kinetic: the job's output after this point (%s) was lost: no space left on device in the store]\n", pack.HumanBytes(lost))...)
+	write := func() error { return s.st.Put(ctx, s.keyOf(seq), data) }
+	var err error
+	if s.writeFinal != nil {
+		err = s.writeFinal(write)
+	} else {
+		err = write()
+	}
+	if err == nil {
+		s.mu.Lock()
+		s.kept = nil
+		s.mu.Unlock()
 	}
 }
 

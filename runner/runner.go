@@ -233,6 +233,7 @@ func (o Options) logSink(ctx context.Context, st *store.Store, guard *diskGuard)
 		sink = newLogSink(context.WithoutCancel(ctx), st, func(seq int) string { return store.HostLogChunkKey(o.JobID, o.Host, seq) }, 0)
 	}
 	sink.onError = func(err error, lost int) { guard.report("the job's logs (in the store "+st.URL()+")", err, lost) }
+	sink.writeFinal = guard.writeFinal
 	return sink
 }
 

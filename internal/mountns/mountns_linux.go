@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 
@@ -72,7 +73,10 @@ func Main() {
 		fail(err)
 	}
 	// The program gets no capability of the helper's (a root user keeps its own, as
-	// everywhere).
+	// everywhere). Capabilities are a thread's: the clear and the exec run on one OS
+	// thread, or the exec may come from another thread that still holds them (seen
+	// under load: the program ran with CAP_SYS_ADMIN and CAP_SYS_CHROOT).
+	runtime.LockOSThread()
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
 		fail(fmt.Errorf("drop the helper's capabilities: %w", err))
 	}

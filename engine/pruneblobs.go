@@ -20,6 +20,10 @@ import (
 // written right now.
 const BlobGrace = time.Hour
 
+// pruneNow is the clock content ages are read against (a test's later hour: a bucket's
+// modification times cannot be set back).
+var pruneNow = time.Now
+
 const blobsPrefix = "blobs/sha256/"
 const dataPrefix = "data/sha256/"
 
@@ -42,7 +46,7 @@ type contentRefs struct {
 type templateReader func(ctx context.Context, st *store.Store) ([]*job.Spec, error)
 
 func pruneContent(ctx context.Context, st *store.Store, o backend.PruneOptions, templates templateReader) ([]backend.Freed, error) {
-	cutoff := time.Now().Add(-max(o.OlderThan, BlobGrace))
+	cutoff := pruneNow().Add(-max(o.OlderThan, BlobGrace))
 	refs, err := readContentRefs(ctx, st, templates)
 	if err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
+	"github.com/kinetic-run/kinetic/testkit/kubeconfigtest"
 )
 
 // outcome is how one attempt of one input ends: final after reads Status reads (never,
@@ -224,7 +225,16 @@ func newTestEngine(t *testing.T, be backend.Backend) *engine.Engine {
 	if err := os.WriteFile(pf, []byte(`{}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.New(config.Options{Getenv: func(string) string { return "" }, ProfilesFile: pf}, engine.WithUnwritten(Unwritten{}))
+	// A kubeconfig that names a cluster, which planning a k8s job checks first
+	// (plan.Preflight); be stands in for the cluster.
+	kubeconfig := kubeconfigtest.Write(t)
+	getenv := func(k string) string {
+		if k == "KUBECONFIG" {
+			return kubeconfig
+		}
+		return ""
+	}
+	e, err := engine.New(config.Options{Getenv: getenv, ProfilesFile: pf}, engine.WithUnwritten(Unwritten{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/engine/plan"
@@ -160,7 +159,7 @@ func entryArgs(args []string) (*job.Entry, error) {
 // precheck checks, before anything is submitted, the cluster a Kubernetes backend needs
 // and that FUNC is in FILE; it quiets the engine for --quiet.
 func (o *runOpts) precheck(cmd *cobra.Command, e *engine.Engine, req *engine.SubmitRequest) error {
-	if err := clusterFirst(e.Config()); err != nil {
+	if err := plan.Preflight(e.Config()); err != nil {
 		return err
 	}
 	if req.Kind == job.KindEntry {
@@ -305,20 +304,6 @@ func printResult(cmd *cobra.Command, id string, res *engine.Result, resErr error
 		fmt.Fprint(cmd.ErrOrStderr(), "remote traceback:\n"+env.Traceback)
 	}
 	return &ExitError{Code: code, Err: fmt.Errorf("job failed in phase %s: %s: %s", env.Phase, env.ExcType, env.ExcMessage)}
-}
-
-// clusterFirst checks the fundamental thing of the configured backend (a kubeconfig
-// that names a cluster, for a Kubernetes backend reached through one) before anything
-// else is asked for (an image registry, a store): backend.Preflighter.
-func clusterFirst(res *config.Resolved) error {
-	f, ok := backend.Lookup(res.Get(config.Backend))
-	if !ok {
-		return nil
-	}
-	if pf, ok := f.(backend.Preflighter); ok {
-		return pf.Preflight(plan.Settings{C: res})
-	}
-	return nil
 }
 
 // resultJSON is a finished job as --json prints it: its ID, its state and envelope, and

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/store"
 	"github.com/kinetic-run/kinetic/testkit/gcstest"
+	"github.com/kinetic-run/kinetic/testkit/kubeconfigtest"
 )
 
 // fakeBackend is a backend that runs nothing: every job is final as soon as it is
@@ -79,6 +81,15 @@ func newTestEngine(t *testing.T, env map[string]string, profiles string) *Engine
 		if err := os.WriteFile(pf, []byte(profiles), 0o600); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if _, ok := env["KUBECONFIG"]; !ok {
+		// The k8s jobs these tests plan need a kubeconfig that names a cluster
+		// (plan.Preflight); a fake backend then stands in for it.
+		env = maps.Clone(env)
+		if env == nil {
+			env = map[string]string{}
+		}
+		env["KUBECONFIG"] = kubeconfigtest.Write(t)
 	}
 	e, err := New(config.Options{Getenv: func(k string) string { return env[k] }, ProfilesFile: pf})
 	if err != nil {
@@ -144,7 +155,8 @@ const twoClusters = `{"current": "b", "profiles": {
 // cluster even when profile b is active; only the kubeconfig file is this machine's.
 func TestClusterOfFollowsTheHandle(t *testing.T) {
 	ctx := context.Background()
-	env := map[string]string{"KUBECONFIG": "/home/u/.kube/config"}
+	kubeconfig := kubeconfigtest.Write(t, "ctx-a")
+	env := map[string]string{"KUBECONFIG": kubeconfig}
 	pf := filepath.Join(t.TempDir(), "profiles.json")
 	os.WriteFile(pf, []byte(twoClusters), 0o600)
 	submitter, err := New(config.Options{Getenv: func(k string) string { return env[k] }, ProfilesFile: pf, Profile: "a"})
@@ -169,7 +181,7 @@ func TestClusterOfFollowsTheHandle(t *testing.T) {
 	clusterOf := func(h *job.Handle) kubernetes.Cluster {
 		return kubernetes.ClusterOf(h, observer.Config().Get(kubernetes.KeyKubeconfig))
 	}
-	want := kubernetes.Cluster{Backend: "gke", Project: "pa", Zone: "europe-west4-a", Cluster: "ca", Namespace: "team-a", KubeContext: "ctx-a", Kubeconfig: "/home/u/.kube/config"}
+	want := kubernetes.Cluster{Backend: "gke", Project: "pa", Zone: "europe-west4-a", Cluster: "ca", Namespace: "team-a", KubeContext: "ctx-a", Kubeconfig: kubeconfig}
 	if d := cmp.Diff(want, clusterOf(h)); d != "" {
 		t.Errorf("ClusterOf (-want +got):\n%s", d)
 	}

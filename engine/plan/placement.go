@@ -30,6 +30,9 @@ func placement(ctx context.Context, env Env, req *Request, p *Job) error {
 	if err := unconfiguredAccelerator(p.Cfg, p.acc); err != nil {
 		return err
 	}
+	if err := Preflight(p.Cfg); err != nil {
+		return err
+	}
 	where, err := Backend(p.Cfg, p.acc)
 	if err != nil {
 		return err
@@ -54,6 +57,27 @@ func placement(ctx context.Context, env Env, req *Request, p *Job) error {
 	if p.filesShared && p.acc.Kind != accel.CPU && backend.OnThisMachinesHardware(where.Backend) {
 		env.NoticeOnce(fmt.Sprintf("kinetic: the %s backend runs %s jobs on this machine's CPU: no %s is attached here (a cluster backend runs them on one: see kinetic up)\n",
 			where.Backend, p.acc.Name, strings.ToUpper(string(p.acc.Kind))))
+	}
+	return nil
+}
+
+// Preflight checks the fundamental thing of the configured backend (a kubeconfig that
+// names a cluster, for a Kubernetes backend reached through one) before anything else is
+// asked for (an image registry, a store): backend.Preflighter. Planning does it for the
+// SDK's calls and the CLI's alike; `kinetic run` also calls it before it looks for FUNC.
+func Preflight(cfg *config.Resolved) error {
+	name := cfg.Get(config.Backend)
+	if name == "" {
+		name = config.DefaultBackend()
+	}
+	f, ok := backend.Lookup(name)
+	if !ok {
+		return nil // unknown: Backend says so, with the names there are
+	}
+	if pf, ok := f.(backend.Preflighter); ok {
+		if err := pf.Preflight(Settings{C: cfg}); err != nil {
+			return errs.Wrap(errs.FailedPrecondition, err)
+		}
 	}
 	return nil
 }

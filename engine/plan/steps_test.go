@@ -18,6 +18,7 @@ import (
 	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/image"
 	"github.com/kinetic-run/kinetic/job"
+	"github.com/kinetic-run/kinetic/testkit/kubeconfigtest"
 )
 
 func TestSettings(t *testing.T) {
@@ -279,7 +280,7 @@ func TestImageRunnerInImage(t *testing.T) {
 		return d
 	}
 	newClusterEnv := func(add bool) *testEnv {
-		env := newEnv(t, map[config.Key]string{config.Backend: kubernetes.K8sName, config.ImageRegistry: "registry.example/team", kubernetes.KeyKubeconfig: os.DevNull})
+		env := newEnv(t, map[config.Key]string{config.Backend: kubernetes.K8sName, config.ImageRegistry: "registry.example/team", kubernetes.KeyKubeconfig: kubeconfigtest.Write(t)})
 		env.ensure = func(req *image.BuildRequest) (image.Result, error) {
 			return image.Result{Ref: digest(built), Cached: true}, nil
 		}
@@ -321,7 +322,7 @@ func TestImageRunnerInCustomImage(t *testing.T) {
 	const runner = "registry.example/team/kinetic-runner@sha256:3333333333333333333333333333333333333333333333333333333333333333"
 	const mine = "registry.example/alice/model:1"
 	clusterEnv := func(add bool) *testEnv {
-		env := newEnv(t, map[config.Key]string{config.Backend: kubernetes.K8sName, config.ImageRegistry: "registry.example/team", kubernetes.KeyKubeconfig: os.DevNull})
+		env := newEnv(t, map[config.Key]string{config.Backend: kubernetes.K8sName, config.ImageRegistry: "registry.example/team", kubernetes.KeyKubeconfig: kubeconfigtest.Write(t)})
 		if add {
 			env.addRunner = func(*job.Handle, name.Reference, name.Repository) (image.WithRunner, bool) {
 				return image.WithRunner{Image: name.MustParseReference(withIt).(name.Digest), Runner: name.MustParseReference(runner).(name.Digest)}, true
@@ -465,7 +466,7 @@ func TestImageRuntimeLayer(t *testing.T) {
 	const built = "registry.example/team/kinetic-env@sha256:1111111111111111111111111111111111111111111111111111111111111111"
 	plan := func(t *testing.T, python, accelerator string, args map[config.Key]string, last ...string) (*Job, *image.BuildRequest, error) {
 		t.Helper()
-		a := map[config.Key]string{config.Backend: kubernetes.K8sName, config.ImageRegistry: "registry.example/team", kubernetes.KeyKubeconfig: os.DevNull, config.PackageRoot: root}
+		a := map[config.Key]string{config.Backend: kubernetes.K8sName, config.ImageRegistry: "registry.example/team", kubernetes.KeyKubeconfig: kubeconfigtest.Write(t), config.PackageRoot: root}
 		for k, v := range args {
 			a[k] = v
 		}
@@ -531,7 +532,7 @@ func TestImageRuntimeLayer(t *testing.T) {
 	}
 
 	// A custom image with another Python: one warning naming both.
-	env := newEnv(t, map[config.Key]string{config.Backend: kubernetes.K8sName, kubernetes.KeyKubeconfig: os.DevNull})
+	env := newEnv(t, map[config.Key]string{config.Backend: kubernetes.K8sName, kubernetes.KeyKubeconfig: kubeconfigtest.Write(t)})
 	env.imagePython = "3.11"
 	r := pickleRequest()
 	r.ContainerImage, r.PythonVersion = "registry.example/alice/model:1", "3.12"

@@ -1,7 +1,7 @@
 // Package backend defines the small interface every place that can run jobs implements
-// (this machine, a Kubernetes cluster, a Slurm cluster), and the errors callers branch on. Everything
-// durable about a job lives in the store; a backend only starts, observes, stops and
-// cleans up what runs. backendtest is the conformance suite all backends pass.
+// (this machine, a Kubernetes cluster, a Slurm cluster), and the errors callers branch
+// on. Everything durable about a job lives in the store; a backend only starts,
+// observes, stops and cleans up what runs. backendtest is the conformance suite all backends pass.
 package backend
 
 import (

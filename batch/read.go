@@ -505,7 +505,7 @@ func Cleanup(ctx context.Context, e Engine, gid, storeURL string, backendRes, st
 				j, err := e.Attach(gctx, id, v.Store)
 				if err != nil {
 					if storeObjs && errors.Is(err, engine.ErrNotFound) {
-						return e.RemoveTombstone(gctx, id, v.Store) // collected before
+						return removeNeverAJob(gctx, e, v.Store, id)
 					}
 					return nil // already gone
 				}
@@ -529,6 +529,20 @@ func Cleanup(ctx context.Context, e Engine, gid, storeURL string, backendRes, st
 		return st.DeletePrefix(ctx, layout.Prefix(gid))
 	}
 	return nil
+}
+
+// removeNeverAJob removes what the store holds of child id that Attach does not find:
+// its tombstone (collected before), or the objects a submitter that died between the
+// child's spec and its handle (written last) left of a job that never was.
+func removeNeverAJob(ctx context.Context, e Engine, storeURL, id string) error {
+	if err := e.RemoveTombstone(ctx, id, storeURL); err != nil {
+		return err
+	}
+	st, err := e.Store(ctx, storeURL)
+	if err != nil {
+		return err
+	}
+	return st.DeletePrefix(ctx, store.JobPrefix(id))
 }
 
 // cleanupGroupUnit removes the unit a driver ran the batch's first attempts in.

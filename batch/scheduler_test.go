@@ -15,6 +15,7 @@ import (
 	"github.com/kinetic-run/kinetic/batch/layout"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
+	"github.com/kinetic-run/kinetic/store"
 )
 
 // TestScheduler runs whole batches against fake backends (plain, a driver with a queue,
@@ -330,5 +331,55 @@ func TestKilledSubmitter(t *testing.T) {
 	id, err := layout.ResolveMember(ctx, st, gid, 2, 50*time.Millisecond)
 	if err == nil || errors.Is(err, layout.ErrNotSubmitted) || !strings.Contains(err.Error(), "not written to the store") {
 		t.Errorf("member 2 resolves to %q, %v; want a timeout waiting for its child", id, err)
+	}
+}
+
+// TestCleanupRemovesAHalfSubmittedChild: a submitter killed between a child's spec and
+// its handle (the handle is written last) leaves objects of a job that never was; batch
+// cleanup removes them with the rest of the batch (they stayed, and every `jobs list`
+// warned of a job without handle.json).
+func TestCleanupRemovesAHalfSubmittedChild(t *testing.T) {
+	ctx := context.Background()
+	fake := newFakeBackend(nil)
+	e := newTestEngine(t, fakeQueuer{fake})
+	s, err := newScheduler(ctx, e, mapRequest(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.poll = jobview.NewPoller()
+	for i := range 2 {
+		if s.submit(ctx, i, 0) == nil {
+			t.Fatalf("child %d not submitted", i)
+		}
+	}
+	gid := s.b.GroupID()
+	v, err := Read(ctx, e, gid, "mem://", true)
+	if err != nil || len(v.Children) != 2 {
+		t.Fatalf("read: %v, %d children", err, len(v.Children))
+	}
+	st, err := e.Store(ctx, "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := v.Children[1].JobID
+	objs, err := st.List(ctx, store.JobPrefix(half))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs { // all but its spec: the handle was never written
+		if !strings.HasSuffix(o.Key, "/spec.json") {
+			st.Remove(ctx, o.Key)
+		}
+	}
+	if ok, _ := st.Exists(ctx, store.SpecKey(half)); !ok {
+		t.Fatal("test setup: the child has no spec.json")
+	}
+	if err := Cleanup(ctx, e, gid, "mem://", true, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{v.Children[0].JobID, half} {
+		if left, err := st.List(ctx, store.JobPrefix(id)); err != nil || len(left) != 0 {
+			t.Errorf("after batch cleanup, job %s keeps %d objects (%v)", id, len(left), err)
+		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"net/http"
@@ -253,6 +254,31 @@ func TestGKEFromZero(t *testing.T) {
 		}
 	}
 	fake.PutCluster(clusterPath, rec) // GKE's record again; the next run reads it once
+
+	// 2b. doctor on GKE, reached through the GKE API (no kubeconfig): every check
+	// passes. With credentials that cannot be read it exits 1 naming them and the fix,
+	// in a person's words.
+	out, stderr = must(nil, "doctor")
+	for _, w := range []string{"✓ cluster reachable", "✓ permissions", "✓ store from a pod", "ready: jobs can run"} {
+		if !strings.Contains(out+stderr, w) {
+			t.Errorf("doctor on GKE does not say %q:\n%s%s", w, out, stderr)
+		}
+	}
+	if strings.Contains(out+stderr, "✗") {
+		t.Errorf("doctor on a working GKE cluster fails a check:\n%s%s", out, stderr)
+	}
+	badKey := filepath.Join(t.TempDir(), "adc.json")
+	os.WriteFile(badKey, []byte("{not json"), 0o600)
+	os.Remove(cache) // the connection cache would spare doctor the credentials
+	out, stderr, err = kinetic([]string{"GOOGLE_APPLICATION_CREDENTIALS=" + badKey}, "doctor")
+	if code := exitCode(err); code != 1 || !strings.Contains(out+stderr, "✗") || !strings.Contains(out+stderr, badKey) || !strings.Contains(out+stderr, "gcloud auth application-default login") {
+		t.Errorf("doctor with unreadable credentials: exit %d\n%s%s", code, out, stderr)
+	}
+	for _, goText := range []string{"invalid character", "context deadline", "rpc error"} {
+		if strings.Contains(out+stderr, goText) {
+			t.Errorf("doctor with unreadable credentials shows %q:\n%s%s", goText, out, stderr)
+		}
+	}
 
 	// 3. A GPU pool; 4. a GPU job's pod is scheduled onto it.
 	_, stderr = must(nil, "pool", "add", "--accelerator", "gpu-l4", "--min-nodes", "1", "-y")
@@ -549,4 +575,17 @@ func readCache(t *testing.T, path string) gkeconn.Info {
 		t.Errorf("connection cache %s: %v", path, err)
 	}
 	return in
+}
+
+// exitCode is the exit status of a finished command's error (0 for nil, -1 when it did
+// not run).
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
 }

@@ -395,7 +395,7 @@ func TestCLIBadInput(t *testing.T) {
 	key := filepath.Join(home, "key.json")
 	os.WriteFile(key, []byte(`{"type": "service_account"}`), 0o600)
 	got = run([]string{"KINETIC_GCP_ENDPOINTS=", "GOOGLE_APPLICATION_CREDENTIALS=" + key}, "up", "--project", "p", "--preview")
-	wants("a key file that is not one", got, "GOOGLE_APPLICATION_CREDENTIALS="+key+" is not a usable key file")
+	wants("a key file that is not one", got, "GOOGLE_APPLICATION_CREDENTIALS="+key+" is a service_account file that Google's library could not use")
 
 	// Credentials without permission: the fakes refuse, as Google does.
 	f.FailNext("google.api.serviceusage.v1.ServiceUsage/BatchGetServices", status.Error(codes.PermissionDenied, "Permission denied to get service [container.googleapis.com]"))

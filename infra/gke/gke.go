@@ -35,6 +35,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/kinetic-run/kinetic/errs"
+	"github.com/kinetic-run/kinetic/infra/gke/gkeconn"
 	"github.com/kinetic-run/kinetic/infra/gke/gkename"
 )
 
@@ -203,7 +204,7 @@ func userADCWithoutQuotaProject(ctx context.Context) bool {
 func credErr(api string, err error) error {
 	text := fmt.Sprintf("no Google credentials to call the %s API: run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file", api)
 	if p := os.Getenv("GOOGLE_APPLICATION_CREDENTIALS"); p != "" {
-		text = fmt.Sprintf("GOOGLE_APPLICATION_CREDENTIALS=%s is not a usable key file for the %s API: set it to a service-account key file (JSON), or unset it and run `gcloud auth application-default login`", p, api)
+		text = fmt.Sprintf("GOOGLE_APPLICATION_CREDENTIALS=%s %s, so the %s API cannot be called: set it to a service-account key file (JSON), or unset it and run `gcloud auth application-default login`", p, gkeconn.KeyFileProblem(p), api)
 	}
 	return &apiError{text: text, code: errs.FailedPrecondition, err: err}
 }

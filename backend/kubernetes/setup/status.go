@@ -2,6 +2,7 @@ package setup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/kinetic-run/kinetic/config"
 	"github.com/kinetic-run/kinetic/infra"
 	"github.com/kinetic-run/kinetic/infra/gke"
+	"github.com/kinetic-run/kinetic/infra/gke/gkeconn"
 )
 
 // status is `kinetic status` on a cluster backend: the GKE cluster, its node pools,
@@ -75,6 +77,10 @@ func doctorGKE(ctx context.Context, c *provision.Call, res *config.Resolved, why
 	t, kerr, err := gkeTarget(ctx, c.Profile, res, res.Get(config.Project), res.Get(config.Zone), res.Get(config.Cluster))
 	if err != nil {
 		return nil, err
+	}
+	if errors.Is(kerr, gkeconn.ErrNoCredentials) {
+		// The message says which credentials and how to mend them.
+		return &infra.Report{Checks: []infra.Check{{Name: "Google credentials", Detail: why + ": " + kerr.Error()}}}, nil
 	}
 	if kerr != nil {
 		return &infra.Report{Checks: []infra.Check{{Name: "GKE cluster " + res.Get(config.Cluster), Detail: why + ": " + kerr.Error(),

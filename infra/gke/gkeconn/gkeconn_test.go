@@ -261,7 +261,7 @@ func TestConnectErrors(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "nope.json")
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", missing)
 	_, err = (&gkeconn.Connector{ContainerEndpoint: f.Endpoints.Container}).RESTConfig(context.Background(), cl)
-	if err == nil || !strings.Contains(err.Error(), "GOOGLE_APPLICATION_CREDENTIALS="+missing+" is not a usable key file") || !strings.Contains(err.Error(), "gcloud auth application-default login") {
+	if err == nil || !strings.Contains(err.Error(), "GOOGLE_APPLICATION_CREDENTIALS="+missing+" does not exist") || !strings.Contains(err.Error(), "gcloud auth application-default login") {
 		t.Errorf("missing key file: %v", err)
 	}
 	if n := f.Count(getCluster); n != 2 {

@@ -35,8 +35,8 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/kinetic-run/kinetic/errs"
-	"github.com/kinetic-run/kinetic/infra/gke/gkeconn"
 	"github.com/kinetic-run/kinetic/infra/gke/gkename"
+	"github.com/kinetic-run/kinetic/internal/gcpkey"
 )
 
 // Defaults of the names up gives what it creates.
@@ -204,7 +204,7 @@ func userADCWithoutQuotaProject(ctx context.Context) bool {
 func credErr(api string, err error) error {
 	text := fmt.Sprintf("no Google credentials to call the %s API: run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file", api)
 	if p := os.Getenv("GOOGLE_APPLICATION_CREDENTIALS"); p != "" {
-		text = fmt.Sprintf("GOOGLE_APPLICATION_CREDENTIALS=%s %s, so the %s API cannot be called: set it to a service-account key file (JSON), or unset it and run `gcloud auth application-default login`", p, gkeconn.KeyFileProblem(p), api)
+		text = fmt.Sprintf("GOOGLE_APPLICATION_CREDENTIALS=%s %s, so the %s API cannot be called: set it to a service-account key file (JSON), or unset it and run `gcloud auth application-default login`", p, gcpkey.Problem(p), api)
 	}
 	return &apiError{text: text, code: errs.FailedPrecondition, err: err}
 }

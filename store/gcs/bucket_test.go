@@ -10,12 +10,15 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/store"
 	"github.com/kinetic-run/kinetic/store/gcs"
 	"github.com/kinetic-run/kinetic/testkit/gcstest"
@@ -139,5 +142,24 @@ func TestCreateBucketRefusals(t *testing.T) {
 				t.Fatalf("CreateBucket = %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestUnusableKeyFile: a GOOGLE_APPLICATION_CREDENTIALS file that is not a key is
+// ErrNoCredentials (FailedPrecondition), saying what is wrong with the file, not telling
+// the user to set the variable they set, nor quoting the JSON decoder.
+func TestUnusableKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "key.json")
+	os.WriteFile(p, []byte("{not json"), 0o600)
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", p)
+	t.Setenv("HOME", dir)
+	_, err := store.Open(context.Background(), "gs://a-bucket")
+	if !errors.Is(err, gcs.ErrNoCredentials) || errs.CodeOf(err) != errs.FailedPrecondition {
+		t.Fatalf("open: %v (code %s), want ErrNoCredentials, FailedPrecondition", err, errs.CodeOf(err))
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "GOOGLE_APPLICATION_CREDENTIALS="+p+" is not a JSON object") || strings.Contains(msg, "invalid character") || strings.Contains(msg, "or set GOOGLE_APPLICATION_CREDENTIALS") {
+		t.Errorf("open: %q", msg)
 	}
 }

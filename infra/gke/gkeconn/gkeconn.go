@@ -41,6 +41,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/errs"
 	"github.com/kinetic-run/kinetic/internal/atomicfile"
+	"github.com/kinetic-run/kinetic/internal/gcpkey"
 )
 
 // Scope is the OAuth2 scope of the tokens: what gke-gcloud-auth-plugin asks for.
@@ -166,7 +167,7 @@ func (c *Connector) credentials(ctx context.Context) (*google.Credentials, error
 	creds, err := find(context.WithoutCancel(ctx), Scope)
 	if err != nil {
 		if p := os.Getenv("GOOGLE_APPLICATION_CREDENTIALS"); p != "" {
-			return nil, &keyFileError{cause: err, msg: fmt.Sprintf("%s: GOOGLE_APPLICATION_CREDENTIALS=%s %s: set it to a service-account key file, or unset it and run `gcloud auth application-default login`", ErrNoCredentials, p, KeyFileProblem(p))}
+			return nil, &keyFileError{cause: err, msg: fmt.Sprintf("%s: GOOGLE_APPLICATION_CREDENTIALS=%s %s: set it to a service-account key file, or unset it and run `gcloud auth application-default login`", ErrNoCredentials, p, gcpkey.Problem(p))}
 		}
 		return nil, fmt.Errorf("%w to connect to GKE: run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file", ErrNoCredentials)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kinetic-run/kinetic/backend"
 	"github.com/kinetic-run/kinetic/batch/layout"
+	"github.com/kinetic-run/kinetic/engine"
 	"github.com/kinetic-run/kinetic/job"
 	"github.com/kinetic-run/kinetic/jobview"
 	"github.com/kinetic-run/kinetic/store"
@@ -295,20 +296,7 @@ func TestScheduler(t *testing.T) {
 // the input was never submitted.
 func TestKilledSubmitter(t *testing.T) {
 	ctx := context.Background()
-	fake := newFakeBackend(nil)
-	e := newTestEngine(t, fakeQueuer{fake}) // (a grouped batch is submitted in one step)
-	s, err := newScheduler(ctx, e, mapRequest(4))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.poll = jobview.NewPoller()
-	// The steps run makes, cut short: two children submitted, never saved.
-	for i := range 2 {
-		if s.submit(ctx, i, 0) == nil {
-			t.Fatalf("child %d not submitted", i)
-		}
-	}
-	gid := s.b.GroupID()
+	e, gid := killedAfterTwo(t)
 	v, err := Read(ctx, e, gid, "mem://", true)
 	if err != nil {
 		t.Fatal(err)
@@ -340,19 +328,7 @@ func TestKilledSubmitter(t *testing.T) {
 // warned of a job without handle.json).
 func TestCleanupRemovesAHalfSubmittedChild(t *testing.T) {
 	ctx := context.Background()
-	fake := newFakeBackend(nil)
-	e := newTestEngine(t, fakeQueuer{fake})
-	s, err := newScheduler(ctx, e, mapRequest(4))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.poll = jobview.NewPoller()
-	for i := range 2 {
-		if s.submit(ctx, i, 0) == nil {
-			t.Fatalf("child %d not submitted", i)
-		}
-	}
-	gid := s.b.GroupID()
+	e, gid := killedAfterTwo(t)
 	v, err := Read(ctx, e, gid, "mem://", true)
 	if err != nil || len(v.Children) != 2 {
 		t.Fatalf("read: %v, %d children", err, len(v.Children))
@@ -382,4 +358,23 @@ func TestCleanupRemovesAHalfSubmittedChild(t *testing.T) {
 			t.Errorf("after batch cleanup, job %s keeps %d objects (%v)", id, len(left), err)
 		}
 	}
+}
+
+// killedAfterTwo is a 4-input batch whose submitter submitted two children and was
+// killed before it saved the manifest again: the steps run makes, cut short.
+func killedAfterTwo(t *testing.T) (*engine.Engine, string) {
+	t.Helper()
+	ctx := context.Background()
+	e := newTestEngine(t, fakeQueuer{newFakeBackend(nil)}) // (a grouped batch is submitted in one step)
+	s, err := newScheduler(ctx, e, mapRequest(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.poll = jobview.NewPoller()
+	for i := range 2 {
+		if s.submit(ctx, i, 0) == nil {
+			t.Fatalf("child %d not submitted", i)
+		}
+	}
+	return e, s.b.GroupID()
 }

@@ -140,6 +140,13 @@ state = %q
 	})
 }
 
+// startKubelet starts the node's kubelet. In-place pod resize is off: Kubernetes 1.33's
+// kubelet can see a starting container without its "actuated resources" record, take
+// it for a resize, and with cgroupsPerQOS=false (this node's) dereference the nil pod
+// cgroup config in doPodResizeAction and exit ("Missing actuated resource record", then
+// a nil pointer panic: kubernetes/kubernetes#137999 and #140387, fixed after 1.33). The
+// node then went NotReady part-way through a run, which docs/status.md listed as a
+// flake under load. Kinetic never resizes pods, so nothing it does needs the gate.
 func (c *Cluster) startKubelet(ctx context.Context) error {
 	dir := c.path("kubelet")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -169,6 +176,7 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 syncFrequency: 5s
 nodeStatusUpdateFrequency: 5s
+featureGates: {InPlacePodVerticalScaling: false}
 `, HostIP, c.path("containerd", "containerd.sock"))
 	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o644); err != nil {
 		return err

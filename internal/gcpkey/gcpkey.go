@@ -41,3 +41,18 @@ func Problem(path string) string {
 	}
 	return fmt.Sprintf("has type %q, which is not a kind of Google credentials", typ)
 }
+
+// Error is an error whose message is msg and that is sentinel (errors.Is) and, when
+// given, cause: a caller's "no credentials" error for an unusable key file, said with
+// Problem, with Google's own error kept in the chain rather than in the message.
+func Error(sentinel error, msg string, cause error) error {
+	return &keyFileError{msg: msg, errs: []error{sentinel, cause}}
+}
+
+type keyFileError struct {
+	msg  string
+	errs []error
+}
+
+func (e *keyFileError) Error() string   { return e.msg }
+func (e *keyFileError) Unwrap() []error { return e.errs }

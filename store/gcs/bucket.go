@@ -55,13 +55,6 @@ func (gsDriver) BeforeList(glob string) func(as func(any) bool) error {
 // Cloud Storage.
 var ErrNoCredentials = errs.New(errs.FailedPrecondition, "no Google credentials to reach Cloud Storage: run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file")
 
-// keyFileError is ErrNoCredentials for a GOOGLE_APPLICATION_CREDENTIALS file that cannot
-// be used, saying what is wrong with it.
-type keyFileError struct{ msg string }
-
-func (e *keyFileError) Error() string        { return e.msg }
-func (e *keyFileError) Is(target error) bool { return target == ErrNoCredentials }
-
 // open opens a gs:// bucket: on Cloud Storage with Application Default Credentials (a
 // user's, a key file's, or a pod's through the metadata server), or on a custom endpoint
 // (an emulator such as fake-gcs-server) with an unauthenticated client.
@@ -73,8 +66,8 @@ func open(ctx context.Context, bucket, endpoint string) (*blob.Bucket, error) {
 	if err != nil {
 		if p := os.Getenv("GOOGLE_APPLICATION_CREDENTIALS"); p != "" {
 			// It is set: "set it" would not help; what is wrong with the file does.
-			return nil, errs.Wrap(errs.FailedPrecondition, &keyFileError{fmt.Sprintf("no Google credentials to reach Cloud Storage: GOOGLE_APPLICATION_CREDENTIALS=%s %s: set it to a service-account key file, or unset it and run `gcloud auth application-default login`",
-				p, gcpkey.Problem(p))})
+			return nil, errs.Wrap(errs.FailedPrecondition, gcpkey.Error(ErrNoCredentials, fmt.Sprintf("no Google credentials to reach Cloud Storage: GOOGLE_APPLICATION_CREDENTIALS=%s %s: set it to a service-account key file, or unset it and run `gcloud auth application-default login`",
+				p, gcpkey.Problem(p)), err))
 		}
 		return nil, ErrNoCredentials
 	}

@@ -167,7 +167,7 @@ func (c *Connector) credentials(ctx context.Context) (*google.Credentials, error
 	creds, err := find(context.WithoutCancel(ctx), Scope)
 	if err != nil {
 		if p := os.Getenv("GOOGLE_APPLICATION_CREDENTIALS"); p != "" {
-			return nil, &keyFileError{cause: err, msg: fmt.Sprintf("%s: GOOGLE_APPLICATION_CREDENTIALS=%s %s: set it to a service-account key file, or unset it and run `gcloud auth application-default login`", ErrNoCredentials, p, gcpkey.Problem(p))}
+			return nil, gcpkey.Error(ErrNoCredentials, fmt.Sprintf("%s: GOOGLE_APPLICATION_CREDENTIALS=%s %s: set it to a service-account key file, or unset it and run `gcloud auth application-default login`", ErrNoCredentials, p, gcpkey.Problem(p)), err)
 		}
 		return nil, fmt.Errorf("%w to connect to GKE: run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file", ErrNoCredentials)
 	}
